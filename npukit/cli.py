@@ -1,0 +1,49 @@
+"""The ``npukit`` command: ``npukit demo``, ``npukit targets``, and one subcommand per
+capability that offers one."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import machine as _target
+
+
+def _targets(args: argparse.Namespace) -> int:
+    for name in _target.targets():
+        t = _target.target(name)
+        print(f"{t.name}: {t.description}")
+        print(f"  cores {t.cores}, clock {t.clock_mhz:g} MHz, parameters live in {t.home}, "
+              f"rounding {t.arith.rounding}, LUT {t.lut.banks} bank(s) x {t.lut.bank_bits} bits")
+        print(f"  {'memory':<10}{'size (B)':>10}")
+        for m in t.memories.values():
+            print(f"  {m.name:<10}{m.size:>10}")
+        print(f"  {'engine':<13}{'from':<24}{'to':<16}{'B/cycle':>8}{'latency':>9}")
+        for e in t.engines.values():
+            print(f"  {e.name:<13}{','.join(e.src):<24}{','.join(e.dst):<16}"
+                  f"{e.bandwidth:>8g}{e.latency:>9}")
+        for u in t.units.values():
+            widths = "  ".join(f"{a}x{b}={w}" for (a, b), w in u.widths.items())
+            print(f"  unit {u.name} (latency {u.latency}): {widths}")
+        print()
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import demo
+
+    demo()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="npukit", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="show what npukit does, section by section").set_defaults(func=_demo)
+    sub.add_parser("targets", help="list the built-in targets").set_defaults(func=_targets)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""The errors a user can cause. Every message names the tensor, dimension, sizes and budget
+involved, so the fix is obvious without a debugger."""
+
+
+class NpukitError(Exception):
+    """Base of every error npukit raises because of what the user passed."""
+
+
+class ShapeError(NpukitError, ValueError):
+    """Shapes, strides or ranks that do not fit the operation."""
+
+
+class OutOfBoundsError(NpukitError, IndexError):
+    """An index, a view or a write that would leave its tensor or buffer."""
+
+
+class DTypeError(NpukitError, TypeError):
+    """A dtype the operation or the target does not support."""
+
+
+class CapacityError(NpukitError):
+    """Data placed in an internal memory exceeds its size."""
+
+
+class TilingError(NpukitError):
+    """No tiling satisfies the memory budget and constraints."""
+
+
+class LutError(NpukitError, ValueError):
+    """A lookup table or lookup parameters that break a rule of the LUT semantics."""
+
+
+class TargetError(NpukitError):
+    """A malformed or unknown target description."""
+
+
+class KernelError(NpukitError):
+    """A kernel that breaks the structure rules of its front end."""
+
+
+class CompilerError(NpukitError):
+    """The C compiler is missing or rejected the generated source."""
