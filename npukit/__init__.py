@@ -26,3 +26,10 @@ __all__ = [
     "NpukitError", "OutOfBoundsError", "ShapeError", "Target", "TargetError", "TilingError",
     "dtype", "load_target", "target", "targets",
 ]
+
+from .easy import LData, MultiIndex, build, kernel, spec  # noqa: E402
+from .ir import Program  # noqa: E402
+from .run import Result  # noqa: E402
+from .transfers import Transfer  # noqa: E402
+
+__all__ += ["LData", "MultiIndex", "Program", "Result", "Transfer", "build", "kernel", "spec"]

@@ -185,9 +185,11 @@ class Layout:
 
     def permute(self, order: Sequence[int]) -> Layout:
         """Reorder dims like ``np.transpose``: new dim k is old dim ``order[k]``."""
-        order = tuple(int(o) % self.rank if self.rank else int(o) for o in order)
+        given = tuple(int(o) for o in order)
+        # Only -rank <= o < rank count from the end; larger ones must not wrap around.
+        order = tuple(o % self.rank if -self.rank <= o < self.rank else o for o in given)
         if sorted(order) != list(range(self.rank)):
-            raise ShapeError(f"permute{tuple(order)} is not a permutation of {self.rank} dims")
+            raise ShapeError(f"permute{given} is not a permutation of {self.rank} dims")
         if self.valid is not None and order[-self.vdims:] != tuple(range(self.rank - self.vdims, self.rank)):
             raise ShapeError(f"permute{order} moves the vectorized dims of layout {self.shape}")
         return self._with(tuple(self.shape[o] for o in order), tuple(self.strides[o] for o in order),
@@ -306,9 +308,12 @@ class Layout:
             raise ShapeError(f"view: buffer of {buf.dtype} for a layout of {self.dtype}")
         step = buf.strides[0]
         overlap = any(s == 0 and n > 1 for n, s in zip(self.shape, self.strides))
+        # as_strided goes through __array_interface__, which cannot spell some ml_dtypes
+        # formats (float8_e5m2 is '<f1'): stride raw bytes of the same size, then retype.
+        raw = (buf[self.offset:] if self.size else buf[:0]).view(f"V{buf.dtype.itemsize}")
         return np.lib.stride_tricks.as_strided(
-            buf[self.offset:] if self.size else buf[:0], self.shape,
-            tuple(s * step for s in self.strides), writeable=not overlap and buf.flags.writeable)
+            raw, self.shape, tuple(s * step for s in self.strides),
+            writeable=not overlap and buf.flags.writeable).view(buf.dtype)
 
     def __repr__(self) -> str:
         dims = ", ".join(map(str, self.shape))

@@ -1,0 +1,581 @@
+"""EasyKernel in Python (seed 000): a kernel is one sequential program over tensor views;
+every data flow is derived from it.
+
+>>> @kernel
+... def mul(s, input1, input2, bias_scale, output, *, shift, out_min, out_max):
+...     bdata = s.bram.load(bias_scale)
+...     for i in s.iterate(input1.dim(0)):
+...         d1 = s.iram.load(input1[i])
+...         d2 = s.wram.load(input2[i])
+...         p = s.alu.elementwise_product_accumulate(d1, d2)
+...         q = s.act.rescale_clamp(p, bdata, shift, 0, out_min, out_max)
+...         s.store(output[i], q)
+
+``for i in s.iterate(n)`` runs its body once, at build time, and records one hardware loop,
+exactly as the seed's uppercase ``For``. Tensor views are immutable: write
+``x = x.vectorize(16)`` where the seed writes ``x.vectorize(16);``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+import math
+import sys
+from dataclasses import dataclass, replace
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from . import ir
+from .dtypes import dtype as _dtype, int_range, is_float
+from .errors import DTypeError, KernelError, OutOfBoundsError, ShapeError
+from .layout import Layout
+from .machine import Target, target as _target
+
+
+# -- user-facing values -------------------------------------------------------------------
+
+def spec(shape: Sequence[int], dtype, strides: Sequence[int] | None = None, offset: int = 0) -> Layout:
+    """Describe a kernel parameter: ``spec((1000,), "int8")``. Strides and offset count
+    elements from the start of the tensor's buffer; strides must be non-negative."""
+    lay = Layout(tuple(shape), dtype, strides, offset)
+    if any(s < 0 for s in lay.strides):
+        raise ShapeError(f"spec: negative strides {lay.strides} are not supported")
+    return lay
+
+
+class MultiIndex(tuple):
+    """The index of a multi-iterator: one loop variable per dimension it consumes."""
+
+
+@dataclass(frozen=True)
+class LData:
+    """A tensor in the home memory (LRAM), seen through a layout; indexing with loop
+    variables makes a view whose position moves with the loop."""
+
+    buffer: ir.Buffer
+    layout: Layout
+    offset: ir.Affine
+    lanes: ir.Lanes | None = None
+    name: str = ""
+
+    # Queries, as in the seed.
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.layout.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.layout.dtype
+
+    @property
+    def rank(self) -> int:
+        return self.layout.rank
+
+    def dim(self, i: int) -> int:
+        return self.layout.dim(i)
+
+    def dims(self, begin: int = 0, end: int | None = None) -> tuple[int, ...]:
+        return self.layout.dims(begin, end)
+
+    def dense_dims(self) -> int:
+        return self.layout.dense_dims()
+
+    # Tensor editing: each returns a new LData.
+    def vectorize(self, n: int) -> LData:
+        return replace(self, layout=self.layout.vectorize(n))
+
+    def fuse(self, k: int) -> LData:
+        return replace(self, layout=self.layout.fuse(k))
+
+    def broadcast_as(self, other: LData | Layout | Sequence[int]) -> LData:
+        return replace(self, layout=self.layout.broadcast_as(
+            other.layout if isinstance(other, LData) else other))
+
+    def permute(self, order: Sequence[int]) -> LData:
+        return replace(self, layout=self.layout.permute(order))
+
+    def __getitem__(self, key) -> LData:
+        keys = key if isinstance(key, tuple) else (key,)
+        out = self
+        for k in keys:
+            out = out._index1(k)
+        return out
+
+    def _index1(self, k) -> LData:
+        lay = self.layout
+        if lay.rank == 0:
+            raise OutOfBoundsError(f"tensor {self.name!r}: too many indices for its shape")
+        if isinstance(k, slice):
+            return replace(self, layout=lay[k])
+        n, s = lay.shape[0], lay.strides[0]
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            if not -n <= k < n:
+                raise OutOfBoundsError(f"tensor {self.name!r}: index {k} out of range for dim "
+                                       f"0 of {lay.shape} ({n} elements)")
+            k = int(k) % n
+        idx = ir.affine(k)
+        lo, hi = idx.bounds()
+        if lo < 0 or hi >= n:
+            raise OutOfBoundsError(f"tensor {self.name!r}: index {idx} takes values {lo}..{hi} "
+                                   f"but dim 0 of {lay.shape} has {n} elements")
+        lanes, valid, vdims = self.lanes, lay.valid, lay.vdims
+        if valid is not None and lay.rank <= vdims:
+            if lay.rank == 1:
+                raise KernelError(f"tensor {self.name!r}: indexing single lanes of a vector")
+            # Indexing the vector dim: lanes past the vectorized dimension's end are junk.
+            lanes = ir.Lanes(valid, idx * lay.shape[1], lay.shape[1])
+            valid, vdims = None, 0
+        rest = Layout(lay.shape[1:], lay.dtype, lay.strides[1:], lay.offset, valid=valid, vdims=vdims)
+        return replace(self, layout=rest, offset=self.offset + idx * s, lanes=lanes)
+
+    def view(self) -> ir.View:
+        return ir.View(self.buffer, Layout(self.layout.shape, self.layout.dtype,
+                                           self.layout.strides, self.layout.offset), self.offset)
+
+
+@dataclass(frozen=True)
+class Data:
+    """A value held in an internal memory (IData, WData, BData, PData, QData in the seed).
+    ``in_pair`` is the (input, weight) dtype pair an ALU result came from."""
+
+    view: ir.View
+    lanes: ir.Lanes | None
+    kind: str
+    in_pair: tuple[str, str | None] = ("", None)
+    producer: object = None  # the _AluNode that made a PData
+
+    Vectors = 0  # PData.Vectors: the dim that counts Act-width sub-vectors
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.view.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.view.dtype
+
+    @property
+    def size(self) -> int:
+        return self.view.size
+
+    def dim(self, i: int) -> int:
+        return self.view.layout.dim(i)
+
+    def __getitem__(self, av) -> Data:
+        """``pdata[av]``: the Act-width sub-vector ``av``."""
+        if self.kind != "PData" or self.view.layout.rank != 2:
+            raise KernelError(f"only PData is indexed by PData.Vectors; this is {self.kind}")
+        nv, w = self.view.shape
+        idx = ir.affine(av)
+        lo, hi = idx.bounds()
+        if lo < 0 or hi >= nv:
+            raise OutOfBoundsError(f"PData sub-vector index {idx} takes values {lo}..{hi} but "
+                                   f"the partials hold {nv} vectors of {w}")
+        v = self.view
+        sub = ir.View(v.buffer, Layout((w,), v.dtype, (1,), v.layout.offset), v.offset + idx * w)
+        lanes = self.lanes.sub(idx * w, w) if self.lanes else None
+        return replace(self, view=sub, lanes=lanes)
+
+
+IData = WData = BData = PData = QData = Data
+
+
+# -- the recording builder ----------------------------------------------------------------
+
+class _AluNode:
+    """An ALU instruction whose accumulation is known only when its consumer appears."""
+
+    def __init__(self, stmt: ir.Compute, loops: tuple, fill_site: list, fill_index: int):
+        self.stmt, self.loops = stmt, loops
+        self.block, self.index = fill_site, fill_index
+        self.acc_loops: tuple = ()
+
+
+class _LoopNode:
+    def __init__(self, var: ir.Var, label: str):
+        self.var, self.label, self.body = var, label, []
+
+
+def _label() -> str:
+    """The kernel source line that called into the builder."""
+    f = sys._getframe(2)
+    while f is not None and f.f_globals.get("__name__") == __name__:
+        f = f.f_back
+    if f is None:
+        return ""
+    return linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+
+
+class _Unit:
+    def __init__(self, s: Slice, name: str):
+        self.s, self.name = s, name
+        self.unit = s.target.units[name]
+
+
+class _Load:
+    def __init__(self, s: Slice, memory: str, kind: str):
+        self.s, self.memory, self.kind = s, memory, kind
+
+    def load(self, x: LData) -> Data:
+        """Bring view ``x`` from the home memory into this internal memory."""
+        s = self.s
+        if not isinstance(x, LData):
+            raise KernelError(f"{self.memory}.load expects a tensor view, got {type(x).__name__}")
+        if self.memory in s.loaded:
+            raise KernelError(f"kernel structure: at most one load into {self.memory} per kernel "
+                              f"(already loaded at: {s.loaded[self.memory]})")
+        label = _label()
+        s.loaded[self.memory] = label
+        buf = s.buffer(self.memory, x.dtype, x.layout.size, self.kind)
+        dst = ir.View(buf, Layout(x.shape, x.dtype))
+        s.emit(ir.Copy(dst, x.view(), s.target.engine(s.target.home, self.memory).name,
+                       x.lanes, label))
+        s.reads.add(x.buffer.name)
+        return Data(dst, x.lanes, self.kind)
+
+
+class _Alu(_Unit):
+    def i_width(self, in_dtype, w_dtype=None) -> int:
+        """Max input vector size of the ALU for ``in_dtype`` x ``w_dtype`` (None: no weights)."""
+        return self.unit.width(in_dtype, w_dtype)
+
+    def elementwise_product_accumulate(self, a: Data, b: Data) -> Data:
+        """Partials ``+= a * b`` lane by lane."""
+        return self._op("mul", "add", a, b)
+
+    def scalar_product_accumulate(self, scalar: Data, b: Data) -> Data:
+        """Partials ``+= scalar * b``: ``scalar`` holds one value, broadcast to every lane."""
+        if scalar.size != 1:
+            raise ShapeError(f"scalar_product_accumulate: the scalar operand holds {scalar.size} "
+                             f"values, expected 1")
+        wide = ir.View(scalar.view.buffer, Layout((b.size,), scalar.dtype, (0,),
+                                                  scalar.view.layout.offset), scalar.view.offset)
+        return self._op("mul", "add", replace(scalar, view=wide, lanes=b.lanes), b, order=(1, 0))
+
+    def accumulate(self, a: Data) -> Data:
+        """Partials ``+= a``."""
+        return self._op("pass", "add", a)
+
+    def elementwise_add(self, a: Data, b: Data) -> Data:
+        return self._op("add", "add", a, b)
+
+    def elementwise_sub(self, a: Data, b: Data) -> Data:
+        return self._op("sub", "add", a, b)
+
+    def elementwise_max(self, a: Data, b: Data) -> Data:
+        """Partials ``= max(partials, max(a, b))`` when accumulated."""
+        return self._op("max", "max", a, b)
+
+    def elementwise_min(self, a: Data, b: Data) -> Data:
+        return self._op("min", "min", a, b)
+
+    def _op(self, op: str, combine: str, a: Data, b: Data | None = None, order=(0, 1)) -> Data:
+        s = self.s
+        if s.alu_node is not None:
+            raise KernelError(f"kernel structure: one ALU instruction per kernel (already: "
+                              f"{s.alu_node.stmt.label})")
+        label = _label()
+        srcs = (a,) if b is None else (a, b)
+        for d in srcs:
+            if not isinstance(d, Data) or d.kind not in ("IData", "WData", "BData"):
+                raise KernelError(f"ALU operands come from IRAM/WRAM/BRAM loads; got {d!r:.80}")
+        if b is not None and a.size != b.size:
+            raise ShapeError(f"ALU {op}: operands hold {a.size} and {b.size} elements")
+        in_dt = srcs[order[0]].dtype.name
+        w_dt = None if b is None else srcs[order[1]].dtype.name
+        width = self.unit.width(in_dt, w_dt)
+        if a.size > width:
+            raise KernelError(f"ALU {op}: {a.size} lanes of {in_dt} x {w_dt or 'none'} exceed the "
+                              f"ALU width {width}; vectorize by s.alu.i_width(...)")
+        acc_dt = "float32" if is_float(a.dtype) else "int32"
+        act_w = min(s.target.units["act"].width(in_dt, w_dt), a.size)
+        nv = math.ceil(a.size / act_w)
+        buf = s.buffer("PRAM", acc_dt, nv * act_w, "PData")
+        dst = ir.View(buf, Layout((nv, act_w), acc_dt))
+        flat = ir.View(buf, Layout((a.size,), acc_dt))
+        stmt = ir.Compute("alu", op, flat, tuple(d.view for d in srcs),
+                          attrs=(("combine", combine), ("pair", (in_dt, w_dt))), label=label)
+        node = _AluNode(stmt, s.loops, s.block, len(s.block))
+        s.block.append(node)
+        s.alu_node = node
+        lanes = a.lanes or (b.lanes if b is not None else None)
+        return Data(dst, lanes, "PData", (in_dt, w_dt), node)
+
+
+class _Act(_Unit):
+    def width(self, in_dtype, w_dtype=None) -> int:
+        """Max vector size of the Act for ``in_dtype`` x ``w_dtype`` (None: no weights)."""
+        return self.unit.width(in_dtype, w_dtype)
+
+    def rescale_clamp(self, p: Data, b: Data, shift: int, zero_point: int, lo, hi) -> Data:
+        """``clamp((((p + bias) * scale + r) >> shift) + zero_point, lo, hi)`` in 64-bit
+        integers, ``r`` the target's rounding term; ``b`` holds one (bias, scale) pair. On
+        float partials: ``clamp((p + bias) * scale + zero_point, lo, hi)`` in float32."""
+        if not isinstance(b, Data) or b.kind != "BData" or b.size != 2:
+            raise KernelError("rescale_clamp: b must be a BData holding one (bias, scale) pair")
+        if shift < 0 or shift > 62:
+            raise KernelError(f"rescale_clamp: shift {shift} outside 0..62")
+        if is_float(p.dtype) and shift:
+            raise KernelError(f"rescale_clamp: shift {shift} on float partials; use scale")
+        return self._op("rescale_clamp", p, (b,), shift=int(shift), zero_point=zero_point,
+                        lo=lo, hi=hi)
+
+    def clamp(self, p: Data, lo, hi) -> Data:
+        """``clamp(p, lo, hi)``."""
+        return self._op("clamp", p, (), lo=lo, hi=hi)
+
+    def _op(self, op: str, p: Data, extra: tuple, **attrs) -> Data:
+        s = self.s
+        if s.act_label is not None:
+            raise KernelError(f"kernel structure: one Act instruction per kernel (already: "
+                              f"{s.act_label})")
+        if not isinstance(p, Data) or p.kind != "PData":
+            raise KernelError(f"Act {op} reads ALU partials (PData), got {getattr(p, 'kind', p)}")
+        label = _label()
+        s.act_label = label
+        width = self.unit.width(*p.in_pair)
+        if p.view.layout.rank == 2:
+            if p.shape[0] != 1:
+                raise KernelError(f"Act {op}: the partials hold {p.shape[0]} vectors of {width}; "
+                                  f"iterate over pdata.dim(PData.Vectors) and pass pdata[av]")
+            p = p[0]
+        s.consume(p.producer)
+        n = p.size
+        out_dt = "float32" if is_float(p.dtype) else "int32"
+        buf = s.buffer("ACT", out_dt, n, "QData")
+        dst = ir.View(buf, Layout((n,), out_dt))
+        vals = {k: (float(v) if is_float(p.dtype) else int(v)) for k, v in attrs.items()}
+        vals["pair"] = p.in_pair
+        s.emit(ir.Compute("act", op, dst, (p.view,) + tuple(d.view for d in extra),
+                          attrs=tuple(sorted(vals.items())), label=label))
+        return Data(dst, p.lanes, "QData")
+
+
+class Slice:
+    """The logical Slice of seed 000 while a kernel is being recorded."""
+
+    def __init__(self, tgt: Target):
+        self.target = tgt
+        self.iram = _Load(self, "IRAM", "IData")
+        self.wram = _Load(self, "WRAM", "WData")
+        self.bram = _Load(self, "BRAM", "BData")
+        self.alu = _Alu(self, "alu")
+        self.act = _Act(self, "act")
+        self.alu_node: _AluNode | None = None  # the ALU instruction, once recorded
+        self.act_label: str | None = None  # the Act instruction's source line, once recorded
+        self.loaded: dict[str, str] = {}
+        self.buffers: list[ir.Buffer] = []
+        self.root: list = []
+        self.block = self.root
+        self.loops: tuple[ir.Var, ...] = ()
+        self.nodes: list[_LoopNode] = []
+        self.stored: str | None = None
+        self.reads: set[str] = set()
+        self.writes: set[str] = set()
+
+    def buffer(self, memory: str, dt, size: int, kind: str) -> ir.Buffer:
+        buf = ir.Buffer(f"{kind.lower()}", memory, _dtype(dt), size)
+        self.buffers.append(buf)
+        return buf
+
+    def emit(self, stmt) -> None:
+        self.block.append(stmt)
+
+    def iterate(self, counts) -> Iterator:
+        """``for i in s.iterate(n)``: one hardware loop of ``n`` iterations; a list of
+        counts nests one loop per count and yields a multi-index; ``[]`` is no loop."""
+        multi = isinstance(counts, (list, tuple))
+        label = _label()
+        vs = []
+        for n in (counts if multi else [counts]):
+            if not isinstance(n, (int, np.integer)) or n < 1:
+                raise KernelError(f"iterate: loop count must be a positive int, got {n!r}")
+            v = ir.Var(f"i{len(self.loops)}", int(n))
+            node = _LoopNode(v, label)
+            self.block.append(node)
+            self.nodes.append(node)
+            self.block, self.loops = node.body, self.loops + (v,)
+            vs.append(v)
+        yield MultiIndex(vs) if multi else vs[0]
+        for _ in vs:
+            self.nodes.pop()
+            self.loops = self.loops[:-1]
+            self.block = self.nodes[-1].body if self.nodes else self.root
+
+    def consume(self, node: _AluNode | None) -> None:
+        """The Act reads the partials: loops around the ALU but not the Act accumulate."""
+        if node is None:
+            return
+        common = 0
+        while (common < min(len(node.loops), len(self.loops))
+               and node.loops[common] == self.loops[common]):
+            common += 1
+        node.acc_loops = node.loops[common:]
+        if node.acc_loops:
+            # Start fresh before the outermost accumulation loop, at each consumer iteration.
+            outer = node.acc_loops[0]
+            block = self.root if common == 0 else self._node_of(node.loops[common - 1]).body
+            at = next(k for k, x in enumerate(block)
+                      if isinstance(x, _LoopNode) and x.var == outer)
+            combine = dict(node.stmt.attrs)["combine"]
+            block.insert(at, ir.Fill(node.stmt.dst, _identity(combine, node.stmt.dst.dtype),
+                                     f"start of accumulation over {outer} for: {node.stmt.label}"))
+
+    def _node_of(self, var: ir.Var) -> _LoopNode:
+        def find(block):
+            for x in block:
+                if isinstance(x, _LoopNode):
+                    if x.var == var:
+                        return x
+                    got = find(x.body)
+                    if got:
+                        return got
+            return None
+        return find(self.root)
+
+    def store(self, view: LData, q: Data) -> None:
+        """Write all lanes of ``q`` to ``view`` (a store past the tensor's end is an error)."""
+        self._check_out("store", view, q)
+        if view.layout.size != q.size:
+            raise ShapeError(f"store into {view.name!r}: view holds {view.layout.size} elements, "
+                             f"the result {q.size} lanes")
+        self.emit(ir.Copy(view.view(), q.view, self.target.engine("ACT", self.target.home).name,
+                          None, _label()))
+
+    def append(self, view: LData, q: Data) -> None:
+        """Append the valid lanes of ``q`` to what earlier appends wrote into ``view``; the
+        cursor starts at 0 in each iteration of the innermost loop that selects ``view``,
+        and an append never writes past the view's end."""
+        self._check_out("append", view, q)
+        keys = set(view.offset.vars)
+        inner = max((k for k, v in enumerate(self.loops) if v in keys), default=-1)
+        stray = [v for v in self.loops[: inner + 1] if v not in keys]
+        if stray:
+            raise KernelError(f"append into {view.name!r}: loop {stray[0]} encloses the loop "
+                              f"that selects the subtensor but does not index it; the appends "
+                              f"of its iterations would overwrite each other")
+        cursor = "cursor"
+        block = self.root if inner < 0 else self._node_of(self.loops[inner]).body
+        block.insert(0, ir.ResetCursor(cursor, f"start of appends into {view.name}"))
+        self.emit(ir.Append(view.view(), q.view, self.target.engine("ACT", self.target.home).name,
+                            cursor, q.lanes, _label()))
+
+    def _check_out(self, what: str, view: LData, q: Data) -> None:
+        if self.stored is not None:
+            raise KernelError(f"kernel structure: one store or append per kernel (already: "
+                              f"{self.stored})")
+        if not isinstance(view, LData) or not isinstance(q, Data) or q.kind != "QData":
+            raise KernelError(f"{what}(view, q): q must be an Act result (QData)")
+        if is_float(q.dtype) and not is_float(view.dtype):
+            raise DTypeError(f"{what} into {view.name!r}: float results into a "
+                             f"{view.dtype.name} tensor")
+        self.stored = _label()
+        self.writes.add(view.buffer.name)
+
+    def freeze(self) -> tuple:
+        if self.alu_node is None or self.act_label is None or self.stored is None:
+            missing = [n for n, x in (("ALU", self.alu_node), ("Act", self.act_label),
+                                      ("store/append", self.stored)) if x is None]
+            raise KernelError(f"kernel structure: a kernel needs one ALU instruction, one Act "
+                              f"instruction and one store or append; missing {', '.join(missing)}")
+
+        def conv(block):
+            out = []
+            for x in block:
+                if isinstance(x, _LoopNode):
+                    out.append(ir.Loop(x.var, conv(x.body), x.label))
+                elif isinstance(x, _AluNode):
+                    out.append(replace(x.stmt, acc=bool(x.acc_loops)))
+                else:
+                    out.append(x)
+            return tuple(out)
+        return conv(self.root)
+
+
+def _identity(combine: str, dt: np.dtype):
+    if combine == "add":
+        return 0
+    if is_float(dt):
+        return -np.inf if combine == "max" else np.inf
+    lo, hi = int_range(dt)
+    return lo if combine == "max" else hi
+
+
+# -- kernels and build --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel function: ``fn(s, *tensors, **attrs)``; see ``npukit.build``."""
+
+    fn: Callable
+    name: str
+    tensors: tuple[str, ...]
+    attrs: tuple[str, ...]
+    optional: tuple[str, ...] = ()  # attributes with a default
+
+    def __call__(self, *a, **k):
+        return self.fn(*a, **k)
+
+
+def kernel(fn: Callable) -> Kernel:
+    """Mark ``fn(s, tensor, ..., *, attr, ...)`` as an EasyKernel kernel."""
+    params = list(inspect.signature(fn).parameters.values())
+    if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+        raise KernelError(f"kernel {fn.__name__}: first parameter must be the Slice")
+    tensors = tuple(p.name for p in params[1:] if p.kind == p.POSITIONAL_OR_KEYWORD)
+    attrs = tuple(p.name for p in params[1:] if p.kind == p.KEYWORD_ONLY)
+    optional = tuple(p.name for p in params[1:] if p.kind == p.KEYWORD_ONLY
+                     and p.default is not p.empty)
+    return Kernel(fn, fn.__name__, tensors, attrs, optional)
+
+
+def build(k: Kernel, target: str | Target = "torq", **specs_and_attrs) -> ir.Program:
+    """Record kernel ``k`` for ``target`` with a ``spec`` per tensor and a value per attribute,
+    check it, and return the ``Program``."""
+    from .passes import check
+
+    if not isinstance(k, Kernel):
+        raise KernelError(f"build: {k!r} is not a kernel; decorate it with @npukit.kernel")
+    tgt = _target(target)
+    missing = [n for n in k.tensors + k.attrs if n not in specs_and_attrs and n not in k.optional]
+    extra = [n for n in specs_and_attrs if n not in k.tensors + k.attrs]
+    if missing or extra:
+        raise KernelError(f"build {k.name}: missing {missing}, unexpected {extra}")
+    s = Slice(tgt)
+    datas = []
+    for name in k.tensors:
+        lay = specs_and_attrs[name]
+        if not isinstance(lay, Layout):
+            raise KernelError(f"build {k.name}: tensor {name!r} needs npukit.spec(...), got {lay!r}")
+        buf = ir.Buffer(name, tgt.home, lay.dtype, lay.footprint()[1], role="in")
+        datas.append(LData(buf, Layout(lay.shape, lay.dtype, lay.strides, lay.offset),
+                           ir.Affine(), None, name))
+    attrs = {n: specs_and_attrs[n] for n in k.attrs if n in specs_and_attrs}
+    k.fn(s, *datas, **attrs)
+    body = s.freeze()
+    params = []
+    for d in datas:
+        role = ("inout" if d.buffer.name in s.reads else "out") if d.buffer.name in s.writes else "in"
+        params.append((replace(d.buffer, role=role), specs_and_attrs[d.name]))
+    prog = ir.Program(k.name, tgt, tuple(params), tuple(s.buffers), _rebind(body, params),
+                      tuple(sorted(attrs.items())), inspect.getsource(k.fn))
+    return check(prog)
+
+
+def _rebind(body: tuple, params: list) -> tuple:
+    """Point views at the parameter buffers with their final roles."""
+    by_name = {b.name: b for b, _ in params}
+
+    def fix_view(v):
+        return replace(v, buffer=by_name[v.buffer.name]) if v.buffer.name in by_name and \
+            v.buffer.role != "internal" else v
+
+    def fix(st):
+        if isinstance(st, ir.Loop):
+            return replace(st, body=tuple(fix(x) for x in st.body))
+        if isinstance(st, (ir.Copy, ir.Append)):
+            return replace(st, dst=fix_view(st.dst), src=fix_view(st.src))
+        return st
+    return tuple(fix(x) for x in body)

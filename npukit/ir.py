@@ -1,0 +1,297 @@
+"""The one IR every front end lowers to and every back end reads.
+
+A ``Program`` is a tree of statements over buffers that live in named memories:
+
+- ``Loop``: a hardware loop; its ``Var`` runs 0..count-1.
+- ``Copy``: a data flow between memories (one transfer engine), optionally only the first
+  ``valid`` lanes in row-major order (the rest of the destination is junk).
+- ``Append``: copy the first ``valid`` lanes of a vector to the row-major position
+  ``cursor`` of a destination (sub)tensor, advance the cursor, never write past the end.
+- ``ResetCursor``: start an append cursor at 0 (at the top of the loop that selects the
+  destination subtensor).
+- ``Fill``: set a buffer to a constant (the start of an accumulation).
+- ``Compute``: one vector instruction of a unit; with ``acc`` its result is combined into
+  the destination instead of replacing it.
+
+Index arithmetic is affine in loop variables (``Affine``); the valid lane count of a vector
+is ``Lanes``: ``clamp(total - start, 0, width)``. The semantics are sequential: statements
+run in order, loop bodies once per iteration. Back ends must agree with that reading.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterator, Union
+
+import numpy as np
+
+from .layout import Layout
+
+
+# -- index expressions --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Var:
+    """A loop variable running 0..count-1."""
+
+    name: str
+    count: int
+
+    def __add__(self, o):
+        return affine(self) + o
+
+    __radd__ = __add__
+
+    def __mul__(self, k: int):
+        return affine(self) * k
+
+    __rmul__ = __mul__
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``const + Σ coeff·var``; terms sorted by variable name, no zero coefficients."""
+
+    const: int = 0
+    terms: tuple[tuple[Var, int], ...] = ()
+
+    def __add__(self, o) -> Affine:
+        o = affine(o)
+        coeffs = dict(self.terms)
+        for v, c in o.terms:
+            coeffs[v] = coeffs.get(v, 0) + c
+        return Affine(self.const + o.const,
+                      tuple(sorted(((v, c) for v, c in coeffs.items() if c), key=lambda t: t[0].name)))
+
+    __radd__ = __add__
+
+    def __neg__(self) -> Affine:
+        return self * -1
+
+    def __sub__(self, o) -> Affine:
+        return self + -affine(o)
+
+    def __mul__(self, k: int) -> Affine:
+        k = int(k)
+        return Affine(self.const * k, tuple((v, c * k) for v, c in self.terms if c * k))
+
+    __rmul__ = __mul__
+
+    @property
+    def vars(self) -> tuple[Var, ...]:
+        return tuple(v for v, _ in self.terms)
+
+    def bounds(self) -> tuple[int, int]:
+        """Lowest and highest value over the ranges of its variables."""
+        lo = self.const + sum(min(0, c * (v.count - 1)) for v, c in self.terms)
+        hi = self.const + sum(max(0, c * (v.count - 1)) for v, c in self.terms)
+        return lo, hi
+
+    def eval(self, env):
+        """Value with ``env[var]`` ints or numpy arrays (broadcast)."""
+        out = self.const
+        for v, c in self.terms:
+            out = out + c * env[v]
+        return out
+
+    def __repr__(self) -> str:
+        parts = [f"{c}*{v}" if c != 1 else f"{v}" for v, c in self.terms]
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return " + ".join(parts)
+
+
+def affine(x) -> Affine:
+    """Lift an int, a Var or an Affine to an Affine."""
+    if isinstance(x, Affine):
+        return x
+    if isinstance(x, Var):
+        return Affine(0, ((x, 1),))
+    return Affine(int(x))
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """Valid lanes of a vector: ``clamp(total - start, 0, width)``."""
+
+    total: int
+    start: Affine
+    width: int
+
+    def eval(self, env):
+        return np.clip(self.total - self.start.eval(env), 0, self.width)
+
+    def sub(self, first: Affine | int, width: int) -> Lanes:
+        """The lanes of a sub-vector that begins at lane ``first``."""
+        return Lanes(self.total, self.start + first, width)
+
+
+# -- buffers and views --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Buffer:
+    """A flat array of ``size`` elements in ``memory``. Parameters (``role`` in/out/inout)
+    are the kernel's tensors; internal buffers (``role="internal"``) live on the unit."""
+
+    name: str
+    memory: str
+    dtype: np.dtype
+    size: int
+    role: str = "internal"
+    slots: int = 1  # copies kept in memory (2 = double buffered)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class View:
+    """Elements of ``buffer`` at ``layout.offset + offset(vars) + Σ idx·strides``."""
+
+    buffer: Buffer
+    layout: Layout
+    offset: Affine = field(default_factory=Affine)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.layout.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.buffer.dtype
+
+    @property
+    def size(self) -> int:
+        return self.layout.size
+
+    def element_offsets(self) -> np.ndarray:
+        """Offsets of the elements (row-major) relative to the symbolic base, as int64."""
+        idx = np.zeros((), np.int64) + self.layout.offset
+        for n, s in zip(self.layout.shape, self.layout.strides):
+            idx = idx[..., None] + np.arange(n, dtype=np.int64) * s
+        return idx.reshape(-1)
+
+    def bounds(self) -> tuple[int, int]:
+        """(lowest, one past highest) element touched over all values of the loop vars."""
+        lo, hi = self.layout.footprint()
+        olo, ohi = self.offset.bounds()
+        if self.size == 0:
+            return lo + olo, lo + olo
+        return lo + olo, hi + ohi
+
+
+# -- statements ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Loop:
+    var: Var
+    body: tuple["Stmt", ...]
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Copy:
+    dst: View
+    src: View
+    engine: str
+    valid: Lanes | None = None
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Append:
+    dst: View
+    src: View
+    engine: str
+    cursor: str
+    valid: Lanes | None = None
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class ResetCursor:
+    cursor: str
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Fill:
+    dst: View
+    value: int | float
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Compute:
+    """``dst = f(srcs)`` or, with ``acc``, ``dst = combine(dst, f(srcs))``. ``attrs`` are the
+    instruction's constants (shift, clamp bounds, ...) as sorted (name, value) pairs."""
+
+    unit: str
+    op: str
+    dst: View
+    srcs: tuple[View, ...]
+    acc: bool = False
+    attrs: tuple[tuple[str, object], ...] = ()
+    label: str = ""
+
+    def attr(self, name: str):
+        return dict(self.attrs)[name]
+
+
+Stmt = Union[Loop, Copy, Append, ResetCursor, Fill, Compute]
+
+
+@dataclass(frozen=True)
+class Program:
+    """A kernel lowered to the IR: parameters, internal buffers, body, target, attributes."""
+
+    name: str
+    target: object  # npukit.machine.Target
+    params: tuple[tuple[Buffer, Layout], ...]  # each parameter with the layout it is given as
+    buffers: tuple[Buffer, ...]
+    body: tuple[Stmt, ...]
+    attrs: tuple[tuple[str, object], ...] = ()
+    source: str = ""
+
+    def param(self, name: str) -> tuple[Buffer, Layout]:
+        for b, lay in self.params:
+            if b.name == name:
+                return b, lay
+        raise KeyError(name)
+
+    def walk(self) -> Iterator[tuple[Stmt, tuple[Var, ...]]]:
+        """Every statement in program order with the loop variables enclosing it."""
+        def rec(body, loops):
+            for s in body:
+                yield s, loops
+                if isinstance(s, Loop):
+                    yield from rec(s.body, loops + (s.var,))
+        return rec(self.body, ())
+
+    def transfers(self):
+        from .transfers import transfers
+        return transfers(self)
+
+    def run(self, backend: str = "sim", **arrays):
+        from .run import run
+        return run(self, backend, **arrays)
+
+    def c_source(self) -> str:
+        from .c import c_source
+        return c_source(self)
+
+
+def iteration_space(loops: tuple[Var, ...]) -> dict[Var, np.ndarray]:
+    """Every point of a loop nest in row-major order: ``{var: int64 array}``."""
+    counts = [v.count for v in loops]
+    grids = np.indices(counts, dtype=np.int64).reshape(len(counts), -1) if counts else None
+    return {v: grids[k] for k, v in enumerate(loops)} if counts else {}
+
+
+def points(loops: tuple[Var, ...]) -> int:
+    return math.prod(v.count for v in loops)

@@ -1,0 +1,106 @@
+"""Build-time checks every Program passes before a back end sees it: accesses stay inside
+their buffers, internal memories hold their buffers, dtype conversions are defined. The
+pass also decides which internal buffers are double buffered."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from . import ir
+from .dtypes import is_float
+from .errors import CapacityError, DTypeError, OutOfBoundsError
+
+
+def check(prog: ir.Program) -> ir.Program:
+    """Run every check; return the program with buffer slots decided."""
+    for st, loops in prog.walk():
+        if isinstance(st, (ir.Copy, ir.Append)):
+            _check_bounds(st.src, st.valid, loops, st.label)
+            _check_bounds(st.dst, None if isinstance(st, ir.Append) else st.valid, loops, st.label)
+            _check_conversion(st)
+        elif isinstance(st, ir.Compute):
+            for v in (st.dst, *st.srcs):
+                _check_bounds(v, None, loops, st.label)
+        elif isinstance(st, ir.Fill):
+            _check_bounds(st.dst, None, loops, st.label)
+    return _with_slots(prog)
+
+
+def view_range(view: ir.View, valid: ir.Lanes | None, loops: tuple[ir.Var, ...]) -> tuple[int, int]:
+    """(lowest, one past highest) element a view touches over its loop nest, counting only
+    the first ``valid`` lanes (row-major) when given."""
+    if valid is None or view.size == 0:
+        return view.bounds()
+    env = ir.iteration_space(tuple(v for v in loops if v in set(valid.start.vars + view.offset.vars)))
+    base = np.asarray(view.offset.eval(env)).reshape(-1)
+    count = np.asarray(valid.eval(env)).reshape(-1)
+    offs = view.element_offsets()
+    base, count = np.broadcast_arrays(base, count)
+    live = count > 0
+    if not live.any():
+        return view.bounds()[0], view.bounds()[0]
+    # Lane offsets are monotone only for non-negative strides; take extremes of the prefix.
+    lo_pref = np.minimum.accumulate(offs)
+    hi_pref = np.maximum.accumulate(offs)
+    b, c = base[live], count[live] - 1
+    return int((b + lo_pref[c]).min()), int((b + hi_pref[c]).max()) + 1
+
+
+def _check_bounds(view: ir.View, valid, loops, label: str) -> None:
+    lo, hi = view_range(view, valid, loops)
+    size = view.buffer.size
+    if lo < 0 or hi > size:
+        what = "tensor" if view.buffer.role != "internal" else f"{view.buffer.memory} buffer"
+        raise OutOfBoundsError(
+            f"{what} {view.buffer.name!r}: `{label}` touches elements {lo}..{hi - 1} but the "
+            f"{what} spans elements 0..{size - 1} (view shape {view.shape}, strides "
+            f"{view.layout.strides}, offset {view.layout.offset} + {view.offset})")
+
+
+def _check_conversion(st) -> None:
+    src, dst = st.src.dtype, st.dst.dtype
+    if is_float(src) and not is_float(dst):
+        raise DTypeError(f"`{st.label}`: moving {src.name} into {dst.name} tensor "
+                         f"{st.dst.buffer.name!r} would need a float-to-int conversion")
+
+
+def _with_slots(prog: ir.Program) -> ir.Program:
+    """Internal buffers written inside a loop get two slots (double buffering) when every
+    such buffer of their memory fits twice; then check each memory holds its buffers."""
+    in_loop = {st.dst.buffer.name for st, loops in prog.walk()
+               if loops and isinstance(st, (ir.Copy, ir.Compute, ir.Fill))}
+    tgt = prog.target
+    new = []
+    for mem in dict.fromkeys(b.memory for b in prog.buffers):
+        bufs = [b for b in prog.buffers if b.memory == mem]
+        size = tgt.memories[mem].size
+        double = sum(b.nbytes * (2 if b.name in in_loop else 1) for b in bufs) <= size
+        for b in bufs:
+            new.append(replace(b, slots=2 if double and b.name in in_loop else 1))
+        used = sum(b.nbytes * (2 if double and b.name in in_loop else 1) for b in bufs)
+        if used > size:
+            parts = ", ".join(f"{b.name} {b.nbytes} B" for b in bufs)
+            raise CapacityError(f"{mem} holds {size} B but kernel {prog.name!r} places "
+                                f"{used} B there ({parts})")
+    slots = {b.name: b.slots for b in new}
+    return _map_buffers(replace(prog, buffers=tuple(new)),
+                        lambda b: replace(b, slots=slots[b.name]) if b.name in slots else b)
+
+
+def _map_buffers(prog: ir.Program, fn) -> ir.Program:
+    def view(v):
+        return replace(v, buffer=fn(v.buffer))
+
+    def stmt(st):
+        if isinstance(st, ir.Loop):
+            return replace(st, body=tuple(stmt(x) for x in st.body))
+        if isinstance(st, (ir.Copy, ir.Append)):
+            return replace(st, dst=view(st.dst), src=view(st.src))
+        if isinstance(st, ir.Fill):
+            return replace(st, dst=view(st.dst))
+        if isinstance(st, ir.Compute):
+            return replace(st, dst=view(st.dst), srcs=tuple(view(v) for v in st.srcs))
+        return st
+    return replace(prog, body=tuple(stmt(x) for x in prog.body))

@@ -1,0 +1,89 @@
+"""``Program.run``: check the arrays against the parameter specs, run a back end, and
+return a ``Result``. Every back end writes into the arrays it is given."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import ir
+from .errors import NpukitError, ShapeError
+from .layout import Layout
+
+
+@dataclass
+class Result:
+    """``outputs``: the output arrays (the ones passed in, now written); ``cycles`` and
+    ``report`` from the simulator's cycle model (None on host back ends); ``wall_time`` in
+    seconds for the back end's call."""
+
+    outputs: dict[str, np.ndarray]
+    cycles: int | None
+    report: object
+    wall_time: float
+
+
+def check_arrays(prog: ir.Program, arrays: dict) -> dict[str, np.ndarray]:
+    """Each parameter's array must match its spec: dtype, shape, strides (in elements),
+    and outputs must be writable."""
+    names = [b.name for b, _ in prog.params]
+    missing = [n for n in names if n not in arrays]
+    extra = [n for n in arrays if n not in names]
+    if missing or extra:
+        raise NpukitError(f"run {prog.name}: missing arrays {missing}, unexpected {extra}")
+    out = {}
+    for buf, spec in prog.params:
+        a = arrays[buf.name]
+        if not isinstance(a, np.ndarray):
+            raise ShapeError(f"tensor {buf.name!r}: expected a numpy array, got {type(a).__name__}")
+        if a.dtype != spec.dtype:
+            raise ShapeError(f"tensor {buf.name!r}: dtype {a.dtype} but the spec says {spec.dtype}")
+        if a.shape != spec.shape:
+            raise ShapeError(f"tensor {buf.name!r}: shape {a.shape} but the spec says {spec.shape}")
+        for d, (n, s_arr, s_spec) in enumerate(zip(a.shape, a.strides, spec.strides)):
+            if n > 1 and s_arr != s_spec * a.itemsize:
+                raise ShapeError(f"tensor {buf.name!r}: dim {d} has stride {s_arr // a.itemsize} "
+                                 f"elements ({s_arr} B) but the spec says {s_spec}")
+        if buf.role != "in" and not a.flags.writeable:
+            raise ShapeError(f"tensor {buf.name!r} is written by the kernel but its array is "
+                             f"read-only")
+        out[buf.name] = a
+    return out
+
+
+def spec_view(spec: Layout, image: np.ndarray) -> np.ndarray:
+    return spec.view(image)
+
+
+def run(prog: ir.Program, backend: str, **arrays) -> Result:
+    arrs = check_arrays(prog, arrays)
+    if backend == "sim":
+        return _run_sim(prog, arrs)
+    if backend == "c":
+        from .c import run_c
+        return run_c(prog, arrs)
+    raise NpukitError(f"unknown backend {backend!r}; use 'sim' or 'c'")
+
+
+def _run_sim(prog: ir.Program, arrs: dict[str, np.ndarray]) -> Result:
+    from .sim.functional import Machine, poison
+    from .sim.timing import timeline
+
+    images = {}
+    for buf, spec in prog.params:
+        img = poison(buf.dtype, (buf.size,))
+        if buf.role != "out":
+            spec.view(img)[...] = arrs[buf.name]
+        images[buf.name] = img
+    t0 = time.perf_counter()
+    Machine(prog, images).run()
+    wall = time.perf_counter() - t0
+    outputs = {}
+    for buf, spec in prog.params:
+        if buf.role != "in":
+            arrs[buf.name][...] = spec.view(images[buf.name])
+            outputs[buf.name] = arrs[buf.name]
+    report = timeline(prog)
+    return Result(outputs, report.cycles, report, wall)

@@ -1,0 +1,292 @@
+"""Functional simulation: the IR's sequential semantics, evaluated in bulk with numpy.
+
+A loop whose iterations do not depend on each other through memory is *batched*: its
+iterations become rows of a batch and every internal buffer gets one copy per row (as if
+each iteration had its own IRAM, WRAM, ...). The two dependences the IR allows across
+iterations are evaluated in closed form: accumulation into partials is a prefix
+reduction along the batched loops entered since the partials were last reset, and an
+append cursor is a clamped prefix sum (``c_{k+1} = min(cap, c_k + v_k)`` equals
+``min(cap, c_0 + Σ v)`` because every ``v`` is non-negative). Any other loop runs
+iteration by iteration. Internal memories start poisoned (0xA5 bytes, NaN for floats) and
+junk lanes are poisoned, so a result computed from unwritten data is visibly wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import arith, ir
+from ..dtypes import is_float
+
+
+def poison(dt: np.dtype, shape) -> np.ndarray:
+    """An array of the poison value: NaN for floats, 0xA5 in every byte for integers."""
+    if is_float(dt):
+        return np.full(shape, np.nan, dtype=dt)
+    n = int(np.prod(shape, dtype=np.int64))
+    return np.full(n * dt.itemsize, 0xA5, np.uint8).view(dt).reshape(shape)
+
+
+@dataclass
+class _Batch:
+    axes: list[int]  # sizes of the batched loops entered, outermost first
+    size: int
+
+
+class Machine:
+    """Executes a Program's body on flat parameter images (modified in place)."""
+
+    def __init__(self, prog: ir.Program, images: dict[str, np.ndarray]):
+        self.prog = prog
+        self.images = images
+        self.state = {b.name: poison(b.dtype, (1, b.size)) for b in prog.buffers}
+        self.depth = {b.name: 0 for b in prog.buffers}  # batch depth of the last full write
+        self.cursors: dict[str, np.ndarray] = {}
+        self.cursor_depth: dict[str, int] = {}
+        self.env: dict[ir.Var, np.ndarray] = {}
+        self.batch = _Batch([], 1)
+
+    def run(self) -> None:
+        self.block(self.prog.body)
+
+    # -- control ---------------------------------------------------------------------------
+
+    def block(self, body) -> None:
+        for st in body:
+            getattr(self, type(st).__name__.lower())(st)
+
+    def loop(self, st: ir.Loop) -> None:
+        if _batchable(st):
+            self._enter(st.var)
+            self.block(st.body)
+            self._leave(st.var)
+        else:
+            for k in range(st.var.count):
+                self.env[st.var] = np.full(self.batch.size, k, np.int64)
+                self.block(st.body)
+            del self.env[st.var]
+
+    def _enter(self, var: ir.Var) -> None:
+        n = var.count
+        for k, v in self.state.items():
+            self.state[k] = np.repeat(v, n, axis=0)
+        for k, v in self.cursors.items():
+            self.cursors[k] = np.repeat(v, n)
+        for k, v in self.env.items():
+            self.env[k] = np.repeat(v, n)
+        self.env[var] = np.tile(np.arange(n, dtype=np.int64), self.batch.size)
+        self.batch = _Batch(self.batch.axes + [n], self.batch.size * n)
+
+    def _leave(self, var: ir.Var) -> None:
+        n = var.count
+        outer = self.batch.size // n
+        for k, v in self.state.items():
+            self.state[k] = v.reshape(outer, n, -1)[:, -1]
+        for k, v in self.cursors.items():
+            self.cursors[k] = v.reshape(outer, n)[:, -1]
+        for k, v in self.env.items():
+            if k != var:
+                self.env[k] = v.reshape(outer, n)[:, -1]
+        del self.env[var]
+        self.batch = _Batch(self.batch.axes[:-1], outer)
+        d = len(self.batch.axes)
+        self.depth = {k: min(v, d) for k, v in self.depth.items()}
+        self.cursor_depth = {k: min(v, d) for k, v in self.cursor_depth.items()}
+
+    # -- memory access ---------------------------------------------------------------------
+
+    def _base(self, view: ir.View) -> np.ndarray:
+        return np.broadcast_to(np.asarray(view.offset.eval(self.env), np.int64), (self.batch.size,))
+
+    def _block(self, base: np.ndarray, offs: np.ndarray, size: int) -> int | None:
+        """Start of the contiguous run that rows ``base + offs`` cover, or None: true when
+        each row is a dense vector and row k starts where row k-1 ended."""
+        n = offs.size
+        if n == 0 or offs[-1] - offs[0] != n - 1 or (n > 1 and (np.diff(offs) != 1).any()):
+            return None
+        start = int(base[0] + offs[0])
+        if start < 0 or start + base.size * n > size:
+            return None
+        if base.size > 1 and (np.diff(base) != n).any():
+            return None
+        return start
+
+    def read(self, view: ir.View, valid: np.ndarray | None = None) -> np.ndarray:
+        buf, offs = view.buffer, view.element_offsets()
+        if valid is not None and (valid >= offs.size).all():
+            valid = None
+        if buf.role == "internal":
+            st = self.state[buf.name]
+            if not view.offset.vars:
+                cols = view.offset.const + offs
+                out = st[:, cols[0]:cols[0] + cols.size] if self._block(
+                    np.zeros(1, np.int64), cols, st.shape[1]) is not None else st[:, cols]
+            else:
+                out = np.take_along_axis(st, self._base(view)[:, None] + offs[None, :], axis=1)
+        else:
+            img, base = self.images[buf.name], self._base(view)
+            start = self._block(base, offs, img.size)
+            if start is not None:
+                out = img[start:start + base.size * offs.size].reshape(base.size, offs.size)
+            else:
+                pos = base[:, None] + offs[None, :]
+                if valid is not None:  # junk lanes are never fetched: they may lie outside
+                    pos = np.where(np.arange(offs.size)[None, :] < valid[:, None], pos, 0)
+                out = img[pos]
+        if valid is not None:
+            out = np.where(np.arange(offs.size)[None, :] < valid[:, None], out,
+                           poison(out.dtype, ()))
+        return out
+
+    def write(self, view: ir.View, values: np.ndarray, live: np.ndarray | None = None) -> None:
+        buf, offs = view.buffer, view.element_offsets()
+        values = arith.convert(values, buf.dtype)
+        if live is not None and live.all():
+            live = None
+        if buf.role == "internal":
+            if live is not None:
+                values = np.where(live, values, poison(buf.dtype, ()))
+            st = self.state[buf.name]
+            if not view.offset.vars:
+                st[:, view.offset.const + offs] = values
+            else:
+                rows = np.arange(self.batch.size)[:, None]
+                st[rows, self._base(view)[:, None] + offs[None, :]] = values
+            self.depth[buf.name] = len(self.batch.axes)
+            return
+        img, base = self.images[buf.name], self._base(view)
+        start = self._block(base, offs, img.size) if live is None else None
+        if start is not None:
+            img[start:start + values.size] = values.reshape(-1)
+        elif live is None:
+            img[(base[:, None] + offs[None, :]).reshape(-1)] = values.reshape(-1)
+        else:
+            img[(base[:, None] + offs[None, :])[live]] = values[live]
+
+    def _lanes(self, lanes: ir.Lanes | None) -> np.ndarray | None:
+        if lanes is None:
+            return None
+        return np.broadcast_to(np.asarray(lanes.eval(self.env), np.int64), (self.batch.size,))
+
+    def _groups(self, depth: int, x: np.ndarray) -> np.ndarray:
+        """View a per-row array as [groups, rows since depth, ...]."""
+        inner = int(np.prod(self.batch.axes[depth:], dtype=np.int64))
+        return x.reshape(self.batch.size // inner, inner, *x.shape[1:])
+
+    # -- statements ------------------------------------------------------------------------
+
+    def copy(self, st: ir.Copy) -> None:
+        valid = self._lanes(st.valid)
+        vals = self.read(st.src, valid)
+        live = None if valid is None else np.arange(vals.shape[1])[None, :] < valid[:, None]
+        self.write(st.dst, vals, live)
+
+    def resetcursor(self, st: ir.ResetCursor) -> None:
+        self.cursors[st.cursor] = np.zeros(self.batch.size, np.int64)
+        self.cursor_depth[st.cursor] = len(self.batch.axes)
+
+    def append(self, st: ir.Append) -> None:
+        cap = st.dst.size
+        want = self._lanes(st.valid)
+        if want is None:
+            want = np.full(self.batch.size, st.src.size, np.int64)
+        d = self.cursor_depth[st.cursor]
+        c0 = self._groups(d, self.cursors[st.cursor])
+        v = self._groups(d, want)
+        before = np.minimum(cap, c0 + np.cumsum(v, axis=1) - v).reshape(-1)
+        after = np.minimum(cap, before + want)
+        self.cursors[st.cursor] = after
+        self.cursor_depth[st.cursor] = len(self.batch.axes)
+        vals = arith.convert(self.read(st.src), st.dst.dtype)
+        img, n = self.images[st.dst.buffer.name], vals.shape[1]
+        base = self._base(st.dst) + before
+        offs = st.dst.element_offsets()
+        dense = self._block(np.zeros(1, np.int64), offs, img.size) is not None
+        if dense and (after - before == n).all() and self._block(base, offs[:n], img.size) is not None:
+            # Every append writes a whole vector right after the previous one.
+            start = int(base[0] + offs[0])
+            img[start:start + vals.size] = vals.reshape(-1)
+            return
+        lane = np.arange(n)[None, :]
+        live = lane < (after - before)[:, None]
+        slot = np.minimum(before[:, None] + lane, max(cap - 1, 0))
+        pos = self._base(st.dst)[:, None] + offs[slot]
+        img[pos[live]] = vals[live]
+
+    def fill(self, st: ir.Fill) -> None:
+        shape = (self.batch.size, st.dst.size)
+        self.write(st.dst, np.full(shape, st.value, st.dst.dtype))
+
+    def compute(self, st: ir.Compute) -> None:
+        srcs = [self.read(v) for v in st.srcs]
+        if st.unit == "alu":
+            x = arith.alu(st.op, srcs, st.dst.dtype)
+            if st.acc:
+                x = self._accumulate(st, x)
+        elif st.op == "rescale_clamp":
+            p, bs = srcs
+            a = dict(st.attrs)
+            x = arith.rescale_clamp(p, bs[:, :1], bs[:, 1:2], a["shift"], a["zero_point"],
+                                    a["lo"], a["hi"], self.prog.target.arith.rounding)
+        elif st.op == "clamp":
+            a = dict(st.attrs)
+            x = arith.clamp(srcs[0], a["lo"], a["hi"])
+        else:
+            raise NotImplementedError(f"simulator: no rule for {st.unit}.{st.op}")
+        self.write(st.dst, x)
+
+    def _accumulate(self, st: ir.Compute, x: np.ndarray) -> np.ndarray:
+        """Partials after this instruction in every row: the value at the last reset
+        combined, in loop order, with every contribution since."""
+        how = st.attr("combine")
+        d = self.depth[st.dst.buffer.name]
+        acc0 = self._groups(d, self.read(st.dst))[:, :1]
+        xs = self._groups(d, x)
+        seq = np.concatenate([acc0, xs], axis=1)
+        if seq.dtype == np.float32:
+            ufunc = {"add": np.add, "max": np.maximum, "min": np.minimum}[how]
+            out = ufunc.accumulate(seq, axis=1)[:, 1:]
+        elif how == "add":
+            out = arith.wrap32(np.cumsum(seq.astype(np.int64), axis=1)[:, 1:])
+        else:
+            ufunc = np.maximum if how == "max" else np.minimum
+            out = ufunc.accumulate(seq, axis=1)[:, 1:]
+        return out.reshape(x.shape)
+
+
+def _batchable(loop: ir.Loop) -> bool:
+    """True when no iteration reads what an earlier iteration wrote, apart from
+    accumulation and append cursors: every internal buffer read in the loop is written
+    earlier in the same iteration or not at all, and no tensor is both read and written."""
+    written_first: set[str] = set()
+    read_first: set[str] = set()
+    written: set[str] = set()
+    tensors_read: set[str] = set()
+    tensors_written: set[str] = set()
+
+    def visit(body):
+        for st in body:
+            if isinstance(st, ir.Loop):
+                visit(st.body)
+                continue
+            reads = [st.src] if isinstance(st, (ir.Copy, ir.Append)) else \
+                list(st.srcs) if isinstance(st, ir.Compute) else []
+            for v in reads:
+                if v.buffer.role == "internal":
+                    if v.buffer.name not in written_first:
+                        read_first.add(v.buffer.name)
+                else:
+                    tensors_read.add(v.buffer.name)
+            dst = getattr(st, "dst", None)
+            if dst is None:
+                continue
+            if dst.buffer.role == "internal":
+                written.add(dst.buffer.name)
+                if dst.buffer.name not in read_first:
+                    written_first.add(dst.buffer.name)
+            else:
+                tensors_written.add(dst.buffer.name)
+    visit(loop.body)
+    return not (read_first & written) and not (tensors_read & tensors_written)

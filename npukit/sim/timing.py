@@ -1,0 +1,257 @@
+"""The cycle model (DESIGN.md): every unit of the target — transfer engines, ALU, Act —
+runs in parallel and executes its own steps in program order. A step costs
+``latency + ceil(elements / width)`` on a compute unit or ``latency + ceil(bytes /
+bandwidth)`` on an engine; it starts when its unit is free, when the data it reads has
+been written, and when the buffer slot it overwrites has been read by every consumer of
+its previous value (double-buffered buffers have two slots, so loads run ahead).
+
+Long loops reach a periodic steady state after a few iterations; the model then advances
+every clock and counter by the measured per-period increment instead of stepping through
+each iteration, as long as the iterations ahead cost the same (same valid lanes)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import ir
+
+MAX_EVENTS = 20000
+
+
+@dataclass
+class Report:
+    """What the timing model measured for one run."""
+
+    cycles: int
+    busy: dict[str, int]  # busy cycles per unit
+    bytes_moved: dict[str, int]  # bytes read or written by transfers, per memory
+    peak: dict[str, int]  # bytes allocated per internal memory (slots included)
+    capacity: dict[str, int]
+    compute_bound: int
+    transfer_bound: int
+    clock_mhz: float
+    events: list = field(repr=False, default_factory=list)  # (unit, label, start, end)
+    events_dropped: bool = False
+
+    @property
+    def roofline(self) -> int:
+        """Cycles no schedule can beat: the busiest unit's total work."""
+        return max(self.compute_bound, self.transfer_bound)
+
+    def save_trace(self, path: str) -> None:
+        """Write the timeline as Chrome trace-event JSON (open in Perfetto); one thread per
+        unit, 1 cycle = 1 µs of trace time."""
+        units = sorted({e[0] for e in self.events})
+        tid = {u: k for k, u in enumerate(units)}
+        ev = [{"name": "thread_name", "ph": "M", "pid": 0, "tid": tid[u], "args": {"name": u}}
+              for u in units]
+        ev += [{"name": label or unit, "ph": "X", "pid": 0, "tid": tid[unit], "ts": s,
+                "dur": e - s, "args": {"statement": label}} for unit, label, s, e in self.events]
+        meta = {"cycles": self.cycles, "events_dropped": self.events_dropped,
+                "note": "steady-state iterations skipped by the model are not drawn"}
+        with open(path, "w") as f:
+            json.dump({"traceEvents": ev, "displayTimeUnit": "ns", "otherData": meta}, f)
+
+    def __str__(self) -> str:
+        lines = [f"cycles {self.cycles}  (roofline {self.roofline}: compute {self.compute_bound},"
+                 f" transfer {self.transfer_bound}; {self.cycles / max(self.roofline, 1):.2f}x"
+                 f" of bound)"]
+        for u, b in self.busy.items():
+            lines.append(f"  {u:<8} busy {b:>10} cycles ({100 * b / max(self.cycles, 1):5.1f}%)")
+        for m, b in self.bytes_moved.items():
+            lines.append(f"  {m:<8} moved {b:>10} B")
+        for m, b in self.peak.items():
+            lines.append(f"  {m:<8} peak {b:>5} of {self.capacity[m]} B")
+        return "\n".join(lines)
+
+
+class Timeline:
+    def __init__(self, prog: ir.Program):
+        self.prog = prog
+        tgt = prog.target
+        self.units = list(tgt.engines) + list(tgt.units)
+        self.bufs = [b for b in prog.buffers]
+        self.slot_count = {b.name: b.slots for b in self.bufs}
+        self.mems = list(tgt.memories)
+        # Clocks and counters, all in one vector so a steady state can be advanced at once.
+        names = [f"free:{u}" for u in self.units] + [f"busy:{u}" for u in self.units]
+        for b in self.bufs:
+            names += [f"w:{b.name}:{k}" for k in range(b.slots)]
+            names += [f"r:{b.name}:{k}" for k in range(b.slots)]
+            names.append(f"n:{b.name}")
+        names += [f"bytes:{m}" for m in self.mems] + ["cursor", "end"]
+        self.ix = {n: k for k, n in enumerate(names)}
+        self.s = np.zeros(len(names), np.int64)
+        self.env: dict[ir.Var, int] = {}
+        self.events: list = []
+        self.dropped = False
+
+    def run(self) -> Report:
+        self.block(self.prog.body)
+        tgt = self.prog.target
+        busy = {u: int(self.s[self.ix[f"busy:{u}"]]) for u in self.units}
+        busy = {u: b for u, b in busy.items() if b}
+        peak: dict[str, int] = {}
+        for b in self.bufs:
+            peak[b.memory] = peak.get(b.memory, 0) + b.nbytes * b.slots
+        moved = {m: int(self.s[self.ix[f"bytes:{m}"]]) for m in self.mems}
+        return Report(
+            cycles=int(self.s[self.ix["end"]]), busy=busy,
+            bytes_moved={m: b for m, b in moved.items() if b}, peak=peak,
+            capacity={m: tgt.memories[m].size for m in peak},
+            compute_bound=max([b for u, b in busy.items() if u in tgt.units] or [0]),
+            transfer_bound=max([b for u, b in busy.items() if u in tgt.engines] or [0]),
+            clock_mhz=tgt.clock_mhz, events=self.events, events_dropped=self.dropped)
+
+    # -- walking ----------------------------------------------------------------------------
+
+    def block(self, body) -> None:
+        for st in body:
+            if isinstance(st, ir.Loop):
+                self.loop(st)
+            elif isinstance(st, ir.ResetCursor):
+                self.s[self.ix["cursor"]] = 0
+            else:
+                self.step(st)
+
+    def loop(self, st: ir.Loop) -> None:
+        n = st.var.count
+        sig = self._signatures(st)
+        snaps: list[np.ndarray] = []
+        k = 0
+        while k < n:
+            self.env[st.var] = k
+            self.block(st.body)
+            snaps.append(self.s.copy())
+            if len(snaps) > 5:
+                snaps.pop(0)
+            if len(snaps) == 5 and k >= 4 and (sig[k - 4:k + 1] == sig[k]).all():
+                d1, d2 = snaps[4] - snaps[2], snaps[2] - snaps[0]
+                if np.array_equal(d1, d2):
+                    run_end = k + 1 + int(np.argmax(np.append(sig[k + 1:] != sig[k], True)))
+                    m = (run_end - 1 - k) // 2
+                    m = self._cursor_safe(m, d1)
+                    if m > 0:
+                        self.s += m * d1
+                        k += 2 * m
+                        snaps.clear()
+            k += 1
+        del self.env[st.var]
+
+    def _cursor_safe(self, m: int, d: np.ndarray) -> int:
+        """Stop a jump before an append cursor gets near its tensor's end, where clipping
+        changes the cost of each append."""
+        dc = d[self.ix["cursor"]]
+        if dc <= 0:
+            return m
+        cap, width = min(((a.dst.size, a.src.size) for a, _ in self.prog.walk()
+                          if isinstance(a, ir.Append)), default=(0, 0))
+        room = cap - 2 * width - self.s[self.ix["cursor"]]
+        return max(0, min(m, int(room // dc)))
+
+    def _signatures(self, st: ir.Loop) -> np.ndarray:
+        """One id per iteration; equal ids cost the same (same valid lanes everywhere)."""
+        lanes = [x.valid for x, _ in _walk(st.body) if isinstance(x, (ir.Copy, ir.Append))
+                 and x.valid is not None and st.var in x.valid.start.vars]
+        if not lanes:
+            return np.zeros(st.var.count, np.int64)
+        cols = []
+        inner = {v.var: v for v in _loops(st.body)}
+        for lane in lanes:
+            vs = (st.var,) + tuple(v for v in lane.start.vars if v in inner)
+            env = dict(self.env)
+            env.update(ir.iteration_space(vs))
+            vals = np.broadcast_to(np.asarray(lane.eval(env)), (ir.points(vs),))
+            cols.append(vals.reshape(st.var.count, -1))
+        table = np.concatenate(cols, axis=1)
+        # Run ids: consecutive iterations with equal lanes share an id.
+        change = (table[1:] != table[:-1]).any(axis=1)
+        return np.concatenate([[0], np.cumsum(change)])
+
+    # -- one step ---------------------------------------------------------------------------
+
+    def step(self, st) -> None:
+        tgt = self.prog.target
+        s, ix = self.s, self.ix
+        reads: list[ir.Buffer] = []
+        write: ir.Buffer | None = None
+        in_place = False
+        if isinstance(st, (ir.Copy, ir.Append)):
+            unit = st.engine
+            lanes = st.src.size if st.valid is None else int(st.valid.eval(self.env))
+            if isinstance(st, ir.Append):
+                before = int(s[ix["cursor"]])
+                lanes = max(0, min(lanes, st.dst.size - before))
+                s[ix["cursor"]] = before + lanes
+            else:
+                lanes = st.src.size  # engines move whole vectors, junk lanes too
+            src_b, dst_b = lanes * st.src.dtype.itemsize, lanes * st.dst.dtype.itemsize
+            # Results leave the Act already narrowed to the tensor's dtype.
+            cost = tgt.engines[unit].cycles(min(src_b, dst_b))
+            s[ix[f"bytes:{st.src.buffer.memory}"]] += src_b
+            s[ix[f"bytes:{st.dst.buffer.memory}"]] += dst_b
+            reads = [st.src.buffer]
+            write = st.dst.buffer
+        elif isinstance(st, ir.Compute):
+            unit = st.unit
+            u = tgt.units[unit]
+            width = u.width(*st.attr("pair"))
+            cost = u.latency + math.ceil(st.dst.size / width)
+            reads = [v.buffer for v in st.srcs]
+            write, in_place = st.dst.buffer, st.acc
+            if st.acc:
+                reads.append(st.dst.buffer)
+        elif isinstance(st, ir.Fill):
+            unit, cost, write = "alu", 0, st.dst.buffer  # the ALU clears partials as it starts
+        else:
+            raise NotImplementedError(type(st).__name__)
+        start = s[ix[f"free:{unit}"]]
+        for b in reads:
+            if b.role == "internal":
+                start = max(start, s[ix[f"w:{b.name}:{self._slot(b)}"]])
+        if write is not None and write.role == "internal" and not in_place:
+            nxt = (s[ix[f"n:{write.name}"]]) % write.slots
+            start = max(start, s[ix[f"r:{write.name}:{nxt}"]])
+        end = start + cost
+        s[ix[f"free:{unit}"]] = end
+        s[ix[f"busy:{unit}"]] += cost
+        for b in reads:
+            if b.role == "internal":
+                k = ix[f"r:{b.name}:{self._slot(b)}"]
+                s[k] = max(s[k], end)
+        if write is not None and write.role == "internal":
+            if not in_place:
+                s[ix[f"n:{write.name}"]] += 1
+            k = self._slot(write)
+            s[ix[f"w:{write.name}:{k}"]] = end
+            if not in_place:
+                s[ix[f"r:{write.name}:{k}"]] = end
+        s[ix["end"]] = max(s[ix["end"]], end)
+        if cost:
+            if len(self.events) < MAX_EVENTS:
+                self.events.append((unit, st.label, int(start), int(end)))
+            else:
+                self.dropped = True
+
+    def _slot(self, b: ir.Buffer) -> int:
+        return int((self.s[self.ix[f"n:{b.name}"]] - 1) % b.slots)
+
+
+def _walk(body):
+    for st in body:
+        yield st, None
+        if isinstance(st, ir.Loop):
+            yield from _walk(st.body)
+
+
+def _loops(body):
+    return [st for st, _ in _walk(body) if isinstance(st, ir.Loop)]
+
+
+def timeline(prog: ir.Program) -> Report:
+    """Run the cycle model over a program."""
+    return Timeline(prog).run()
