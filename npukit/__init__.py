@@ -6,6 +6,7 @@
 """
 
 from .dtypes import dtype
+from .easy import LData, MultiIndex, build, kernel, spec
 from .errors import (
     CapacityError,
     CompilerError,
@@ -18,18 +19,15 @@ from .errors import (
     TargetError,
     TilingError,
 )
+from .ir import Program
 from .layout import Layout
 from .machine import Target, load_target, target, targets
+from .run import Result
+from .transfers import Transfer
 
 __all__ = [
-    "CapacityError", "CompilerError", "DTypeError", "KernelError", "Layout", "LutError",
-    "NpukitError", "OutOfBoundsError", "ShapeError", "Target", "TargetError", "TilingError",
-    "dtype", "load_target", "target", "targets",
+    "CapacityError", "CompilerError", "DTypeError", "KernelError", "LData", "Layout",
+    "LutError", "MultiIndex", "NpukitError", "OutOfBoundsError", "Program", "Result",
+    "ShapeError", "Target", "TargetError", "TilingError", "Transfer", "build", "dtype",
+    "kernel", "load_target", "spec", "target", "targets",
 ]
-
-from .easy import LData, MultiIndex, build, kernel, spec  # noqa: E402
-from .ir import Program  # noqa: E402
-from .run import Result  # noqa: E402
-from .transfers import Transfer  # noqa: E402
-
-__all__ += ["LData", "MultiIndex", "Program", "Result", "Transfer", "build", "kernel", "spec"]

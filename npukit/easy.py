@@ -29,7 +29,7 @@ import numpy as np
 
 from . import ir
 from .dtypes import dtype as _dtype, int_range, is_float
-from .errors import DTypeError, KernelError, OutOfBoundsError, ShapeError
+from .errors import CapacityError, DTypeError, KernelError, OutOfBoundsError, ShapeError
 from .layout import Layout
 from .machine import Target, target as _target
 
@@ -377,6 +377,10 @@ class Slice:
 
     def buffer(self, memory: str, dt, size: int, kind: str) -> ir.Buffer:
         buf = ir.Buffer(f"{kind.lower()}", memory, _dtype(dt), size)
+        cap = self.target.memories[memory].size
+        if buf.nbytes > cap:
+            raise CapacityError(f"{memory} holds {cap} B but `{_label()}` places {kind} of "
+                                f"{size} x {buf.dtype.name} = {buf.nbytes} B there")
         self.buffers.append(buf)
         return buf
 
@@ -438,6 +442,16 @@ class Slice:
     def store(self, view: LData, q: Data) -> None:
         """Write all lanes of ``q`` to ``view`` (a store past the tensor's end is an error)."""
         self._check_out("store", view, q)
+        lanes = view.lanes
+        if lanes is None and view.layout.valid is not None:
+            lanes = ir.Lanes(view.layout.valid, ir.Affine(), view.layout.size)
+        if lanes is not None and lanes.total - lanes.start.bounds()[1] < lanes.width:
+            first = lanes.start.bounds()[1]
+            raise OutOfBoundsError(
+                f"store into {view.name!r}: the vector at elements {first}..{first + lanes.width - 1}"
+                f" passes the end of the vectorized dim ({lanes.total} elements); its junk "
+                f"lanes would overwrite what follows. Pad the output to a multiple of "
+                f"{lanes.width} or use s.append")
         if view.layout.size != q.size:
             raise ShapeError(f"store into {view.name!r}: view holds {view.layout.size} elements, "
                              f"the result {q.size} lanes")

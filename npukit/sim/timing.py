@@ -70,8 +70,8 @@ class Report:
 
 
 class Timeline:
-    def __init__(self, prog: ir.Program):
-        self.prog = prog
+    def __init__(self, prog: ir.Program, fast_forward: bool = True):
+        self.prog, self.fast_forward = prog, fast_forward
         tgt = prog.target
         self.units = list(tgt.engines) + list(tgt.units)
         self.bufs = [b for b in prog.buffers]
@@ -129,7 +129,7 @@ class Timeline:
             snaps.append(self.s.copy())
             if len(snaps) > 5:
                 snaps.pop(0)
-            if len(snaps) == 5 and k >= 4 and (sig[k - 4:k + 1] == sig[k]).all():
+            if self.fast_forward and len(snaps) == 5 and (sig[k - 4:k + 1] == sig[k]).all():
                 d1, d2 = snaps[4] - snaps[2], snaps[2] - snaps[0]
                 if np.array_equal(d1, d2):
                     run_end = k + 1 + int(np.argmax(np.append(sig[k + 1:] != sig[k], True)))
@@ -252,6 +252,7 @@ def _loops(body):
     return [st for st, _ in _walk(body) if isinstance(st, ir.Loop)]
 
 
-def timeline(prog: ir.Program) -> Report:
-    """Run the cycle model over a program."""
-    return Timeline(prog).run()
+def timeline(prog: ir.Program, fast_forward: bool = True) -> Report:
+    """Run the cycle model over a program; ``fast_forward=False`` steps through every
+    iteration (slow, for checking the steady-state shortcut)."""
+    return Timeline(prog, fast_forward).run()
