@@ -4,7 +4,7 @@ A ``Program`` is a tree of statements over buffers that live in named memories:
 
 - ``Loop``: a hardware loop; its ``Var`` runs 0..count-1.
 - ``Copy``: a data flow between memories (one transfer engine), optionally only the first
-  ``valid`` lanes in row-major order (the rest of the destination is junk).
+  ``valid`` indices of dim 0 (lanes of a vector, rows of a tile; the rest is junk).
 - ``Append``: copy the first ``valid`` lanes of a vector to the row-major position
   ``cursor`` of a destination (sub)tensor, advance the cursor, never write past the end.
 - ``ResetCursor``: start an append cursor at 0 (at the top of the loop that selects the
@@ -12,6 +12,8 @@ A ``Program`` is a tree of statements over buffers that live in named memories:
 - ``Fill``: set a buffer to a constant (the start of an accumulation).
 - ``Compute``: one vector instruction of a unit; with ``acc`` its result is combined into
   the destination instead of replacing it.
+- ``Call``: an opaque call of an ``Extern`` function (a basic kernel) with pointer and
+  scalar arguments.
 
 Index arithmetic is affine in loop variables (``Affine``); the valid lane count of a vector
 is ``Lanes``: ``clamp(total - start, 0, width)``. The semantics are sequential: statements
@@ -48,16 +50,24 @@ class Var:
 
     __rmul__ = __mul__
 
+    def __floordiv__(self, m: int):
+        return affine(self) // m
+
+    def __mod__(self, m: int):
+        return affine(self) % m
+
     def __repr__(self) -> str:
         return self.name
 
 
 @dataclass(frozen=True)
 class Affine:
-    """``const + Σ coeff·var``; terms sorted by variable name, no zero coefficients."""
+    """``const + Σ coeff·atom``; an atom is a loop ``Var`` or a ``FloorDiv``/``Mod`` of an
+    Affine by a positive constant (quasi-affine, as in MLIR affine maps). Terms are sorted,
+    with no zero coefficients."""
 
     const: int = 0
-    terms: tuple[tuple[Var, int], ...] = ()
+    terms: tuple[tuple[object, int], ...] = ()
 
     def __add__(self, o) -> Affine:
         o = affine(o)
@@ -65,7 +75,7 @@ class Affine:
         for v, c in o.terms:
             coeffs[v] = coeffs.get(v, 0) + c
         return Affine(self.const + o.const,
-                      tuple(sorted(((v, c) for v, c in coeffs.items() if c), key=lambda t: t[0].name)))
+                      tuple(sorted(((v, c) for v, c in coeffs.items() if c), key=lambda t: repr(t[0]))))
 
     __radd__ = __add__
 
@@ -81,21 +91,37 @@ class Affine:
 
     __rmul__ = __mul__
 
+    def __floordiv__(self, m: int) -> Affine:
+        return affine(FloorDiv(self, int(m)))
+
+    def __mod__(self, m: int) -> Affine:
+        return affine(Mod(self, int(m)))
+
     @property
     def vars(self) -> tuple[Var, ...]:
-        return tuple(v for v, _ in self.terms)
+        """Every loop variable the expression depends on, atoms included."""
+        out: list[Var] = []
+        for a, _ in self.terms:
+            for v in (a.expr.vars if isinstance(a, (FloorDiv, Mod)) else (a,)):
+                if v not in out:
+                    out.append(v)
+        return tuple(out)
 
     def bounds(self) -> tuple[int, int]:
-        """Lowest and highest value over the ranges of its variables."""
-        lo = self.const + sum(min(0, c * (v.count - 1)) for v, c in self.terms)
-        hi = self.const + sum(max(0, c * (v.count - 1)) for v, c in self.terms)
+        """Lowest and highest value over the ranges of its variables (exact for affine
+        expressions, an enclosing range with atoms)."""
+        lo = hi = self.const
+        for a, c in self.terms:
+            alo, ahi = _atom_bounds(a)
+            lo += min(c * alo, c * ahi)
+            hi += max(c * alo, c * ahi)
         return lo, hi
 
     def eval(self, env):
         """Value with ``env[var]`` ints or numpy arrays (broadcast)."""
         out = self.const
-        for v, c in self.terms:
-            out = out + c * env[v]
+        for a, c in self.terms:
+            out = out + c * _atom_eval(a, env)
         return out
 
     def __repr__(self) -> str:
@@ -105,18 +131,53 @@ class Affine:
         return " + ".join(parts)
 
 
+@dataclass(frozen=True)
+class FloorDiv:
+    expr: Affine
+    m: int
+
+    def __repr__(self) -> str:
+        return f"({self.expr}) floordiv {self.m}"
+
+
+@dataclass(frozen=True)
+class Mod:
+    expr: Affine
+    m: int
+
+    def __repr__(self) -> str:
+        return f"({self.expr}) mod {self.m}"
+
+
+def _atom_eval(a, env):
+    if isinstance(a, Var):
+        return env[a]
+    x = a.expr.eval(env)
+    return x // a.m if isinstance(a, FloorDiv) else x % a.m
+
+
+def _atom_bounds(a) -> tuple[int, int]:
+    if isinstance(a, Var):
+        return 0, a.count - 1
+    lo, hi = a.expr.bounds()
+    if isinstance(a, FloorDiv):
+        return lo // a.m, hi // a.m
+    return (lo % a.m, hi % a.m) if hi - lo < a.m and lo % a.m <= hi % a.m else (0, a.m - 1)
+
+
 def affine(x) -> Affine:
-    """Lift an int, a Var or an Affine to an Affine."""
+    """Lift an int, a Var, an atom or an Affine to an Affine."""
     if isinstance(x, Affine):
         return x
-    if isinstance(x, Var):
+    if isinstance(x, (Var, FloorDiv, Mod)):
         return Affine(0, ((x, 1),))
     return Affine(int(x))
 
 
 @dataclass(frozen=True)
 class Lanes:
-    """Valid lanes of a vector: ``clamp(total - start, 0, width)``."""
+    """How many leading indices of a view's dim 0 hold data: ``clamp(total - start, 0,
+    width)`` — the valid lanes of a vector, or the valid rows of a partial last tile."""
 
     total: int
     start: Affine
@@ -143,6 +204,8 @@ class Buffer:
     size: int
     role: str = "internal"
     slots: int = 1  # copies kept in memory (2 = double buffered)
+    slot_len: int = 0  # elements per slot when views address slots explicitly, else 0
+    address: int | None = None  # byte offset in its memory, when the front end places it
 
     @property
     def nbytes(self) -> int:
@@ -243,7 +306,51 @@ class Compute:
         return dict(self.attrs)[name]
 
 
-Stmt = Union[Loop, Copy, Append, ResetCursor, Fill, Compute]
+@dataclass(frozen=True)
+class Ptr:
+    """A pointer argument: the address of ``view``'s first element."""
+
+    view: View
+
+
+@dataclass(frozen=True)
+class Val:
+    """A scalar argument: an index expression or a valid count."""
+
+    expr: Affine | Lanes
+
+
+@dataclass(frozen=True)
+class Deref:
+    """A scalar argument read from memory: the element ``view`` starts at."""
+
+    view: View
+
+
+@dataclass(frozen=True)
+class Extern:
+    """A function the program calls but does not describe: its C source for host back ends,
+    a numpy ``reference`` for the simulator, and a ``cost`` in cycles for the timing model.
+    ``args`` are (C type, name) pairs; ``parallel`` functions split their work over the
+    target's cores (the reference gets ``core_id`` and ``core_count``)."""
+
+    name: str
+    args: tuple[tuple[str, str], ...]
+    parallel: bool
+    c_source: str = ""
+    reference: object = None
+    cost: object = None
+    arg_type: str = ""
+
+
+@dataclass(frozen=True)
+class Call:
+    fn: Extern
+    args: tuple[Ptr | Val | Deref, ...]
+    label: str = ""
+
+
+Stmt = Union[Loop, Copy, Append, ResetCursor, Fill, Compute, Call]
 
 
 @dataclass(frozen=True)

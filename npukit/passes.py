@@ -30,7 +30,7 @@ def check(prog: ir.Program) -> ir.Program:
 
 def view_range(view: ir.View, valid: ir.Lanes | None, loops: tuple[ir.Var, ...]) -> tuple[int, int]:
     """(lowest, one past highest) element a view touches over its loop nest, counting only
-    the first ``valid`` lanes (row-major) when given."""
+    the first ``valid`` indices of dim 0 when given."""
     if valid is None or view.size == 0:
         return view.bounds()
     env = ir.iteration_space(tuple(v for v in loops if v in set(valid.start.vars + view.offset.vars)))
@@ -44,7 +44,8 @@ def view_range(view: ir.View, valid: ir.Lanes | None, loops: tuple[ir.Var, ...])
     # Lane offsets are monotone only for non-negative strides; take extremes of the prefix.
     lo_pref = np.minimum.accumulate(offs)
     hi_pref = np.maximum.accumulate(offs)
-    b, c = base[live], count[live] - 1
+    inner = max(1, view.size // (view.shape[0] if view.shape else 1))
+    b, c = base[live], count[live] * inner - 1  # valid counts leading slices of dim 0
     return int((b + lo_pref[c]).min()), int((b + hi_pref[c]).max()) + 1
 
 

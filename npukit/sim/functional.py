@@ -1,6 +1,7 @@
 """Functional simulation: the IR's sequential semantics, evaluated in bulk with numpy.
 
-A loop whose iterations do not depend on each other through memory is *batched*: its
+A loop whose iterations do not depend on each other through memory (and that calls no
+extern function) is *batched*: its
 iterations become rows of a batch and every internal buffer gets one copy per row (as if
 each iteration had its own IRAM, WRAM, ...). The two dependences the IR allows across
 iterations are evaluated in closed form: accumulation into partials is a prefix
@@ -115,7 +116,7 @@ class Machine:
 
     def read(self, view: ir.View, valid: np.ndarray | None = None) -> np.ndarray:
         buf, offs = view.buffer, view.element_offsets()
-        if valid is not None and (valid >= offs.size).all():
+        if valid is not None and (valid >= (view.shape[0] if view.shape else 1)).all():
             valid = None
         if buf.role == "internal":
             st = self.state[buf.name]
@@ -133,11 +134,10 @@ class Machine:
             else:
                 pos = base[:, None] + offs[None, :]
                 if valid is not None:  # junk lanes are never fetched: they may lie outside
-                    pos = np.where(np.arange(offs.size)[None, :] < valid[:, None], pos, 0)
+                    pos = np.where(_live(view, valid), pos, 0)
                 out = img[pos]
         if valid is not None:
-            out = np.where(np.arange(offs.size)[None, :] < valid[:, None], out,
-                           poison(out.dtype, ()))
+            out = np.where(_live(view, valid), out, poison(out.dtype, ()))
         return out
 
     def write(self, view: ir.View, values: np.ndarray, live: np.ndarray | None = None) -> None:
@@ -180,8 +180,29 @@ class Machine:
     def copy(self, st: ir.Copy) -> None:
         valid = self._lanes(st.valid)
         vals = self.read(st.src, valid)
-        live = None if valid is None else np.arange(vals.shape[1])[None, :] < valid[:, None]
-        self.write(st.dst, vals, live)
+        self.write(st.dst, vals, None if valid is None else _live(st.dst, valid))
+
+    def call(self, st: ir.Call) -> None:
+        """Run the extern's numpy reference on views of the simulated memories."""
+        args = []
+        for a in st.args:
+            if isinstance(a, ir.Val):
+                args.append(int(np.asarray(a.expr.eval(self.env)).reshape(-1)[0]))
+                continue
+            v = a.view
+            flat = self.state[v.buffer.name][0] if v.buffer.role == "internal" else \
+                self.images[v.buffer.name]
+            start = int(self._base(v)[0] + v.layout.offset)
+            args.append(flat[start:] if isinstance(a, ir.Ptr) else flat[start].item())
+        cores = self.prog.target.cores if st.fn.parallel else 1
+        for core in range(cores):
+            if st.fn.parallel:
+                st.fn.reference(*args, core_id=core, core_count=cores)
+            else:
+                st.fn.reference(*args)
+        for a in st.args:
+            if isinstance(a, ir.Ptr) and a.view.buffer.role == "internal":
+                self.depth[a.view.buffer.name] = len(self.batch.axes)
 
     def resetcursor(self, st: ir.ResetCursor) -> None:
         self.cursors[st.cursor] = np.zeros(self.batch.size, np.int64)
@@ -256,6 +277,12 @@ class Machine:
         return out.reshape(x.shape)
 
 
+def _live(view: ir.View, valid: np.ndarray) -> np.ndarray:
+    """[batch, elements] mask of the elements whose dim-0 index is below ``valid``."""
+    inner = max(1, view.size // (view.shape[0] if view.shape else 1))
+    return (np.arange(view.size) // inner)[None, :] < valid[:, None]
+
+
 def _batchable(loop: ir.Loop) -> bool:
     """True when no iteration reads what an earlier iteration wrote, apart from
     accumulation and append cursors: every internal buffer read in the loop is written
@@ -270,6 +297,10 @@ def _batchable(loop: ir.Loop) -> bool:
         for st in body:
             if isinstance(st, ir.Loop):
                 visit(st.body)
+                continue
+            if isinstance(st, ir.Call):  # opaque: may touch anything it is given
+                read_first.add("<call>")
+                written.add("<call>")
                 continue
             reads = [st.src] if isinstance(st, (ir.Copy, ir.Append)) else \
                 list(st.srcs) if isinstance(st, ir.Compute) else []

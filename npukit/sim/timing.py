@@ -182,13 +182,15 @@ class Timeline:
         in_place = False
         if isinstance(st, (ir.Copy, ir.Append)):
             unit = st.engine
-            lanes = st.src.size if st.valid is None else int(st.valid.eval(self.env))
+            rows = st.src.shape[0] if st.src.shape else 1
+            lanes = st.src.size if st.valid is None else \
+                int(st.valid.eval(self.env)) * (st.src.size // max(rows, 1))
             if isinstance(st, ir.Append):
                 before = int(s[ix["cursor"]])
                 lanes = max(0, min(lanes, st.dst.size - before))
                 s[ix["cursor"]] = before + lanes
-            else:
-                lanes = st.src.size  # engines move whole vectors, junk lanes too
+            if lanes == 0:
+                return  # nothing to move: the engine is not started (a tile past the last)
             src_b, dst_b = lanes * st.src.dtype.itemsize, lanes * st.dst.dtype.itemsize
             # Results leave the Act already narrowed to the tensor's dtype.
             cost = tgt.engines[unit].cycles(min(src_b, dst_b))
@@ -207,26 +209,31 @@ class Timeline:
                 reads.append(st.dst.buffer)
         elif isinstance(st, ir.Fill):
             unit, cost, write = "alu", 0, st.dst.buffer  # the ALU clears partials as it starts
+        elif isinstance(st, ir.Call):
+            self.call(st)
+            return
         else:
             raise NotImplementedError(type(st).__name__)
+        views = {b.name: v for b, v in zip(reads, self._views(st))}
         start = s[ix[f"free:{unit}"]]
         for b in reads:
             if b.role == "internal":
-                start = max(start, s[ix[f"w:{b.name}:{self._slot(b)}"]])
+                start = max(start, s[ix[f"w:{b.name}:{self._slot(b, views.get(b.name))}"]])
+        wview = getattr(st, "dst", None)
         if write is not None and write.role == "internal" and not in_place:
-            nxt = (s[ix[f"n:{write.name}"]]) % write.slots
+            nxt = self._next_slot(write, wview)
             start = max(start, s[ix[f"r:{write.name}:{nxt}"]])
         end = start + cost
         s[ix[f"free:{unit}"]] = end
         s[ix[f"busy:{unit}"]] += cost
         for b in reads:
             if b.role == "internal":
-                k = ix[f"r:{b.name}:{self._slot(b)}"]
+                k = ix[f"r:{b.name}:{self._slot(b, views.get(b.name))}"]
                 s[k] = max(s[k], end)
         if write is not None and write.role == "internal":
             if not in_place:
                 s[ix[f"n:{write.name}"]] += 1
-            k = self._slot(write)
+            k = self._slot(write, wview)
             s[ix[f"w:{write.name}:{k}"]] = end
             if not in_place:
                 s[ix[f"r:{write.name}:{k}"]] = end
@@ -237,8 +244,54 @@ class Timeline:
             else:
                 self.dropped = True
 
-    def _slot(self, b: ir.Buffer) -> int:
+    def _slot(self, b: ir.Buffer, view: ir.View | None = None) -> int:
+        """The slot a view touches: named by its address when the front end placed slots
+        explicitly, else the one most recently written (hardware multi-buffering)."""
+        if b.slot_len and view is not None:
+            start = int(np.asarray(view.offset.eval(self.env)).reshape(-1)[0]) + view.layout.offset
+            return min(start // b.slot_len, b.slots - 1)
         return int((self.s[self.ix[f"n:{b.name}"]] - 1) % b.slots)
+
+    def _next_slot(self, b: ir.Buffer, view: ir.View | None) -> int:
+        if b.slot_len and view is not None:
+            return self._slot(b, view)
+        return int(self.s[self.ix[f"n:{b.name}"]] % b.slots)
+
+    @staticmethod
+    def _views(st) -> list[ir.View]:
+        if isinstance(st, (ir.Copy, ir.Append)):
+            return [st.src]
+        if isinstance(st, ir.Compute):
+            return list(st.srcs) + ([st.dst] if st.acc else [])
+        return []
+
+    def call(self, st: ir.Call) -> None:
+        """An extern call runs on the target's first compute unit; a parallel one is spread
+        over its cores. It reads and writes every internal buffer it gets a pointer to."""
+        tgt, s, ix = self.prog.target, self.s, self.ix
+        unit = next(iter(tgt.units))
+        scalars = {name: int(np.asarray(a.expr.eval(self.env)).reshape(-1)[0])
+                   for (_, name), a in zip(st.fn.args, st.args) if isinstance(a, ir.Val)}
+        work = int(st.fn.cost(**scalars)) if st.fn.cost else 1
+        cost = tgt.units[unit].latency + math.ceil(work / (tgt.cores if st.fn.parallel else 1))
+        ptrs = [a.view for a in st.args if isinstance(a, (ir.Ptr, ir.Deref))
+                and a.view.buffer.role == "internal"]
+        start = s[ix[f"free:{unit}"]]
+        for v in ptrs:
+            k = self._slot(v.buffer, v)
+            start = max(start, s[ix[f"w:{v.buffer.name}:{k}"]], s[ix[f"r:{v.buffer.name}:{k}"]])
+        end = start + cost
+        s[ix[f"free:{unit}"]] = end
+        s[ix[f"busy:{unit}"]] += cost
+        for v in ptrs:
+            k = self._slot(v.buffer, v)
+            s[ix[f"w:{v.buffer.name}:{k}"]] = end
+            s[ix[f"r:{v.buffer.name}:{k}"]] = end
+        s[ix["end"]] = max(s[ix["end"]], end)
+        if len(self.events) < MAX_EVENTS:
+            self.events.append((unit, st.label, int(start), int(end)))
+        else:
+            self.dropped = True
 
 
 def _walk(body):
