@@ -41,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="show what npukit does, section by section").set_defaults(func=_demo)
     sub.add_parser("targets", help="list the built-in targets").set_defaults(func=_targets)
+    from .lut.cli import register as register_lut
+
+    register_lut(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

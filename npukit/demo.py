@@ -101,3 +101,6 @@ def demo() -> None:
     print("npukit demo: one sequential description, every transfer derived, simulated and run.")
     layouts()
     easykernel()
+    from .lut.demo import demo as lut_demo
+
+    lut_demo()

@@ -118,7 +118,7 @@ def load_target(path: str | Path) -> Target:
     path = Path(path)
     try:
         raw = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise TargetError(f"{path}: cannot read target: {exc}") from exc
     r = _Reader(path, raw)
     memories = {k: Memory(k, r.int(f"memories.{k}.size", minimum=1)) for k in r.table("memories")}
@@ -197,7 +197,7 @@ class _Reader:
 
     def names(self, key: str, memories: Mapping[str, Memory]) -> tuple[str, ...]:
         v = self.get(key, list)
-        bad = [m for m in v if m not in memories]
+        bad = [m for m in v if not isinstance(m, str) or m not in memories]
         if not v or bad:
             raise self._fail(key, f"a list of memory names from {list(memories)}", v)
         return tuple(v)

@@ -69,18 +69,22 @@ def _check_conversion(st) -> None:
 
 def _with_slots(prog: ir.Program) -> ir.Program:
     """Internal buffers written inside a loop get two slots (double buffering) when every
-    such buffer of their memory fits twice; then check each memory holds its buffers."""
+    such buffer of their memory fits twice; buffers whose slots the front end placed keep
+    them. Then check each memory holds its buffers (placed ones by their address range:
+    buffers of successive kernels of a group reuse the same addresses)."""
     in_loop = {st.dst.buffer.name for st, loops in prog.walk()
                if loops and isinstance(st, (ir.Copy, ir.Compute, ir.Fill))}
     tgt = prog.target
     new = []
     for mem in dict.fromkeys(b.memory for b in prog.buffers):
         bufs = [b for b in prog.buffers if b.memory == mem]
+        free = [b for b in bufs if not b.slot_len]
         size = tgt.memories[mem].size
-        double = sum(b.nbytes * (2 if b.name in in_loop else 1) for b in bufs) <= size
+        double = sum(b.nbytes * (2 if b.name in in_loop else 1) for b in free) <= size
         for b in bufs:
-            new.append(replace(b, slots=2 if double and b.name in in_loop else 1))
-        used = sum(b.nbytes * (2 if double and b.name in in_loop else 1) for b in bufs)
+            new.append(b if b.slot_len else
+                       replace(b, slots=2 if double and b.name in in_loop else 1))
+        used = memory_use([b for b in new if b.memory == mem])
         if used > size:
             parts = ", ".join(f"{b.name} {b.nbytes} B" for b in bufs)
             raise CapacityError(f"{mem} holds {size} B but kernel {prog.name!r} places "
@@ -90,9 +94,21 @@ def _with_slots(prog: ir.Program) -> ir.Program:
                         lambda b: replace(b, slots=slots[b.name]) if b.name in slots else b)
 
 
+def memory_use(bufs) -> int:
+    """Bytes a memory must hold for these buffers: slots included; buffers the front end
+    placed at an address count by the highest address they reach."""
+    used = sum(b.nbytes * b.slots for b in bufs if not b.slot_len)
+    used += max([b.address + b.nbytes for b in bufs if b.slot_len and b.address is not None]
+                or [0])
+    return used + sum(b.nbytes for b in bufs if b.slot_len and b.address is None)
+
+
 def _map_buffers(prog: ir.Program, fn) -> ir.Program:
     def view(v):
         return replace(v, buffer=fn(v.buffer))
+
+    def arg(a):
+        return a if isinstance(a, ir.Val) else replace(a, view=view(a.view))
 
     def stmt(st):
         if isinstance(st, ir.Loop):
@@ -103,5 +119,7 @@ def _map_buffers(prog: ir.Program, fn) -> ir.Program:
             return replace(st, dst=view(st.dst))
         if isinstance(st, ir.Compute):
             return replace(st, dst=view(st.dst), srcs=tuple(view(v) for v in st.srcs))
+        if isinstance(st, ir.Call):
+            return replace(st, args=tuple(arg(a) for a in st.args))
         return st
     return replace(prog, body=tuple(stmt(x) for x in prog.body))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import ir
+from ..passes import memory_use
 
 MAX_EVENTS = 20000
 
@@ -95,9 +96,8 @@ class Timeline:
         tgt = self.prog.target
         busy = {u: int(self.s[self.ix[f"busy:{u}"]]) for u in self.units}
         busy = {u: b for u, b in busy.items() if b}
-        peak: dict[str, int] = {}
-        for b in self.bufs:
-            peak[b.memory] = peak.get(b.memory, 0) + b.nbytes * b.slots
+        peak = {m: memory_use([b for b in self.bufs if b.memory == m])
+                for m in dict.fromkeys(b.memory for b in self.bufs)}
         moved = {m: int(self.s[self.ix[f"bytes:{m}"]]) for m in self.mems}
         return Report(
             cycles=int(self.s[self.ix["end"]]), busy=busy,

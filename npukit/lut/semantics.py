@@ -1,0 +1,227 @@
+"""Bit-exact semantics of seed 002's ``aie::parallel_lookup`` and ``aie::linear_approx``,
+vectorised over numpy arrays.
+
+``parallel_lookup``: ``index = (x >> step_bits) + bias``, then the out-of-range policy, then
+``out = offsets[index]``.
+
+``linear_approx``, integer form::
+
+    index = (x >> step_bits) + bias
+    out   = slope[index] * (x & ((1 << step_bits) - 1)) + (offset[index] << shift_offset)
+
+in the accumulator type; floating-point form::
+
+    index = (int(floor(x)) >> step_bits) + bias
+    out   = slope[index] * x + offset[index]
+
+in ``accfloat``. ``>>`` is an arithmetic (flooring) shift. The index of ``linear_approx`` is
+clamped to the table: the seed gives no policy for it, and clamping is ``parallel_lookup``'s
+default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from ..dtypes import dtype as _dtype
+from ..errors import LutError
+from .table import Lut
+
+OOR_POLICIES = ("saturate", "truncate")
+
+
+@dataclass(frozen=True)
+class LinearType:
+    """One row of seed 002's ``linear_approx`` type table.
+
+    >>> LINEAR_TYPES[0].input, LINEAR_TYPES[0].accumulator, LINEAR_TYPES[0].min_step_bits
+    ('int8', 'acc32', 2)
+    """
+
+    input: str
+    offset: str
+    slope: str
+    accumulator: str
+    lanes: int
+    min_step_bits: int
+
+    @property
+    def acc_dtype(self) -> np.dtype:
+        """The numpy dtype that holds the accumulator: int32, int64 or float32."""
+        return np.dtype({"acc32": np.int32, "acc64": np.int64, "accfloat": np.float32}[
+            self.accumulator])
+
+    def __str__(self) -> str:
+        return f"{self.input}/{self.offset}/{self.slope} ({self.accumulator})"
+
+
+LINEAR_TYPES = (
+    LinearType("int8", "int8", "int8", "acc32", 32, 2),
+    LinearType("int16", "int16", "int16", "acc64", 16, 3),
+    LinearType("int16", "int32", "int32", "acc64", 16, 4),
+    LinearType("bfloat16", "float32", "bfloat16", "accfloat", 16, 0),
+)
+
+
+def _int_param(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise LutError(f"{name} must be an integer; got {value!r}")
+    return int(value)
+
+
+def _index_input(x) -> np.ndarray:
+    x = np.asarray(x)
+    if x.dtype.kind not in "iu":
+        raise LutError(f"parallel_lookup indexes with signed or unsigned integers of 8 bits or "
+                       f"more; got input dtype {x.dtype}")
+    return x
+
+
+def parallel_lookup(lut: Lut, x, step_bits: int = 0, bias: int = 0,
+                    oor: str = "saturate") -> np.ndarray:
+    """Direct lookup ``lut.offsets[(x >> step_bits) + bias]`` with an out-of-range policy.
+
+    ``x`` holds signed or unsigned integers (8 bits or more). ``step_bits`` low bits are
+    dropped (a flooring shift, the default rounding mode). ``bias`` exists for signed inputs
+    only and must be 0 or a power of two. ``oor="saturate"`` clamps the index to
+    ``[0, size)``; ``oor="truncate"`` keeps the low bits of an unsigned index and wraps a
+    signed one into ``[-bias, size - bias)`` before adding ``bias``, so the table size must
+    be a power of two. The result has the offset dtype and the shape of ``x``.
+
+    >>> t = Lut(np.array([10, 11, 12, 13], np.int16))
+    >>> parallel_lookup(t, np.array([-3, 0, 1, 7], np.int8), step_bits=1, bias=2).tolist()
+    [10, 12, 12, 13]
+    >>> parallel_lookup(t, np.array([-3, 0, 1, 7], np.int8), 1, 2, oor="truncate").tolist()
+    [10, 12, 12, 11]
+    """
+    x = _index_input(x)
+    if lut.is_linear:
+        raise LutError("parallel_lookup reads a direct table; this Lut holds slopes for "
+                       "linear_approx")
+    step_bits = _int_param("step_bits", step_bits)
+    bias = _int_param("bias", bias)
+    bits = x.dtype.itemsize * 8
+    if not 0 <= step_bits < bits:
+        raise LutError(f"step_bits={step_bits} must lie in [0, {bits}) for {x.dtype} input: "
+                       "at least one index bit must remain")
+    signed = x.dtype.kind == "i"
+    if not signed and bias != 0:
+        raise LutError(f"bias={bias} is only available for signed inputs; {x.dtype} input "
+                       "takes step_bits alone")
+    if bias < 0 or (bias & (bias - 1)):
+        raise LutError(f"bias={bias} must be 0 or a power of two (seed 002, signed inputs)")
+    if oor not in OOR_POLICIES:
+        raise LutError(f"oor={oor!r} must be one of {OOR_POLICIES}")
+    n = lut.size
+    if oor == "truncate" and n & (n - 1):
+        raise LutError(f"oor='truncate' keeps the low bits of the index, so the table size "
+                       f"must be a power of two; got size {n}")
+    if signed:
+        raw = x.astype(np.int64) >> step_bits
+        if oor == "saturate":
+            # Clip first so raw + bias cannot overflow int64; the index is clamped anyway.
+            index = np.clip(np.clip(raw, -(1 << 62), 1 << 62) + bias, 0, n - 1)
+        else:
+            index = (raw % n + bias % n) % n
+    else:
+        raw = x.astype(np.uint64) >> np.uint64(step_bits)
+        index = np.minimum(raw, n - 1) if oor == "saturate" else raw & np.uint64(n - 1)
+    return lut.offsets[index.astype(np.int64)]
+
+
+def linear_type(lut: Lut, input_dtype) -> LinearType:
+    """The row of ``LINEAR_TYPES`` that an input dtype and a table's types select.
+
+    A float32 slope array is accepted for the bfloat16 row when the low 16 mantissa bits of
+    every slope are zero (the seed allows float storage under that rule).
+
+    >>> t = Lut(np.zeros(4, np.int16) + 1, np.ones(4, np.int16))
+    >>> str(linear_type(t, "int16"))
+    'int16/int16/int16 (acc64)'
+    """
+    if not lut.is_linear:
+        raise LutError("linear_approx needs a table with slopes; this Lut holds offsets only")
+    ind = _dtype(input_dtype)
+    odt, sdt = lut.offset_dtype, lut.slope_dtype
+    for row in LINEAR_TYPES:
+        if (ind.name, odt.name) != (row.input, row.offset):
+            continue
+        if sdt.name == row.slope:
+            return row
+        if row.slope == "bfloat16" and sdt == np.float32:
+            low = lut.slopes.view(np.uint32) & np.uint32(0xFFFF)
+            if np.any(low):
+                bad = int(np.flatnonzero(low)[0])
+                raise LutError(f"slopes[{bad}] = {lut.slopes[bad]!r} breaks the rule: the low "
+                               "16 mantissa bits of a float slope must be zero (the slope is "
+                               "used as bfloat16)")
+            return row
+    rows = ", ".join(str(r) for r in LINEAR_TYPES)
+    raise LutError(f"linear_approx has no type combination input {ind}, offset {odt}, slope "
+                   f"{sdt}; seed 002 supports {rows}")
+
+
+def linear_approx(lut: Lut, x, step_bits: int, bias: int = 0,
+                  shift_offset: int = 0) -> np.ndarray:
+    """Linear approximation ``slope * x + offset`` read from ``lut`` (seed 002), bit-exact.
+
+    Integer inputs (int8, int16) return the accumulator (int32 for acc32, int64 for acc64)::
+
+        index = clamp((x >> step_bits) + bias, 0, size - 1)
+        out   = slope[index] * (x & ((1 << step_bits) - 1)) + (offset[index] << shift_offset)
+
+    bfloat16 input returns float32 (accfloat)::
+
+        index = clamp((int(floor(x)) >> step_bits) + bias, 0, size - 1)
+        out   = slope[index] * x + offset[index]
+
+    The product of two bfloat16 values is exact in float32, so the one rounding is the
+    float32 addition (round to nearest even). Rules (``LutError`` otherwise): the types form
+    a row of ``LINEAR_TYPES``; ``step_bits`` is at least that row's minimum and leaves one
+    index bit; ``bias`` fits a C ``int``; ``0 <= shift_offset`` and ``offset << shift_offset``
+    fits the accumulator with a sign bit to spare; ``shift_offset`` is 0 for bfloat16.
+
+    >>> t = Lut(np.array([0, 8, 16], np.int8), np.array([2, 2, 0], np.int8))
+    >>> linear_approx(t, np.array([0, 3, 5, 100], np.int8), step_bits=2).tolist()
+    [0, 6, 10, 16]
+    """
+    x = np.asarray(x)
+    row = linear_type(lut, x.dtype)
+    step_bits = _int_param("step_bits", step_bits)
+    bias = _int_param("bias", bias)
+    shift_offset = _int_param("shift_offset", shift_offset)
+    bits = 32 if row.accumulator == "accfloat" else x.dtype.itemsize * 8
+    if not row.min_step_bits <= step_bits < bits:
+        raise LutError(f"step_bits={step_bits} must lie in [{row.min_step_bits}, {bits}) for "
+                       f"{row}: the minimum step_bits of seed 002's table is "
+                       f"{row.min_step_bits}, and at least one index bit must remain")
+    if not -(1 << 31) <= bias < (1 << 31):
+        raise LutError(f"bias={bias} must fit a 32-bit int")
+    n = lut.size
+    if row.accumulator == "accfloat":
+        if shift_offset != 0:
+            raise LutError(f"shift_offset={shift_offset} must be 0 for bfloat16 input: the "
+                           "floating-point form adds the offset unshifted")
+        xf = x.astype(np.float32)
+        floor = np.floor(xf).astype(np.float64)
+        # int(floor(x)) as a 32-bit int; NaN picks entry 0 and stays NaN through slope * x.
+        floor = np.clip(np.nan_to_num(floor, nan=0.0), -(1 << 31), (1 << 31) - 1)
+        index = np.clip((floor.astype(np.int64) >> step_bits) + bias, 0, n - 1)
+        slope = lut.slopes[index].astype(ml_dtypes.bfloat16).astype(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return slope * xf + lut.offsets[index]
+    acc_bits = row.acc_dtype.itemsize * 8
+    offset_bits = lut.offset_dtype.itemsize * 8
+    most = acc_bits - offset_bits - 1
+    if not 0 <= shift_offset <= most:
+        raise LutError(f"shift_offset={shift_offset} must lie in [0, {most}] for {row}: "
+                       f"offset << shift_offset must fit the {acc_bits}-bit accumulator")
+    xi = x.astype(np.int64)
+    index = np.clip((xi >> step_bits) + bias, 0, n - 1)
+    remainder = xi & ((1 << step_bits) - 1)
+    out = (lut.slopes[index].astype(np.int64) * remainder
+           + (lut.offsets[index].astype(np.int64) << shift_offset))
+    return out.astype(row.acc_dtype)
