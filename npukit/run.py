@@ -36,6 +36,11 @@ def check_arrays(prog: ir.Program, arrays: dict) -> dict[str, np.ndarray]:
     out = {}
     for buf, spec in prog.params:
         a = arrays[buf.name]
+        if spec.shape == () and np.isscalar(a):
+            try:  # a scalar parameter (a C scalar argument) may be passed as a number
+                a = np.asarray(a, dtype=spec.dtype)
+            except OverflowError as exc:
+                raise ShapeError(f"tensor {buf.name!r}: {a} does not fit {spec.dtype}") from exc
         if not isinstance(a, np.ndarray):
             raise ShapeError(f"tensor {buf.name!r}: expected a numpy array, got {type(a).__name__}")
         if a.dtype != spec.dtype:

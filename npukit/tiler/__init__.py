@@ -1,0 +1,27 @@
+"""The AutoTiler of seed 001 in Python: basic kernels, user kernels tiled automatically under
+an L1 budget, multi-buffered DMA across L3/L2/L1, kernel groups. A seed-001 model ports
+line by line: the model-level calls are methods of ``Model``; the argument builders and
+constants are names of this module.
+
+>>> from npukit.tiler import *
+>>> m = Model(target="gap8", l1_budget=51200)
+>>> m.UserKernel("MatAdd", KernelDimensions(1, 200, 300, 1),
+...     KernelIterationOrder(KER_DIM2, KER_TILE), TILE_HOR,
+...     CArgs(3, TCArg("int *", "In1"), TCArg("int *", "In2"), TCArg("int *", "Out")),
+...     Calls(0), KerArgs(3, KerArg("In1", OBJ_IN_DB, 200, 300, 4, 0, 0, 0, "In1", 0),
+...                          KerArg("In2", OBJ_IN_DB, 200, 300, 4, 0, 0, 0, "In2", 0),
+...                          KerArg("Out", OBJ_OUT_DB, 200, 300, 4, 0, 0, 0, "Out", 0)))
+>>> t = m.tiling("MatAdd"); (t.n_tiles, t.tile, t.args["In2"].offset)
+(30, 10, 16000)
+"""
+
+from .api import *
+from .api import OBJ, Constraint, KerArgSel, Loc, Obj
+from .model import Model
+from .solver import ArgPlacement, Tiling
+
+__all__ = ["Model", "Tiling", "ArgPlacement"] + [n for n in dir() if n.isupper() or n in (
+    "CArgs", "TCArg", "Calls", "Call", "Bindings", "K_Arg", "C_Arg", "C_ArgIndex", "Imm",
+    "KerArgs", "KerArg", "KernelDimensions", "KernelIterationOrder", "UserKernelCall")]
+__all__ += [n for n in list(OBJ) + [f.name for f in Obj] + [f.name for f in Constraint]
+            + [f.name for f in KerArgSel] + [f.name for f in Loc]]

@@ -1,0 +1,275 @@
+"""The AutoTiler's model vocabulary (seed 001), as Python values: the names, constants and
+argument builders a GAP developer already knows, keyword arguments allowed everywhere. The
+C style's leading counts (``CArgs(5, ...)``) are accepted and checked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum, IntFlag
+
+from ..errors import TilingError
+
+# -- call types, iteration spaces, orientation, locations ---------------------------------
+
+CALL_SEQUENTIAL, CALL_PARALLEL = 0, 1
+
+
+class _Iter(IntEnum):
+    KER_DIM2 = 2
+    KER_DIM3 = 3
+    KER_DIM4 = 4
+    KER_TILE = 10
+    KER_IN_PLANE = 11
+    KER_OUT_PLANE = 12
+
+
+KER_DIM2, KER_DIM3, KER_DIM4 = _Iter.KER_DIM2, _Iter.KER_DIM3, _Iter.KER_DIM4
+KER_TILE, KER_IN_PLANE, KER_OUT_PLANE = _Iter.KER_TILE, _Iter.KER_IN_PLANE, _Iter.KER_OUT_PLANE
+
+TILE_HOR, TILE_VER = "TILE_HOR", "TILE_VER"
+
+
+class Loc(IntEnum):
+    LOC_PROLOG = 0
+    LOC_INNER_LOOP_PROLOG = 1
+    LOC_IN_PLANE_PROLOG = 2
+    LOC_INNER_LOOP = 3
+    LOC_IN_PLANE_EPILOG = 4
+    LOC_INNER_LOOP_EPILOG = 5
+    LOC_EPILOG = 6
+    LOC_GROUP = 7
+
+
+(LOC_PROLOG, LOC_INNER_LOOP_PROLOG, LOC_IN_PLANE_PROLOG, LOC_INNER_LOOP, LOC_IN_PLANE_EPILOG,
+ LOC_INNER_LOOP_EPILOG, LOC_EPILOG, LOC_GROUP) = tuple(Loc)
+
+
+class KerArgSel(IntEnum):
+    KER_ARG = 0
+    KER_ARG_TILE = 1
+    KER_ARG_TILE_W = 2
+    KER_ARG_TILE_W0 = 3
+    KER_ARG_TILE_H = 4
+    KER_ARG_TILE_H0 = 5
+    KER_ARG_NTILES = 6
+    KER_ARG_TILEINDEX = 7
+    KER_ARG_TILEOFFSET = 8
+
+
+(KER_ARG, KER_ARG_TILE, KER_ARG_TILE_W, KER_ARG_TILE_W0, KER_ARG_TILE_H, KER_ARG_TILE_H0,
+ KER_ARG_NTILES, KER_ARG_TILEINDEX, KER_ARG_TILEOFFSET) = tuple(KerArgSel)
+
+# -- kernel argument properties (values as in the GAP SDK's AutoTilerLibTypes.h) ----------
+
+
+class Obj(IntFlag):
+    O_IN = 1 << 0
+    O_NIN = 1 << 1
+    O_OUT = 1 << 2
+    O_NOUT = 1 << 3
+    O_BUFF = 1 << 4
+    O_NBUFF = 1 << 5
+    O_TILED = 1 << 6
+    O_NTILED = 1 << 7
+    O_ONETILE = 1 << 8
+    O_NONETILE = 1 << 9
+    O_DB = 1 << 10
+    O_NDB = 1 << 11
+    O_L2DB = 1 << 12
+    O_NL2DB = 1 << 13
+    O_DYNTILE = 1 << 16
+    O_NDYNTILE = 1 << 17
+    O_3D = 1 << 20
+    O_4D = 1 << 21
+
+
+globals().update({f.name: f for f in Obj})
+
+_BASE = {
+    "OBJ_IN": Obj.O_IN | Obj.O_TILED, "OBJ_IN_DB": Obj.O_IN | Obj.O_DB | Obj.O_TILED,
+    "OBJ_IN_L2DB": Obj.O_IN | Obj.O_L2DB | Obj.O_TILED,
+    "OBJ_IN_DB_L2DB": Obj.O_IN | Obj.O_DB | Obj.O_L2DB | Obj.O_TILED,
+    "OBJ_OUT": Obj.O_OUT | Obj.O_TILED, "OBJ_OUT_DB": Obj.O_OUT | Obj.O_DB | Obj.O_TILED,
+    "OBJ_OUT_L2DB": Obj.O_OUT | Obj.O_L2DB | Obj.O_TILED,
+    "OBJ_OUT_DB_L2DB": Obj.O_OUT | Obj.O_DB | Obj.O_L2DB | Obj.O_TILED,
+    "OBJ_IN_OUT": Obj.O_IN | Obj.O_OUT | Obj.O_TILED,
+    "OBJ_IN_OUT_DB": Obj.O_IN | Obj.O_OUT | Obj.O_DB | Obj.O_TILED,
+    "OBJ_IN_OUT_L2DB": Obj.O_IN | Obj.O_OUT | Obj.O_L2DB | Obj.O_TILED,
+    "OBJ_IN_OUT_DB_L2DB": Obj.O_IN | Obj.O_OUT | Obj.O_DB | Obj.O_L2DB | Obj.O_TILED,
+    "OBJ_BUFFER": Obj.O_BUFF | Obj.O_TILED, "OBJ_BUFFER_IN": Obj.O_BUFF | Obj.O_IN | Obj.O_TILED,
+    "OBJ_BUFFER_OUT": Obj.O_BUFF | Obj.O_OUT | Obj.O_TILED,
+    "OBJ_BUFFER_IN_OUT": Obj.O_BUFF | Obj.O_IN | Obj.O_OUT | Obj.O_TILED,
+    "OBJ_BUFFER_ONETILE": Obj.O_BUFF | Obj.O_TILED | Obj.O_ONETILE,
+    "OBJ_BUFFER_DYNTILE": Obj.O_BUFF | Obj.O_TILED | Obj.O_DYNTILE,
+    "OBJ_BUFFER_DB_ONETILE": Obj.O_BUFF | Obj.O_DB | Obj.O_TILED | Obj.O_ONETILE,
+}
+_BASE["OBJ_BUFFER_DYN"] = _BASE["OBJ_BUFFER_DYNTILE"]  # the seed's older spelling
+OBJ = {}
+for _name, _flags in _BASE.items():
+    OBJ[_name] = _flags
+    if _flags & Obj.O_TILED and not _flags & (Obj.O_ONETILE | Obj.O_DYNTILE):
+        OBJ[_name + "_NTILED"] = _flags & ~Obj.O_TILED
+    for _suffix, _dims in (("_3D", Obj.O_3D), ("_4D", Obj.O_3D | Obj.O_4D)):
+        for _n, _f in list(OBJ.items()):
+            if _n.startswith(_name) and not _n.endswith(("_3D", "_4D")):
+                OBJ[_n + _suffix] = _f | _dims
+globals().update(OBJ)
+
+
+class Constraint(IntFlag):
+    OBJ_CONSTRAINTS_NONE = 0
+    OBJ_CONSTRAINTS_EVEN = 1 << 1
+    OBJ_CONSTRAINTS_ODD = 1 << 2
+    OBJ_CONSTRAINTS_ONEPREFTILE = 1 << 3
+    OBJ_CONSTRAINTS_TILE_HOR = 1 << 4
+    OBJ_CONSTRAINTS_TILE_VER = 1 << 5
+
+
+globals().update({f.name: f for f in Constraint})
+OBJ_CONSTRAINTS_NONE = Constraint(0)
+
+# -- argument builders ---------------------------------------------------------------------
+
+
+def _counted(what: str, items: tuple) -> tuple:
+    """Accept the C style's leading count, check it, and drop it."""
+    if items and isinstance(items[0], int) and not isinstance(items[0], IntEnum):
+        count, items = items[0], items[1:]
+        if count != len(items):
+            raise TilingError(f"{what}({count}, ...) lists {len(items)} items")
+    return tuple(items)
+
+
+@dataclass(frozen=True)
+class TCArg:
+    """A C argument ``<ArgType ArgName>``. A pointer not bound to a kernel argument needs
+    its ``shape`` (its dimensions are not captured anywhere else, as the seed says)."""
+
+    ArgType: str
+    ArgName: str
+    shape: tuple[int, ...] | None = None
+
+    @property
+    def is_pointer(self) -> bool:
+        return "*" in self.ArgType
+
+
+def CArgs(*args: TCArg) -> tuple[TCArg, ...]:
+    return _counted("CArgs", args)
+
+
+@dataclass(frozen=True)
+class Binding:
+    kind: str  # "k_arg", "c_arg", "c_arg_index", "imm"
+    name: str = ""
+    what: object = None  # KerArgSel for k_arg, iterator for c_arg_index
+    value: int = 0  # immediate value or index factor
+
+
+def K_Arg(UserKernelArgName: str, Sel: KerArgSel) -> Binding:
+    return Binding("k_arg", UserKernelArgName, KerArgSel(Sel))
+
+
+def C_Arg(ArgName: str) -> Binding:
+    return Binding("c_arg", ArgName)
+
+
+def C_ArgIndex(ArgName: str, Iterator: _Iter, MultFactor: int = 1) -> Binding:
+    """``ArgName[index * MultFactor]``, index the current in-plane, out-plane or tile."""
+    return Binding("c_arg_index", ArgName, _Iter(Iterator), int(MultFactor))
+
+
+def Imm(Value: int) -> Binding:
+    return Binding("imm", value=int(Value))
+
+
+def Bindings(*items: Binding) -> tuple[Binding, ...]:
+    return _counted("Bindings", items)
+
+
+@dataclass(frozen=True)
+class CallT:
+    CallName: str
+    CallLocation: Loc
+    BindingList: tuple[Binding, ...]
+
+
+def Call(CallName: str, CallLocation: Loc, BindingList: tuple[Binding, ...]) -> CallT:
+    return CallT(CallName, Loc(CallLocation), tuple(BindingList))
+
+
+def UserKernelCall(CallName: str, CallLocation: Loc, BindingList: tuple[Binding, ...]) -> CallT:
+    """A call of a user kernel inside a group: location LOC_GROUP, C_Arg and Imm bindings."""
+    if Loc(CallLocation) != LOC_GROUP:
+        raise TilingError(f"UserKernelCall {CallName!r}: location must be LOC_GROUP")
+    bad = [b for b in BindingList if b.kind not in ("c_arg", "imm")]
+    if bad:
+        raise TilingError(f"UserKernelCall {CallName!r}: only C_Arg and Imm bindings, got {bad[0]}")
+    return CallT(CallName, LOC_GROUP, tuple(BindingList))
+
+
+def Calls(*calls: CallT) -> tuple[CallT, ...]:
+    return _counted("Calls", calls)
+
+
+@dataclass(frozen=True)
+class KerArgT:
+    KerArgName: str
+    ObjType: int
+    W: int
+    H: int
+    ItemSize: int
+    TileOverlap: int = 0
+    Constraint: int = 0
+    PreferedTileSize: int = 0
+    CArgName: str | None = None
+    NextPlaneUpdate: int = 0
+
+    def has(self, flag: int) -> bool:
+        return bool(self.ObjType & flag)
+
+
+def KerArg(KerArgName: str, ObjType: int, W: int, H: int, ItemSize: int, TileOverlap: int = 0,
+           Constraint: int = 0, PreferedTileSize: int = 0, CArgName: str | None = None,
+           NextPlaneUpdate: int = 0) -> KerArgT:
+    """A user kernel argument: a W x H data plane (x planes for 3D/4D) of ItemSize bytes."""
+    for n, v in (("W", W), ("H", H), ("ItemSize", ItemSize)):
+        if int(v) < 1:
+            raise TilingError(f"KerArg {KerArgName!r}: {n} must be >= 1, got {v}")
+    return KerArgT(KerArgName, int(ObjType), int(W), int(H), int(ItemSize), int(TileOverlap),
+                   int(Constraint), int(PreferedTileSize), CArgName or None, int(NextPlaneUpdate))
+
+
+def KerArgs(*args: KerArgT) -> tuple[KerArgT, ...]:
+    return _counted("KerArgs", args)
+
+
+@dataclass(frozen=True)
+class KernelDimensionT:
+    InPlanes: int
+    W: int
+    H: int
+    OutPlanes: int
+
+
+def KernelDimensions(InPlanes: int, W: int, H: int, OutPlanes: int) -> KernelDimensionT:
+    return KernelDimensionT(int(InPlanes), int(W), int(H), int(OutPlanes))
+
+
+ORDER_2 = {
+    (KER_DIM2, KER_TILE): (KER_TILE,),
+    (KER_DIM3, KER_TILE, KER_IN_PLANE): (KER_TILE, KER_IN_PLANE),
+    (KER_DIM3, KER_OUT_PLANE, KER_TILE): (KER_OUT_PLANE, KER_TILE),
+    (KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE): (KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+}
+
+
+def KernelIterationOrder(Dim: _Iter, *Order: _Iter) -> tuple[_Iter, ...]:
+    """The iteration space: order 2 (tiles outside in-planes) is supported; order 1 (in-planes
+    outside tiles) raises ``TilingError``, as only order 2 is fully supported in the seed."""
+    key = (_Iter(Dim), *(_Iter(o) for o in Order))
+    if key not in ORDER_2:
+        raise TilingError(f"KernelIterationOrder{tuple(k.name for k in key)}: only iteration "
+                          f"order 2 is supported (tiles outside in-planes): "
+                          f"{[tuple(k.name for k in o) for o in ORDER_2]}")
+    return ORDER_2[key]
