@@ -21,7 +21,8 @@ typedef struct {
 
 void KerMatrixMax(MatrixMax_Arg_T *Arg)
 {
-    /* Each core scans a chunk of the tile's rows; core 0 combines after the barrier. */
+    /* Each core scans a chunk of the tile's rows; the last core combines after the
+       barrier (on the host, cores run one after the other, in order). */
     static int Partial[8];
     unsigned int CoreId = gap_coreid(), Cores = gap_ncore();
     unsigned int Chunk = (Arg->H + Cores - 1) / Cores;
@@ -32,8 +33,8 @@ void KerMatrixMax(MatrixMax_Arg_T *Arg)
         if (Arg->In[i] > M) M = Arg->In[i];
     Partial[CoreId] = M;
     gap_waitbarrier(0);
-    if (CoreId == 0) {
-        for (unsigned int c = 1; c < Cores; c++)
+    if (CoreId == Cores - 1) {
+        for (unsigned int c = 0; c < Cores; c++)
             if (Partial[c] > M) M = Partial[c];
         if (Arg->CompareWithOut && Arg->Out[0] > M) M = Arg->Out[0];
         Arg->Out[0] = M;
@@ -51,8 +52,8 @@ void KerMatrixMaxReduction(int * __restrict__ In, int * __restrict__ Out, unsign
 
 
 def ker_matrix_max(In, Out, W, H, TileIndex, CompareWithOut, *, core_id, core_count):
-    """Reference: the cores' chunks combined; only the last core's call writes the result,
-    as core 0 does after the barrier in C."""
+    """Reference: the cores' chunks combined; the last core's call writes the result, as
+    the last core does after the barrier in C."""
     if core_id != core_count - 1:
         return
     m = In[: W * H].max()
