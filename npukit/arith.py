@@ -4,8 +4,9 @@ bit. The simulator calls these; the C back end spells out the same formulas.
 Integer ALU results are int32 partials with two's-complement wrap-around (sums and products
 are formed in int64 and wrapped), float ALU results are float32 with one rounding per
 operation (no fused multiply-add). Act results are int32 or float32 values already clamped
-to [lo, hi]; a store narrows them to the tensor's dtype, saturating integers to its range
-and rounding floats to nearest even.
+to [lo, hi] (a ``linear_approx`` on an int16 table returns its int64 accumulator); a store
+narrows them to the tensor's dtype, saturating integers to its range and rounding floats to
+nearest even.
 """
 
 from __future__ import annotations
@@ -93,3 +94,94 @@ def convert(x: np.ndarray, dt: np.dtype) -> np.ndarray:
         info = np.iinfo(dt)
         return np.clip(x.astype(np.int64), info.min, info.max).astype(dt)
     return x.astype(dt)
+
+
+# -- LUT instructions (Act lookup / linear_approx) -----------------------------------------
+#
+# A table travels in the program as the flat image of seed 002's memory layout (``Lut.layout``
+# for the target's ``lut.banks`` parallel accesses): one scalar per entry of a direct table
+# (8-bit values widened to 16 bits), two adjacent scalars (slope, then offset) per entry of a
+# linear table, the two images of ``parallel=4`` one after the other. ``lut_image`` writes it,
+# ``lut_from_image`` reads it back (checking the copies agree); the simulator executes the
+# instruction on what it reads back, through ``npukit.lut``'s semantics.
+
+LUT_VALUE_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "float16", "bfloat16",
+                    "float32")
+
+
+def lut_image(lut, parallel: int, bank_bits: int) -> tuple[np.ndarray, dict]:
+    """The flat scalar image of ``lut`` for ``parallel`` accesses with ``bank_bits`` banks,
+    and the attributes that describe it (``entries``, ``offset_dtype``, ``slope_dtype``,
+    ``parallel``, ``bank_bits``)."""
+    image = lut.layout(parallel, bank_bits)
+    if parallel == 4:
+        image = np.concatenate(image)
+    storage = lut.storage_dtype()
+    if storage.names:  # (slope, offset) records of one scalar type: two scalars per entry
+        image = np.ascontiguousarray(image).view(storage["offset"])
+    attrs = {"entries": lut.size, "offset_dtype": lut.offset_dtype.name,
+             "slope_dtype": None if lut.slopes is None else lut.slope_dtype.name,
+             "parallel": parallel, "bank_bits": bank_bits}
+    return image, attrs
+
+
+def lut_from_image(values: np.ndarray, attrs: dict):
+    """The ``Lut`` a flat image holds (the inverse of ``lut_image``)."""
+    from .dtypes import dtype
+    from .lut import Lut
+    from .lut.table import _storage_dtype
+
+    odt = dtype(attrs["offset_dtype"])
+    sdt = None if attrs["slope_dtype"] is None else dtype(attrs["slope_dtype"])
+    storage = _storage_dtype(odt, sdt)
+    image = np.ascontiguousarray(values)
+    if storage.names:
+        image = image.view(storage)
+    if attrs["parallel"] == 4:
+        half = image.size // 2
+        image = (image[:half], image[half:])
+    return Lut.from_layout(image, attrs["entries"], offset_dtype=odt, slope_dtype=sdt,
+                           parallel=attrs["parallel"], bank_bits=attrs["bank_bits"])
+
+
+def act_result_dtype(values: np.dtype) -> np.dtype:
+    """The Act result type for values of ``values``' type: int32 or float32 (exact)."""
+    return np.dtype(np.float32) if is_float(values) else np.dtype(np.int32)
+
+
+def act_lookup(p: np.ndarray, lut, step_bits: int, bias: int, oor: str) -> np.ndarray:
+    """Act ``lookup``: ``parallel_lookup`` indexed by the int32 partials themselves, the
+    values widened exactly to int32 or float32."""
+    from .lut import parallel_lookup
+
+    out = parallel_lookup(lut, p, step_bits, bias, oor)
+    return out.astype(act_result_dtype(out.dtype))
+
+
+def act_linear_approx(p: np.ndarray, lut, step_bits: int, bias: int, shift_offset: int,
+                      lo, hi, scale_exp: int, in_dtype) -> np.ndarray:
+    """Act ``linear_approx``: condition the partial, then ``linear_approx``.
+
+    Float32 partials: ``x = p``; ``x = lo if x < lo``; ``x = hi if x > hi`` (NaN passes);
+    ``x = x * 2**scale_exp`` in float32 (exact, or inf); then the float formula on float32
+    input (``EXTENDED_LINEAR_TYPES``). Integer partials: the same clamps in 64 bits, then
+    saturation to ``in_dtype`` (int8 or int16, the table's input type), then the integer
+    formula. Returns the accumulator: float32, int32 (acc32) or int64 (acc64)."""
+    from .lut import linear_approx
+
+    if p.dtype == np.float32:
+        x = p
+        if lo is not None:
+            x = np.where(x < np.float32(lo), np.float32(lo), x)
+        if hi is not None:
+            x = np.where(x > np.float32(hi), np.float32(hi), x)
+        if scale_exp:
+            with np.errstate(over="ignore"):
+                x = np.ldexp(x, np.int32(scale_exp)).astype(np.float32)
+        return linear_approx(lut, x.astype(np.float32), step_bits, bias, extended=True)
+    x = p.astype(np.int64)
+    if lo is not None:
+        x = np.where(x < lo, np.int64(lo), x)
+    if hi is not None:
+        x = np.where(x > hi, np.int64(hi), x)
+    return linear_approx(lut, convert(x, np.dtype(in_dtype)), step_bits, bias, shift_offset)

@@ -27,9 +27,16 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import ir
+from . import arith, ir
 from .dtypes import dtype as _dtype, int_range, is_float
-from .errors import CapacityError, DTypeError, KernelError, OutOfBoundsError, ShapeError
+from .errors import (
+    CapacityError,
+    DTypeError,
+    KernelError,
+    LutError,
+    OutOfBoundsError,
+    ShapeError,
+)
 from .layout import Layout
 from .machine import Target, target as _target
 
@@ -326,7 +333,202 @@ class _Act(_Unit):
         """``clamp(p, lo, hi)``."""
         return self._op("clamp", p, (), lo=lo, hi=hi)
 
-    def _op(self, op: str, p: Data, extra: tuple, **attrs) -> Data:
+    def lookup(self, p: Data, lut, step_bits: int | None = None, bias: int | None = None,
+               oor: str | None = None) -> Data:
+        """Direct table lookup, seed 002's ``parallel_lookup`` indexed by the integer
+        partials ``p`` (int32) themselves::
+
+            raw   = p >> step_bits                        (arithmetic shift: floor)
+            index = clamp(raw + bias, 0, N - 1)            oor="saturate" (default)
+            index = ((raw mod N) + (bias mod N)) mod N     oor="truncate" (N a power of two)
+            q     = offsets[index]
+
+        widened exactly to int32 (integer tables) or float32 (float16, bfloat16, float32
+        tables). ``lut`` is a ``npukit.lut.Lut`` without slopes (values int8, uint8, int16,
+        uint16, int32, float16, bfloat16 or float32), ``N`` its entries; or a direct
+        ``Design``, which brings ``step_bits`` and ``bias`` (pass neither): for input tensors
+        holding ``design.quantize(x)``, ``q`` is ``design.evaluate(x)``, times
+        ``2**out_frac_bits`` for integer outputs. seed 002's rules (``LutError``): ``0 <=
+        step_bits < 32``, ``bias`` 0 or a power of two. The table's memory image for the
+        target's ``lut.banks`` parallel accesses is a constant of the program, in the
+        target's ``lut.memory`` (``CapacityError`` when it does not fit)."""
+        self._partials("lookup", p)
+        table, d = self._table("lookup", lut, "direct")
+        if d is not None:
+            if step_bits is not None or bias is not None:
+                raise LutError("Act lookup: a Design brings its own step_bits and bias; pass "
+                               "the design alone")
+            step_bits, bias = d.step_bits, d.bias
+        step_bits = 0 if step_bits is None else step_bits
+        bias = 0 if bias is None else bias
+        oor = "saturate" if oor is None else oor
+        if is_float(p.dtype):
+            raise LutError(f"Act lookup indexes the table with integer partials; the ALU reads "
+                           f"{p.in_pair[0]} data, which makes {p.dtype} partials")
+        self._input_fits("lookup", p, d)
+        from .lut import parallel_lookup
+
+        parallel_lookup(table, np.zeros(1, np.int32), step_bits, bias, oor)  # seed 002's rules
+        return self._table_op("lookup", p, table, arith.act_result_dtype(table.offset_dtype),
+                              step_bits=int(step_bits), bias=int(bias), oor=oor)
+
+    def linear_approx(self, p: Data, lut, step_bits: int | None = None,
+                      bias: int | None = None, shift_offset: int | None = None, *,
+                      clamp: tuple | None = None, scale_exp: int | None = None) -> Data:
+        """Linear approximation, seed 002's ``linear_approx`` on the partials ``p``. First the
+        input is conditioned (``lo, hi = clamp``, either may be ``None``)::
+
+            x = p;  x = lo if x < lo;  x = hi if x > hi         (a NaN passes)
+            float partials:   x = x * 2**scale_exp              (float32; exact)
+            integer partials: x = saturate(x, in)               (in = int8 or int16)
+
+        then, with ``N`` entries, ``index`` clamped to ``[0, N - 1]``::
+
+            integer: index = (x >> step_bits) + bias
+                     q = slope[index] * (x & ((1 << step_bits) - 1))
+                         + (offset[index] << shift_offset)        (int32 or int64)
+            float:   index = (int(floor(x)) >> step_bits) + bias
+                     q = slope[index] * x + offset[index]          (float32)
+
+        Integer tables are seed 002's rows (int8/int8/int8 with int8 input and an int32
+        result; int16/int16/int16 and int16/int32/int32 with int16 input and an int64
+        result); the data the ALU reads must fit ``in``. A float table (float32 offsets,
+        bfloat16 slopes) takes the float32 partial (``npukit.lut.EXTENDED_LINEAR_TYPES``):
+        the product is exact for partials of bfloat16 or float16 data times a power of
+        two, so only the sum rounds (to nearest even); a float16 partial keeps all its
+        bits, which a bfloat16 input would not.
+
+        ``lut`` is a ``npukit.lut.Lut`` with slopes, or a linear ``Design``, which brings
+        ``step_bits``, ``bias``, ``shift_offset``, its ``clamp`` and, for bfloat16 input,
+        ``scale_exp = in_frac_bits`` (an integer input already holds ``x *
+        2**in_frac_bits``, so its clamp is scaled instead); pass none of them. For input
+        tensors holding ``design.quantize(x)``, ``q`` is then ``design.evaluate(x)`` (times
+        ``2**out_frac_bits`` for integer outputs), bit for bit. ``LutError`` for a rule of
+        seed 002 (minimum ``step_bits``, ``shift_offset`` range, ...), mixed integer and
+        float operands, or data that does not fit the table's input type."""
+        self._partials("linear_approx", p)
+        table, d = self._table("linear_approx", lut, "linear")
+        if d is not None:
+            given = [n for n, v in (("step_bits", step_bits), ("bias", bias),
+                                    ("shift_offset", shift_offset), ("clamp", clamp),
+                                    ("scale_exp", scale_exp)) if v is not None]
+            if given:
+                raise LutError(f"Act linear_approx: a Design brings its own {', '.join(given)}; "
+                               "pass the design alone")
+            step_bits, bias, shift_offset = d.step_bits, d.bias, d.shift_offset
+            if is_float(d.in_dtype):
+                clamp, scale_exp = d.clamp, d.in_frac_bits
+            else:
+                clamp = tuple(int(math.ldexp(c, d.in_frac_bits)) for c in d.clamp)
+        if step_bits is None:
+            raise LutError("Act linear_approx: step_bits is required with a Lut (seed 002's "
+                           "linear_approx has no default)")
+        bias = 0 if bias is None else bias
+        shift_offset = 0 if shift_offset is None else shift_offset
+        scale_exp = 0 if scale_exp is None else scale_exp
+        lo, hi = (None, None) if clamp is None else clamp
+        floating = is_float(p.dtype)
+        in_dt = self._linear_input(table, p)
+        if floating:   # the bounds as the float32 values the instruction compares with
+            lo, hi = (None if v is None else float(np.float32(v)) for v in (lo, hi))
+            if isinstance(scale_exp, bool) or not isinstance(scale_exp, (int, np.integer)) \
+                    or not -126 <= scale_exp <= 126:
+                raise LutError(f"Act linear_approx: scale_exp={scale_exp!r} must be an integer "
+                               "in [-126, 126] (an exact float32 scaling)")
+        else:
+            if scale_exp:
+                raise LutError(f"Act linear_approx: scale_exp={scale_exp} scales float inputs "
+                               f"only; integer partials already hold the input's fixed-point "
+                               f"value")
+            for name, v in (("lo", lo), ("hi", hi)):
+                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+                    raise LutError(f"Act linear_approx: clamp {name}={v!r} must be an integer "
+                                   f"for integer partials")
+            lo, hi = (None if v is None else int(v) for v in (lo, hi))
+        if any(isinstance(v, float) and math.isnan(v) for v in (lo, hi)) or \
+                (lo is not None and hi is not None and not lo <= hi):
+            raise LutError(f"Act linear_approx: clamp ({lo}, {hi}) needs lo <= hi")
+        self._input_fits("linear_approx", p, d, in_dt)
+        from .lut import linear_approx
+
+        probe = linear_approx(table, np.zeros(1, in_dt), step_bits, bias, shift_offset,
+                              extended=True)  # seed 002's rules, with their numbers
+        return self._table_op("linear_approx", p, table, probe.dtype, step_bits=int(step_bits),
+                              bias=int(bias), shift_offset=int(shift_offset), lo=lo, hi=hi,
+                              scale_exp=int(scale_exp), in_dtype=in_dt.name)
+
+    @staticmethod
+    def _partials(op: str, p) -> None:
+        if not isinstance(p, Data) or p.kind != "PData":
+            raise KernelError(f"Act {op} reads ALU partials (PData), got {getattr(p, 'kind', p)}")
+
+    @staticmethod
+    def _table(op: str, lut, kind: str):
+        """``(Lut, Design or None)`` from what the kernel passed."""
+        from .lut import Design, Lut
+
+        if isinstance(lut, Design):
+            if lut.kind != kind:
+                other = "lookup" if lut.kind == "direct" else "linear_approx"
+                raise LutError(f"Act {op}: this Design is {lut.kind}; use s.act.{other}")
+            return lut.lut, lut
+        if not isinstance(lut, Lut):
+            raise LutError(f"Act {op}: expected a npukit.lut.Lut or Design, got "
+                           f"{type(lut).__name__}")
+        if (lut.slopes is not None) != (kind == "linear"):
+            raise LutError(f"Act {op}: " + ("this Lut holds slopes: use s.act.linear_approx"
+                                            if kind == "direct" else
+                                            "this Lut holds no slopes: use s.act.lookup"))
+        odt = lut.offset_dtype
+        if odt.name not in arith.LUT_VALUE_DTYPES:
+            raise LutError(f"Act {op}: table values of {odt} do not widen to the Act's int32 "
+                           f"or float32 results; use one of {', '.join(arith.LUT_VALUE_DTYPES)}")
+        return lut, None
+
+    @staticmethod
+    def _linear_input(table, p: Data) -> np.dtype:
+        """The input type of the table's row: int8 or int16 for integer tables, float32 (the
+        partial itself) for float ones."""
+        from .lut import EXTENDED_LINEAR_TYPES, LINEAR_TYPES
+
+        floating = is_float(p.dtype)
+        rows = EXTENDED_LINEAR_TYPES if floating else \
+            tuple(r for r in LINEAR_TYPES if r.accumulator != "accfloat")
+        odt = table.offset_dtype
+        row = next((r for r in rows if r.offset == odt.name), None)
+        if row is None:
+            kinds = ", ".join(f"{r.offset} offsets" for r in rows)
+            raise LutError(f"Act linear_approx on {p.dtype} partials (from {p.in_pair[0]} data) "
+                           f"needs a table of {kinds}; this table has {odt} offsets")
+        return _dtype(row.input)
+
+    def _input_fits(self, op: str, p: Data, d, in_dt: np.dtype | None = None) -> None:
+        """The data the ALU reads must be a design's input type, or fit the table's."""
+        data = _dtype(p.in_pair[0])
+        if d is not None and data != d.in_dtype:
+            raise LutError(f"Act {op}: the design takes {d.in_dtype} input (design.quantize), "
+                           f"but the ALU reads {data} data")
+        if in_dt is not None and not is_float(in_dt) and not np.can_cast(data, in_dt):
+            lo, hi = int_range(in_dt)
+            raise LutError(f"Act {op}: the table's input type is {in_dt} ({lo}..{hi}); the "
+                           f"ALU reads {data} data, which does not fit")
+
+    def _table_op(self, op: str, p: Data, table, out_dt, **attrs) -> Data:
+        p, label = self._begin(op, p)
+        t = self.s.target
+        if t.lut.memory is None:
+            raise KernelError(f"`{label}`: target {t.name!r} has no table memory (lut.memory)")
+        if t.lut.banks not in (1, 2, 4):
+            raise LutError(f"target {t.name!r}: lut.banks = {t.lut.banks}; seed 002's tables "
+                           f"take 1, 2 or 4 parallel accesses")
+        image, desc = arith.lut_image(table, t.lut.banks, t.lut.bank_bits)
+        # "lut.table": no tensor can take the name (parameters are Python identifiers).
+        buf = self.s.const(t.lut.memory, image, "lut.table", label,
+                           f"a table of {table.size} entries ({desc['parallel']}-access image)")
+        view = ir.View(buf, Layout((buf.size,), buf.dtype))
+        return self._emit(op, p, label, out_dt, (view,), {**attrs, **desc})
+
+    def _begin(self, op: str, p: Data) -> tuple[Data, str]:
         s = self.s
         if s.act_label is not None:
             raise KernelError(f"kernel structure: one Act instruction per kernel (already: "
@@ -342,15 +544,23 @@ class _Act(_Unit):
                                   f"iterate over pdata.dim(PData.Vectors) and pass pdata[av]")
             p = p[0]
         s.consume(p.producer)
+        return p, label
+
+    def _emit(self, op: str, p: Data, label: str, out_dt, extra: tuple, vals: dict) -> Data:
+        s = self.s
         n = p.size
-        out_dt = "float32" if is_float(p.dtype) else "int32"
         buf = s.buffer("ACT", out_dt, n, "QData")
-        dst = ir.View(buf, Layout((n,), out_dt))
-        vals = {k: (float(v) if is_float(p.dtype) else int(v)) for k, v in attrs.items()}
-        vals["pair"] = p.in_pair
-        s.emit(ir.Compute("act", op, dst, (p.view,) + tuple(d.view for d in extra),
-                          attrs=tuple(sorted(vals.items())), label=label))
+        dst = ir.View(buf, Layout((n,), buf.dtype))
+        vals = {**vals, "pair": p.in_pair}
+        s.emit(ir.Compute("act", op, dst, (p.view,) + extra, attrs=tuple(sorted(vals.items())),
+                          label=label))
         return Data(dst, p.lanes, "QData")
+
+    def _op(self, op: str, p: Data, extra: tuple, **attrs) -> Data:
+        p, label = self._begin(op, p)
+        out_dt = "float32" if is_float(p.dtype) else "int32"
+        vals = {k: (float(v) if is_float(p.dtype) else int(v)) for k, v in attrs.items()}
+        return self._emit(op, p, label, out_dt, tuple(d.view for d in extra), vals)
 
 
 class Slice:
@@ -370,6 +580,7 @@ class Slice:
         self.root: list = []
         self.block = self.root
         self.loops: tuple[ir.Var, ...] = ()
+        self.nloops = 0
         self.nodes: list[_LoopNode] = []
         self.stored: str | None = None
         self.reads: set[str] = set()
@@ -381,6 +592,18 @@ class Slice:
         if buf.nbytes > cap:
             raise CapacityError(f"{memory} holds {cap} B but `{_label()}` places {kind} of "
                                 f"{size} x {buf.dtype.name} = {buf.nbytes} B there")
+        self.buffers.append(buf)
+        return buf
+
+    def const(self, memory: str, values: np.ndarray, name: str, label: str,
+              what: str) -> ir.Buffer:
+        """A constant of the program (``role="const"``) holding ``values`` in ``memory``."""
+        buf = ir.Buffer(name, memory, values.dtype, values.size, role="const",
+                        data=np.ascontiguousarray(values).tobytes())
+        cap = self.target.memories[memory].size
+        if buf.nbytes > cap:
+            raise CapacityError(f"{memory} holds {cap} B but `{label}` places {what} there: "
+                                f"{buf.size} x {buf.dtype.name} = {buf.nbytes} B")
         self.buffers.append(buf)
         return buf
 
@@ -396,7 +619,9 @@ class Slice:
         for n in (counts if multi else [counts]):
             if not isinstance(n, (int, np.integer)) or n < 1:
                 raise KernelError(f"iterate: loop count must be a positive int, got {n!r}")
-            v = ir.Var(f"i{len(self.loops)}", int(n))
+            # Unique names: sibling loops with equal counts must stay distinct variables.
+            v = ir.Var(f"i{self.nloops}", int(n))
+            self.nloops += 1
             node = _LoopNode(v, label)
             self.block.append(node)
             self.nodes.append(node)

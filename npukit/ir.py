@@ -15,6 +15,9 @@ A ``Program`` is a tree of statements over buffers that live in named memories:
 - ``Call``: an opaque call of an ``Extern`` function (a basic kernel) with pointer and
   scalar arguments.
 
+Constant data (a lookup table's memory image) is a ``Buffer`` with ``role="const"`` whose
+``data`` the program carries; instructions read it through ordinary views.
+
 Index arithmetic is affine in loop variables (``Affine``); the valid lane count of a vector
 is ``Lanes``: ``clamp(total - start, 0, width)``. The semantics are sequential: statements
 run in order, loop bodies once per iteration. Back ends must agree with that reading.
@@ -196,7 +199,12 @@ class Lanes:
 @dataclass(frozen=True)
 class Buffer:
     """A flat array of ``size`` elements in ``memory``. Parameters (``role`` in/out/inout)
-    are the kernel's tensors; internal buffers (``role="internal"``) live on the unit."""
+    are the kernel's tensors; internal buffers (``role="internal"``) live on the unit.
+
+    A constant (``role="const"``) is program data: ``data`` holds its ``size`` elements
+    (the raw bytes, native byte order, of a ``dtype`` array); it sits in ``memory`` before
+    the program starts and is never written (a C back end emits it as a ``static const``
+    array). The LUT instructions read their table images from constants."""
 
     name: str
     memory: str
@@ -206,10 +214,25 @@ class Buffer:
     slots: int = 1  # copies kept in memory (2 = double buffered)
     slot_len: int = 0  # elements per slot when views address slots explicitly, else 0
     address: int | None = None  # byte offset in its memory, when the front end places it
+    data: bytes | None = field(default=None, repr=False)  # contents of a constant
+
+    def __post_init__(self):
+        if (self.role == "const") != (self.data is not None):
+            raise ValueError(f"buffer {self.name!r}: a const buffer needs data, and only a "
+                             f"const buffer has data (role {self.role!r})")
+        if self.data is not None and len(self.data) != self.nbytes:
+            raise ValueError(f"buffer {self.name!r}: data holds {len(self.data)} B, "
+                             f"{self.size} x {self.dtype.name} take {self.nbytes} B")
 
     @property
     def nbytes(self) -> int:
         return self.size * self.dtype.itemsize
+
+    def values(self) -> np.ndarray:
+        """The contents of a constant as a read-only ``dtype`` array of ``size`` elements."""
+        if self.data is None:
+            raise ValueError(f"buffer {self.name!r} ({self.role}) is not a constant")
+        return np.frombuffer(self.data, self.dtype)
 
 
 @dataclass(frozen=True)

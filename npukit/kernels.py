@@ -1,11 +1,17 @@
-"""The kernels of seed 000 (EasyKernel), in Python. Each is a ``@kernel``: build it with
-``npukit.build(k, target=..., name=npukit.spec(...), ..., attr=value)``."""
+"""The kernels of seed 000 (EasyKernel), in Python, and seed 004's SiLU. Each is a
+``@kernel``: build it with ``npukit.build(k, target=..., name=npukit.spec(...), ...,
+attr=value)``."""
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
+
 from .dtypes import int_range
-from .easy import PData, kernel
-from .errors import ShapeError
+from .easy import PData, build, kernel, spec
+from .errors import DTypeError, ShapeError
+from .machine import target as _target
 
 
 def _same_1d(input1, input2) -> None:
@@ -115,3 +121,98 @@ def reduce_rows(s, input, output, *, vector="alu"):
         for av in s.iterate(pdata.dim(PData.Vectors)):
             res = s.act.clamp(pdata[av], lo, hi)
             s.append(output, res)
+
+
+# -- seed 004: SiLU on float16 by a 512-entry table with interpolation ---------------------
+
+SILU_LUT_LEN = 512      # seed 004's lut_len
+SILU_LUT_EDGE = 10      # seed 004's lut_edge: the table covers [-10, 10]
+
+
+@functools.cache
+def silu_table():
+    """Seed 004's SiLU table in seed 002's ``linear_approx`` form: ``(Lut, parameters)`` for
+    ``s.act.linear_approx(p, lut, **parameters)``.
+
+    Seed 004 interpolates between neighbouring samples of a 512-entry table over [-10, 10]
+    (the chord through them); a ``linear_approx`` entry holds that chord as (slope, offset).
+    Seed 002's index is a shift, so cells are a power of two wide: the float16 input is
+    scaled by ``2**4`` (exact) and 320 chords of width 1/16 cover [-10, 10) (the seed: 510
+    of width 20/510), sampled by ``npukit.lut.design("silu", -10, 10, 512, kind="linear")``.
+    Outside the range the table does what the seed's clamp and mask do: the input is
+    clamped below at -10 (its first chord starts at silu(-10)), and the other 192 entries,
+    which every ``x >= 10`` reaches (the index saturates), hold the line ``y = x`` (slope
+    ``2**-4`` per scaled unit, offset 0), the seed's ``vsel(x, ...)`` for
+    ``x_idx >= lut_len - 2``."""
+    from .lut import Lut, design
+
+    d = design("silu", -SILU_LUT_EDGE, SILU_LUT_EDGE, SILU_LUT_LEN, kind="linear",
+               method="sample")
+    last = d.used[1]
+    slopes, offsets = d.lut.slopes.copy(), d.lut.offsets.copy()
+    slopes[last + 1:] = 2.0 ** -d.in_frac_bits      # y = x above the range
+    offsets[last + 1:] = 0.0
+    params = {"step_bits": d.step_bits, "bias": d.bias, "clamp": (d.clamp[0], None),
+              "scale_exp": d.in_frac_bits}
+    return Lut(offsets, slopes), params
+
+
+@kernel
+def silu_fp16(s, input, output):
+    """Seed 004's SiLU on a 1-D float16 tensor: ALU-width vectors stream through IRAM (the
+    seed's DMA to local SRAM), the ALU passes them to float32 partials, and the Act
+    interpolates in ``silu_table()`` one Act-width sub-vector at a time; the store rounds
+    the float32 results to float16 (nearest even). Any length: the last vector's junk lanes
+    are never written (``append``). ``silu_fp16_on_cores`` splits the work over cores."""
+    if input.rank != 1 or output.shape != input.shape:
+        raise ShapeError(f"silu_fp16: input and output must be 1-D of one length, got "
+                         f"{input.shape} and {output.shape}")
+    if input.dtype != np.float16 or output.dtype != np.float16:
+        raise DTypeError(f"silu_fp16: input and output must be float16, got {input.dtype} "
+                         f"and {output.dtype}")
+    table, params = silu_table()
+    x = input.vectorize(s.alu.i_width(input.dtype))
+    for i in s.iterate(x.dim(0)):
+        idata = s.iram.load(x[i])
+        pdata = s.alu.accumulate(idata)
+        for av in s.iterate(pdata.dim(PData.Vectors)):
+            res = s.act.linear_approx(pdata[av], table, **params)
+            s.append(output, res)
+
+
+def core_share(n: int, cores: int, core: int) -> tuple[int, int]:
+    """Seed 004's split of ``n`` elements: core ``c`` takes ``[c * per, min(n, (c + 1) *
+    per))`` with ``per = ceil(n / cores)``; the last cores may get fewer or none.
+
+    >>> [core_share(5, 2, c) for c in range(2)], core_share(1, 2, 1)
+    ([(0, 3), (3, 5)], (1, 1))
+    """
+    per = -(-n // cores)
+    lo = min(n, core * per)
+    return lo, min(n, lo + per)
+
+
+def silu_fp16_on_cores(x: np.ndarray, out: np.ndarray, target="torq", backend: str = "sim"):
+    """Run ``silu_fp16`` on every core of ``target`` (``cores`` in its TOML), as seed 004
+    does: core ``c`` gets its ``core_share`` of the elements as a program of its own (the
+    seed's kernel reads its core id; here each core's program is built for its slice), and
+    writes its slice of ``out``. The cores run in parallel, so the kernel takes the slowest
+    core's cycles (their engines are modelled independently). Returns ``[(core, (lo, hi),
+    program, result)]`` for the cores with work."""
+    tgt = _target(target)
+    if x.ndim != 1 or out.shape != x.shape:
+        raise ShapeError(f"silu_fp16_on_cores: x and out must be 1-D of one length, got "
+                         f"{x.shape} and {out.shape}")
+    runs = []
+    for core in range(tgt.cores):
+        lo, hi = core_share(x.size, tgt.cores, core)
+        if lo == hi:
+            continue
+        xs, os_ = x[lo:hi], out[lo:hi]
+        prog = build(silu_fp16, target=tgt, input=_spec_of(xs), output=_spec_of(os_))
+        runs.append((core, (lo, hi), prog, prog.run(backend, input=xs, output=os_)))
+    return runs
+
+
+def _spec_of(a: np.ndarray):
+    return spec(a.shape, a.dtype, tuple(st // a.itemsize for st in a.strides))

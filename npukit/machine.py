@@ -70,8 +70,13 @@ class Arith:
 
 @dataclass(frozen=True)
 class LutBanks:
+    """Table hardware: ``banks`` parallel table accesses (seed 002's 1, 2 or 4: the memory
+    image a table takes), ``bank_bits`` the bank width, ``memory`` the memory that holds
+    tables (``None``: the target runs no LUT instructions)."""
+
     banks: int
     bank_bits: int
+    memory: str | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,10 @@ def load_target(path: str | Path) -> Target:
     if rounding not in ROUNDING_MODES:
         raise TargetError(f"{path}: key arith.rounding: expected one of {ROUNDING_MODES}, "
                           f"got {rounding!r}")
+    lut_memory = r.get("lut.memory", str) if "memory" in raw.get("lut", {}) else None
+    if lut_memory is not None and lut_memory not in memories:
+        raise TargetError(f"{path}: key lut.memory: expected a memory name "
+                          f"({', '.join(memories)}), got {lut_memory!r}")
     home = r.get("home", str)
     if home not in memories:
         raise TargetError(f"{path}: key home: expected a memory name ({', '.join(memories)}), "
@@ -153,7 +162,8 @@ def load_target(path: str | Path) -> Target:
         memories=MappingProxyType(memories), engines=MappingProxyType(engines),
         units=MappingProxyType(units),
         arith=Arith(rounding, r.get("arith.saturate", bool)),
-        lut=LutBanks(r.int("lut.banks", minimum=1), r.int("lut.bank_bits", minimum=8)),
+        lut=LutBanks(r.int("lut.banks", minimum=1), r.int("lut.bank_bits", minimum=8),
+                     lut_memory),
         path=str(path))
 
 

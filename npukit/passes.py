@@ -10,12 +10,16 @@ import numpy as np
 
 from . import ir
 from .dtypes import is_float
-from .errors import CapacityError, DTypeError, OutOfBoundsError
+from .errors import CapacityError, DTypeError, KernelError, OutOfBoundsError
 
 
 def check(prog: ir.Program) -> ir.Program:
     """Run every check; return the program with buffer slots decided."""
     for st, loops in prog.walk():
+        dst = getattr(st, "dst", None)
+        if dst is not None and dst.buffer.role == "const":
+            raise KernelError(f"`{st.label}` writes constant {dst.buffer.name!r}: program data "
+                              f"is read-only")
         if isinstance(st, (ir.Copy, ir.Append)):
             _check_bounds(st.src, st.valid, loops, st.label)
             _check_bounds(st.dst, None if isinstance(st, ir.Append) else st.valid, loops, st.label)
@@ -53,7 +57,8 @@ def _check_bounds(view: ir.View, valid, loops, label: str) -> None:
     lo, hi = view_range(view, valid, loops)
     size = view.buffer.size
     if lo < 0 or hi > size:
-        what = "tensor" if view.buffer.role != "internal" else f"{view.buffer.memory} buffer"
+        what = {"internal": f"{view.buffer.memory} buffer",
+                "const": f"{view.buffer.memory} constant"}.get(view.buffer.role, "tensor")
         raise OutOfBoundsError(
             f"{what} {view.buffer.name!r}: `{label}` touches elements {lo}..{hi - 1} but the "
             f"{what} spans elements 0..{size - 1} (view shape {view.shape}, strides "

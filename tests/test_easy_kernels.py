@@ -143,3 +143,13 @@ def test_reduce_saturates():
     nk.build(K.reduce_rows, input=nk.spec((40, 20), "int8"),
              output=nk.spec((20,), "int8")).run(input=x, output=out)
     assert out[0] == 127 and out[3] == -128
+
+
+def test_reduce_when_rows_equal_act_subvectors():
+    """4 rows and 4 Act sub-vectors: the row loop and the sub-vector loop have equal counts
+    at equal depths and must still be distinct loops (accumulation over rows only)."""
+    x = np.full((4, 1), -100, np.int8)
+    out = np.zeros(1, np.int8)
+    nk.build(K.reduce_rows, input=nk.spec((4, 1), "int8"),
+             output=nk.spec((1,), "int8")).run(input=x, output=out)
+    assert out[0] == -128

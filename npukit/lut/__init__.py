@@ -3,13 +3,20 @@ design for common activations, and seed 003's sigmoid approximations."""
 
 from .catalogue import FUNCTIONS, Function, function
 from .design import Design, ErrorStats, design
-from .semantics import LINEAR_TYPES, LinearType, linear_approx, linear_type, parallel_lookup
+from .semantics import (
+    EXTENDED_LINEAR_TYPES,
+    LINEAR_TYPES,
+    LinearType,
+    linear_approx,
+    linear_type,
+    parallel_lookup,
+)
 from .sigmoid import fast_sigmoid, format_errors, sigmoid_errors, table_sigmoid, taylor_sigmoid
 from .special import erf, erfc
 from .table import Lut
 
 __all__ = [
-    "FUNCTIONS", "LINEAR_TYPES", "Design", "ErrorStats", "Function", "LinearType", "Lut",
-    "design", "erf", "erfc", "fast_sigmoid", "format_errors", "function", "linear_approx",
+    "EXTENDED_LINEAR_TYPES", "FUNCTIONS", "LINEAR_TYPES", "Design", "ErrorStats", "Function",
+    "LinearType", "Lut", "design", "erf", "erfc", "fast_sigmoid", "format_errors", "function", "linear_approx",
     "linear_type", "parallel_lookup", "sigmoid_errors", "table_sigmoid", "taylor_sigmoid",
 ]

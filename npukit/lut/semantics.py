@@ -17,6 +17,13 @@ in the accumulator type; floating-point form::
 in ``accfloat``. ``>>`` is an arithmetic (flooring) shift. The index of ``linear_approx`` is
 clamped to the table: the seed gives no policy for it, and clamping is ``parallel_lookup``'s
 default.
+
+``EXTENDED_LINEAR_TYPES`` holds npukit's one extension, used by kernels only when asked
+(``extended=True``): float32 input with seed 002's float table (float32 offsets, bfloat16
+slopes), because an NPU's Act unit reads float32 partials. The formula is the float one;
+the product rounds to float32 before the sum, which changes nothing for inputs of at most
+16 significant bits (bfloat16 or float16 values, also scaled by a power of two): their
+product with a bfloat16 slope is exact in float32.
 """
 
 from __future__ import annotations
@@ -63,6 +70,11 @@ LINEAR_TYPES = (
     LinearType("int16", "int16", "int16", "acc64", 16, 3),
     LinearType("int16", "int32", "int32", "acc64", 16, 4),
     LinearType("bfloat16", "float32", "bfloat16", "accfloat", 16, 0),
+)
+
+# npukit's extension (module docstring): float32 input, the float row's table and formula.
+EXTENDED_LINEAR_TYPES = (
+    LinearType("float32", "float32", "bfloat16", "accfloat", 16, 0),
 )
 
 
@@ -132,10 +144,11 @@ def parallel_lookup(lut: Lut, x, step_bits: int = 0, bias: int = 0,
     return lut.offsets[index.astype(np.int64)]
 
 
-def linear_type(lut: Lut, input_dtype) -> LinearType:
-    """The row of ``LINEAR_TYPES`` that an input dtype and a table's types select.
+def linear_type(lut: Lut, input_dtype, extended: bool = False) -> LinearType:
+    """The row of ``LINEAR_TYPES`` that an input dtype and a table's types select; with
+    ``extended``, the rows of ``EXTENDED_LINEAR_TYPES`` too.
 
-    A float32 slope array is accepted for the bfloat16 row when the low 16 mantissa bits of
+    A float32 slope array is accepted for a bfloat16 slope when the low 16 mantissa bits of
     every slope are zero (the seed allows float storage under that rule).
 
     >>> t = Lut(np.zeros(4, np.int16) + 1, np.ones(4, np.int16))
@@ -146,7 +159,8 @@ def linear_type(lut: Lut, input_dtype) -> LinearType:
         raise LutError("linear_approx needs a table with slopes; this Lut holds offsets only")
     ind = _dtype(input_dtype)
     odt, sdt = lut.offset_dtype, lut.slope_dtype
-    for row in LINEAR_TYPES:
+    rows = LINEAR_TYPES + (EXTENDED_LINEAR_TYPES if extended else ())
+    for row in rows:
         if (ind.name, odt.name) != (row.input, row.offset):
             continue
         if sdt.name == row.slope:
@@ -159,13 +173,15 @@ def linear_type(lut: Lut, input_dtype) -> LinearType:
                                "16 mantissa bits of a float slope must be zero (the slope is "
                                "used as bfloat16)")
             return row
-    rows = ", ".join(str(r) for r in LINEAR_TYPES)
+    names = ", ".join(str(r) for r in LINEAR_TYPES)
+    more = ("; npukit adds " + ", ".join(str(r) for r in EXTENDED_LINEAR_TYPES)) if extended \
+        else ""
     raise LutError(f"linear_approx has no type combination input {ind}, offset {odt}, slope "
-                   f"{sdt}; seed 002 supports {rows}")
+                   f"{sdt}; seed 002 supports {names}{more}")
 
 
 def linear_approx(lut: Lut, x, step_bits: int, bias: int = 0,
-                  shift_offset: int = 0) -> np.ndarray:
+                  shift_offset: int = 0, extended: bool = False) -> np.ndarray:
     """Linear approximation ``slope * x + offset`` read from ``lut`` (seed 002), bit-exact.
 
     Integer inputs (int8, int16) return the accumulator (int32 for acc32, int64 for acc64)::
@@ -183,13 +199,16 @@ def linear_approx(lut: Lut, x, step_bits: int, bias: int = 0,
     a row of ``LINEAR_TYPES``; ``step_bits`` is at least that row's minimum and leaves one
     index bit; ``bias`` fits a C ``int``; ``0 <= shift_offset`` and ``offset << shift_offset``
     fits the accumulator with a sign bit to spare; ``shift_offset`` is 0 for bfloat16.
+    ``extended=True`` also accepts float32 input (``EXTENDED_LINEAR_TYPES``): the same float
+    formula, with the product rounded to float32 before the sum (exact for inputs of at most
+    16 significant bits).
 
     >>> t = Lut(np.array([0, 8, 16], np.int8), np.array([2, 2, 0], np.int8))
     >>> linear_approx(t, np.array([0, 3, 5, 100], np.int8), step_bits=2).tolist()
     [0, 6, 10, 16]
     """
     x = np.asarray(x)
-    row = linear_type(lut, x.dtype)
+    row = linear_type(lut, x.dtype, extended)
     step_bits = _int_param("step_bits", step_bits)
     bias = _int_param("bias", bias)
     shift_offset = _int_param("shift_offset", shift_offset)
@@ -203,7 +222,7 @@ def linear_approx(lut: Lut, x, step_bits: int, bias: int = 0,
     n = lut.size
     if row.accumulator == "accfloat":
         if shift_offset != 0:
-            raise LutError(f"shift_offset={shift_offset} must be 0 for bfloat16 input: the "
+            raise LutError(f"shift_offset={shift_offset} must be 0 for {x.dtype} input: the "
                            "floating-point form adds the offset unshifted")
         xf = x.astype(np.float32)
         floor = np.floor(xf).astype(np.float64)

@@ -41,9 +41,13 @@ class Machine:
 
     def __init__(self, prog: ir.Program, images: dict[str, np.ndarray]):
         self.prog = prog
-        self.images = images
-        self.state = {b.name: poison(b.dtype, (1, b.size)) for b in prog.buffers}
-        self.depth = {b.name: 0 for b in prog.buffers}  # batch depth of the last full write
+        # Constants (program data) are read like tensors, from their own read-only images.
+        self.images = {**images, **{b.name: b.values() for b in prog.buffers
+                                    if b.role == "const"}}
+        internal = [b for b in prog.buffers if b.role != "const"]
+        self.state = {b.name: poison(b.dtype, (1, b.size)) for b in internal}
+        self.depth = {b.name: 0 for b in internal}  # batch depth of the last full write
+        self.tables: dict = {}  # (constant, attrs) -> the Lut its image holds
         self.cursors: dict[str, np.ndarray] = {}
         self.cursor_depth: dict[str, int] = {}
         self.env: dict[ir.Var, np.ndarray] = {}
@@ -241,6 +245,9 @@ class Machine:
         self.write(st.dst, np.full(shape, st.value, st.dst.dtype))
 
     def compute(self, st: ir.Compute) -> None:
+        if st.op in ("lookup", "linear_approx"):
+            self.write(st.dst, self._lut_op(st))
+            return
         srcs = [self.read(v) for v in st.srcs]
         if st.unit == "alu":
             x = arith.alu(st.op, srcs, st.dst.dtype)
@@ -257,6 +264,23 @@ class Machine:
         else:
             raise NotImplementedError(f"simulator: no rule for {st.unit}.{st.op}")
         self.write(st.dst, x)
+
+    def _lut_op(self, st: ir.Compute) -> np.ndarray:
+        """Act ``lookup`` / ``linear_approx``: read the table back from the constant the
+        instruction names (srcs[1]) and apply ``npukit.lut``'s semantics to every row."""
+        a = dict(st.attrs)
+        tv = st.srcs[1]
+        key = (tv.buffer.name, st.attrs)
+        if key not in self.tables:
+            if tv.offset.vars:
+                raise NotImplementedError(f"simulator: `{st.label}` moves its table view")
+            flat = self.images[tv.buffer.name][tv.offset.const + tv.element_offsets()]
+            self.tables[key] = arith.lut_from_image(flat, a)
+        lut, p = self.tables[key], self.read(st.srcs[0])
+        if st.op == "lookup":
+            return arith.act_lookup(p, lut, a["step_bits"], a["bias"], a["oor"])
+        return arith.act_linear_approx(p, lut, a["step_bits"], a["bias"], a["shift_offset"],
+                                       a["lo"], a["hi"], a["scale_exp"], a["in_dtype"])
 
     def _accumulate(self, st: ir.Compute, x: np.ndarray) -> np.ndarray:
         """Partials after this instruction in every row: the value at the last reset
