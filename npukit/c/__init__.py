@@ -1,0 +1,18 @@
+"""The C back end: a Program as one C99 translation unit (``c_source``), compiled by the
+system compiler and cached on disk (``toolchain``), run through ctypes on the numpy arrays
+``Program.run(backend="c", ...)`` is given (``run_c``). See docs/c_backend.md.
+
+>>> import numpy as np, npukit as nk
+>>> from npukit import kernels as K
+>>> prog = nk.build(K.mul_vectorized, target="torq", input1=nk.spec((100,), "int8"),
+...                 input2=nk.spec((100,), "int8"), bias_scale=nk.spec((2,), "int32"),
+...                 output=nk.spec((100,), "int8"), shift=8, out_min=-128, out_max=127)
+>>> "void npukit_mul_vectorized(" in prog.c_source()
+True
+"""
+
+from .emit import c_source, entry_name
+from .runtime import run_c
+from .toolchain import sanitizer_env
+
+__all__ = ["c_source", "entry_name", "run_c", "sanitizer_env"]

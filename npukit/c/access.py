@@ -1,0 +1,149 @@
+"""Where a view's elements live, as C index expressions.
+
+A view's element ``k`` (row-major) sits at ``base + Σ idx_d·stride_d``; ``coalesce`` merges
+dims that step evenly, so most views become one run ``base + k·stride`` and the emitted
+loops stay simple enough for gcc to vectorise.
+
+>>> from npukit.layout import Layout
+>>> coalesce(Layout((2, 5, 7), "int8", (100, 10, 1)))
+((2, 100), (5, 10), (7, 1))
+>>> coalesce(Layout((2, 5, 7), "int8"))
+((70, 1),)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import ir
+from ..layout import Layout
+from .arith import Helpers
+
+
+def coalesce(lay: Layout) -> tuple[tuple[int, int], ...]:
+    """(count, stride) per dim, outermost first, without size-1 dims, neighbours merged when
+    the outer stride is the inner count times the inner stride."""
+    out: list[tuple[int, int]] = []
+    for n, s in zip(lay.shape, lay.strides):
+        if n == 1:
+            continue
+        out.append((n, s))
+    merged: list[tuple[int, int]] = []
+    for n, s in reversed(out):
+        if merged and s == merged[-1][0] * merged[-1][1]:
+            merged[-1] = (n * merged[-1][0], merged[-1][1])
+        else:
+            merged.append((n, s))
+    return tuple(reversed(merged))
+
+
+def injective(dims: tuple[tuple[int, int], ...]) -> bool:
+    """True when no two indices share an element (sufficient test: sorted by stride, each
+    stride clears the extent of the dims inside it)."""
+    extent = 0
+    for n, s in sorted(dims, key=lambda d: d[1]):
+        if s <= extent:
+            return False
+        extent += (n - 1) * s
+    return True
+
+
+@dataclass(frozen=True)
+class Access:
+    """The elements of a view as ``ptr[base + index(k)]``; ``base`` is affine in the loop
+    variables and counts elements from ``ptr``."""
+
+    ptr: str
+    base: ir.Affine
+    dims: tuple[tuple[int, int], ...]
+
+    @property
+    def run(self) -> int | None:
+        """The stride between consecutive elements when they form one evenly spaced run."""
+        if not self.dims:
+            return 1
+        return self.dims[0][1] if len(self.dims) == 1 else None
+
+
+def access(view: ir.View, ptr: str, origin: int = 0) -> Access:
+    """``view`` addressed from ``ptr``, which points at element ``origin`` of its buffer."""
+    base = view.offset + (view.layout.offset - origin)
+    return Access(ptr, base, coalesce(view.layout))
+
+
+class Names:
+    """C names of loop variables (unique even when the IR reuses a name in sibling loops)."""
+
+    def __init__(self, taken: set[str]):
+        self.taken = set(taken)
+        self.of: dict[ir.Var, str] = {}
+
+    def bind(self, var: ir.Var) -> str:
+        name, k = var.name, 1
+        while name in self.taken:
+            k += 1
+            name = f"{var.name}_{k}"
+        self.taken.add(name)
+        self.of[var] = name
+        return name
+
+    def release(self, var: ir.Var) -> None:
+        self.taken.discard(self.of.pop(var))
+
+
+def affine_c(a: ir.Affine, names: Names, h: Helpers) -> str:
+    """``a`` as a C expression, constants spelled out: ``35 * i0 + 7 * i1 + 3``."""
+    parts = []
+    for atom, c in a.terms:
+        if isinstance(atom, ir.Var):
+            x = names.of[atom]
+        else:
+            fn = "npk_floordiv" if type(atom).__name__ == "FloorDiv" else "npk_mod"
+            x = f"{h.use(fn)}({affine_c(atom.expr, names, h)}, {atom.m})"
+        parts.append(x if c == 1 else f"{c} * {x}")
+    if a.const > 0 and parts and parts[0].startswith("-"):  # 1000 - 16 * i0
+        return join_sum([str(a.const)] + parts)
+    return join_sum(parts + [str(a.const)])
+
+
+def join_sum(terms: list[str]) -> str:
+    """``a + b - 3`` from terms, dropping zeros; "0" when nothing is left."""
+    out = ""
+    for t in terms:
+        if t in ("0", ""):
+            continue
+        if t.startswith("-") and out:
+            out += f" - {t[1:]}"
+        else:
+            out += f" + {t}" if out else t
+    return out or "0"
+
+
+def _p(x: str) -> str:
+    """``x`` parenthesised unless it is a name or a number."""
+    return x if x.isidentifier() or x.lstrip("-").isdigit() else f"({x})"
+
+
+def scaled(x: str, s: int) -> str:
+    """``s * x`` as C text."""
+    return "0" if s == 0 else x if s == 1 else f"{s} * {_p(x)}"
+
+
+def index(acc: Access, k: str, names: Names, h: Helpers) -> str:
+    """C index of element ``k`` (a C expression, row-major) of ``acc``'s view:
+    ``base + (k / inner_d) % n_d * stride_d`` summed over its dims."""
+    terms = [affine_c(acc.base, names, h)]
+    inner = math.prod(n for n, _ in acc.dims)
+    for d, (n, s) in enumerate(acc.dims):
+        inner //= n
+        digit = k if inner == 1 else f"{_p(k)} / {inner}"
+        if d > 0:
+            digit = f"{_p(digit)} % {n}"
+        terms.append(scaled(digit, s))
+    return join_sum(terms)
+
+
+def element(acc: Access, k: str, names: Names, h: Helpers) -> str:
+    """``ptr[index]``: element ``k`` of ``acc``'s view as an lvalue."""
+    return f"{acc.ptr}[{index(acc, k, names, h)}]"

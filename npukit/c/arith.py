@@ -1,0 +1,295 @@
+"""The target's arithmetic (``npukit.arith``) as C: one lane of every instruction as a C
+expression, and the small ``static inline`` helpers those expressions call.
+
+Integer partials wrap around in 32 bits: sums and products are formed in ``uint32_t``,
+whose arithmetic is modulo 2^32 like ``arith.wrap32``, and converted back to ``int32_t``
+(gcc defines that conversion as modulo). ``rescale_clamp`` works in 64 bits, also with
+unsigned wrap-around where numpy's int64 would wrap. Floats round once per operation: the
+generated code must be compiled with ``-ffp-contract=off`` (no fused multiply-add).
+
+>>> h = Helpers()
+>>> alu_expr(h, "mul", [("a", np.dtype("int8")), ("b", np.dtype("int8"))], np.dtype("int32"))
+'npk_wrap32((uint32_t)(a) * (uint32_t)(b))'
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DTypeError
+from .ctype import c_type, float_literal, int_literal, int_range, is_float
+
+_F32 = np.dtype("float32")
+
+# name -> (C definition, helpers it calls). Emitted on demand, in this order.
+_DEFS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "npk_wrap32": ("""\
+/* int32 partials wrap around like the target's 32-bit adders (gcc converts modulo 2^32). */
+static inline int32_t npk_wrap32(uint32_t x) { return (int32_t)x; }""", ()),
+    "npk_min64": ("""\
+static inline int64_t npk_min64(int64_t a, int64_t b) { return a < b ? a : b; }""", ()),
+    "npk_clamp64": ("""\
+/* clamp(x, lo, hi) as numpy.clip: max with lo first, then min with hi. */
+static inline int64_t npk_clamp64(int64_t x, int64_t lo, int64_t hi)
+{
+    x = x < lo ? lo : x;
+    return x > hi ? hi : x;
+}""", ()),
+    "npk_clampf": ("""\
+/* numpy.clip on float32: NaN stays NaN, a value equal to a bound is kept as is. */
+static inline float npk_clampf(float x, float lo, float hi)
+{
+    x = x < lo ? lo : x;
+    return x > hi ? hi : x;
+}""", ()),
+    "npk_maxf": ("""\
+/* numpy.maximum on float32: NaN wins, equal values give the second operand. */
+static inline float npk_maxf(float a, float b) { return a != a ? a : (a > b ? a : b); }""", ()),
+    "npk_minf": ("""\
+/* numpy.minimum on float32: NaN wins, equal values give the second operand. */
+static inline float npk_minf(float a, float b) { return a != a ? a : (a < b ? a : b); }""", ()),
+    "npk_floordiv": ("""\
+/* Floor division and its non-negative remainder by a positive constant, as Python's. */
+static inline int64_t npk_floordiv(int64_t a, int64_t m) { return a / m - (a % m < 0); }""", ()),
+    "npk_mod": ("""\
+static inline int64_t npk_mod(int64_t a, int64_t m) { return a % m + (a % m < 0 ? m : 0); }""",
+                ()),
+}
+
+_ROUNDING_DOC = {
+    "half_up": "adds 2^(shift-1) first: ties round towards +inf",
+    "half_even": "adds 2^(shift-1) first, then a tie that landed on an odd result steps back",
+    "floor": "a plain arithmetic shift: rounds towards -inf",
+}
+
+
+def _shift_round_def(mode: str) -> str:
+    body = {
+        "floor": "    return t >> shift;",
+        "half_up": """\
+    int64_t round = shift ? (int64_t)1 << (shift - 1) : 0;
+    return (int64_t)((uint64_t)t + (uint64_t)round) >> shift;""",
+        "half_even": """\
+    if (shift == 0)
+        return t;
+    int64_t half = (int64_t)1 << (shift - 1);
+    int64_t out = (int64_t)((uint64_t)t + (uint64_t)half) >> shift;
+    int64_t tie = (t & (((int64_t)1 << shift) - 1)) == half;
+    return out - (tie & out & 1);""",
+    }[mode]
+    return (f"/* t >> shift rounded {mode}: {_ROUNDING_DOC[mode]} (arith.shift_round). */\n"
+            f"static inline int64_t npk_shift_round_{mode}(int64_t t, int shift)\n{{\n"
+            f"{body}\n}}")
+
+
+def _rescale_def(mode: str) -> str:
+    return f"""\
+/* Act rescale_clamp on integer partials (arith.rescale_clamp), in 64 bits:
+   clamp(shift_round((p + bias) * scale) + zero_point, lo, hi), wrapping around where
+   numpy's int64 does; then int32 (the Act's output). */
+static inline int32_t npk_rescale_clamp_{mode}(int64_t p, int64_t bias, int64_t scale,
+                                               int shift, int64_t zero_point,
+                                               int64_t lo, int64_t hi)
+{{
+    int64_t t = (int64_t)(((uint64_t)p + (uint64_t)bias) * (uint64_t)scale);
+    t = npk_shift_round_{mode}(t, shift);
+    t = (int64_t)((uint64_t)t + (uint64_t)zero_point);
+    return npk_wrap32((uint32_t)npk_clamp64(t, lo, hi));
+}}"""
+
+
+def _rescale32_def(mode: str) -> str:
+    body = {
+        "floor": """\
+    int32_t t = (p + bias) * scale;
+    t = (t >> shift) + zero_point;""",
+        "half_up": """\
+    int32_t round = shift ? (int32_t)1 << (shift - 1) : 0;
+    int32_t t = (p + bias) * scale;
+    t = ((t + round) >> shift) + zero_point;""",
+        "half_even": """\
+    int32_t half = shift ? (int32_t)1 << (shift - 1) : 0;
+    uint32_t mask = shift ? (1u << shift) - 1u : 0u;
+    int32_t t = (p + bias) * scale;
+    int32_t tie = shift != 0 && ((uint32_t)t & mask) == (uint32_t)half;
+    int32_t out = (t + half) >> shift;
+    t = out - (tie & out & 1) + zero_point;""",
+    }[mode]
+    return f"""\
+/* rescale_clamp in 32-bit lanes: the same results as npk_rescale_clamp_{mode} whenever
+   npk_rescale_fits_int32 holds for the partials' range and this bias and scale (nothing
+   can overflow then), with twice the lanes per vector. */
+static inline int32_t npk_rescale_clamp_{mode}_i32(int32_t p, int32_t bias, int32_t scale,
+                                                   int shift, int32_t zero_point,
+                                                   int32_t lo, int32_t hi)
+{{
+{body}
+    t = t < lo ? lo : t;
+    return t > hi ? hi : t;
+}}"""
+
+
+_FITS32 = """\
+/* True when, for every partial p in [p_lo, p_hi], each step of rescale_clamp with this bias
+   and scale stays inside int32: p + bias, (p + bias) * scale, that plus round (0 when
+   rounding down), the shifted value (one less after a half_even tie) plus the zero point.
+   The products are exact in int64 because both factors then fit int32. */
+static inline int npk_rescale_fits_int32(int64_t p_lo, int64_t p_hi, int64_t bias,
+                                         int64_t scale, int shift, int64_t round,
+                                         int64_t zero_point)
+{
+    int64_t s_lo = p_lo + bias, s_hi = p_hi + bias;
+    if (bias < INT32_MIN || bias > INT32_MAX || scale < INT32_MIN || scale > INT32_MAX ||
+        s_lo < INT32_MIN || s_hi > INT32_MAX)
+        return 0;
+    int64_t a = s_lo * scale, b = s_hi * scale;
+    int64_t t_lo = a < b ? a : b, t_hi = (a < b ? b : a) + round;
+    if (t_lo < INT32_MIN || t_hi > INT32_MAX)
+        return 0;
+    return ((t_lo + round) >> shift) - 1 + zero_point >= INT32_MIN &&
+           (t_hi >> shift) + zero_point <= INT32_MAX;
+}"""
+
+
+def _sat_def(dt: np.dtype) -> str:
+    lo, hi = (int_literal(v) for v in int_range(dt))
+    t = c_type(dt)
+    head = (f"/* A store into {dt.name} saturates to [{lo}, {hi}]. */\n"
+            f"static inline {t} npk_sat_{dt.name}(int64_t x)")
+    if dt.name in ("int64", "uint64"):  # every int64 above the minimum fits
+        return f"{head} {{ return ({t})(x < {lo} ? {lo} : x); }}"
+    return f"{head}\n{{\n    return ({t})(x < {lo} ? {lo} : x > {hi} ? {hi} : x);\n}}"
+
+
+class Helpers:
+    """The set of helpers a translation unit uses; ``source()`` defines them in order."""
+
+    def __init__(self) -> None:
+        self.used: dict[str, str] = {}
+
+    def use(self, name: str) -> str:
+        if name not in self.used:
+            if name in _DEFS:
+                text, deps = _DEFS[name]
+            elif name.startswith("npk_shift_round_"):
+                text, deps = _shift_round_def(name.removeprefix("npk_shift_round_")), ()
+            elif name == "npk_rescale_fits_int32":
+                text, deps = _FITS32, ()
+            elif name.startswith("npk_rescale_clamp_") and name.endswith("_i32"):
+                text, deps = _rescale32_def(name[len("npk_rescale_clamp_"):-4]), ()
+            elif name.startswith("npk_rescale_clamp_"):
+                mode = name.removeprefix("npk_rescale_clamp_")
+                text = _rescale_def(mode)
+                deps = ("npk_wrap32", "npk_clamp64", f"npk_shift_round_{mode}")
+            elif name.startswith("npk_sat_"):
+                text, deps = _sat_def(np.dtype(name.removeprefix("npk_sat_"))), ()
+            else:
+                raise KeyError(name)
+            for d in deps:
+                self.use(d)
+            self.used[name] = text
+        return name
+
+    def source(self) -> str:
+        return "\n\n".join(self.used.values())
+
+
+def convert(h: Helpers, expr: str, src: np.dtype, dst: np.dtype) -> str:
+    """C expression of value ``expr`` (of dtype ``src``) stored into a ``dst`` element
+    (``arith.convert``): integers saturate, int-to-float and float-to-float round to nearest."""
+    if src == dst:
+        return expr
+    if is_float(dst) or np.can_cast(src, dst, "safe"):
+        return f"({c_type(dst)})({expr})"
+    if is_float(src):
+        raise DTypeError(f"C back end: {src.name} into {dst.name} needs a float-to-int "
+                         f"conversion, which the target does not define")
+    return f"{h.use('npk_sat_' + dst.name)}((int64_t)({expr}))"
+
+
+def alu_expr(h: Helpers, op: str, srcs: list[tuple[str, np.dtype]], acc: np.dtype) -> str:
+    """One lane of ALU ``op`` (``arith.alu``): float32 arithmetic when the partials are
+    float, else int32 wrap-around of the int64 result."""
+    if is_float(acc):
+        xs = [e if dt == _F32 else f"(float)({e})" for e, dt in srcs]
+        if op == "pass":
+            return xs[0]
+        if op in ("max", "min"):
+            return f"{h.use('npk_' + op + 'f')}({xs[0]}, {xs[1]})"
+        return f"{xs[0]} {_SYMBOL[op]} {xs[1]}"
+    if op == "pass":
+        return f"{h.use('npk_wrap32')}((uint32_t)({srcs[0][0]}))"
+    if op in ("max", "min"):
+        a, b = (f"(int64_t)({e})" for e, _ in srcs)
+        cmp = ">" if op == "max" else "<"
+        return f"{h.use('npk_wrap32')}((uint32_t)({a} {cmp} {b} ? {a} : {b}))"
+    a, b = (f"(uint32_t)({e})" for e, _ in srcs)
+    return f"{h.use('npk_wrap32')}({a} {_SYMBOL[op]} {b})"
+
+
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*"}
+
+
+def combine_expr(h: Helpers, how: str, acc: str, x: str, dt: np.dtype) -> str:
+    """Accumulate lane ``x`` into partial ``acc`` (``arith.combine``)."""
+    if is_float(dt):
+        if how == "add":
+            return f"{acc} + {x}"
+        return f"{h.use('npk_' + how + 'f')}({acc}, {x})"
+    if how == "add":
+        return f"{h.use('npk_wrap32')}((uint32_t)({acc}) + (uint32_t)({x}))"
+    cmp = ">" if how == "max" else "<"
+    return f"({acc} {cmp} {x} ? {acc} : {x})"
+
+
+def rescale_clamp_expr(h: Helpers, p: str, p_dt: np.dtype, bias: str, scale: str,
+                       attrs: dict, mode: str) -> str:
+    """One lane of Act ``rescale_clamp`` (``arith.rescale_clamp``). ``bias``/``scale`` are
+    C expressions already of type int64_t (integer partials) or float (float partials)."""
+    if is_float(p_dt):
+        zp = float_literal(attrs["zero_point"], _F32)
+        lo, hi = (float_literal(attrs[k], _F32) for k in ("lo", "hi"))
+        return f"{h.use('npk_clampf')}(({p} + {bias}) * {scale} + {zp}, {lo}, {hi})"
+    args = [p, bias, scale] + [int_literal(attrs[k]) for k in ("shift", "zero_point", "lo", "hi")]
+    return f"{h.use('npk_rescale_clamp_' + mode)}({', '.join(args)})"
+
+
+def clamp_expr(h: Helpers, p: str, p_dt: np.dtype, attrs: dict) -> str:
+    """One lane of Act ``clamp`` (``arith.clamp``)."""
+    if is_float(p_dt):
+        lo, hi = (float_literal(attrs[k], _F32) for k in ("lo", "hi"))
+        return f"{h.use('npk_clampf')}({p}, {lo}, {hi})"
+    lo, hi = (int_literal(attrs[k]) for k in ("lo", "hi"))
+    return f"{h.use('npk_wrap32')}((uint32_t){h.use('npk_clamp64')}((int64_t)({p}), {lo}, {hi}))"
+
+
+def int_value_range(op: str, ranges: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """Range of an integer ALU result from its operands' ranges, None when it can wrap."""
+    if op == "pass":
+        lo, hi = ranges[0]
+    elif op == "mul":
+        ends = [a * b for a in ranges[0] for b in ranges[1]]
+        lo, hi = min(ends), max(ends)
+    elif op == "add":
+        lo, hi = ranges[0][0] + ranges[1][0], ranges[0][1] + ranges[1][1]
+    elif op == "sub":
+        lo, hi = ranges[0][0] - ranges[1][1], ranges[0][1] - ranges[1][0]
+    else:  # max, min
+        fn = max if op == "max" else min
+        lo, hi = fn(ranges[0][0], ranges[1][0]), fn(ranges[0][1], ranges[1][1])
+    return (lo, hi) if -2**31 <= lo and hi < 2**31 else None
+
+
+def rescale_clamp_fast(h: Helpers, p: str, p_range: tuple[int, int], attrs: dict,
+                       mode: str) -> tuple[str, str] | None:
+    """The 32-bit lane of an integer ``rescale_clamp`` and the run-time condition under
+    which it equals the 64-bit one (``bias``/``scale`` locals), or None when the constants
+    rule it out."""
+    shift, zp, lo, hi = (int(attrs[k]) for k in ("shift", "zero_point", "lo", "hi"))
+    if shift > 31 or not all(-2**31 <= v < 2**31 for v in (zp, lo, hi)):
+        return None
+    rnd = 1 << (shift - 1) if shift and mode != "floor" else 0
+    cond = f"{h.use('npk_rescale_fits_int32')}({p_range[0]}, {p_range[1]}, bias, scale, " \
+           f"{shift}, {rnd}, {zp})"
+    args = [p, "(int32_t)bias", "(int32_t)scale"] + [int_literal(v) for v in (shift, zp, lo, hi)]
+    return f"{h.use('npk_rescale_clamp_' + mode + '_i32')}({', '.join(args)})", cond

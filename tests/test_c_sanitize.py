@@ -1,0 +1,133 @@
+"""The generated C under AddressSanitizer and UndefinedBehaviorSanitizer.
+
+Python is not built with ASan, so each check runs in a subprocess started with the ASan
+runtime preloaded (``npukit.c.sanitizer_env()``): first every seed-000 kernel over several
+shapes, strided sub-view outputs and unaligned arrays, which must exit cleanly; then a
+program corrupted past the bounds pass, whose out-of-bounds write ASan must report.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from npukit import CompilerError
+from npukit.c import sanitizer_env
+
+try:
+    ENV, WHY = sanitizer_env(), ""
+except CompilerError as exc:  # no compiler, or one without the ASan runtime
+    ENV, WHY = None, str(exc)
+
+pytestmark = pytest.mark.skipif(ENV is None, reason=f"no AddressSanitizer runtime: {WHY}")
+
+KERNELS = textwrap.dedent('''
+    import numpy as np, npukit as nk
+    from npukit import kernels as K
+    from npukit.c import run_c
+    from npukit.run import check_arrays
+
+    rng = np.random.default_rng(0)
+    BS = dict(bias_scale=nk.spec((2,), "int32"))
+
+    def rand(shape, dt):
+        info = np.iinfo(dt)
+        return rng.integers(info.min, info.max, shape, endpoint=True).astype(dt)
+
+    def sub_view(shape, dt, gap, offset, unaligned=False):
+        """A strided sub-view of a bigger buffer (rows gap elements apart)."""
+        dt = np.dtype(dt)
+        strides, acc = [], 1
+        for k, n in enumerate(reversed(shape)):
+            strides.append(acc)
+            acc = acc * n + (gap if k == 0 else 0)
+        strides = tuple(reversed(strides))
+        span = offset + sum((n - 1) * s for n, s in zip(shape, strides)) + 1
+        raw = np.zeros(span * dt.itemsize + 1, np.uint8)[int(unaligned):][:span * dt.itemsize]
+        view = np.lib.stride_tricks.as_strided(raw.view(dt)[offset:], shape,
+                                               tuple(s * dt.itemsize for s in strides))
+        return view, nk.spec(shape, dt, strides, offset)
+
+    def check(kern, inputs, out_shape, dt, gap=0, unaligned=False, **attrs):
+        out, out_spec = sub_view(out_shape, dt, gap, 5, unaligned)
+        specs = {k: nk.spec(v.shape, v.dtype) for k, v in inputs.items()}
+        prog = nk.build(kern, target="torq", output=out_spec, **specs, **attrs)
+        want = sub_view(out_shape, dt, gap, 5)[0]
+        prog.run("sim", **inputs, output=want)
+        for fuse in (True, False):
+            out[...] = 0
+            run_c(prog, check_arrays(prog, dict(inputs, output=out)), fuse=fuse)
+            assert (out == want).all(), (kern.name, out_shape, fuse)
+
+    MUL = dict(shift=7, out_min=-100, out_max=100)
+    for n, dt in [(37, "int8"), (45, "int16")]:
+        bs = np.array([3, 11], np.int32)
+        ins = dict(input1=rand(n, dt), input2=rand(n, dt), bias_scale=bs)
+        for kern in (K.mul_vanilla, K.mul_vectorized):
+            check(kern, ins, (n,), dt, **MUL)
+        pad = -(-n // (16 if dt == "int8" else 4)) * (16 if dt == "int8" else 4)
+        check(K.mul_vectorized_store, ins, (pad,), dt, **MUL)
+    wide = np.array([-2**31 + 5, 2**31 - 7], np.int32)  # the 64-bit lanes
+    for kern, shape, b_shape, dt, bs, gap in [
+            (K.mul, (2, 5, 7), (1, 1, 1), "int8", np.array([3, 11], np.int32), 3),
+            (K.mul, (2, 5, 7), (1, 5, 1), "int16", wide, 0),
+            (K.mul_ndim, (5, 3, 3, 2), (5, 3, 3, 2), "int8", wide, 2),
+            (K.mul, (3, 40), (3, 40), "int16", np.array([3, 11], np.int32), 1)]:
+        ins = dict(input1=rand(shape, dt), input2=rand(b_shape, dt), bias_scale=bs)
+        check(kern, ins, shape, dt, gap=gap, unaligned=dt == "int16", **MUL)
+    for rows, cols, dt, vector in [(5, 70, "int8", "alu"), (9, 33, "int16", "act")]:
+        check(K.reduce_rows, dict(input=rand((rows, cols), dt)), (cols,), dt, vector=vector)
+    f32 = dict(input1=rng.standard_normal(300).astype(np.float32),
+               input2=rng.standard_normal(300).astype(np.float32),
+               bias_scale=np.array([0.5, -1.5], np.float32))
+    check(K.mul, f32, (300,), "float32", shift=0, out_min=-1.0, out_max=2.0)
+    print("sanitized runs: ok")
+''')
+
+CORRUPTED = textwrap.dedent('''
+    import dataclasses
+    import numpy as np, npukit as nk
+    from npukit import ir, kernels as K
+    from npukit.c import run_c
+
+    n = 4000
+    prog = nk.build(K.mul_vectorized, target="torq", input1=nk.spec((n,), "int8"),
+                    input2=nk.spec((n,), "int8"), bias_scale=nk.spec((2,), "int32"),
+                    output=nk.spec((n,), "int8"), shift=8, out_min=-128, out_max=127)
+    # Move the append's destination half a tensor on, past what the bounds pass allowed.
+    loop = prog.body[-1]
+    app = loop.body[-1]
+    assert isinstance(app, ir.Append)
+    bad = dataclasses.replace(app, dst=dataclasses.replace(app.dst, offset=ir.Affine(n // 2)))
+    body = prog.body[:-1] + (dataclasses.replace(loop, body=loop.body[:-1] + (bad,)),)
+    prog = dataclasses.replace(prog, body=body)
+    a = np.ones(n, np.int8)
+    run_c(prog, dict(input1=a, input2=a, bias_scale=np.array([1, 2], np.int32),
+                     output=np.zeros(n, np.int8)), fuse=FUSE)
+    print("not caught")
+''')
+
+
+def run_sanitized(script: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **ENV)
+    return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def test_seed_kernels_run_clean_under_sanitizers():
+    res = run_sanitized(KERNELS)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert "sanitized runs: ok" in res.stdout
+    assert "runtime error" not in res.stderr and "AddressSanitizer" not in res.stderr
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_out_of_bounds_write_is_caught(fuse):
+    res = run_sanitized(CORRUPTED.replace("FUSE", str(fuse)))
+    assert res.returncode != 0 and "not caught" not in res.stdout
+    assert "ERROR: AddressSanitizer: heap-buffer-overflow" in res.stderr
+    assert "WRITE of size" in res.stderr and "npukit_mul_vectorized" in res.stderr
