@@ -37,7 +37,8 @@ def layouts() -> None:
 
 
 def _mul_case(kern, s1, s2, so, dtype="int8", **kw):
-    """Build and simulate one mul kernel; returns (program, result, matches numpy)."""
+    """Build and simulate one mul kernel; returns (program, result, matches numpy, inputs,
+    output)."""
     rng = np.random.default_rng(0)
     lo, hi = (-128, 127)
     a = rng.integers(-100, 100, s1).astype(dtype)
@@ -51,7 +52,7 @@ def _mul_case(kern, s1, s2, so, dtype="int8", **kw):
     # numpy oracle: the seed's formula with round-half-up division by 2**6.
     want = np.clip(np.floor_divide((a.astype(np.int64) * b + 7) * 3 + 32, 64), lo, hi)
     data = out[tuple(slice(0, n) for n in want.shape)]  # a padded output's data part
-    return prog, res, bool((data == want).all()), (a, b, bs)
+    return prog, res, bool((data == want).all()), dict(input1=a, input2=b, bias_scale=bs), out
 
 
 def _reduce_case(vector):
@@ -61,7 +62,21 @@ def _reduce_case(vector):
                  output=spec((300,), "int8"), vector=vector)
     out = np.zeros(300, np.int8)
     res = prog.run(input=x, output=out)
-    return prog, res, bool((out == np.clip(x.astype(np.int64).sum(0), -128, 127)).all()), (x,)
+    ok = bool((out == np.clip(x.astype(np.int64).sum(0), -128, 127)).all())
+    return prog, res, ok, dict(input=x), out
+
+
+def _c_agrees(prog, inputs, sim_out) -> str:
+    """Run the C back end on the same inputs: 'same' when every output bit equals the
+    simulator's."""
+    from .errors import CompilerError
+
+    out = np.zeros_like(sim_out)
+    try:
+        prog.run("c", **inputs, **{prog.params[-1][0].name: out})
+    except CompilerError as e:
+        return f"no C: {str(e).splitlines()[0][:30]}"
+    return "same" if out.tobytes() == sim_out.tobytes() else "DIFFERS"
 
 
 def easykernel() -> None:
@@ -83,14 +98,14 @@ def easykernel() -> None:
         ("reduce rows, ALU-width", "[32,300]", lambda: _reduce_case("alu")),
     ]
     print(f"  {'kernel':<30}{'shape':<17}{'cycles':>7}{'roofline':>9}{'elem/cycle':>11}"
-          f"{'LRAM bytes':>11}  numpy")
+          f"{'LRAM bytes':>11}  numpy  C = sim")
     for name, shape, make in cases:
-        prog, res, ok, _ = make()
+        prog, res, ok, inputs, out = make()
         elems = prog.params[-1][1].size  # the output tensor's elements
         print(f"  {name:<30}{shape:<17}{res.cycles:>7}{res.report.roofline:>9}"
               f"{elems / res.cycles:>11.2f}{res.report.bytes_moved.get('LRAM', 0):>11}"
-              f"  {'ok' if ok else 'MISMATCH'}")
-    prog, *_ = _mul_case(K.mul, (2, 5, 7), (5, 1), (2, 5, 7))
+              f"  {'ok' if ok else 'MISMATCH':<5}  {_c_agrees(prog, inputs, out)}")
+    prog = _mul_case(K.mul, (2, 5, 7), (5, 1), (2, 5, 7))[0]
     print("\n  Derived NDL descriptors for mul [2,5,7] x [5,1] (counts/strides in bytes):")
     for t in prog.transfers():
         print(f"    {t.tensor:<11}{t.src:>5} -> {t.dst:<5} offset {t.offset:<3} counts "
