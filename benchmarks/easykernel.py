@@ -30,9 +30,11 @@ def main() -> None:
     van = cycles(mul(K.mul_vanilla, (4096,)))
     vec = cycles(mul(K.mul_vectorized, (4096,)))
     rows.append(("mul 4096 int8: vanilla", *van, ""))
-    rows.append(("mul 4096 int8: vectorized", *vec, f"{van[0] / vec[0]:.1f}x fewer (seed: ~10x, goal >= 8x)"))
+    rows.append(("mul 4096 int8: vectorized", *vec,
+                 f"{van[0] / vec[0]:.1f}x fewer (seed: ~10x, goal >= 8x)"))
     v16 = cycles(mul(K.mul_vectorized, (4096,), "int16"))
-    rows.append(("mul 4096 int16: vectorized", *v16, f"{cycles(mul(K.mul_vanilla, (4096,), 'int16'))[0] / v16[0]:.1f}x fewer than vanilla"))
+    van16 = cycles(mul(K.mul_vanilla, (4096,), "int16"))[0]
+    rows.append(("mul 4096 int16: vectorized", *v16, f"{van16 / v16[0]:.1f}x fewer than vanilla"))
     unf = cycles(mul(K.mul, (5, 3, 3, 2), fuse=False))
     fus = cycles(mul(K.mul, (5, 3, 3, 2)))
     rows.append(("mul [5,3,3,2]: not fused", *unf, ""))
@@ -40,7 +42,8 @@ def main() -> None:
     red = {v: cycles(nk.build(K.reduce_rows, input=nk.spec((64, 1024), "int8"),
                               output=nk.spec((1024,), "int8"), vector=v)) for v in ("act", "alu")}
     rows.append(("reduce [64,1024]: Act-width", *red["act"], ""))
-    rows.append(("reduce [64,1024]: ALU-width", *red["alu"], f"{red['act'][0] / red['alu'][0]:.1f}x fewer"))
+    rows.append(("reduce [64,1024]: ALU-width", *red["alu"],
+                 f"{red['act'][0] / red['alu'][0]:.1f}x fewer"))
     print(f"{'kernel':<30}{'cycles':>10}{'roofline':>10}  note")
     for name, c, r, note in rows:
         print(f"{name:<30}{c:>10}{r:>10}  {note}")

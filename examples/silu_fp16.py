@@ -60,7 +60,7 @@ seed_err = np.abs(seed004_silu(x).astype(np.float64) - silu)
 bound = 2.0**-8 + (1 / 16) ** 2 / 8 * 0.5 + 2.0**-8 / 16 * 1.0999 + 2e-6
 
 print(f"silu_fp16 on {target.name}: {x.size} float16 inputs over {len(runs)} cores")
-for core, (lo, hi), prog, res in runs:
+for core, (lo, hi), _prog, res in runs:
     print(f"  core {core}: elements {lo}..{hi - 1}, cycles {res.cycles}")
 cycles = max(res.cycles for *_, res in runs)
 print(f"cycles {cycles} (cores in parallel), {x.size / cycles:.2f} elements/cycle")

@@ -39,7 +39,8 @@ def _demo(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="npukit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="show what npukit does, section by section").set_defaults(func=_demo)
+    demo = sub.add_parser("demo", help="show what npukit does, section by section")
+    demo.set_defaults(func=_demo)
     sub.add_parser("targets", help="list the built-in targets").set_defaults(func=_targets)
     from .lut.cli import register as register_lut
 

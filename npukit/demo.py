@@ -115,8 +115,8 @@ def easykernel() -> None:
 def autotiler() -> None:
     """Seed 001's ports: tiling, L1 use, simulated cycles and how much DMA hides."""
     _heading("AutoTiler (seed 001) on the simulated GAP8 cluster")
-    from pathlib import Path
     import runpy
+    from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent / "examples" / "tiler"
     if not root.exists():

@@ -19,7 +19,8 @@ def dtype(spec) -> np.dtype:
     try:
         return np.dtype(spec)
     except TypeError as exc:
-        raise DTypeError(f"unknown dtype {spec!r}; use a numpy name or one of {sorted(_EXTRA)}") from exc
+        raise DTypeError(f"unknown dtype {spec!r}; use a numpy name or one of "
+                         f"{sorted(_EXTRA)}") from exc
 
 
 def is_float(dt: np.dtype) -> bool:

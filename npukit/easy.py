@@ -22,13 +22,14 @@ import inspect
 import linecache
 import math
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
 from . import arith, ir
-from .dtypes import dtype as _dtype, int_range, is_float
+from .dtypes import dtype as _dtype
+from .dtypes import int_range, is_float
 from .errors import (
     CapacityError,
     DTypeError,
@@ -38,12 +39,13 @@ from .errors import (
     ShapeError,
 )
 from .layout import Layout
-from .machine import Target, target as _target
-
+from .machine import Target
+from .machine import target as _target
 
 # -- user-facing values -------------------------------------------------------------------
 
-def spec(shape: Sequence[int], dtype, strides: Sequence[int] | None = None, offset: int = 0) -> Layout:
+def spec(shape: Sequence[int], dtype, strides: Sequence[int] | None = None,
+         offset: int = 0) -> Layout:
     """Describe a kernel parameter: ``spec((1000,), "int8")``. Strides and offset count
     elements from the start of the tensor's buffer; strides must be non-negative."""
     lay = Layout(tuple(shape), dtype, strides, offset)
@@ -134,7 +136,8 @@ class LData:
             # Indexing the vector dim: lanes past the vectorized dimension's end are junk.
             lanes = ir.Lanes(valid, idx * lay.shape[1], lay.shape[1])
             valid, vdims = None, 0
-        rest = Layout(lay.shape[1:], lay.dtype, lay.strides[1:], lay.offset, valid=valid, vdims=vdims)
+        rest = Layout(lay.shape[1:], lay.dtype, lay.strides[1:], lay.offset, valid=valid,
+                      vdims=vdims)
         return replace(self, layout=rest, offset=self.offset + idx * s, lanes=lanes)
 
     def view(self) -> ir.View:
@@ -673,7 +676,8 @@ class Slice:
         if lanes is not None and lanes.total - lanes.start.bounds()[1] < lanes.width:
             first = lanes.start.bounds()[1]
             raise OutOfBoundsError(
-                f"store into {view.name!r}: the vector at elements {first}..{first + lanes.width - 1}"
+                f"store into {view.name!r}: the vector at elements "
+                f"{first}..{first + lanes.width - 1}"
                 f" passes the end of the vectorized dim ({lanes.total} elements); its junk "
                 f"lanes would overwrite what follows. Pad the output to a multiple of "
                 f"{lanes.width} or use s.append")
@@ -761,7 +765,8 @@ class Kernel:
 def kernel(fn: Callable) -> Kernel:
     """Mark ``fn(s, tensor, ..., *, attr, ...)`` as an EasyKernel kernel."""
     params = list(inspect.signature(fn).parameters.values())
-    if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if not params or params[0].kind not in positional:
         raise KernelError(f"kernel {fn.__name__}: first parameter must be the Slice")
     tensors = tuple(p.name for p in params[1:] if p.kind == p.POSITIONAL_OR_KEYWORD)
     attrs = tuple(p.name for p in params[1:] if p.kind == p.KEYWORD_ONLY)
@@ -787,7 +792,8 @@ def build(k: Kernel, target: str | Target = "torq", **specs_and_attrs) -> ir.Pro
     for name in k.tensors:
         lay = specs_and_attrs[name]
         if not isinstance(lay, Layout):
-            raise KernelError(f"build {k.name}: tensor {name!r} needs npukit.spec(...), got {lay!r}")
+            raise KernelError(f"build {k.name}: tensor {name!r} needs npukit.spec(...), "
+                              f"got {lay!r}")
         buf = ir.Buffer(name, tgt.home, lay.dtype, lay.footprint()[1], role="in")
         datas.append(LData(buf, Layout(lay.shape, lay.dtype, lay.strides, lay.offset),
                            ir.Affine(), None, name))
@@ -796,7 +802,8 @@ def build(k: Kernel, target: str | Target = "torq", **specs_and_attrs) -> ir.Pro
     body = s.freeze()
     params = []
     for d in datas:
-        role = ("inout" if d.buffer.name in s.reads else "out") if d.buffer.name in s.writes else "in"
+        written, read = d.buffer.name in s.writes, d.buffer.name in s.reads
+        role = ("inout" if read else "out") if written else "in"
         params.append((replace(d.buffer, role=role), specs_and_attrs[d.name]))
     prog = ir.Program(k.name, tgt, tuple(params), tuple(s.buffers), _rebind(body, params),
                       tuple(sorted(attrs.items())), inspect.getsource(k.fn))

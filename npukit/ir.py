@@ -26,13 +26,12 @@ run in order, loop bodies once per iteration. Back ends must agree with that rea
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Union
 
 import numpy as np
 
 from .layout import Layout
-
 
 # -- index expressions --------------------------------------------------------------------
 
@@ -77,8 +76,8 @@ class Affine:
         coeffs = dict(self.terms)
         for v, c in o.terms:
             coeffs[v] = coeffs.get(v, 0) + c
-        return Affine(self.const + o.const,
-                      tuple(sorted(((v, c) for v, c in coeffs.items() if c), key=lambda t: repr(t[0]))))
+        terms = sorted(((v, c) for v, c in coeffs.items() if c), key=lambda t: repr(t[0]))
+        return Affine(self.const + o.const, tuple(terms))
 
     __radd__ = __add__
 
@@ -276,7 +275,7 @@ class View:
 @dataclass(frozen=True)
 class Loop:
     var: Var
-    body: tuple["Stmt", ...]
+    body: tuple[Stmt, ...]
     label: str = ""
 
 
@@ -373,7 +372,7 @@ class Call:
     label: str = ""
 
 
-Stmt = Union[Loop, Copy, Append, ResetCursor, Fill, Compute, Call]
+Stmt = Loop | Copy | Append | ResetCursor | Fill | Compute | Call
 
 
 @dataclass(frozen=True)

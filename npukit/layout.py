@@ -10,8 +10,8 @@ end of the vectorized dimension are junk that later steps must not store.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -45,9 +45,11 @@ class Layout:
 
     def __post_init__(self):
         shape = tuple(int(n) for n in self.shape)
-        strides = dense_strides(shape) if self.strides is None else tuple(int(s) for s in self.strides)
+        strides = dense_strides(shape) if self.strides is None else \
+            tuple(int(s) for s in self.strides)
         if len(strides) != len(shape):
-            raise ShapeError(f"layout: {len(strides)} strides {strides} for {len(shape)} dims {shape}")
+            raise ShapeError(f"layout: {len(strides)} strides {strides} for {len(shape)} dims "
+                             f"{shape}")
         if any(n < 0 for n in shape):
             raise ShapeError(f"layout: negative dimension in shape {shape}")
         if self.offset < 0:
@@ -74,7 +76,8 @@ class Layout:
 
     def _axis(self, i: int, what: str = "dim") -> int:
         if not -self.rank <= i < self.rank:
-            raise OutOfBoundsError(f"{what} {i} out of range for rank-{self.rank} layout {self.shape}")
+            raise OutOfBoundsError(f"{what} {i} out of range for rank-{self.rank} layout "
+                                   f"{self.shape}")
         return i % self.rank
 
     def dim(self, i: int) -> int:
@@ -190,9 +193,11 @@ class Layout:
         order = tuple(o % self.rank if -self.rank <= o < self.rank else o for o in given)
         if sorted(order) != list(range(self.rank)):
             raise ShapeError(f"permute{given} is not a permutation of {self.rank} dims")
-        if self.valid is not None and order[-self.vdims:] != tuple(range(self.rank - self.vdims, self.rank)):
+        vec = tuple(range(self.rank - self.vdims, self.rank))
+        if self.valid is not None and order[-self.vdims:] != vec:
             raise ShapeError(f"permute{order} moves the vectorized dims of layout {self.shape}")
-        return self._with(tuple(self.shape[o] for o in order), tuple(self.strides[o] for o in order),
+        return self._with(tuple(self.shape[o] for o in order),
+                          tuple(self.strides[o] for o in order),
                           valid=self.valid, vdims=self.vdims)
 
     def split(self, dim: int, factor: int) -> Layout:
@@ -267,8 +272,9 @@ class Layout:
                 count = len(range(start, stop, step))
                 if d >= first_vec:
                     if d > first_vec or step != 1:
-                        raise ShapeError(f"slice {k} of vectorized dim {d} of layout {self.shape}: "
-                                         f"only unit-step slices of the outer vector dim are allowed")
+                        raise ShapeError(f"slice {k} of vectorized dim {d} of layout "
+                                         f"{self.shape}: only unit-step slices of the outer "
+                                         f"vector dim are allowed")
                     lane = math.prod(self.shape[d + 1:])
                     valid = max(0, min(valid - start * lane, count * lane))
                 offset += start * s if count else 0

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from .dtypes import dtype as _dtype
 from .errors import DTypeError, TargetError
@@ -138,11 +139,13 @@ def load_target(path: str | Path) -> Target:
         for pair in r.table(f"units.{k}.width"):
             a, _, b = pair.partition(",")
             try:
-                key = (_dtype(a.strip()).name, "none" if b.strip() == "none" else _dtype(b.strip()).name)
+                w = b.strip()
+                key = (_dtype(a.strip()).name, "none" if w == "none" else _dtype(w).name)
             except DTypeError as exc:
                 raise TargetError(f"{path}: key units.{k}.width.{pair!r}: expected "
                                   f"'<dtype>,<dtype or none>': {exc}") from exc
-            widths[key] = r.int(f"units.{k}.width.{pair}", minimum=1, raw_key=(f"units.{k}.width", pair))
+            widths[key] = r.int(f"units.{k}.width.{pair}", minimum=1,
+                                raw_key=(f"units.{k}.width", pair))
         units[k] = Unit(k, MappingProxyType(widths), r.int(f"units.{k}.latency"))
     rounding = r.get("arith.rounding", str)
     if rounding not in ROUNDING_MODES:

@@ -37,7 +37,8 @@ def view_range(view: ir.View, valid: ir.Lanes | None, loops: tuple[ir.Var, ...])
     the first ``valid`` indices of dim 0 when given."""
     if valid is None or view.size == 0:
         return view.bounds()
-    env = ir.iteration_space(tuple(v for v in loops if v in set(valid.start.vars + view.offset.vars)))
+    used = set(valid.start.vars + view.offset.vars)
+    env = ir.iteration_space(tuple(v for v in loops if v in used))
     base = np.asarray(view.offset.eval(env)).reshape(-1)
     count = np.asarray(valid.eval(env)).reshape(-1)
     offs = view.element_offsets()

@@ -51,7 +51,8 @@ def _describe(st, view: ir.View, loops) -> Transfer:
     eb = view.dtype.itemsize
     coeff = dict(view.offset.terms)
     counts = tuple(v.count for v in loops) + view.shape
-    strides = tuple(coeff.get(v, 0) * eb for v in loops) + tuple(s * eb for s in view.layout.strides)
+    strides = tuple(coeff.get(v, 0) * eb for v in loops) + \
+        tuple(s * eb for s in view.layout.strides)
     return Transfer(view.buffer.name, st.src.buffer.memory, st.dst.buffer.memory, eb,
                     (view.layout.offset + view.offset.const) * eb, counts, strides, None, st.label)
 

@@ -31,7 +31,8 @@ def canary_output(shape, dtype, rng, pad=3, stride_gap=(0, 2)):
     strides = strides[:-1] + (1,)  # innermost stays dense: the kernels need it
     span = pad + sum((n - 1) * s for n, s in zip(shape, strides)) + 1
     big = np.full(span + pad, CANARY[dt], dt)
-    view = np.lib.stride_tricks.as_strided(big[pad:], shape, tuple(s * dt.itemsize for s in strides))
+    byte_strides = tuple(s * dt.itemsize for s in strides)
+    view = np.lib.stride_tricks.as_strided(big[pad:], shape, byte_strides)
     return big, view, nk.spec(shape, dt, strides)
 
 

@@ -97,7 +97,7 @@ def test_append_from_stray_loop():
     def k(s, input1, input2, bias_scale, output, *, shift, out_min, out_max):
         b = s.bram.load(bias_scale)
         x = input1.vectorize(16)
-        for rep in s.iterate(2):
+        for _rep in s.iterate(2):
             for i in s.iterate(4):
                 p = s.alu.accumulate(s.iram.load(x[i]))
                 s.append(output[i], s.act.rescale_clamp(p, b, 0, 0, -128, 127))

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kernel_helpers import canary_output, outside_untouched, rescale_ref
 
 import npukit as nk
 from npukit import kernels as K
-from kernel_helpers import canary_output, outside_untouched, rescale_ref
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

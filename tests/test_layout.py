@@ -592,7 +592,8 @@ def test_view_with_a_too_small_buffer():
         neg.view(np.arange(1, 17, dtype=np.int16))
 
 
-@pytest.mark.parametrize("order", [(0, 0), (0,), (0, 1, 2), (0, 2), (0, 3), (2, 1), (0, -3), (1, 5), (-3, 1)])
+@pytest.mark.parametrize("order", [(0, 0), (0,), (0, 1, 2), (0, 2), (0, 3), (2, 1), (0, -3),
+                                   (1, 5), (-3, 1)])
 def test_permute_with_a_bad_order(order):
     with pytest.raises(ShapeError) as err:
         Layout((4, 5), "int8").permute(order)

@@ -478,7 +478,7 @@ def test_silu_any_length_over_cores(n, stride, seed):
                                     for c in range(TORQ.cores) if c * per < n]
     assert np.array_equal(out, silu_reading(x))
     assert (big[~inside] == CANARY[big.dtype]).all()
-    for _, (lo, hi), prog, res in runs:                # Act: 3 cycles per 8 lanes
+    for _, (lo, hi), _prog, res in runs:                # Act: 3 cycles per 8 lanes
         vectors = -(-(hi - lo) // 16) * 2
         assert res.report.busy["act"] == vectors * (TORQ.units["act"].latency + 1)
 

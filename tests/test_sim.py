@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_helpers import rescale_ref
 
 import npukit as nk
 from npukit import kernels as K
 from npukit.sim.timing import timeline
-from kernel_helpers import rescale_ref
 
 
 def mul_prog(kern, shape, dtype="int8", target="torq", shift=6, **extra):
@@ -56,7 +56,8 @@ def test_fast_forward_is_exact(kern, shape):
 
 
 def test_reduce_fast_forward_is_exact():
-    prog = nk.build(K.reduce_rows, input=nk.spec((50, 300), "int16"), output=nk.spec((300,), "int16"))
+    prog = nk.build(K.reduce_rows, input=nk.spec((50, 300), "int16"),
+                    output=nk.spec((300,), "int16"))
     assert timeline(prog).cycles == timeline(prog, fast_forward=False).cycles
 
 

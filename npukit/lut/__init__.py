@@ -17,6 +17,7 @@ from .table import Lut
 
 __all__ = [
     "EXTENDED_LINEAR_TYPES", "FUNCTIONS", "LINEAR_TYPES", "Design", "ErrorStats", "Function",
-    "LinearType", "Lut", "design", "erf", "erfc", "fast_sigmoid", "format_errors", "function", "linear_approx",
-    "linear_type", "parallel_lookup", "sigmoid_errors", "table_sigmoid", "taylor_sigmoid",
+    "LinearType", "Lut", "design", "erf", "erfc", "fast_sigmoid", "format_errors", "function",
+    "linear_approx", "linear_type", "parallel_lookup", "sigmoid_errors", "table_sigmoid",
+    "taylor_sigmoid",
 ]

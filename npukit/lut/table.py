@@ -118,7 +118,8 @@ class Lut:
         """
         return _storage_dtype(self.offset_dtype, self.slope_dtype)
 
-    def layout(self, parallel: int = 1, bank_bits: int = 128) -> np.ndarray | tuple[np.ndarray, ...]:
+    def layout(self, parallel: int = 1,
+               bank_bits: int = 128) -> np.ndarray | tuple[np.ndarray, ...]:
         """The memory image for ``parallel`` (1, 2 or 4) accesses with banks of ``bank_bits``.
 
         Returns one array for 1 and 2, a tuple ``(ab, cd)`` of two arrays for 4. Entries of

@@ -229,7 +229,8 @@ class Machine:
         base = self._base(st.dst) + before
         offs = st.dst.element_offsets()
         dense = self._block(np.zeros(1, np.int64), offs, img.size) is not None
-        if dense and (after - before == n).all() and self._block(base, offs[:n], img.size) is not None:
+        whole = (after - before == n).all()
+        if dense and whole and self._block(base, offs[:n], img.size) is not None:
             # Every append writes a whole vector right after the previous one.
             start = int(base[0] + offs[0])
             img[start:start + vals.size] = vals.reshape(-1)

@@ -68,8 +68,8 @@ class Model:
         self._tilings: dict[str, Tiling] = {}
 
     def LibKernel(self, KernelName: str, CallType: int, Cargs: tuple[TCArg, ...],
-                  ParArgTypeName: str = "", *, c_source: str = "", reference: Callable | None = None,
-                  cost: Callable | None = None) -> None:
+                  ParArgTypeName: str = "", *, c_source: str = "",
+                  reference: Callable | None = None, cost: Callable | None = None) -> None:
         """A basic kernel: its C template, ``c_source`` (the full C definition, for the C
         back end), ``reference`` (numpy, for the simulator: pointers arrive as flat 1-D
         views, scalars as ints; parallel kernels also get ``core_id``, ``core_count``) and
