@@ -238,3 +238,58 @@ def test_unknown_names_are_errors():
                  KerArgs(KerArg("In", OBJ_IN, 4, 4, 4, 0, 0, 0, "In")))
     with pytest.raises(nk.TilingError, match="unknown basic kernel 'Missing'"):
         m.program("K")
+
+
+def test_orientation_override_transposes_by_tiles():
+    """Out = In^T: In is tiled by rows, Out (declared W x H swapped) by columns through
+    OBJ_CONSTRAINTS_TILE_VER, so tile i of In and tile i of Out are transposes."""
+    def transpose(In, Out, W, H, *, core_id, core_count):
+        if core_id == 0:  # In tile: H rows of W; Out tile: W rows of H
+            Out[: W * H].reshape(W, H)[...] = In[: W * H].reshape(H, W).T
+    m = Model(l1_budget=2 * 2 * 12 * 4 * 5)
+    m.LibKernel("Transpose", CALL_PARALLEL, CArgs(
+        TCArg("int *", "In"), TCArg("int *", "Out"), TCArg("unsigned int", "W"),
+        TCArg("unsigned int", "H")), reference=transpose, cost=lambda W, H: W * H)
+    m.UserKernel("T", KernelDimensions(1, 12, 30, 1), KernelIterationOrder(KER_DIM2, KER_TILE),
+                 TILE_HOR, CArgs(TCArg("int *", "In"), TCArg("int *", "Out")),
+                 Calls(Call("Transpose", LOC_INNER_LOOP, Bindings(
+                     K_Arg("In", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
+                     K_Arg("In", KER_ARG_TILE_W), K_Arg("In", KER_ARG_TILE_H)))),
+                 KerArgs(KerArg("In", OBJ_IN_DB, 12, 30, 4, 0, 0, 0, "In"),
+                         KerArg("Out", OBJ_OUT_DB, 30, 12, 4, 0, OBJ_CONSTRAINTS_TILE_VER, 0,
+                                "Out")))
+    t = m.tiling("T")
+    assert t.tile == 5 and t.n_tiles == 6  # vertical tiles of Out divide its 30 columns
+    assert not t.geometry["Out"].horizontal and t.geometry["In"].horizontal
+    x = np.arange(360, dtype=np.int32).reshape(30, 12) * 7 - 1000
+    out = np.zeros((12, 30), np.int32)
+    m.program("T").run(In=x, Out=out)
+    assert (out == x.T).all()
+
+
+def test_one_tile_buffer_is_sized_like_a_tile():
+    """A one-tile scratch buffer gets one tile of its own extent, in proportion."""
+    def twice(In, Tmp, Out, W, H):
+        n = W * H
+        Tmp[:n] = In[:n] * 2
+        Out[:n] = Tmp[:n] + 1
+    m = Model(l1_budget=3 * 2 * 8 * 4 * 4)
+    m.LibKernel("Twice", CALL_SEQUENTIAL, CArgs(
+        TCArg("int *", "In"), TCArg("int *", "Tmp"), TCArg("int *", "Out"),
+        TCArg("unsigned int", "W"), TCArg("unsigned int", "H")), reference=twice)
+    m.UserKernel("K", KernelDimensions(1, 8, 21, 1), KernelIterationOrder(KER_DIM2, KER_TILE),
+                 TILE_HOR, CArgs(TCArg("int *", "In"), TCArg("int *", "Out")),
+                 Calls(Call("Twice", LOC_INNER_LOOP, Bindings(
+                     K_Arg("In", KER_ARG_TILE), K_Arg("Tmp", KER_ARG_TILE),
+                     K_Arg("Out", KER_ARG_TILE), K_Arg("In", KER_ARG_TILE_W),
+                     K_Arg("In", KER_ARG_TILE_H)))),
+                 KerArgs(KerArg("In", OBJ_IN_DB, 8, 21, 4, 0, 0, 0, "In"),
+                         KerArg("Tmp", OBJ_BUFFER_ONETILE, 8, 21, 4),
+                         KerArg("Out", OBJ_OUT_DB, 8, 21, 4, 0, 0, 0, "Out")))
+    t = m.tiling("K")
+    assert t.args["Tmp"].size == t.tile * 8 * 4 and t.args["Tmp"].slots == 1
+    assert t.l1_used == 5 * t.tile * 8 * 4 <= 3 * 2 * 8 * 4 * 4
+    x = np.arange(168, dtype=np.int32).reshape(21, 8) - 50
+    out = np.zeros((21, 8), np.int32)
+    m.program("K").run(In=x, Out=out)
+    assert (out == 2 * x + 1).all()
