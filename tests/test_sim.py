@@ -92,6 +92,15 @@ def test_trace_is_chrome_json(tmp_path: Path):
     assert max(e["ts"] + e["dur"] for e in spans) == res.cycles
 
 
+def test_timeline_png(tmp_path: Path):
+    prog = mul_prog(K.mul_vectorized, (200,))
+    rep = timeline(prog)
+    path = tmp_path / "timeline.png"
+    rep.save_png(str(path))
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
+
+
 def test_junk_lanes_come_from_poison():
     """The padded store writes results of junk lanes: they must come from poisoned IRAM and
     WRAM (0xA5 bytes = -91 as int8), not from zeros or leftovers."""

@@ -57,6 +57,32 @@ class Report:
         with open(path, "w") as f:
             json.dump({"traceEvents": ev, "displayTimeUnit": "ns", "otherData": meta}, f)
 
+    def save_png(self, path: str) -> None:
+        """Draw the timeline (one row per unit) as a PNG; needs matplotlib (``npukit[plot]``)."""
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError as exc:
+            from ..errors import NpukitError
+            raise NpukitError("save_png needs matplotlib: pip install 'npukit[plot]'") from exc
+        units = list(dict.fromkeys(e[0] for e in self.events))
+        fig, ax = plt.subplots(figsize=(10, 0.5 + 0.45 * len(units)))
+        for row, unit in enumerate(units):
+            spans = [(s, e - s) for u, _, s, e in self.events if u == unit]
+            ax.broken_barh(spans, (row - 0.4, 0.8), color=f"C{row % 10}", edgecolor="white",
+                           linewidth=0.5)
+        ax.set_yticks(range(len(units)), units)
+        ax.invert_yaxis()
+        ax.set_xlabel("cycle")
+        drawn_end = max((e[3] for e in self.events), default=0)
+        skipped = self.events_dropped or self.cycles > drawn_end
+        note = " (steady-state iterations skipped by the model are not drawn)" if skipped else ""
+        ax.set_title(f"{self.cycles} cycles, roofline {self.roofline}{note}", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+
     def __str__(self) -> str:
         lines = [f"cycles {self.cycles}  (roofline {self.roofline}: compute {self.compute_bound},"
                  f" transfer {self.transfer_bound}; {self.cycles / max(self.roofline, 1):.2f}x"
