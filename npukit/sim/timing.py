@@ -36,7 +36,8 @@ class Report:
     transfer_bound: int
     clock_mhz: float
     events: list = field(repr=False, default_factory=list)  # (unit, label, start, end)
-    events_dropped: bool = False
+    events_dropped: bool = False  # more than MAX_EVENTS steps: the rest are not recorded
+    skipped_iterations: int = 0  # steady-state iterations advanced in one jump, not drawn
 
     @property
     def roofline(self) -> int:
@@ -53,6 +54,7 @@ class Report:
         ev += [{"name": label or unit, "ph": "X", "pid": 0, "tid": tid[unit], "ts": s,
                 "dur": e - s, "args": {"statement": label}} for unit, label, s, e in self.events]
         meta = {"cycles": self.cycles, "events_dropped": self.events_dropped,
+                "skipped_iterations": self.skipped_iterations,
                 "note": "steady-state iterations skipped by the model are not drawn"}
         with open(path, "w") as f:
             json.dump({"traceEvents": ev, "displayTimeUnit": "ns", "otherData": meta}, f)
@@ -75,8 +77,7 @@ class Report:
         ax.set_yticks(range(len(units)), units)
         ax.invert_yaxis()
         ax.set_xlabel("cycle")
-        drawn_end = max((e[3] for e in self.events), default=0)
-        skipped = self.events_dropped or self.cycles > drawn_end
+        skipped = self.events_dropped or self.skipped_iterations
         note = " (steady-state iterations skipped by the model are not drawn)" if skipped else ""
         ax.set_title(f"{self.cycles} cycles, roofline {self.roofline}{note}", fontsize=9)
         fig.tight_layout()
@@ -116,6 +117,7 @@ class Timeline:
         self.env: dict[ir.Var, int] = {}
         self.events: list = []
         self.dropped = False
+        self.skipped = 0
 
     def run(self) -> Report:
         self.block(self.prog.body)
@@ -131,7 +133,8 @@ class Timeline:
             capacity={m: tgt.memories[m].size for m in peak},
             compute_bound=max([b for u, b in busy.items() if u in tgt.units] or [0]),
             transfer_bound=max([b for u, b in busy.items() if u in tgt.engines] or [0]),
-            clock_mhz=tgt.clock_mhz, events=self.events, events_dropped=self.dropped)
+            clock_mhz=tgt.clock_mhz, events=self.events, events_dropped=self.dropped,
+            skipped_iterations=self.skipped)
 
     # -- walking ----------------------------------------------------------------------------
 
@@ -164,6 +167,7 @@ class Timeline:
                     if m > 0:
                         self.s += m * d1
                         k += 2 * m
+                        self.skipped += 2 * m
                         snaps.clear()
             k += 1
         del self.env[st.var]
