@@ -29,15 +29,16 @@ from npukit.run import check_arrays
 SETTINGS = settings(max_examples=7, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 CANARIES = {"int8": (0x5A, -0x3B), "int16": (0x5A5A, -0x1234), "int32": (0x5A5A5A5A, -7),
-            "float32": (1234.5, -0.0)}
+            "int64": (0x5A5A5A5A5A5A, -9), "float32": (1234.5, -0.0), "float16": (1234.0, -0.0),
+            "bfloat16": (1232.0, -0.0)}
 ACT_WIDTH = {"int8": 16, "int16": 4, "float32": 8}
 
 
 def same_bits(x: np.ndarray, y: np.ndarray) -> bool:
     """Bit-identical, except that any NaN matches any NaN."""
-    if x.dtype.kind != "f":
+    if x.dtype.kind != "f" and x.dtype.name != "bfloat16":
         return bool(np.array_equal(x, y))
-    nan = np.isnan(x) & np.isnan(y)
+    nan = np.isnan(x.astype(np.float32)) & np.isnan(y.astype(np.float32))
     u = f"u{x.dtype.itemsize}"
     return bool((nan | (x.view(u) == y.view(u))).all())
 
@@ -102,7 +103,7 @@ def check_against_sim(build, inputs: dict, out_name: str, out_shape, dtype, gaps
 def rand(rng, shape, dtype) -> np.ndarray:
     """Random values over the dtype's range (never all zero)."""
     dt = np.dtype(dtype)
-    if dt.kind == "f":
+    if dt.kind == "f" or dt.name == "bfloat16":
         x = (rng.standard_normal(shape) * 3).astype(dt)
     else:
         info = np.iinfo(dt)

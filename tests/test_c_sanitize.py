@@ -2,8 +2,10 @@
 
 Python is not built with ASan, so each check runs in a subprocess started with the ASan
 runtime preloaded (``npukit.c.sanitizer_env()``): first every seed-000 kernel over several
-shapes, strided sub-view outputs and unaligned arrays, which must exit cleanly; then a
-program corrupted past the bounds pass, whose out-of-bounds write ASan must report.
+shapes, strided sub-view outputs and unaligned arrays, then the AutoTiler ports (basic
+kernels in C, reads past the last tile that must move nothing) and the LUT kernels, which
+must all exit cleanly; then programs corrupted past the bounds pass, whose out-of-bounds
+write (a seed-000 kernel) or read (an AutoTiler tile) ASan must report.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +26,7 @@ try:
 except CompilerError as exc:  # no compiler, or one without the ASan runtime
     ENV, WHY = None, str(exc)
 
+ROOT = Path(__file__).parent.parent
 pytestmark = pytest.mark.skipif(ENV is None, reason=f"no AddressSanitizer runtime: {WHY}")
 
 KERNELS = textwrap.dedent('''
@@ -112,10 +116,89 @@ CORRUPTED = textwrap.dedent('''
 ''')
 
 
+TILER = textwrap.dedent('''
+    import runpy
+    import numpy as np, npukit as nk
+    from npukit import kernels as K
+    from npukit.tiler import Model
+
+    EX = "examples/tiler/"
+    rng = np.random.default_rng(0)
+
+    def same(prog, inputs, outputs):
+        got = []
+        for backend in ("sim", "c"):
+            outs = {k: v.copy() for k, v in outputs.items()}
+            prog.run(backend, **inputs, **outs)
+            got.append(outs)
+        for k in outputs:
+            assert np.array_equal(got[0][k], got[1][k]), (prog.name, k)
+
+    def i32(shape, lo=-10**6, hi=10**6):
+        return rng.integers(lo, hi, shape).astype(np.int32)
+
+    ex = runpy.run_path(EX + "matadd.py")
+    for args in ((51200, 200, 300), (2000, 37, 23)):
+        W, H = args[1:]
+        same(ex["model"](*args).program("MatAdd"), {"In1": i32((H, W)), "In2": i32((H, W))},
+             {"Out": np.zeros((H, W), np.int32)})
+    ex = runpy.run_path(EX + "matmax.py")
+    same(ex["model"](1500, 30, 47).program("MatMax"), {"In": i32((47, 30))},
+         {"Out": np.zeros(1, np.int32)})
+    ex = runpy.run_path(EX + "my_favorite_kernel.py")
+    same(ex["model"](1200, 3, 19).program("MyFavoriteKernel"),
+         {"In1": i32((3, 19, 19)), "In2": i32((3, 19, 19))},
+         {"Out": np.zeros((3, 19, 19), np.int32), "Bias": np.array([3, -4, 5], np.int32)})
+    ex = runpy.run_path(EX + "cnn_conv5x5.py")
+    same(ex["model"]().program("CnnConv5x5"),
+         {"In": rng.integers(-2000, 2000, (3, 40, 40)).astype(np.int16),
+          "Filter": rng.integers(-300, 300, (2, 3, 5, 5)).astype(np.int16),
+          "Norm": np.array(10, np.uint32)},
+         {"Out": np.zeros((2, 36, 36), np.int16), "Bias": np.array([1000, -500], np.int16)})
+    ex = runpy.run_path(EX + "fft2d.py")
+    for dim, budget in ((16, 2304), (32, 5000), (64, 10000)):
+        prog = ex["model"](dim, budget).program("FFT2D")
+        tw, swap = ex["tables"](dim)
+        img = rng.integers(0, 256, (dim, dim)).astype(np.uint8)
+        out = np.zeros((dim, dim), np.complex64)
+        prog.run("c", In=img, Out=out, Twiddles=tw, SwapTable=swap)
+        want = np.fft.fft2(img.astype(np.float64))
+        assert np.abs(out - want).max() < 1e-5 * np.abs(want).max()
+    every = np.arange(0x10000, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    x = every[np.isfinite(every)][::7].copy()
+    out, want = np.zeros_like(x), np.zeros_like(x)
+    K.silu_fp16_on_cores(x, out, backend="c")
+    K.silu_fp16_on_cores(x, want, backend="sim")
+    assert out.tobytes() == want.tobytes()
+    print("sanitized tiler and LUT runs: ok")
+''')
+
+CORRUPTED_TILE = textwrap.dedent('''
+    import dataclasses, runpy
+    import numpy as np
+    from npukit import ir
+
+    ex = runpy.run_path("examples/tiler/matadd.py")
+    prog = ex["model"]().program("MatAdd")
+    # Read each next tile of In1 one tile further on: the last read runs off its end.
+    loop = next(st for st in prog.body if isinstance(st, ir.Loop))
+    read = loop.body[0]
+    assert read.label == "Read Next Tile In1"
+    bad = dataclasses.replace(read, src=dataclasses.replace(
+        read.src, offset=read.src.offset + 2000))
+    body = tuple(dataclasses.replace(loop, body=(bad,) + loop.body[1:]) if st is loop else st
+                 for st in prog.body)
+    prog = dataclasses.replace(prog, body=body)
+    a = np.ones((300, 200), np.int32)
+    prog.run("c", In1=a, In2=a, Out=np.zeros((300, 200), np.int32))
+    print("not caught")
+''')
+
+
 def run_sanitized(script: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, **ENV)
     return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+                          text=True, timeout=600, check=False, cwd=ROOT)
 
 
 def test_seed_kernels_run_clean_under_sanitizers():
@@ -131,3 +214,17 @@ def test_out_of_bounds_write_is_caught(fuse):
     assert res.returncode != 0 and "not caught" not in res.stdout
     assert "ERROR: AddressSanitizer: heap-buffer-overflow" in res.stderr
     assert "WRITE of size" in res.stderr and "npukit_mul_vectorized" in res.stderr
+
+
+def test_tiler_and_lut_programs_run_clean_under_sanitizers():
+    res = run_sanitized(TILER)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert "sanitized tiler and LUT runs: ok" in res.stdout
+    assert "runtime error" not in res.stderr and "AddressSanitizer" not in res.stderr
+
+
+def test_tile_read_past_the_tensor_is_caught():
+    res = run_sanitized(CORRUPTED_TILE)
+    assert res.returncode != 0 and "not caught" not in res.stdout
+    assert "ERROR: AddressSanitizer: heap-buffer-overflow" in res.stderr
+    assert "READ of size" in res.stderr and "npukit_MatAdd" in res.stderr

@@ -41,6 +41,12 @@ def programs() -> list[ir.Program]:
         tgt = dataclasses.replace(nk.target("torq"), arith=Arith(mode, True))
         out.append(nk.build(K.mul_vectorized, target=tgt, input1=nk.spec((37,), "int8"),
                             input2=nk.spec((37,), "int8"), output=nk.spec((37,), "int8"), **MUL))
+    for dt in ("float16", "bfloat16"):  # 16-bit floats, and seed 004's LUT SiLU
+        out.append(nk.build(K.mul, input1=nk.spec((9,), dt), input2=nk.spec((9,), dt),
+                            output=nk.spec((9,), dt), bias_scale=nk.spec((2,), "float32"),
+                            shift=0, out_min=-1.0, out_max=1.0))
+    out.append(nk.build(K.silu_fp16, input=nk.spec((30,), "float16"),
+                        output=nk.spec((30,), "float16")))
     return out
 
 
@@ -107,10 +113,17 @@ def test_source_is_deterministic():
 
 
 def test_unsupported_dtype_names_the_tensor():
-    prog = nk.build(K.mul, input1=nk.spec((10,), "float16"), input2=nk.spec((10,), "float16"),
-                    bias_scale=nk.spec((2,), "float32"), output=nk.spec((10,), "float16"),
-                    shift=0, out_min=-1.0, out_max=1.0)
-    with pytest.raises(nk.DTypeError, match=r"float16 \(tensor 'input1'\).*supported: int8"):
+    import ml_dtypes
+
+    from npukit.layout import Layout
+
+    f8, f32 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype("float32")
+    x = ir.Buffer("x8", "LRAM", f8, 4, "in")
+    y = ir.Buffer("y", "LRAM", f32, 4, "out")
+    prog = ir.Program("f8", nk.target("torq"), ((x, nk.spec((4,), f8)), (y, nk.spec((4,), f32))),
+                      (), (ir.Copy(ir.View(y, Layout((4,), f32)), ir.View(x, Layout((4,), f8)),
+                                   "ndl_i"),))
+    with pytest.raises(nk.DTypeError, match=r"float8_e4m3fn \(tensor 'x8'\).*supported: int8"):
         c_source(prog)
 
 
@@ -159,8 +172,9 @@ def test_floordiv_and_mod_atoms(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["npukit.c", "npukit.c.access", "npukit.c.arith",
-                                  "npukit.c.code", "npukit.c.ctype", "npukit.c.emit",
-                                  "npukit.c.runtime", "npukit.c.toolchain"])
+                                  "npukit.c.calls", "npukit.c.code", "npukit.c.ctype",
+                                  "npukit.c.emit", "npukit.c.lut", "npukit.c.runtime",
+                                  "npukit.c.toolchain"])
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS,
                              extraglobs={"np": np})

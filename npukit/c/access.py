@@ -21,6 +21,12 @@ from ..layout import Layout
 from .arith import Helpers
 
 
+def key(buf: ir.Buffer) -> tuple[str, bool]:
+    """What tells buffers apart: the name, and whether it is a parameter (the AutoTiler's
+    L1 copy of tensor ``In1`` is also called ``In1``)."""
+    return buf.name, buf.role in ("in", "out", "inout")
+
+
 def coalesce(lay: Layout) -> tuple[tuple[int, int], ...]:
     """(count, stride) per dim, outermost first, without size-1 dims, neighbours merged when
     the outer stride is the inner count times the inner stride."""
@@ -92,15 +98,49 @@ class Names:
         self.taken.discard(self.of.pop(var))
 
 
+def simplify(a: ir.Affine) -> ir.Affine:
+    """``a`` with its div/mod atoms folded where their value is plain: ``x floordiv 1 = x``,
+    ``x mod 1 = 0``, an atom of a constant is that constant, ``x floordiv m`` is constant
+    when x stays inside one multiple of m, ``x mod m = x`` when 0 <= x < m.
+
+    >>> i = ir.Var("i", 4)
+    >>> simplify((i + 1) // 1 * 10 + (i + 1) % 2 * 3 + (i + 1) // 8)
+    3*(i + 1) mod 2 + 10*i + 10
+    """
+    out = ir.Affine(a.const)
+    for atom, c in a.terms:
+        if isinstance(atom, ir.Var):
+            out = out + atom * c
+            continue
+        e = simplify(atom.expr)
+        lo, hi = e.bounds()
+        if isinstance(atom, ir.FloorDiv):
+            v = e if atom.m == 1 else ir.affine(lo // atom.m) if lo // atom.m == hi // atom.m \
+                else e // atom.m
+        else:
+            v = ir.Affine() if atom.m == 1 else e if 0 <= lo and hi < atom.m else \
+                ir.affine(lo % atom.m) if lo == hi else e % atom.m
+        out = out + v * c
+    return out
+
+
 def affine_c(a: ir.Affine, names: Names, h: Helpers) -> str:
-    """``a`` as a C expression, constants spelled out: ``35 * i0 + 7 * i1 + 3``."""
+    """``a`` as a C expression, constants spelled out: ``35 * i0 + 7 * i1 + 3``. A div/mod
+    atom is C's ``/`` or ``%`` when its operand cannot be negative, else a helper that
+    rounds towards -inf as Python does: ``2000 * ((Tile + 1) % 2)``."""
+    a = simplify(a)
     parts = []
     for atom, c in a.terms:
         if isinstance(atom, ir.Var):
             x = names.of[atom]
         else:
-            fn = "npk_floordiv" if type(atom).__name__ == "FloorDiv" else "npk_mod"
-            x = f"{h.use(fn)}({affine_c(atom.expr, names, h)}, {atom.m})"
+            e = affine_c(atom.expr, names, h)
+            div = isinstance(atom, ir.FloorDiv)
+            if atom.expr.bounds()[0] >= 0:
+                x = f"{_p(e)} {'/' if div else '%'} {atom.m}"
+                x = x if c == 1 else f"({x})"
+            else:
+                x = f"{h.use('npk_floordiv' if div else 'npk_mod')}({e}, {atom.m})"
         parts.append(x if c == 1 else f"{c} * {x}")
     if a.const > 0 and parts and parts[0].startswith("-"):  # 1000 - 16 * i0
         return join_sum([str(a.const)] + parts)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DTypeError
-from .ctype import c_type, float_literal, int_literal, int_range, is_float
+from .ctype import c_type, float_literal, int_literal, int_range, is_bf16, is_float
 
 _F32 = np.dtype("float32")
 
@@ -54,6 +54,43 @@ static inline int64_t npk_floordiv(int64_t a, int64_t m) { return a / m - (a % m
     "npk_mod": ("""\
 static inline int64_t npk_mod(int64_t a, int64_t m) { return a % m + (a % m < 0 ? m : 0); }""",
                 ()),
+    "npk_bf16_from_f32": ("""\
+/* float32 -> bfloat16 bits as ml_dtypes rounds: to nearest even (a carry into the exponent
+   gives the next power of two or infinity); a NaN becomes the quiet NaN 0x7FC0, sign kept. */
+static inline npk_bfloat16 npk_bf16_from_f32(float f)
+{
+    union { float f; uint32_t u; } v;
+    v.f = f;
+    if ((v.u & 0x7FFFFFFFu) > 0x7F800000u)
+        return (npk_bfloat16)((v.u >> 16 & 0x8000u) | 0x7FC0u);
+    return (npk_bfloat16)((v.u + 0x7FFFu + (v.u >> 16 & 1u)) >> 16);
+}""", ()),
+    "npk_bf16_to_f32": ("""\
+/* bfloat16 bits -> float32: exact (the bits are the top half of the float32). */
+static inline float npk_bf16_to_f32(npk_bfloat16 b)
+{
+    union { uint32_t u; float f; } v;
+    v.u = (uint32_t)b << 16;
+    return v.f;
+}""", ()),
+    "npk_poison_complex64": ("""\
+/* The simulator's poison for complex64 lanes: 0xA5 in every byte. */
+static inline float _Complex npk_poison_complex64(void)
+{
+    union { unsigned char b[sizeof(float _Complex)]; float _Complex z; } v;
+    for (unsigned k = 0; k < sizeof v.b; k++)
+        v.b[k] = 0xA5;
+    return v.z;
+}""", ()),
+    "npk_poison_complex128": ("""\
+/* The simulator's poison for complex128 lanes: 0xA5 in every byte. */
+static inline double _Complex npk_poison_complex128(void)
+{
+    union { unsigned char b[sizeof(double _Complex)]; double _Complex z; } v;
+    for (unsigned k = 0; k < sizeof v.b; k++)
+        v.b[k] = 0xA5;
+    return v.z;
+}""", ()),
 }
 
 _ROUNDING_DOC = {
@@ -166,10 +203,21 @@ class Helpers:
 
     def __init__(self) -> None:
         self.used: dict[str, str] = {}
+        self.extra: dict[str, tuple[str, tuple[str, ...]]] = {}
+
+    def define(self, name: str, text: str, deps: tuple[str, ...] = ()) -> str:
+        """Register a helper written for this translation unit (a LUT instruction's), then
+        use it; ``name`` must not be taken by a different definition."""
+        if self.extra.get(name, (text, deps)) != (text, deps):
+            raise KeyError(f"helper {name} defined twice differently")
+        self.extra[name] = (text, deps)
+        return self.use(name)
 
     def use(self, name: str) -> str:
         if name not in self.used:
-            if name in _DEFS:
+            if name in self.extra:
+                text, deps = self.extra[name]
+            elif name in _DEFS:
                 text, deps = _DEFS[name]
             elif name.startswith("npk_shift_round_"):
                 text, deps = _shift_round_def(name.removeprefix("npk_shift_round_")), ()
@@ -196,9 +244,17 @@ class Helpers:
 
 def convert(h: Helpers, expr: str, src: np.dtype, dst: np.dtype) -> str:
     """C expression of value ``expr`` (of dtype ``src``) stored into a ``dst`` element
-    (``arith.convert``): integers saturate, int-to-float and float-to-float round to nearest."""
+    (``arith.convert``): integers saturate, int-to-float and float-to-float round to nearest.
+    bfloat16 is reached through float32, as ml_dtypes converts (so an int32 or a float64
+    rounds twice, exactly as there)."""
     if src == dst:
         return expr
+    if is_bf16(dst):
+        f32 = expr if src == _F32 else f"(float)({expr})"
+        return f"{h.use('npk_bf16_from_f32')}({f32})"
+    if is_bf16(src) and is_float(dst):
+        f32 = f"{h.use('npk_bf16_to_f32')}({expr})"
+        return f32 if dst == _F32 else f"({c_type(dst)})({f32})"
     if is_float(dst) or np.can_cast(src, dst, "safe"):
         return f"({c_type(dst)})({expr})"
     if is_float(src):
@@ -211,7 +267,7 @@ def alu_expr(h: Helpers, op: str, srcs: list[tuple[str, np.dtype]], acc: np.dtyp
     """One lane of ALU ``op`` (``arith.alu``): float32 arithmetic when the partials are
     float, else int32 wrap-around of the int64 result."""
     if is_float(acc):
-        xs = [e if dt == _F32 else f"(float)({e})" for e, dt in srcs]
+        xs = [convert(h, e, dt, _F32) for e, dt in srcs]
         if op == "pass":
             return xs[0]
         if op in ("max", "min"):

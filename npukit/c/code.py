@@ -30,13 +30,70 @@ def comment_text(s: str) -> str:
     return s.replace("*/", "* /").replace("/*", "/ *")
 
 
+def block_comment(text: str, width: int = 92) -> str:
+    """``/* text */`` wrapped to ``width``, later lines aligned under the first.
+
+    >>> print(block_comment("Act lookup of the table: index = p, saturated to the table, "
+    ...                     "widened to int32.", 44))
+    /* Act lookup of the table: index = p,
+       saturated to the table, widened to int32. */
+    """
+    lines = wrap(comment_text(text), width - 3).splitlines()
+    return "\n".join(("/* " if k == 0 else "   ") + x for k, x in enumerate(lines)) + " */"
+
+
+def break_call(line: str, width: int = 100) -> list[str]:
+    """``line`` as is when its code fits ``width``, else broken after the commas between the
+    arguments of its first call, each continuation aligned after that call's ``(``; a
+    trailing ``/* comment */`` stays on the last line. Comments are never broken here.
+
+    >>> break_call("    f(aaaa, bbbb, cccc);  /* x */", 16)
+    ['    f(aaaa,', '      bbbb,', '      cccc);  /* x */']
+    """
+    code, _, comment = line.partition("  /*")
+    if len(code) <= width or line.lstrip().startswith(("/*", "*")):
+        return [line]
+    start = code.find("(")
+    if start < 0:
+        return [line]
+    cuts, depth = [], 0
+    for k, ch in enumerate(code[start:], start):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 1:
+            cuts.append(k + 1)
+        if depth == 0:
+            break
+    if not cuts:
+        return [line]
+    pieces = [code[a:b].strip() for a, b in zip([0] + cuts, cuts + [len(code)])]
+    pieces[0] = code[:cuts[0]]
+    if not all(pieces[1:]):  # one argument per line already
+        return [line]
+    pad = " " * (start + 1)
+    out = [pieces[0]]
+    for piece in pieces[1:]:
+        if len(out[-1]) + 1 + len(piece) <= width and len(out) > 1:
+            out[-1] += " " + piece
+        else:
+            out.append(pad + piece)
+    if comment:
+        out[-1] += "  /*" + comment
+    return out
+
+
 class Writer:
     def __init__(self, indent: int = 0):
         self.lines: list[str] = []
         self.depth = indent
 
     def line(self, s: str = "") -> None:
-        self.lines.append(("    " * self.depth + s) if s else "")
+        """One line of code (long calls are broken after their arguments' commas)."""
+        if not s:
+            self.lines.append("")
+            return
+        for part in break_call("    " * self.depth + s):
+            self.lines.append(part)
 
     def comment(self, s: str) -> None:
         """``/* s */``, wrapped to the page at this depth, later lines aligned under the

@@ -1,7 +1,13 @@
 """numpy dtypes as C99 types and C constants: every value the generated code spells out.
 
+float16 is gcc's ``_Float16`` (``npk_float16``), bfloat16 travels as its 16 bits in a
+``uint16_t`` (``npk_bfloat16``, converted by the helpers in ``npukit.c.arith``), complex64
+is ``float _Complex``.
+
 >>> c_type(np.dtype("int16")), literal(-3, np.dtype("int64")), literal(2.5, np.dtype("float32"))
 ('int16_t', '-3', '2.5f')
+>>> literal(1.0, dtype("bfloat16")), literal(0.1, np.dtype("float16"))
+('0x3F80', '0.099975586f')
 """
 
 from __future__ import annotations
@@ -10,12 +16,27 @@ import math
 
 import numpy as np
 
+from ..dtypes import dtype
+from ..dtypes import is_float as _is_float
 from ..errors import DTypeError
 
 _C_TYPES = {
     "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "uint16": "uint16_t",
     "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint64": "uint64_t",
-    "float32": "float", "float64": "double",
+    "float16": "npk_float16", "bfloat16": "npk_bfloat16", "float32": "float",
+    "float64": "double", "complex64": "float _Complex", "complex128": "double _Complex",
+}
+
+# The typedefs the names above need, emitted once before their first use.
+TYPEDEFS = {
+    "npk_float16": """\
+/* float16: gcc's _Float16 (IEEE binary16; conversions round to nearest even). */
+#if defined(__GNUC__)
+__extension__ typedef _Float16 npk_float16;
+#endif""",
+    "npk_bfloat16": """\
+/* bfloat16: the top 16 bits of a float32, kept as bits (npk_bf16_from_f32 / _to_f32). */
+typedef uint16_t npk_bfloat16;""",
 }
 
 
@@ -31,7 +52,12 @@ def c_type(dt: np.dtype, what: str = "") -> str:
 
 
 def is_float(dt: np.dtype) -> bool:
-    return dt.kind == "f"
+    """Real floating-point types, bfloat16 included (not complex)."""
+    return _is_float(dt)
+
+
+def is_bf16(dt: np.dtype) -> bool:
+    return dt.name == "bfloat16"
 
 
 def int_literal(v: int) -> str:
@@ -49,8 +75,11 @@ def int_literal(v: int) -> str:
 
 
 def float_literal(v: float, dt: np.dtype) -> str:
-    """The C constant of ``v`` rounded to ``dt`` (float32 or float64), exact."""
+    """The C constant of ``v`` rounded to ``dt`` (float16, float32 or float64), exact; a
+    float16 value is spelled as the float32 constant it converts from exactly."""
     x = dt.type(v)
+    if dt.name == "float16":
+        x, dt = np.float32(x), np.dtype("float32")
     suffix = "f" if dt.name == "float32" else ""
     cast = "" if suffix else "(double)"
     if math.isnan(x):
@@ -63,17 +92,29 @@ def float_literal(v: float, dt: np.dtype) -> str:
     return text + suffix
 
 
+def bf16_bits(v) -> int:
+    """The bits of ``v`` rounded to bfloat16 as ml_dtypes rounds it (through float32)."""
+    return int(np.array(v).astype(dtype("bfloat16")).view(np.uint16))
+
+
 def literal(v, dt: np.dtype) -> str:
     """A C constant of ``v`` converted to ``dt`` the way ``np.full(..., v, dt)`` does."""
+    if is_bf16(dt):
+        return f"0x{bf16_bits(v):04X}"
     if is_float(dt):
         return float_literal(float(v), dt)
+    if dt.kind == "c":
+        raise DTypeError(f"C back end: no constant of {dt.name} (value {v!r})")
     return int_literal(int(np.array(v).astype(dt)))
 
 
 def poison_literal(dt: np.dtype) -> str:
-    """The simulator's poison value of ``dt``: NaN for floats, 0xA5 in every byte else."""
+    """The simulator's poison value of ``dt``: NaN for floats, 0xA5 in every byte else
+    (complex values have no literal: ``npukit.c.emit`` poisons them with memset)."""
     if is_float(dt):
-        return float_literal(float("nan"), dt)
+        return literal(float("nan"), dt)
+    if dt.kind == "c":
+        raise DTypeError(f"C back end: no poison literal for {dt.name}; use memset 0xA5")
     return int_literal(int(np.full(dt.itemsize, 0xA5, np.uint8).view(dt)[0]))
 
 

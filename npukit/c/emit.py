@@ -8,7 +8,10 @@ contiguous and a strided loop otherwise, a vector instruction is a loop over its
 the target's exact arithmetic (``npukit.c.arith``), a hardware loop is a C loop.
 
 With ``fuse=True`` an innermost loop that streams tensors through internal buffers runs as
-one loop over elements straight from the parameter pointers (``npukit.c.fuse``).
+one loop over elements straight from the parameter pointers (``npukit.c.fuse``). The LUT
+instructions are helper functions reading their table's ``static const`` image
+(``npukit.c.lut``); calls of basic kernels carry the kernels' own C and run parallel ones on
+each core in turn (``npukit.c.calls``).
 
 >>> import npukit as nk
 >>> from npukit import kernels as K
@@ -28,10 +31,12 @@ import numpy as np
 
 from .. import ir
 from . import arith as A
-from .access import Access, Names, access, affine_c, element, index, injective
+from .access import Access, Names, access, affine_c, element, index, injective, key, simplify
+from .calls import PRELUDE_NAMES, ArgStruct, defined_names, emit_call, extern_sources, prelude
 from .code import Writer, comment_text, wrap
-from .ctype import c_type, is_float, literal, poison_literal
+from .ctype import TYPEDEFS, c_type, is_float, literal, poison_literal
 from .fuse import ProgramInfo, fused_loop
+from .lut import lut_lane
 
 # C99 keywords, the standard names the generated code uses, and its own locals.
 _RESERVED = frozenset({
@@ -63,14 +68,31 @@ def entry_name(prog: ir.Program) -> str:
     return "npukit_" + re.sub(r"\W", "_", prog.name)
 
 
+def _left(lanes: ir.Lanes, names: Names, h: A.Helpers) -> str:
+    """``total - start`` as C text, ``start`` kept whole: ``300 - (10 * Tile + 10)``."""
+    start = affine_c(lanes.start, names, h)
+    single = not any(op in start for op in (" + ", " - "))
+    return f"{lanes.total} - {start if single else f'({start})'}"
+
+
 def valid_count(lanes: ir.Lanes, view: ir.View, names: Names, h: A.Helpers) -> str:
     """C expression of how many elements of ``view`` hold data: the first ``valid`` indices
     of its dim 0, each as many elements as one index of dim 0 spans."""
     rows = view.shape[0] if view.shape else 1
     inner = view.size // rows if rows else 0
-    left = affine_c(lanes.start * -1 + lanes.total, names, h)
-    count = f"{h.use('npk_clamp64')}({left}, 0, {min(lanes.width, rows)})"
+    start = simplify(lanes.start)
+    if not start.terms:
+        return str(int(np.clip(lanes.total - start.const, 0, min(lanes.width, rows))) * inner)
+    count = f"{h.use('npk_clamp64')}({_left(lanes, names, h)}, 0, {min(lanes.width, rows)})"
     return count if inner == 1 else f"{count} * {inner}"
+
+
+def lanes_c(lanes: ir.Lanes, names: Names, h: A.Helpers) -> str:
+    """C expression of ``clamp(total - start, 0, width)`` (a number when constant)."""
+    start = simplify(lanes.start)
+    if not start.terms:
+        return str(int(np.clip(lanes.total - start.const, 0, lanes.width)))
+    return f"{h.use('npk_clamp64')}({_left(lanes, names, h)}, 0, {lanes.width})"
 
 
 class _Emitter:
@@ -80,31 +102,42 @@ class _Emitter:
             c_type(buf.dtype, f"tensor {buf.name!r}")
         for buf in prog.buffers:
             c_type(buf.dtype, f"{buf.memory} buffer {buf.name!r}")
+        self.sources = extern_sources(prog)  # basic kernels' C, checked
         taken = set(_RESERVED)
-        self.ptr: dict[str, str] = {}  # buffer name -> C identifier
-        self.origin: dict[str, int] = {}  # buffer element the C identifier points at
+        if self.sources:  # names the basic kernels define: never shadowed
+            taken |= PRELUDE_NAMES.union(*(defined_names(x) for x in self.sources))
+        # A parameter and an internal buffer may share a name (the AutoTiler's L1 copy of
+        # tensor In1 is also In1): both maps are keyed by ``key(buffer)``.
+        self.ptr: dict[tuple[str, bool], str] = {}  # buffer -> C identifier
+        self.origin: dict[tuple[str, bool], int] = {}  # element the identifier points at
         for buf, spec in prog.params:
-            self.ptr[buf.name] = _ident(buf.name, taken)
-            self.origin[buf.name] = spec.offset
+            self.ptr[key(buf)] = _ident(buf.name, taken)
+            self.origin[key(buf)] = spec.offset
         for buf in prog.buffers:
-            self.ptr[buf.name] = _ident(buf.name, taken)
-            self.origin[buf.name] = 0
+            # Buffers the front end placed (AutoTiler L1/L2 slots) are named by memory.
+            placed = buf.slot_len or buf.address is not None
+            self.ptr[key(buf)] = _ident(f"{buf.memory}_{buf.name}" if placed else buf.name,
+                                        taken)
+            self.origin[key(buf)] = 0
         cursors = dict.fromkeys(st.cursor for st, _ in prog.walk()
                                 if isinstance(st, (ir.ResetCursor, ir.Append)))
         self.cursor = {c: _ident(c, taken) for c in cursors}
         self.k, self.n, self.live, self.e, self.tmp = (
             _ident(x, taken) for x in ("k", "n", "live", "e", "tmp"))
         self.names = Names(taken)
+        self.taken = self.names.taken  # loop variables and later names share one set
         self.info = ProgramInfo(prog) if fuse else None
         self.used: set[str] = set()  # internal buffers the emitted code touches
         self.loops: list[ir.Var] = []
+        self.structs: list[ArgStruct] = []  # argument structs of parallel basic kernels
+        self.lut_names: dict[tuple, str] = {}  # LUT instruction -> its helper's name
 
     # -- helpers used by the statement emitters and by fuse.py ---------------------------
 
     def acc(self, view: ir.View) -> Access:
         if view.buffer.role in ("internal", "const"):
             self.used.add(view.buffer.name)
-        return access(view, self.ptr[view.buffer.name], self.origin[view.buffer.name])
+        return access(view, self.ptr[key(view.buffer)], self.origin[key(view.buffer)])
 
     def el(self, a: Access, k: str) -> str:
         return element(a, k, self.names, self.h)
@@ -130,22 +163,40 @@ class _Emitter:
         body, decls = Writer(1), Writer(1)
         self.block(self.prog.body, body)
         self._declarations(decls)
-        helpers, code = self.h.source(), decls.text() + body.text()
+        consts, helpers = self._constants(), self.h.source()
+        code = "\n".join([consts, helpers, decls.text(), body.text()])
         out = Writer()
         out.lines.append(self._header())
         out.line()
-        if "NAN" in code + helpers or "INFINITY" in code + helpers:
+        if "NAN" in code or "INFINITY" in code:
             out.line("#include <math.h>")
         out.line("#include <stdint.h>")
         if "memcpy(" in code or "memset(" in code:
             out.line("#include <string.h>")
         out.line()
         out.lines.extend(_PORTABILITY.splitlines())
+        kernels = "\n\n".join(self.sources)
+        for name, text in TYPEDEFS.items():
+            if re.search(rf"\b{name}\b", code + kernels):
+                out.line()
+                out.lines.extend(text.splitlines())
         for dt in dict.fromkeys(b.dtype for b, _ in self.prog.params if b.dtype.itemsize > 1):
             out.line(f"typedef {c_type(dt)} {_elem_type(dt)} NPK_ANY_ADDRESS;")
-        if helpers:
+        for part in (consts, helpers):
+            if part:
+                out.line()
+                out.lines.extend(part.splitlines())
+        if self.sources:
             out.line()
-            out.lines.extend(helpers.splitlines())
+            out.lines.extend(_HIDDEN[0].splitlines())
+            out.line()
+            out.lines.extend(prelude(self.prog.target.cores).splitlines())
+            for text in self.sources:
+                out.line()
+                out.comment("Basic kernel source, as given (c_source=).")
+                out.lines.extend(text.splitlines())
+            out.line()
+            out.lines.extend(_HIDDEN[1].splitlines())
         out.line()
         out.lines.extend(self._signature().splitlines())
         with out.block():
@@ -157,10 +208,10 @@ class _Emitter:
         p, t = self.prog, self.prog.target
         rows = [(f"Generated by npukit from kernel `{p.name}` for target {t.name} "
                  f"({t.description})."), "",
-                f"Entry: void {entry_name(p)}({', '.join(self.ptr[b.name] for b, _ in p.params)})"]
+                f"Entry: void {entry_name(p)}({', '.join(self.ptr[key(b)] for b, _ in p.params)})"]
         for buf, spec in p.params:
             access_kind = {"in": "read", "out": "written", "inout": "read and written"}[buf.role]
-            rows.append(f"  {self.ptr[buf.name]:<12} {spec.dtype.name}{list(spec.shape)}, strides "
+            rows.append(f"  {self.ptr[key(buf)]:<12} {spec.dtype.name}{list(spec.shape)}, strides "
                         f"{spec.strides} elements, {access_kind}")
         rows += ["Each pointer is the address of the tensor's element [0, ..., 0], laid out as",
                  "its spec says. Pointers need no alignment; tensors must not overlap.", "",
@@ -169,6 +220,12 @@ class _Emitter:
                  "junk lanes are poisoned, as in the simulator, so even values computed from",
                  "unwritten lanes agree with it. Build with -ffp-contract=off: every float",
                  "operation rounds once (no fused multiply-add), as in npukit.arith."]
+        if self.sources:
+            rows += ["", f"Basic kernels are called as the AutoTiler's generated code calls them; "
+                         f"their C is the c_source given for them, quoted as is. A parallel one "
+                         f"runs on each of the {t.cores} cores of {t.name} in turn, core 0 "
+                         f"first (see the prelude before them). Pointers the kernels get to "
+                         f"tensors must be aligned for their element type."]
         rows = [x for r in rows for x in (wrap(r).splitlines() or [""])]
         if p.source:
             rows += ["", "Kernel source:"] + ["  " + x for x in p.source.rstrip().splitlines()]
@@ -176,22 +233,29 @@ class _Emitter:
 
     def _signature(self) -> str:
         args = []
-        for buf, spec in self.prog.params:
+        for buf, _ in self.prog.params:
             const = "const " if buf.role == "in" else ""
-            args.append(f"{const}{_elem_type(buf.dtype)} *restrict {self.ptr[buf.name]}")
+            args.append(f"{const}{_elem_type(buf.dtype)} *restrict {self.ptr[key(buf)]}")
         head = f"void {entry_name(self.prog)}("
         return head + (",\n" + " " * len(head)).join(args) + ")"
 
-    def _declarations(self, out: Writer) -> None:
+    def _constants(self) -> str:
+        """The constants the code reads, as file-scope ``static const`` arrays."""
+        out = Writer()
         for b in self.prog.buffers:
             if b.role == "const" and b.name in self.used:
+                if out.lines:
+                    out.line()
                 out.comment(f"Constant {b.name} ({b.size} x {b.dtype.name}), in {b.memory} "
                             f"before the program starts.")
                 values = [literal(v, b.dtype) for v in b.values().tolist()]
-                out.line(f"static const {c_type(b.dtype)} {self.ptr[b.name]}[{b.size}] = {{")
+                out.line(f"static const {c_type(b.dtype)} {self.ptr[key(b)]}[{b.size}] = {{")
                 for k in range(0, len(values), 12):
                     out.line("    " + ", ".join(values[k:k + 12]) + ",")
                 out.line("};")
+        return out.text()
+
+    def _declarations(self, out: Writer) -> None:
         used = [b for b in self.prog.buffers if b.name in self.used and b.role == "internal"]
         if used:
             out.comment("Internal memories: one local array per buffer the target places there.")
@@ -201,18 +265,51 @@ class _Emitter:
             parts = ", ".join(f"{b.name} {b.nbytes} B" for b in bufs)
             out.comment(f"{mem}: {size} B on {self.prog.target.name}; holds {parts}")
             for b in bufs:
-                out.line(f"{c_type(b.dtype, b.name)} {self.ptr[b.name]}[{b.size}] NPK_ALIGNED;")
+                decl = f"{c_type(b.dtype, b.name)} {self.ptr[key(b)]}[{b.size}] NPK_ALIGNED;"
+                where = [] if b.address is None else [f"{mem}_Memory + {b.address}"]
+                if b.slot_len:
+                    where.append(f"{b.slots} slot{'s' if b.slots > 1 else ''} of {b.slot_len}")
+                out.line(decl + (f"  /* {', '.join(where)} */" if where else ""))
         for b in used:
             if is_float(b.dtype):
                 with out.block(f"for (int64_t {self.k} = 0; {self.k} < {b.size}; {self.k}++)"):
-                    out.line(f"{self.ptr[b.name]}[{self.k}] = {poison_literal(b.dtype)};"
+                    out.line(f"{self.ptr[key(b)]}[{self.k}] = {poison_literal(b.dtype)};"
                              f"  /* {_POISON} */")
             else:
-                out.line(f"memset({self.ptr[b.name]}, 0xA5, sizeof {self.ptr[b.name]});"
+                out.line(f"memset({self.ptr[key(b)]}, 0xA5, sizeof {self.ptr[key(b)]});"
                          f"  /* {_POISON} */")
         for c, name in self.cursor.items():
             out.line(f"int64_t {name} = 0;  /* append cursor {c!r}: elements written so far */")
+        for s in self.structs:
+            out.line(f"{s.ctype} {s.store}, *{s.name} = &{s.store};")
+        for s in self.structs:
+            if s.invariant:
+                out.comment(f"Kernel invariant arguments of {s.name}.")
+                for name, value in s.invariant:
+                    out.line(f"{s.name}->{name} = {value};")
         out.line()
+
+    # -- arguments of basic kernels (npukit.c.calls) -------------------------------------
+
+    def arg_struct(self, ctype: str) -> ArgStruct:
+        """A new argument struct ``KerArg<n>`` for one call site."""
+        k = len(self.structs)
+        s = ArgStruct(ctype, _ident(f"KerArg{k}", self.taken), _ident(f"S_KerArg{k}", self.taken))
+        self.structs.append(s)
+        return s
+
+    def arg_value(self, a) -> str:
+        """C value of a basic kernel's argument: the address of a view's first element, an
+        index expression or valid count, or the element a view starts at."""
+        if isinstance(a, ir.Val):
+            if isinstance(a.expr, ir.Lanes):
+                return lanes_c(a.expr, self.names, self.h)
+            return self.affine(a.expr)
+        acc = self.acc(a.view)
+        if isinstance(a, ir.Deref):
+            return f"{acc.ptr}[{self.affine(acc.base)}]"
+        base = self.affine(acc.base)
+        return acc.ptr if base == "0" else f"{acc.ptr} + {base}"
 
     # -- statements ----------------------------------------------------------------------
 
@@ -235,6 +332,9 @@ class _Emitter:
             self.loops.pop()
         self.names.release(st.var)
 
+    def call(self, st: ir.Call, w: Writer) -> None:
+        emit_call(self, st, w)
+
     def reset_cursor(self, st: ir.ResetCursor, w: Writer) -> None:
         w.banner(f"Reset append cursor {st.cursor!r}", st.label)
         w.line(f"{self.cursor[st.cursor]} = 0;")
@@ -244,34 +344,57 @@ class _Emitter:
         sdt, ddt = st.src.dtype, st.dst.dtype
         kind = {(False, True): "Load", (True, False): "Store"}.get(
             (_internal(st.src), _internal(st.dst)), "Move")
+        rows = "rows" if len(st.dst.shape) > 1 else "lanes"
         what = f"{kind} {self.describe(st.src)} -> {self.describe(st.dst)}"
-        w.banner(what + (", valid lanes only" if st.valid else ""), st.label)
-        same = st.src.buffer.name == st.dst.buffer.name
+        valid = st.valid
+        if valid is not None and valid_count(valid, st.dst, self.names, self.h) == \
+                str(st.dst.size) == valid_count(valid, st.src, self.names, self.h):
+            valid = None  # every row holds data
+        what += f", valid {rows} only" if valid is not None else ""
+        if self.prog.source or not st.label:
+            w.banner(what, st.label)
+        else:  # a front end's block title ("Read Next Tile In1"), then what moves where
+            w.banner(st.label, what)
+        same = key(st.src.buffer) == key(st.dst.buffer)
         k = self.k
-        with w.block() if st.valid is not None or same else nullcontext():
+        with w.block() if valid is not None or same else nullcontext():
             n_src = n_dst = str(st.dst.size)
-            if st.valid is not None:
-                n_src = valid_count(st.valid, st.src, self.names, self.h)
-                n_dst = valid_count(st.valid, st.dst, self.names, self.h)
+            if valid is not None:
+                n_src = valid_count(valid, st.src, self.names, self.h)
+                n_dst = valid_count(valid, st.dst, self.names, self.h)
                 w.line(f"const int64_t {self.live} = {n_dst};  /* elements that hold data */")
+                n_text = n_dst
                 n_src = self.live if n_src == n_dst else n_src
                 n_dst = self.live
             value = A.convert(self.h, self.el(src, k), sdt, ddt)
             if n_src != n_dst:  # the views split their valid rows differently
-                junk = A.convert(self.h, poison_literal(sdt), sdt, ddt)
+                junk = A.convert(self.h, self._poison(sdt), sdt, ddt)
                 value = f"{k} < {n_src} ? {value} : {junk}"
-            if same:
-                self._via_tmp(w, dst, ddt, n_dst, value, st.dst.size)
-            elif sdt == ddt and src.run == 1 and dst.run == 1 and n_src == n_dst:
-                count = n_dst if n_dst.isdigit() else f"(size_t){n_dst}"
-                w.line(f"memcpy({self.at(dst)}, {self.at(src)}, {count} * sizeof({c_type(ddt)}));")
-            else:
-                with w.block(f"for (int64_t {k} = 0; {k} < {n_dst}; {k}++)"):
-                    w.line(f"{self.el(dst, k)} = {value};")
-            if st.valid is not None and _internal(st.dst):
-                w.comment("Junk lanes: poisoned, as in the simulator.")
+            # No valid row: the views may lie past a tensor's end (the read after the last
+            # tile), so nothing is addressed.
+            empty = valid is not None and not (_internal(st.src) and _internal(st.dst)) and \
+                (n_text == "0" or not n_text.isdigit() and
+                 simplify(valid.start).bounds()[1] >= valid.total)
+            with w.block(f"if ({self.live} > 0)") if empty else nullcontext():
+                if same:
+                    self._via_tmp(w, dst, ddt, n_dst, value, st.dst.size)
+                elif sdt == ddt and src.run == 1 and dst.run == 1 and n_src == n_dst:
+                    count = n_dst if n_dst.isdigit() else f"(size_t){n_dst}"
+                    w.line(f"memcpy({self.at(dst)}, {self.at(src)}, "
+                           f"{count} * sizeof({c_type(ddt)}));")
+                else:
+                    with w.block(f"for (int64_t {k} = 0; {k} < {n_dst}; {k}++)"):
+                        w.line(f"{self.el(dst, k)} = {value};")
+            if valid is not None and _internal(st.dst):
+                w.comment(f"Junk {rows}: poisoned, as in the simulator.")
                 with w.block(f"for (int64_t {k} = {n_dst}; {k} < {st.dst.size}; {k}++)"):
-                    w.line(f"{self.el(dst, k)} = {poison_literal(ddt)};  /* {_POISON} */")
+                    w.line(f"{self.el(dst, k)} = {self._poison(ddt)};  /* {_POISON} */")
+
+    def _poison(self, dt: np.dtype) -> str:
+        """The poison value of ``dt`` as a C expression."""
+        if dt.kind == "c":
+            return f"{self.h.use('npk_poison_' + dt.name)}()"
+        return poison_literal(dt)
 
     def _via_tmp(self, w: Writer, dst: Access, dt: np.dtype, count: str, value: str,
                  size: int) -> None:
@@ -320,7 +443,7 @@ class _Emitter:
             value = A.combine_expr(self.h, st.attr("combine"), self.el(dst, k), value, x_dt)
         value = A.convert(self.h, value, x_dt, st.dst.dtype)
         # Every lane is read before any is written when the destination may alias a source.
-        tmp = any(v.buffer.name == st.dst.buffer.name for v in st.srcs) or \
+        tmp = any(key(v.buffer) == key(st.dst.buffer) for v in st.srcs) or \
             not injective(dst.dims)
         with w.block() if decls.lines or tmp else nullcontext():
             for line in decls.lines:
@@ -339,8 +462,10 @@ class _Emitter:
             acc_dt = np.dtype("float32") if is_float(st.dst.dtype) else np.dtype("int32")
             return A.alu_expr(self.h, st.op, list(zip(lanes, dts)), st.dst.dtype), acc_dt
         p_dt = dts[0]
-        out_dt = np.dtype("float32") if p_dt == np.float32 else np.dtype("int32")
+        out_dt = np.dtype("float32") if is_float(p_dt) else np.dtype("int32")
         attrs = dict(st.attrs)
+        if st.op in ("lookup", "linear_approx"):
+            return self._lut(st, lanes[0])
         if st.op == "clamp":
             return A.clamp_expr(self.h, lanes[0], p_dt, attrs), out_dt
         if st.op == "rescale_clamp":
@@ -349,17 +474,33 @@ class _Emitter:
                 raise NotImplementedError(f"C back end: `{st.label}` reads (bias, scale) from a "
                                           f"view of {bs.size} element(s)")
             pair = self.acc(bs)
-            t = "float" if p_dt == np.float32 else "int64_t"
-            w.line(f"const {t} bias = ({t}){self.el(pair, '0')}, "
-                   f"scale = ({t}){self.el(pair, '1')};")
+            t, t_dt = ("float", out_dt) if is_float(p_dt) else ("int64_t", np.dtype("int64"))
+            b_, s_ = (A.convert(self.h, self.el(pair, x), bs.dtype, t_dt)
+                      if bs.dtype.name == "bfloat16" else f"({t}){self.el(pair, x)}"
+                      for x in "01")
+            w.line(f"const {t} bias = {b_}, scale = {s_};")
             return A.rescale_clamp_expr(self.h, lanes[0], p_dt, "bias", "scale", attrs,
                                         self.prog.target.arith.rounding), out_dt
         raise NotImplementedError(f"C back end: no rule for {st.unit}.{st.op} (`{st.label}`)")
 
+    def _lut(self, st: ir.Compute, p: str) -> tuple[str, np.dtype]:
+        """One lane of a LUT instruction: a call of its own helper (``npukit.c.lut``)."""
+        tv = st.srcs[1]
+        table = self.acc(tv)
+        if table.base.terms or table.run != 1:
+            raise NotImplementedError(f"C back end: `{st.label}` reads its table through a "
+                                      f"moving or strided view")
+        which = (tv.buffer.name, table.base.const, st.op, st.attrs, st.srcs[0].dtype.name,
+                 st.label)
+        if which not in self.lut_names:
+            self.lut_names[which] = _ident(f"npk_{st.op}_{table.ptr}", self.taken,
+                                           prefix_ok=True)
+        return lut_lane(self.h, st, p, table.ptr, table.base.const, self.lut_names[which])
+
 
 _POISON = "poison, as in the simulator"
 _STATEMENTS = {"Loop": "loop", "Copy": "copy", "Append": "append", "ResetCursor": "reset_cursor",
-               "Fill": "fill", "Compute": "compute"}
+               "Fill": "fill", "Compute": "compute", "Call": "call"}
 
 _PORTABILITY = """\
 /* Tensor elements may sit at any address (numpy arrays need not be aligned); internal
@@ -367,10 +508,24 @@ _PORTABILITY = """\
 #if defined(__GNUC__)
 #define NPK_ALIGNED __attribute__((aligned(64)))
 #define NPK_ANY_ADDRESS __attribute__((aligned(1)))
+#define NPK_THREAD_LOCAL __thread
 #else
 #define NPK_ALIGNED
 #define NPK_ANY_ADDRESS
+#define NPK_THREAD_LOCAL
 #endif"""
+
+
+# Basic kernels stay private to their shared object: a call of one never binds to a
+# function of the same name elsewhere in the process (another program's, a library's).
+_HIDDEN = ("""\
+/* The basic kernels below are private to this shared object. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif""", """\
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif""")
 
 
 def _internal(v: ir.View) -> bool:
@@ -381,10 +536,11 @@ def _elem_type(dt: np.dtype) -> str:
     return c_type(dt) if dt.itemsize == 1 else f"npk_{dt.name}_any"
 
 
-def _ident(name: str, taken: set[str]) -> str:
-    """A C identifier for ``name``, distinct from every name in ``taken`` (then taken)."""
+def _ident(name: str, taken: set[str], prefix_ok: bool = False) -> str:
+    """A C identifier for ``name``, distinct from every name in ``taken`` (then taken);
+    ``npk_`` names are the back end's own (``prefix_ok``) or renamed."""
     base = re.sub(r"\W", "_", name)
-    if not base or base[0].isdigit() or base.startswith("npk_"):
+    if not base or base[0].isdigit() or (base.startswith("npk_") and not prefix_ok):
         base = "t_" + base
     out, k = base, 1
     while out in taken:

@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import ir
 from . import arith as A
-from .access import Access, affine_c, coalesce, join_sum, scaled
+from .access import Access, affine_c, coalesce, join_sum, key, scaled
 from .code import Writer
 from .ctype import c_type, int_range, poison_literal
 
@@ -91,6 +91,8 @@ class ProgramInfo:
 
 
 def _reads(st) -> list[ir.View]:
+    if isinstance(st, ir.Call):  # opaque: reads (and may write) whatever it points at
+        return [a.view for a in st.args if not isinstance(a, ir.Val)]
     if isinstance(st, (ir.Copy, ir.Append)):
         return [st.src]
     if isinstance(st, ir.Compute):
@@ -158,10 +160,10 @@ def _plan(em, loop: ir.Loop) -> _Plan | None:
     taken: set[str] = set()
 
     def local(buf: ir.Buffer) -> str:
-        name, k = em.ptr[buf.name], 1
+        name, k = em.ptr[key(buf)], 1
         while name in taken:
             k += 1
-            name = f"{em.ptr[buf.name]}_{k}"
+            name = f"{em.ptr[key(buf)]}_{k}"
         taken.add(name)
         return name
 

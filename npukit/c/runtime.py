@@ -26,17 +26,25 @@ class _Kernel:
         so = toolchain.build(c_source(prog, fuse=fuse))
         self.fn = toolchain.load(so, entry_name(prog), len(prog.params))
         self.written = [k for k, (b, _) in enumerate(prog.params) if b.role != "in"]
+        # Tensors a basic kernel gets a pointer to: it reads them as plain C types, which
+        # must be aligned (the generated code itself needs no alignment).
+        pointed = {a.view.buffer.name for st, _ in prog.walk() if isinstance(st, ir.Call)
+                   for a in st.args if isinstance(a, ir.Ptr)}
+        self.aligned = [(k, b.dtype.itemsize) for k, (b, _) in enumerate(prog.params)
+                        if b.name in pointed]
         # (weak references to the arrays, their data pointers, whether they overlap),
         # replaced as a whole so that threads sharing the kernel never mix two calls.
         self.last: tuple[tuple[weakref.ref, ...], list[int], bool] | None = None
 
     def pointers(self, arrs: list[np.ndarray]) -> list[int] | None:
         """The data pointers of ``arrs``, or None when a written array overlaps another
-        (the kernel must then run on copies, as the simulator does)."""
+        (the kernel must then run on copies, as the simulator does) or a basic kernel would
+        get a misaligned pointer (it then runs on aligned copies)."""
         last = self.last
         if last is None or any(r() is not a for r, a in zip(last[0], arrs)):
             overlap = any(np.may_share_memory(arrs[k], b)
                           for k in self.written for j, b in enumerate(arrs) if j != k)
+            overlap = overlap or any(arrs[k].ctypes.data % size for k, size in self.aligned)
             last = (tuple(weakref.ref(a) for a in arrs), [a.ctypes.data for a in arrs], overlap)
             self.last = last
         return None if last[2] else last[1]

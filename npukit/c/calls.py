@@ -1,0 +1,165 @@
+"""Calls of basic kernels (``ir.Call`` of an ``ir.Extern``), as the AutoTiler's generated
+code makes them (seed 001).
+
+Each distinct non-empty ``Extern.c_source`` is emitted once, before the entry function, after
+a prelude of what GAP8 basic kernels rely on: the ``Word8`` ... ``Wordu32`` types and the
+cluster calls ``gap_coreid()``, ``gap_ncore()`` and ``gap_waitbarrier()``. On the host a
+parallel kernel runs on each of the target's cores in turn, core 0 first: ``gap_coreid()``
+says which one, ``gap_waitbarrier()`` has nothing to wait for (the cores before have
+finished, the ones after have not started). A kernel must therefore not rely on its cores
+running at the same time — the ports combine per-core partial results in the last core.
+
+A parallel kernel with an argument type (``arg_type``, the seed's ``ParArgTypeName``) is
+called as ``fn(KerArg)`` with a pointer to that struct, whose fields are named as its C
+arguments; the struct of each call site is declared once with the arguments that never
+change filled in ("Kernel invariant arguments", as the seed's generated code does), the
+others are set before each call. Other kernels take their arguments directly.
+
+>>> sorted(defined_names("typedef struct { int A; } T;\\nvoid F(T *Arg) { G(1); }"))
+['F', 'T']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .. import ir
+from ..errors import CompilerError
+from .code import Writer
+
+_WORDS = (("Word8", "signed char"), ("Wordu8", "unsigned char"), ("Word16", "short int"),
+          ("Wordu16", "unsigned short int"), ("Word32", "int"), ("Wordu32", "unsigned int"))
+PRELUDE_NAMES = frozenset({w for w, _ in _WORDS} | {"gap_coreid", "gap_ncore",
+                                                     "gap_waitbarrier"})
+
+
+def prelude(cores: int) -> str:
+    """The GAP8 types and cluster calls basic kernels use, for ``cores`` cores on the host."""
+    words = "\n".join(f"typedef {t} {w};" for w, t in _WORDS)
+    return f"""\
+/* ---- What GAP8 basic kernels rely on, on the host ----
+   A parallel basic kernel runs on each of the {cores} cores in turn, core 0 first:
+   gap_coreid() says which one; gap_waitbarrier() has nothing to wait for (the cores before
+   this one have finished, the ones after have not started), so a kernel must not rely on
+   its cores running at the same time. */
+{words}
+static NPK_THREAD_LOCAL int npk_core_id; /* the core a parallel kernel runs as */
+static inline int gap_coreid(void) {{ return npk_core_id; }}
+static inline int gap_ncore(void) {{ return {cores}; }}
+static inline void gap_waitbarrier(int barrier) {{ (void)barrier; }}"""
+
+
+def defined_names(source: str) -> set[str]:
+    """Functions and types a C source defines at file scope (what generated names must not
+    shadow): ``name(...) {`` definitions and ``typedef ... name;``."""
+    names = set(re.findall(r"\b([A-Za-z_]\w*)\s*\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*\{",
+                           source))
+    names |= set(re.findall(r"\}\s*([A-Za-z_]\w*)\s*;", source))
+    names |= set(re.findall(r"typedef[^;{}]*?\b([A-Za-z_]\w*)\s*;", source))
+    return names - {"if", "for", "while", "switch", "return", "sizeof"}
+
+
+def externs(prog: ir.Program) -> list[ir.Extern]:
+    """The externs the program calls, in order of first call."""
+    out: dict[str, ir.Extern] = {}
+    for st, _ in prog.walk():
+        if isinstance(st, ir.Call):
+            out.setdefault(st.fn.name, st.fn)
+    return list(out.values())
+
+
+def extern_sources(prog: ir.Program) -> list[str]:
+    """The distinct non-empty C sources of the called externs, in order of first call;
+    ``CompilerError`` naming an extern none of them defines (or whose argument struct none
+    of them declares)."""
+    fns = externs(prog)
+    sources = list(dict.fromkeys(fn.c_source.strip() for fn in fns if fn.c_source.strip()))
+    defined = set().union(*(defined_names(s) for s in sources)) if sources else set()
+    for fn in fns:
+        if fn.name not in defined:
+            where = "its c_source does not define it" if fn.c_source.strip() else \
+                "its c_source is empty and no other extern's c_source defines it"
+            raise CompilerError(f"C back end: program {prog.name!r} calls basic kernel "
+                                f"{fn.name!r}, but {where}; give the C definition in "
+                                f"c_source= (LibKernel(..., c_source=...))")
+        if fn.parallel and fn.arg_type and fn.arg_type not in defined:
+            raise CompilerError(f"C back end: parallel basic kernel {fn.name!r} takes its "
+                                f"arguments as struct {fn.arg_type!r}, which no c_source "
+                                f"declares (typedef struct {{...}} {fn.arg_type};)")
+    return sources
+
+
+@dataclass
+class ArgStruct:
+    """The argument struct of one call site: ``S_KerArg0, *KerArg0 = &S_KerArg0``."""
+
+    ctype: str
+    name: str
+    store: str
+    invariant: list[tuple[str, str]] = field(default_factory=list)  # (field, value)
+
+
+def _cast(ctype: str, expr: str) -> str:
+    """``(ctype)expr``, parenthesised unless ``expr`` is a name, a number, a call or an
+    element: ``(unsigned int)npk_clamp64(...)``, ``(short int)Bias[Op]``."""
+    return f"({ctype}){expr}" if _primary(expr) else f"({ctype})({expr})"
+
+
+def _primary(expr: str) -> bool:
+    if expr.isidentifier() or expr.isdigit():
+        return True
+    m = re.match(r"[A-Za-z_]\w*[(\[]", expr)
+    if not m:
+        return False
+    depth = 0
+    for k, ch in enumerate(expr[m.end() - 1:], m.end() - 1):
+        depth += ch in "(["
+        depth -= ch in ")]"
+        if depth == 0:
+            return k == len(expr) - 1
+    return False
+
+
+def emit_call(em, st: ir.Call, w: Writer) -> None:
+    """``st`` as C on ``w``; ``em`` is the emitter (names, accesses, argument structs)."""
+    fn = st.fn
+    if len(st.args) != len(fn.args):
+        raise CompilerError(f"C back end: `{st.label}` passes {len(st.args)} arguments to "
+                            f"{fn.name}, which takes {len(fn.args)}")
+    w.banner(st.label or f"Call {fn.name}")
+    values = [_cast(ctype, em.arg_value(a)) for a, (ctype, _) in zip(st.args, fn.args)]
+    cores = em.prog.target.cores
+    if fn.parallel and fn.arg_type:
+        s = em.arg_struct(fn.arg_type)
+        for a, (_, name), v in zip(st.args, fn.args, values):
+            if _invariant(a):
+                s.invariant.append((name, v))
+            else:
+                w.line(f"{s.name}->{name} = {v};")
+        calls = [f"{fn.name}({s.name});"]
+    else:
+        head = f"{fn.name}("
+        lines = [(head if k == 0 else " " * len(head)) + v + ("," if k < len(values) - 1
+                                                               else ");")
+                 for k, v in enumerate(values)] or [head + ");"]
+        width = max(len(x) for x in lines)
+        calls = [f"{x:<{width}}  /* {name} */" for x, (_, name) in zip(lines, fn.args)] or lines
+    if fn.parallel:
+        core = "npk_core_id"
+        w.comment(f"Dispatched on the {cores} cores, core 0 first, one after the other.")
+        with w.block(f"for ({core} = 0; {core} < {cores}; {core}++)"):
+            for line in calls:
+                w.line(line)
+        w.line(f"{core} = 0;")
+    else:
+        for line in calls:
+            w.line(line)
+
+
+def _invariant(a) -> bool:
+    """An argument whose value is the same at every call: a constant, or the address of a
+    view that does not move (``Deref`` reads memory, which may change)."""
+    if isinstance(a, ir.Val):
+        return not (a.expr.terms if isinstance(a.expr, ir.Affine) else a.expr.start.terms)
+    return isinstance(a, ir.Ptr) and not a.view.offset.terms
