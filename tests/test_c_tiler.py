@@ -129,7 +129,7 @@ def test_cnn_conv5x5(shape, budget):
 def fft_program(dim, budget, radix2=False):
     ex = example("fft2d")
     m = Model(target="gap8", l1_budget=budget)
-    ex["load_fft_library"](m, dim)
+    ex["load_fft_library"](m)
     ex["FFT2D"](m, "FFT2D", dim, ForceRadix2=int(radix2))
     radix = 2 if radix2 or (dim.bit_length() - 1) % 2 else 4
     swap = np.argsort(ex["digit_reverse"](dim, radix)).astype(np.int16)
@@ -162,7 +162,7 @@ def test_fft_kernels_leave_digit_reversed_order():
     as the references say (so the swap has real work)."""
     ex = example("fft2d")
     m = Model(target="gap8", l1_budget=51200)
-    ex["load_fft_library"](m, 16)
+    ex["load_fft_library"](m)
     for radix in (2, 4):
         m.UserKernel(f"Rows{radix}", KernelDimensions(1, 16, 16, 1),
                      KernelIterationOrder(KER_DIM2, KER_TILE), TILE_HOR,
