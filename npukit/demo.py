@@ -140,15 +140,17 @@ def autotiler() -> None:
         mod = runpy.run_path(str(root / f"{script}.py"))
         m = mod["model"]()
         t = m.tiling(kernel)
+        label = kernel if kernel in m.kernels and not m.groups else f"{script.upper()} group"
         ok, res, out = run(mod, m, "sim")
         busy = res.report.busy
         dma = sum(b for u, b in busy.items() if "dma" in u)
         core = busy.get("core", 0)
         hidden = (dma + core - res.cycles) / max(min(dma, core), 1)
-        print(f"  {kernel:<20}{t.n_tiles:>6}{t.tile:>5}{t.last_tile:>5}"
+        print(f"  {label:<20}{t.n_tiles:>6}{t.tile:>5}{t.last_tile:>5}"
               f"{f'{t.l1_used} / {t.l1_budget}':>19}{res.cycles:>9}{dma:>8}{core:>8}"
               f"{hidden:>8.0%}  {'ok' if ok else 'MISMATCH':<5}  "
               f"{_c_matches(run, mod, m, out)}")
+    print("  a group's row shows its first kernel's tiling and the whole group's cycles;")
     print("  overlap: share of the shorter of DMA and compute hidden behind the other;")
     print("  C: 'same' = bit-identical with the simulator, 'close' = within 1e-5 of the largest")
 
