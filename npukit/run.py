@@ -10,7 +10,6 @@ import numpy as np
 
 from . import ir
 from .errors import NpukitError, ShapeError
-from .layout import Layout
 
 
 @dataclass
@@ -56,10 +55,6 @@ def check_arrays(prog: ir.Program, arrays: dict) -> dict[str, np.ndarray]:
                              f"read-only")
         out[buf.name] = a
     return out
-
-
-def spec_view(spec: Layout, image: np.ndarray) -> np.ndarray:
-    return spec.view(image)
 
 
 def run(prog: ir.Program, backend: str, **arrays) -> Result:

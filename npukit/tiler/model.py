@@ -26,7 +26,6 @@ from .api import (
     KerArgT,
     KernelDimensionT,
     TCArg,
-    _counted,
 )
 from .lower import KernelLowering, Lowered
 from .solver import Tiling, solve
@@ -164,4 +163,4 @@ class Model:
         return check(prog)
 
 
-__all__ = ["Model", "_counted"]
+__all__ = ["Model"]
