@@ -293,3 +293,30 @@ def test_one_tile_buffer_is_sized_like_a_tile():
     out = np.zeros((21, 8), np.int32)
     m.program("K").run(In=x, Out=out)
     assert (out == 2 * x + 1).all()
+
+
+def test_const_pointer_args_are_inputs():
+    """A table passed by C_Arg is written back unless its C type says const."""
+    def lookup(In, Table, Out, W, H):
+        Out[: W * H] = Table[In[: W * H]]
+    for ctype, role in (("const int *", "in"), ("int *", "inout")):
+        m = Model(l1_budget=4096)
+        m.LibKernel("Lookup", CALL_SEQUENTIAL, CArgs(
+            TCArg("int *", "In"), TCArg(ctype, "Table"), TCArg("int *", "Out"),
+            TCArg("unsigned int", "W"), TCArg("unsigned int", "H")), reference=lookup)
+        m.UserKernel("K", KernelDimensions(1, 4, 6, 1), KernelIterationOrder(KER_DIM2, KER_TILE),
+                     TILE_HOR, CArgs(TCArg("int *", "In"), TCArg(ctype, "Table", shape=(8,)),
+                                     TCArg("int *", "Out")),
+                     Calls(Call("Lookup", LOC_INNER_LOOP, Bindings(
+                         K_Arg("In", KER_ARG_TILE), C_Arg("Table"), K_Arg("Out", KER_ARG_TILE),
+                         K_Arg("In", KER_ARG_TILE_W), K_Arg("In", KER_ARG_TILE_H)))),
+                     KerArgs(KerArg("In", OBJ_IN_DB, 4, 6, 4, 0, 0, 0, "In"),
+                             KerArg("Out", OBJ_OUT_DB, 4, 6, 4, 0, 0, 0, "Out")))
+        prog = m.program("K")
+        assert prog.param("Table")[0].role == role
+        x = (np.arange(24, dtype=np.int32) * 5 % 8).reshape(6, 4)
+        table = np.array([10, 11, 12, 13, 14, 15, 16, 17], np.int32)
+        table.flags.writeable = role == "inout"
+        out = np.zeros((6, 4), np.int32)
+        prog.run(In=x, Table=table, Out=out)
+        assert (out == table[x]).all()

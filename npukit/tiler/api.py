@@ -143,7 +143,9 @@ def _counted(what: str, items: tuple) -> tuple:
 @dataclass(frozen=True)
 class TCArg:
     """A C argument ``<ArgType ArgName>``. A pointer not bound to a kernel argument needs
-    its ``shape`` (its dimensions are not captured anywhere else, as the seed says)."""
+    its ``shape`` (its dimensions are not captured anywhere else, as the seed says); it is
+    read and written unless its pointee is ``const`` (then the caller's array may be
+    read-only)."""
 
     ArgType: str
     ArgName: str

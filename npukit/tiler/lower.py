@@ -129,7 +129,9 @@ class KernelLowering:
     def _role(self, carg: str) -> str:
         bound = [a for a in self.uk.kerargs if a.CArgName == carg]
         if not bound:
-            return "inout" if self.carg[carg].is_pointer else "in"
+            # A basic kernel may write through a pointer it is given, unless C says const.
+            c = self.carg[carg]
+            return "inout" if c.is_pointer and "const" not in c.ArgType.split("*")[0] else "in"
         a = bound[0]
         return {(True, False): "in", (False, True): "out"}.get(
             (a.has(Obj.O_IN), a.has(Obj.O_OUT)), "inout")
