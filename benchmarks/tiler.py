@@ -8,22 +8,12 @@ Run: python benchmarks/tiler.py
 from __future__ import annotations
 
 import runpy
-import time
 from pathlib import Path
 
 import numpy as np
+from elementwise import best  # the same best-of-N timer for every benchmark
 
 ROOT = Path(__file__).resolve().parent.parent / "examples" / "tiler"
-
-
-def best(fn, repeat=5) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def cases(mods):
@@ -64,8 +54,8 @@ def main() -> None:
         dma = sum(b for u, b in rep.busy.items() if "dma" in u)
         core = rep.busy.get("core", 0)
         hidden = (dma + core - res.cycles) / max(min(dma, core), 1)
-        c_ms = 1e3 * best(lambda prog=prog, arrays=arrays: prog.run("c", **arrays))
-        np_ms = 1e3 * best(numpy_fn)
+        c_ms = 1e3 * best(lambda prog=prog, arrays=arrays: prog.run("c", **arrays), 5)
+        np_ms = 1e3 * best(numpy_fn, 5)
         print(f"{script:<20}{res.cycles:>9}{rep.roofline:>9}{res.cycles / rep.roofline:>8.3f}"
               f"{hidden:>10.0%}{c_ms:>10.2f}{np_ms:>9.2f}")
     print("x bound: simulated cycles over the roofline (the busiest unit's work). DMA hidden:")
