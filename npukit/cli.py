@@ -32,8 +32,7 @@ def _targets(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from .demo import demo
 
-    demo()
-    return 0
+    return 1 if any(c.ok is False for c in demo()) else 0
 
 
 def main(argv: list[str] | None = None) -> int:
