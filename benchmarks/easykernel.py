@@ -1,4 +1,4 @@
-"""EasyKernel cycle-model claims of seed 000, and the simulator's own speed.
+"""The Torq EasyKernel guide's cycle-model claims, and the simulator's own speed.
 
 Run: python benchmarks/easykernel.py
 """
@@ -31,7 +31,7 @@ def main() -> None:
     vec = cycles(mul(K.mul_vectorized, (4096,)))
     rows.append(("mul 4096 int8: vanilla", *van, ""))
     rows.append(("mul 4096 int8: vectorized", *vec,
-                 f"{van[0] / vec[0]:.1f}x fewer (seed: ~10x, goal >= 8x)"))
+                 f"{van[0] / vec[0]:.1f}x fewer (the guide: ~10x, goal >= 8x)"))
     v16 = cycles(mul(K.mul_vectorized, (4096,), "int16"))
     van16 = cycles(mul(K.mul_vanilla, (4096,), "int16"))[0]
     rows.append(("mul 4096 int16: vectorized", *v16, f"{van16 / v16[0]:.1f}x fewer than vanilla"))

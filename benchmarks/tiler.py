@@ -1,4 +1,4 @@
-"""AutoTiler ports of seed 001: simulated cycles against the roofline (the busiest unit's
+"""Ports of the GAP AutoTiler's examples: simulated cycles against the roofline (the busiest unit's
 work), how much of the DMA the double buffering hides, and the tiled C program's host time
 against numpy doing the same arithmetic untiled.
 

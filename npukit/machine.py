@@ -95,7 +95,7 @@ class Arith:
 
 @dataclass(frozen=True)
 class LutBanks:
-    """Table hardware: ``banks`` parallel table accesses (seed 002's 1, 2 or 4: the memory
+    """Table hardware: ``banks`` parallel table accesses (the AIE API's 1, 2 or 4: the memory
     image a table takes), ``bank_bits`` the bank width, ``memory`` the memory that holds
     tables (``None``: the target runs no LUT instructions)."""
 

@@ -69,7 +69,7 @@ def demo() -> list:
           f"{'ulps':>10}{'mean |error|':>14}")
     errors = {m: judged_errors(d) for m, d in designs.items()}
     for method, e in errors.items():
-        print(f"  {method:<9}{e.max_abs:>12.3g}{e.worst_x:>9.4g}{e.of_range:>10.2g}"
+        print(f"  {method:<9}{e.max_abs:>12.3g}{e.worst_x:>9.4g}{e.of_range:>10.3g}"
               f"{e.ulps:>10.3g}{e.mean_abs:>14.3g}")
     d = designs["sample"]
     margin = (d.hi - d.lo) / 8
