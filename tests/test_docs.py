@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import npukit as nk
 from npukit.cli import main
 
 ROOT = Path(__file__).parent.parent
@@ -44,6 +45,15 @@ def npukit_commands(code: str) -> list[list[str]]:
     argvs = [shlex.split(x) for x in code.replace("\\\n", " ").splitlines()
              if x.startswith("npukit ")]
     return [a[1:] for a in argvs if a[1:2] != ["demo"]]
+
+
+def run_npukit(argv: list[str]) -> int:
+    """The exit code of ``npukit ARGV`` (``--version`` and ``--help`` exit through
+    SystemExit)."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
 
 
 def test_fences_are_parsed(tmp_path):
@@ -80,10 +90,63 @@ def test_the_blocks_of_a_page_run_in_order(path, tmp_path, monkeypatch, capsys):
             ran += 1
         elif lang == "sh" and (commands := npukit_commands(code)):
             for argv in commands:
-                assert main(argv) == 0, f"{where}: npukit {' '.join(argv)}"
+                assert run_npukit(argv) == 0, f"{where}: npukit {' '.join(argv)}"
             ran += 1
     capsys.readouterr()
     assert ran > 0, f"{path.name} has no block that runs"
+
+
+def width_table(name: str) -> str:
+    """The Markdown table of a target's vector widths, one column per unit, as
+    docs/reference.md shows it (paste it there when a target file changes)."""
+    units = list(nk.target(name).units.values())
+    pairs = list(dict.fromkeys(p for u in units for p in u.widths))
+    rows = ["| input dtype | weight dtype | " + " | ".join(f"`{u.name}`" for u in units) + " |",
+            "| --- | --- | " + " | ".join("---:" for _ in units) + " |"]
+    rows += [f"| {a} | {b} | " + " | ".join(str(u.widths.get((a, b), "-")) for u in units)
+             + " |" for a, b in pairs]
+    return "\n".join(rows)
+
+
+@pytest.mark.parametrize("name", nk.targets())
+def test_reference_width_tables_match_the_target_files(name):
+    text = (ROOT / "docs" / "reference.md").read_text()
+    table = width_table(name)
+    assert f"### {name}\n\n{table}\n" in text, f"docs/reference.md, ### {name}:\n{table}"
+    # Every width of every unit is in the table, in its unit's column.
+    units = list(nk.target(name).units.values())
+    for u in units:
+        for (a, b), w in u.widths.items():
+            row = next(x for x in table.splitlines() if x.startswith(f"| {a} | {b} |"))
+            assert row.split(" | ")[2 + units.index(u)].strip(" |") == str(w)
+
+
+def toml_keys(raw: dict) -> set[tuple[str, str]]:
+    """(section, key) of every leaf of a target file, names of memories, engines and units
+    as NAME: ``("memories.NAME", "size")``, ``("units.NAME.width", '"IN,W" = N')``."""
+    keys = {("", k) for k, v in raw.items() if not isinstance(v, dict)}
+    for section in ("arith", "lut"):
+        keys |= {(section, k) for k in raw[section]}
+    for section in ("memories", "engines", "units"):
+        for entry in raw[section].values():
+            keys |= {(f"{section}.NAME", k) for k, v in entry.items() if not isinstance(v, dict)}
+            if "width" in entry:
+                keys.add((f"{section}.NAME.width", '"IN,W" = N'))
+    return keys
+
+
+def test_the_targets_page_explains_every_key_of_a_target_file():
+    import tomllib
+
+    page = (ROOT / "docs" / "targets.md").read_text()
+    cells = [line.split(" | ")[0].lstrip("| ") for line in page.splitlines()
+             if line.startswith("| `")]
+    for name in nk.targets():
+        raw = tomllib.loads(Path(nk.target(name).path).read_text())
+        for section, key in sorted(toml_keys(raw)):
+            want = f"`{key}`" if not section else f"`[{section}]`"
+            assert any(c.startswith(want) and f"`{key}`" in c for c in cells), \
+                f"targets.md does not explain [{section}] {key}"
 
 
 @pytest.mark.parametrize("name", ["npukit", "npukit.machine", "npukit.layout", "npukit.easy",
