@@ -3,7 +3,8 @@ bandwidth.
 
 Prints a STREAM-like copy and triad bandwidth (bytes read + written, one thread, best of
 several), then for float32 ``clip((a*b + bias)*scale, lo, hi)`` on 16M elements and the
-int8 rescale-clamp multiply of seed 000 on 64M elements: numpy's fastest spelling (ufuncs
+int8 rescale-clamp multiply of the Torq EasyKernel guide on 64M elements: numpy's fastest
+spelling (ufuncs
 writing into preallocated arrays), the C back end, their ratio, and the C back end's
 effective bandwidth as a fraction of the measured copy and triad bandwidth. Every output
 is preallocated and touched once before timing (the first touch of 64 MiB costs tens of
@@ -89,7 +90,8 @@ def float32_case(n: int, repeat: int) -> tuple[float, float, int]:
 
 
 def int8_case(n: int, repeat: int) -> tuple[float, float, int]:
-    """The seed's multiply: clamp(((a*b + bias)*scale + 2^(shift-1)) >> shift, lo, hi)."""
+    """The Torq EasyKernel guide's multiply:
+    clamp(((a*b + bias)*scale + 2^(shift-1)) >> shift, lo, hi)."""
     rng = np.random.default_rng(2)
     a, b = (rng.integers(-128, 128, n, dtype=np.int8) for _ in range(2))
     bias, scale, shift, lo, hi = 3, 100, 8, -128, 127
@@ -128,7 +130,7 @@ def main() -> None:
     print(head)
     print("-" * len(head))
     cases = [("float32 clip((a*b+bias)*scale) 16M", float32_case(16 << 20, args.repeat)),
-             ("int8 rescale-clamp mul (seed 000) 64M", int8_case(64 << 20, args.repeat))]
+             ("int8 rescale-clamp mul (Torq EasyKernel) 64M", int8_case(64 << 20, args.repeat))]
     for name, (t_np, t_c, nbytes) in cases:
         gbs = nbytes / t_c / 1e9
         print(f"{name:<44}{t_np * 1e3:>9.1f}{t_c * 1e3:>8.1f}{t_np / t_c:>8.1f}x{gbs:>8.1f}"

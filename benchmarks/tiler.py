@@ -1,4 +1,4 @@
-"""AutoTiler ports of seed 001: simulated cycles against the roofline (the busiest unit's
+"""Ports of the GAP AutoTiler's examples: simulated cycles against the roofline (the busiest unit's
 work), how much of the DMA the double buffering hides, and the tiled C program's host time
 against numpy doing the same arithmetic untiled.
 
@@ -56,9 +56,11 @@ def main() -> None:
         hidden = (dma + core - res.cycles) / max(min(dma, core), 1)
         c_ms = 1e3 * best(lambda prog=prog, arrays=arrays: prog.run("c", **arrays), 5)
         np_ms = 1e3 * best(numpy_fn, 5)
-        print(f"{script:<20}{res.cycles:>9}{rep.roofline:>9}{res.cycles / rep.roofline:>8.3f}"
+        bound = rep.roofline_cycles
+        print(f"{script:<20}{res.cycles:>9}{bound:>9}{res.cycles / bound:>8.3f}"
               f"{hidden:>10.0%}{c_ms:>10.2f}{np_ms:>9.2f}")
-    print("x bound: simulated cycles over the roofline (the busiest unit's work). DMA hidden:")
+    print("cycles: simulated; roofline: the bound in cycles (the busiest unit's work); x bound:")
+    print("cycles over roofline. DMA hidden:")
     print("share of the shorter of DMA and compute overlapped by the other. C host ms: one")
     print("run of the tiled C program on this machine (tiles copied through local L1 arrays,")
     print("parallel calls dispatched core by core), Python call and checks included; numpy ms:")

@@ -1,5 +1,5 @@
-"""Seed 000, "n-dimensional tensor multiplication (optimized)": broadcast the inputs to
-the output's shape, fuse the dense inner dims, vectorize.
+"""The Torq EasyKernel guide's "n-dimensional tensor multiplication (optimized)": broadcast the
+inputs to the output's shape, fuse the dense inner dims, vectorize.
 
 Run: python examples/mul_fused_broadcast.py
 """

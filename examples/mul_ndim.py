@@ -1,5 +1,5 @@
-"""Seed 000, "n-dimensional tensor multiplication (vectorized)": one multi-iterator over
-all dims but the last, whatever the rank; outer dims need not be dense.
+"""The Torq EasyKernel guide's "n-dimensional tensor multiplication (vectorized)": one
+multi-iterator over all dims but the last, whatever the rank; outer dims need not be dense.
 
 Run: python examples/mul_ndim.py
 """

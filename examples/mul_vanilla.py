@@ -1,4 +1,5 @@
-"""Seed 000, "1D tensor multiplication (vanilla)": the Slice as a scalar processor.
+"""The Torq EasyKernel guide's "1D tensor multiplication (vanilla)": the Slice as a scalar
+processor.
 
     out[i] = clamp((((input1[i] * input2[i] + bias) * scale + 2**(shift-1)) >> shift), min, max)
 

@@ -1,5 +1,5 @@
-"""Seed 000, vectorized multiplication with append(): any length, no padding. Append
-drops the junk lanes of the last vector and never writes past the output's end.
+"""The Torq EasyKernel guide's vectorized multiplication with append(): any length, no padding.
+Append drops the junk lanes of the last vector and never writes past the output's end.
 
 Run: python examples/mul_vectorized.py
 """

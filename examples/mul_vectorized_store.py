@@ -1,4 +1,4 @@
-"""Seed 000, "1D tensor multiplication (vectorized)", first version: the output is
+"""The Torq EasyKernel guide's "1D tensor multiplication (vectorized)", first version: the output is
 vectorized too, so it must be padded to a multiple of the vector size. Without padding
 npukit refuses at build time; with padding the junk lanes land in the padding.
 

@@ -1,5 +1,5 @@
-"""Seed 000, "2-dimensional reduce": sum the rows of [N, M] into [M], saturating. The
-ALU accumulates ALU-width column vectors over the rows; the Act clamps Act-width
+"""The Torq EasyKernel guide's "2-dimensional reduce": sum the rows of [N, M] into [M], saturating.
+The ALU accumulates ALU-width column vectors over the rows; the Act clamps Act-width
 sub-vectors of the partials (PData.Vectors), overlapping with the next accumulation.
 
 Run: python examples/reduce_2d.py

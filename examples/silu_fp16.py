@@ -1,11 +1,11 @@
-"""Seed 004, "LUT operator": SiLU on float16 by a 512-entry table over [-10, 10] with
-interpolation between neighbouring entries, the work split over the target's cores, each
+"""The Compass DSL tutorial's "LUT operator": SiLU on float16 by a 512-entry table over [-10, 10]
+with interpolation between neighbouring entries, the work split over the target's cores, each
 core streaming its share through local memory (vector loads into IRAM).
 
-The table is seed 002's ``linear_approx`` form of the seed's interpolation: one chord
+The table is the AIE API's ``linear_approx`` form of the tutorial's interpolation: one chord
 (slope, offset) per cell (``npukit.kernels.silu_table``), carried by the program as
 constant data in the Act's table memory. Inputs below -10 are clamped to -10 and inputs
-from 10 up come out unchanged, as the seed's clip and mask do. Every finite float16 value
+from 10 up come out unchanged, as the tutorial's clip and mask do. Every finite float16 value
 goes through the simulated kernel; the result must equal numpy's reading of the
 instruction bit for bit, and stay within the error bound the table spacing and float16
 rounding allow.
@@ -20,8 +20,9 @@ from npukit.kernels import silu_fp16_on_cores, silu_table
 from npukit.lut import linear_approx
 
 
-def seed004_silu(x):
-    """Seed 004's own computation, in numpy: float16 table, float16 interpolation."""
+def compass_silu(x):
+    """The Compass DSL tutorial's own computation, in numpy: float16 table, float16
+    interpolation."""
     lut_len, edge = 512, 10
     xs = np.linspace(-edge, edge, lut_len - 1)
     lut = np.zeros(lut_len, np.float16)
@@ -53,7 +54,7 @@ xf = x.astype(np.float64)
 with np.errstate(over="ignore"):
     silu = xf / (1 + np.exp(-xf))
 err = np.abs(out.astype(np.float64) - silu)
-seed_err = np.abs(seed004_silu(x).astype(np.float64) - silu)
+compass_err = np.abs(compass_silu(x).astype(np.float64) - silu)
 # Bound (tests/test_lut_kernels.py derives it): half a float16 ulp below 16 (2**-8), plus
 # chord error h**2/8 max|silu''| with h = 1/16, plus bfloat16 slope rounding
 # 2**-8 h max|silu'|, plus float32 roundings (< 2e-6).
@@ -67,6 +68,7 @@ print(f"cycles {cycles} (cores in parallel), {x.size / cycles:.2f} elements/cycl
 print(f"table: {lut.size} entries, {runs[0][3].report.peak['LUT']} B of "
       f"{target.lut.memory} as a {target.lut.banks}-bank image")
 print(f"max abs error vs float64 SiLU: {err.max():.6f} at x = {xf[err.argmax()]:g} "
-      f"(bound {bound:.6f}; seed 004's float16 arithmetic: {seed_err.max():.6f})")
+      f"(bound {bound:.6f}; the Compass DSL tutorial's float16 arithmetic: "
+      f"{compass_err.max():.6f})")
 print(f"bit-exact with the instruction's numpy reading (match numpy: {exact})")
 assert exact and err.max() <= bound

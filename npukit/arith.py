@@ -98,7 +98,7 @@ def convert(x: np.ndarray, dt: np.dtype) -> np.ndarray:
 
 # -- LUT instructions (Act lookup / linear_approx) -----------------------------------------
 #
-# A table travels in the program as the flat image of seed 002's memory layout (``Lut.layout``
+# A table travels in the program as the flat image of the AIE API's memory layout (``Lut.layout``
 # for the target's ``lut.banks`` parallel accesses): one scalar per entry of a direct table
 # (8-bit values widened to 16 bits), two adjacent scalars (slope, then offset) per entry of a
 # linear table, the two images of ``parallel=4`` one after the other. ``lut_image`` writes it,

@@ -32,12 +32,23 @@ def _targets(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from .demo import demo
 
-    demo()
-    return 0
+    return 1 if any(c.ok is False for c in demo()) else 0
+
+
+def version() -> str:
+    """The installed package's version, from its metadata."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("npukit")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed: pip install -e .)"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="npukit", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"npukit {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="show what npukit does, section by section")
     demo.set_defaults(func=_demo)
@@ -45,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     from .lut.cli import register as register_lut
 
     register_lut(sub)
+    from .cli_build import register as register_build
+
+    register_build(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -1,6 +1,13 @@
-"""``npukit demo``: one section per capability, each quick and self-checking."""
+"""``npukit demo``: one section per capability, each quick and self-checking.
+
+Each section prints what it shows and returns its checks: ``Check(name, ok)``, ``ok``
+``None`` when a check could not run (no C compiler). ``demo()`` ends with a summary line
+and returns every check; ``npukit demo`` exits non-zero when one failed.
+"""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -9,13 +16,38 @@ from .easy import build, spec
 from .layout import Layout
 
 
+class Check(NamedTuple):
+    """One self-check of the demo: ``ok`` True (held), False (failed) or None (not run)."""
+
+    name: str
+    ok: bool | None
+
+
+def summary(checks: list[Check]) -> str:
+    """``"N checks passed"`` (with how many were skipped), or which ones failed.
+
+    >>> summary([Check("a", True), Check("b", None)])
+    '1 checks passed, 1 skipped (could not run: b)'
+    >>> summary([Check("a", True), Check("b", False)])
+    '1 of 2 checks FAILED: b'
+    """
+    failed = [c.name for c in checks if c.ok is False]
+    skipped = [c.name for c in checks if c.ok is None]
+    if failed:
+        return f"{len(failed)} of {len(checks)} checks FAILED: {', '.join(failed)}"
+    text = f"{len(checks) - len(skipped)} checks passed"
+    return text + (f", {len(skipped)} skipped (could not run: {', '.join(skipped)})"
+                   if skipped else "")
+
+
 def _heading(title: str) -> None:
     print(f"\n== {title} " + "=" * max(0, 74 - len(title)))
 
 
-def layouts() -> None:
-    """Seed 000's tensor editing: vectorize, fuse and broadcast as pure layout values."""
-    _heading("Layouts (seed 000 tensor editing)")
+def layouts() -> list[Check]:
+    """The Torq EasyKernel guide's tensor editing: vectorize, fuse and broadcast as pure
+    layout values, each checked against the numpy view it stands for."""
+    _heading("Layouts (tensor editing of the Torq EasyKernel guide)")
     x = Layout((2, 5, 7), "int8")
     steps = [
         ("x = Layout((2, 5, 7), 'int8')", x),
@@ -34,6 +66,21 @@ def layouts() -> None:
     width = max(len(s) for s, _ in steps)
     for text, value in steps:
         print(f"  {text:<{width}}  -> {value!r}")
+    # The same views in numpy, read through each layout from a flat buffer.
+    data = np.arange(70, dtype=np.int8)
+    seen = {
+        "broadcast [5,7] -> [2,5,7]": (Layout((5, 7), "int8").broadcast_as(x).view(data),
+                                       np.broadcast_to(data[:35].reshape(5, 7), (2, 5, 7))),
+        "fuse + vectorize [5,3,3,2]": (y.fuse(4).vectorize(16).view(np.arange(96, dtype=np.int8))
+                                       .reshape(-1)[:90], np.arange(90, dtype=np.int8)),
+        "slice [1:4, :, ::2]": (y[1:4, :, ::2].view(np.arange(90, dtype=np.int8)),
+                                np.arange(90, dtype=np.int8).reshape(5, 3, 3, 2)[1:4, :, ::2]),
+    }
+    checks = [Check(f"layout {name} = numpy", bool(np.array_equal(got, want)))
+              for name, (got, want) in seen.items()]
+    print(f"  read through a flat buffer, {sum(bool(c.ok) for c in checks)} of {len(checks)} "
+          f"of these views equal numpy's (broadcast_to, reshape, slicing)")
+    return checks
 
 
 def _mul_case(kern, s1, s2, so, dtype="int8", **kw):
@@ -49,7 +96,7 @@ def _mul_case(kern, s1, s2, so, dtype="int8", **kw):
                  out_max=hi, **kw)
     out = np.zeros(so, dtype)
     res = prog.run(input1=a, input2=b, bias_scale=bs, output=out)
-    # numpy oracle: the seed's formula with round-half-up division by 2**6.
+    # numpy oracle: the guide's formula with round-half-up division by 2**6.
     want = np.clip(np.floor_divide((a.astype(np.int64) * b + 7) * 3 + 32, 64), lo, hi)
     data = out[tuple(slice(0, n) for n in want.shape)]  # a padded output's data part
     return prog, res, bool((data == want).all()), dict(input1=a, input2=b, bias_scale=bs), out
@@ -75,22 +122,23 @@ def _vanilla_cycles(n: int) -> int:
     return timeline(prog).cycles
 
 
-def _c_agrees(prog, inputs, sim_out) -> str:
+def _c_agrees(prog, inputs, sim_out) -> tuple[str, bool | None]:
     """Run the C back end on the same inputs: 'same' when every output bit equals the
-    simulator's."""
+    simulator's; with the check's outcome (None: no C compiler)."""
     from .errors import CompilerError
 
     out = np.zeros_like(sim_out)
     try:
         prog.run("c", **inputs, **{prog.params[-1][0].name: out})
     except CompilerError as e:
-        return f"no C: {str(e).splitlines()[0][:30]}"
-    return "same" if out.tobytes() == sim_out.tobytes() else "DIFFERS"
+        return f"no C: {str(e).splitlines()[0][:30]}", None
+    same = out.tobytes() == sim_out.tobytes()
+    return ("same" if same else "DIFFERS"), same
 
 
-def easykernel() -> None:
-    """Seed 000's six kernels on the simulated Torq slice."""
-    _heading("EasyKernel (seed 000) on the simulated Torq slice")
+def easykernel() -> list[Check]:
+    """The Torq EasyKernel guide's six kernels on the simulated Torq slice."""
+    _heading("EasyKernel (the Torq EasyKernel guide) on the simulated Torq slice")
     cases = [
         ("vanilla mul", "[1000]", lambda: _mul_case(K.mul_vanilla, (1000,), (1000,), (1000,))),
         ("vectorized mul, padded store", "[1000]->[1008]",
@@ -106,36 +154,42 @@ def easykernel() -> None:
         ("reduce rows, Act-width", "[32,300]", lambda: _reduce_case("act")),
         ("reduce rows, ALU-width", "[32,300]", lambda: _reduce_case("alu")),
     ]
-    print("  (vs vanilla: the vanilla mul's cycles on as many elements, over this kernel's)")
+    print("  cycles: simulated; roofline: the bound in cycles (the busiest unit's work);")
+    print("  vs vanilla: the vanilla mul's cycles on as many elements, over this kernel's")
     print(f"  {'kernel':<30}{'shape':<17}{'cycles':>7}{'roofline':>9}{'vs vanilla':>11}"
-          f"{'LRAM bytes':>11}  numpy  C = sim")
+          f"{'LRAM bytes':>11}  numpy     C = sim")
+    checks = []
     for name, shape, make in cases:
         prog, res, ok, inputs, out = make()
         # Speed-up over the vanilla kernel (one element per iteration) on as many elements.
         vanilla = _vanilla_cycles(prog.params[0][1].size) if "mul" in name else None
         speed = f"{vanilla / res.cycles:.1f}x" if vanilla else "-"
-        print(f"  {name:<30}{shape:<17}{res.cycles:>7}{res.report.roofline:>9}"
+        c_text, c_ok = _c_agrees(prog, inputs, out)
+        checks += [Check(f"{name}: numpy", ok), Check(f"{name}: C = sim", c_ok)]
+        print(f"  {name:<30}{shape:<17}{res.cycles:>7}{res.report.roofline_cycles:>9}"
               f"{speed:>11}{res.report.bytes_moved.get('LRAM', 0):>11}"
-              f"  {'ok' if ok else 'MISMATCH':<5}  {_c_agrees(prog, inputs, out)}")
+              f"  {'ok' if ok else 'MISMATCH':<8}  {c_text}")
     prog = _mul_case(K.mul, (2, 5, 7), (5, 1), (2, 5, 7))[0]
     print("\n  Derived NDL descriptors for mul [2,5,7] x [5,1] (counts/strides in bytes):")
     for t in prog.transfers():
         print(f"    {t.tensor:<11}{t.src:>5} -> {t.dst:<5} offset {t.offset:<3} counts "
               f"{str(t.counts):<16} strides {t.strides}")
+    return checks
 
 
-def autotiler() -> None:
-    """Seed 001's ports: tiling, L1 use, simulated cycles and how much DMA hides."""
-    _heading("AutoTiler (seed 001) on the simulated GAP8 cluster")
+def autotiler() -> list[Check]:
+    """The GAP AutoTiler's ports: tiling, L1 use, simulated cycles and how much DMA hides."""
+    _heading("AutoTiler (the GAP AutoTiler) on the simulated GAP8 cluster")
     import runpy
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent / "examples" / "tiler"
     if not root.exists():
         print("  (the examples/ folder of the source tree is needed for this section)")
-        return
+        return [Check("AutoTiler ports (examples/ folder not found)", None)]
     print(f"  {'user kernel':<20}{'tiles':>6}{'tile':>5}{'last':>5}{'L1 used / budget':>19}"
-          f"{'cycles':>9}{'DMA':>8}{'core':>8}{'overlap':>9}  numpy  C")
+          f"{'cycles':>9}{'DMA':>8}{'core':>8}{'overlap':>9}  numpy     C")
+    checks = []
     for script, kernel, run in _TILER_CASES:
         mod = runpy.run_path(str(root / f"{script}.py"))
         m = mod["model"]()
@@ -146,13 +200,16 @@ def autotiler() -> None:
         dma = sum(b for u, b in busy.items() if "dma" in u)
         core = busy.get("core", 0)
         hidden = (dma + core - res.cycles) / max(min(dma, core), 1)
+        c_text, c_ok = _c_matches(run, mod, m, out)
+        checks += [Check(f"{label}: numpy", ok), Check(f"{label}: C = sim", c_ok)]
         print(f"  {label:<20}{t.n_tiles:>6}{t.tile:>5}{t.last_tile:>5}"
               f"{f'{t.l1_used} / {t.l1_budget}':>19}{res.cycles:>9}{dma:>8}{core:>8}"
-              f"{hidden:>8.0%}  {'ok' if ok else 'MISMATCH':<5}  "
-              f"{_c_matches(run, mod, m, out)}")
+              f"{hidden:>8.0%}  {'ok' if ok else 'MISMATCH':<8}  {c_text}")
+    print("  tiles and rows; L1 in bytes; cycles: simulated, DMA and core: busy cycles;")
     print("  a group's row shows its first kernel's tiling and the whole group's cycles;")
     print("  overlap: share of the shorter of DMA and compute hidden behind the other;")
     print("  C: 'same' = bit-identical with the simulator, 'close' = within 1e-5 of the largest")
+    return checks
 
 
 def _run_matadd(mod, m, backend):
@@ -198,19 +255,21 @@ def _run_fft(mod, m, backend, dim=256):
     return bool(np.abs(out - want).max() <= 1e-5 * np.abs(want).max()), res, out
 
 
-def _c_matches(run, mod, m, sim_out) -> str:
+def _c_matches(run, mod, m, sim_out) -> tuple[str, bool | None]:
     """'same' when the C back end's output equals the simulator's bit for bit; for float
-    results computed differently by the two (the FFT's C kernels vs numpy), 'close'."""
+    results computed differently by the two (the FFT's C kernels vs numpy), 'close'; with
+    the check's outcome (None: no C compiler)."""
     from .errors import CompilerError
 
     try:
         ok, _, out = run(mod, m, "c")
     except CompilerError as e:
-        return f"no C: {str(e).splitlines()[0][:30]}"
+        return f"no C: {str(e).splitlines()[0][:30]}", None
     if out.tobytes() == sim_out.tobytes():
-        return "same"
+        return "same", True
     scale = np.abs(sim_out).max()
-    return "close" if ok and np.abs(out - sim_out).max() <= 1e-5 * scale else "DIFFERS"
+    close = bool(ok and np.abs(out - sim_out).max() <= 1e-5 * scale)
+    return ("close" if close else "DIFFERS"), close
 
 
 _TILER_CASES = [
@@ -222,9 +281,10 @@ _TILER_CASES = [
 ]
 
 
-def silu() -> None:
-    """Seed 004's float16 SiLU: a 512-entry interpolated table in the Act, two cores."""
-    _heading("SiLU by table (seed 004) on the simulated Torq slices")
+def silu() -> list[Check]:
+    """The Compass DSL tutorial's float16 SiLU: a 512-entry interpolated table in the Act,
+    two cores."""
+    _heading("SiLU by table (the Compass DSL tutorial) on the simulated Torq slices")
     from .lut import linear_approx
 
     x = np.linspace(-12, 12, 4096).astype(np.float16)
@@ -241,16 +301,17 @@ def silu() -> None:
           f"{report.peak['LUT']} B of LUT memory, a constant of the program")
     for core, (lo, hi), _, res in runs:
         print(f"  core {core}: elements {lo}..{hi - 1}, cycles {res.cycles}")
+    same = bool(np.array_equal(out, want))
     print(f"  {x.size} float16 values in [-12, 12]: max abs error {err.max():.5f} vs float64 "
-          f"SiLU, match numpy: {bool(np.array_equal(out, want))}")
+          f"SiLU, match numpy: {same}")
+    return [Check("SiLU table: simulator = numpy linear_approx", same)]
 
 
-def demo() -> None:
-    print("npukit demo: one sequential description, every transfer derived, simulated and run.")
-    layouts()
-    easykernel()
-    silu()
-    autotiler()
+def demo() -> list[Check]:
+    """Run every section, print the summary line and return every check."""
     from .lut.demo import demo as lut_demo
 
-    lut_demo()
+    print("npukit demo: one sequential description, every transfer derived, simulated and run.")
+    checks = layouts() + easykernel() + silu() + autotiler() + lut_demo()
+    print(f"\n{summary(checks)}")
+    return checks

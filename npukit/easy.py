@@ -1,5 +1,5 @@
-"""EasyKernel in Python (seed 000): a kernel is one sequential program over tensor views;
-every data flow is derived from it.
+"""EasyKernel in Python (the Torq EasyKernel guide): a kernel is one sequential program over tensor
+views; every data flow is derived from it.
 
 >>> @kernel
 ... def mul(s, input1, input2, bias_scale, output, *, shift, out_min, out_max):
@@ -12,8 +12,8 @@ every data flow is derived from it.
 ...         s.store(output[i], q)
 
 ``for i in s.iterate(n)`` runs its body once, at build time, and records one hardware loop,
-exactly as the seed's uppercase ``For``. Tensor views are immutable: write
-``x = x.vectorize(16)`` where the seed writes ``x.vectorize(16);``.
+exactly as the guide's uppercase ``For``. Tensor views are immutable: write
+``x = x.vectorize(16)`` where the guide writes ``x.vectorize(16);``.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class LData:
     lanes: ir.Lanes | None = None
     name: str = ""
 
-    # Queries, as in the seed.
+    # Queries, as in the guide.
     @property
     def shape(self) -> tuple[int, ...]:
         return self.layout.shape
@@ -147,7 +147,7 @@ class LData:
 
 @dataclass(frozen=True)
 class Data:
-    """A value held in an internal memory (IData, WData, BData, PData, QData in the seed).
+    """A value held in an internal memory (IData, WData, BData, PData, QData in the guide).
     ``in_pair`` is the (input, weight) dtype pair an ALU result came from."""
 
     view: ir.View
@@ -338,7 +338,7 @@ class _Act(_Unit):
 
     def lookup(self, p: Data, lut, step_bits: int | None = None, bias: int | None = None,
                oor: str | None = None) -> Data:
-        """Direct table lookup, seed 002's ``parallel_lookup`` indexed by the integer
+        """Direct table lookup, the AIE API's ``parallel_lookup`` indexed by the integer
         partials ``p`` (int32) themselves::
 
             raw   = p >> step_bits                        (arithmetic shift: floor)
@@ -351,7 +351,7 @@ class _Act(_Unit):
         uint16, int32, float16, bfloat16 or float32), ``N`` its entries; or a direct
         ``Design``, which brings ``step_bits`` and ``bias`` (pass neither): for input tensors
         holding ``design.quantize(x)``, ``q`` is ``design.evaluate(x)``, times
-        ``2**out_frac_bits`` for integer outputs. seed 002's rules (``LutError``): ``0 <=
+        ``2**out_frac_bits`` for integer outputs. The AIE API's rules (``LutError``): ``0 <=
         step_bits < 32``, ``bias`` 0 or a power of two. The table's memory image for the
         target's ``lut.banks`` parallel accesses is a constant of the program, in the
         target's ``lut.memory`` (``CapacityError`` when it does not fit)."""
@@ -371,14 +371,14 @@ class _Act(_Unit):
         self._input_fits("lookup", p, d)
         from .lut import parallel_lookup
 
-        parallel_lookup(table, np.zeros(1, np.int32), step_bits, bias, oor)  # seed 002's rules
+        parallel_lookup(table, np.zeros(1, np.int32), step_bits, bias, oor)  # the AIE API's rules
         return self._table_op("lookup", p, table, arith.act_result_dtype(table.offset_dtype),
                               step_bits=int(step_bits), bias=int(bias), oor=oor)
 
     def linear_approx(self, p: Data, lut, step_bits: int | None = None,
                       bias: int | None = None, shift_offset: int | None = None, *,
                       clamp: tuple | None = None, scale_exp: int | None = None) -> Data:
-        """Linear approximation, seed 002's ``linear_approx`` on the partials ``p``. First the
+        """Linear approximation, the AIE API's ``linear_approx`` on the partials ``p``. First the
         input is conditioned (``lo, hi = clamp``, either may be ``None``)::
 
             x = p;  x = lo if x < lo;  x = hi if x > hi         (a NaN passes)
@@ -393,7 +393,7 @@ class _Act(_Unit):
             float:   index = (int(floor(x)) >> step_bits) + bias
                      q = slope[index] * x + offset[index]          (float32)
 
-        Integer tables are seed 002's rows (int8/int8/int8 with int8 input and an int32
+        Integer tables are the AIE API's rows (int8/int8/int8 with int8 input and an int32
         result; int16/int16/int16 and int16/int32/int32 with int16 input and an int64
         result); the data the ALU reads must fit ``in``. A float table (float32 offsets,
         bfloat16 slopes) takes the float32 partial (``npukit.lut.EXTENDED_LINEAR_TYPES``):
@@ -407,7 +407,7 @@ class _Act(_Unit):
         2**in_frac_bits``, so its clamp is scaled instead); pass none of them. For input
         tensors holding ``design.quantize(x)``, ``q`` is then ``design.evaluate(x)`` (times
         ``2**out_frac_bits`` for integer outputs), bit for bit. ``LutError`` for a rule of
-        seed 002 (minimum ``step_bits``, ``shift_offset`` range, ...), mixed integer and
+        the AIE API (minimum ``step_bits``, ``shift_offset`` range, ...), mixed integer and
         float operands, or data that does not fit the table's input type."""
         self._partials("linear_approx", p)
         table, d = self._table("linear_approx", lut, "linear")
@@ -424,7 +424,7 @@ class _Act(_Unit):
             else:
                 clamp = tuple(int(math.ldexp(c, d.in_frac_bits)) for c in d.clamp)
         if step_bits is None:
-            raise LutError("Act linear_approx: step_bits is required with a Lut (seed 002's "
+            raise LutError("Act linear_approx: step_bits is required with a Lut (the AIE API's "
                            "linear_approx has no default)")
         bias = 0 if bias is None else bias
         shift_offset = 0 if shift_offset is None else shift_offset
@@ -455,7 +455,7 @@ class _Act(_Unit):
         from .lut import linear_approx
 
         probe = linear_approx(table, np.zeros(1, in_dt), step_bits, bias, shift_offset,
-                              extended=True)  # seed 002's rules, with their numbers
+                              extended=True)  # the AIE API's rules, with their numbers
         return self._table_op("linear_approx", p, table, probe.dtype, step_bits=int(step_bits),
                               bias=int(bias), shift_offset=int(shift_offset), lo=lo, hi=hi,
                               scale_exp=int(scale_exp), in_dtype=in_dt.name)
@@ -522,7 +522,7 @@ class _Act(_Unit):
         if t.lut.memory is None:
             raise KernelError(f"`{label}`: target {t.name!r} has no table memory (lut.memory)")
         if t.lut.banks not in (1, 2, 4):
-            raise LutError(f"target {t.name!r}: lut.banks = {t.lut.banks}; seed 002's tables "
+            raise LutError(f"target {t.name!r}: lut.banks = {t.lut.banks}; the AIE API's tables "
                            f"take 1, 2 or 4 parallel accesses")
         image, desc = arith.lut_image(table, t.lut.banks, t.lut.bank_bits)
         # "lut.table": no tensor can take the name (parameters are Python identifiers).
@@ -567,7 +567,7 @@ class _Act(_Unit):
 
 
 class Slice:
-    """The logical Slice of seed 000 while a kernel is being recorded."""
+    """The logical Slice of the Torq EasyKernel guide while a kernel is being recorded."""
 
     def __init__(self, tgt: Target):
         self.target = tgt

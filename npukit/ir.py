@@ -26,11 +26,13 @@ run in order, loop bodies once per iteration. Back ends must agree with that rea
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import KernelError
 from .layout import Layout
 
 # -- index expressions --------------------------------------------------------------------
@@ -364,6 +366,23 @@ class Extern:
     cost: object = None
     arg_type: str = ""
 
+    def __getstate__(self) -> dict:
+        """Pickle saves ``reference`` and ``cost`` by their module and name, so each must be
+        a module-level function; a lambda or a nested function is refused here, naming it."""
+        for what in ("reference", "cost"):
+            fn = getattr(self, what)
+            if fn is None:
+                continue
+            try:
+                pickle.dumps(fn)
+            except (pickle.PicklingError, AttributeError, TypeError) as exc:
+                raise KernelError(
+                    f"cannot pickle basic kernel {self.name!r}: its {what}= "
+                    f"{getattr(fn, '__qualname__', type(fn).__name__)} is not a module-level "
+                    f"function that pickle can find by name ({exc}); define it with def at "
+                    f"the top level of an importable module") from exc
+        return dict(self.__dict__)
+
 
 @dataclass(frozen=True)
 class Call:
@@ -375,9 +394,10 @@ class Call:
 Stmt = Loop | Copy | Append | ResetCursor | Fill | Compute | Call
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Program:
-    """A kernel lowered to the IR: parameters, internal buffers, body, target, attributes."""
+    """A kernel lowered to the IR: parameters, internal buffers, body, target, attributes.
+    ``print(prog)`` shows it as indented text (``npukit.ir_text``); ``repr`` is one line."""
 
     name: str
     target: object  # npukit.machine.Target
@@ -386,6 +406,15 @@ class Program:
     body: tuple[Stmt, ...]
     attrs: tuple[tuple[str, object], ...] = ()
     source: str = ""
+
+    def __str__(self) -> str:
+        from .ir_text import program_text
+        return program_text(self)
+
+    def __repr__(self) -> str:
+        count = sum(1 for _ in self.walk())
+        return (f"<Program {self.name!r} for {self.target.name}: {len(self.params)} parameters, "
+                f"{len(self.buffers)} buffers, {count} statements; print() shows the IR>")
 
     def param(self, name: str) -> tuple[Buffer, Layout]:
         for b, lay in self.params:

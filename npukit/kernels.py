@@ -1,6 +1,6 @@
-"""The kernels of seed 000 (EasyKernel), in Python, and seed 004's SiLU. Each is a
-``@kernel``: build it with ``npukit.build(k, target=..., name=npukit.spec(...), ...,
-attr=value)``."""
+"""The kernels of the Torq EasyKernel guide, in Python, and the Compass DSL tutorial's SiLU.
+Each is a ``@kernel``: build it with ``npukit.build(k, target=..., name=npukit.spec(...),
+..., attr=value)``."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ def _same_1d(input1, input2) -> None:
 
 @kernel
 def mul_vanilla(s, input1, input2, bias_scale, output, *, shift, out_min, out_max):
-    """Seed 000 "1D tensor multiplication (vanilla)": one element per iteration."""
+    """The Torq EasyKernel guide's "1D tensor multiplication (vanilla)": one element per
+    iteration."""
     _same_1d(input1, input2)
     bdata = s.bram.load(bias_scale)
     for i in s.iterate(input1.dim(0)):
@@ -35,8 +36,8 @@ def mul_vanilla(s, input1, input2, bias_scale, output, *, shift, out_min, out_ma
 
 @kernel
 def mul_vectorized_store(s, input1, input2, bias_scale, output, *, shift, out_min, out_max):
-    """Seed 000 "vectorized", first version: the output is vectorized too, so it must be
-    padded to a multiple of the vector size (deprecated: see ``mul_vectorized``)."""
+    """The Torq EasyKernel guide's "vectorized", first version: the output is vectorized too, so it
+    must be padded to a multiple of the vector size (deprecated: see ``mul_vectorized``)."""
     _same_1d(input1, input2)
     n = s.act.width(input1.dtype, input2.dtype)
     input1, input2, output = input1.vectorize(n), input2.vectorize(n), output.vectorize(n)
@@ -51,7 +52,7 @@ def mul_vectorized_store(s, input1, input2, bias_scale, output, *, shift, out_mi
 
 @kernel
 def mul_vectorized(s, input1, input2, bias_scale, output, *, shift, out_min, out_max):
-    """Seed 000 "vectorized" with ``append``: any length, no padding."""
+    """The Torq EasyKernel guide's "vectorized" with ``append``: any length, no padding."""
     _same_1d(input1, input2)
     n = s.act.width(input1.dtype, input2.dtype)
     input1, input2 = input1.vectorize(n), input2.vectorize(n)
@@ -66,7 +67,8 @@ def mul_vectorized(s, input1, input2, bias_scale, output, *, shift, out_min, out
 
 @kernel
 def mul_ndim(s, input1, input2, bias_scale, output, *, shift, out_min, out_max):
-    """Seed 000 "n-dimensional (vectorized)": a multi-iterator over all dims but the last."""
+    """The Torq EasyKernel guide's "n-dimensional (vectorized)": a multi-iterator over all dims but
+    the last."""
     if input1.shape != input2.shape:
         raise ShapeError(f"mul: input shapes {input1.shape} and {input2.shape} differ")
     if min(input1.dense_dims(), input2.dense_dims(), output.dense_dims()) == 0:
@@ -84,8 +86,8 @@ def mul_ndim(s, input1, input2, bias_scale, output, *, shift, out_min, out_max):
 
 @kernel
 def mul(s, input1, input2, bias_scale, output, *, shift, out_min, out_max, fuse=True):
-    """Seed 000 "n-dimensional (optimized)": broadcast, fuse dense inner dims, vectorize.
-    ``fuse=False`` keeps the dims apart (to measure what fusing buys)."""
+    """The Torq EasyKernel guide's "n-dimensional (optimized)": broadcast, fuse dense inner dims,
+    vectorize. ``fuse=False`` keeps the dims apart (to measure what fusing buys)."""
     input1, input2 = input1.broadcast_as(output), input2.broadcast_as(output)
     dense = min(input1.dense_dims(), input2.dense_dims(), output.dense_dims()) if fuse else 0
     n = s.act.width(input1.dtype, input2.dtype)
@@ -102,9 +104,10 @@ def mul(s, input1, input2, bias_scale, output, *, shift, out_min, out_max, fuse=
 
 @kernel
 def reduce_rows(s, input, output, *, vector="alu"):
-    """Seed 000 "2-dimensional reduce": sum the rows of [N, M] into [M], saturating to the
-    output dtype. ``vector="alu"`` accumulates ALU-width vectors and splits the partials
-    into Act-width sub-vectors (the seed's advice); ``"act"`` uses Act-width throughout."""
+    """The Torq EasyKernel guide's "2-dimensional reduce": sum the rows of [N, M] into [M],
+    saturating to the output dtype. ``vector="alu"`` accumulates ALU-width vectors and splits the
+    partials into Act-width sub-vectors (the guide's advice); ``"act"`` uses Act-width
+    throughout."""
     rows, cols = 0, 1
     if input.rank != 2 or output.rank != 1 or input.dim(cols) != output.dim(0):
         raise ShapeError(f"reduce: input {input.shape} and output {output.shape} must be "
@@ -123,26 +126,26 @@ def reduce_rows(s, input, output, *, vector="alu"):
             s.append(output, res)
 
 
-# -- seed 004: SiLU on float16 by a 512-entry table with interpolation ---------------------
+# -- the Compass DSL tutorial: SiLU on float16 by a 512-entry table with interpolation ----
 
-SILU_LUT_LEN = 512      # seed 004's lut_len
-SILU_LUT_EDGE = 10      # seed 004's lut_edge: the table covers [-10, 10]
+SILU_LUT_LEN = 512      # the Compass DSL tutorial's lut_len
+SILU_LUT_EDGE = 10      # the Compass DSL tutorial's lut_edge: the table covers [-10, 10]
 
 
 @functools.cache
 def silu_table():
-    """Seed 004's SiLU table in seed 002's ``linear_approx`` form: ``(Lut, parameters)`` for
-    ``s.act.linear_approx(p, lut, **parameters)``.
+    """The Compass DSL tutorial's SiLU table in the AIE API's ``linear_approx`` form: ``(Lut,
+    parameters)`` for ``s.act.linear_approx(p, lut, **parameters)``.
 
-    Seed 004 interpolates between neighbouring samples of a 512-entry table over [-10, 10]
-    (the chord through them); a ``linear_approx`` entry holds that chord as (slope, offset).
-    Seed 002's index is a shift, so cells are a power of two wide: the float16 input is
-    scaled by ``2**4`` (exact) and 320 chords of width 1/16 cover [-10, 10) (the seed: 510
-    of width 20/510), sampled by ``npukit.lut.design("silu", -10, 10, 512, kind="linear")``.
-    Outside the range the table does what the seed's clamp and mask do: the input is
-    clamped below at -10 (its first chord starts at silu(-10)), and the other 192 entries,
+    The Compass DSL tutorial interpolates between neighbouring samples of a 512-entry table over
+    [-10, 10] (the chord through them); a ``linear_approx`` entry holds that chord as (slope,
+    offset). The AIE API's index is a shift, so cells are a power of two wide: the float16 input is
+    scaled by ``2**4`` (exact) and 320 chords of width 1/16 cover [-10, 10) (the Compass DSL
+    tutorial: 510 of width 20/510), sampled by ``npukit.lut.design("silu", -10, 10, 512,
+    kind="linear")``. Outside the range the table does what the tutorial's clamp and mask do: the
+    input is clamped below at -10 (its first chord starts at silu(-10)), and the other 192 entries,
     which every ``x >= 10`` reaches (the index saturates), hold the line ``y = x`` (slope
-    ``2**-4`` per scaled unit, offset 0), the seed's ``vsel(x, ...)`` for
+    ``2**-4`` per scaled unit, offset 0), the tutorial's ``vsel(x, ...)`` for
     ``x_idx >= lut_len - 2``."""
     from .lut import Lut, design
 
@@ -159,8 +162,8 @@ def silu_table():
 
 @kernel
 def silu_fp16(s, input, output):
-    """Seed 004's SiLU on a 1-D float16 tensor: ALU-width vectors stream through IRAM (the
-    seed's DMA to local SRAM), the ALU passes them to float32 partials, and the Act
+    """The Compass DSL tutorial's SiLU on a 1-D float16 tensor: ALU-width vectors stream through
+    IRAM (the tutorial's DMA to local SRAM), the ALU passes them to float32 partials, and the Act
     interpolates in ``silu_table()`` one Act-width sub-vector at a time; the store rounds
     the float32 results to float16 (nearest even). Any length: the last vector's junk lanes
     are never written (``append``). ``silu_fp16_on_cores`` splits the work over cores."""
@@ -181,8 +184,9 @@ def silu_fp16(s, input, output):
 
 
 def core_share(n: int, cores: int, core: int) -> tuple[int, int]:
-    """Seed 004's split of ``n`` elements: core ``c`` takes ``[c * per, min(n, (c + 1) *
-    per))`` with ``per = ceil(n / cores)``; the last cores may get fewer or none.
+    """The Compass DSL tutorial's split of ``n`` elements: core ``c`` takes
+    ``[c * per, min(n, (c + 1) * per))`` with ``per = ceil(n / cores)``; the last cores may get
+    fewer or none.
 
     >>> [core_share(5, 2, c) for c in range(2)], core_share(1, 2, 1)
     ([(0, 3), (3, 5)], (1, 1))
@@ -193,9 +197,9 @@ def core_share(n: int, cores: int, core: int) -> tuple[int, int]:
 
 
 def silu_fp16_on_cores(x: np.ndarray, out: np.ndarray, target="torq", backend: str = "sim"):
-    """Run ``silu_fp16`` on every core of ``target`` (``cores`` in its TOML), as seed 004
-    does: core ``c`` gets its ``core_share`` of the elements as a program of its own (the
-    seed's kernel reads its core id; here each core's program is built for its slice), and
+    """Run ``silu_fp16`` on every core of ``target`` (``cores`` in its TOML), as the Compass DSL
+    tutorial does: core ``c`` gets its ``core_share`` of the elements as a program of its own (the
+    tutorial's kernel reads its core id; here each core's program is built for its slice), and
     writes its slice of ``out``. The cores run in parallel, so the kernel takes the slowest
     core's cycles (their engines are modelled independently). Returns ``[(core, (lo, hi),
     program, result)]`` for the cores with work."""

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from .dtypes import dtype as _dtype
@@ -22,6 +21,31 @@ from .errors import DTypeError, TargetError
 
 _BUILTIN = Path(__file__).parent / "targets"
 ROUNDING_MODES = ("half_up", "half_even", "floor")
+
+
+class FrozenMap(Mapping):
+    """A read-only mapping that pickles (``types.MappingProxyType`` does not, and programs
+    carry their target). Equal to any mapping with the same items.
+
+    >>> m = FrozenMap({"IRAM": 288})
+    >>> m["IRAM"], m == {"IRAM": 288}
+    (288, True)
+    """
+
+    def __init__(self, items: Mapping | None = None):
+        self._items = dict(items or {})
+
+    def __getitem__(self, key):
+        return self._items[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._items!r})"
 
 
 @dataclass(frozen=True)
@@ -71,7 +95,7 @@ class Arith:
 
 @dataclass(frozen=True)
 class LutBanks:
-    """Table hardware: ``banks`` parallel table accesses (seed 002's 1, 2 or 4: the memory
+    """Table hardware: ``banks`` parallel table accesses (the AIE API's 1, 2 or 4: the memory
     image a table takes), ``bank_bits`` the bank width, ``memory`` the memory that holds
     tables (``None``: the target runs no LUT instructions)."""
 
@@ -108,14 +132,19 @@ def targets() -> list[str]:
     return sorted(p.stem for p in _BUILTIN.glob("*.toml"))
 
 
-def target(name: str | Target) -> Target:
-    """A built-in target by name (a ``Target`` passes through)."""
+def target(name: str | Path | Target) -> Target:
+    """A target: a built-in one by name (``target("torq")``), a TOML file of your own by
+    path (a ``pathlib.Path``, or a str ending in ``.toml``: ``target("my_npu.toml")``,
+    see docs/targets.md), or a ``Target``, which passes through."""
     if isinstance(name, Target):
         return name
-    path = _BUILTIN / f"{name}.toml"
-    if not path.exists():
-        raise TargetError(f"unknown target {name!r}; built-in targets: {', '.join(targets())}")
-    return load_target(path)
+    if isinstance(name, Path) or (isinstance(name, str) and name.endswith(".toml")):
+        return load_target(name)
+    if isinstance(name, str) and name in targets():
+        return load_target(_BUILTIN / f"{name}.toml")
+    raise TargetError(f"unknown target {name!r}; built-in targets: {', '.join(targets())}; "
+                      f"or the path of a target file of your own, ending in .toml "
+                      f"(see docs/targets.md)")
 
 
 def load_target(path: str | Path) -> Target:
@@ -146,7 +175,7 @@ def load_target(path: str | Path) -> Target:
                                   f"'<dtype>,<dtype or none>': {exc}") from exc
             widths[key] = r.int(f"units.{k}.width.{pair}", minimum=1,
                                 raw_key=(f"units.{k}.width", pair))
-        units[k] = Unit(k, MappingProxyType(widths), r.int(f"units.{k}.latency"))
+        units[k] = Unit(k, FrozenMap(widths), r.int(f"units.{k}.latency"))
     rounding = r.get("arith.rounding", str)
     if rounding not in ROUNDING_MODES:
         raise TargetError(f"{path}: key arith.rounding: expected one of {ROUNDING_MODES}, "
@@ -162,12 +191,12 @@ def load_target(path: str | Path) -> Target:
     return Target(
         name=r.get("name", str), description=r.get("description", str),
         clock_mhz=r.number("clock_mhz"), cores=r.int("cores", minimum=1), home=home,
-        memories=MappingProxyType(memories), engines=MappingProxyType(engines),
-        units=MappingProxyType(units),
+        memories=FrozenMap(memories), engines=FrozenMap(engines),
+        units=FrozenMap(units),
         arith=Arith(rounding, r.get("arith.saturate", bool)),
         lut=LutBanks(r.int("lut.banks", minimum=1), r.int("lut.bank_bits", minimum=8),
                      lut_memory),
-        path=str(path))
+        path=str(path.resolve()))
 
 
 class _Reader:

@@ -1,5 +1,6 @@
 """The ``npukit`` command: ``targets`` lists every built-in target with its numbers, and
-``demo`` runs, printing the layouts section."""
+``demo`` runs, printing the layouts section and a summary of its checks, failing when one
+fails."""
 
 from __future__ import annotations
 
@@ -45,6 +46,81 @@ def test_demo_prints_the_layouts_section(capsys):
     assert "Layout(int8[6, 16], strides=(16, 1), offset=0, valid=90 of last 2 dims)" in out
     assert "Layout(int8[2, 5, 7], strides=(0, 7, 1), offset=0)" in out
     assert "Layout(int8[2, 5, 7], strides=(0, 0, 0), offset=0)" in out
+
+
+# The demo's self-checks: 3 layout views, 8 EasyKernel kernels x (numpy, C), the SiLU
+# table, 5 AutoTiler ports x (numpy, C), 2 LUT claims.
+DEMO_CHECKS = 3 + 8 * 2 + 1 + 5 * 2 + 2
+
+
+def test_demo_ends_with_a_summary_of_every_check(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().splitlines()[-1] == f"{DEMO_CHECKS} checks passed"
+    assert "MISMATCH" not in out and "DIFFERS" not in out and "FAILS" not in out
+
+
+def test_a_wrong_kernel_result_fails_the_demo(capsys, monkeypatch):
+    from npukit import kernels as K
+
+    right = K.mul_vanilla
+
+    @nk.kernel
+    def mul_vanilla(s, input1, input2, bias_scale, output, *, shift, out_min, out_max):
+        right.fn(s, input1, input2, bias_scale, output, shift=shift + 1, out_min=out_min,
+                 out_max=out_max)  # off by one bit: numpy disagrees, C still equals sim
+
+    monkeypatch.setattr(K, "mul_vanilla", mul_vanilla)
+    assert main(["demo"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^  vanilla mul .* MISMATCH +same$", out, re.MULTILINE)
+    assert out.rstrip().splitlines()[-1] == f"1 of {DEMO_CHECKS} checks FAILED: vanilla mul: numpy"
+
+
+def test_a_failed_lut_claim_fails_the_demo(capsys, monkeypatch):
+    import npukit.lut.demo as lut_demo
+    from npukit.lut.sigmoid import ApproxError
+
+    monkeypatch.setattr(lut_demo, "sigmoid_errors", lambda points: (
+        ApproxError("table", "[-8, 8]", 0.02, 0.01),))
+    assert main(["demo"]) == 1
+    out = capsys.readouterr().out
+    assert "within about 0.01 everywhere: FAILS (0.02)" in out
+    assert out.rstrip().endswith("FAILED: LUT: 33-entry sigmoid table within 0.01")
+
+
+def test_c_that_differs_from_the_simulator_fails_the_demo(capsys, monkeypatch):
+    import npukit.c
+
+    real = npukit.c.run_c
+
+    def wrong_first_element(prog, arrays, **kw):
+        res = real(prog, arrays, **kw)
+        for a in res.outputs.values():
+            flat = a.reshape(-1)  # a view: the demo's outputs are contiguous
+            flat[:1] = flat[:1] * 3 + 101  # never equal: 2x + 101 is odd (ints), or large
+        return res
+
+    monkeypatch.setattr(npukit.c, "run_c", wrong_first_element)
+    assert main(["demo"]) == 1
+    out = capsys.readouterr().out
+    last = out.rstrip().splitlines()[-1]
+    assert last.startswith(f"13 of {DEMO_CHECKS} checks FAILED: vanilla mul: C = sim, ")
+    assert "MatAdd: C = sim" in last and "FFT2D group: C = sim" in last
+    assert out.count("DIFFERS") == 13
+
+
+def test_without_a_c_compiler_the_c_checks_are_skipped(capsys, monkeypatch):
+    import npukit.c
+
+    def no_compiler(prog, arrays, **kw):
+        raise nk.CompilerError("no C compiler found: install gcc")
+
+    monkeypatch.setattr(npukit.c, "run_c", no_compiler)
+    assert main(["demo"]) == 0
+    last = capsys.readouterr().out.rstrip().splitlines()[-1]
+    assert last.startswith(f"{DEMO_CHECKS - 13} checks passed, 13 skipped (could not run: "
+                           f"vanilla mul: C = sim, ")
 
 
 def test_a_command_is_required(capsys):

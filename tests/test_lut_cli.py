@@ -3,6 +3,7 @@
 import argparse
 import sys
 
+import numpy as np
 import pytest
 
 from npukit.lut.cli import register
@@ -68,8 +69,30 @@ def test_lut_plot_without_matplotlib_says_so(tmp_path, capsys, monkeypatch):
 def test_demo_prints_the_lut_section(capsys):
     demo()
     out = capsys.readouterr().out
-    assert "Lookup tables (seeds 002, 003, 004)" in out
+    assert "Lookup tables (the AIE API, the TPP tensor compiler, the Compass DSL)" in out
     for approach in ("fast", "taylor", "table"):
         assert f"\n  {approach} " in out
     assert "holds" in out and "512 (offset float32, slope bfloat16) entries" in out
     assert "sample" in out and "minimax" in out
+
+
+def test_demo_lut_errors_are_ones_a_reader_can_judge(capsys):
+    """The SiLU rows give |error| in SiLU's units, relative to SiLU's range and in float32
+    ulps at the worst point, under a legend; not a max_ulp dominated by SiLU's zero."""
+    demo()
+    out = capsys.readouterr().out
+    assert "max_ulp" not in out
+    head = next(line for line in out.splitlines() if line.startswith("  method "))
+    assert head.split() == ["method", "max", "|error|", "at", "x", "/", "range", "ulps", "mean",
+                            "|error|"]
+    assert "/ range: over SiLU's range on [-10, 10] (10.28); ulps: float32 steps" in out
+    silu = lambda x: x / (1 + np.exp(-x))  # noqa: E731
+    span = silu(np.float64(10)) - silu(np.linspace(-2, 0, 200001)).min()  # min near -1.278
+    for method in ("sample", "minimax"):
+        row = next(line for line in out.splitlines() if line.startswith(f"  {method} "))
+        max_abs, at, of_range, ulps, mean_abs = map(float, row.split()[1:])
+        assert 1e-4 < max_abs < 1e-3 and 0 < mean_abs < max_abs
+        assert of_range == pytest.approx(max_abs / span, rel=0.02)
+        spacing = float(np.spacing(np.float32(silu(at))))  # float32 ulp at SiLU(x)
+        assert ulps == pytest.approx(max_abs / spacing, rel=0.02)
+        assert 1e3 < ulps < 1e5  # far coarser than float32, as the legend says

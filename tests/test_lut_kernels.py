@@ -512,7 +512,7 @@ FLT = Lut(np.ones(8, np.float32), np.ones(8, BF16))
     (linear_kernel, "int16", {"lut": LIN8, "step_bits": 2},
      nk.LutError, ["input type is int8 (-128..127)", "int16 data"]),
     (linear_kernel, "int8", {"lut": LIN8, "step_bits": 1},
-     nk.LutError, ["step_bits=1", "[2, 8)", "minimum step_bits of seed 002's table is 2"]),
+     nk.LutError, ["step_bits=1", "[2, 8)", "minimum step_bits of the AIE API's table is 2"]),
     (linear_kernel, "int16", {"lut": LIN16, "step_bits": 3, "shift_offset": 48},
      nk.LutError, ["shift_offset=48", "[0, 47]"]),
     (linear_kernel, "int16", {"lut": LIN16}, nk.LutError, ["step_bits is required"]),

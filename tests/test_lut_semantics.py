@@ -265,7 +265,7 @@ def test_linear_approx_minimum_step_bits(row):
             linear_approx(lut, x, row.min_step_bits - 1)
         msg = str(err.value)
         assert f"step_bits={row.min_step_bits - 1}" in msg
-        assert f"minimum step_bits of seed 002's table is {row.min_step_bits}" in msg
+        assert f"minimum step_bits of the AIE API's table is {row.min_step_bits}" in msg
     linear_approx(lut, x, row.min_step_bits)
 
 

@@ -7,6 +7,7 @@ import dataclasses
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import npukit as nk
@@ -102,7 +103,41 @@ def test_unknown_target():
     assert "'nope'" in msg
     for name in targets():
         assert name in msg
+    assert "ending in .toml" in msg  # says a file of one's own is accepted too
     assert isinstance(err.value, NpukitError)
+    for bad in (None, 3, "../targets/torq"):
+        with pytest.raises(TargetError, match="built-in targets: "):
+            target(bad)
+
+
+def test_a_target_file_of_ones_own_by_path(tmp_path, monkeypatch):
+    path = write(tmp_path, MINI.replace('"int8,int8" = 8', '"int8,int8" = 8\n"int8,none" = 8'))
+    by_path, by_str = target(path), target(str(path))
+    assert by_path == by_str == load_target(path) and by_path.name == "mini"
+    monkeypatch.chdir(tmp_path)
+    assert target("mini.toml") == by_path  # relative to the working directory
+    with pytest.raises(TargetError, match=r"missing\.toml: cannot read target"):
+        target("missing.toml")
+    with pytest.raises(TargetError, match="cannot read target"):
+        target(tmp_path / "missing")
+    # Everywhere a target name is taken, a path is too: an EasyKernel build ...
+    from npukit import kernels as K
+
+    torq = Path(nk.target("torq").path).read_text()
+    mine = torq.replace('name = "torq"', 'name = "my_npu"')
+    (tmp_path / "my_npu.toml").write_text(mine.replace('"int8,none" = 64', '"int8,none" = 8'))
+    prog = nk.build(K.reduce_rows, target="my_npu.toml", input=nk.spec((3, 10), "int8"),
+                    output=nk.spec((10,), "int8"), vector="alu")
+    assert prog.target.name == "my_npu" and prog.target.units["alu"].width("int8") == 8
+    assert prog.buffers[0].size == 8  # vectors of the file's ALU width
+    x = np.arange(-15, 15, dtype=np.int8).reshape(3, 10) * 5
+    out = np.zeros(10, np.int8)
+    prog.run(input=x, output=out)
+    assert out.tolist() == np.clip(x.astype(int).sum(0), -128, 127).tolist()
+    # ... and an AutoTiler model.
+    from npukit.tiler import Model
+
+    assert Model(target=Path(nk.target("gap8").path)).target == nk.target("gap8")
 
 
 def test_targets_are_immutable():

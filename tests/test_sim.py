@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ from kernel_helpers import rescale_ref
 
 import npukit as nk
 from npukit import kernels as K
-from npukit.sim.timing import timeline
+from npukit.sim.timing import Report, timeline
 
 
 def mul_prog(kern, shape, dtype="int8", target="torq", shift=6, **extra):
@@ -149,3 +150,21 @@ def test_sixteen_bit_products_and_wide_partials():
     out = np.zeros(32, np.int16)
     prog.run(input1=x, input2=x, bias_scale=np.array([7, 3], np.int32), output=out)
     assert (out == rescale_ref(x, x, 7, 3, 15, -128, 127)).all()
+
+
+def test_report_says_its_units():
+    rep = timeline(mul_prog(K.mul_vectorized, (1000,)))
+    assert rep.roofline_cycles == rep.roofline == max(rep.compute_bound, rep.transfer_bound)
+    lines = str(rep).splitlines()
+    bound = rep.roofline_cycles
+    assert lines[0] == (
+        f"{rep.cycles} cycles ({rep.cycles / 800:.4g} us at 800 MHz); roofline {bound} cycles "
+        f"(compute {rep.compute_bound} cycles, transfers {rep.transfer_bound} cycles): "
+        f"{rep.cycles / bound:.2f}x the bound")
+    # Every other line: a unit or memory, a quantity, its number and its unit.
+    for line in lines[1:]:
+        assert re.fullmatch(r"  \S+ +(busy +\d+ cycles \( *[\d.]+%\)|moved +\d+ B|"
+                            r"peak +\d+ B of \d+ B)", line), line
+    assert len(lines) == 1 + len(rep.busy) + len(rep.bytes_moved) + len(rep.peak)
+    assert "roofline" in Report.roofline_cycles.__doc__ and "cycles" in \
+        Report.roofline.__doc__

@@ -1,4 +1,4 @@
-"""Seed 001, "User kernel example - CNN convolution layer": InPlane input planes of W x H
+"""The GAP AutoTiler's "User kernel example - CNN convolution layer": InPlane input planes of W x H
 Q-format shorts, OutPlane outputs of (W-4) x (H-4), a 5x5 filter per (out, in) plane pair.
 Tiles of the input overlap by 4 lines; the filter is untiled; each output tile is set to
 its plane's bias in the in-plane prolog, then every input plane's convolution is added:

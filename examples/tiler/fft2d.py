@@ -1,9 +1,9 @@
-"""Seed 001, "User kernel group example, 2D FFT": a byte image of Dim x Dim (Dim a power
+"""The GAP AutoTiler's "User kernel group example, 2D FFT": a byte image of Dim x Dim (Dim a power
 of two) expanded to complex, FFT'd along rows (horizontal tiles), then along columns
 (vertical tiles), each pass decimated in frequency and reordered by a swap table. Radix 4
-when log2(Dim) is even, else radix 2, as the seed selects.
+when log2(Dim) is even, else radix 2, as the AutoTiler's example selects.
 
-This port uses float32 complex samples (C ``float _Complex``) instead of the seed's Q15
+This port uses float32 complex samples (C ``float _Complex``) instead of the example's Q15
 I/Q pairs; the basic kernels' numpy references compute each 1-D transform with numpy and
 store it in the digit-reversed order a DIF FFT produces, so the swap kernels have real work.
 Their C versions (``FFT_KERNELS_C``, for ``backend="c"``) are in-place radix-2 and radix-4

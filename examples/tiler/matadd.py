@@ -1,4 +1,4 @@
-"""Seed 001, "Illustrative example 1 - Matrix addition", ported line by line.
+"""The GAP AutoTiler's "Illustrative example 1 - Matrix addition", ported line by line.
 
 MatAdd(In1, In2, Out) adds two 200 x 300 int32 matrices that live in L2; the AutoTiler
 cuts them in tiles that fit a 51200-byte L1 budget and double-buffers every argument.

@@ -1,4 +1,4 @@
-"""Seed 001, "Illustrative example 2 - Searching the maximum in a 2D matrix": a parallel
+"""The GAP AutoTiler's "Illustrative example 2 - Searching the maximum in a 2D matrix": a parallel
 map (the max of each tile into a dyn-tile buffer) and a sequential reduction in the
 inner-loop epilog.
 

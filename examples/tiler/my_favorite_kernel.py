@@ -1,10 +1,10 @@
-"""Seed 001, "MyFavoriteKernel": a 4-D user kernel (4 input planes, 4 output planes, order 2)
-adding two 75 x 75 int32 inputs plus a per-output-plane bias into each output plane,
+"""The GAP AutoTiler's "MyFavoriteKernel": a 4-D user kernel (4 input planes, 4 output planes, order
+2) adding two 75 x 75 int32 inputs plus a per-output-plane bias into each output plane,
 summed over the input planes:
 
     Out[op] = sum over ip of (In1[ip] + In2[ip] + Bias[op])
 
-The seed's MatrixAdd assigns; to make the sum over input planes that the seed describes,
+The documentation's MatrixAdd assigns; to make the sum over input planes it describes,
 this port's MatrixAdd accumulates and a KerSetZero call at LOC_IN_PLANE_PROLOG clears each
 output tile before the input planes are traversed (as the CNN example does with its bias).
 

@@ -11,8 +11,8 @@ system compiler and cached on disk (``toolchain``), run through ctypes on the nu
 True
 """
 
-from .emit import c_source, entry_name
+from .emit import c_header, c_source, entry_name
 from .runtime import run_c
 from .toolchain import sanitizer_env
 
-__all__ = ["c_source", "entry_name", "run_c", "sanitizer_env"]
+__all__ = ["c_header", "c_source", "entry_name", "run_c", "sanitizer_env"]

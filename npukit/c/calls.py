@@ -1,5 +1,5 @@
 """Calls of basic kernels (``ir.Call`` of an ``ir.Extern``), as the AutoTiler's generated
-code makes them (seed 001).
+code makes them (the GAP AutoTiler).
 
 Each distinct non-empty ``Extern.c_source`` is emitted once, before the entry function, after
 a prelude of what GAP8 basic kernels rely on: the ``Word8`` ... ``Wordu32`` types and the
@@ -9,10 +9,10 @@ says which one, ``gap_waitbarrier()`` has nothing to wait for (the cores before 
 finished, the ones after have not started). A kernel must therefore not rely on its cores
 running at the same time — the ports combine per-core partial results in the last core.
 
-A parallel kernel with an argument type (``arg_type``, the seed's ``ParArgTypeName``) is
+A parallel kernel with an argument type (``arg_type``, the AutoTiler's ``ParArgTypeName``) is
 called as ``fn(KerArg)`` with a pointer to that struct, whose fields are named as its C
 arguments; the struct of each call site is declared once with the arguments that never
-change filled in ("Kernel invariant arguments", as the seed's generated code does), the
+change filled in ("Kernel invariant arguments", as the AutoTiler's generated code does), the
 others are set before each call. Other kernels take their arguments directly.
 
 >>> sorted(defined_names("typedef struct { int A; } T;\\nvoid F(T *Arg) { G(1); }"))

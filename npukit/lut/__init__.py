@@ -1,5 +1,5 @@
-"""Lookup tables (seed 002's ``aie::lut``, ``parallel_lookup``, ``linear_approx``), their
-design for common activations, and seed 003's sigmoid approximations."""
+"""Lookup tables (the AIE API's ``aie::lut``, ``parallel_lookup``, ``linear_approx``), their
+design for common activations, and the TPP tensor compiler's sigmoid approximations."""
 
 from .catalogue import FUNCTIONS, Function, function
 from .design import Design, ErrorStats, design

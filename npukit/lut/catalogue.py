@@ -30,7 +30,7 @@ def sigmoid(x) -> np.ndarray:
 
 
 def silu(x) -> np.ndarray:
-    """``x * sigmoid(x)`` (seed 004's activation).
+    """``x * sigmoid(x)`` (the Compass DSL tutorial's activation).
 
     >>> float(silu(0.0))
     0.0

@@ -23,7 +23,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     """
     p = subparsers.add_parser(
         "lut", help="design a lookup table for a function and print its error",
-        description="Design a lookup table (seed 002 semantics) approximating FUNC and print "
+        description="Design a lookup table (the AIE API's semantics) approximating FUNC and print "
                     "its parameters and its error against float64.")
     p.add_argument("function", metavar="FUNC", choices=sorted(FUNCTIONS),
                    help=f"one of: {', '.join(FUNCTIONS)}")

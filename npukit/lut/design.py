@@ -10,7 +10,7 @@ the kernel multiplies it by ``2**in_frac_bits`` (exact for a power of two) befor
 Cells. Entry ``i`` serves the inputs with ``(q >> step_bits) + bias == i`` (for bfloat16,
 ``floor(x * 2**in_frac_bits) >> step_bits``): cells of width ``2**(step_bits -
 in_frac_bits)``, the smallest power of two for which the cells covering ``[lo, hi]`` fit in
-``entries`` under the rules of seed 002 (minimum ``step_bits`` of the linear type table;
+``entries`` under the rules of the AIE API (minimum ``step_bits`` of the linear type table;
 ``bias`` a power of two for a signed ``parallel_lookup``, 0 for an unsigned one).
 
 Output format. A float output holds the value rounded to ``out_dtype``. An integer output
@@ -19,16 +19,16 @@ are stored as ``offset << shift_offset`` (``out_frac_bits`` as large as the slop
 ``shift_offset`` as small as the offsets allow).
 
 Out of range. A ``linear`` design clamps its input to ``[lo, hi]`` before ``linear_approx``
-(one vector max and min, as seeds 003 and 004 do; without it the remainder of an integer
-input would saw-tooth on the edge entry). A ``direct`` design needs no clamp: entries below
-and above the range hold ``fn(lo)`` and ``fn(hi)`` and ``parallel_lookup`` saturates. Either
-way an input outside ``[lo, hi]`` returns the edge value, so ``error`` measures against
-``fn(clamp(v, lo, hi))`` at the value ``v`` the input tensor holds (input quantisation is the
-caller's; the clamp and the table are the design's).
+(one vector max and min, as the TPP tensor compiler and the Compass DSL tutorial do; without it the
+remainder of an integer input would saw-tooth on the edge entry). A ``direct`` design needs no
+clamp: entries below and above the range hold ``fn(lo)`` and ``fn(hi)`` and ``parallel_lookup``
+saturates. Either way an input outside ``[lo, hi]`` returns the edge value, so ``error`` measures
+against ``fn(clamp(v, lo, hi))`` at the value ``v`` the input tensor holds (input quantisation is
+the caller's; the clamp and the table are the design's).
 
 Methods. ``sample`` stores samples: a direct entry holds ``fn`` at the cell's left end, a
-linear entry the chord through the cell's two ends (seed 003's interpolation). ``minimax``
-fits each entry so its error ripples evenly: a direct entry holds the midrange of ``fn``
+linear entry the chord through the cell's two ends (the TPP tensor compiler's interpolation).
+``minimax`` fits each entry so its error ripples evenly: a direct entry holds the midrange of ``fn``
 over the cell, a linear entry the best uniform line over the inputs of its cell, fitted
 independently per segment (each entry of ``linear_approx`` has its own slope and offset),
 then quantised to the storage types, picking the rounding of the slope that errs least.
@@ -357,7 +357,7 @@ def design(fn: str | Callable | Function, lo: float, hi: float, entries: int,
     ``fn`` is a catalogue name (``FUNCTIONS``) or a callable on float64 arrays. ``kind``:
     ``"direct"`` (``parallel_lookup``; integer ``in_dtype``, any ``out_dtype``; defaults
     int16 -> bfloat16) or ``"linear"`` (``linear_approx``; ``(in_dtype, out_dtype)`` one of
-    seed 002's rows: (int8, int8), (int16, int16), (int16, int32), (bfloat16, float32), the
+    the AIE API's rows: (int8, int8), (int16, int16), (int16, int32), (bfloat16, float32), the
     default). ``method``: ``"sample"`` or ``"minimax"`` (module docstring).
 
     >>> d = design("tanh", -4, 4, 256, in_dtype="int16", out_dtype="float32", method="minimax")
@@ -389,7 +389,7 @@ def design(fn: str | Callable | Function, lo: float, hi: float, entries: int,
     if row is None:
         rows = ", ".join(f"({r.input}, {r.offset})" for r in LINEAR_TYPES)
         raise LutError(f"kind='linear' has no type row for in_dtype {in_dt}, out_dtype "
-                       f"{out_dt}; seed 002's rows (input, offset): {rows}")
+                       f"{out_dt}; the AIE API's rows (input, offset): {rows}")
     return _linear(f, lo, hi, entries, method, row)
 
 

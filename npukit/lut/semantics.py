@@ -1,4 +1,4 @@
-"""Bit-exact semantics of seed 002's ``aie::parallel_lookup`` and ``aie::linear_approx``,
+"""Bit-exact semantics of the AIE API's ``aie::parallel_lookup`` and ``aie::linear_approx``,
 vectorised over numpy arrays.
 
 ``parallel_lookup``: ``index = (x >> step_bits) + bias``, then the out-of-range policy, then
@@ -15,11 +15,11 @@ in the accumulator type; floating-point form::
     out   = slope[index] * x + offset[index]
 
 in ``accfloat``. ``>>`` is an arithmetic (flooring) shift. The index of ``linear_approx`` is
-clamped to the table: the seed gives no policy for it, and clamping is ``parallel_lookup``'s
+clamped to the table: the AIE API gives no policy for it, and clamping is ``parallel_lookup``'s
 default.
 
 ``EXTENDED_LINEAR_TYPES`` holds npukit's one extension, used by kernels only when asked
-(``extended=True``): float32 input with seed 002's float table (float32 offsets, bfloat16
+(``extended=True``): float32 input with the AIE API's float table (float32 offsets, bfloat16
 slopes), because an NPU's Act unit reads float32 partials. The formula is the float one;
 the product rounds to float32 before the sum, which changes nothing for inputs of at most
 16 significant bits (bfloat16 or float16 values, also scaled by a power of two): their
@@ -42,7 +42,7 @@ OOR_POLICIES = ("saturate", "truncate")
 
 @dataclass(frozen=True)
 class LinearType:
-    """One row of seed 002's ``linear_approx`` type table.
+    """One row of the AIE API's ``linear_approx`` type table.
 
     >>> LINEAR_TYPES[0].input, LINEAR_TYPES[0].accumulator, LINEAR_TYPES[0].min_step_bits
     ('int8', 'acc32', 2)
@@ -124,7 +124,7 @@ def parallel_lookup(lut: Lut, x, step_bits: int = 0, bias: int = 0,
         raise LutError(f"bias={bias} is only available for signed inputs; {x.dtype} input "
                        "takes step_bits alone")
     if bias < 0 or (bias & (bias - 1)):
-        raise LutError(f"bias={bias} must be 0 or a power of two (seed 002, signed inputs)")
+        raise LutError(f"bias={bias} must be 0 or a power of two (the AIE API, signed inputs)")
     if oor not in OOR_POLICIES:
         raise LutError(f"oor={oor!r} must be one of {OOR_POLICIES}")
     n = lut.size
@@ -149,7 +149,7 @@ def linear_type(lut: Lut, input_dtype, extended: bool = False) -> LinearType:
     ``extended``, the rows of ``EXTENDED_LINEAR_TYPES`` too.
 
     A float32 slope array is accepted for a bfloat16 slope when the low 16 mantissa bits of
-    every slope are zero (the seed allows float storage under that rule).
+    every slope are zero (the AIE API allows float storage under that rule).
 
     >>> t = Lut(np.zeros(4, np.int16) + 1, np.ones(4, np.int16))
     >>> str(linear_type(t, "int16"))
@@ -177,12 +177,12 @@ def linear_type(lut: Lut, input_dtype, extended: bool = False) -> LinearType:
     more = ("; npukit adds " + ", ".join(str(r) for r in EXTENDED_LINEAR_TYPES)) if extended \
         else ""
     raise LutError(f"linear_approx has no type combination input {ind}, offset {odt}, slope "
-                   f"{sdt}; seed 002 supports {names}{more}")
+                   f"{sdt}; the AIE API supports {names}{more}")
 
 
 def linear_approx(lut: Lut, x, step_bits: int, bias: int = 0,
                   shift_offset: int = 0, extended: bool = False) -> np.ndarray:
-    """Linear approximation ``slope * x + offset`` read from ``lut`` (seed 002), bit-exact.
+    """Linear approximation ``slope * x + offset`` read from ``lut`` (the AIE API), bit-exact.
 
     Integer inputs (int8, int16) return the accumulator (int32 for acc32, int64 for acc64)::
 
@@ -215,7 +215,7 @@ def linear_approx(lut: Lut, x, step_bits: int, bias: int = 0,
     bits = 32 if row.accumulator == "accfloat" else x.dtype.itemsize * 8
     if not row.min_step_bits <= step_bits < bits:
         raise LutError(f"step_bits={step_bits} must lie in [{row.min_step_bits}, {bits}) for "
-                       f"{row}: the minimum step_bits of seed 002's table is "
+                       f"{row}: the minimum step_bits of the AIE API's table is "
                        f"{row.min_step_bits}, and at least one index bit must remain")
     if not -(1 << 31) <= bias < (1 << 31):
         raise LutError(f"bias={bias} must fit a 32-bit int")

@@ -1,13 +1,13 @@
-"""Seed 003's three sigmoid approximations (section 7.4.2), computed in float32 step by step
-as its kernels do, and the table of their errors over the ranges the seed discusses.
+"""The TPP tensor compiler's three sigmoid approximations (section 7.4.2), computed in float32 step
+by step as its kernels do, and the table of their errors over the ranges it discusses.
 
 - ``fast_sigmoid``: ``0.5 * (x / (1 + |x|) + 1)``;
-- ``taylor_sigmoid``: the 5th-order Taylor polynomial with the seed's rounded constants,
+- ``taylor_sigmoid``: the 5th-order Taylor polynomial with its rounded constants,
   ``0.5 + 0.25 x - 0.020833 x^3 + 0.002083 x^5``;
-- ``table_sigmoid``: the seed's 33-entry table over ``[-8, 8]`` (step 0.5) with linear
+- ``table_sigmoid``: its 33-entry table over ``[-8, 8]`` (step 0.5) with linear
   interpolation: clamp ``x`` to ``[-8, 8]``, ``i = min(2 (x + 8), 31)``,
   ``T[floor(i)] + (i - floor(i)) (T[floor(i) + 1] - T[floor(i)])``. The clamp of the
-  index to 31 makes ``[7.5, 8]`` return ``T[31]``, exactly as the seed's kernel does.
+  index to 31 makes ``[7.5, 8]`` return ``T[31]``, exactly as its kernel does.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 
 from .catalogue import sigmoid
 
-# The seed's sig_table[33]: sigmoid at -8.0, -7.5, ..., 8.0, to 6 decimals.
+# The TPP tensor compiler's sig_table[33]: sigmoid at -8.0, -7.5, ..., 8.0, to 6 decimals.
 SIGMOID_TABLE = np.array([
     0.000335, 0.000553, 0.000911, 0.001503, 0.002473, 0.004070, 0.006693,
     0.011109, 0.017986, 0.029312, 0.047426, 0.075858, 0.119203, 0.182426,
@@ -33,7 +33,7 @@ TAYLOR_CONSTANTS = np.array([0.5, 0.25, -0.020833, 0.002083], dtype=np.float32)
 
 
 def fast_sigmoid(x) -> np.ndarray:
-    """Seed 003's fast sigmoid ``0.5 * (x / (1 + |x|) + 1)`` in float32.
+    """The TPP tensor compiler's fast sigmoid ``0.5 * (x / (1 + |x|) + 1)`` in float32.
 
     >>> fast_sigmoid([0.0, 1.0]).tolist()
     [0.5, 0.75]
@@ -44,8 +44,8 @@ def fast_sigmoid(x) -> np.ndarray:
 
 
 def taylor_sigmoid(x) -> np.ndarray:
-    """Seed 003's Taylor sigmoid ``0.5 + 0.25 x - 0.020833 x^3 + 0.002083 x^5`` in float32,
-    summed in the kernel's order.
+    """The TPP tensor compiler's Taylor sigmoid ``0.5 + 0.25 x - 0.020833 x^3 + 0.002083 x^5`` in
+    float32, summed in the kernel's order.
 
     >>> taylor_sigmoid([0.0]).tolist()
     [0.5]
@@ -59,7 +59,8 @@ def taylor_sigmoid(x) -> np.ndarray:
 
 
 def table_sigmoid(x) -> np.ndarray:
-    """Seed 003's 33-entry interpolated sigmoid in float32 (steps 1-7 of section 7.4.2.3).
+    """The TPP tensor compiler's 33-entry interpolated sigmoid in float32 (steps 1-7 of section
+    7.4.2.3).
 
     >>> [round(float(v), 6) for v in table_sigmoid([0.0, 0.25, 100.0])]
     [0.5, 0.561229, 0.999447]
@@ -77,9 +78,9 @@ def table_sigmoid(x) -> np.ndarray:
 APPROXIMATIONS: MappingProxyType = MappingProxyType({
     "fast": fast_sigmoid, "taylor": taylor_sigmoid, "table": table_sigmoid})
 
-# The ranges seed 003 talks about: the Taylor polynomial's [-2, 2], the tails [-8, -2] and
-# [2, 8] where it adds interpolation, the table's [-8, 8], and the whole float range, here
-# [-100, 100] (every approach is constant or monotone beyond).
+# The ranges the TPP tensor compiler talks about: the Taylor polynomial's [-2, 2], the tails
+# [-8, -2] and [2, 8] where it adds interpolation, the table's [-8, 8], and the whole float
+# range, here [-100, 100] (every approach is constant or monotone beyond).
 RANGES = (
     ("[-2, 2]", ((-2.0, 2.0),)),
     ("[-8, -2] u [2, 8]", ((-8.0, -2.0), (2.0, 8.0))),

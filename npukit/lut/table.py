@@ -1,4 +1,4 @@
-"""``Lut``: the values of a lookup table and their bank-interleaved memory images (seed 002,
+"""``Lut``: the values of a lookup table and their bank-interleaved memory images (the AIE API,
 ``aie::lut``).
 
 A table holds ``offsets`` (the looked-up values) and, for linear approximation, ``slopes``.
@@ -9,11 +9,11 @@ Its memory image for N parallel accesses is:
   values, the same values again, the next bank-width, again, and so on;
 - ``parallel=4``: two distinct images of the ``parallel=2`` form, one per memory bank.
 
-Storage rules: an 8-bit value of a direct table takes 16 bits (the seed: "8b value type
+Storage rules: an 8-bit value of a direct table takes 16 bits (the AIE API: "8b value type
 lookups require the data to be stored in the lookup tables as 16b values"); in a linear
 table each entry is a (slope, offset) pair placed adjacent, the slope in the low half and the
 offset in the high half, both stored at the width of the wider of the two (so a bfloat16
-slope next to a float offset takes 32 bits with its low 16 bits zero, as the seed requires).
+slope next to a float offset takes 32 bits with its low 16 bits zero, as the AIE API requires).
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ class Lut:
                     bank_bits: int = 128) -> Lut:
         """Read a table back from its memory image (the inverse of ``layout``).
 
-        ``size`` is the number of entries, not counting copies (``LUT_elems`` in the seed).
+        ``size`` is the number of entries, not counting copies (``LUT_elems`` in the AIE API).
         Raises ``LutError`` when the image has the wrong dtype or length, when its copies
         disagree, or when a stored value does not fit the narrower type it stands for.
 

@@ -25,24 +25,38 @@ MAX_EVENTS = 20000
 
 @dataclass
 class Report:
-    """What the timing model measured for one run."""
+    """What the timing model measured for one run. Times are in cycles of the target's
+    clock (``clock_mhz``), sizes in bytes.
+
+    ``roofline_cycles`` is the bound no schedule can beat: the busiest compute unit's or
+    transfer engine's total work, ``max(compute_bound, transfer_bound)``."""
 
     cycles: int
     busy: dict[str, int]  # busy cycles per unit
     bytes_moved: dict[str, int]  # bytes read or written by transfers, per memory
     peak: dict[str, int]  # bytes allocated per internal memory (slots included)
-    capacity: dict[str, int]
-    compute_bound: int
-    transfer_bound: int
+    capacity: dict[str, int]  # bytes per memory
+    compute_bound: int  # cycles: the busiest compute unit's total work
+    transfer_bound: int  # cycles: the busiest transfer engine's total work
     clock_mhz: float
     events: list = field(repr=False, default_factory=list)  # (unit, label, start, end)
     events_dropped: bool = False  # more than MAX_EVENTS steps: the rest are not recorded
     skipped_iterations: int = 0  # steady-state iterations advanced in one jump, not drawn
 
     @property
-    def roofline(self) -> int:
-        """Cycles no schedule can beat: the busiest unit's total work."""
+    def roofline_cycles(self) -> int:
+        """The roofline bound in cycles: no schedule can beat the busiest unit's total work."""
         return max(self.compute_bound, self.transfer_bound)
+
+    @property
+    def roofline(self) -> int:
+        """The roofline bound in cycles (the same as ``roofline_cycles``)."""
+        return self.roofline_cycles
+
+    @property
+    def microseconds(self) -> float:
+        """``cycles`` as time at the target's clock."""
+        return self.cycles / self.clock_mhz
 
     def save_trace(self, path: str) -> None:
         """Write the timeline as Chrome trace-event JSON (open in Perfetto); one thread per
@@ -79,21 +93,23 @@ class Report:
         ax.set_xlabel("cycle")
         skipped = self.events_dropped or self.skipped_iterations
         note = " (steady-state iterations skipped by the model are not drawn)" if skipped else ""
-        ax.set_title(f"{self.cycles} cycles, roofline {self.roofline}{note}", fontsize=9)
+        ax.set_title(f"{self.cycles} cycles, roofline {self.roofline_cycles} cycles{note}",
+                     fontsize=9)
         fig.tight_layout()
         fig.savefig(path, dpi=100)
         plt.close(fig)
 
     def __str__(self) -> str:
-        lines = [f"cycles {self.cycles}  (roofline {self.roofline}: compute {self.compute_bound},"
-                 f" transfer {self.transfer_bound}; {self.cycles / max(self.roofline, 1):.2f}x"
-                 f" of bound)"]
+        bound = self.roofline_cycles
+        lines = [f"{self.cycles} cycles ({self.microseconds:.4g} us at {self.clock_mhz:g} MHz); "
+                 f"roofline {bound} cycles (compute {self.compute_bound} cycles, transfers "
+                 f"{self.transfer_bound} cycles): {self.cycles / max(bound, 1):.2f}x the bound"]
         for u, b in self.busy.items():
-            lines.append(f"  {u:<8} busy {b:>10} cycles ({100 * b / max(self.cycles, 1):5.1f}%)")
+            lines.append(f"  {u:<12} busy  {b:>10} cycles ({100 * b / max(self.cycles, 1):5.1f}%)")
         for m, b in self.bytes_moved.items():
-            lines.append(f"  {m:<8} moved {b:>10} B")
+            lines.append(f"  {m:<12} moved {b:>10} B")
         for m, b in self.peak.items():
-            lines.append(f"  {m:<8} peak {b:>5} of {self.capacity[m]} B")
+            lines.append(f"  {m:<12} peak  {b:>10} B of {self.capacity[m]} B")
         return "\n".join(lines)
 
 

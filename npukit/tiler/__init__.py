@@ -1,5 +1,5 @@
-"""The AutoTiler of seed 001 in Python: basic kernels, user kernels tiled automatically under
-an L1 budget, multi-buffered DMA across L3/L2/L1, kernel groups. A seed-001 model ports
+"""The GAP AutoTiler in Python: basic kernels, user kernels tiled automatically under an L1
+budget, multi-buffered DMA across L3/L2/L1, kernel groups. A GAP AutoTiler model ports
 line by line: the model-level calls are methods of ``Model``; the argument builders and
 constants are names of this module.
 

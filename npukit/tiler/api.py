@@ -1,4 +1,4 @@
-"""The AutoTiler's model vocabulary (seed 001), as Python values: the names, constants and
+"""The GAP AutoTiler's model vocabulary, as Python values: the names, constants and
 argument builders a GAP developer already knows, keyword arguments allowed everywhere. The
 C style's leading counts (``CArgs(5, ...)``) are accepted and checked."""
 
@@ -103,7 +103,7 @@ _BASE = {
     "OBJ_BUFFER_DYNTILE": Obj.O_BUFF | Obj.O_TILED | Obj.O_DYNTILE,
     "OBJ_BUFFER_DB_ONETILE": Obj.O_BUFF | Obj.O_DB | Obj.O_TILED | Obj.O_ONETILE,
 }
-_BASE["OBJ_BUFFER_DYN"] = _BASE["OBJ_BUFFER_DYNTILE"]  # the seed's older spelling
+_BASE["OBJ_BUFFER_DYN"] = _BASE["OBJ_BUFFER_DYNTILE"]  # the AutoTiler's older spelling
 OBJ = {}
 for _name, _flags in _BASE.items():
     OBJ[_name] = _flags
@@ -143,8 +143,8 @@ def _counted(what: str, items: tuple) -> tuple:
 @dataclass(frozen=True)
 class TCArg:
     """A C argument ``<ArgType ArgName>``. A pointer not bound to a kernel argument needs
-    its ``shape`` (its dimensions are not captured anywhere else, as the seed says); it is
-    read and written unless its pointee is ``const`` (then the caller's array may be
+    its ``shape`` (its dimensions are not captured anywhere else, as the AutoTiler documentation
+    says); it is read and written unless its pointee is ``const`` (then the caller's array may be
     read-only)."""
 
     ArgType: str
@@ -268,7 +268,8 @@ ORDER_2 = {
 
 def KernelIterationOrder(Dim: _Iter, *Order: _Iter) -> tuple[_Iter, ...]:
     """The iteration space: order 2 (tiles outside in-planes) is supported; order 1 (in-planes
-    outside tiles) raises ``TilingError``, as only order 2 is fully supported in the seed."""
+    outside tiles) raises ``TilingError``, as only order 2 is fully supported by the GAP
+    AutoTiler."""
     key = (_Iter(Dim), *(_Iter(o) for o in Order))
     if key not in ORDER_2:
         raise TilingError(f"KernelIterationOrder{tuple(k.name for k in key)}: only iteration "

@@ -1,4 +1,4 @@
-"""Choosing tile sizes under an L1 budget (seed 001).
+"""Choosing tile sizes under an L1 budget (the GAP AutoTiler).
 
 Every tiled argument is cut into the same number of tiles ``n`` along its tiled dimension
 (rows for horizontal tiling, columns for vertical). Arguments may differ in extent: with

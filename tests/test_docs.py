@@ -1,0 +1,158 @@
+"""Every code block of README.md and docs/*.md runs as written.
+
+Each fenced block names its language: ``python`` blocks run, file by file in order, in one
+namespace (like a doctest session) in a temporary directory; the ``npukit ...`` lines of
+``sh`` blocks run through the command's ``main`` (``npukit demo`` has tests of its own),
+other shell lines do not; ``c`` and ``text`` (output, formulas) blocks are shown, not run.
+A block whose info string carries a file name after the language (```` ```toml my.toml ````)
+is a file the page shows: it is written to that file, not run, so later blocks can use it.
+The examples in the docstrings of the core modules run too.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import linecache
+import re
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import npukit as nk
+from npukit.cli import main
+
+ROOT = Path(__file__).parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LANGUAGES = {"python", "sh", "c", "text", "toml"}
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def blocks(path: Path) -> list[tuple[str, str, str, int]]:
+    """``(language, file name or "", code, line)`` of each fenced block, in order."""
+    text = path.read_text()
+    out = []
+    for m in FENCE.finditer(text):
+        lang, _, name = m.group(1).strip().partition(" ")
+        out.append((lang, name.strip(), m.group(2), text.count("\n", 0, m.start()) + 1))
+    return out
+
+
+def npukit_commands(code: str) -> list[list[str]]:
+    """The arguments of each ``npukit ...`` command of a ``sh`` block (not ``demo``)."""
+    argvs = [shlex.split(x) for x in code.replace("\\\n", " ").splitlines()
+             if x.startswith("npukit ")]
+    return [a[1:] for a in argvs if a[1:2] != ["demo"]]
+
+
+def run_npukit(argv: list[str]) -> int:
+    """The exit code of ``npukit ARGV`` (``--version`` and ``--help`` exit through
+    SystemExit)."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+def test_fences_are_parsed(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("intro\n```python\nx = 1\n```\ntext\n```toml my.toml\na = 1\n```\n")
+    assert blocks(page) == [("python", "", "x = 1\n", 2), ("toml", "my.toml", "a = 1\n", 6)]
+    assert npukit_commands("npukit targets\nnpukit lut tanh \\\n  --entries 9\n") == [
+        ["targets"], ["lut", "tanh", "--entries", "9"]]
+    assert npukit_commands("npukit demo") == []
+    assert npukit_commands("pip install -e . && npukit demo\ncc main.c") == []
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
+def test_every_block_names_its_language(path):
+    for lang, _, _, line in blocks(path):
+        assert lang in LANGUAGES, f"{path.name}:{line}: fence language {lang!r}"
+    # Every fence is closed: an odd count would swallow the rest of the page.
+    assert len(re.findall(r"^```", path.read_text(), re.MULTILINE)) == 2 * len(blocks(path))
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
+def test_the_blocks_of_a_page_run_in_order(path, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "__docs__"}
+    ran = 0
+    for lang, name, code, line in blocks(path):
+        where = f"{path.name}:{line}"
+        if name:  # a file the page shows: written, not run
+            (tmp_path / name).write_text(code)
+        elif lang == "python":
+            # Known to linecache, as a file would be: kernels quote their source lines.
+            linecache.cache[where] = (len(code), None, code.splitlines(True), where)
+            exec(compile(code, where, "exec"), namespace)
+            ran += 1
+        elif lang == "sh" and (commands := npukit_commands(code)):
+            for argv in commands:
+                assert run_npukit(argv) == 0, f"{where}: npukit {' '.join(argv)}"
+            ran += 1
+    capsys.readouterr()
+    assert ran > 0, f"{path.name} has no block that runs"
+
+
+def width_table(name: str) -> str:
+    """The Markdown table of a target's vector widths, one column per unit, as
+    docs/reference.md shows it (paste it there when a target file changes)."""
+    units = list(nk.target(name).units.values())
+    pairs = list(dict.fromkeys(p for u in units for p in u.widths))
+    rows = ["| input dtype | weight dtype | " + " | ".join(f"`{u.name}`" for u in units) + " |",
+            "| --- | --- | " + " | ".join("---:" for _ in units) + " |"]
+    rows += [f"| {a} | {b} | " + " | ".join(str(u.widths.get((a, b), "-")) for u in units)
+             + " |" for a, b in pairs]
+    return "\n".join(rows)
+
+
+@pytest.mark.parametrize("name", nk.targets())
+def test_reference_width_tables_match_the_target_files(name):
+    text = (ROOT / "docs" / "reference.md").read_text()
+    table = width_table(name)
+    assert f"### {name}\n\n{table}\n" in text, f"docs/reference.md, ### {name}:\n{table}"
+    # Every width of every unit is in the table, in its unit's column.
+    units = list(nk.target(name).units.values())
+    for u in units:
+        for (a, b), w in u.widths.items():
+            row = next(x for x in table.splitlines() if x.startswith(f"| {a} | {b} |"))
+            assert row.split(" | ")[2 + units.index(u)].strip(" |") == str(w)
+
+
+def toml_keys(raw: dict) -> set[tuple[str, str]]:
+    """(section, key) of every leaf of a target file, names of memories, engines and units
+    as NAME: ``("memories.NAME", "size")``, ``("units.NAME.width", '"IN,W" = N')``."""
+    keys = {("", k) for k, v in raw.items() if not isinstance(v, dict)}
+    for section in ("arith", "lut"):
+        keys |= {(section, k) for k in raw[section]}
+    for section in ("memories", "engines", "units"):
+        for entry in raw[section].values():
+            keys |= {(f"{section}.NAME", k) for k, v in entry.items() if not isinstance(v, dict)}
+            if "width" in entry:
+                keys.add((f"{section}.NAME.width", '"IN,W" = N'))
+    return keys
+
+
+def test_the_targets_page_explains_every_key_of_a_target_file():
+    import tomllib
+
+    page = (ROOT / "docs" / "targets.md").read_text()
+    cells = [line.split(" | ")[0].lstrip("| ") for line in page.splitlines()
+             if line.startswith("| `")]
+    for name in nk.targets():
+        raw = tomllib.loads(Path(nk.target(name).path).read_text())
+        for section, key in sorted(toml_keys(raw)):
+            want = f"`{key}`" if not section else f"`[{section}]`"
+            assert any(c.startswith(want) and f"`{key}`" in c for c in cells), \
+                f"targets.md does not explain [{section}] {key}"
+
+
+@pytest.mark.parametrize("name", ["npukit", "npukit.machine", "npukit.layout", "npukit.easy",
+                                  "npukit.kernels", "npukit.demo", "npukit.cli_build",
+                                  "npukit.tiler"])
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS,
+                             extraglobs={"np": np})
+    assert result.failed == 0 and result.attempted > 0
