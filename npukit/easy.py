@@ -18,6 +18,7 @@ exactly as the seed's uppercase ``For``. Tensor views are immutable: write
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import linecache
 import math
@@ -33,14 +34,17 @@ from .dtypes import int_range, is_float
 from .errors import (
     CapacityError,
     DTypeError,
+    KernelAttributeError,
     KernelError,
     LutError,
     OutOfBoundsError,
     ShapeError,
+    TargetError,
 )
 from .layout import Layout
 from .machine import Target
 from .machine import target as _target
+from .machine import targets as _targets
 
 # -- user-facing values -------------------------------------------------------------------
 
@@ -54,12 +58,36 @@ def spec(shape: Sequence[int], dtype, strides: Sequence[int] | None = None,
     return lay
 
 
+def _no_such(owner: str, name: str, public) -> KernelAttributeError:
+    """The error for ``owner.name``: the closest public names first, then the rest."""
+    close = difflib.get_close_matches(name, public, n=3, cutoff=0.5)
+    close += [p for p in public if name.lower() in p and p not in close]
+    hint = f"did you mean {' or '.join(f'{owner}.{c}' for c in close[:3])}? " if close else ""
+    return KernelAttributeError(f"{owner} has no method {name!r}; {hint}it has: "
+                                f"{', '.join(public)}")
+
+
+class _Suggests:
+    """Mixin: a misspelt method name (``s.alu.add``) raises ``KernelError`` naming the right
+    one. ``_owner`` names the object as a kernel spells it."""
+
+    _owner = ""
+
+    def _public(self) -> list[str]:
+        return [n for n in dir(type(self)) if not n.startswith("_")]
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):  # copy, pickle and friends probe private names
+            raise AttributeError(name)
+        raise _no_such(self._owner, name, self._public())
+
+
 class MultiIndex(tuple):
     """The index of a multi-iterator: one loop variable per dimension it consumes."""
 
 
 @dataclass(frozen=True)
-class LData:
+class LData(_Suggests):
     """A tensor in the home memory (LRAM), seen through a layout; indexing with loop
     variables makes a view whose position moves with the loop."""
 
@@ -68,6 +96,14 @@ class LData:
     offset: ir.Affine
     lanes: ir.Lanes | None = None
     name: str = ""
+
+    @property
+    def _owner(self) -> str:
+        return self.name or "tensor"
+
+    def _public(self) -> list[str]:
+        return ["shape", "dtype", "rank", "dim", "dims", "dense_dims", "vectorize", "fuse",
+                "broadcast_as", "permute", "layout", "name"]
 
     # Queries, as in the seed.
     @property
@@ -209,24 +245,37 @@ class _LoopNode:
 
 
 def _label() -> str:
-    """The kernel source line that called into the builder."""
+    """The kernel source line that called into the builder; ``file line N`` when the
+    source is not at hand (a kernel typed in a REPL, read from stdin, made by ``exec``)."""
     f = sys._getframe(2)
     while f is not None and f.f_globals.get("__name__") == __name__:
         f = f.f_back
     if f is None:
         return ""
-    return linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    return line or f"{f.f_code.co_filename} line {f.f_lineno}"
 
 
-class _Unit:
+def _source(fn: Callable) -> str:
+    """The kernel's source text, or a note saying why it is missing."""
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):  # no file behind it: a REPL, stdin, exec, a builtin
+        return (f"# the source of kernel {getattr(fn, '__name__', fn)!r} is not available "
+                f"(defined in an interactive session, read from stdin or made by exec)\n")
+
+
+class _Unit(_Suggests):
     def __init__(self, s: Slice, name: str):
         self.s, self.name = s, name
         self.unit = s.target.units[name]
+        self._owner = f"s.{name}"
 
 
-class _Load:
+class _Load(_Suggests):
     def __init__(self, s: Slice, memory: str, kind: str):
         self.s, self.memory, self.kind = s, memory, kind
+        self._owner = f"s.{memory.lower()}"
 
     def load(self, x: LData) -> Data:
         """Bring view ``x`` from the home memory into this internal memory."""
@@ -566,10 +615,38 @@ class _Act(_Unit):
         return self._emit(op, p, label, out_dt, tuple(d.view for d in extra), vals)
 
 
-class Slice:
-    """The logical Slice of seed 000 while a kernel is being recorded."""
+# What the Torq EasyKernel guide's logical Slice is made of: a target without them cannot
+# run an EasyKernel kernel.
+SLICE_UNITS = ("alu", "act")
+SLICE_MEMORIES = ("IRAM", "WRAM", "BRAM", "PRAM", "ACT")
+
+
+def _slice_parts_missing(tgt: Target) -> list[str]:
+    return [f"unit {u!r}" for u in SLICE_UNITS if u not in tgt.units] + \
+        [f"memory {m}" for m in SLICE_MEMORIES if m not in tgt.memories]
+
+
+def _check_slice_target(tgt: Target) -> None:
+    """``TargetError`` when ``tgt`` lacks a unit or memory of the logical Slice."""
+    missing = _slice_parts_missing(tgt)
+    if missing:
+        have = [n for n in _targets() if not _slice_parts_missing(_target(n))]
+        raise TargetError(f"target {tgt.name!r} has no {', '.join(missing)}: EasyKernel kernels "
+                          f"run on a Slice with units {', '.join(SLICE_UNITS)} and memories "
+                          f"{', '.join(SLICE_MEMORIES)}; built-in targets that have them: "
+                          f"{', '.join(have) or 'none'}")
+
+
+class Slice(_Suggests):
+    """The logical Slice of the Torq EasyKernel guide while a kernel is being recorded."""
+
+    _owner = "s"
+
+    def _public(self) -> list[str]:
+        return ["iram", "wram", "bram", "alu", "act", "iterate", "store", "append", "target"]
 
     def __init__(self, tgt: Target):
+        _check_slice_target(tgt)
         self.target = tgt
         self.iram = _Load(self, "IRAM", "IData")
         self.wram = _Load(self, "WRAM", "WData")
@@ -775,14 +852,35 @@ def kernel(fn: Callable) -> Kernel:
     return Kernel(fn, fn.__name__, tensors, attrs, optional)
 
 
-def build(k: Kernel, target: str | Target = "torq", **specs_and_attrs) -> ir.Program:
-    """Record kernel ``k`` for ``target`` with a ``spec`` per tensor and a value per attribute,
-    check it, and return the ``Program``."""
+def build(k: Kernel, target: str | Target | None = None, /, **specs_and_attrs) -> ir.Program:
+    """Record kernel ``k`` for ``target`` (default ``"torq"``) with a ``spec`` per tensor and
+    a value per attribute, check it, and return the ``Program``::
+
+        prog = nk.build(mul, target="torq", input1=nk.spec((1000,), "int8"), ...)
+
+    The kernel and the target are positional-only, so a kernel parameter may take any name,
+    ``k`` and ``target`` included. When the kernel has a parameter named ``target``,
+    ``target=`` goes to the kernel and the build target is given positionally::
+
+        prog = nk.build(kern, "torq", x=nk.spec((64,), "int8"), target=nk.spec((64,), "int8"))
+
+    (``KernelError`` when that keyword holds a target name and no target is given
+    positionally: which one was meant is ambiguous.)"""
     from .passes import check
 
     if not isinstance(k, Kernel):
         raise KernelError(f"build: {k!r} is not a kernel; decorate it with @npukit.kernel")
-    tgt = _target(target)
+    if "target" not in k.tensors + k.attrs and "target" in specs_and_attrs:
+        if target is not None:
+            raise KernelError(f"build {k.name}: the target is given twice, {target!r} and "
+                              f"target={specs_and_attrs['target']!r}")
+        target = specs_and_attrs.pop("target")
+    elif target is None and isinstance(specs_and_attrs.get("target"), (str, Target)):
+        raise KernelError(f"build {k.name}: the kernel has a parameter named 'target', so "
+                          f"target={specs_and_attrs['target']!r} is that parameter; give the "
+                          f"build target positionally: npukit.build({k.name}, \"torq\", "
+                          f"target=...)")
+    tgt = _target("torq" if target is None else target)
     missing = [n for n in k.tensors + k.attrs if n not in specs_and_attrs and n not in k.optional]
     extra = [n for n in specs_and_attrs if n not in k.tensors + k.attrs]
     if missing or extra:
@@ -806,7 +904,7 @@ def build(k: Kernel, target: str | Target = "torq", **specs_and_attrs) -> ir.Pro
         role = ("inout" if read else "out") if written else "in"
         params.append((replace(d.buffer, role=role), specs_and_attrs[d.name]))
     prog = ir.Program(k.name, tgt, tuple(params), tuple(s.buffers), _rebind(body, params),
-                      tuple(sorted(attrs.items())), inspect.getsource(k.fn))
+                      tuple(sorted(attrs.items())), _source(k.fn))
     return check(prog)
 
 

@@ -136,3 +136,86 @@ def test_run_checks_arrays():
         prog.run(**{**good, "output": ro})
     with pytest.raises(nk.NpukitError, match="unknown backend"):
         prog.run("gpu", **good)
+
+
+def test_target_without_a_slice():
+    """gap8 has cores and DMA, no ALU/Act: the error names what is missing and who has it."""
+    with pytest.raises(nk.TargetError, match=r"'gap8' has no unit 'alu', unit 'act', memory "
+                                             r"IRAM.*targets that have them: torq"):
+        nk.build(K.mul_vectorized, "gap8", **MUL)
+    with pytest.raises(nk.TargetError, match="'gap8'"):
+        nk.build(K.mul_vectorized, target="gap8", **MUL)
+
+
+KERNEL_SOURCE = '''
+import numpy as np
+import npukit as nk
+
+@nk.kernel
+def double(s, x, output):
+    for i in s.iterate(x.dim(0)):
+        p = s.alu.elementwise_add(s.iram.load(x[i]), s.wram.load(x[i]))
+        s.store(output[i], s.act.clamp(p, -128, 127))
+'''
+
+
+def test_kernel_made_by_exec():
+    ns = {}
+    exec(compile(KERNEL_SOURCE, "<string>", "exec"), ns)
+    prog = nk.build(ns["double"], x=nk.spec((5,), "int8"), output=nk.spec((5,), "int8"))
+    assert "not available" in prog.source
+    assert all(st.label for st, _ in prog.walk() if not isinstance(st, nk.ir.Loop))
+    x = np.array([1, -2, 3, 100, -100], np.int8)
+    out = np.zeros(5, np.int8)
+    prog.run(x=x, output=out)
+    assert out.tolist() == [2, -4, 6, 127, -128]
+
+
+def test_kernel_read_from_stdin():
+    import subprocess
+    import sys
+    script = KERNEL_SOURCE + '''
+prog = nk.build(double, x=nk.spec((3,), "int8"), output=nk.spec((3,), "int8"))
+out = np.zeros(3, np.int8)
+prog.run(x=np.array([5, 6, 7], np.int8), output=out)
+print(out.tolist(), prog.c_source().count("<stdin> line"))
+'''
+    done = subprocess.run([sys.executable, "-"], input=script, text=True, capture_output=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    got, labels = done.stdout.rsplit(" ", 1)
+    assert got == "[10, 12, 14]" and int(labels) > 0
+
+
+def test_kernel_parameters_named_k_and_target():
+    @nk.kernel
+    def kern(s, k, target, *, lo=-128):
+        for i in s.iterate(k.dim(0)):
+            p = s.alu.accumulate(s.iram.load(k[i]))
+            s.store(target[i], s.act.clamp(p, lo, 127))
+    specs = dict(k=nk.spec((4,), "int8"), target=nk.spec((4,), "int8"))
+    x = np.array([-128, -3, 0, 9], np.int8)
+    for prog in (nk.build(kern, **specs), nk.build(kern, "torq", **specs, lo=-5)):
+        assert prog.target.name == "torq"
+        out = np.zeros(4, np.int8)
+        prog.run(k=x, target=out)
+        assert out.tolist() == np.clip(x, dict(prog.attrs).get("lo", -128), 127).tolist()
+    with pytest.raises(nk.KernelError, match="parameter named 'target'.*positionally"):
+        nk.build(kern, k=specs["k"], target="torq")
+    with pytest.raises(nk.KernelError, match="target is given twice"):
+        nk.build(K.mul_vectorized, "torq", target="torq", **MUL)
+
+
+@pytest.mark.parametrize("call, suggestion", [
+    (lambda s, x: s.alu.add(s.iram.load(x[0])), "s.alu.elementwise_add"),
+    (lambda s, x: s.act.rescale(None), "s.act.rescale_clamp"),
+    (lambda s, x: s.iram.lod(x[0]), "s.iram.load"),
+    (lambda s, x: s.stor(x, None), "s.store"),
+    (lambda s, x: s.alu.acumulate(None), "s.alu.accumulate"),
+    (lambda s, x: x.vectorise(4), "x.vectorize"),
+])
+def test_misspelt_method_suggests(call, suggestion):
+    def k(s, x, output):
+        call(s, x)
+    with pytest.raises(nk.KernelError, match=f"did you mean {suggestion}"):
+        nk.build(nk.kernel(k), x=nk.spec((4,), "int8"), output=nk.spec((4,), "int8"))
