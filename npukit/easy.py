@@ -41,7 +41,7 @@ from .errors import (
     ShapeError,
     TargetError,
 )
-from .layout import Layout
+from .layout import Layout, as_int, as_shape
 from .machine import Target
 from .machine import target as _target
 from .machine import targets as _targets
@@ -50,9 +50,13 @@ from .machine import targets as _targets
 
 def spec(shape: Sequence[int], dtype, strides: Sequence[int] | None = None,
          offset: int = 0) -> Layout:
-    """Describe a kernel parameter: ``spec((1000,), "int8")``. Strides and offset count
-    elements from the start of the tensor's buffer; strides must be non-negative."""
-    lay = Layout(tuple(shape), dtype, strides, offset)
+    """Describe a kernel parameter: ``spec((1000,), "int8")``; an int shape is 1-D as in
+    numpy (``spec(1000, "int8")``). Strides and offset count elements from the start of the
+    tensor's buffer; strides must be non-negative. Shape, strides and offset are integers
+    (numpy integers too): ``ShapeError`` for floats and bools, which would be truncated."""
+    lay = Layout(as_shape(shape, "spec: shape"), dtype,
+                 None if strides is None else as_shape(strides, "spec: strides"),
+                 as_int(offset, "spec: offset"))
     if any(s < 0 for s in lay.strides):
         raise ShapeError(f"spec: negative strides {lay.strides} are not supported")
     return lay
@@ -155,7 +159,8 @@ class LData(_Suggests):
         if isinstance(k, slice):
             return replace(self, layout=lay[k])
         n, s = lay.shape[0], lay.strides[0]
-        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+        if not isinstance(k, (ir.Var, ir.Affine)):
+            k = as_int(k, f"tensor {self.name!r}: an index", OutOfBoundsError)
             if not -n <= k < n:
                 raise OutOfBoundsError(f"tensor {self.name!r}: index {k} out of range for dim "
                                        f"0 of {lay.shape} ({n} elements)")
@@ -214,6 +219,8 @@ class Data:
         if self.kind != "PData" or self.view.layout.rank != 2:
             raise KernelError(f"only PData is indexed by PData.Vectors; this is {self.kind}")
         nv, w = self.view.shape
+        if not isinstance(av, (ir.Var, ir.Affine)):
+            av = as_int(av, "PData sub-vector index", OutOfBoundsError)
         idx = ir.affine(av)
         lo, hi = idx.bounds()
         if lo < 0 or hi >= nv:
@@ -371,9 +378,13 @@ class _Act(_Unit):
     def rescale_clamp(self, p: Data, b: Data, shift: int, zero_point: int, lo, hi) -> Data:
         """``clamp((((p + bias) * scale + r) >> shift) + zero_point, lo, hi)`` in 64-bit
         integers, ``r`` the target's rounding term; ``b`` holds one (bias, scale) pair. On
-        float partials: ``clamp((p + bias) * scale + zero_point, lo, hi)`` in float32."""
+        float partials: ``clamp((p + bias) * scale + zero_point, lo, hi)`` in float32.
+        ``shift`` is an integer in 0..62 (0 on float partials); ``zero_point``, ``lo`` and
+        ``hi`` are integers on integer partials, numbers on float ones (``KernelError`` for
+        a float or bool where an integer is needed: nothing is truncated)."""
         if not isinstance(b, Data) or b.kind != "BData" or b.size != 2:
             raise KernelError("rescale_clamp: b must be a BData holding one (bias, scale) pair")
+        shift = as_int(shift, "s.act.rescale_clamp: shift", KernelError)
         if shift < 0 or shift > 62:
             raise KernelError(f"rescale_clamp: shift {shift} outside 0..62")
         if is_float(p.dtype) and shift:
@@ -382,7 +393,9 @@ class _Act(_Unit):
                         lo=lo, hi=hi)
 
     def clamp(self, p: Data, lo, hi) -> Data:
-        """``clamp(p, lo, hi)``."""
+        """``clamp(p, lo, hi)`` of the partials ``p``: int32 results from integer partials
+        (``lo``, ``hi`` integers), float32 from float partials (``lo``, ``hi`` numbers; a
+        NaN passes)."""
         return self._op("clamp", p, (), lo=lo, hi=hi)
 
     def lookup(self, p: Data, lut, step_bits: int | None = None, bias: int | None = None,
@@ -611,7 +624,8 @@ class _Act(_Unit):
     def _op(self, op: str, p: Data, extra: tuple, **attrs) -> Data:
         p, label = self._begin(op, p)
         out_dt = "float32" if is_float(p.dtype) else "int32"
-        vals = {k: (float(v) if is_float(p.dtype) else int(v)) for k, v in attrs.items()}
+        vals = {k: _attr_value(f"`{label}`: {op}'s {k}", v, is_float(p.dtype))
+                for k, v in attrs.items()}
         return self._emit(op, p, label, out_dt, tuple(d.view for d in extra), vals)
 
 
@@ -635,6 +649,16 @@ def _check_slice_target(tgt: Target) -> None:
                           f"run on a Slice with units {', '.join(SLICE_UNITS)} and memories "
                           f"{', '.join(SLICE_MEMORIES)}; built-in targets that have them: "
                           f"{', '.join(have) or 'none'}")
+
+
+def _attr_value(what: str, v, floating: bool) -> int | float:
+    """An Act constant: an int for integer partials, a float for float partials; bools,
+    strings and floats where an integer is needed are refused rather than truncated."""
+    if floating and isinstance(v, (float, np.floating)):
+        return float(v)
+    if floating:
+        return float(as_int(v, f"{what} (a number)", KernelError))
+    return as_int(v, f"{what} (integer partials)", KernelError)
 
 
 class Slice(_Suggests):
@@ -697,7 +721,7 @@ class Slice(_Suggests):
         label = _label()
         vs = []
         for n in (counts if multi else [counts]):
-            if not isinstance(n, (int, np.integer)) or n < 1:
+            if as_int(n, "iterate: a loop count", KernelError) < 1:
                 raise KernelError(f"iterate: loop count must be a positive int, got {n!r}")
             # Unique names: sibling loops with equal counts must stay distinct variables.
             v = ir.Var(f"i{self.nloops}", int(n))
@@ -892,6 +916,10 @@ def build(k: Kernel, target: str | Target | None = None, /, **specs_and_attrs) -
         if not isinstance(lay, Layout):
             raise KernelError(f"build {k.name}: tensor {name!r} needs npukit.spec(...), "
                               f"got {lay!r}")
+        if 0 in lay.shape:
+            raise ShapeError(f"build {k.name}: tensor {name!r} has no elements (dim "
+                             f"{lay.shape.index(0)} of shape {lay.shape} is 0); a kernel needs "
+                             f"at least one element in every tensor")
         buf = ir.Buffer(name, tgt.home, lay.dtype, lay.footprint()[1], role="in")
         datas.append(LData(buf, Layout(lay.shape, lay.dtype, lay.strides, lay.offset),
                            ir.Affine(), None, name))
