@@ -609,6 +609,8 @@ class _Act(_Unit):
                                   f"iterate over pdata.dim(PData.Vectors) and pass pdata[av]")
             p = p[0]
         s.consume(p.producer)
+        if p.producer is not None:
+            p = replace(p, lanes=_accumulated_lanes(p.lanes, p.producer.acc_loops, label))
         return p, label
 
     def _emit(self, op: str, p: Data, label: str, out_dt, extra: tuple, vals: dict) -> Data:
@@ -836,6 +838,30 @@ class Slice(_Suggests):
                     out.append(x)
             return tuple(out)
         return conv(self.root)
+
+
+def _accumulated_lanes(lanes: ir.Lanes | None, acc_loops: tuple[ir.Var, ...],
+                       label: str) -> ir.Lanes | None:
+    """The lanes of partials accumulated over ``acc_loops``: a lane holds data only if it
+    did in every contribution, so the vector's start takes its largest value over those
+    loops (valid lanes ``clamp(total - start, 0, width)`` shrink as the start grows). The
+    result no longer depends on the accumulation loops, which do not enclose the Act.
+    ``None`` when every lane holds data."""
+    if lanes is None or not set(acc_loops) & set(lanes.start.vars):
+        return lanes
+    worst = ir.Affine(lanes.start.const)
+    for atom, c in lanes.start.terms:
+        if isinstance(atom, ir.Var) and atom in acc_loops:
+            worst += max(0, c * (atom.count - 1))
+        elif set(ir.affine(atom).vars) & set(acc_loops):
+            raise KernelError(f"`{label}`: the valid lanes of the partials vary with the "
+                              f"accumulation loop through {atom}; npukit cannot tell which "
+                              f"lanes hold data")
+        else:
+            worst += c * atom
+    if worst.bounds()[1] <= lanes.total - lanes.width:
+        return None
+    return ir.Lanes(lanes.total, worst, lanes.width)
 
 
 def _identity(combine: str, dt: np.dtype):
