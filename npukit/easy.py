@@ -132,8 +132,19 @@ class LData(_Suggests):
         return self.layout.dense_dims()
 
     # Tensor editing: each returns a new LData.
-    def vectorize(self, n: int) -> LData:
-        return replace(self, layout=self.layout.vectorize(n))
+    def vectorize(self, n: int, *, strided: bool = False) -> LData:
+        """Split the last dim into vectors of ``n`` lanes (``Layout.vectorize``); the last
+        dim must be dense or broadcast, or any stride with ``strided=True`` (a strided,
+        e.g. transposed, load). Row sums of an [M, N] ``x``, 16 rows at a time::
+
+            xt = x.permute((1, 0)).vectorize(16, strided=True)   # [N, ceil(M/16), 16]
+            for rv in s.iterate(xt.dim(1)):
+                for c in s.iterate(xt.dim(0)):
+                    p = s.alu.accumulate(s.iram.load(xt[c][rv]))
+                ...                                               # Act, then append
+
+        (``npukit.kernels.reduce_cols``)."""
+        return replace(self, layout=self.layout.vectorize(n, strided=strided))
 
     def fuse(self, k: int) -> LData:
         return replace(self, layout=self.layout.fuse(k))

@@ -175,11 +175,22 @@ class Layout:
         n = math.prod(self.shape[-k:])
         return self._with(self.shape[:-k] + (n,), self.strides[:-k] + (1,))
 
-    def vectorize(self, n: int) -> Layout:
-        """Split the last dim N into ``[ceil(N/n), n]`` vectors (stride ``n·s, s``); lanes past
-        N are junk, recorded as ``valid=N`` over the last 2 dims. The last dim must be dense
-        (stride 1) or broadcast (stride 0)."""
+    def vectorize(self, n: int, *, strided: bool = False) -> Layout:
+        """Split the last dim N (stride s) into ``[ceil(N/n), n]`` vectors with strides
+        ``(n·s, s)``; lanes past N are junk, recorded as ``valid=N`` over the last 2 dims.
+        The last dim must be dense (stride 1) or broadcast (stride 0), as the Torq
+        EasyKernel guide requires, unless ``strided=True``: then any stride is taken and
+        each vector gathers ``n`` elements ``s`` apart (the transfer engines take any
+        stride). With ``permute`` this is a transposed load: ``x.permute((1, 0))
+        .vectorize(16, strided=True)`` of an [M, N] tensor is [N, ceil(M/16), 16], vectors
+        of 16 rows' elements of one column.
+
+        >>> Layout((3, 5), "int8").permute((1, 0)).vectorize(2, strided=True)
+        Layout(int8[5, 2, 2], strides=(1, 10, 5), offset=0, valid=3 of last 2 dims)
+        """
         n = as_int(n, "vectorize: the vector size")
+        if not isinstance(strided, (bool, np.bool_)):
+            raise ShapeError(f"vectorize: strided must be True or False, got {strided!r}")
         if n < 1:
             raise ShapeError(f"vectorize({n}): vector size must be >= 1")
         if self.rank == 0:
@@ -187,9 +198,10 @@ class Layout:
         if self.valid is not None:
             raise ShapeError(f"vectorize({n}): layout {self.shape} is already vectorized")
         last, s = self.shape[-1], self.strides[-1]
-        if s not in (0, 1) and last != 1:
+        if s not in (0, 1) and last != 1 and not strided:
             raise ShapeError(f"vectorize({n}): last dim ({last} elements) has stride {s}; "
-                             f"it must be dense (stride 1) or broadcast (stride 0)")
+                             f"it must be dense (stride 1) or broadcast (stride 0), or ask "
+                             f"for a strided load: vectorize({n}, strided=True)")
         s = s if last != 1 else 1
         q = -(-last // n)
         return self._with(self.shape[:-1] + (q, n), self.strides[:-1] + (n * s, s),
