@@ -24,7 +24,7 @@ import linecache
 import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -48,17 +48,42 @@ from .machine import targets as _targets
 
 # -- user-facing values -------------------------------------------------------------------
 
+@dataclass(frozen=True, repr=False)
+class Spec(Layout):
+    """A parameter's layout that also carries ``partial``, an option only a parameter has;
+    ``spec(..., partial=True)`` makes one. It is a ``Layout`` everywhere else (its
+    transformations return plain Layouts)."""
+
+    partial: bool = field(default=False, kw_only=True)
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f", partial={self.partial})"
+
+
 def spec(shape: Sequence[int], dtype, strides: Sequence[int] | None = None,
-         offset: int = 0) -> Layout:
+         offset: int = 0, *, partial: bool = False) -> Layout:
     """Describe a kernel parameter: ``spec((1000,), "int8")``; an int shape is 1-D as in
     numpy (``spec(1000, "int8")``). Strides and offset count elements from the start of the
     tensor's buffer; strides must be non-negative. Shape, strides and offset are integers
-    (numpy integers too): ``ShapeError`` for floats and bools, which would be truncated."""
+    (numpy integers too): ``ShapeError`` for floats and bools, which would be truncated.
+
+    Every element of an output must be written by the kernel, or ``build`` raises
+    ``ShapeError`` naming the first unwritten one. ``partial=True`` accepts an output the
+    kernel fills only in part: its unwritten elements keep the array's contents on every
+    back end (the parameter becomes read-and-written, role ``"inout"``)::
+
+        out = nk.spec((100,), "int8", partial=True)   # the kernel writes out[:64] only
+
+    It returns a ``Spec``, a Layout with the flag."""
     lay = Layout(as_shape(shape, "spec: shape"), dtype,
                  None if strides is None else as_shape(strides, "spec: strides"),
                  as_int(offset, "spec: offset"))
     if any(s < 0 for s in lay.strides):
         raise ShapeError(f"spec: negative strides {lay.strides} are not supported")
+    if not isinstance(partial, (bool, np.bool_)):
+        raise ShapeError(f"spec: partial must be True or False, got {partial!r}")
+    if partial:
+        return Spec(lay.shape, lay.dtype, lay.strides, lay.offset, partial=True)
     return lay
 
 
@@ -966,7 +991,12 @@ def build(k: Kernel, target: str | Target | None = None, /, **specs_and_attrs) -
     params = []
     for d in datas:
         written, read = d.buffer.name in s.writes, d.buffer.name in s.reads
-        role = ("inout" if read else "out") if written else "in"
+        partial = getattr(specs_and_attrs[d.name], "partial", False)
+        if partial and not written:
+            raise KernelError(f"build {k.name}: tensor {d.name!r} is only read; partial=True "
+                              f"is for outputs the kernel fills in part")
+        # A partial output keeps what the kernel does not write: it is read, in effect.
+        role = ("inout" if read or partial else "out") if written else "in"
         params.append((replace(d.buffer, role=role), specs_and_attrs[d.name]))
     prog = ir.Program(k.name, tgt, tuple(params), tuple(s.buffers), _rebind(body, params),
                       tuple(sorted(attrs.items())), _source(k.fn))
