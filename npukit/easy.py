@@ -754,7 +754,8 @@ class Slice(_Suggests):
 
     def iterate(self, counts) -> Iterator:
         """``for i in s.iterate(n)``: one hardware loop of ``n`` iterations; a list of
-        counts nests one loop per count and yields a multi-index; ``[]`` is no loop."""
+        counts nests one loop per count and yields a multi-index; ``[]`` is no loop. Each
+        count is a positive integer (``KernelError`` for 0, floats and bools)."""
         multi = isinstance(counts, (list, tuple))
         label = _label()
         vs = []

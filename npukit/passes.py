@@ -99,21 +99,25 @@ def _check_written(name: str, spec: Layout, writers: list) -> None:
     labels = ", ".join(f"`{st.label}`" for st, _ in writers) or "no statement"
     lo, hi = spec.footprint()
     if spec.size > EXACT_LIMIT or hi - lo > 2 * EXACT_LIMIT:
+        why = "no closed form applies" if None in boxes else \
+            f"in closed form its writes ({sum(b.points for bs in boxes for b in bs)} element " \
+            f"writes) do not make up the output"
         raise ShapeError(
             f"output {name!r} ({spec.size} elements): npukit cannot show that {labels} "
-            f"writes every element (no closed form applies and the output is over "
-            f"{EXACT_LIMIT} elements for an element-by-element check); build with "
-            f"npukit.spec(..., partial=True) to accept elements the kernel may leave unwritten")
+            f"writes every element ({why}, and the output is over {EXACT_LIMIT} elements "
+            f"for an element-by-element check); build with npukit.spec(..., partial=True) "
+            f"to accept elements the kernel may leave unwritten")
     hit = np.zeros(hi - lo, bool)
     for (st, loops), bs in zip(writers, boxes):
-        parts = [o for b in bs for o in b.offsets()] if bs is not None else \
-            [coverage.enumerate_writes(st, loops, 4 * EXACT_LIMIT)]
-        if any(p is None for p in parts):
-            raise ShapeError(
-                f"output {name!r}: npukit cannot show that `{st.label}` writes every element "
-                f"(its loop nest is too large to enumerate); build with npukit.spec(..., "
-                f"partial=True) to accept elements the kernel may leave unwritten")
-        for p in parts:
+        chunks = (o for b in bs for o in b.offsets()) if bs is not None else \
+            [coverage.enumerate_writes(st, loops, EXACT_LIMIT)]
+        for p in chunks:
+            if p is None:
+                raise ShapeError(
+                    f"output {name!r}: npukit cannot show that `{st.label}` writes every "
+                    f"element (its loop nest is too large to enumerate); build with "
+                    f"npukit.spec(..., partial=True) to accept elements the kernel may leave "
+                    f"unwritten")
             p = p[(p >= lo) & (p < hi)]
             hit[p - lo] = True
     first, missing = None, 0
