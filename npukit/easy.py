@@ -126,14 +126,6 @@ class LData(_Suggests):
     lanes: ir.Lanes | None = None
     name: str = ""
 
-    @property
-    def _owner(self) -> str:
-        return self.name or "tensor"
-
-    def _public(self) -> list[str]:
-        return ["shape", "dtype", "rank", "dim", "dims", "dense_dims", "vectorize", "fuse",
-                "broadcast_as", "permute", "layout", "name"]
-
     # Queries, as in the seed.
     @property
     def shape(self) -> tuple[int, ...]:
@@ -155,6 +147,14 @@ class LData(_Suggests):
 
     def dense_dims(self) -> int:
         return self.layout.dense_dims()
+
+    @property
+    def _owner(self) -> str:
+        return self.name or "tensor"
+
+    def _public(self) -> list[str]:
+        return ["shape", "dtype", "rank", "dim", "dims", "dense_dims", "vectorize", "fuse",
+                "broadcast_as", "permute", "layout", "name"]
 
     # Tensor editing: each returns a new LData.
     def vectorize(self, n: int, *, strided: bool = False) -> LData:
@@ -699,13 +699,8 @@ def _attr_value(what: str, v, floating: bool) -> int | float:
     return as_int(v, f"{what} (integer partials)", KernelError)
 
 
-class Slice(_Suggests):
+class Slice:
     """The logical Slice of the Torq EasyKernel guide while a kernel is being recorded."""
-
-    _owner = "s"
-
-    def _public(self) -> list[str]:
-        return ["iram", "wram", "bram", "alu", "act", "iterate", "store", "append", "target"]
 
     def __init__(self, tgt: Target):
         _check_slice_target(tgt)
@@ -727,6 +722,13 @@ class Slice(_Suggests):
         self.stored: str | None = None
         self.reads: set[str] = set()
         self.writes: set[str] = set()
+
+    # A misspelt method (s.stor) names the right one.
+    _owner = "s"
+    __getattr__ = _Suggests.__getattr__
+
+    def _public(self) -> list[str]:
+        return ["iram", "wram", "bram", "alu", "act", "iterate", "store", "append", "target"]
 
     def buffer(self, memory: str, dt, size: int, kind: str) -> ir.Buffer:
         buf = ir.Buffer(f"{kind.lower()}", memory, _dtype(dt), size)

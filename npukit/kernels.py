@@ -101,29 +101,6 @@ def mul(s, input1, input2, bias_scale, output, *, shift, out_min, out_max, fuse=
 
 
 @kernel
-def reduce_rows(s, input, output, *, vector="alu"):
-    """Seed 000 "2-dimensional reduce": sum the rows of [N, M] into [M], saturating to the
-    output dtype. ``vector="alu"`` accumulates ALU-width vectors and splits the partials
-    into Act-width sub-vectors (the seed's advice); ``"act"`` uses Act-width throughout."""
-    rows, cols = 0, 1
-    if input.rank != 2 or output.rank != 1 or input.dim(cols) != output.dim(0):
-        raise ShapeError(f"reduce: input {input.shape} and output {output.shape} must be "
-                         f"[N, M] and [M]")
-    if input.dense_dims() == 0 or output.dense_dims() == 0:
-        raise ShapeError("reduce: input rows and output must be dense")
-    unit = s.alu.i_width if vector == "alu" else s.act.width
-    x = input.vectorize(unit(input.dtype, None))
-    lo, hi = int_range(output.dtype)
-    for c in s.iterate(x.dim(cols)):
-        for r in s.iterate(x.dim(rows)):
-            idata = s.iram.load(x[r][c])
-            pdata = s.alu.accumulate(idata)
-        for av in s.iterate(pdata.dim(PData.Vectors)):
-            res = s.act.clamp(pdata[av], lo, hi)
-            s.append(output, res)
-
-
-@kernel
 def reduce_cols(s, input, output, *, vector="alu"):
     """Row sums: sum each row of [N, M] into [N], saturating to the output dtype (the
     reduction along the last axis, ``x.sum(axis=1)``). Neither unit reduces across lanes,
@@ -145,6 +122,29 @@ def reduce_cols(s, input, output, *, vector="alu"):
     for b in s.iterate(xt.dim(blocks)):
         for c in s.iterate(xt.dim(cols)):
             idata = s.iram.load(xt[c][b])
+            pdata = s.alu.accumulate(idata)
+        for av in s.iterate(pdata.dim(PData.Vectors)):
+            res = s.act.clamp(pdata[av], lo, hi)
+            s.append(output, res)
+
+
+@kernel
+def reduce_rows(s, input, output, *, vector="alu"):
+    """Seed 000 "2-dimensional reduce": sum the rows of [N, M] into [M], saturating to the
+    output dtype. ``vector="alu"`` accumulates ALU-width vectors and splits the partials
+    into Act-width sub-vectors (the seed's advice); ``"act"`` uses Act-width throughout."""
+    rows, cols = 0, 1
+    if input.rank != 2 or output.rank != 1 or input.dim(cols) != output.dim(0):
+        raise ShapeError(f"reduce: input {input.shape} and output {output.shape} must be "
+                         f"[N, M] and [M]")
+    if input.dense_dims() == 0 or output.dense_dims() == 0:
+        raise ShapeError("reduce: input rows and output must be dense")
+    unit = s.alu.i_width if vector == "alu" else s.act.width
+    x = input.vectorize(unit(input.dtype, None))
+    lo, hi = int_range(output.dtype)
+    for c in s.iterate(x.dim(cols)):
+        for r in s.iterate(x.dim(rows)):
+            idata = s.iram.load(x[r][c])
             pdata = s.alu.accumulate(idata)
         for av in s.iterate(pdata.dim(PData.Vectors)):
             res = s.act.clamp(pdata[av], lo, hi)
