@@ -15,8 +15,10 @@ from .errors import CapacityError, DTypeError, KernelError, OutOfBoundsError, Sh
 from .layout import Layout
 
 # Elements an output may have for an element-by-element check of what the program writes,
-# when the closed form does not settle it.
+# when the closed form does not settle it, and the loop iterations (times elements per
+# iteration) a statement may have to be evaluated one by one for it.
 EXACT_LIMIT = 1 << 24
+ENUMERATE_LIMIT = 1 << 22
 
 
 def check(prog: ir.Program) -> ir.Program:
@@ -48,7 +50,7 @@ def _check_append_keeps_data(st: ir.Append, loops) -> None:
     closed form, or by counting when the loop nest is small; otherwise not checked.)"""
     keys, pushed = coverage.append_pushes(st, loops)
     if pushed is None:
-        if ir.points(tuple(loops)) > EXACT_LIMIT:
+        if ir.points(tuple(loops)) > ENUMERATE_LIMIT:
             return
         env = ir.iteration_space(tuple(loops))
         want = np.broadcast_to(np.asarray(st.valid.eval(env)), (ir.points(tuple(loops)),))
@@ -110,7 +112,7 @@ def _check_written(name: str, spec: Layout, writers: list) -> None:
     hit = np.zeros(hi - lo, bool)
     for (st, loops), bs in zip(writers, boxes):
         chunks = (o for b in bs for o in b.offsets()) if bs is not None else \
-            [coverage.enumerate_writes(st, loops, EXACT_LIMIT)]
+            [coverage.enumerate_writes(st, loops, ENUMERATE_LIMIT)]
         for p in chunks:
             if p is None:
                 raise ShapeError(

@@ -255,14 +255,19 @@ def test_fallback_enumerates_modular_indices(monkeypatch):
     assert out.tolist() == [5, 6, 7, 8, 9]
     with pytest.raises(nk.ShapeError, match=r"writes 4 of its 5 .*first unwritten is output\[4\]"):
         nk.build(make(4), x=nk.spec(10, "int8"), output=nk.spec(5, "int8"))
+    monkeypatch.setattr(passes, "ENUMERATE_LIMIT", 9)
+    with pytest.raises(nk.ShapeError, match=r"cannot show that `s.store.*loop nest is too large "
+                                            r"to enumerate.*partial=True"):
+        nk.build(make(5), x=nk.spec(10, "int8"), output=nk.spec(5, "int8"))
     monkeypatch.setattr(passes, "EXACT_LIMIT", 4)
-    with pytest.raises(nk.ShapeError, match=r"cannot show that .*partial=True"):
+    with pytest.raises(nk.ShapeError, match=r"cannot show that .*no closed form applies.*"
+                                            r"partial=True"):
         nk.build(make(5), x=nk.spec(10, "int8"), output=nk.spec(5, "int8"))
     nk.build(make(5), x=nk.spec(10, "int8"), output=nk.spec(5, "int8", partial=True))
 
 
 def test_large_outputs_take_the_closed_form(monkeypatch):
-    """Outputs of the seed kernels are shown full without enumerating a single element."""
+    """Outputs of the guide's kernels are shown full without enumerating a single element."""
     def refuse(*a, **k):
         raise AssertionError("enumerated")
     monkeypatch.setattr(coverage, "enumerate_writes", refuse)
