@@ -23,7 +23,7 @@ import numpy as np
 
 from . import ir
 
-MAX_PIECES = 4096  # boxes one statement may split into before enumeration takes over
+MAX_PIECES = 64  # boxes one statement may split into before enumeration takes over
 
 
 @dataclass(frozen=True)
@@ -38,16 +38,6 @@ class Box:
     def points(self) -> int:
         """Index points (the elements, when no two points share an offset)."""
         return math.prod(n for n, _ in self.dims)
-
-    def injective(self) -> bool:
-        """True when no two index points share an offset: each stride passes the span of
-        the smaller ones (sufficient for canonical boxes)."""
-        span = 0
-        for n, s in self.dims:
-            if s <= span:
-                return False
-            span += (n - 1) * s
-        return True
 
     def offsets(self, chunk: int = 1 << 20):
         """The offsets in chunks of at most ``chunk`` (an iterator of int64 arrays)."""
@@ -220,18 +210,15 @@ def lane_sum(lanes: ir.Lanes | None, width: int, loops) -> int | None:
     if not used <= set(loops):
         return None
     free = ir.points(tuple(v for v in loops if v not in used))
-    # The starts' offsets over the used loops, coalesced: one (count, stride) dim means the
-    # starts are c, c + b, c + 2b, ... each once.
+    # The starts over the used loops, coalesced (a bijection of their index points, so the
+    # multiset of starts is kept): one (count, stride) dim means c, c + b, c + 2b, ... once.
     coeff = dict(lanes.start.terms)
     canon = box(0, [(v.count, coeff[v]) for v in loops if v in used])
-    if canon is None:
-        return 0
-    n_total = math.prod(v.count for v in loops if v in used)
     c = lanes.start.const + canon.base
     w = min(lanes.width, width)
     if not canon.dims:
-        return free * n_total * min(max(lanes.total - c, 0), w)
-    if len(canon.dims) != 1 or canon.points != n_total:
+        return free * min(max(lanes.total - c, 0), w)
+    if len(canon.dims) != 1:
         return None
     (n, b), = canon.dims
     u_full, partial = _split_rows(lanes.total, c, b, n, w)
