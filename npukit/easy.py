@@ -18,12 +18,13 @@ exactly as the guide's uppercase ``For``. Tensor views are immutable: write
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import linecache
 import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -33,25 +34,81 @@ from .dtypes import int_range, is_float
 from .errors import (
     CapacityError,
     DTypeError,
+    KernelAttributeError,
     KernelError,
     LutError,
     OutOfBoundsError,
     ShapeError,
+    TargetError,
 )
-from .layout import Layout
+from .layout import Layout, as_int, as_shape
 from .machine import Target
 from .machine import target as _target
+from .machine import targets as _targets
 
 # -- user-facing values -------------------------------------------------------------------
 
+@dataclass(frozen=True, repr=False)
+class Spec(Layout):
+    """A parameter's layout that also carries ``partial``, an option only a parameter has;
+    ``spec(..., partial=True)`` makes one. It is a ``Layout`` everywhere else (its
+    transformations return plain Layouts)."""
+
+    partial: bool = field(default=False, kw_only=True)
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f", partial={self.partial})"
+
+
 def spec(shape: Sequence[int], dtype, strides: Sequence[int] | None = None,
-         offset: int = 0) -> Layout:
-    """Describe a kernel parameter: ``spec((1000,), "int8")``. Strides and offset count
-    elements from the start of the tensor's buffer; strides must be non-negative."""
-    lay = Layout(tuple(shape), dtype, strides, offset)
+         offset: int = 0, *, partial: bool = False) -> Layout:
+    """Describe a kernel parameter: ``spec((1000,), "int8")``; an int shape is 1-D as in
+    numpy (``spec(1000, "int8")``). Strides and offset count elements from the start of the
+    tensor's buffer; strides must be non-negative. Shape, strides and offset are integers
+    (numpy integers too): ``ShapeError`` for floats and bools, which would be truncated.
+
+    Every element of an output must be written by the kernel, or ``build`` raises
+    ``ShapeError`` naming the first unwritten one. ``partial=True`` accepts an output the
+    kernel fills only in part: its unwritten elements keep the array's contents on every
+    back end (the parameter becomes read-and-written, role ``"inout"``)::
+
+        out = nk.spec((100,), "int8", partial=True)   # the kernel writes out[:64] only
+
+    It returns a ``Spec``, a Layout with the flag."""
+    lay = Layout(as_shape(shape, "spec: shape"), dtype,
+                 None if strides is None else as_shape(strides, "spec: strides"),
+                 as_int(offset, "spec: offset"))
     if any(s < 0 for s in lay.strides):
         raise ShapeError(f"spec: negative strides {lay.strides} are not supported")
+    if not isinstance(partial, (bool, np.bool_)):
+        raise ShapeError(f"spec: partial must be True or False, got {partial!r}")
+    if partial:
+        return Spec(lay.shape, lay.dtype, lay.strides, lay.offset, partial=True)
     return lay
+
+
+def _no_such(owner: str, name: str, public) -> KernelAttributeError:
+    """The error for ``owner.name``: the closest public names first, then the rest."""
+    close = difflib.get_close_matches(name, public, n=3, cutoff=0.5)
+    close += [p for p in public if name.lower() in p and p not in close]
+    hint = f"did you mean {' or '.join(f'{owner}.{c}' for c in close[:3])}? " if close else ""
+    return KernelAttributeError(f"{owner} has no method {name!r}; {hint}it has: "
+                                f"{', '.join(public)}")
+
+
+class _Suggests:
+    """Mixin: a misspelt method name (``s.alu.add``) raises ``KernelError`` naming the right
+    one. ``_owner`` names the object as a kernel spells it."""
+
+    _owner = ""
+
+    def _public(self) -> list[str]:
+        return [n for n in dir(type(self)) if not n.startswith("_")]
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):  # copy, pickle and friends probe private names
+            raise AttributeError(name)
+        raise _no_such(self._owner, name, self._public())
 
 
 class MultiIndex(tuple):
@@ -59,7 +116,7 @@ class MultiIndex(tuple):
 
 
 @dataclass(frozen=True)
-class LData:
+class LData(_Suggests):
     """A tensor in the home memory (LRAM), seen through a layout; indexing with loop
     variables makes a view whose position moves with the loop."""
 
@@ -91,9 +148,28 @@ class LData:
     def dense_dims(self) -> int:
         return self.layout.dense_dims()
 
+    @property
+    def _owner(self) -> str:
+        return self.name or "tensor"
+
+    def _public(self) -> list[str]:
+        return ["shape", "dtype", "rank", "dim", "dims", "dense_dims", "vectorize", "fuse",
+                "broadcast_as", "permute", "layout", "name"]
+
     # Tensor editing: each returns a new LData.
-    def vectorize(self, n: int) -> LData:
-        return replace(self, layout=self.layout.vectorize(n))
+    def vectorize(self, n: int, *, strided: bool = False) -> LData:
+        """Split the last dim into vectors of ``n`` lanes (``Layout.vectorize``); the last
+        dim must be dense or broadcast, or any stride with ``strided=True`` (a strided,
+        e.g. transposed, load). Row sums of an [M, N] ``x``, 16 rows at a time::
+
+            xt = x.permute((1, 0)).vectorize(16, strided=True)   # [N, ceil(M/16), 16]
+            for rv in s.iterate(xt.dim(1)):
+                for c in s.iterate(xt.dim(0)):
+                    p = s.alu.accumulate(s.iram.load(xt[c][rv]))
+                ...                                               # Act, then append
+
+        (``npukit.kernels.reduce_cols``)."""
+        return replace(self, layout=self.layout.vectorize(n, strided=strided))
 
     def fuse(self, k: int) -> LData:
         return replace(self, layout=self.layout.fuse(k))
@@ -119,7 +195,8 @@ class LData:
         if isinstance(k, slice):
             return replace(self, layout=lay[k])
         n, s = lay.shape[0], lay.strides[0]
-        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+        if not isinstance(k, (ir.Var, ir.Affine)):
+            k = as_int(k, f"tensor {self.name!r}: an index", OutOfBoundsError)
             if not -n <= k < n:
                 raise OutOfBoundsError(f"tensor {self.name!r}: index {k} out of range for dim "
                                        f"0 of {lay.shape} ({n} elements)")
@@ -178,6 +255,8 @@ class Data:
         if self.kind != "PData" or self.view.layout.rank != 2:
             raise KernelError(f"only PData is indexed by PData.Vectors; this is {self.kind}")
         nv, w = self.view.shape
+        if not isinstance(av, (ir.Var, ir.Affine)):
+            av = as_int(av, "PData sub-vector index", OutOfBoundsError)
         idx = ir.affine(av)
         lo, hi = idx.bounds()
         if lo < 0 or hi >= nv:
@@ -209,24 +288,37 @@ class _LoopNode:
 
 
 def _label() -> str:
-    """The kernel source line that called into the builder."""
+    """The kernel source line that called into the builder; ``file line N`` when the
+    source is not at hand (a kernel typed in a REPL, read from stdin, made by ``exec``)."""
     f = sys._getframe(2)
     while f is not None and f.f_globals.get("__name__") == __name__:
         f = f.f_back
     if f is None:
         return ""
-    return linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    return line or f"{f.f_code.co_filename} line {f.f_lineno}"
 
 
-class _Unit:
+def _source(fn: Callable) -> str:
+    """The kernel's source text, or a note saying why it is missing."""
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):  # no file behind it: a REPL, stdin, exec, a builtin
+        return (f"# the source of kernel {getattr(fn, '__name__', fn)!r} is not available "
+                f"(defined in an interactive session, read from stdin or made by exec)\n")
+
+
+class _Unit(_Suggests):
     def __init__(self, s: Slice, name: str):
         self.s, self.name = s, name
         self.unit = s.target.units[name]
+        self._owner = f"s.{name}"
 
 
-class _Load:
+class _Load(_Suggests):
     def __init__(self, s: Slice, memory: str, kind: str):
         self.s, self.memory, self.kind = s, memory, kind
+        self._owner = f"s.{memory.lower()}"
 
     def load(self, x: LData) -> Data:
         """Bring view ``x`` from the home memory into this internal memory."""
@@ -322,9 +414,13 @@ class _Act(_Unit):
     def rescale_clamp(self, p: Data, b: Data, shift: int, zero_point: int, lo, hi) -> Data:
         """``clamp((((p + bias) * scale + r) >> shift) + zero_point, lo, hi)`` in 64-bit
         integers, ``r`` the target's rounding term; ``b`` holds one (bias, scale) pair. On
-        float partials: ``clamp((p + bias) * scale + zero_point, lo, hi)`` in float32."""
+        float partials: ``clamp((p + bias) * scale + zero_point, lo, hi)`` in float32.
+        ``shift`` is an integer in 0..62 (0 on float partials); ``zero_point``, ``lo`` and
+        ``hi`` are integers on integer partials, numbers on float ones (``KernelError`` for
+        a float or bool where an integer is needed: nothing is truncated)."""
         if not isinstance(b, Data) or b.kind != "BData" or b.size != 2:
             raise KernelError("rescale_clamp: b must be a BData holding one (bias, scale) pair")
+        shift = as_int(shift, "s.act.rescale_clamp: shift", KernelError)
         if shift < 0 or shift > 62:
             raise KernelError(f"rescale_clamp: shift {shift} outside 0..62")
         if is_float(p.dtype) and shift:
@@ -333,7 +429,9 @@ class _Act(_Unit):
                         lo=lo, hi=hi)
 
     def clamp(self, p: Data, lo, hi) -> Data:
-        """``clamp(p, lo, hi)``."""
+        """``clamp(p, lo, hi)`` of the partials ``p``: int32 results from integer partials
+        (``lo``, ``hi`` integers), float32 from float partials (``lo``, ``hi`` numbers; a
+        NaN passes)."""
         return self._op("clamp", p, (), lo=lo, hi=hi)
 
     def lookup(self, p: Data, lut, step_bits: int | None = None, bias: int | None = None,
@@ -547,6 +645,8 @@ class _Act(_Unit):
                                   f"iterate over pdata.dim(PData.Vectors) and pass pdata[av]")
             p = p[0]
         s.consume(p.producer)
+        if p.producer is not None:
+            p = replace(p, lanes=_accumulated_lanes(p.lanes, p.producer.acc_loops, label))
         return p, label
 
     def _emit(self, op: str, p: Data, label: str, out_dt, extra: tuple, vals: dict) -> Data:
@@ -562,14 +662,48 @@ class _Act(_Unit):
     def _op(self, op: str, p: Data, extra: tuple, **attrs) -> Data:
         p, label = self._begin(op, p)
         out_dt = "float32" if is_float(p.dtype) else "int32"
-        vals = {k: (float(v) if is_float(p.dtype) else int(v)) for k, v in attrs.items()}
+        vals = {k: _attr_value(f"`{label}`: {op}'s {k}", v, is_float(p.dtype))
+                for k, v in attrs.items()}
         return self._emit(op, p, label, out_dt, tuple(d.view for d in extra), vals)
+
+
+# What the Torq EasyKernel guide's logical Slice is made of: a target without them cannot
+# run an EasyKernel kernel.
+SLICE_UNITS = ("alu", "act")
+SLICE_MEMORIES = ("IRAM", "WRAM", "BRAM", "PRAM", "ACT")
+
+
+def _slice_parts_missing(tgt: Target) -> list[str]:
+    return [f"unit {u!r}" for u in SLICE_UNITS if u not in tgt.units] + \
+        [f"memory {m}" for m in SLICE_MEMORIES if m not in tgt.memories]
+
+
+def _check_slice_target(tgt: Target) -> None:
+    """``TargetError`` when ``tgt`` lacks a unit or memory of the logical Slice."""
+    missing = _slice_parts_missing(tgt)
+    if missing:
+        have = [n for n in _targets() if not _slice_parts_missing(_target(n))]
+        raise TargetError(f"target {tgt.name!r} has no {', '.join(missing)}: EasyKernel kernels "
+                          f"run on a Slice with units {', '.join(SLICE_UNITS)} and memories "
+                          f"{', '.join(SLICE_MEMORIES)}; built-in targets that have them: "
+                          f"{', '.join(have) or 'none'}")
+
+
+def _attr_value(what: str, v, floating: bool) -> int | float:
+    """An Act constant: an int for integer partials, a float for float partials; bools,
+    strings and floats where an integer is needed are refused rather than truncated."""
+    if floating and isinstance(v, (float, np.floating)):
+        return float(v)
+    if floating:
+        return float(as_int(v, f"{what} (a number)", KernelError))
+    return as_int(v, f"{what} (integer partials)", KernelError)
 
 
 class Slice:
     """The logical Slice of the Torq EasyKernel guide while a kernel is being recorded."""
 
     def __init__(self, tgt: Target):
+        _check_slice_target(tgt)
         self.target = tgt
         self.iram = _Load(self, "IRAM", "IData")
         self.wram = _Load(self, "WRAM", "WData")
@@ -588,6 +722,13 @@ class Slice:
         self.stored: str | None = None
         self.reads: set[str] = set()
         self.writes: set[str] = set()
+
+    # A misspelt method (s.stor) names the right one.
+    _owner = "s"
+    __getattr__ = _Suggests.__getattr__
+
+    def _public(self) -> list[str]:
+        return ["iram", "wram", "bram", "alu", "act", "iterate", "store", "append", "target"]
 
     def buffer(self, memory: str, dt, size: int, kind: str) -> ir.Buffer:
         buf = ir.Buffer(f"{kind.lower()}", memory, _dtype(dt), size)
@@ -615,12 +756,13 @@ class Slice:
 
     def iterate(self, counts) -> Iterator:
         """``for i in s.iterate(n)``: one hardware loop of ``n`` iterations; a list of
-        counts nests one loop per count and yields a multi-index; ``[]`` is no loop."""
+        counts nests one loop per count and yields a multi-index; ``[]`` is no loop. Each
+        count is a positive integer (``KernelError`` for 0, floats and bools)."""
         multi = isinstance(counts, (list, tuple))
         label = _label()
         vs = []
         for n in (counts if multi else [counts]):
-            if not isinstance(n, (int, np.integer)) or n < 1:
+            if as_int(n, "iterate: a loop count", KernelError) < 1:
                 raise KernelError(f"iterate: loop count must be a positive int, got {n!r}")
             # Unique names: sibling loops with equal counts must stay distinct variables.
             v = ir.Var(f"i{self.nloops}", int(n))
@@ -737,6 +879,30 @@ class Slice:
         return conv(self.root)
 
 
+def _accumulated_lanes(lanes: ir.Lanes | None, acc_loops: tuple[ir.Var, ...],
+                       label: str) -> ir.Lanes | None:
+    """The lanes of partials accumulated over ``acc_loops``: a lane holds data only if it
+    did in every contribution, so the vector's start takes its largest value over those
+    loops (valid lanes ``clamp(total - start, 0, width)`` shrink as the start grows). The
+    result no longer depends on the accumulation loops, which do not enclose the Act.
+    ``None`` when every lane holds data."""
+    if lanes is None or not set(acc_loops) & set(lanes.start.vars):
+        return lanes
+    worst = ir.Affine(lanes.start.const)
+    for atom, c in lanes.start.terms:
+        if isinstance(atom, ir.Var) and atom in acc_loops:
+            worst += max(0, c * (atom.count - 1))
+        elif set(ir.affine(atom).vars) & set(acc_loops):
+            raise KernelError(f"`{label}`: the valid lanes of the partials vary with the "
+                              f"accumulation loop through {atom}; npukit cannot tell which "
+                              f"lanes hold data")
+        else:
+            worst += c * atom
+    if worst.bounds()[1] <= lanes.total - lanes.width:
+        return None
+    return ir.Lanes(lanes.total, worst, lanes.width)
+
+
 def _identity(combine: str, dt: np.dtype):
     if combine == "add":
         return 0
@@ -775,14 +941,35 @@ def kernel(fn: Callable) -> Kernel:
     return Kernel(fn, fn.__name__, tensors, attrs, optional)
 
 
-def build(k: Kernel, target: str | Target = "torq", **specs_and_attrs) -> ir.Program:
-    """Record kernel ``k`` for ``target`` with a ``spec`` per tensor and a value per attribute,
-    check it, and return the ``Program``."""
+def build(k: Kernel, target: str | Target | None = None, /, **specs_and_attrs) -> ir.Program:
+    """Record kernel ``k`` for ``target`` (default ``"torq"``) with a ``spec`` per tensor and
+    a value per attribute, check it, and return the ``Program``::
+
+        prog = nk.build(mul, target="torq", input1=nk.spec((1000,), "int8"), ...)
+
+    The kernel and the target are positional-only, so a kernel parameter may take any name,
+    ``k`` and ``target`` included. When the kernel has a parameter named ``target``,
+    ``target=`` goes to the kernel and the build target is given positionally::
+
+        prog = nk.build(kern, "torq", x=nk.spec((64,), "int8"), target=nk.spec((64,), "int8"))
+
+    (``KernelError`` when that keyword holds a target name and no target is given
+    positionally: which one was meant is ambiguous.)"""
     from .passes import check
 
     if not isinstance(k, Kernel):
         raise KernelError(f"build: {k!r} is not a kernel; decorate it with @npukit.kernel")
-    tgt = _target(target)
+    if "target" not in k.tensors + k.attrs and "target" in specs_and_attrs:
+        if target is not None:
+            raise KernelError(f"build {k.name}: the target is given twice, {target!r} and "
+                              f"target={specs_and_attrs['target']!r}")
+        target = specs_and_attrs.pop("target")
+    elif target is None and isinstance(specs_and_attrs.get("target"), (str, Target)):
+        raise KernelError(f"build {k.name}: the kernel has a parameter named 'target', so "
+                          f"target={specs_and_attrs['target']!r} is that parameter; give the "
+                          f"build target positionally: npukit.build({k.name}, \"torq\", "
+                          f"target=...)")
+    tgt = _target("torq" if target is None else target)
     missing = [n for n in k.tensors + k.attrs if n not in specs_and_attrs and n not in k.optional]
     extra = [n for n in specs_and_attrs if n not in k.tensors + k.attrs]
     if missing or extra:
@@ -794,6 +981,10 @@ def build(k: Kernel, target: str | Target = "torq", **specs_and_attrs) -> ir.Pro
         if not isinstance(lay, Layout):
             raise KernelError(f"build {k.name}: tensor {name!r} needs npukit.spec(...), "
                               f"got {lay!r}")
+        if 0 in lay.shape:
+            raise ShapeError(f"build {k.name}: tensor {name!r} has no elements (dim "
+                             f"{lay.shape.index(0)} of shape {lay.shape} is 0); a kernel needs "
+                             f"at least one element in every tensor")
         buf = ir.Buffer(name, tgt.home, lay.dtype, lay.footprint()[1], role="in")
         datas.append(LData(buf, Layout(lay.shape, lay.dtype, lay.strides, lay.offset),
                            ir.Affine(), None, name))
@@ -803,10 +994,15 @@ def build(k: Kernel, target: str | Target = "torq", **specs_and_attrs) -> ir.Pro
     params = []
     for d in datas:
         written, read = d.buffer.name in s.writes, d.buffer.name in s.reads
-        role = ("inout" if read else "out") if written else "in"
+        partial = getattr(specs_and_attrs[d.name], "partial", False)
+        if partial and not written:
+            raise KernelError(f"build {k.name}: tensor {d.name!r} is only read; partial=True "
+                              f"is for outputs the kernel fills in part")
+        # A partial output keeps what the kernel does not write: it is read, in effect.
+        role = ("inout" if read or partial else "out") if written else "in"
         params.append((replace(d.buffer, role=role), specs_and_attrs[d.name]))
     prog = ir.Program(k.name, tgt, tuple(params), tuple(s.buffers), _rebind(body, params),
-                      tuple(sorted(attrs.items())), inspect.getsource(k.fn))
+                      tuple(sorted(attrs.items())), _source(k.fn))
     return check(prog)
 
 

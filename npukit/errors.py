@@ -38,5 +38,10 @@ class KernelError(NpukitError):
     """A kernel that breaks the structure rules of its front end."""
 
 
+class KernelAttributeError(KernelError, AttributeError):
+    """A misspelt kernel-language method (``s.alu.add``); the message suggests the right
+    name. An ``AttributeError`` too, so ``hasattr`` keeps working."""
+
+
 class CompilerError(NpukitError):
     """The C compiler is missing or rejected the generated source."""

@@ -103,6 +103,34 @@ def mul(s, input1, input2, bias_scale, output, *, shift, out_min, out_max, fuse=
 
 
 @kernel
+def reduce_cols(s, input, output, *, vector="alu"):
+    """Row sums: sum each row of [N, M] into [N], saturating to the output dtype (the
+    reduction along the last axis, ``x.sum(axis=1)``). Neither unit reduces across lanes,
+    so the vectors run down the columns instead: the transposed view ``input.permute((1,
+    0))`` is [M, N], and ``vectorize(w, strided=True)`` cuts it into [M, ceil(N/w), w]
+    vectors, each ``w`` rows' elements of one column, gathered by a strided transfer
+    (stride: the row stride). For each block of ``w`` rows the ALU accumulates the M
+    column vectors lane by lane, then the Act clamps Act-width sub-vectors of the partials
+    (PData.Vectors) and appends them: lane k of block b is the sum of row ``b*w + k``.
+    ``vector="alu"`` takes ALU-width blocks (the guide's advice for accumulations), ``"act"``
+    Act-width ones. Any input strides; the output must be dense."""
+    if input.rank != 2 or output.rank != 1 or input.dim(0) != output.dim(0):
+        raise ShapeError(f"reduce_cols: input {input.shape} and output {output.shape} must be "
+                         f"[N, M] and [N]")
+    unit = s.alu.i_width if vector == "alu" else s.act.width
+    xt = input.permute((1, 0)).vectorize(unit(input.dtype, None), strided=True)
+    cols, blocks = 0, 1
+    lo, hi = int_range(output.dtype)
+    for b in s.iterate(xt.dim(blocks)):
+        for c in s.iterate(xt.dim(cols)):
+            idata = s.iram.load(xt[c][b])
+            pdata = s.alu.accumulate(idata)
+        for av in s.iterate(pdata.dim(PData.Vectors)):
+            res = s.act.clamp(pdata[av], lo, hi)
+            s.append(output, res)
+
+
+@kernel
 def reduce_rows(s, input, output, *, vector="alu"):
     """The Torq EasyKernel guide's "2-dimensional reduce": sum the rows of [N, M] into [M],
     saturating to the output dtype. ``vector="alu"`` accumulates ALU-width vectors and splits the

@@ -19,6 +19,31 @@ from .dtypes import dtype as _dtype
 from .errors import OutOfBoundsError, ShapeError
 
 
+def as_int(value, what: str, error: type[Exception] = ShapeError) -> int:
+    """``value`` as a Python int: ints and numpy integers pass; bools, floats (even ``2.0``),
+    strings and anything else raise ``error`` naming ``what`` the value is for, because a
+    silent ``int()`` would truncate ``2.5`` to 2.
+
+    >>> as_int(np.int64(3), "vectorize: the vector size")
+    3
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        shown = value.item() if isinstance(value, np.generic) else value
+        raise error(f"{what} must be an integer, got {shown!r} ({type(value).__name__})")
+    return int(value)
+
+
+def as_shape(shape, what: str = "shape") -> tuple[int, ...]:
+    """A shape as a tuple of ints; an int ``n`` is ``(n,)`` as in numpy
+    (``np.zeros(37).shape == (37,)``). ``ShapeError`` for anything that is not integers."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+        return (int(shape),)
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise ShapeError(f"{what} must be a sequence of integers, got {shape!r}")
+    shape = tuple(shape)
+    return tuple(as_int(n, f"{what} {shape}: dim {k}") for k, n in enumerate(shape))
+
+
 def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
     """Row-major strides of ``shape``: ``dense_strides((2, 3, 4)) == (12, 4, 1)``."""
     strides, acc = [], 1
@@ -44,19 +69,20 @@ class Layout:
     vdims: int = field(default=0, kw_only=True)
 
     def __post_init__(self):
-        shape = tuple(int(n) for n in self.shape)
+        shape = as_shape(self.shape, "layout: shape")
         strides = dense_strides(shape) if self.strides is None else \
-            tuple(int(s) for s in self.strides)
+            as_shape(self.strides, "layout: strides")
         if len(strides) != len(shape):
             raise ShapeError(f"layout: {len(strides)} strides {strides} for {len(shape)} dims "
                              f"{shape}")
         if any(n < 0 for n in shape):
             raise ShapeError(f"layout: negative dimension in shape {shape}")
-        if self.offset < 0:
-            raise ShapeError(f"layout: negative offset {self.offset}")
+        offset = as_int(self.offset, "layout: offset")
+        if offset < 0:
+            raise ShapeError(f"layout: negative offset {offset}")
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "strides", strides)
-        object.__setattr__(self, "offset", int(self.offset))
+        object.__setattr__(self, "offset", offset)
         object.__setattr__(self, "dtype", _dtype(self.dtype))
 
     # -- queries -------------------------------------------------------------------------
@@ -75,6 +101,7 @@ class Layout:
         return math.prod(self.shape)
 
     def _axis(self, i: int, what: str = "dim") -> int:
+        i = as_int(i, what, OutOfBoundsError)
         if not -self.rank <= i < self.rank:
             raise OutOfBoundsError(f"{what} {i} out of range for rank-{self.rank} layout "
                                    f"{self.shape}")
@@ -87,6 +114,8 @@ class Layout:
     def dims(self, begin: int = 0, end: int | None = None) -> tuple[int, ...]:
         """Counts of dims ``begin`` (included) to ``end`` (excluded), numpy-style negatives:
         ``Layout((5, 3, 3, 2), "int8").dims(0, -1) == (5, 3, 3)``."""
+        begin = as_int(begin, "dims: begin")
+        end = None if end is None else as_int(end, "dims: end")
         return self.shape[slice(begin, end)]
 
     def dense_dims(self) -> int:
@@ -134,6 +163,7 @@ class Layout:
     def fuse(self, k: int) -> Layout:
         """Fuse the ``k`` innermost dims into one of their product (they must be dense):
         ``[.., n_{r-k}, .., n_{r-1}] -> [.., Π n]``; ``k <= 1`` is the identity."""
+        k = as_int(k, "fuse: the number of dims")
         if k <= 1:
             return self
         if k > self.rank:
@@ -145,10 +175,22 @@ class Layout:
         n = math.prod(self.shape[-k:])
         return self._with(self.shape[:-k] + (n,), self.strides[:-k] + (1,))
 
-    def vectorize(self, n: int) -> Layout:
-        """Split the last dim N into ``[ceil(N/n), n]`` vectors (stride ``n·s, s``); lanes past
-        N are junk, recorded as ``valid=N`` over the last 2 dims. The last dim must be dense
-        (stride 1) or broadcast (stride 0)."""
+    def vectorize(self, n: int, *, strided: bool = False) -> Layout:
+        """Split the last dim N (stride s) into ``[ceil(N/n), n]`` vectors with strides
+        ``(n·s, s)``; lanes past N are junk, recorded as ``valid=N`` over the last 2 dims.
+        The last dim must be dense (stride 1) or broadcast (stride 0), as the Torq
+        EasyKernel guide requires, unless ``strided=True``: then any stride is taken and
+        each vector gathers ``n`` elements ``s`` apart (the transfer engines take any
+        stride). With ``permute`` this is a transposed load: ``x.permute((1, 0))
+        .vectorize(16, strided=True)`` of an [M, N] tensor is [N, ceil(M/16), 16], vectors
+        of 16 rows' elements of one column.
+
+        >>> Layout((3, 5), "int8").permute((1, 0)).vectorize(2, strided=True)
+        Layout(int8[5, 2, 2], strides=(1, 10, 5), offset=0, valid=3 of last 2 dims)
+        """
+        n = as_int(n, "vectorize: the vector size")
+        if not isinstance(strided, (bool, np.bool_)):
+            raise ShapeError(f"vectorize: strided must be True or False, got {strided!r}")
         if n < 1:
             raise ShapeError(f"vectorize({n}): vector size must be >= 1")
         if self.rank == 0:
@@ -156,9 +198,10 @@ class Layout:
         if self.valid is not None:
             raise ShapeError(f"vectorize({n}): layout {self.shape} is already vectorized")
         last, s = self.shape[-1], self.strides[-1]
-        if s not in (0, 1) and last != 1:
+        if s not in (0, 1) and last != 1 and not strided:
             raise ShapeError(f"vectorize({n}): last dim ({last} elements) has stride {s}; "
-                             f"it must be dense (stride 1) or broadcast (stride 0)")
+                             f"it must be dense (stride 1) or broadcast (stride 0), or ask "
+                             f"for a strided load: vectorize({n}, strided=True)")
         s = s if last != 1 else 1
         q = -(-last // n)
         return self._with(self.shape[:-1] + (q, n), self.strides[:-1] + (n * s, s),
@@ -167,7 +210,7 @@ class Layout:
     def broadcast_as(self, other: Layout | Sequence[int]) -> Layout:
         """numpy broadcasting to exactly ``other``'s shape: dims are aligned from the end,
         new leading dims and size-1 dims that grow get stride 0."""
-        target = tuple(other.shape if isinstance(other, Layout) else other)
+        target = other.shape if isinstance(other, Layout) else as_shape(other, "broadcast_as")
         if self.valid is not None:
             raise ShapeError(f"broadcast_as: layout {self.shape} is vectorized; broadcast first")
         if self.rank > len(target):
@@ -188,7 +231,7 @@ class Layout:
 
     def permute(self, order: Sequence[int]) -> Layout:
         """Reorder dims like ``np.transpose``: new dim k is old dim ``order[k]``."""
-        given = tuple(int(o) for o in order)
+        given = as_shape(order, "permute: order")
         # Only -rank <= o < rank count from the end; larger ones must not wrap around.
         order = tuple(o % self.rank if -self.rank <= o < self.rank else o for o in given)
         if sorted(order) != list(range(self.rank)):
@@ -202,7 +245,8 @@ class Layout:
 
     def split(self, dim: int, factor: int) -> Layout:
         """Split dim N (stride s) into ``[N/factor, factor]`` with strides ``[factor·s, s]``."""
-        d = self._axis(dim)
+        d = self._axis(dim, "split: dim")
+        factor = as_int(factor, "split: factor")
         n, s = self.shape[d], self.strides[d]
         if factor < 1 or n % factor:
             raise ShapeError(f"split: dim {d} of {self.shape} has {n} elements, not a multiple "
@@ -216,7 +260,7 @@ class Layout:
         """A view of the same elements in row-major order with a new shape, possible when each
         group of old dims that maps onto a group of new dims is contiguous within itself
         (numpy's no-copy rule); ``ShapeError`` when the data would have to be copied."""
-        shape = tuple(int(n) for n in shape)
+        shape = as_shape(shape, "reshape")
         if math.prod(shape) != self.size:
             raise ShapeError(f"cannot reshape {self.shape} ({self.size} elements) to {shape}")
         self._refuse_vector_dims(range(self.rank), "reshape")
@@ -268,6 +312,9 @@ class Layout:
         for d, k in enumerate(keys):
             n, s = self.shape[d], self.strides[d]
             if isinstance(k, slice):
+                for part in (k.start, k.stop, k.step):
+                    if part is not None:
+                        as_int(part, f"slice {k} of dim {d}", OutOfBoundsError)
                 start, stop, step = k.indices(n)
                 count = len(range(start, stop, step))
                 if d >= first_vec:
@@ -281,7 +328,9 @@ class Layout:
                 shape.append(count)
                 strides.append(s * step)
             else:
-                i = _index(k)
+                if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+                    raise ShapeError(f"layout index must be an int or a slice, got {k!r}")
+                i = int(k)
                 if not -n <= i < n:
                     raise OutOfBoundsError(f"index {i} out of range for dim {d} with {n} "
                                            f"elements (layout {self.shape})")
@@ -327,8 +376,3 @@ class Layout:
         return (f"Layout({self.dtype.name}[{dims}], strides={self.strides}, "
                 f"offset={self.offset}{vec})")
 
-
-def _index(k) -> int:
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise ShapeError(f"layout index must be an int or a slice, got {k!r}")
-    return int(k)

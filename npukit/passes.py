@@ -1,6 +1,7 @@
 """Build-time checks every Program passes before a back end sees it: accesses stay inside
-their buffers, internal memories hold their buffers, dtype conversions are defined. The
-pass also decides which internal buffers are double buffered."""
+their buffers, every element of every output is written and no append discards data,
+internal memories hold their buffers, dtype conversions are defined. The pass also decides
+which internal buffers are double buffered."""
 
 from __future__ import annotations
 
@@ -8,9 +9,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import ir
+from . import coverage, ir
 from .dtypes import is_float
-from .errors import CapacityError, DTypeError, KernelError, OutOfBoundsError
+from .errors import CapacityError, DTypeError, KernelError, OutOfBoundsError, ShapeError
+from .layout import Layout
+
+# Elements an output may have for an element-by-element check of what the program writes,
+# when the closed form does not settle it, and the loop iterations (times elements per
+# iteration) a statement may have to be evaluated one by one for it.
+EXACT_LIMIT = 1 << 24
+ENUMERATE_LIMIT = 1 << 22
 
 
 def check(prog: ir.Program) -> ir.Program:
@@ -29,7 +37,105 @@ def check(prog: ir.Program) -> ir.Program:
                 _check_bounds(v, None, loops, st.label)
         elif isinstance(st, ir.Fill):
             _check_bounds(st.dst, None, loops, st.label)
+        if isinstance(st, ir.Append):
+            _check_append_keeps_data(st, loops)
+    _check_outputs_written(prog)
     return _with_slots(prog)
+
+
+def _check_append_keeps_data(st: ir.Append, loops) -> None:
+    """An append never writes past its (sub)tensor's end: it drops what does not fit. That
+    is right for the junk lanes of a last vector, which the valid lane count already leaves
+    out; valid lanes dropped are results lost because the output is too small. (Checked in
+    closed form, or by counting when the loop nest is small; otherwise not checked.)"""
+    keys, pushed = coverage.append_pushes(st, loops)
+    if pushed is None:
+        if ir.points(tuple(loops)) > ENUMERATE_LIMIT:
+            return
+        env = ir.iteration_space(tuple(loops))
+        want = np.broadcast_to(np.asarray(st.valid.eval(env)), (ir.points(tuple(loops)),))
+        pushed = int(want.reshape(ir.points(keys), -1).sum(axis=1).max())
+    size = st.dst.size
+    if pushed > size:
+        what = f"each {st.dst.shape} subtensor of tensor" if keys else "tensor"
+        raise OutOfBoundsError(
+            f"`{st.label}`: {what} {st.dst.buffer.name!r} holds {size} elements but receives "
+            f"{pushed} computed values: the last {pushed - size} would be dropped. Give the "
+            f"output {pushed} elements, or slice the inputs so that only {size} values are "
+            f"computed (lanes past a vectorized dim's end are junk, and appends drop those)")
+
+
+def _check_outputs_written(prog: ir.Program) -> None:
+    """Every element of every parameter with role ``"out"`` is written by the program's
+    data flows (Copy, Append, Fill into it), or ``ShapeError``: an unwritten element would
+    hold poison on the simulator and the array's old contents in C. Checked in closed form
+    (``npukit.coverage``), else element by element up to ``EXACT_LIMIT`` elements.
+
+    Not checked: parameters a basic kernel gets a pointer to (``ir.Call`` with ``ir.Ptr``,
+    in AutoTiler programs), which code npukit cannot see writes, and outputs built with
+    ``npukit.spec(..., partial=True)`` (role ``"inout"``: unwritten elements keep the
+    array's contents)."""
+    pointed = {a.view.buffer.name for st, _ in prog.walk() if isinstance(st, ir.Call)
+               for a in st.args if isinstance(a, ir.Ptr)}
+    writers: dict[str, list] = {}
+    for st, loops in prog.walk():
+        dst = getattr(st, "dst", None)
+        if dst is not None and dst.buffer.role == "out":
+            writers.setdefault(dst.buffer.name, []).append((st, loops))
+    for buf, spec in prog.params:
+        if buf.role == "out" and buf.name not in pointed:
+            _check_written(buf.name, spec, writers.get(buf.name, []))
+
+
+def _writes(st, loops) -> list[coverage.Box] | None:
+    if isinstance(st, ir.Append):
+        return coverage.append_writes(st, loops)
+    return coverage.copy_writes(st.dst, getattr(st, "valid", None), loops)
+
+
+def _check_written(name: str, spec: Layout, writers: list) -> None:
+    boxes = [_writes(st, loops) for st, loops in writers]
+    whole = coverage.box(spec.offset, list(zip(spec.shape, spec.strides)))
+    if None not in boxes and coverage.merge([b for bs in boxes for b in bs]) == [whole]:
+        return
+    labels = ", ".join(f"`{st.label}`" for st, _ in writers) or "no statement"
+    lo, hi = spec.footprint()
+    if spec.size > EXACT_LIMIT or hi - lo > 2 * EXACT_LIMIT:
+        why = "no closed form applies" if None in boxes else \
+            f"in closed form its writes ({sum(b.points for bs in boxes for b in bs)} element " \
+            f"writes) do not make up the output"
+        raise ShapeError(
+            f"output {name!r} ({spec.size} elements): npukit cannot show that {labels} "
+            f"writes every element ({why}, and the output is over {EXACT_LIMIT} elements "
+            f"for an element-by-element check); build with npukit.spec(..., partial=True) "
+            f"to accept elements the kernel may leave unwritten")
+    hit = np.zeros(hi - lo, bool)
+    for (st, loops), bs in zip(writers, boxes):
+        chunks = (o for b in bs for o in b.offsets()) if bs is not None else \
+            [coverage.enumerate_writes(st, loops, ENUMERATE_LIMIT)]
+        for p in chunks:
+            if p is None:
+                raise ShapeError(
+                    f"output {name!r}: npukit cannot show that `{st.label}` writes every "
+                    f"element (its loop nest is too large to enumerate); build with "
+                    f"npukit.spec(..., partial=True) to accept elements the kernel may leave "
+                    f"unwritten")
+            p = p[(p >= lo) & (p < hi)]
+            hit[p - lo] = True
+    first, missing = None, 0
+    for start, offs in coverage.row_major(spec.offset, spec.shape, spec.strides):
+        miss = ~hit[offs - lo]
+        if first is None and miss.any():
+            first = start + int(np.argmax(miss))
+        missing += int(miss.sum())
+    if missing:
+        index = ", ".join(map(str, np.unravel_index(first, spec.shape)))
+        raise ShapeError(
+            f"output {name!r}: the kernel writes {spec.size - missing} of its {spec.size} "
+            f"elements (shape {spec.shape}); the first unwritten is {name}[{index}]. Written "
+            f"by {labels}. Give the output the shape the kernel writes, or build with "
+            f"npukit.spec(..., partial=True) to leave the rest unwritten (it keeps the "
+            f"array's contents)")
 
 
 def view_range(view: ir.View, valid: ir.Lanes | None, loops: tuple[ir.Var, ...]) -> tuple[int, int]:

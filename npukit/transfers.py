@@ -2,7 +2,10 @@
 are programmed with, derived from the sequential description.
 
 The address sequence of a ``Transfer`` is ``offset + Σ idx_k·strides[k]`` (bytes) for idx
-in row-major order over ``counts``, cut after ``limit`` elements when it is set."""
+in row-major order over ``counts``, cut after ``limit`` elements when it is set. When a
+transfer moves vectors whose last one is partial, ``valid`` says which elements hold data:
+the junk lanes are never fetched (a strided vector's junk lanes may lie far past the
+tensor's end)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,21 @@ import numpy as np
 
 from . import ir
 from .errors import KernelError
+
+
+@dataclass(frozen=True)
+class ValidLanes:
+    """The elements of a transfer that hold data: ``idx`` (a multi-index over the
+    transfer's ``counts``) moves data when ``idx[axis] < total - (start + Σ coeffs[k]·idx[k])``;
+    the rest are junk lanes of a partial vector (or rows of a partial tile).
+
+    For a vectorized dim of 20 elements loaded in vectors of 16 (counts ``(2, 16)``):
+    ``ValidLanes(total=20, start=0, coeffs=(16, 0), axis=1)``."""
+
+    total: int
+    start: int
+    coeffs: tuple[int, ...]
+    axis: int
 
 
 @dataclass(frozen=True)
@@ -25,6 +43,7 @@ class Transfer:
     strides: tuple[int, ...]
     limit: int | None = None
     label: str = ""
+    valid: ValidLanes | None = None
 
     def addresses(self) -> np.ndarray:
         """The byte addresses this transfer touches, in order."""
@@ -33,6 +52,17 @@ class Transfer:
             addr = addr[..., None] + np.arange(n, dtype=np.int64) * s
         addr = addr.reshape(-1)
         return addr if self.limit is None else addr[: self.limit]
+
+    def valid_mask(self) -> np.ndarray:
+        """One bool per element of ``addresses()``: True where the element holds data
+        (``valid``), False for junk lanes an engine does not fetch."""
+        if self.valid is None:
+            return np.ones(self.addresses().size, bool)
+        v = self.valid
+        idx = np.indices(self.counts).reshape(len(self.counts), -1)
+        start = v.start + (np.asarray(v.coeffs)[:, None] * idx).sum(axis=0)
+        mask = idx[v.axis] < v.total - start
+        return mask if self.limit is None else mask[: self.limit]
 
 
 def transfers(prog: ir.Program) -> list[Transfer]:
@@ -54,7 +84,24 @@ def _describe(st, view: ir.View, loops) -> Transfer:
     strides = tuple(coeff.get(v, 0) * eb for v in loops) + \
         tuple(s * eb for s in view.layout.strides)
     return Transfer(view.buffer.name, st.src.buffer.memory, st.dst.buffer.memory, eb,
-                    (view.layout.offset + view.offset.const) * eb, counts, strides, None, st.label)
+                    (view.layout.offset + view.offset.const) * eb, counts, strides, None, st.label,
+                    _valid(st.valid, loops, view))
+
+
+def _valid(lanes: ir.Lanes | None, loops, view: ir.View) -> ValidLanes | None:
+    """``lanes`` over dim 0 of ``view`` in the transfer's terms: the view's dim 0 is count
+    ``len(loops)``. None when every element holds data, or when the valid count is not
+    affine in the loop indices (an AutoTiler next-tile read through floordiv/mod)."""
+    if lanes is None or not view.shape:
+        return None
+    start = lanes.start
+    if any(not isinstance(a, ir.Var) for a, _ in start.terms):
+        return None
+    if lanes.total - start.bounds()[1] >= min(lanes.width, view.shape[0]):
+        return None  # every vector is whole
+    coeff = dict(start.terms)
+    coeffs = tuple(coeff.get(v, 0) for v in loops) + (0,) * len(view.shape)
+    return ValidLanes(lanes.total, start.const, coeffs, len(loops))
 
 
 def _describe_append(st: ir.Append, loops) -> Transfer:

@@ -359,6 +359,35 @@ def test_vectorize_refuses_a_strided_last_dim(spec, n):
             lay.vectorize(n)
 
 
+@PROPS
+@given(spec=specs(min_rank=1, last=(2, 3, 5), last_dim=st.integers(1, 30)),
+       n=st.integers(1, 12))
+def test_strided_vectorize_valid_part_is_the_original(spec, n):
+    """``vectorize(n, strided=True)``: lane k of vector i is element i*n + k of the last
+    dim, whatever its stride; lanes past its end are junk (``valid``)."""
+    big, s = spec.shape[-1], spec.strides[-1]
+    buf = spec.buffer(pad=n * s)  # the last vector's junk lanes reach (n - 1) strides past
+    arr = spec.oracle(buf)
+    vec = spec.layout().vectorize(n, strided=True)
+    q = -(-big // n)
+    assert vec.shape == spec.shape[:-1] + (q, n)
+    assert vec.strides[-2:] == ((n * s, s) if big > 1 else (n, 1))
+    assert (vec.valid, vec.vdims) == (big, 2)
+    got = vec.view(buf).reshape(spec.shape[:-1] + (q * n,))[..., :big]
+    np.testing.assert_array_equal(got, arr)
+
+
+def test_transposed_vectorize():
+    x = np.arange(15, dtype=np.int8)  # [3, 5] row-major
+    lay = Layout((3, 5), "int8").permute((1, 0)).vectorize(2, strided=True)
+    assert lay.shape == (5, 2, 2) and lay.strides == (1, 10, 5)
+    # column 1, first vector: rows 0 and 1 of column 1; second vector: row 2 and junk
+    assert lay[1][0].view(x).tolist() == [1, 6]
+    assert lay[1][1].valid == 1 and lay[1][1].view(np.arange(20, dtype=np.int8))[0] == 11
+    with pytest.raises(ShapeError, match=r"strided must be True or False, got 'yes'"):
+        Layout((3, 5), "int8").vectorize(2, strided="yes")
+
+
 # -- the seed's examples ---------------------------------------------------------------------
 
 
@@ -496,7 +525,8 @@ def test_size_1_dims_are_dense_whatever_their_stride():
 
 
 def test_vectorize_of_a_strided_last_dim():
-    with pytest.raises(ShapeError, match=r"vectorize\(8\): last dim \(6 elements\) has stride 3"):
+    with pytest.raises(ShapeError, match=r"vectorize\(8\): last dim \(6 elements\) has stride 3"
+                                         r".*vectorize\(8, strided=True\)"):
         Layout((4, 6), "int8", strides=(18, 3)).vectorize(8)
     with pytest.raises(ShapeError, match=r"vectorize\(0\): vector size must be >= 1"):
         Layout((4, 6), "int8").vectorize(0)

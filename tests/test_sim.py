@@ -113,13 +113,26 @@ def test_junk_lanes_come_from_poison():
     assert (out[1000:] == min(127, (-91) * (-91))).all()
 
 
-def test_unwritten_output_is_poisoned():
-    """An output the kernel never writes comes back poisoned, not silently stale."""
-    prog = mul_prog(K.mul_vectorized, (10,), out_shape=(20,))
-    out = np.full(20, 7, np.int8)
+def test_unwritten_output_is_a_build_error():
+    """An output the kernel does not fill would come back poisoned on the simulator and
+    stale in C: the build refuses it, naming the first unwritten element."""
+    with pytest.raises(nk.ShapeError, match=r"'output': the kernel writes 10 of its 20 "
+                                            r"elements.*first unwritten is output\[10\]"):
+        mul_prog(K.mul_vectorized, (10,), out_shape=(20,))
+
+
+@pytest.mark.parametrize("backend", ["sim", "c"])
+def test_partial_output_keeps_the_array_contents(backend):
+    """``spec(..., partial=True)``: the elements the kernel leaves alone keep the array's
+    contents on both back ends (the simulator must not write its poison back)."""
+    prog = nk.build(K.mul_vectorized, input1=nk.spec(10, "int8"), input2=nk.spec(10, "int8"),
+                    bias_scale=nk.spec(2, "int32"), output=nk.spec(20, "int8", partial=True),
+                    shift=6, out_min=-128, out_max=127)
+    assert prog.param("output")[0].role == "inout"
+    out = np.arange(20, dtype=np.int8) + 50
     a = np.full(10, 2, np.int8)
-    prog.run(input1=a, input2=a, bias_scale=np.array([0, 64], np.int32), output=out)
-    assert (out[:10] == 4).all() and (out[10:] == -91).all()
+    prog.run(backend, input1=a, input2=a, bias_scale=np.array([0, 64], np.int32), output=out)
+    assert (out[:10] == 4).all() and (out[10:] == np.arange(10, 20) + 50).all()
 
 
 @pytest.mark.parametrize("mode", ["half_up", "half_even", "floor"])

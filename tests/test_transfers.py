@@ -4,6 +4,7 @@ reads and writes."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -99,14 +100,24 @@ def test_reduce_descriptors_cover_each_element_once():
     assert (ts["output"].addresses() == np.arange(150) * 2).all()
 
 
-def test_append_limit_when_output_is_shorter():
-    """Appending 40 elements into a 20-element output: the descriptor stops after 20 and
-    the simulator writes exactly those."""
-    prog = nk.build(K.mul_vectorized, input1=nk.spec((40,), "int8"), input2=nk.spec((40,), "int8"),
-                    bias_scale=nk.spec((2,), "int32"), output=nk.spec((20,), "int8"), **ATTRS)
+def test_append_limit_when_output_is_partial():
+    """Appending 20 elements into a 40-element partial output: the descriptor stops after
+    20 and the simulator writes exactly those."""
+    prog = nk.build(K.mul_vectorized, input1=nk.spec((20,), "int8"), input2=nk.spec((20,), "int8"),
+                    bias_scale=nk.spec((2,), "int32"), output=nk.spec(40, "int8", partial=True),
+                    **ATTRS)
     (t,) = [t for t in prog.transfers() if t.tensor == "output"]
-    assert (t.addresses() == np.arange(20)).all()
-    a = np.arange(1, 41, dtype=np.int8)
-    out = np.zeros(20, np.int8)
+    assert t.limit == 20 and (t.addresses() == np.arange(20)).all()
+    a = np.arange(1, 21, dtype=np.int8)
+    out = np.full(40, 9, np.int8)
     prog.run(input1=a, input2=a, bias_scale=np.array([0, 1], np.int32), output=out)
-    assert (out == np.clip((a[:20].astype(int) ** 2 + 8) >> 4, -128, 127)).all()
+    assert (out[:20] == np.clip((a.astype(int) ** 2 + 8) >> 4, -128, 127)).all()
+    assert (out[20:] == 9).all()
+
+
+def test_append_into_a_shorter_output_is_refused():
+    """Appending 40 computed values into a 20-element output would drop 20 results."""
+    with pytest.raises(nk.OutOfBoundsError, match=r"'output' holds 20 elements but receives 40 "
+                                                  r"computed values: the last 20 would be dropped"):
+        nk.build(K.mul_vectorized, input1=nk.spec((40,), "int8"), input2=nk.spec((40,), "int8"),
+                 bias_scale=nk.spec((2,), "int32"), output=nk.spec((20,), "int8"), **ATTRS)
