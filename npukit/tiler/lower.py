@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import ir
+from ..cdecl import parse_ctype
 from ..errors import TilingError
 from ..layout import Layout
 from .api import (
@@ -49,25 +50,11 @@ from .api import (
 from .solver import Tiling, moves
 
 _NAMES = {KER_OUT_PLANE: "Op", KER_TILE: "Tile", KER_IN_PLANE: "Ip"}
-_C_TYPES = {
-    "signed char": "int8", "char": "int8", "Word8": "int8", "int8_t": "int8",
-    "unsigned char": "uint8", "Wordu8": "uint8", "uint8_t": "uint8",
-    "short": "int16", "short int": "int16", "Word16": "int16", "int16_t": "int16",
-    "unsigned short": "uint16", "unsigned short int": "uint16", "Wordu16": "uint16",
-    "uint16_t": "uint16", "int": "int32", "Word32": "int32", "int32_t": "int32",
-    "unsigned int": "uint32", "unsigned": "uint32", "Wordu32": "uint32", "uint32_t": "uint32",
-    "float": "float32", "float _Complex": "complex64", "double": "float64",
-}
 
 
 def c_dtype(ctype: str) -> np.dtype:
     """The numpy dtype of a C type (pointers: of what they point to)."""
-    base = ctype.replace("*", " ").replace("__restrict__", " ").replace("const", " ")
-    base = " ".join(base.split())
-    if base not in _C_TYPES:
-        raise TilingError(f"C type {ctype!r}: unknown element type {base!r}; known: "
-                          f"{sorted(_C_TYPES)}")
-    return np.dtype(_C_TYPES[base])
+    return parse_ctype(ctype).dtype
 
 
 @dataclass
@@ -131,7 +118,7 @@ class KernelLowering:
         if not bound:
             # A basic kernel may write through a pointer it is given, unless C says const.
             c = self.carg[carg]
-            return "inout" if c.is_pointer and "const" not in c.ArgType.split("*")[0] else "in"
+            return "inout" if c.is_pointer and not c.ctype.const else "in"
         a = bound[0]
         return {(True, False): "in", (False, True): "out"}.get(
             (a.has(Obj.O_IN), a.has(Obj.O_OUT)), "inout")

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import ir
+from ..cdecl import identifier
 from ..errors import TilingError
 from ..machine import Target
 from ..machine import target as _target
@@ -50,6 +51,17 @@ class GroupT:
     calls: tuple[CallT, ...]
 
 
+def _cargs(what: str, cargs: tuple) -> None:
+    """C arguments are ``TCArg`` values (checked when made) with distinct names."""
+    for c in cargs:
+        if not isinstance(c, TCArg):
+            raise TilingError(f"{what}: C arguments are TCArg(type, name), got {c!r:.80}")
+    names = [c.ArgName for c in cargs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise TilingError(f"{what}: C argument {twice[0]!r} is declared twice")
+
+
 class Model:
     """Collects basic kernels, user kernels and groups; solves and lowers them on demand.
     ``l3`` names the target memory that holds arguments with an L3 home (``O_L2DB``)."""
@@ -75,9 +87,13 @@ class Model:
         ``cost`` (cycles of work per call, from the scalar arguments known without reading
         memory — tile sizes, indices, immediates — by C name; accept ``**_`` for the rest;
         a parallel call takes ``ceil(cost / cores)`` cycles)."""
+        identifier(KernelName, "LibKernel name")
         if CallType not in (CALL_PARALLEL, CALL_SEQUENTIAL):
             raise TilingError(f"LibKernel {KernelName!r}: CallType must be CALL_PARALLEL or "
                               f"CALL_SEQUENTIAL")
+        if ParArgTypeName:
+            identifier(ParArgTypeName, f"LibKernel {KernelName!r}: ParArgTypeName")
+        _cargs(f"LibKernel {KernelName!r}", Cargs)
         self.libs[KernelName] = ir.Extern(
             KernelName, tuple((c.ArgType, c.ArgName) for c in Cargs), CallType == CALL_PARALLEL,
             c_source, reference, cost, ParArgTypeName)
@@ -85,8 +101,10 @@ class Model:
     def UserKernel(self, Name: str, KerDim: KernelDimensionT, KerIter: tuple, Orientation: str,
                    CArg: tuple[TCArg, ...], CCalls: tuple[CallT, ...],
                    KerArg: tuple[KerArgT, ...]) -> None:
+        identifier(Name, "UserKernel name")
         if Name in self.kernels or Name in self.groups:
             raise TilingError(f"UserKernel {Name!r}: the name is already used")
+        _cargs(f"UserKernel {Name!r}", CArg)
         names = [c.ArgName for c in CArg]
         for a in KerArg:
             if a.CArgName and a.CArgName not in names:
@@ -98,6 +116,7 @@ class Model:
             self._open[1].append(Name)
 
     def OpenKernelGroup(self, GroupName: str) -> None:
+        identifier(GroupName, "OpenKernelGroup name")
         if self._open:
             raise TilingError(f"OpenKernelGroup {GroupName!r}: group {self._open[0]!r} is open")
         self._open = (GroupName, [])
@@ -113,6 +132,7 @@ class Model:
         if GroupName not in self.groups:
             raise TilingError(f"UserKernelGroup {GroupName!r}: open and close the group first")
         g = self.groups[GroupName]
+        _cargs(f"UserKernelGroup {GroupName!r}", Carg)
         for c in Ccalls:
             if c.CallName not in g.members:
                 raise TilingError(f"UserKernelGroup {GroupName!r}: {c.CallName!r} is not a user "
