@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     from .lut.cli import register as register_lut
 
     register_lut(sub)
+    from .c.cache import register as register_cache
+
+    register_cache(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 
