@@ -563,7 +563,19 @@ class _Act(_Unit):
         p, label = self._begin(op, p)
         out_dt = "float32" if is_float(p.dtype) else "int32"
         vals = {k: (float(v) if is_float(p.dtype) else int(v)) for k, v in attrs.items()}
+        if not is_float(p.dtype):
+            _act_bounds_reach_int32(f"`{label}`: Act {op}", vals["lo"], vals["hi"])
         return self._emit(op, p, label, out_dt, tuple(d.view for d in extra), vals)
+
+
+def _act_bounds_reach_int32(what: str, lo: int, hi: int) -> None:
+    """The integer Act's result is int32: bounds beyond int32 act as its limits
+    (``arith.act_bounds``), but a range with no int32 value cannot be met."""
+    i32 = (-2**31, 2**31 - 1)
+    if lo > i32[1] or hi < i32[0]:
+        raise KernelError(f"{what}: clamp bounds lo={lo}, hi={hi} hold no int32 value, but the "
+                          f"Act's integer result is int32 ({i32[0]}..{i32[1]}); bounds beyond "
+                          f"int32 act as its limits (out_max=2**64-1 clamps at {i32[1]})")
 
 
 class Slice:
