@@ -377,7 +377,10 @@ Stmt = Loop | Copy | Append | ResetCursor | Fill | Compute | Call
 
 @dataclass(frozen=True)
 class Program:
-    """A kernel lowered to the IR: parameters, internal buffers, body, target, attributes."""
+    """A kernel lowered to the IR: parameters, internal buffers, body, target, attributes.
+    ``bounds`` holds ``(parameter, lo, hi)``: every value of that parameter must lie in
+    ``lo..hi`` (a basic kernel's shift count), which ``Program.run`` checks before any back
+    end runs."""
 
     name: str
     target: object  # npukit.machine.Target
@@ -386,6 +389,7 @@ class Program:
     body: tuple[Stmt, ...]
     attrs: tuple[tuple[str, object], ...] = ()
     source: str = ""
+    bounds: tuple[tuple[str, int, int], ...] = ()
 
     def param(self, name: str) -> tuple[Buffer, Layout]:
         for b, lay in self.params:

@@ -52,6 +52,12 @@ def check_arrays(prog: ir.Program, arrays: dict) -> dict[str, np.ndarray]:
             raise ShapeError(f"tensor {buf.name!r} is written by the kernel but its array is "
                              f"read-only")
         out[buf.name] = a
+    for name, lo, hi in prog.bounds:
+        a = out[name]
+        if a.size and not lo <= int(a.min()) <= int(a.max()) <= hi:
+            bad = int(a.min()) if int(a.min()) < lo else int(a.max())
+            raise ShapeError(f"argument {name!r}: {bad} is outside {lo}..{hi}, the values the "
+                             f"kernel accepts")
     return out
 
 

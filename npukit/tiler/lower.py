@@ -62,6 +62,25 @@ class Lowered:
     params: dict = field(default_factory=dict)  # C name -> (Buffer, spec Layout)
     buffers: list = field(default_factory=list)
     body: list = field(default_factory=list)
+    bounds: dict = field(default_factory=dict)  # C name -> (lo, hi) its values must lie in
+
+
+def add_bounds(out: Lowered, target: str | int, bounds: tuple[int, int] | None, what: str) -> None:
+    """Values passed to ``what`` must lie in ``bounds`` (``TCArg(..., bounds=...)``): an
+    immediate ``target`` is checked now, a parameter's values when the program runs."""
+    if bounds is None:
+        return
+    lo, hi = bounds
+    if isinstance(target, int):
+        if not lo <= target <= hi:
+            raise TilingError(f"{what} gets the immediate {target}, outside {lo}..{hi}")
+        return
+    old_lo, old_hi = out.bounds.get(target, bounds)
+    new = (max(lo, old_lo), min(hi, old_hi))
+    if new[0] > new[1]:
+        raise TilingError(f"{what}: {target!r} must lie in {lo}..{hi} and in {old_lo}..{old_hi} "
+                          f"(another argument it is passed to): no value does")
+    out.bounds[target] = new
 
 
 class KernelLowering:
@@ -69,8 +88,9 @@ class KernelLowering:
     parameter names (or to an int, for a group's ``Imm`` binding)."""
 
     def __init__(self, uk, tiling: Tiling, libs: dict, target, l3: str, out: Lowered,
-                 cargs: dict | None = None, prefix: str = ""):
+                 cargs: dict | None = None, prefix: str = "", lib_bounds: dict | None = None):
         self.uk, self.t, self.libs, self.target, self.l3 = uk, tiling, libs, target, l3
+        self.lib_bounds = lib_bounds or {}  # basic kernel -> bounds of each argument
         self.out, self.prefix = out, prefix
         self.cmap = cargs or {c.ArgName: c.ArgName for c in uk.cargs}
         self.counts = {KER_OUT_PLANE: uk.dims.OutPlanes, KER_TILE: tiling.n_tiles,
@@ -88,6 +108,7 @@ class KernelLowering:
     def _params(self) -> None:
         for c in self.uk.cargs:
             target_name = self.cmap.get(c.ArgName)
+            add_bounds(self.out, target_name, c.bounds, f"{self.uk.name}: C argument {c.ArgName!r}")
             if not isinstance(target_name, str) or target_name in self.out.params:
                 if isinstance(target_name, str):
                     self._widen_role(target_name, c.ArgName)
@@ -252,8 +273,16 @@ class KernelLowering:
         if len(c.BindingList) != len(lib.args):
             raise TilingError(f"{self.uk.name}: {c.CallName} takes {len(lib.args)} arguments, "
                               f"the call binds {len(c.BindingList)}")
-        args = tuple(self._bind(b, c.CallName) for b in c.BindingList)
-        return ir.Call(lib, args, f"Call Kernel {c.CallLocation.name}: {c.CallName}")
+        bounds = self.lib_bounds.get(c.CallName) or (None,) * len(lib.args)
+        args = []
+        for b, (_, name), bnd in zip(c.BindingList, lib.args, bounds):
+            what = f"{self.uk.name}: {c.CallName} argument {name!r}"
+            if b.kind == "imm":
+                add_bounds(self.out, b.value, bnd, what)
+            elif b.kind in ("c_arg", "c_arg_index") and b.name in self.carg:
+                add_bounds(self.out, self.cmap.get(b.name), bnd, what)
+            args.append(self._bind(b, c.CallName))
+        return ir.Call(lib, tuple(args), f"Call Kernel {c.CallLocation.name}: {c.CallName}")
 
     def _it(self, it) -> ir.Affine:
         return ir.affine(self.vars[it]) if it in self.vars else ir.Affine()

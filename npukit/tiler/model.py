@@ -28,7 +28,7 @@ from .api import (
     KernelDimensionT,
     TCArg,
 )
-from .lower import KernelLowering, Lowered
+from .lower import KernelLowering, Lowered, add_bounds
 from .solver import Tiling, solve
 
 
@@ -73,6 +73,7 @@ class Model:
         self.l2_budget = l2_budget if l2_budget is not None else self.target.memories["L2"].size
         self.l3 = l3
         self.libs: dict[str, ir.Extern] = {}
+        self.lib_bounds: dict[str, tuple] = {}  # basic kernel -> TCArg bounds of each argument
         self.kernels: dict[str, UserKernelT] = {}
         self.groups: dict[str, GroupT] = {}
         self._open: tuple[str, list] | None = None
@@ -94,6 +95,7 @@ class Model:
         if ParArgTypeName:
             identifier(ParArgTypeName, f"LibKernel {KernelName!r}: ParArgTypeName")
         _cargs(f"LibKernel {KernelName!r}", Cargs)
+        self.lib_bounds[KernelName] = tuple(c.bounds for c in Cargs)
         self.libs[KernelName] = ir.Extern(
             KernelName, tuple((c.ArgType, c.ArgName) for c in Cargs), CallType == CALL_PARALLEL,
             c_source, reference, cost, ParArgTypeName)
@@ -168,14 +170,20 @@ class Model:
                 cmap = {ca.ArgName: (b.name if b.kind == "c_arg" else b.value)
                         for ca, b in zip(uk.cargs, c.BindingList)}
                 KernelLowering(uk, self.tiling(uk.name), self.libs, self.target, self.l3, out,
-                               cmap, prefix=f"{uk.name}.").lower()
+                               cmap, prefix=f"{uk.name}.", lib_bounds=self.lib_bounds).lower()
+            for c in g.cargs:
+                if c.ArgName in out.params:
+                    add_bounds(out, c.ArgName, c.bounds, f"{name}: C argument {c.ArgName!r}")
             order = [c.ArgName for c in g.cargs]
         else:
             uk = self._kernel(name)
-            KernelLowering(uk, self.tiling(name), self.libs, self.target, self.l3, out).lower()
+            KernelLowering(uk, self.tiling(name), self.libs, self.target, self.l3, out,
+                           lib_bounds=self.lib_bounds).lower()
             order = [c.ArgName for c in uk.cargs]
         params = tuple(out.params[n] for n in order if n in out.params)
-        prog = ir.Program(name, self.target, params, tuple(out.buffers), tuple(out.body))
+        bounds = tuple((n, *out.bounds[n]) for n in order if n in out.params and n in out.bounds)
+        prog = ir.Program(name, self.target, params, tuple(out.buffers), tuple(out.body),
+                          bounds=bounds)
         l2 = sum(b.nbytes for b in out.buffers if b.memory == "L2")
         if l2 > self.l2_budget:
             raise TilingError(f"{name}: L3 arguments need {l2} B of L2 staging, over the L2 "
