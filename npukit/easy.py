@@ -322,7 +322,9 @@ class _Act(_Unit):
     def rescale_clamp(self, p: Data, b: Data, shift: int, zero_point: int, lo, hi) -> Data:
         """``clamp((((p + bias) * scale + r) >> shift) + zero_point, lo, hi)`` in 64-bit
         integers, ``r`` the target's rounding term; ``b`` holds one (bias, scale) pair. On
-        float partials: ``clamp((p + bias) * scale + zero_point, lo, hi)`` in float32."""
+        float partials: ``clamp((p + bias) * scale + zero_point, lo, hi)`` in float32. The
+        integer result is int32: a bound beyond int32 acts as the int32 limit, and bounds
+        holding no int32 value raise ``KernelError``."""
         if not isinstance(b, Data) or b.kind != "BData" or b.size != 2:
             raise KernelError("rescale_clamp: b must be a BData holding one (bias, scale) pair")
         if shift < 0 or shift > 62:
@@ -333,7 +335,7 @@ class _Act(_Unit):
                         lo=lo, hi=hi)
 
     def clamp(self, p: Data, lo, hi) -> Data:
-        """``clamp(p, lo, hi)``."""
+        """``clamp(p, lo, hi)``; integer bounds as for ``rescale_clamp`` (int32 result)."""
         return self._op("clamp", p, (), lo=lo, hi=hi)
 
     def lookup(self, p: Data, lut, step_bits: int | None = None, bias: int | None = None,

@@ -298,13 +298,14 @@ def test_cache_info_and_clear(compiles, capsys):
     so.write_bytes(b"\x7fELF truncated")
     (directory / "notes.txt").write_text("mine")  # not npukit's: never touched
     (directory / "abc.so").write_bytes(b"x")
+    (directory / f"{'e' * 32}.so").write_bytes(b"an entry of an npukit before the sidecar")
     assert main(["cache", "info"]) == 0
     out = capsys.readouterr().out
     ours = [p for p in directory.iterdir() if p.name not in ("notes.txt", "abc.so")]
     size = sum(p.stat().st_size for p in ours)
     assert f"compile cache: {directory}\n" in out
-    assert "3 entries, " in out and f"({size} B)" in out
-    assert "1 fail verification" in out and so.name[:32] in out
+    assert "4 entries, " in out and f"({size} B)" in out
+    assert "2 fail verification" in out and so.name[:32] in out and "e" * 32 in out
     assert main(["cache", "clear"]) == 0
     out = capsys.readouterr().out
     assert f"removed {len(ours)} files from {directory}" in out and f"({size} B) freed" in out

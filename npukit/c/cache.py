@@ -47,9 +47,11 @@ KEY_SYMBOL = "npk_cache_key"
 _MAGIC = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe",
           b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
 _KEY = r"[0-9a-f]{32}"
-_ENTRY_FILE = re.compile(rf"({_KEY})(\.c|\.json|-[0-9a-f]{{16}}\.so)")
+# Entry files, and the shared objects of npukit versions before the sidecar (<key>.so).
+_ENTRY_FILE = re.compile(rf"({_KEY})(\.c|\.json|-[0-9a-f]{{16}}\.so|\.so)")
 _TEMP_FILE = re.compile(rf"({_KEY})\.\w+\.(so|d|c|json)\.tmp")
 _STALE_TEMP_SECONDS = 3600  # a temporary file this old belongs to no running compile
+_LISTED = 10  # failing entries `npukit cache info` names
 
 
 def cache_dir() -> Path:
@@ -282,10 +284,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.action == "info":
         got = info(directory)
         print(f"compile cache: {directory}")
-        print(f"  {got['entries']} entries, {_human(got['bytes'])} ({got['bytes']} B)")
+        entries = f"{got['entries']} entr{'y' if got['entries'] == 1 else 'ies'}"
+        print(f"  {entries}, {_human(got['bytes'])} ({got['bytes']} B)")
         print(f"  {len(got['failing'])} fail verification (rebuilt when next used)")
-        for key, why in got["failing"].items():
+        failing = list(got["failing"].items())
+        for key, why in failing[:_LISTED]:
             print(f"    {key}: {why}")
+        if len(failing) > _LISTED:
+            print(f"    ... and {len(failing) - _LISTED} more")
         if got["unused_bytes"]:
             print(f"  {_human(got['unused_bytes'])} in files no valid entry uses")
         return 0

@@ -15,6 +15,11 @@ arguments; the struct of each call site is declared once with the arguments that
 change filled in ("Kernel invariant arguments", as the seed's generated code does), the
 others are set before each call. Other kernels take their arguments directly.
 
+Nothing of an extern but its ``c_source`` reaches the C as written: its name, argument
+names and struct type must be C identifiers and its argument types parse into
+``npukit.cdecl``'s closed set (``check_extern``, ``CompilerError``); types are written as
+parsed.
+
 >>> sorted(defined_names("typedef struct { int A; } T;\\nvoid F(T *Arg) { G(1); }"))
 ['F', 'T']
 """
