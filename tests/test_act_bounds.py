@@ -55,8 +55,8 @@ def test_rescale_clamp_at_the_extremes(out_dtype, lo, hi):
 
 @pytest.mark.parametrize("out_dtype", ["uint64", "int64", "uint32"])
 def test_clamp_to_the_output_range(out_dtype):
-    """The seed's reduce clamps to ``minVal(outType), maxVal(outType)``: for wide outputs the
-    bounds lie beyond int32."""
+    """The Torq EasyKernel guide's reduce clamps to ``minVal(outType), maxVal(outType)``:
+    for wide outputs the bounds lie beyond int32."""
     x = np.random.default_rng(5).integers(-2**15, 2**15, (7, 16)).astype(np.int16)
     x[:, :4] = [[-2**15], [2**15 - 1]] * 3 + [[-1]]  # the extremes, too
     prog = nk.build(K.reduce_rows, target="torq", input=nk.spec(x.shape, "int16"),

@@ -47,7 +47,7 @@ def no_compiler(monkeypatch, tmp_path):
 
 
 def matadd(W_name="W", W_type="unsigned int", name="MatSumPar", arg_type="MatrixAdd_Arg_T"):
-    """The seed's matrix addition with the basic kernel's ``W`` argument, name and struct
+    """The GAP AutoTiler's matrix addition with the basic kernel's ``W`` argument, name and struct
     type replaced."""
     ex = runpy.run_path(str(EX / "matadd.py"))
     m = Model(target="gap8", l1_budget=51200)

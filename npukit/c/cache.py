@@ -22,7 +22,9 @@ those bytes, starts like a shared object (ELF or Mach-O) and holds its key, and 
 still has its recorded bytes. Anything else — a truncated, empty, garbage or foreign
 ``.so``, a missing sidecar, a changed header — means the entry is rebuilt. Files are
 written to a temporary name and renamed into place, so processes share the cache safely; a
-cache directory one cannot write to still serves the entries it holds.
+cache directory one cannot write to still serves the entries it holds. The checks catch
+accidents (a crash mid-write, a copied file, an edited header), not someone who may write
+the directory: they could plant any code there, so it must be yours alone.
 
 ``npukit cache info`` and ``npukit cache clear`` (``register``) report on and empty it.
 """
@@ -95,7 +97,7 @@ def problem(directory: Path, key: str) -> tuple[Path | None, str | None]:
     headers = meta.get("headers")
     for path, digest in (headers or {}).items():
         try:
-            if sha256_file(Path(path)) != digest:
+            if not Path(path).is_file() or sha256_file(Path(path)) != digest:
                 return None, f"header {path} changed"
         except OSError:
             return None, f"header {path} is gone"
@@ -272,11 +274,9 @@ def clear(directory: Path) -> tuple[int, int]:
 
 
 def _human(n: int) -> str:
-    for unit in ("B", "KiB", "MiB"):
-        if n < 1024 or unit == "MiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
+    if n < 1024:
+        return f"{n} B"
+    return f"{n / 1024:.1f} KiB" if n < 1024**2 else f"{n / 1024**2:.1f} MiB"
 
 
 def _run(args: argparse.Namespace) -> int:

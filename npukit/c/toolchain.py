@@ -139,13 +139,15 @@ def _compile(directory: Path, key: str, source: str, cmd: list[str], fl: list[st
     """Compile ``source`` as entry ``key``: its output checked, then published."""
     cache.writable_dir(directory)
     src = directory / f"{key}.c"
+    made: list[Path] = []  # temporary files, removed whatever happens
     try:
-        cache.write_atomic(src, (source + cache.key_line(key)).encode())
-        tmp = cache.temp_file(directory, key, "so")
-        dep = cache.temp_file(directory, key, "d")
-    except OSError as exc:
-        raise cache.unwritable(directory, exc) from None
-    try:
+        try:
+            cache.write_atomic(src, (source + cache.key_line(key)).encode())
+            made.append(cache.temp_file(directory, key, "so"))
+            made.append(cache.temp_file(directory, key, "d"))
+        except OSError as exc:
+            raise cache.unwritable(directory, exc) from None
+        tmp, dep = made
         # -MD -MF: the files the compile reads, as a make rule (its target named -MT).
         res = run_compiler([*cmd, *fl, "-MD", "-MF", str(dep), "-MT", "npk", "-o", str(tmp),
                             str(src)])
@@ -162,7 +164,7 @@ def _compile(directory: Path, key: str, source: str, cmd: list[str], fl: list[st
         except OSError as exc:
             raise cache.unwritable(directory, exc) from None
     finally:
-        for path in (tmp, dep):
+        for path in made:
             if path.exists():
                 path.unlink()
 

@@ -150,10 +150,10 @@ class TCArg:
 
     ``ArgName`` must be a C identifier and ``ArgType`` one of the C types of
     ``npukit.cdecl`` (``TilingError`` otherwise): both are written into generated C.
-    ``bounds=(lo, hi)`` (an integer scalar argument only, not in the seed) says which values
-    the kernel accepts: every value passed through the argument, at run time or as an
-    immediate, is checked against it before either back end runs (a shift count: ``(0,
-    31)``)."""
+    ``bounds=(lo, hi)`` (an integer scalar argument only; npukit's, not the AutoTiler's)
+    says which values the kernel accepts: every value passed through the argument, at run
+    time or as an immediate, is checked against it before either back end runs (a shift
+    count: ``(0, 31)``)."""
 
     ArgType: str
     ArgName: str
