@@ -4,7 +4,8 @@ bit. The simulator calls these; the C back end spells out the same formulas.
 Integer ALU results are int32 partials with two's-complement wrap-around (sums and products
 are formed in int64 and wrapped), float ALU results are float32 with one rounding per
 operation (no fused multiply-add). Act results are int32 or float32 values already clamped
-to [lo, hi] (a ``linear_approx`` on an int16 table returns its int64 accumulator); a store
+to [lo, hi] (integer bounds beyond int32 act as the int32 limits: ``act_bounds``; a
+``linear_approx`` on an int16 table returns its int64 accumulator); a store
 narrows them to the tensor's dtype, saturating integers to its range and rounding floats to
 nearest even.
 """
@@ -66,24 +67,38 @@ def shift_round(t: np.ndarray, shift: int, mode: str) -> np.ndarray:
     return out
 
 
+def act_bounds(lo: int, hi: int) -> tuple[int, int]:
+    """The bounds an integer Act clamp applies: ``lo`` and ``hi`` saturated to int32, the
+    type of its result. Clamping to them gives the value clamped to [lo, hi], saturated
+    to int32 (a bound beyond int32 — ``out_max=2**64 - 1`` for a uint64 output — is the
+    int32 limit; ``npukit.easy`` refuses bounds that leave no int32 value)."""
+    return _saturate(lo, 32), _saturate(hi, 32)
+
+
+def _saturate(v: int, bits: int) -> int:
+    """Integer ``v`` saturated to the range of a ``bits``-bit signed integer."""
+    return min(max(int(v), -2**(bits - 1)), 2**(bits - 1) - 1)
+
+
 def rescale_clamp(p: np.ndarray, bias, scale, shift: int, zero_point, lo, hi, mode: str):
     """Act ``rescale_clamp``: int ``clamp(shift_round((p + bias) * scale, shift) +
-    zero_point, lo, hi)`` in int64; float ``clamp((p + bias) * scale + zero_point, lo, hi)``
-    in float32."""
+    zero_point, lo, hi)`` in int64, the bounds those of ``act_bounds``; float ``clamp((p +
+    bias) * scale + zero_point, lo, hi)`` in float32."""
     if p.dtype == np.float32:
         f = np.float32
         t = ((p + f(bias)).astype(f) * f(scale)).astype(f) + f(zero_point)
         return np.clip(t.astype(f), f(lo), f(hi)).astype(f)
     t = (p.astype(np.int64) + np.int64(bias)) * np.int64(scale)
     t = shift_round(t, shift, mode) + np.int64(zero_point)
-    return np.clip(t, lo, hi).astype(np.int32)
+    return np.clip(t, *act_bounds(lo, hi)).astype(np.int32)
 
 
 def clamp(p: np.ndarray, lo, hi) -> np.ndarray:
-    """Act ``clamp``."""
+    """Act ``clamp``: ``clamp(p, lo, hi)``, the bounds of integer partials those of
+    ``act_bounds``."""
     if p.dtype == np.float32:
         return np.clip(p, np.float32(lo), np.float32(hi)).astype(np.float32)
-    return np.clip(p.astype(np.int64), lo, hi).astype(np.int32)
+    return np.clip(p.astype(np.int64), *act_bounds(lo, hi)).astype(np.int32)
 
 
 def convert(x: np.ndarray, dt: np.dtype) -> np.ndarray:
@@ -149,6 +164,12 @@ def act_result_dtype(values: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if is_float(values) else np.dtype(np.int32)
 
 
+def linear_bounds(lo: int | None, hi: int | None) -> tuple[int | None, int | None]:
+    """The clamp bounds of ``linear_approx`` on integer partials, saturated to int64: the
+    clamps compare int64 values, so the result is the same as with the exact bounds."""
+    return tuple(None if v is None else _saturate(v, 64) for v in (lo, hi))
+
+
 def act_lookup(p: np.ndarray, lut, step_bits: int, bias: int, oor: str) -> np.ndarray:
     """Act ``lookup``: ``parallel_lookup`` indexed by the int32 partials themselves, the
     values widened exactly to int32 or float32."""
@@ -164,9 +185,10 @@ def act_linear_approx(p: np.ndarray, lut, step_bits: int, bias: int, shift_offse
 
     Float32 partials: ``x = p``; ``x = lo if x < lo``; ``x = hi if x > hi`` (NaN passes);
     ``x = x * 2**scale_exp`` in float32 (exact, or inf); then the float formula on float32
-    input (``EXTENDED_LINEAR_TYPES``). Integer partials: the same clamps in 64 bits, then
-    saturation to ``in_dtype`` (int8 or int16, the table's input type), then the integer
-    formula. Returns the accumulator: float32, int32 (acc32) or int64 (acc64)."""
+    input (``EXTENDED_LINEAR_TYPES``). Integer partials: the same clamps in 64 bits (a bound
+    beyond int64 acts as the int64 limit: ``linear_bounds``), then saturation to
+    ``in_dtype`` (int8 or int16, the table's input type), then the integer formula. Returns
+    the accumulator: float32, int32 (acc32) or int64 (acc64)."""
     from .lut import linear_approx
 
     if p.dtype == np.float32:
@@ -180,6 +202,7 @@ def act_linear_approx(p: np.ndarray, lut, step_bits: int, bias: int, shift_offse
                 x = np.ldexp(x, np.int32(scale_exp)).astype(np.float32)
         return linear_approx(lut, x.astype(np.float32), step_bits, bias, extended=True)
     x = p.astype(np.int64)
+    lo, hi = linear_bounds(lo, hi)
     if lo is not None:
         x = np.where(x < lo, np.int64(lo), x)
     if hi is not None:

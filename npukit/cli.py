@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     from .cli_build import register as register_build
 
     register_build(sub)
+    from .c.cache import register as register_cache
+
+    register_cache(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

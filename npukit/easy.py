@@ -417,7 +417,9 @@ class _Act(_Unit):
         float partials: ``clamp((p + bias) * scale + zero_point, lo, hi)`` in float32.
         ``shift`` is an integer in 0..62 (0 on float partials); ``zero_point``, ``lo`` and
         ``hi`` are integers on integer partials, numbers on float ones (``KernelError`` for
-        a float or bool where an integer is needed: nothing is truncated)."""
+        a float or bool where an integer is needed: nothing is truncated). The integer
+        result is int32: a bound beyond int32 acts as the int32 limit, and bounds holding no
+        int32 value raise ``KernelError``."""
         if not isinstance(b, Data) or b.kind != "BData" or b.size != 2:
             raise KernelError("rescale_clamp: b must be a BData holding one (bias, scale) pair")
         shift = as_int(shift, "s.act.rescale_clamp: shift", KernelError)
@@ -430,8 +432,8 @@ class _Act(_Unit):
 
     def clamp(self, p: Data, lo, hi) -> Data:
         """``clamp(p, lo, hi)`` of the partials ``p``: int32 results from integer partials
-        (``lo``, ``hi`` integers), float32 from float partials (``lo``, ``hi`` numbers; a
-        NaN passes)."""
+        (``lo``, ``hi`` integers, as for ``rescale_clamp``), float32 from float partials
+        (``lo``, ``hi`` numbers; a NaN passes)."""
         return self._op("clamp", p, (), lo=lo, hi=hi)
 
     def lookup(self, p: Data, lut, step_bits: int | None = None, bias: int | None = None,
@@ -664,6 +666,8 @@ class _Act(_Unit):
         out_dt = "float32" if is_float(p.dtype) else "int32"
         vals = {k: _attr_value(f"`{label}`: {op}'s {k}", v, is_float(p.dtype))
                 for k, v in attrs.items()}
+        if not is_float(p.dtype):
+            _act_bounds_reach_int32(f"`{label}`: Act {op}", vals["lo"], vals["hi"])
         return self._emit(op, p, label, out_dt, tuple(d.view for d in extra), vals)
 
 
@@ -697,6 +701,16 @@ def _attr_value(what: str, v, floating: bool) -> int | float:
     if floating:
         return float(as_int(v, f"{what} (a number)", KernelError))
     return as_int(v, f"{what} (integer partials)", KernelError)
+
+
+def _act_bounds_reach_int32(what: str, lo: int, hi: int) -> None:
+    """The integer Act's result is int32: bounds beyond int32 act as its limits
+    (``arith.act_bounds``), but a range with no int32 value cannot be met."""
+    i32 = (-2**31, 2**31 - 1)
+    if lo > i32[1] or hi < i32[0]:
+        raise KernelError(f"{what}: clamp bounds lo={lo}, hi={hi} hold no int32 value, but the "
+                          f"Act's integer result is int32 ({i32[0]}..{i32[1]}); bounds beyond "
+                          f"int32 act as its limits (out_max=2**64-1 clamps at {i32[1]})")
 
 
 class Slice:

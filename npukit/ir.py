@@ -397,7 +397,10 @@ Stmt = Loop | Copy | Append | ResetCursor | Fill | Compute | Call
 @dataclass(frozen=True, repr=False)
 class Program:
     """A kernel lowered to the IR: parameters, internal buffers, body, target, attributes.
-    ``print(prog)`` shows it as indented text (``npukit.ir_text``); ``repr`` is one line."""
+    ``print(prog)`` shows it as indented text (``npukit.ir_text``); ``repr`` is one line.
+    ``bounds`` holds ``(parameter, lo, hi)``: every value of that parameter must lie in
+    ``lo..hi`` (a basic kernel's shift count), which ``Program.run`` checks before any back
+    end runs."""
 
     name: str
     target: object  # npukit.machine.Target
@@ -406,6 +409,7 @@ class Program:
     body: tuple[Stmt, ...]
     attrs: tuple[tuple[str, object], ...] = ()
     source: str = ""
+    bounds: tuple[tuple[str, int, int], ...] = ()
 
     def __str__(self) -> str:
         from .ir_text import program_text

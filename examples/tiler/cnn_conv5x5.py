@@ -7,6 +7,14 @@ its plane's bias in the in-plane prolog, then every input plane's convolution is
 
 with the sum saturated to int16 after each input plane (as the fixed-point kernel does).
 
+The convolution accumulates its 25 products in 64 bits: products of int16 extremes reach
+2^30 each, so a 32-bit accumulator (GAP's kernels use one) would overflow on such inputs —
+undefined behaviour in C. In 64 bits the sum is exact, and the C, the simulator's numpy
+reference and the float64 reading below agree on every input. ``Norm`` shifts that sum: it
+is declared ``bounds=(0, 31)`` (a normalisation of 16-bit fixed-point products, and what a
+32-bit shift allows), so a run with ``Norm`` outside 0..31 raises ``ShapeError`` before
+either back end runs.
+
 Run: python examples/tiler/cnn_conv5x5.py
 """
 
@@ -37,11 +45,11 @@ void KerDirectConv5x5_fp(KerConv_fp_T *Arg)
     unsigned int First = CoreId * Chunk, Last = First + Chunk < Ho ? First + Chunk : Ho;
     for (unsigned int y = First; y < Last; y++)
         for (unsigned int x = 0; x < Wo; x++) {
-            int Acc = 0;
+            int64_t Acc = 0;  /* 25 products of up to 2^30: exact in 64 bits */
             for (unsigned int i = 0; i < 5; i++)
                 for (unsigned int j = 0; j < 5; j++)
                     Acc += Arg->In[(y + i) * Arg->W + x + j] * Arg->Filter[i * 5 + j];
-            int V = Arg->Out[y * Wo + x] + (Acc >> Arg->Norm);
+            int64_t V = Arg->Out[y * Wo + x] + (Acc >> Arg->Norm);  /* Norm in 0..31 */
             Arg->Out[y * Wo + x] = V > 32767 ? 32767 : (V < -32768 ? -32768 : V);
         }
     gap_waitbarrier(0);
@@ -109,7 +117,8 @@ def model(l1_budget=8000, InPlane=3, OutPlane=2, W=40, H=40):
     m.LibKernel("KerDirectConv5x5_fp", CALL_PARALLEL,
         CArgs(6, TCArg("short int * __restrict__", "In"), TCArg("unsigned int", "W"),
               TCArg("unsigned int", "H"), TCArg("short int * __restrict__", "Filter"),
-              TCArg("short int * __restrict__", "Out"), TCArg("unsigned int", "Norm")),
+              TCArg("short int * __restrict__", "Out"),
+              TCArg("unsigned int", "Norm", bounds=(0, 31))),
         "KerConv_fp_T", reference=ker_direct_conv5x5,
         cost=lambda W, H, **_: 25 * (W - 4) * (H - 4))
     generate_cnn_conv5x5(m, "CnnConv5x5", InPlane, OutPlane, W, H)

@@ -14,6 +14,7 @@ loops stay simple enough for gcc to vectorise.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from .. import ir
@@ -78,6 +79,28 @@ def access(view: ir.View, ptr: str, origin: int = 0) -> Access:
     return Access(ptr, base, coalesce(view.layout))
 
 
+# Object-like macros of the headers the generated code includes (<stdint.h>, <string.h>,
+# <math.h>) and of its own prelude: a local of such a name would be macro-expanded.
+_MACROS = re.compile(r"[A-Z0-9_]*_(MIN|MAX|WIDTH|C)|NULL|NAN|INFINITY|HUGE_VAL[FL]?|FP_\w+|"
+                     r"MATH_ERR\w+|math_errhandling|NPK_\w+")
+
+
+def safe_name(name: str, prefix_ok: bool = False) -> str:
+    """``name`` (any text) as a C identifier: each character outside ASCII letters, digits
+    and ``_`` becomes ``_``; names the compiler or the headers own (``__x``, ``_X``, macros
+    such as ``INT8_MAX``) get a ``t_`` prefix, and so do ``npk_`` names unless they are the
+    back end's own (``prefix_ok``).
+
+    >>> safe_name("x; system(1)"), safe_name("INT8_MAX"), safe_name("2d")
+    ('x__system_1_', 't_INT8_MAX', 't_2d')
+    """
+    base = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if not base or base[0].isdigit() or (base.startswith("npk_") and not prefix_ok) or \
+            re.match(r"_[_A-Z]", base) or _MACROS.fullmatch(base):
+        base = "t_" + base
+    return base
+
+
 class Names:
     """C names of loop variables (unique even when the IR reuses a name in sibling loops)."""
 
@@ -86,10 +109,11 @@ class Names:
         self.of: dict[ir.Var, str] = {}
 
     def bind(self, var: ir.Var) -> str:
-        name, k = var.name, 1
+        base = safe_name(var.name)
+        name, k = base, 1
         while name in self.taken:
             k += 1
-            name = f"{var.name}_{k}"
+            name = f"{base}_{k}"
         self.taken.add(name)
         self.of[var] = name
         return name

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arith import act_bounds
 from ..errors import DTypeError
 from .ctype import c_type, float_literal, int_literal, int_range, is_bf16, is_float
 
@@ -123,7 +124,8 @@ def _rescale_def(mode: str) -> str:
     return f"""\
 /* Act rescale_clamp on integer partials (arith.rescale_clamp), in 64 bits:
    clamp(shift_round((p + bias) * scale) + zero_point, lo, hi), wrapping around where
-   numpy's int64 does; then int32 (the Act's output). */
+   numpy's int64 does. lo and hi lie in int32 (arith.act_bounds), so the result is exact in
+   int32, the Act's output. */
 static inline int32_t npk_rescale_clamp_{mode}(int64_t p, int64_t bias, int64_t scale,
                                                int shift, int64_t zero_point,
                                                int64_t lo, int64_t hi)
@@ -131,7 +133,7 @@ static inline int32_t npk_rescale_clamp_{mode}(int64_t p, int64_t bias, int64_t 
     int64_t t = (int64_t)(((uint64_t)p + (uint64_t)bias) * (uint64_t)scale);
     t = npk_shift_round_{mode}(t, shift);
     t = (int64_t)((uint64_t)t + (uint64_t)zero_point);
-    return npk_wrap32((uint32_t)npk_clamp64(t, lo, hi));
+    return (int32_t)npk_clamp64(t, lo, hi);
 }}"""
 
 
@@ -228,7 +230,7 @@ class Helpers:
             elif name.startswith("npk_rescale_clamp_"):
                 mode = name.removeprefix("npk_rescale_clamp_")
                 text = _rescale_def(mode)
-                deps = ("npk_wrap32", "npk_clamp64", f"npk_shift_round_{mode}")
+                deps = ("npk_clamp64", f"npk_shift_round_{mode}")
             elif name.startswith("npk_sat_"):
                 text, deps = _sat_def(np.dtype(name.removeprefix("npk_sat_"))), ()
             else:
@@ -306,7 +308,8 @@ def rescale_clamp_expr(h: Helpers, p: str, p_dt: np.dtype, bias: str, scale: str
         zp = float_literal(attrs["zero_point"], _F32)
         lo, hi = (float_literal(attrs[k], _F32) for k in ("lo", "hi"))
         return f"{h.use('npk_clampf')}(({p} + {bias}) * {scale} + {zp}, {lo}, {hi})"
-    args = [p, bias, scale] + [int_literal(attrs[k]) for k in ("shift", "zero_point", "lo", "hi")]
+    args = [p, bias, scale] + [int_literal(attrs[k]) for k in ("shift", "zero_point")]
+    args += [int_literal(v) for v in act_bounds(attrs["lo"], attrs["hi"])]
     return f"{h.use('npk_rescale_clamp_' + mode)}({', '.join(args)})"
 
 
@@ -315,8 +318,8 @@ def clamp_expr(h: Helpers, p: str, p_dt: np.dtype, attrs: dict) -> str:
     if is_float(p_dt):
         lo, hi = (float_literal(attrs[k], _F32) for k in ("lo", "hi"))
         return f"{h.use('npk_clampf')}({p}, {lo}, {hi})"
-    lo, hi = (int_literal(attrs[k]) for k in ("lo", "hi"))
-    return f"{h.use('npk_wrap32')}((uint32_t){h.use('npk_clamp64')}((int64_t)({p}), {lo}, {hi}))"
+    lo, hi = (int_literal(v) for v in act_bounds(attrs["lo"], attrs["hi"]))
+    return f"(int32_t){h.use('npk_clamp64')}((int64_t)({p}), {lo}, {hi})"
 
 
 def int_value_range(op: str, ranges: list[tuple[int, int]]) -> tuple[int, int] | None:
@@ -341,7 +344,8 @@ def rescale_clamp_fast(h: Helpers, p: str, p_range: tuple[int, int], attrs: dict
     """The 32-bit lane of an integer ``rescale_clamp`` and the run-time condition under
     which it equals the 64-bit one (``bias``/``scale`` locals), or None when the constants
     rule it out."""
-    shift, zp, lo, hi = (int(attrs[k]) for k in ("shift", "zero_point", "lo", "hi"))
+    shift, zp = int(attrs["shift"]), int(attrs["zero_point"])
+    lo, hi = act_bounds(attrs["lo"], attrs["hi"])
     if shift > 31 or not all(-2**31 <= v < 2**31 for v in (zp, lo, hi)):
         return None
     rnd = 1 << (shift - 1) if shift and mode != "floor" else 0

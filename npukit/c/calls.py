@@ -15,6 +15,11 @@ arguments; the struct of each call site is declared once with the arguments that
 change filled in ("Kernel invariant arguments", as the AutoTiler's generated code does), the
 others are set before each call. Other kernels take their arguments directly.
 
+Nothing of an extern but its ``c_source`` reaches the C as written: its name, argument
+names and struct type must be C identifiers and its argument types parse into
+``npukit.cdecl``'s closed set (``check_extern``, ``CompilerError``); types are written as
+parsed.
+
 >>> sorted(defined_names("typedef struct { int A; } T;\\nvoid F(T *Arg) { G(1); }"))
 ['F', 'T']
 """
@@ -25,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 
 from .. import ir
+from ..cdecl import identifier, parse_ctype
 from ..errors import CompilerError
 from .code import Writer
 
@@ -74,6 +80,8 @@ def extern_sources(prog: ir.Program) -> list[str]:
     ``CompilerError`` naming an extern none of them defines (or whose argument struct none
     of them declares)."""
     fns = externs(prog)
+    for fn in fns:
+        check_extern(fn)
     sources = list(dict.fromkeys(fn.c_source.strip() for fn in fns if fn.c_source.strip()))
     defined = set().union(*(defined_names(s) for s in sources)) if sources else set()
     for fn in fns:
@@ -88,6 +96,24 @@ def extern_sources(prog: ir.Program) -> list[str]:
                                 f"arguments as struct {fn.arg_type!r}, which no c_source "
                                 f"declares (typedef struct {{...}} {fn.arg_type};)")
     return sources
+
+
+def check_extern(fn: ir.Extern) -> None:
+    """What of ``fn`` is written into C — its name, its argument struct's type, its
+    arguments' names and types — must be C names and types of ``npukit.cdecl``:
+    ``CompilerError`` naming the part otherwise (an ``ir.Extern`` may be built directly,
+    without the AutoTiler vocabulary's checks)."""
+    identifier(fn.name, "C back end: basic kernel name", CompilerError)
+    what = f"C back end: basic kernel {fn.name!r}"
+    if fn.arg_type:
+        identifier(fn.arg_type, f"{what}: argument struct type", CompilerError)
+    names = []
+    for ctype, name in fn.args:
+        names.append(identifier(name, f"{what}: argument name", CompilerError))
+        parse_ctype(ctype, f"{what}: argument {name!r}", CompilerError)
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise CompilerError(f"{what}: argument {twice[0]!r} is declared twice")
 
 
 @dataclass
@@ -128,7 +154,9 @@ def emit_call(em, st: ir.Call, w: Writer) -> None:
         raise CompilerError(f"C back end: `{st.label}` passes {len(st.args)} arguments to "
                             f"{fn.name}, which takes {len(fn.args)}")
     w.banner(st.label or f"Call {fn.name}")
-    values = [_cast(ctype, em.arg_value(a)) for a, (ctype, _) in zip(st.args, fn.args)]
+    # The types as parsed (check_extern), never as given.
+    values = [_cast(str(parse_ctype(ctype, fn.name, CompilerError)), em.arg_value(a))
+              for a, (ctype, _) in zip(st.args, fn.args)]
     cores = em.prog.target.cores
     if fn.parallel and fn.arg_type:
         s = em.arg_struct(fn.arg_type)

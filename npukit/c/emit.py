@@ -30,23 +30,30 @@ from contextlib import nullcontext
 import numpy as np
 
 from .. import ir
+from ..cdecl import C_KEYWORDS
 from . import arith as A
-from .access import Access, Names, access, affine_c, element, index, injective, key, simplify
+from .access import (
+    Access,
+    Names,
+    access,
+    affine_c,
+    element,
+    index,
+    injective,
+    key,
+    safe_name,
+    simplify,
+)
 from .calls import PRELUDE_NAMES, ArgStruct, defined_names, emit_call, extern_sources, prelude
 from .code import Writer, comment_text, wrap
 from .ctype import TYPEDEFS, c_type, is_float, literal, poison_literal
 from .fuse import ProgramInfo, fused_loop
 from .lut import lut_lane
 
-# C99 keywords, the standard names the generated code uses, and its own locals.
-_RESERVED = frozenset({
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
-    "union", "unsigned", "void", "volatile", "while", "_Bool", "_Complex", "_Imaginary",
-    "memcpy", "memset", "size_t", "NAN", "INFINITY", "INT32_MIN", "INT32_MAX", "INT64_MIN",
-    "INT64_C", "UINT64_C", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
-    "int64_t", "uint64_t", "bias", "scale",
+# C keywords, the standard names the generated code uses, and its own locals.
+_RESERVED = C_KEYWORDS | frozenset({
+    "memcpy", "memset", "size_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t",
+    "uint32_t", "int64_t", "uint64_t", "bias", "scale",
 })
 
 
@@ -65,7 +72,7 @@ def entry_name(prog: ir.Program) -> str:
     ...                     output=nk.spec((8,), "int8")))
     'npukit_reduce_rows'
     """
-    return "npukit_" + re.sub(r"\W", "_", prog.name)
+    return "npukit_" + re.sub(r"[^A-Za-z0-9_]", "_", prog.name)
 
 
 def c_header(prog: ir.Program) -> str:
@@ -331,7 +338,7 @@ class _Emitter:
                 where = [] if b.address is None else [f"{mem}_Memory + {b.address}"]
                 if b.slot_len:
                     where.append(f"{b.slots} slot{'s' if b.slots > 1 else ''} of {b.slot_len}")
-                out.line(decl + (f"  /* {', '.join(where)} */" if where else ""))
+                out.line(decl + (f"  /* {comment_text(', '.join(where))} */" if where else ""))
         for b in used:
             if is_float(b.dtype):
                 with out.block(f"for (int64_t {self.k} = 0; {self.k} < {b.size}; {self.k}++)"):
@@ -341,7 +348,8 @@ class _Emitter:
                 out.line(f"memset({self.ptr[key(b)]}, 0xA5, sizeof {self.ptr[key(b)]});"
                          f"  /* {_POISON} */")
         for c, name in self.cursor.items():
-            out.line(f"int64_t {name} = 0;  /* append cursor {c!r}: elements written so far */")
+            out.line(f"int64_t {name} = 0;  /* append cursor {comment_text(repr(c))}: elements "
+                     f"written so far */")
         for s in self.structs:
             out.line(f"{s.ctype} {s.store}, *{s.name} = &{s.store};")
         for s in self.structs:
@@ -615,11 +623,9 @@ def _elem_type(dt: np.dtype) -> str:
 
 
 def _ident(name: str, taken: set[str], prefix_ok: bool = False) -> str:
-    """A C identifier for ``name``, distinct from every name in ``taken`` (then taken);
-    ``npk_`` names are the back end's own (``prefix_ok``) or renamed."""
-    base = re.sub(r"\W", "_", name)
-    if not base or base[0].isdigit() or (base.startswith("npk_") and not prefix_ok):
-        base = "t_" + base
+    """A C identifier for ``name`` (``safe_name``), distinct from every name in ``taken``
+    (then taken)."""
+    base = safe_name(name, prefix_ok)
     out, k = base, 1
     while out in taken:
         k += 1

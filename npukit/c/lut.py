@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ir
+from ..arith import linear_bounds
 from ..errors import DTypeError
 from .arith import Helpers, convert
 from .code import block_comment
@@ -146,6 +147,7 @@ def _linear(h, st, a, p, p_dt, table, at, pos, desc, name):
     else:
         in_dt = np.dtype(a["in_dtype"])
         info = np.iinfo(in_dt)
+        lo, hi = linear_bounds(lo, hi)
         body = ["int64_t x = p;"]
         if lo is not None:
             body.append(f"x = x < {int_literal(lo)} ? {int_literal(lo)} : x;")

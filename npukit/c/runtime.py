@@ -23,8 +23,8 @@ class _Kernel:
     """A Program's compiled entry function and the pointers of the arrays it last saw."""
 
     def __init__(self, prog: ir.Program, fuse: bool):
-        so = toolchain.build(c_source(prog, fuse=fuse))
-        self.fn = toolchain.load(so, entry_name(prog), len(prog.params))
+        self.fn = toolchain.function(c_source(prog, fuse=fuse), entry_name(prog),
+                                     len(prog.params))
         self.written = [k for k, (b, _) in enumerate(prog.params) if b.role != "in"]
         # Tensors a basic kernel gets a pointer to: it reads them as plain C types, which
         # must be aligned (the generated code itself needs no alignment).

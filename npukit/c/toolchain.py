@@ -1,11 +1,13 @@
 """Compiling generated C with the system compiler into shared objects cached on disk.
 
 ``cc`` by default (``NPUKIT_CC`` overrides), flags ``-O3 -march=native`` (``NPUKIT_CFLAGS``
-overrides) plus the ones the generated code needs. A shared object is named by a hash of
-the source, the compiler, its version, the flags and, for ``-march=native``, the CPU, and
-is written atomically (a temporary file in the same directory, then ``os.replace``), so
-processes can share the cache (``~/.cache/npukit``, ``NPUKIT_CACHE_DIR`` overrides).
-``NPUKIT_SANITIZE=1`` builds with AddressSanitizer and UndefinedBehaviorSanitizer.
+overrides) plus the ones the generated code needs. A shared object is keyed by a hash of
+the source, the compiler, its version, the flags (relative include directories made
+absolute) and, for ``-march=native``, the CPU; the files it ``#include``s are recorded when
+it is compiled and checked when it is looked up. ``npukit.c.cache`` keeps the entries and
+verifies each before it is loaded; processes can share the cache (``~/.cache/npukit``,
+``NPUKIT_CACHE_DIR`` overrides). ``NPUKIT_SANITIZE=1`` builds with AddressSanitizer and
+UndefinedBehaviorSanitizer.
 
 >>> "-ffp-contract=off" in flags()
 True
@@ -13,6 +15,7 @@ True
 
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import functools
 import hashlib
@@ -20,10 +23,11 @@ import os
 import shlex
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 from ..errors import CompilerError
+from . import cache
+from .cache import cache_dir
 
 DEFAULT_CFLAGS = "-O3 -march=native"
 # What the generated code relies on, whatever NPUKIT_CFLAGS says: position-independent shared
@@ -32,6 +36,9 @@ DEFAULT_CFLAGS = "-O3 -march=native"
 REQUIRED_CFLAGS = ("-std=c99", "-fPIC", "-shared", "-ffp-contract=off", "-fno-trapping-math")
 SANITIZE_CFLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer",
                    "-fno-sanitize-recover=all", "-g")
+# Flags naming a directory or file the compiler reads: a relative one is made absolute, so
+# the key says which files they are whatever the working directory.
+_PATH_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros")
 
 
 def compiler() -> str:
@@ -45,23 +52,40 @@ def sanitize() -> bool:
     return os.environ.get("NPUKIT_SANITIZE", "") not in ("", "0")
 
 
+def _split(text: str, variable: str) -> list[str]:
+    """``text`` split as a shell would; ``CompilerError`` naming ``variable`` otherwise."""
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise CompilerError(f"{variable}={text!r} cannot be split into arguments as a shell "
+                            f"would ({exc}): balance its quotes") from None
+
+
 def flags() -> list[str]:
     """Compiler flags: ``NPUKIT_CFLAGS`` (default ``-O3 -march=native``), the required ones,
     and the sanitizers when ``NPUKIT_SANITIZE`` is set."""
-    out = shlex.split(os.environ.get("NPUKIT_CFLAGS", DEFAULT_CFLAGS)) + list(REQUIRED_CFLAGS)
+    out = _split(os.environ.get("NPUKIT_CFLAGS", DEFAULT_CFLAGS), "NPUKIT_CFLAGS")
+    out += list(REQUIRED_CFLAGS)
     return out + list(SANITIZE_CFLAGS) if sanitize() else out
 
 
-def cache_dir() -> Path:
-    """Where shared objects are kept: ``NPUKIT_CACHE_DIR`` or ``~/.cache/npukit``."""
-    env = os.environ.get("NPUKIT_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "npukit"
+def _absolute_paths(fl: list[str]) -> list[str]:
+    """``fl`` with the paths of ``-Idir``, ``-I dir``, ``-include file``... made absolute."""
+    out = list(fl)
+    for k, f in enumerate(out):
+        for opt in _PATH_FLAGS:
+            if f == opt and k + 1 < len(out):
+                out[k + 1] = os.path.abspath(out[k + 1])
+            elif f.startswith(opt) and len(f) > len(opt) and opt in ("-I", "-isystem",
+                                                                      "-iquote", "-idirafter"):
+                out[k] = opt + os.path.abspath(f[len(opt):])
+    return out
 
 
 def resolve(cc: str) -> list[str]:
     """The compiler command with its program's full path; ``CompilerError`` saying what to
     install when there is no such program."""
-    cmd = shlex.split(cc)
+    cmd = _split(cc, "NPUKIT_CC")
     path = shutil.which(cmd[0]) if cmd else None
     if path is None:
         raise CompilerError(
@@ -91,32 +115,58 @@ def _identity(cmd: tuple[str, ...], native: bool) -> str:
     return text
 
 
-def build(source: str) -> Path:
-    """The shared object of ``source``, compiled now unless the cache already holds it."""
-    cc = compiler()
-    cmd = resolve(cc)
-    fl = flags()
+def _key(source: str) -> tuple[str, list[str], list[str]]:
+    """(cache key of ``source``, compiler command, flags)."""
+    cmd = resolve(compiler())
+    fl = _absolute_paths(flags())
     ident = _identity(tuple(cmd), any("native" in f for f in fl))
     key = hashlib.sha256("\0".join([source, *cmd, ident, *fl]).encode()).hexdigest()[:32]
-    out_dir = cache_dir()
-    so = out_dir / f"{key}.so"
-    if so.exists():
+    return key, cmd, fl
+
+
+def build(source: str) -> Path:
+    """The shared object of ``source``: the cache's entry when it passes every check
+    (``npukit.c.cache``), else compiled now (and the entry replaced)."""
+    key, cmd, fl = _key(source)
+    directory = cache_dir()
+    so, _ = cache.problem(directory, key)
+    if so is not None:
         return so
-    out_dir.mkdir(parents=True, exist_ok=True)
-    src = out_dir / f"{key}.c"
-    _write_atomic(src, source.encode())
-    fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=out_dir)
-    os.close(fd)
+    return _compile(directory, key, source, cmd, fl)
+
+
+def _compile(directory: Path, key: str, source: str, cmd: list[str], fl: list[str]) -> Path:
+    """Compile ``source`` as entry ``key``: its output checked, then published."""
+    cache.writable_dir(directory)
+    src = directory / f"{key}.c"
+    made: list[Path] = []  # temporary files, removed whatever happens
     try:
-        res = run_compiler([*cmd, *fl, "-o", tmp, str(src)])
+        try:
+            cache.write_atomic(src, (source + cache.key_line(key)).encode())
+            made.append(cache.temp_file(directory, key, "so"))
+            made.append(cache.temp_file(directory, key, "d"))
+        except OSError as exc:
+            raise cache.unwritable(directory, exc) from None
+        tmp, dep = made
+        # -MD -MF: the files the compile reads, as a make rule (its target named -MT).
+        res = run_compiler([*cmd, *fl, "-MD", "-MF", str(dep), "-MT", "npk", "-o", str(tmp),
+                            str(src)])
+        said = (res.stderr + res.stdout)[-4000:]
         if res.returncode != 0:
-            raise CompilerError(f"{cc} failed (exit {res.returncode}) on the generated C, kept at "
-                                f"{src}:\n{(res.stderr or res.stdout)[-4000:]}")
-        os.replace(tmp, so)
+            raise CompilerError(f"{compiler()} failed (exit {res.returncode}) on the generated "
+                                f"C, kept at {src}:\n{said}")
+        bad = cache.shared_object_problem(tmp.read_bytes(), key)
+        if bad:
+            raise CompilerError(f"{compiler()} exited 0 on {src} but {bad}; nothing was cached. "
+                                f"Its output:\n{said or '(none)'}")
+        try:
+            return cache.publish(directory, key, tmp, cache.dependencies(dep, src))
+        except OSError as exc:
+            raise cache.unwritable(directory, exc) from None
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return so
+        for path in made:
+            if path.exists():
+                path.unlink()
 
 
 def run_compiler(cmd: list[str]) -> subprocess.CompletedProcess:
@@ -127,29 +177,52 @@ def run_compiler(cmd: list[str]) -> subprocess.CompletedProcess:
         raise CompilerError(f"cannot run the C compiler {cmd[0]}: {exc}") from exc
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+class _LoadError(CompilerError):
+    """A shared object that passed the cache's checks but cannot be used."""
 
 
 @functools.cache
 def load(so: Path, name: str, nargs: int):
-    """Function ``name`` of shared object ``so``, taking ``nargs`` pointers (as ints)."""
+    """Function ``name`` of shared object ``so`` (a cache entry's), taking ``nargs`` pointers
+    (as ints). The object must hold its entry's key (``npk_cache_key``): another program's
+    is unloaded without a call. ``CompilerError`` when it cannot be used."""
     if sanitize() and not _asan_loaded():
         raise CompilerError(
             "NPUKIT_SANITIZE=1 builds need the AddressSanitizer runtime loaded before python "
             "starts: run it as LD_PRELOAD=$(cc -print-file-name=libasan.so) "
             "ASAN_OPTIONS=detect_leaks=0 python ... (see npukit.c.sanitizer_env())")
-    fn = ctypes.CDLL(str(so))[name]
+    try:
+        lib = ctypes.CDLL(str(so))
+    except OSError as exc:
+        raise _LoadError(f"cannot load the compiled kernel {so}: {exc}") from None
+    key = so.name[:32]
+    try:
+        got = (ctypes.c_char * 33).in_dll(lib, cache.KEY_SYMBOL).value.decode(errors="replace")
+    except ValueError:
+        got = None
+    if got != key:
+        _ctypes.dlclose(lib._handle)
+        raise _LoadError(f"{so} was built under cache key {got!r}, not {key!r}: another "
+                         f"program's shared object; not used")
+    try:
+        fn = lib[name]
+    except AttributeError:
+        raise _LoadError(f"the compiled kernel {so} defines no function {name}") from None
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p] * nargs
     return fn
+
+
+def function(source: str, name: str, nargs: int):
+    """Function ``name`` (``nargs`` pointer arguments) of ``source`` compiled: ``build`` then
+    ``load``; an entry that passed the cache's checks but cannot be loaded is discarded and
+    built once more before the error is raised."""
+    so = build(source)
+    try:
+        return load(so, name, nargs)
+    except _LoadError:
+        cache.discard(so.parent, so.name[:32])
+        return load(build(source), name, nargs)
 
 
 def _asan_loaded() -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
 
+from ..cdecl import CType, identifier, parse_ctype
 from ..errors import TilingError
 
 # -- call types, iteration spaces, orientation, locations ---------------------------------
@@ -145,15 +146,41 @@ class TCArg:
     """A C argument ``<ArgType ArgName>``. A pointer not bound to a kernel argument needs
     its ``shape`` (its dimensions are not captured anywhere else, as the AutoTiler documentation
     says); it is read and written unless its pointee is ``const`` (then the caller's array may be
-    read-only)."""
+    read-only).
+
+    ``ArgName`` must be a C identifier and ``ArgType`` one of the C types of
+    ``npukit.cdecl`` (``TilingError`` otherwise): both are written into generated C.
+    ``bounds=(lo, hi)`` (an integer scalar argument only; npukit's, not the AutoTiler's)
+    says which values the kernel accepts: every value passed through the argument, at run
+    time or as an immediate, is checked against it before either back end runs (a shift
+    count: ``(0, 31)``)."""
 
     ArgType: str
     ArgName: str
     shape: tuple[int, ...] | None = None
+    bounds: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        identifier(self.ArgName, "C argument name")
+        ctype = parse_ctype(self.ArgType, f"C argument {self.ArgName!r}")
+        if self.bounds is not None:
+            what = f"C argument {self.ArgName!r}: bounds={self.bounds!r}"
+            if ctype.pointer or ctype.dtype.kind not in "iu":
+                raise TilingError(f"{what}: bounds apply to integer scalar arguments, this one "
+                                  f"is {self.ArgType!r}")
+            ok = isinstance(self.bounds, tuple) and len(self.bounds) == 2 and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in self.bounds)
+            if not ok or self.bounds[0] > self.bounds[1]:
+                raise TilingError(f"{what}: give (lo, hi), two integers with lo <= hi")
+
+    @property
+    def ctype(self) -> CType:
+        """The parsed ``ArgType``."""
+        return parse_ctype(self.ArgType)
 
     @property
     def is_pointer(self) -> bool:
-        return "*" in self.ArgType
+        return self.ctype.pointer
 
 
 def CArgs(*args: TCArg) -> tuple[TCArg, ...]:

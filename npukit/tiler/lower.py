@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import ir
+from ..cdecl import parse_ctype
 from ..errors import TilingError
 from ..layout import Layout
 from .api import (
@@ -49,25 +50,11 @@ from .api import (
 from .solver import Tiling, moves
 
 _NAMES = {KER_OUT_PLANE: "Op", KER_TILE: "Tile", KER_IN_PLANE: "Ip"}
-_C_TYPES = {
-    "signed char": "int8", "char": "int8", "Word8": "int8", "int8_t": "int8",
-    "unsigned char": "uint8", "Wordu8": "uint8", "uint8_t": "uint8",
-    "short": "int16", "short int": "int16", "Word16": "int16", "int16_t": "int16",
-    "unsigned short": "uint16", "unsigned short int": "uint16", "Wordu16": "uint16",
-    "uint16_t": "uint16", "int": "int32", "Word32": "int32", "int32_t": "int32",
-    "unsigned int": "uint32", "unsigned": "uint32", "Wordu32": "uint32", "uint32_t": "uint32",
-    "float": "float32", "float _Complex": "complex64", "double": "float64",
-}
 
 
 def c_dtype(ctype: str) -> np.dtype:
     """The numpy dtype of a C type (pointers: of what they point to)."""
-    base = ctype.replace("*", " ").replace("__restrict__", " ").replace("const", " ")
-    base = " ".join(base.split())
-    if base not in _C_TYPES:
-        raise TilingError(f"C type {ctype!r}: unknown element type {base!r}; known: "
-                          f"{sorted(_C_TYPES)}")
-    return np.dtype(_C_TYPES[base])
+    return parse_ctype(ctype).dtype
 
 
 @dataclass
@@ -75,6 +62,25 @@ class Lowered:
     params: dict = field(default_factory=dict)  # C name -> (Buffer, spec Layout)
     buffers: list = field(default_factory=list)
     body: list = field(default_factory=list)
+    bounds: dict = field(default_factory=dict)  # C name -> (lo, hi) its values must lie in
+
+
+def add_bounds(out: Lowered, target: str | int, bounds: tuple[int, int] | None, what: str) -> None:
+    """Values passed to ``what`` must lie in ``bounds`` (``TCArg(..., bounds=...)``): an
+    immediate ``target`` is checked now, a parameter's values when the program runs."""
+    if bounds is None:
+        return
+    lo, hi = bounds
+    if isinstance(target, int):
+        if not lo <= target <= hi:
+            raise TilingError(f"{what} gets the immediate {target}, outside {lo}..{hi}")
+        return
+    old_lo, old_hi = out.bounds.get(target, bounds)
+    new = (max(lo, old_lo), min(hi, old_hi))
+    if new[0] > new[1]:
+        raise TilingError(f"{what}: {target!r} must lie in {lo}..{hi} and in {old_lo}..{old_hi} "
+                          f"(another argument it is passed to): no value does")
+    out.bounds[target] = new
 
 
 class KernelLowering:
@@ -82,8 +88,9 @@ class KernelLowering:
     parameter names (or to an int, for a group's ``Imm`` binding)."""
 
     def __init__(self, uk, tiling: Tiling, libs: dict, target, l3: str, out: Lowered,
-                 cargs: dict | None = None, prefix: str = ""):
+                 cargs: dict | None = None, prefix: str = "", lib_bounds: dict | None = None):
         self.uk, self.t, self.libs, self.target, self.l3 = uk, tiling, libs, target, l3
+        self.lib_bounds = lib_bounds or {}  # basic kernel -> bounds of each argument
         self.out, self.prefix = out, prefix
         self.cmap = cargs or {c.ArgName: c.ArgName for c in uk.cargs}
         self.counts = {KER_OUT_PLANE: uk.dims.OutPlanes, KER_TILE: tiling.n_tiles,
@@ -101,6 +108,7 @@ class KernelLowering:
     def _params(self) -> None:
         for c in self.uk.cargs:
             target_name = self.cmap.get(c.ArgName)
+            add_bounds(self.out, target_name, c.bounds, f"{self.uk.name}: C argument {c.ArgName!r}")
             if not isinstance(target_name, str) or target_name in self.out.params:
                 if isinstance(target_name, str):
                     self._widen_role(target_name, c.ArgName)
@@ -131,7 +139,7 @@ class KernelLowering:
         if not bound:
             # A basic kernel may write through a pointer it is given, unless C says const.
             c = self.carg[carg]
-            return "inout" if c.is_pointer and "const" not in c.ArgType.split("*")[0] else "in"
+            return "inout" if c.is_pointer and not c.ctype.const else "in"
         a = bound[0]
         return {(True, False): "in", (False, True): "out"}.get(
             (a.has(Obj.O_IN), a.has(Obj.O_OUT)), "inout")
@@ -265,8 +273,16 @@ class KernelLowering:
         if len(c.BindingList) != len(lib.args):
             raise TilingError(f"{self.uk.name}: {c.CallName} takes {len(lib.args)} arguments, "
                               f"the call binds {len(c.BindingList)}")
-        args = tuple(self._bind(b, c.CallName) for b in c.BindingList)
-        return ir.Call(lib, args, f"Call Kernel {c.CallLocation.name}: {c.CallName}")
+        bounds = self.lib_bounds.get(c.CallName) or (None,) * len(lib.args)
+        args = []
+        for b, (_, name), bnd in zip(c.BindingList, lib.args, bounds):
+            what = f"{self.uk.name}: {c.CallName} argument {name!r}"
+            if b.kind == "imm":
+                add_bounds(self.out, b.value, bnd, what)
+            elif b.kind in ("c_arg", "c_arg_index") and b.name in self.carg:
+                add_bounds(self.out, self.cmap.get(b.name), bnd, what)
+            args.append(self._bind(b, c.CallName))
+        return ir.Call(lib, tuple(args), f"Call Kernel {c.CallLocation.name}: {c.CallName}")
 
     def _it(self, it) -> ir.Affine:
         return ir.affine(self.vars[it]) if it in self.vars else ir.Affine()

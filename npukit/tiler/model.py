@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import ir
+from ..cdecl import identifier
 from ..errors import TilingError
 from ..machine import Target
 from ..machine import target as _target
@@ -27,7 +28,7 @@ from .api import (
     KernelDimensionT,
     TCArg,
 )
-from .lower import KernelLowering, Lowered
+from .lower import KernelLowering, Lowered, add_bounds
 from .solver import Tiling, solve
 
 
@@ -50,6 +51,17 @@ class GroupT:
     calls: tuple[CallT, ...]
 
 
+def _cargs(what: str, cargs: tuple) -> None:
+    """C arguments are ``TCArg`` values (checked when made) with distinct names."""
+    for c in cargs:
+        if not isinstance(c, TCArg):
+            raise TilingError(f"{what}: C arguments are TCArg(type, name), got {c!r:.80}")
+    names = [c.ArgName for c in cargs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise TilingError(f"{what}: C argument {twice[0]!r} is declared twice")
+
+
 class Model:
     """Collects basic kernels, user kernels and groups; solves and lowers them on demand.
     ``l3`` names the target memory that holds arguments with an L3 home (``O_L2DB``)."""
@@ -61,6 +73,7 @@ class Model:
         self.l2_budget = l2_budget if l2_budget is not None else self.target.memories["L2"].size
         self.l3 = l3
         self.libs: dict[str, ir.Extern] = {}
+        self.lib_bounds: dict[str, tuple] = {}  # basic kernel -> TCArg bounds of each argument
         self.kernels: dict[str, UserKernelT] = {}
         self.groups: dict[str, GroupT] = {}
         self._open: tuple[str, list] | None = None
@@ -75,9 +88,14 @@ class Model:
         ``cost`` (cycles of work per call, from the scalar arguments known without reading
         memory — tile sizes, indices, immediates — by C name; accept ``**_`` for the rest;
         a parallel call takes ``ceil(cost / cores)`` cycles)."""
+        identifier(KernelName, "LibKernel name")
         if CallType not in (CALL_PARALLEL, CALL_SEQUENTIAL):
             raise TilingError(f"LibKernel {KernelName!r}: CallType must be CALL_PARALLEL or "
                               f"CALL_SEQUENTIAL")
+        if ParArgTypeName:
+            identifier(ParArgTypeName, f"LibKernel {KernelName!r}: ParArgTypeName")
+        _cargs(f"LibKernel {KernelName!r}", Cargs)
+        self.lib_bounds[KernelName] = tuple(c.bounds for c in Cargs)
         self.libs[KernelName] = ir.Extern(
             KernelName, tuple((c.ArgType, c.ArgName) for c in Cargs), CallType == CALL_PARALLEL,
             c_source, reference, cost, ParArgTypeName)
@@ -85,8 +103,10 @@ class Model:
     def UserKernel(self, Name: str, KerDim: KernelDimensionT, KerIter: tuple, Orientation: str,
                    CArg: tuple[TCArg, ...], CCalls: tuple[CallT, ...],
                    KerArg: tuple[KerArgT, ...]) -> None:
+        identifier(Name, "UserKernel name")
         if Name in self.kernels or Name in self.groups:
             raise TilingError(f"UserKernel {Name!r}: the name is already used")
+        _cargs(f"UserKernel {Name!r}", CArg)
         names = [c.ArgName for c in CArg]
         for a in KerArg:
             if a.CArgName and a.CArgName not in names:
@@ -98,6 +118,7 @@ class Model:
             self._open[1].append(Name)
 
     def OpenKernelGroup(self, GroupName: str) -> None:
+        identifier(GroupName, "OpenKernelGroup name")
         if self._open:
             raise TilingError(f"OpenKernelGroup {GroupName!r}: group {self._open[0]!r} is open")
         self._open = (GroupName, [])
@@ -113,6 +134,7 @@ class Model:
         if GroupName not in self.groups:
             raise TilingError(f"UserKernelGroup {GroupName!r}: open and close the group first")
         g = self.groups[GroupName]
+        _cargs(f"UserKernelGroup {GroupName!r}", Carg)
         for c in Ccalls:
             if c.CallName not in g.members:
                 raise TilingError(f"UserKernelGroup {GroupName!r}: {c.CallName!r} is not a user "
@@ -148,14 +170,20 @@ class Model:
                 cmap = {ca.ArgName: (b.name if b.kind == "c_arg" else b.value)
                         for ca, b in zip(uk.cargs, c.BindingList)}
                 KernelLowering(uk, self.tiling(uk.name), self.libs, self.target, self.l3, out,
-                               cmap, prefix=f"{uk.name}.").lower()
+                               cmap, prefix=f"{uk.name}.", lib_bounds=self.lib_bounds).lower()
+            for c in g.cargs:
+                if c.ArgName in out.params:
+                    add_bounds(out, c.ArgName, c.bounds, f"{name}: C argument {c.ArgName!r}")
             order = [c.ArgName for c in g.cargs]
         else:
             uk = self._kernel(name)
-            KernelLowering(uk, self.tiling(name), self.libs, self.target, self.l3, out).lower()
+            KernelLowering(uk, self.tiling(name), self.libs, self.target, self.l3, out,
+                           lib_bounds=self.lib_bounds).lower()
             order = [c.ArgName for c in uk.cargs]
         params = tuple(out.params[n] for n in order if n in out.params)
-        prog = ir.Program(name, self.target, params, tuple(out.buffers), tuple(out.body))
+        bounds = tuple((n, *out.bounds[n]) for n in order if n in out.params and n in out.bounds)
+        prog = ir.Program(name, self.target, params, tuple(out.buffers), tuple(out.body),
+                          bounds=bounds)
         l2 = sum(b.nbytes for b in out.buffers if b.memory == "L2")
         if l2 > self.l2_budget:
             raise TilingError(f"{name}: L3 arguments need {l2} B of L2 staging, over the L2 "

@@ -1,0 +1,126 @@
+"""C names and C types as the GAP AutoTiler's vocabulary spells them, checked.
+
+A ``TCArg("short int * __restrict__", "In")`` or a basic kernel's name ends up in generated
+C, so nothing is pasted as written: a name must be a C identifier, a type must parse into a
+closed set of types, and the C back end writes the type back from what was parsed.
+
+Names: ASCII letters, digits and ``_``, not starting with a digit, not a C keyword (C99, C11,
+C23, and ``asm``), not starting with ``__`` (the compiler's own names: ``__attribute__``).
+
+Types: one of the scalar types of ``C_TYPES`` (the standard spellings, ``<stdint.h>``'s and
+GAP's ``Word8`` ... ``Wordu32``), optionally qualified ``const`` and/or ``volatile``,
+optionally one pointer level whose ``*`` may be followed by ``const``, ``volatile``,
+``restrict`` or ``__restrict__``::
+
+    [const] [volatile] BASE [const] [volatile] [* [const|volatile|restrict|__restrict__]...]
+
+>>> str(parse_ctype("short int *__restrict__"))
+'short int * __restrict__'
+>>> parse_ctype("const Word8 *").dtype, parse_ctype("const Word8 *").const
+(dtype('int8'), True)
+>>> parse_ctype("int; system")
+Traceback (most recent call last):
+    ...
+npukit.errors.TilingError: C type 'int; system': ';' cannot appear in a C type ...
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import NpukitError, TilingError
+
+# The C types a C argument may have (pointers: may point to), and the dtype of one value.
+C_TYPES = {
+    "signed char": "int8", "char": "int8", "Word8": "int8", "int8_t": "int8",
+    "unsigned char": "uint8", "Wordu8": "uint8", "uint8_t": "uint8",
+    "short": "int16", "short int": "int16", "Word16": "int16", "int16_t": "int16",
+    "unsigned short": "uint16", "unsigned short int": "uint16", "Wordu16": "uint16",
+    "uint16_t": "uint16", "int": "int32", "Word32": "int32", "int32_t": "int32",
+    "unsigned int": "uint32", "unsigned": "uint32", "Wordu32": "uint32", "uint32_t": "uint32",
+    "float": "float32", "float _Complex": "complex64", "double": "float64",
+}
+
+C_KEYWORDS = frozenset("""
+    auto break case char const continue default do double else enum extern float for goto if
+    inline int long register restrict return short signed sizeof static struct switch typedef
+    union unsigned void volatile while _Bool _Complex _Imaginary _Alignas _Alignof _Atomic
+    _Generic _Noreturn _Static_assert _Thread_local alignas alignof bool constexpr false
+    nullptr static_assert thread_local true typeof typeof_unqual asm""".split())
+
+_POINTEE_QUALIFIERS = ("const", "volatile")
+_POINTER_QUALIFIERS = ("const", "volatile", "restrict", "__restrict__")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\*|\S")
+
+
+def identifier(name: object, what: str, error: type[NpukitError] = TilingError) -> str:
+    """``name`` when it may be written into C as a name; else ``error`` naming ``what``.
+
+    >>> identifier("KerArg0", "argument")
+    'KerArg0'
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise error(f"{what} {name!r} is not a C identifier (ASCII letters, digits and _, not "
+                    f"starting with a digit)")
+    if name in C_KEYWORDS or name.startswith("__"):
+        why = "a C keyword" if name in C_KEYWORDS else "reserved: names starting with __ " \
+                                                       "belong to the compiler"
+        raise error(f"{what} {name!r} cannot be a C name: it is {why}")
+    return name
+
+
+@dataclass(frozen=True)
+class CType:
+    """A parsed C type: ``base`` (a key of ``C_TYPES``), the qualifiers of the value (or of
+    the pointee, for a pointer), and for a pointer the qualifiers after its ``*``."""
+
+    base: str
+    qualifiers: tuple[str, ...] = ()
+    pointer: bool = False
+    pointer_qualifiers: tuple[str, ...] = ()
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype of one value (pointers: of what they point to)."""
+        return np.dtype(C_TYPES[self.base])
+
+    @property
+    def const(self) -> bool:
+        """True when the value (a pointer: its pointee) is ``const``."""
+        return "const" in self.qualifiers
+
+    def __str__(self) -> str:
+        text = " ".join((*self.qualifiers, self.base))
+        return " ".join((text, "*", *self.pointer_qualifiers)) if self.pointer else text
+
+
+def parse_ctype(text: object, what: str = "C type",
+                error: type[NpukitError] = TilingError) -> CType:
+    """``text`` parsed into a ``CType`` (grammar in the module docstring); ``error`` naming
+    ``what`` and the offending part otherwise."""
+    if not isinstance(text, str):
+        raise error(f"{what} {text!r}: a C type is a string such as 'short int *'")
+    tokens = _TOKEN.findall(text)
+    where = f"{what} {text!r}" if what == "C type" else f"{what}: C type {text!r}"
+    bad = next((t for t in tokens if t != "*" and not _NAME.fullmatch(t)), None)
+    if bad is not None:
+        raise error(f"{where}: {bad!r} cannot appear in a C type (allowed: a type name, const, "
+                    f"volatile, one *, restrict)")
+    if tokens.count("*") > 1:
+        raise error(f"{where}: one level of pointer at most")
+    star = tokens.index("*") if "*" in tokens else len(tokens)
+    before, after = tokens[:star], tokens[star + 1:]
+    qualifiers = tuple(q for q in _POINTEE_QUALIFIERS if q in before)
+    base = " ".join(t for t in before if t not in _POINTEE_QUALIFIERS)
+    if base not in C_TYPES:
+        raise error(f"{where}: unknown element type {base!r}; known: {sorted(C_TYPES)}")
+    extra = [t for t in after if t not in _POINTER_QUALIFIERS]
+    if extra:
+        raise error(f"{where}: {extra[0]!r} after '*' (allowed: "
+                    f"{', '.join(_POINTER_QUALIFIERS)})")
+    pointer_qualifiers = tuple(dict.fromkeys(after))
+    return CType(base, qualifiers, star < len(tokens), pointer_qualifiers)
