@@ -249,9 +249,10 @@ def vec_cast(x: np.ndarray, dt: np.dtype, saturate: bool = False) -> np.ndarray:
     if src == np.bool_:
         return x.astype(dt)
     if is_float(dt):
-        if src.kind in "iu" and dt.itemsize < 4:  # integers reach float16 through float32
-            return x.astype(np.float32).astype(dt)
-        return x.astype(dt)
+        with np.errstate(over="ignore"):  # too large for the type: infinity
+            if src.kind in "iu" and dt.itemsize < 4:  # integers reach float16 via float32
+                return x.astype(np.float32).astype(dt)
+            return x.astype(dt)
     if is_float(src):
         with np.errstate(invalid="ignore"):
             t = np.rint(x.astype(np.float64))

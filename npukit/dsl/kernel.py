@@ -29,7 +29,7 @@ class PrimFunc:
     def __init__(self, fn):
         self.fn = fn
         self.name = fn.__name__
-        self.signature = inspect.signature(fn)
+        self.signature = _signature(fn)
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
@@ -56,6 +56,24 @@ class PrimFunc:
             got = out.type if isinstance(out, Vec) else type(out).__name__
             raise DTypeError(f"{self.name} returns {got} but is annotated -> {ann}")
         return out
+
+
+def _signature(fn) -> inspect.Signature:
+    """``fn``'s signature with annotations written as text (``from __future__ import
+    annotations``) evaluated in its module; a type such as ``S.fp16x16`` is text already."""
+    sig = inspect.signature(fn)
+
+    def ev(a):
+        if type(a) is not str:
+            return a
+        try:
+            return eval(a, fn.__globals__)  # noqa: S307 - the kernel author's own annotation
+        except Exception as exc:
+            raise KernelError(f"{fn.__name__}: annotation {a!r} does not evaluate: "
+                              f"{type(exc).__name__}: {exc}") from exc
+
+    params = [p.replace(annotation=ev(p.annotation)) for p in sig.parameters.values()]
+    return sig.replace(parameters=params, return_annotation=ev(sig.return_annotation))
 
 
 def prim_func(fn) -> PrimFunc:
@@ -166,7 +184,7 @@ def build(kernel: PrimFunc, target: str | Target = "compass", **kwargs) -> ir.Pr
                           f"{f' (at {where})' if where else ''}") from exc
     finally:
         _current.pop()
-    if tr.broken:
+    if tr.broken is not None:
         raise KernelError(f"`{tr.broken}`: the loop was left early (break, return or an "
                           f"exception): a device loop runs every iteration")
     return _assemble(tr, kernel, scalars)
@@ -190,13 +208,13 @@ def _parameter(tr: Tracer, kname: str, name: str, ann, kwargs: dict, scalars: di
                               f"keyword: the program is specialised for its value")
         value = kwargs[name]
         if ann.elem.kind in "iu":
-            try:
-                v = trace._convert(value, ann, f"build {kname}: {name}")
-            except TypeError as exc:
-                raise KernelError(f"build {kname}: {name} must be an integer, got "
-                                  f"{value!r}") from exc
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise KernelError(f"build {kname}: {name} must be an integer, got {value!r}")
+            v = trace._convert(value, ann, f"build {kname}: {name}")
             scalars[name] = int(v)
             return int(v) if ann == "int32" else Scalar(ann, v)
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+            raise KernelError(f"build {kname}: {name} must be a number, got {value!r}")
         scalars[name] = float(value)
         return Scalar(ann, value)
     raise KernelError(f"{kname}: parameter {name!r} needs an annotation: S.ptr(dtype, "
@@ -234,11 +252,19 @@ def _assemble(tr: Tracer, kernel: PrimFunc, scalars: dict) -> ir.Program:
         buffers.append(new)
     body = trace.run_guarded(tr, tuple(_rebind(st, rename) for st in tr.blocks[0]))
     used = _used(body)
-    source = "\n\n".join(textwrap.dedent(inspect.getsource(f)) for f in tr.funcs)
+    source = "\n\n".join(_source(f) for f in tr.funcs)
     prog = ir.Program(kernel.name, tr.tgt, tuple(params),
                       tuple(b for b in buffers if b.name in used), body,
                       tuple(sorted(scalars.items())), source)
     return check(prog)
+
+
+def _source(fn) -> str:
+    """``fn``'s source text, or a note when Python kept none (code made by exec)."""
+    try:
+        return textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return f"# {fn.__name__}: no source text available"
 
 
 def _rebind(st, rename: dict[str, ir.Buffer]):

@@ -796,8 +796,8 @@ class Tracer:
             k = int(np.argmax(vals < 0))
             at = ", ".join(f"{v.name}={int(np.broadcast_to(env[v], (n,))[k])}"
                            for v in self.loops)
-            raise KernelError(f"`{what}`: S.dma_copy of {int(vals[k])} elements ({at}): a "
-                              f"count is never negative")
+            raise KernelError(f"`{what}`: S.dma_copy of {int(vals[k]) // dst.type.lanes} "
+                              f"x {dst.type} ({at}): a count is never negative")
         top = int(vals.max()) if n else 0
         if top == 0:
             return  # no iteration that runs moves anything
