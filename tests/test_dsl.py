@@ -382,3 +382,13 @@ def test_docs_code_blocks_run():
         exec(compile(block, "docs/dsl.md", "exec"), ns)
     for name in S.__all__:  # every name is documented
         assert re.search(rf"`@?S\.{name}\b", text), name
+
+
+def test_doctests():
+    import doctest
+
+    from npukit.dsl import kernel, types
+
+    for mod in (kernel, types):
+        result = doctest.testmod(mod)
+        assert result.attempted > 0 and result.failed == 0, mod.__name__

@@ -18,7 +18,7 @@ from ..machine import Target
 from ..machine import target as _target
 from . import trace
 from .trace import Index, Ptr, Scalar, Tracer, Vec, _current, as_affine, error_site
-from .types import DType, PtrType, is_vector_name
+from .types import DType, PtrType, is_type_name, is_vector_name
 
 
 class PrimFunc:
@@ -51,9 +51,9 @@ class PrimFunc:
         tr.enter(self.fn)
         out = _traced(self.fn)(**values)
         ann = self.signature.return_annotation
-        if isinstance(ann, DType) and not (isinstance(out, Vec) and out.type == ann or
-                                           not ann.is_vector and out is not None):
-            got = out.type if isinstance(out, Vec) else type(out).__name__
+        if isinstance(ann, DType) and ann.is_vector and \
+                not (isinstance(out, Vec) and out.type == ann):
+            got = out.type if isinstance(out, Vec) else trace._describe(out)
             raise DTypeError(f"{self.name} returns {got} but is annotated -> {ann}")
         return out
 
@@ -66,6 +66,8 @@ def _signature(fn) -> inspect.Signature:
     def ev(a):
         if type(a) is not str:
             return a
+        if is_type_name(a):  # x: "fp16x16"
+            return DType(a)
         try:
             return eval(a, fn.__globals__)  # noqa: S307 - the kernel author's own annotation
         except Exception as exc:

@@ -35,7 +35,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import arith, ir
-from ..errors import CapacityError, DTypeError, KernelError, NpukitError, OutOfBoundsError
+from ..errors import CapacityError, DTypeError, KernelError, OutOfBoundsError
 from ..layout import Layout
 from .types import DType
 
@@ -69,13 +69,6 @@ def as_affine(x, what: str = "index") -> ir.Affine:
 def index(a: ir.Affine) -> int | Index:
     """``a`` as a plain int when it is constant, else as an ``Index``."""
     return a.const if not a.terms else Index(a)
-
-
-def clamp(x, lo=None, hi=None):
-    """``min(max(x, lo), hi)`` of ints or run-time integers (bounds may be run-time too)."""
-    if lo is not None:
-        x = imax(x, lo)
-    return x if hi is None else imin(x, hi)
 
 
 def imin(a, b):
@@ -483,7 +476,9 @@ class Tracer:
         self.last_reg: tuple | None = None  # (frame, line, register id) of the last one
         self.last_hint = ""
         self.code: set = set()  # code objects of the kernel and its subroutines
-        self.params: dict[str, dict] = {}  # name -> {ptr, extent, hi, read, written}
+        # pointer parameters: name -> extent (None: inferred), hi (highest element touched
+        # + 1), read, written, dtype
+        self.params: dict[str, dict] = {}
         self.broken: str | None = None
         self.count = 0
         self.core_var: ir.Var | None = None  # the core loop's variable: the local id
@@ -662,9 +657,6 @@ class Tracer:
         return self.select(mask, result, r, what)
 
     # -- memory --------------------------------------------------------------------------
-
-    def memory(self, scope: str) -> str:
-        return self.tgt.home if scope == "global" else scope
 
     def const_buffer(self, base: str, data: np.ndarray) -> ir.Buffer:
         used = sum(b.nbytes for b in self.buffers if b.memory == "constant")
@@ -987,5 +979,5 @@ def error_site(exc: BaseException, code: set) -> str:
     return where
 
 
-__all__ = ["Index", "NpukitError", "Ptr", "Scalar", "Tracer", "Vec", "ceildiv", "clamp",
+__all__ = ["Index", "Ptr", "Scalar", "Tracer", "Vec", "ceildiv",
            "imax", "imin", "index", "make_value", "tracer"]

@@ -71,15 +71,21 @@ class DType(str):
         return DType, (str(self),)
 
 
-def is_vector_name(value) -> bool:
-    """True for a string naming a vector type (``"float16x16"``): a module-level constant a
-    kernel may use as a type (``vdtype.lanes``)."""
+def is_type_name(value) -> bool:
+    """True for a plain string naming a type (``"float16"``, ``"fp16x16"``)."""
     if type(value) is not str:
         return False
     try:
-        return DType(value).is_vector
+        DType(value)
     except DTypeError:
         return False
+    return True
+
+
+def is_vector_name(value) -> bool:
+    """True for a string naming a vector type (``"float16x16"``): a module-level constant a
+    kernel may use as a type (``vdtype.lanes``)."""
+    return is_type_name(value) and DType(value).is_vector
 
 
 class PtrType:
