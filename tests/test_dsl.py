@@ -123,6 +123,22 @@ def test_tutorial_program_is_a_program_like_any_other():
     assert {"DDR>lsram", "lsram>DDR", "lsram>vreg", "vreg>lsram"} <= engines
 
 
+def test_both_back_ends_implement_every_vector_op():
+    from npukit import arith
+    from npukit.c import arith as c_arith
+
+    assert set(arith.VEC_OPS) == set(c_arith.VEC_OPS)
+
+
+def test_demo_section_checks_hold(capsys):
+    from npukit.demo import compass_dsl
+
+    checks = compass_dsl()
+    assert len(checks) == 3 and all(ok is not False for _, ok in checks)
+    out = capsys.readouterr().out
+    assert re.search(r"cycles per TEC: (\d+ ){3}\d+", out) and "True" in out
+
+
 def test_run_time_trip_counts():
     """A TEC's chunk loop and vector loop run as many iterations as its share needs."""
     prog = S.build(SILU.silu_fp16, target="compass", n=70001)

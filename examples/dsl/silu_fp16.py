@@ -9,6 +9,7 @@ tutorial's formulas, bit for bit, on every finite float16 input.
 
 Run: python examples/dsl/silu_fp16.py
 """
+# ruff: noqa: E501 - the tutorial's lines are quoted as written, long ones included
 
 import numpy as np
 

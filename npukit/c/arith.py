@@ -365,6 +365,9 @@ def rescale_clamp_fast(h: Helpers, p: str, p_range: tuple[int, int], attrs: dict
 
 # -- element-wise vector instructions (arith.vec_op) ----------------------------------------
 
+# The ops of npukit.arith.VEC_OPS this back end spells out (vgather: npukit.c.emit).
+VEC_OPS = ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vneg", "vabs", "vcmp", "vsel",
+           "vand", "vor", "vxor", "vnot", "vrint", "vcast", "vgather")
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _BIN = {"vadd": "+", "vsub": "-", "vmul": "*", "vdiv": "/", "vand": "&", "vor": "|",
         "vxor": "^"}

@@ -31,7 +31,6 @@ from contextlib import nullcontext
 import numpy as np
 
 from .. import ir
-from ..arith import VEC_OPS
 from . import arith as A
 from .access import Access, Names, access, affine_c, element, index, injective, key, simplify
 from .calls import PRELUDE_NAMES, ArgStruct, defined_names, emit_call, extern_sources, prelude
@@ -478,7 +477,7 @@ class _Emitter:
         dts = [v.dtype for v in st.srcs]
         if st.op == "vgather":
             return self._gather(st, lanes), st.dst.dtype
-        if st.op in VEC_OPS:
+        if st.op in A.VEC_OPS:
             return A.vec_expr(self.h, st.op, dict(st.attrs), list(zip(lanes, dts)),
                               st.dst.dtype), st.dst.dtype
         if st.unit == "alu":

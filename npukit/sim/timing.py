@@ -101,8 +101,6 @@ class Report:
             lines.append(f"  {m:<8} moved {b:>10} B")
         for m, b in self.peak.items():
             lines.append(f"  {m:<8} peak {b:>5} of {self.capacity[m]} B")
-        if self.core_cycles:
-            lines.append(f"  cores    {' '.join(str(c) for c in self.core_cycles)} cycles")
         return "\n".join(lines)
 
 
