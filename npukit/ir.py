@@ -148,8 +148,7 @@ class Affine:
         """Every loop variable the expression depends on, atoms included."""
         out: list[Var] = []
         for a, _ in self.terms:
-            for v in (a.vars if isinstance(a, Clamp) else a.expr.vars
-                      if isinstance(a, (FloorDiv, Mod)) else (a,)):
+            for v in (a.expr.vars if isinstance(a, (FloorDiv, Mod, Clamp)) else (a,)):
                 if v not in out:
                     out.append(v)
         return tuple(out)
@@ -204,10 +203,6 @@ class Clamp:
     expr: Affine
     lo: int | None = None
     hi: int | None = None
-
-    @property
-    def vars(self) -> tuple[Var, ...]:
-        return self.expr.vars
 
     def __repr__(self) -> str:
         return f"clamp({self.expr}, {self.lo}, {self.hi})"
