@@ -307,11 +307,57 @@ def silu() -> list[Check]:
     return [Check("SiLU table: simulator = numpy linear_approx", same)]
 
 
+def compass_dsl() -> list[Check]:
+    """The Compass DSL tutorial's LUT kernel as written there, on the simulated Zhouyi core:
+    cycles per TEC, the three readings bit for bit, the error against float64 SiLU. Returns
+    its checks."""
+    _heading("Compass DSL tutorial kernel (silu_fp16) on the simulated Zhouyi core")
+    import runpy
+    from pathlib import Path
+
+    from .dsl import build
+    from .errors import CompilerError
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "dsl" / "silu_fp16.py"
+    if not path.exists():
+        print("  (the examples/ folder of the source tree is needed for this section)")
+        return []
+    mod = runpy.run_path(str(path))
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    x = every[np.isfinite(every)]
+    prog = build(mod["silu_fp16"], target="compass", n=x.size)
+    sim = np.full(x.size, np.nan, np.float16)
+    res = prog.run("sim", in0=x, out0=sim)
+    print(f"  n = {x.size} (every finite float16) on {prog.target.cores} TECs, "
+          f"{prog.target.memories['lsram'].size // 1024} KiB lsram each")
+    print(f"  cycles per TEC: {' '.join(map(str, res.report.core_cycles))}  "
+          f"(DMA busy {res.report.busy['dma']}, vector unit {res.report.busy['vec']})")
+    same = sim.tobytes() == mod["tutorial_silu"](x).tobytes()
+    c = np.full(x.size, np.nan, np.float16)
+    try:
+        prog.run("c", in0=x, out0=c)
+        c_same = c.tobytes() == sim.tobytes()
+    except CompilerError:
+        c_same = None
+    print(f"  simulator == numpy reading of the tutorial: {same};  C == simulator: "
+          f"{'no C compiler' if c_same is None else c_same}")
+    xf = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        err = np.abs(sim.astype(np.float64) - xf / (1 + np.exp(-xf)))
+    inside = np.abs(xf) <= 10
+    print(f"  max abs error vs float64 SiLU: {err[inside].max():.5f} on [-10, 10] "
+          f"(at x = {xf[inside][err[inside].argmax()]:g}), {err[~inside].max():.5f} outside")
+    return [Check("Compass DSL SiLU: simulator = numpy reading of the tutorial", same),
+            Check("Compass DSL SiLU: C = simulator", c_same),
+            Check("Compass DSL SiLU: error below 0.01 on [-10, 10]",
+                  bool(err[inside].max() < 0.01))]
+
+
 def demo() -> list[Check]:
     """Run every section, print the summary line and return every check."""
     from .lut.demo import demo as lut_demo
 
     print("npukit demo: one sequential description, every transfer derived, simulated and run.")
-    checks = layouts() + easykernel() + silu() + autotiler() + lut_demo()
+    checks = layouts() + easykernel() + silu() + compass_dsl() + autotiler() + lut_demo()
     print(f"\n{summary(checks)}")
     return checks

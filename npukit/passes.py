@@ -52,8 +52,10 @@ def _check_append_keeps_data(st: ir.Append, loops) -> None:
     if pushed is None:
         if ir.points(tuple(loops)) > ENUMERATE_LIMIT:
             return
+        n = ir.points(tuple(loops))
         env = ir.iteration_space(tuple(loops))
-        want = np.broadcast_to(np.asarray(st.valid.eval(env)), (ir.points(tuple(loops)),))
+        want = np.broadcast_to(np.asarray(st.valid.eval(env)) if st.valid is not None else
+                               st.src.size, (n,)) * coverage.running(loops, env, n)
         pushed = int(want.reshape(ir.points(keys), -1).sum(axis=1).max())
     size = st.dst.size
     if pushed > size:

@@ -11,7 +11,8 @@ With ``fuse=True`` an innermost loop that streams tensors through internal buffe
 one loop over elements straight from the parameter pointers (``npukit.c.fuse``). The LUT
 instructions are helper functions reading their table's ``static const`` image
 (``npukit.c.lut``); calls of basic kernels carry the kernels' own C and run parallel ones on
-each core in turn (``npukit.c.calls``).
+each core in turn (``npukit.c.calls``), and so does a core loop (the Compass DSL's cores).
+A loop whose trip count is known at run time only counts to it.
 
 >>> import npukit as nk
 >>> from npukit import kernels as K
@@ -191,7 +192,7 @@ class _Emitter:
         out = Writer()
         out.lines.append(self._header())
         out.line()
-        if "NAN" in code or "INFINITY" in code:
+        if re.search(r"\b(NAN|INFINITY|rintf?|fabsf)\b", code):
             out.line("#include <math.h>")
         out.line("#include <stdint.h>")
         if "memcpy(" in code or "memset(" in code:
@@ -340,7 +341,7 @@ class _Emitter:
                     where.append(f"{b.slots} slot{'s' if b.slots > 1 else ''} of {b.slot_len}")
                 out.line(decl + (f"  /* {comment_text(', '.join(where))} */" if where else ""))
         for b in used:
-            if is_float(b.dtype):
+            if is_float(b.dtype) or b.dtype == np.bool_:
                 with out.block(f"for (int64_t {self.k} = 0; {self.k} < {b.size}; {self.k}++)"):
                     out.line(f"{self.ptr[key(b)]}[{self.k}] = {poison_literal(b.dtype)};"
                              f"  /* {_POISON} */")
@@ -395,12 +396,28 @@ class _Emitter:
         if self.fuse and fused_loop(self, st, w):
             return
         name = self.names.bind(st.var)
-        w.banner(f"Loop {name}: {st.var.count} iterations", st.label)
-        with w.block(f"for (int64_t {name} = 0; {name} < {st.var.count}; {name}++)"):
+        count = st.var.count
+        if st.cores:
+            title = f"Core loop {name}: core {name} of {count} runs the body (its local id); " \
+                    f"the cores take turns, core 0 first, as parallel work runs on a host"
+        else:
+            title = f"Loop {name}: {count} iterations"
+        head = f"for (int64_t {name} = 0; {name} < {count}; {name}++)"
+        end = None
+        if st.var.trips is not None:  # the trip count is known at run time only
+            end = _ident(f"{name}_end", self.taken)
+            trips = self.affine(st.var.trips)
+            title += f", of which {trips} run"
+            head = f"for (int64_t {name} = 0, {end} = {self.h.use('npk_clamp64')}({trips}, 0, " \
+                   f"{count}); {name} < {end}; {name}++)"
+        w.banner(title, st.label)
+        with w.block(head):
             self.loops.append(st.var)
             self.block(st.body, w)
             self.loops.pop()
         self.names.release(st.var)
+        if end is not None:
+            self.taken.discard(end)
 
     def call(self, st: ir.Call, w: Writer) -> None:
         emit_call(self, st, w)
@@ -528,6 +545,11 @@ class _Emitter:
         """One lane of ``st`` from its operand lanes, and the dtype of the result; an Act
         reads its (bias, scale) pair once, into locals declared on ``w``."""
         dts = [v.dtype for v in st.srcs]
+        if st.op == "vgather":
+            return self._gather(st, lanes), st.dst.dtype
+        if st.op in A.VEC_OPS:
+            return A.vec_expr(self.h, st.op, dict(st.attrs), list(zip(lanes, dts)),
+                              st.dst.dtype), st.dst.dtype
         if st.unit == "alu":
             acc_dt = np.dtype("float32") if is_float(st.dst.dtype) else np.dtype("int32")
             return A.alu_expr(self.h, st.op, list(zip(lanes, dts)), st.dst.dtype), acc_dt
@@ -552,6 +574,14 @@ class _Emitter:
             return A.rescale_clamp_expr(self.h, lanes[0], p_dt, "bias", "scale", attrs,
                                         self.prog.target.arith.rounding), out_dt
         raise NotImplementedError(f"C back end: no rule for {st.unit}.{st.op} (`{st.label}`)")
+
+    def _gather(self, st: ir.Compute, lanes: list[str]) -> str:
+        """One lane of ``vgather``: the table element at the lane's index, clamped into the
+        table (the simulator reports an index outside it); 0 where the mask is false."""
+        table = st.srcs[0]
+        idx = f"{self.h.use('npk_clamp64')}((int64_t){lanes[1]}, 0, {max(table.size - 1, 0)})"
+        value = self.el(self.acc(table), idx)
+        return f"({lanes[2]} ? {value} : 0)" if len(lanes) > 2 else value
 
     def _lut(self, st: ir.Compute, p: str) -> tuple[str, np.dtype]:
         """One lane of a LUT instruction: a call of its own helper (``npukit.c.lut``)."""
