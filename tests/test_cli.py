@@ -121,8 +121,8 @@ def test_without_a_c_compiler_the_c_checks_are_skipped(capsys, monkeypatch):
     monkeypatch.setattr(npukit.c, "run_c", no_compiler)
     assert main(["demo"]) == 0
     last = capsys.readouterr().out.rstrip().splitlines()[-1]
-    assert last.startswith(f"{DEMO_CHECKS - C_CHECKS} checks passed, {C_CHECKS} skipped (could not run: "
-                           f"vanilla mul: C = sim, ")
+    assert last.startswith(f"{DEMO_CHECKS - C_CHECKS} checks passed, {C_CHECKS} skipped "
+                           f"(could not run: vanilla mul: C = sim, ")
 
 
 def test_a_command_is_required(capsys):
