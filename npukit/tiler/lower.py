@@ -274,6 +274,8 @@ class KernelLowering:
     def _bind(self, b, call: str):
         if b.kind == "imm":
             return ir.Val(ir.affine(b.value))
+        if b.kind == "iter_index":
+            return ir.Val(self._it(b.what))
         if b.kind in ("c_arg", "c_arg_index"):
             target_name = self.cmap.get(b.name)
             if b.name not in self.carg:
