@@ -359,6 +359,7 @@ class Graph:
     def __init__(self, model, spec: GraphSpec):
         self.model, self.spec, self.name, self.target = model, spec, spec.name, model.target
         self.ctrl = dict(model._ctrl)
+        self._report: GraphReport | None = None
         base = [lower_node(model, n) for n, _ in spec.nodes]
         info = self._tensor_info(base)
         budgets = P.Budgets(
@@ -634,7 +635,13 @@ class Graph:
     # -- the timeline ------------------------------------------------------------------------
 
     def report(self) -> GraphReport:
-        """The cycle model over the constructor's copies and over the whole run."""
+        """The cycle model over the constructor's copies and over the whole run (the same for
+        every run: it depends on the plan, not on the data)."""
+        if self._report is None:
+            self._report = self._timeline()
+        return self._report
+
+    def _timeline(self) -> GraphReport:
         from ..sim.timing import Timeline, timeline
 
         construct, fetches = self.moves()

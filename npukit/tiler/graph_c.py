@@ -52,9 +52,14 @@ static void *npk_host_alloc(size_t Size) { return malloc(Size ? Size : 1); }
 _FILE = """\
 /* An L3 flash: the bytes of its constants file. */
 typedef struct { char *Data; size_t Size; } npk_flash_T;
-static const char *npk_flash_dir = ".";
+static char npk_flash_dir[4096] = ".";
 
-void npk_host_flash_dir(const char *Dir) { npk_flash_dir = Dir; }
+/* The folder of the constants files (copied: the caller's string need not outlive this). */
+void npk_host_flash_dir(const char *Dir)
+{
+    size_t N = strlen(Dir);
+    if (N < sizeof npk_flash_dir) memcpy(npk_flash_dir, Dir, N + 1);
+}
 
 static void npk_flash_open(npk_flash_T *Fs, const char *Name, int *Error)
 {
@@ -325,8 +330,9 @@ class _Generator:
             area, off = g.home(name)
             level = "L2" if area == "L2" else "L3"
             via = "" if level == "L2" else " (on GAP, through an L2 buffer)"
-            w.comment(f"{'Static ' if static else ''}Moving {name}, size {t.size} from {n.flash} "
-                      f"at {t.flash} to (size {t.size}) {level} at {off}..{off + t.size - 1}{via}")
+            # One line, as the document shows it.
+            w.line(f"/* {'Static ' if static else ''}Moving {name}, size {t.size} from {n.flash} "
+                   f"at {t.flash} to (size {t.size}) {level} at {off}..{off + t.size - 1}{via} */")
             base = n.l2 if level == "L2" else n.l3
             w.line(f"{n.flash_macro}_FC_COPY(&{n.flash}, (({n.flash_macro}_EXT_ADDR_TYPE) 0 + "
                    f"{t.flash}), (({n.flash_macro}_INT_ADDR_TYPE) {base} + {off}), {t.size}, 0, "
