@@ -172,6 +172,13 @@ def _down(n: int) -> int:
     return (n // ALIGN) * ALIGN
 
 
+def _what(key: str, layers: list[Layer]) -> str:
+    """An allocation item in words: a tensor, a fetched copy or a layer's stream buffers."""
+    if key.startswith("@staging"):
+        return f"the L3 stream buffers of {layers[int(key[8:])].name!r}"
+    return f"the copy of {key[:-3]}" if key.endswith("@L2") else key
+
+
 def _free(o: int, size: int, busy: list[tuple[int, int]]) -> bool:
     """``size`` bytes at ``o`` overlap none of the ``busy`` ranges."""
     return o >= 0 and all(o + size <= lo or o >= hi for lo, hi in busy)
@@ -285,7 +292,7 @@ class _Planner:
         if dyn > b.l2:
             t = max(range(len(self.layers)),
                     key=lambda i: sum(it.size for it in items if it.first <= i <= it.last))
-            live = [f"{it.key.replace('@staging', 'staging of layer ')} {it.size} B"
+            live = [f"{_what(it.key, self.layers)} {it.size} B"
                     for it in items if it.first <= t <= it.last and it.size]
             return (f"graph {self.name!r}: no memory plan fits the L2 budget of {b.l2} B: with "
                     f"every activation that can move in L3, layer {self.layers[t].name!r} "

@@ -1,0 +1,158 @@
+"""The generated C of graphs: warning-free under -std=c99 -pedantic -Wall -Wextra -Wshadow
+-Werror for every constructor variant and memory plan (L2 only, constants streamed from
+flash, fetched from L3 RAM, activations in L3 RAM), clean under AddressSanitizer and
+UndefinedBehaviorSanitizer, and running on the planner's memory areas for real: tensors the
+plan overlaps share their bytes on both back ends."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import runpy
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import pytest
+
+from npukit import CompilerError
+from npukit.c import sanitizer_env, toolchain
+from npukit.tiler import *
+
+ROOT = Path(__file__).parent.parent
+EX = ROOT / "examples" / "graph" / "mnist.py"
+
+CONFIGS = textwrap.dedent('''
+    import dataclasses, runpy, tempfile
+    import numpy as np
+    from npukit.tiler import *
+    from npukit.tiler.graph_api import AT_MemLocation
+
+    ex = runpy.run_path("examples/graph/mnist.py")
+    folder = tempfile.mkdtemp()
+    ex["write_tensors"](folder, ex["weights"]())
+
+    def graphs():
+        """(description, graph) for each constructor variant and kind of plan."""
+        for warm in (0, 1, 2, 3):
+            for plan in ("L2", "flash streams", "L3 RAM"):
+                m = ex["MnistModel"](48000, 300 * 1024, 8 << 20, 20 << 20, const_dir=folder)
+                m.AT_SetGraphCtrl(AT_GRAPH_TRACE_EXEC, AT_OPT_OFF)
+                m.AT_SetGraphCtrl(AT_GRAPH_WARM_CONSTRUCT, AT_OPT_VAL(warm))
+                if plan == "flash streams":
+                    m.SetMemoryDeviceInfos(1, AT_MEM_L2, 30000, "Mnist_L2_Memory", 0, 0)
+                    m.AT_SetGraphCtrl(AT_GRAPH_PRODUCE_NODE_NAMES, AT_OPT_ON)
+                    m.AT_SetGraphCtrl(AT_GRAPH_PRODUCE_OPERINFOS, AT_OPT_ON)
+                elif plan == "L3 RAM":
+                    m.SetMemoryDeviceInfos(1, AT_MEM_L2, 140000, "Mnist_L2_Memory", 0, 0)
+                    m.AT_SetGraphCtrl(AT_GRAPH_L2_STATIC_MEMORY_BUDGET, AT_OPT_VAL(30000))
+                    m.AT_SetGraphCtrl(AT_GRAPH_L3_STATIC_MEMORY_BUDGET, AT_OPT_VAL(200000))
+                    spec = m._graph_specs["MnistCNN"]  # OutputStep2 executes in L3 RAM
+                    a = dataclasses.replace(spec.args["OutputStep2"],
+                                            ExecLoc=AT_MemLocation.AT_MEM_L3_DEFAULTRAM)
+                    m._graph_specs["MnistCNN"] = dataclasses.replace(
+                        spec, args={**spec.args, "OutputStep2": a})
+                yield f"warm {warm}, {plan}", m.graph("MnistCNN")
+''')
+
+
+def test_the_configurations_cover_every_plan_kind():
+    ns = {}
+    exec(compile(CONFIGS, "configs", "exec"), ns)
+    seen = {}
+    for what, g in ns["graphs"]():
+        seen[what.split(", ")[1]] = g
+    assert not any(layer.streamed for layer in seen["L2"].layers)
+    assert "Step2Weights" in seen["flash streams"].layers[1].streamed
+    l3 = seen["L3 RAM"]
+    assert l3.tensors["OutputStep2"].memory == "L3" and l3.memory["L3"].static > 0
+    assert [f.source for f in l3.fetches] == ["L3"]
+
+
+def test_generated_c_has_no_warnings(tmp_path):
+    ns = {}
+    exec(compile(CONFIGS, "configs", "exec"), ns)
+    cc = toolchain.resolve(toolchain.compiler())
+    for what, g in ns["graphs"]():
+        path = tmp_path / "graph.c"
+        path.write_text(g.c_source())
+        res = subprocess.run([*cc, "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Wshadow",
+                              "-Werror", "-c", str(path), "-o", str(tmp_path / "graph.o")],
+                             capture_output=True, text=True, check=False)
+        assert res.returncode == 0, f"{what}:\n{res.stderr[-3000:]}"
+
+
+SANITIZED = CONFIGS + textwrap.dedent('''
+    x = ex["digits"](1, seed=9)[0]
+    want = None
+    for what, g in graphs():
+        if what not in ("warm 0, L2", "warm 1, flash streams", "warm 2, L3 RAM",
+                        "warm 3, L3 RAM"):
+            continue
+        if want is None:
+            want = np.zeros(10, np.int16)
+            g.run("sim", Input0=x, Output0=want)
+        c = np.zeros(10, np.int16)
+        g.run("c", Input0=x, Output0=c)
+        assert c.tobytes() == want.tobytes(), what
+    print("sanitized graph runs: ok")
+''')
+
+
+def test_graph_c_runs_clean_under_sanitizers():
+    try:
+        env = sanitizer_env()
+    except CompilerError as exc:
+        pytest.skip(f"no AddressSanitizer runtime: {exc}")
+    res = subprocess.run([sys.executable, "-c", SANITIZED], env=dict(os.environ, **env),
+                         capture_output=True, text=True, timeout=900, check=False, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert "sanitized graph runs: ok" in res.stdout
+    assert "runtime error" not in res.stderr and "AddressSanitizer" not in res.stderr
+
+
+def test_tensors_the_plan_overlaps_share_bytes(tmp_path):
+    """Run the graph on a plan that puts OutputStep3 over OutputStep2 while layer 1 reads
+    the one and writes the other: both back ends compute something else. The areas are
+    real: a planner that overlapped live tensors would be caught by the tests."""
+    ex = runpy.run_path(str(EX))
+    ex["write_tensors"](tmp_path, ex["weights"]())
+    m = ex["MnistModel"](48000, 300 * 1024, 8 << 20, 20 << 20, const_dir=tmp_path)
+    m.AT_SetGraphCtrl(AT_GRAPH_TRACE_EXEC, AT_OPT_OFF)
+    g = m.graph("MnistCNN")
+    x = ex["digits"](1)[0]
+    good = np.zeros(10, np.int16)
+    g.run("sim", Input0=x, Output0=good)
+    t = g.tensors["OutputStep3"]
+    g.tensors = MappingProxyType({**g.tensors, "OutputStep3": dataclasses.replace(t, offset=0)})
+    for backend in ("sim", "c"):
+        bad = np.zeros(10, np.int16)
+        g.run(backend, Input0=x, Output0=bad)
+        assert bad.tobytes() != good.tobytes(), backend
+
+
+CORRUPTED = CONFIGS + textwrap.dedent('''
+    import npukit.tiler.graph_c as GC
+    for what, g in graphs():
+        break  # warm 0, L2
+    true_source = GC.c_source
+    # Allocate 256 B less dynamic L2 than the plan needs: OutputStep3 ends past it.
+    GC.c_source = lambda g: true_source(g).replace("AT_L2_ALLOC(0, 11264)", "AT_L2_ALLOC(0, 11008)")
+    g.run("c", Input0=ex["digits"](1)[0], Output0=np.zeros(10, np.int16))
+    print("not caught")
+''')
+
+
+def test_a_dynamic_area_smaller_than_the_plan_is_caught():
+    try:
+        env = sanitizer_env()
+    except CompilerError as exc:
+        pytest.skip(f"no AddressSanitizer runtime: {exc}")
+    res = subprocess.run([sys.executable, "-c", CORRUPTED], env=dict(os.environ, **env),
+                         capture_output=True, text=True, timeout=900, check=False, cwd=ROOT)
+    assert res.returncode != 0 and "not caught" not in res.stdout
+    assert "ERROR: AddressSanitizer: heap-buffer-overflow" in res.stderr
+    assert "Conv5x5ReLUMaxPool2x2_1" in res.stderr  # the layer writing OutputStep3
