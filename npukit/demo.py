@@ -222,6 +222,65 @@ _TILER_CASES = [
 ]
 
 
+def graph() -> None:
+    """The GAP AutoTiler document's MNIST graph: its memory plan, cycles per layer, and the
+    check against a float64 numpy forward pass."""
+    _heading("AutoTiler graph (GAP AutoTiler's MnistModel) on the simulated GAP8")
+    import runpy
+    import tempfile
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "graph" / "mnist.py"
+    if not path.exists():
+        print("  (the examples/ folder of the source tree is needed for this section)")
+        return
+    ex = runpy.run_path(str(path))
+    with tempfile.TemporaryDirectory() as tmp:
+        w = ex["weights"]()
+        ex["write_tensors"](tmp, w)
+        m = ex["MnistModel"](48000, 300 * 1024, 8 * 1024 * 1024, 20 * 1024 * 1024,
+                             const_dir=tmp)
+        from .tiler import AT_GRAPH_TRACE_EXEC, AT_OPT_OFF
+
+        m.AT_SetGraphCtrl(AT_GRAPH_TRACE_EXEC, AT_OPT_OFF)
+        g = m.graph("MnistCNN")
+        mem = g.memory
+        print(f"  L2: {mem['L2'].static} B static (promoted constants) + {mem['L2'].dynamic} B "
+              f"dynamic of {mem['L2'].budget} B; L1 {mem['L1'].dynamic} B; flash "
+              f"{mem['L3_FLASH'].static} B")
+        print(f"  {'tensor':<14}{'memory':<8}{'area':<9}{'offset':>8}{'size':>8}  layers")
+        for t in g.tensors.values():
+            off = "" if t.offset is None else t.offset
+            print(f"  {t.name:<14}{t.memory:<8}{t.area or '':<9}{off:>8}{t.size:>8}  "
+                  f"{t.live[0]}..{t.live[1]}")
+        x = ex["digits"](1)[0]
+        sim = np.zeros(10, np.int16)
+        res = g.run("sim", Input0=x, Output0=sim)
+        print(f"  {'layer':<26}{'tiles':>6}{'L1 B':>8}{'cycles':>10}")
+        for layer in g.layers:
+            print(f"  {layer.name:<26}{layer.tiling.n_tiles:>6}{layer.tiling.l1_used:>8}"
+                  f"{res.report.layers[layer.name]:>10}")
+        print(f"  whole run {res.cycles} cycles (+{res.report.construct_cycles} in the "
+              f"constructor's promotions)")
+        _, want = ex["forward"](x, w)
+        err = np.abs(sim / 2**15 - want).max()
+        same = _c_graph_agrees(g, x, sim)
+        print(f"  Output0 vs float64 numpy: max error {err:.1e} (bound "
+              f"{ex['error_bound'](w):.1e}), argmax "
+              f"{'same' if sim.argmax() == want.argmax() else 'DIFFERS'}; C = sim: {same}")
+
+
+def _c_graph_agrees(g, x, sim_out) -> str:
+    from .errors import CompilerError
+
+    out = np.zeros_like(sim_out)
+    try:
+        g.run("c", Input0=x, Output0=out)
+    except CompilerError as e:
+        return f"no C: {str(e).splitlines()[0][:30]}"
+    return "same" if out.tobytes() == sim_out.tobytes() else "DIFFERS"
+
+
 def silu() -> None:
     """Seed 004's float16 SiLU: a 512-entry interpolated table in the Act, two cores."""
     _heading("SiLU by table (seed 004) on the simulated Torq slices")
@@ -251,6 +310,7 @@ def demo() -> None:
     easykernel()
     silu()
     autotiler()
+    graph()
     from .lut.demo import demo as lut_demo
 
     lut_demo()

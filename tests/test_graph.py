@@ -190,6 +190,26 @@ def test_node_names_and_operations(mnist):
                          10240, 10]
 
 
+def test_a_model_from_the_four_budgets():
+    m = Model.from_budgets(48000, 300 * 1024, 8 * 1024 * 1024, 20 * 1024 * 1024)
+    assert (m.l1_budget, m.l2_budget, m.l3_budget, m.l3_flash_budget) == \
+        (48000, 307200, 8388608, 20971520)
+
+
+def test_preferred_l3_devices_name_the_generated_code(mnist):
+    ex, _, model = mnist
+    m = model(l2=30000)
+    m.AT_SetGraphCtrl(AT_GRAPH_PREF_L3_HOME, AT_MEM_L3_HFLASH)
+    g = m.graph("MnistCNN")
+    src = g.c_source()
+    assert "AT_HYPERFLASH_FS_OPEN(&HyperFlash" in src and "DefaultFlash" not in src
+    x = ex["digits"](1)[0]
+    outs = [np.zeros(10, np.int16) for _ in range(2)]
+    for backend, out in zip(("sim", "c"), outs):
+        g.run(backend, Input0=x, Output0=out)
+    assert outs[0].tobytes() == outs[1].tobytes()
+
+
 def test_generated_files(mnist, tmp_path):
     _, _, model = mnist
     m = model()
@@ -279,7 +299,13 @@ def test_random_chains_equal_numpy_on_both_back_ends(c):
     try:
         m, x, weights = chain_graph(c)
         g = m.graph("Chain")
-    except (TilingError, CapacityError):
+    except CapacityError:
+        # Refused: a smaller L2 budget is refused too.
+        m, _, _ = chain_graph(dict(c, l2=c["l2"] // 2))
+        with pytest.raises(CapacityError):
+            m.graph("Chain")
+        assume(False)
+    except TilingError:
         assume(False)
     want = x
     for w, b, L in weights:
@@ -406,3 +432,11 @@ def test_close_and_plan_errors(tmp_path):
         graph(ConstInfo(np.ones(32), 1, 1, 8, 0))
     with pytest.raises(CapacityError, match="'Lin'.* B missing"):
         graph(ConstInfo(np.ones(32), 1, 1, 16, 0), budget=40)
+
+
+def test_the_docs_code_runs():
+    text = (Path(__file__).parent.parent / "docs" / "graph.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/graph.md", "exec"), {})
