@@ -190,6 +190,17 @@ def test_node_names_and_operations(mnist):
                          10240, 10]
 
 
+def test_constants_can_execute_from_flash(mnist):
+    ex, _, model = mnist
+    m = model()
+    m.AT_SetGraphCtrl(AT_GRAPH_CONST_EXEC_FROM_FLASH, AT_OPT_ON)
+    g = m.graph("MnistCNN")
+    assert g.memory["L2"].static == 0 and g.fetches == ()
+    assert all(g.tensors[t].memory == "L3_FLASH" for t in DOC_STATIC)
+    assert g.layers[1].streamed == {"Step2Weights", "Step2Biases"}
+    assert "Static Moving" not in g.c_source()
+
+
 def test_a_model_from_the_four_budgets():
     m = Model.from_budgets(48000, 300 * 1024, 8 * 1024 * 1024, 20 * 1024 * 1024)
     assert (m.l1_budget, m.l2_budget, m.l3_budget, m.l3_flash_budget) == \

@@ -156,3 +156,74 @@ def test_a_dynamic_area_smaller_than_the_plan_is_caught():
     assert res.returncode != 0 and "not caught" not in res.stdout
     assert "ERROR: AddressSanitizer: heap-buffer-overflow" in res.stderr
     assert "Conv5x5ReLUMaxPool2x2_1" in res.stderr  # the layer writing OutputStep3
+
+
+def _const_maker(dt, ctype, rng):
+    def const(name, shape):
+        v = rng.standard_normal(shape) if dt == "float32" else rng.integers(-40, 40, shape)
+        return TCArgInfo(ctype, name, ARG_SCOPE_GLOBAL, ARG_DIR_CONSTIN, AT_MEM_L3_HFLASH,
+                         AT_MEM_UNDEF, ConstInfo(v, 0 if dt == "float32" else 1, 1,
+                                                 32 if dt == "float32" else 8, 0))
+    return const
+
+
+def _local_maker(ctype):
+    def local(name):
+        return TCArgInfo(ctype, name, ARG_SCOPE_LOCAL, ARG_DIR_INOUT, AT_MEM_UNDEF,
+                         AT_MEM_UNDEF, 0)
+    return local
+
+
+def float_and_int8_graphs():
+    """A float32 and an int8 graph under a tight L2: convolution with average pooling, linear,
+    softmax."""
+    out = []
+    for dt, size, ctype, l2 in (("float32", "float32", "float *", 1000),
+                                ("int8", 1, "signed char *", 400)):
+        m = Model(target="gap8", l1_budget=1200, l2_budget=l2, l3_budget=1 << 16,
+                  l3_flash_budget=1 << 16)
+        m.AT_SetGraphCtrl(AT_GRAPH_TRACE_EXEC, AT_OPT_OFF)
+        m.LoadCNNLibrary()
+        q = (0, 0, 0, 0) if dt == "float32" else (5, 5, 5, 4)
+        m.CNN_ConvolutionPoolReLU("C", 0, size, size, size, size, *q, 0, 0, 0, 0, 2, 3, 11, 11,
+                                  KOP_CONV_DP, 3, 3, 1, 1, 1, 1, 0, KOP_AVGPOOL, 2, 2, 1, 1, 2,
+                                  2, 0, KOP_RELU)
+        m.CNN_LinearReLU("L", 0, size, size, size, size, *q, 0, 0, 0, 0, 48, 6, KOP_LINEAR,
+                         KOP_NONE)
+        m.CNN_SoftMax("S", 0, size, size, q[3], 7, 0, 0, 6, KOP_SOFTMAX)
+        rng = np.random.default_rng(1)
+        const = _const_maker(dt, ctype, rng)
+        local = _local_maker(ctype)
+        m.CreateGraph("G", CArgs(
+            TCArgInfo(ctype, "In", ARG_SCOPE_ARG, ARG_DIR_IN, AT_MEM_L2, AT_MEM_UNDEF, 0),
+            const("W1", (3, 2, 3, 3)), const("B1", 3), const("W2", (6, 48)), const("B2", 6),
+            TCArgInfo(ctype, "Out", ARG_SCOPE_ARG, ARG_DIR_OUT, AT_MEM_UNDEF, AT_MEM_L2, 0)),
+            CArgs(local("A"), local("Z")))
+        m.AddNode("C", Bindings(GNodeArg(GNA_IN, "In", 0), GNodeArg(GNA_IN, "W1", 0),
+                                GNodeArg(GNA_IN, "B1", 0), GNodeArg(GNA_OUT, "A", 0)))
+        m.AddNode("L", Bindings(GNodeArg(GNA_IN, "A", 0), GNodeArg(GNA_IN, "W2", 0),
+                                GNodeArg(GNA_IN, "B2", 0), GNodeArg(GNA_OUT, "Z", 0)))
+        m.AddNode("S", Bindings(GNodeArg(GNA_IN, "Z", 0), GNodeArg(GNA_OUT, "Out", 0)))
+        m.CloseGraph()
+        x = rng.standard_normal((2, 11, 11)) if dt == "float32" else \
+            rng.integers(-60, 60, (2, 11, 11))
+        out.append((m.graph("G"), x.astype(dt)))
+    return out
+
+
+def test_float_and_int8_graphs(tmp_path):
+    cc = toolchain.resolve(toolchain.compiler())
+    for g, x in float_and_int8_graphs():
+        path = tmp_path / "graph.c"
+        path.write_text(g.c_source())
+        res = subprocess.run([*cc, "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Wshadow",
+                              "-Werror", "-c", str(path), "-o", str(tmp_path / "graph.o")],
+                             capture_output=True, text=True, check=False)
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert any(layer.streamed for layer in g.layers) or g.fetches  # L2 is tight
+        outs = [np.zeros(6, x.dtype) for _ in range(2)]
+        for backend, out in zip(("sim", "c"), outs):
+            g.run(backend, In=x, Out=out)
+        assert outs[0].tobytes() == outs[1].tobytes()  # floats too: same operations in order
+        total = outs[0].astype(np.float64).sum() / (1 if x.dtype == np.float32 else 2**7)
+        assert abs(total - 1) < 0.05

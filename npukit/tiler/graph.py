@@ -23,7 +23,7 @@ from types import MappingProxyType
 import numpy as np
 
 from .. import ir
-from ..errors import CapacityError, NpukitError, ShapeError, TilingError
+from ..errors import NpukitError, ShapeError, TilingError
 from ..layout import Layout
 from ..passes import _map_buffers, check
 from ..run import Result
@@ -362,12 +362,13 @@ class Graph:
         self._report: GraphReport | None = None
         base = [lower_node(model, n) for n, _ in spec.nodes]
         info = self._tensor_info(base)
+        from_flash = bool(self.ctrl[AT_GraphCtrl.AT_GRAPH_CONST_EXEC_FROM_FLASH])
         budgets = P.Budgets(
             l2=model.l2_budget, l3=model.l3_budget, flash=model.l3_flash_budget,
             l2_static=self.ctrl[AT_GraphCtrl.AT_GRAPH_L2_STATIC_MEMORY_BUDGET],
-            l3_static=self.ctrl[AT_GraphCtrl.AT_GRAPH_L3_STATIC_MEMORY_BUDGET],
-            promote=not self.ctrl[AT_GraphCtrl.AT_GRAPH_DISABLE_CONST_L2_PROMOTION],
-            fetch=not self.ctrl[AT_GraphCtrl.AT_GRAPH_CONST_EXEC_FROM_FLASH])
+            l3_static=0 if from_flash else self.ctrl[AT_GraphCtrl.AT_GRAPH_L3_STATIC_MEMORY_BUDGET],
+            promote=not (from_flash or self.ctrl[AT_GraphCtrl.AT_GRAPH_DISABLE_CONST_L2_PROMOTION]),
+            fetch=not from_flash)
         layers = [self._plan_layer(n, binds) for n, binds in spec.nodes]
         estimates: dict[int, int] = {}
 
@@ -715,5 +716,4 @@ def trace_line(graph: str, index: int, node: str) -> str:
     return f"{graph}: layer {index} {node}"
 
 
-__all__ = ["Graph", "GraphModel", "GraphTensor", "GraphLayer", "GraphReport", "lower_node",
-           "CapacityError"]
+__all__ = ["Graph", "GraphModel", "GraphTensor", "GraphLayer", "GraphReport", "lower_node"]
