@@ -2,7 +2,7 @@
 convolutions with ReLU and 2x2 max pooling, a linear layer and a softmax, on int16 data in
 the document's Q formats, then the graph ``MnistCNN`` that connects them.
 
-The weights come from a fixed seed, quantised to the model's Q formats and written as
+The weights come from a fixed random seed, quantised to the model's Q formats and written as
 ``.tensor`` files under ``model/`` in a temporary folder: raw little-endian int16 values in
 row-major order ([out, in, y, x] filters, [out] biases), no header — what
 ``ConstInfo("model/Step1Weights.tensor", 1, 1, 16, 0)`` reads (Format 1: already fixed point,

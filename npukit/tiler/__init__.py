@@ -1,8 +1,7 @@
 """The AutoTiler of seed 001 in Python: basic kernels, user kernels tiled automatically under
-an L1 budget, multi-buffered DMA across L3/L2/L1, kernel groups, the CNN generators and
-graphs of layers with their L2/L3 memory plan (``Model.graph``, docs/graph.md). A seed-001
-model ports line by line: the model-level calls are methods of ``Model``; the argument
-builders and constants are names of this module.
+an L1 budget, multi-buffered DMA across L3/L2/L1, kernel groups. A seed-001 model ports
+line by line: the model-level calls are methods of ``Model``; the argument builders and
+constants are names of this module.
 
 >>> from npukit.tiler import *
 >>> m = Model(target="gap8", l1_budget=51200)
