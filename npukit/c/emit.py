@@ -64,6 +64,75 @@ def c_source(prog: ir.Program, *, fuse: bool = True) -> str:
     return _Emitter(prog, fuse).source()
 
 
+def c_unit(progs: list[ir.Program], entries: list[str], *, header: str, tail: str = "",
+           includes: tuple[str, ...] = (), fuse: bool = True) -> str:
+    """Several programs as one translation unit: one function per program, named
+    ``entries[k]`` (each after its program's header comment), sharing the helpers, types and
+    basic kernels they use; ``header`` (a comment) first, ``includes`` added to the standard
+    headers, ``tail`` (more C) last. Programs must not define constants of one name."""
+    helpers = A.Helpers()
+    ems = [_Emitter(p, fuse, helpers, e) for p, e in zip(progs, entries)]
+    return _unit(ems, header, tail, includes)
+
+
+def _unit(ems: list[_Emitter], header: str, tail: str = "",
+          includes: tuple[str, ...] = ()) -> str:
+    funcs = [em.function() for em in ems]
+    consts = "\n\n".join(c for c in (em._constants() for em in ems) if c)
+    helpers = ems[0].h.source()
+    code = "\n".join([consts, helpers, *funcs, tail])
+    sources = list(dict.fromkeys(x for em in ems for x in em.sources))
+    kernels = "\n\n".join(sources)
+    out = Writer()
+    out.lines.append(header)
+    out.line()
+    if re.search(r"\b(NAN|INFINITY|rintf?|fabsf)\b", code):
+        out.line("#include <math.h>")
+    out.line("#include <stdint.h>")
+    for inc in includes:
+        out.line(f"#include <{inc}>")
+    if ("memcpy(" in code or "memset(" in code) and "string.h" not in includes:
+        out.line("#include <string.h>")
+    out.line()
+    out.lines.extend(_PORTABILITY.splitlines())
+    for name, text in TYPEDEFS.items():
+        if re.search(rf"\b{name}\b", code + kernels):
+            out.line()
+            out.lines.extend(text.splitlines())
+    dtypes = dict.fromkeys(b.dtype for em in ems for b, _ in em.prog.params if b.dtype.itemsize > 1)
+    for dt in dtypes:
+        out.line(f"typedef {c_type(dt)} {_elem_type(dt)} NPK_ANY_ADDRESS;")
+    for part in (consts, helpers):
+        if part:
+            out.line()
+            out.lines.extend(part.splitlines())
+    if sources:
+        out.line()
+        out.lines.extend(_HIDDEN[0].splitlines())
+        out.line()
+        out.lines.extend(prelude(ems[0].prog.target.cores).splitlines())
+        for text in sources:
+            out.line()
+            out.comment("Basic kernel source, as given (c_source=).")
+            out.lines.extend(text.splitlines())
+        out.line()
+        out.lines.extend(_HIDDEN[1].splitlines())
+    for em, func in zip(ems, funcs):
+        out.line()
+        if len(ems) > 1:
+            out.lines.append(em._header())
+        out.lines.extend(func.splitlines())
+    if tail:
+        out.line()
+        out.lines.extend(tail.splitlines())
+    return out.text() + "\n"
+
+
+def param_type(dt: np.dtype) -> str:
+    """The element type an entry function's pointer parameters of ``dt`` have."""
+    return _elem_type(np.dtype(dt))
+
+
 def entry_name(prog: ir.Program) -> str:
     """``npukit_<kernel name>``: the entry function's name.
 
@@ -120,8 +189,10 @@ def lanes_c(lanes: ir.Lanes, names: Names, h: A.Helpers) -> str:
 
 
 class _Emitter:
-    def __init__(self, prog: ir.Program, fuse: bool):
-        self.prog, self.fuse, self.h = prog, fuse, A.Helpers()
+    def __init__(self, prog: ir.Program, fuse: bool, helpers: A.Helpers | None = None,
+                 entry: str | None = None):
+        self.prog, self.fuse, self.h = prog, fuse, helpers or A.Helpers()
+        self.entry = entry or entry_name(prog)
         for buf, _ in prog.params:
             c_type(buf.dtype, f"tensor {buf.name!r}")
         for buf in prog.buffers:
@@ -184,55 +255,25 @@ class _Emitter:
     # -- the translation unit ------------------------------------------------------------
 
     def source(self) -> str:
+        return _unit([self], self._header())
+
+    def function(self) -> str:
+        """The entry function: its signature, internal memories and statements."""
         body, decls = Writer(1), Writer(1)
         self.block(self.prog.body, body)
         self._declarations(decls)
-        consts, helpers = self._constants(), self.h.source()
-        code = "\n".join([consts, helpers, decls.text(), body.text()])
         out = Writer()
-        out.lines.append(self._header())
-        out.line()
-        if re.search(r"\b(NAN|INFINITY|rintf?|fabsf)\b", code):
-            out.line("#include <math.h>")
-        out.line("#include <stdint.h>")
-        if "memcpy(" in code or "memset(" in code:
-            out.line("#include <string.h>")
-        out.line()
-        out.lines.extend(_PORTABILITY.splitlines())
-        kernels = "\n\n".join(self.sources)
-        for name, text in TYPEDEFS.items():
-            if re.search(rf"\b{name}\b", code + kernels):
-                out.line()
-                out.lines.extend(text.splitlines())
-        for dt in dict.fromkeys(b.dtype for b, _ in self.prog.params if b.dtype.itemsize > 1):
-            out.line(f"typedef {c_type(dt)} {_elem_type(dt)} NPK_ANY_ADDRESS;")
-        for part in (consts, helpers):
-            if part:
-                out.line()
-                out.lines.extend(part.splitlines())
-        if self.sources:
-            out.line()
-            out.lines.extend(_HIDDEN[0].splitlines())
-            out.line()
-            out.lines.extend(prelude(self.prog.target.cores).splitlines())
-            for text in self.sources:
-                out.line()
-                out.comment("Basic kernel source, as given (c_source=).")
-                out.lines.extend(text.splitlines())
-            out.line()
-            out.lines.extend(_HIDDEN[1].splitlines())
-        out.line()
         out.lines.extend(self._signature().splitlines())
         with out.block():
             out.extend(decls)
             out.extend(body)
-        return out.text() + "\n"
+        return out.text()
 
     def _header(self) -> str:
         p, t = self.prog, self.prog.target
         rows = [(f"Generated by npukit from kernel `{p.name}` for target {t.name} "
                  f"({t.description})."), "",
-                f"Entry: void {entry_name(p)}({', '.join(self.ptr[key(b)] for b, _ in p.params)})"]
+                f"Entry: void {self.entry}({', '.join(self.ptr[key(b)] for b, _ in p.params)})"]
         for buf, spec in p.params:
             access_kind = {"in": "read", "out": "written", "inout": "read and written"}[buf.role]
             rows.append(f"  {self.ptr[key(buf)]:<12} {spec.dtype.name}{list(spec.shape)}, strides "
@@ -260,7 +301,7 @@ class _Emitter:
         for buf, _ in self.prog.params:
             const = "const " if buf.role == "in" else ""
             args.append(f"{const}{_elem_type(buf.dtype)} *restrict {self.ptr[key(buf)]}")
-        head = f"void {entry_name(self.prog)}("
+        head = f"void {self.entry}("
         return head + (",\n" + " " * len(head)).join(args) + ")"
 
     def header(self) -> str:

@@ -146,6 +146,10 @@ class Timeline:
 
     def run(self) -> Report:
         self.block(self.prog.body)
+        return self.report()
+
+    def report(self) -> Report:
+        """What the statements run so far (``block``) measured."""
         tgt = self.prog.target
         busy = {u: int(self.s[self.ix[f"busy:{u}"]]) for u in self.units}
         busy = {u: b for u, b in busy.items() if b}

@@ -17,11 +17,18 @@ constants are names of this module.
 
 from .api import *
 from .api import OBJ, Constraint, KerArgSel, Loc, Obj
+from .cnn import *
+from .cnn import KernelOper
+from .graph import Graph
+from .graph_api import *
+from .graph_api import ConstInfo, GNodeArg, TCArgInfo
 from .model import Model
 from .solver import ArgPlacement, Tiling
 
-__all__ = ["Model", "Tiling", "ArgPlacement"] + [n for n in dir() if n.isupper() or n in (
+__all__ = ["Model", "Tiling", "ArgPlacement", "Graph", "TCArgInfo", "ConstInfo", "GNodeArg",
+           "KernelOper"] + [n for n in dir() if n.isupper() or n in (
     "CArgs", "TCArg", "Calls", "Call", "Bindings", "K_Arg", "C_Arg", "C_ArgIndex", "Imm",
-    "KerArgs", "KerArg", "KernelDimensions", "KernelIterationOrder", "UserKernelCall")]
+    "Ker_IteratorIndex", "KerArgs", "KerArg", "KernelDimensions", "KernelIterationOrder",
+    "UserKernelCall")]
 __all__ += [n for n in list(OBJ) + [f.name for f in Obj] + [f.name for f in Constraint]
             + [f.name for f in KerArgSel] + [f.name for f in Loc]]

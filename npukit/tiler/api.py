@@ -212,6 +212,11 @@ def Imm(Value: int) -> Binding:
     return Binding("imm", value=int(Value))
 
 
+def Ker_IteratorIndex(Iterator: _Iter) -> Binding:
+    """The current index of a kernel iterator (the out-plane, in-plane or tile number)."""
+    return Binding("iter_index", what=_Iter(Iterator))
+
+
 def Bindings(*items: Binding) -> tuple[Binding, ...]:
     return _counted("Bindings", items)
 

@@ -166,7 +166,7 @@ class KernelLowering:
         for a in self.uk.kerargs:
             p = self.t.args[a.KerArgName]
             c = self.carg.get(a.CArgName) if a.CArgName else None
-            dt = c_dtype(c.ArgType) if c else np.dtype(f"int{8 * a.ItemSize}")
+            dt = c_dtype(c.ArgType) if c else self._seen_as(a)
             slot = p.size // a.ItemSize
             buf = ir.Buffer(f"{self.prefix}{a.KerArgName}", "L1", dt, slot * p.slots,
                             slots=p.slots, slot_len=slot, address=p.offset)
@@ -177,6 +177,19 @@ class KernelLowering:
                                slot_len=slot)
                 self.l2[a.KerArgName] = l2
                 self.out.buffers.append(l2)
+
+    def _seen_as(self, a) -> np.dtype:
+        """A buffer bound to no C argument holds what the basic kernels it is passed to
+        point to (a float accumulator), else integers of its item size."""
+        for call in self.uk.calls:
+            lib = self.libs.get(call.CallName)
+            for b, (ctype, _) in zip(call.BindingList, lib.args if lib else ()):
+                if b.kind == "k_arg" and b.name == a.KerArgName and \
+                        b.what == KerArgSel.KER_ARG_TILE:
+                    dt = c_dtype(ctype)
+                    if dt.itemsize == a.ItemSize:
+                        return dt
+        return np.dtype(f"int{8 * a.ItemSize}")
 
     # -- accesses ------------------------------------------------------------------------
 
@@ -290,6 +303,8 @@ class KernelLowering:
     def _bind(self, b, call: str):
         if b.kind == "imm":
             return ir.Val(ir.affine(b.value))
+        if b.kind == "iter_index":
+            return ir.Val(self._it(b.what))
         if b.kind in ("c_arg", "c_arg_index"):
             target_name = self.cmap.get(b.name)
             if b.name not in self.carg:

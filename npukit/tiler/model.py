@@ -28,6 +28,8 @@ from .api import (
     KernelDimensionT,
     TCArg,
 )
+from .cnn import CNNGenerators
+from .graph import GraphModel
 from .lower import KernelLowering, Lowered, add_bounds
 from .solver import Tiling, solve
 
@@ -62,15 +64,23 @@ def _cargs(what: str, cargs: tuple) -> None:
         raise TilingError(f"{what}: C argument {twice[0]!r} is declared twice")
 
 
-class Model:
+class Model(GraphModel, CNNGenerators):
     """Collects basic kernels, user kernels and groups; solves and lowers them on demand.
-    ``l3`` names the target memory that holds arguments with an L3 home (``O_L2DB``)."""
+    ``l3`` names the target memory that holds arguments with an L3 home (``O_L2DB``).
+    ``l3_budget`` and ``l3_flash_budget`` bound a graph's L3 RAM and flash (the CNN
+    generators and graphs are the methods of ``CNNGenerators`` and ``GraphModel``)."""
 
     def __init__(self, target: str | Target = "gap8", l1_budget: int | None = None,
-                 l2_budget: int | None = None, l3: str = "L3_RAM"):
+                 l2_budget: int | None = None, l3: str = "L3_RAM", *,
+                 l3_budget: int | None = None, l3_flash_budget: int | None = None):
         self.target = _target(target)
-        self.l1_budget = l1_budget if l1_budget is not None else self.target.memories["L1"].size
-        self.l2_budget = l2_budget if l2_budget is not None else self.target.memories["L2"].size
+        mem = self.target.memories
+        self.l1_budget = l1_budget if l1_budget is not None else mem["L1"].size
+        self.l2_budget = l2_budget if l2_budget is not None else mem["L2"].size
+        self.l3_budget = l3_budget if l3_budget is not None else \
+            (mem["L3_RAM"].size if "L3_RAM" in mem else 0)
+        self.l3_flash_budget = l3_flash_budget if l3_flash_budget is not None else \
+            (mem["L3_FLASH"].size if "L3_FLASH" in mem else 0)
         self.l3 = l3
         self.libs: dict[str, ir.Extern] = {}
         self.lib_bounds: dict[str, tuple] = {}  # basic kernel -> TCArg bounds of each argument
@@ -78,6 +88,14 @@ class Model:
         self.groups: dict[str, GroupT] = {}
         self._open: tuple[str, list] | None = None
         self._tilings: dict[str, Tiling] = {}
+        self._graph_state()
+
+    @classmethod
+    def from_budgets(cls, L1Memory: int, L2Memory: int, L3Memory: int, L3Flash: int,
+                     target: str | Target = "gap8") -> Model:
+        """A model from the four budgets a GAP model function takes, as in
+        ``MnistModel(48000, 300*1024, 8*1024*1024, 20*1024*1024)``."""
+        return cls(target, L1Memory, L2Memory, l3_budget=L3Memory, l3_flash_budget=L3Flash)
 
     def LibKernel(self, KernelName: str, CallType: int, Cargs: tuple[TCArg, ...],
                   ParArgTypeName: str = "", *, c_source: str = "",
