@@ -378,7 +378,7 @@ def test_a_small_graph_runs():
     (lambda m: m.AT_SetGraphCtrl(AT_GRAPH_PREF_L3_HOME, AT_MEM_L3_HRAM), "flash"),
     (lambda m: m.SetMemoryDeviceInfos(2, AT_MEM_L1, 100, "L1", 0, 0), "10 values"),
     (lambda m: m.SetMemoryDeviceInfos(1, AT_MEM_L2, 100, "L2 mem", 0, 0), "C identifier"),
-    (lambda m: m.CreateGraph("1G", CArgs(ARGS["In"])), "not a valid C identifier"),
+    (lambda m: m.CreateGraph("1G", CArgs(ARGS["In"])), "is not a C identifier"),
     (lambda m: m.CreateGraph("G", CArgs(ARGS["In"], ARGS["In"])), "declared twice"),
     (lambda m: m.AddNode("Lin", ()), "no graph is open"),
     (lambda m: m.CloseGraph(), "no graph is open"),
