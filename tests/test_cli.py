@@ -94,7 +94,6 @@ def test_a_failed_lut_claim_fails_the_demo(capsys, monkeypatch):
 
 def test_c_that_differs_from_the_simulator_fails_the_demo(capsys, monkeypatch):
     import npukit.c
-
     import npukit.tiler.graph_c
 
     real = {npukit.c: npukit.c.run_c, npukit.tiler.graph_c: npukit.tiler.graph_c.run_c}
