@@ -155,6 +155,7 @@ class Data:
     kind: str
     in_pair: tuple[str, str | None] = ("", None)
     producer: object = None  # the _AluNode that made a PData
+    design: object = None  # the npukit.lut.Design a QData of a LUT instruction computes
 
     Vectors = 0  # PData.Vectors: the dim that counts Act-width sub-vectors
 
@@ -351,10 +352,12 @@ class _Act(_Unit):
         uint16, int32, float16, bfloat16 or float32), ``N`` its entries; or a direct
         ``Design``, which brings ``step_bits`` and ``bias`` (pass neither): for input tensors
         holding ``design.quantize(x)``, ``q`` is ``design.evaluate(x)``, times
-        ``2**out_frac_bits`` for integer outputs. seed 002's rules (``LutError``): ``0 <=
-        step_bits < 32``, ``bias`` 0 or a power of two. The table's memory image for the
-        target's ``lut.banks`` parallel accesses is a constant of the program, in the
-        target's ``lut.memory`` (``CapacityError`` when it does not fit)."""
+        ``2**out_frac_bits`` for integer outputs (int32 values in
+        ``design.output_range()``; a store or append of ``q`` into a tensor that cannot hold
+        that range raises ``LutError``, as it would saturate them). seed 002's rules
+        (``LutError``): ``0 <= step_bits < 32``, ``bias`` 0 or a power of two. The table's
+        memory image for the target's ``lut.banks`` parallel accesses is a constant of the
+        program, in the target's ``lut.memory`` (``CapacityError`` when it does not fit)."""
         self._partials("lookup", p)
         table, d = self._table("lookup", lut, "direct")
         if d is not None:
@@ -372,8 +375,9 @@ class _Act(_Unit):
         from .lut import parallel_lookup
 
         parallel_lookup(table, np.zeros(1, np.int32), step_bits, bias, oor)  # seed 002's rules
-        return self._table_op("lookup", p, table, arith.act_result_dtype(table.offset_dtype),
-                              step_bits=int(step_bits), bias=int(bias), oor=oor)
+        q = self._table_op("lookup", p, table, arith.act_result_dtype(table.offset_dtype),
+                           step_bits=int(step_bits), bias=int(bias), oor=oor)
+        return replace(q, design=d)
 
     def linear_approx(self, p: Data, lut, step_bits: int | None = None,
                       bias: int | None = None, shift_offset: int | None = None, *,
@@ -406,7 +410,12 @@ class _Act(_Unit):
         ``scale_exp = in_frac_bits`` (an integer input already holds ``x *
         2**in_frac_bits``, so its clamp is scaled instead); pass none of them. For input
         tensors holding ``design.quantize(x)``, ``q`` is then ``design.evaluate(x)`` (times
-        ``2**out_frac_bits`` for integer outputs), bit for bit. ``LutError`` for a rule of
+        ``2**out_frac_bits`` for integer outputs), bit for bit. An integer ``q`` is the
+        accumulator (int32 for int8 tables, int64 for int16/int32 tables) holding ``y *
+        2**out_frac_bits``, far wider than the table's offsets (``offset <<
+        shift_offset``): a store into a narrower tensor saturates it, so with a Design a
+        store or append into a tensor that cannot hold ``design.output_range()`` raises
+        ``LutError``. ``LutError`` for a rule of
         seed 002 (minimum ``step_bits``, ``shift_offset`` range, ...), mixed integer and
         float operands, or data that does not fit the table's input type."""
         self._partials("linear_approx", p)
@@ -456,9 +465,10 @@ class _Act(_Unit):
 
         probe = linear_approx(table, np.zeros(1, in_dt), step_bits, bias, shift_offset,
                               extended=True)  # seed 002's rules, with their numbers
-        return self._table_op("linear_approx", p, table, probe.dtype, step_bits=int(step_bits),
-                              bias=int(bias), shift_offset=int(shift_offset), lo=lo, hi=hi,
-                              scale_exp=int(scale_exp), in_dtype=in_dt.name)
+        q = self._table_op("linear_approx", p, table, probe.dtype, step_bits=int(step_bits),
+                           bias=int(bias), shift_offset=int(shift_offset), lo=lo, hi=hi,
+                           scale_exp=int(scale_exp), in_dtype=in_dt.name)
+        return replace(q, design=d)
 
     @staticmethod
     def _partials(op: str, p) -> None:
@@ -714,6 +724,8 @@ class Slice:
         if is_float(q.dtype) and not is_float(view.dtype):
             raise DTypeError(f"{what} into {view.name!r}: float results into a "
                              f"{view.dtype.name} tensor")
+        if q.design is not None:  # a LUT result of a Design: the tensor must hold its range
+            q.design.check_store(view.dtype, view.name, what)
         self.stored = _label()
         self.writes.add(view.buffer.name)
 

@@ -14,9 +14,11 @@ in_frac_bits)``, the smallest power of two for which the cells covering ``[lo, h
 ``bias`` a power of two for a signed ``parallel_lookup``, 0 for an unsigned one).
 
 Output format. A float output holds the value rounded to ``out_dtype``. An integer output
-holds ``y * 2**out_frac_bits``; for ``linear_approx`` that is the accumulator, whose offsets
-are stored as ``offset << shift_offset`` (``out_frac_bits`` as large as the slopes allow,
-``shift_offset`` as small as the offsets allow).
+holds ``y * 2**out_frac_bits``; for ``linear_approx`` that is the accumulator (int32 for the
+int8 row, int64 for the int16 rows), whose offsets are added as ``offset << shift_offset``
+(``out_frac_bits`` as large as the slopes allow, ``shift_offset`` as small as the offsets
+allow), so its values are far wider than ``out_dtype``: ``output_range`` gives them, and a
+kernel refuses to store them into a tensor that cannot hold them (``check_store``).
 
 Out of range. A ``linear`` design clamps its input to ``[lo, hi]`` before ``linear_approx``
 (one vector max and min, as seeds 003 and 004 do; without it the remainder of an integer
@@ -87,8 +89,10 @@ class Design:
       ``parallel_lookup`` (``oor="saturate"``) or ``linear_approx``;
     - ``in_frac_bits``: an integer input holds ``x * 2**in_frac_bits``; a bfloat16 input is
       multiplied by ``2**in_frac_bits`` before ``linear_approx``;
-    - ``out_frac_bits``: an integer output (the accumulator, for linear designs) holds
-      ``y * 2**out_frac_bits``; ``None`` for float outputs;
+    - ``out_frac_bits``: an integer output holds ``y * 2**out_frac_bits`` in
+      ``result_dtype`` (the table's values for a direct design; the int32 or int64
+      accumulator for a linear one, whose offsets hold ``y * 2**(out_frac_bits -
+      shift_offset)``), values in ``output_range()``; ``None`` for float outputs;
     - ``clamp``: the range a linear design clamps its input to first (``None`` for direct);
     - ``used``: the first and last entry that inputs in ``[lo, hi]`` reach.
 
@@ -206,6 +210,81 @@ class Design:
         return np.concatenate([np.linspace(self.lo - margin, self.hi + margin, points),
                                [self.lo, self.hi]])
 
+    @property
+    def result_dtype(self) -> np.dtype:
+        """The dtype ``parallel_lookup`` / ``linear_approx`` return for this design: the
+        table's value type for a direct design, the accumulator (int32 for the int8 row,
+        int64 for the int16 rows, float32 for the bfloat16 row) for a linear one.
+
+        >>> design("sigmoid", -8, 8, 33, kind="linear", in_dtype="int16",
+        ...        out_dtype="int16").result_dtype
+        dtype('int64')
+        """
+        if self.kind == "direct":
+            return self.out_dtype
+        row = next(r for r in LINEAR_TYPES if (r.input, r.offset) ==
+                   (self.in_dtype.name, self.out_dtype.name))
+        return row.acc_dtype
+
+    def output_range(self) -> tuple[int, int] | None:
+        """The smallest and largest integer the output holds (``y * 2**out_frac_bits``)
+        over every input, out-of-range ones included; ``None`` for a float output. In a
+        kernel the partial may be any int32 (summed data), so a direct design may reach
+        every entry; a linear design clamps its input first. A tensor that stores the
+        output unchanged must hold this range.
+
+        >>> design("sigmoid", -8, 8, 33, kind="linear", in_dtype="int8",
+        ...        out_dtype="int8").output_range()
+        (0, 8213)
+        """
+        if self.out_frac_bits is None:
+            return None
+        if self.kind == "direct":   # saturation reaches every entry
+            return int(self.lut.offsets.min()), int(self.lut.offsets.max())
+        # The clamp bounds every input to [ulo, uhi]: at most 2**16 of them, all evaluated.
+        ulo, uhi = (int(np.ldexp(c, self.in_frac_bits)) for c in self.clamp)
+        out = linear_approx(self.lut, np.arange(ulo, uhi + 1).astype(self.in_dtype),
+                            self.step_bits, self.bias, self.shift_offset)
+        return int(out.min()), int(out.max())
+
+    def check_store(self, dtype, tensor: str, what: str = "store") -> None:
+        """Raise ``LutError`` when a tensor of ``dtype`` cannot hold every value of the
+        integer output (``output_range``): storing the output into it would saturate them
+        (or overflow a float16 to infinity). ``tensor`` and ``what`` ("store", "append")
+        name the store in the message.
+
+        >>> d = design("sigmoid", -8, 8, 33, kind="linear", in_dtype="int8", out_dtype="int8")
+        >>> d.check_store("int16", "y")        # 0..8213 fits
+        >>> d.check_store("int8", "y")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        npukit.errors.LutError: store into 'y': ... values 0..8213, but 'y' is int8 (-128..127)...
+        """
+        span = self.output_range()
+        dt = _dtype(dtype)
+        if span is None or not (dt.kind in "iu" or is_float(dt)):
+            return
+        lo, hi = span
+        if dt.kind in "iu":
+            tlo, thi = int_range(dt)
+            limits, effect = f"{tlo}..{thi}", "saturate them"
+        else:
+            thi = float(ml_dtypes.finfo(dt).max)
+            tlo, limits, effect = -thi, f"finite up to {thi:g}", "overflow them to infinity"
+        if tlo <= lo and hi <= thi:
+            return
+        op = "lookup" if self.kind == "direct" else "linear_approx"
+        acc = " accumulator" if self.kind == "linear" else ""
+        other = (f"a direct design with out_dtype={dt.name!r} (its table holds y * 2**k in "
+                 f"{dt.name})" if dt.kind in "iu" and dt.itemsize <= 4 else
+                 "a design whose values it holds")
+        raise LutError(
+            f"{what} into {tensor!r}: the Act {op} of {self.function.name} on "
+            f"[{self.lo:g}, {self.hi:g}] ({self.kind}, {self.in_dtype} -> {self.out_dtype}) "
+            f"produces its {self.result_dtype}{acc} holding y * 2**{self.out_frac_bits}, "
+            f"values {lo}..{hi}, but {tensor!r} is {dt.name} ({limits}): the {what} would "
+            f"{effect}. Use an output tensor of {_narrowest(lo, hi)} or wider, or "
+            f"{other}")
+
     def describe(self) -> str:
         """The design's parameters, one per line, for people.
 
@@ -225,13 +304,19 @@ class Design:
             lines.append(f"  input   {self.in_dtype} holding x * 2**{self.in_frac_bits} "
                          f"(in_frac_bits={self.in_frac_bits})")
         if self.out_frac_bits is None:
-            lines.append(f"  output  {self.out_dtype}")
+            lines.append(f"  output  {self.result_dtype}")
         else:
-            acc = (f"accumulator holding y * 2**{self.out_frac_bits}, offsets stored as "
-                   f"y * 2**{self.out_frac_bits - self.shift_offset}"
-                   if self.kind == "linear" else f"y * 2**{self.out_frac_bits}")
-            lines.append(f"  output  {self.out_dtype}: {acc} (out_frac_bits="
-                         f"{self.out_frac_bits})")
+            lo, hi = self.output_range()
+            what = " accumulator" if self.kind == "linear" else ""
+            lines.append(f"  output  {self.result_dtype}{what} holding y * "
+                         f"2**{self.out_frac_bits} (out_frac_bits={self.out_frac_bits}), "
+                         f"values {lo}..{hi}")
+            lines.append(f"          (a tensor of {_narrowest(lo, hi)} or wider holds them; a "
+                         f"narrower one would saturate them)")
+            if self.kind == "linear":
+                lines.append(f"          offsets {self.out_dtype} holding y * "
+                             f"2**{self.out_frac_bits - self.shift_offset}, added as offset "
+                             f"<< {self.shift_offset}")
         if self.kind == "direct":
             lines.append(f"  parallel_lookup(step_bits={self.step_bits}, bias={self.bias}, "
                          "oor='saturate')")
@@ -243,6 +328,12 @@ class Design:
         lines.append(f"  cells of width {cell:g}; entries {self.used[0]}..{self.used[1]} "
                      f"serve [lo, hi]; out of range: clamped to the edge entries")
         return "\n".join(lines)
+
+
+def _narrowest(lo: int, hi: int) -> str:
+    """The narrowest signed integer type holding ``[lo, hi]``."""
+    return next(t for t in ("int8", "int16", "int32", "int64")
+                if int_range(np.dtype(t))[0] <= lo and hi <= int_range(np.dtype(t))[1])
 
 
 def _types(lut: Lut) -> str:
