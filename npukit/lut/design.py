@@ -50,6 +50,7 @@ from ..dtypes import int_range, is_float
 from ..errors import LutError
 from .catalogue import Function, function
 from .fit import bf16_ceil, bf16_floor, midrange, minimax_slope
+from .reals import reals
 from .semantics import LINEAR_TYPES, LinearType, linear_approx, parallel_lookup
 from .table import Lut
 
@@ -57,6 +58,8 @@ KINDS = ("direct", "linear")
 METHODS = ("sample", "minimax")
 DEFAULT_DTYPES = {"direct": ("int16", "bfloat16"), "linear": ("bfloat16", "float32")}
 _GRID = 513             # points per cell for fitting: every input of a cell of up to 512
+MAX_ENTRIES = 1 << 16   # every int16 input its own entry; far beyond any table memory
+MAX_POINTS = 1 << 24    # inputs of an error sweep (a few float64 arrays of 128 MiB)
 
 
 @dataclass(frozen=True)
@@ -132,15 +135,19 @@ class Design:
         >>> design("tanh", -4, 4, 64, in_dtype="int8").quantize([1.0, 100.0]).tolist()
         [32, 127]
         """
-        x = np.asarray(x, dtype=np.float64)
+        x = reals(x)
         if is_float(self.in_dtype):
             return x.astype(self.in_dtype)
+        if np.isnan(x).any():
+            raise LutError(f"quantize: x holds NaN (at flat index "
+                           f"{int(np.flatnonzero(np.isnan(x))[0])}); an {self.in_dtype} input "
+                           f"has no value for it")
         qmin, qmax = int_range(self.in_dtype)
         return np.clip(np.rint(np.ldexp(x, self.in_frac_bits)), qmin, qmax).astype(self.in_dtype)
 
     def dequantize(self, q) -> np.ndarray:
         """The real value an input tensor element stands for (float64)."""
-        v = np.asarray(q).astype(np.float64)
+        v = reals(q, "q")
         return v if is_float(self.in_dtype) else np.ldexp(v, -self.in_frac_bits)
 
     def evaluate(self, x) -> np.ndarray:
@@ -172,7 +179,7 @@ class Design:
 
     def ulp(self, y) -> np.ndarray:
         """One unit in the last place of the output at values ``y``."""
-        y = np.asarray(y, dtype=np.float64)
+        y = reals(y, "y")
         if self.out_frac_bits is not None:
             return np.full_like(y, math.ldexp(1.0, self.shift_offset - self.out_frac_bits))
         info = ml_dtypes.finfo(self.out_dtype)
@@ -189,7 +196,7 @@ class Design:
         """
         if x is None:
             x = self.sweep(points)
-        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        x = reals(x).reshape(-1)
         if x.size == 0:
             raise LutError("error needs at least one input; x is empty")
         ref = self.reference(x)
@@ -204,8 +211,9 @@ class Design:
         >>> design("exp", -8, 0, 64, in_dtype="int8").sweep(5).tolist()
         [-9.0, -6.5, -4.0, -1.5, 1.0, -8.0, 0.0]
         """
-        if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 2:
-            raise LutError(f"points={points!r} must be an integer >= 2")
+        if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or \
+                not 2 <= points <= MAX_POINTS:
+            raise LutError(f"points={points!r} must be an integer in [2, {MAX_POINTS}]")
         margin = (self.hi - self.lo) / 8
         return np.concatenate([np.linspace(self.lo - margin, self.hi + margin, points),
                                [self.lo, self.hi]])
@@ -456,15 +464,22 @@ def design(fn: str | Callable | Function, lo: float, hi: float, entries: int,
     (8, 128, True)
     """
     f = function(fn)
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise LutError(f"kind={kind!r} must be one of {KINDS}")
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise LutError(f"method={method!r} must be one of {METHODS}")
+    for name, v in (("lo", lo), ("hi", hi)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise LutError(f"{name}={v!r} must be a real number")
     lo, hi = float(lo), float(hi)
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise LutError(f"the range [lo, hi] = [{lo!r}, {hi!r}] must be finite with lo < hi")
-    if isinstance(entries, bool) or not isinstance(entries, (int, np.integer)) or entries < 2:
-        raise LutError(f"entries={entries!r} must be an integer >= 2")
+    if not math.isfinite(hi - lo):
+        raise LutError(f"the range [lo, hi] = [{lo!r}, {hi!r}] is too wide: hi - lo "
+                       f"overflows a float64")
+    if isinstance(entries, bool) or not isinstance(entries, (int, np.integer)) or \
+            not 2 <= entries <= MAX_ENTRIES:
+        raise LutError(f"entries={entries!r} must be an integer in [2, {MAX_ENTRIES}]")
     entries = int(entries)
     in_dt = _dtype(in_dtype if in_dtype is not None else DEFAULT_DTYPES[kind][0])
     out_dt = _dtype(out_dtype if out_dtype is not None else DEFAULT_DTYPES[kind][1])
@@ -506,6 +521,7 @@ def _direct(f: Function, lo: float, hi: float, entries: int, method: str,
     values = np.concatenate([np.full(g.first, f(lo)), used,
                              np.full(entries - 1 - g.last, f(hi))])
     if is_float(out_dt):
+        _check_fits(f, lo, hi, "values", values, out_dt)
         table, out_frac = values.astype(out_dt), None
     else:
         qmin, qmax = int_range(out_dt)
@@ -516,6 +532,20 @@ def _direct(f: Function, lo: float, hi: float, entries: int, method: str,
         table = np.clip(np.rint(np.ldexp(values, out_frac)), qmin, qmax).astype(out_dt)
     return Design(f, lo, hi, entries, "direct", method, in_dt, out_dt, Lut(table), g.step,
                   g.bias, 0, g.frac, out_frac, None, (g.first, g.last))
+
+
+def _check_fits(f: Function, lo: float, hi: float, what: str, values: np.ndarray,
+                dt) -> None:
+    """A float table holds finite numbers: ``LutError`` when ``fn``'s ``values`` (or its
+    slopes) overflow the storage type ``dt``."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        bad = not np.isfinite(np.asarray(values).astype(dt).astype(np.float64)).all()
+    if bad:
+        big = float(np.max(np.abs(values)))
+        top = float(ml_dtypes.finfo(dt).max)
+        raise LutError(f"fn {f.name} on [{lo:g}, {hi:g}]: its {what} reach {big:.6g}, beyond "
+                       f"the largest {np.dtype(dt)} ({top:.6g}); scale the function or narrow "
+                       f"the range")
 
 
 def _frac_bits(largest: float, limit: int) -> int:
@@ -554,7 +584,11 @@ def _linear(f: Function, lo: float, hi: float, entries: int, method: str,
     low, high = int(g.first), int(entries - 1 - g.last)
     edge_lo, edge_hi = float(f(lo)), float(f(hi))
     if floating:
-        slopes, offsets = _quantize_float(t, y, start, slope, offset, method)
+        _check_fits(f, lo, hi, "slopes", slope, ml_dtypes.bfloat16)
+        _check_fits(f, lo, hi, "values", y, np.float32)
+        with np.errstate(over="ignore"):
+            slopes, offsets = _quantize_float(t, y, start, slope, offset, method)
+        _check_fits(f, lo, hi, "offsets", offsets, np.float32)
         pad_s = np.zeros(1, ml_dtypes.bfloat16)
         slopes = np.concatenate([np.repeat(pad_s, low), slopes, np.repeat(pad_s, high)])
         offsets = np.concatenate([np.full(low, edge_lo, np.float32), offsets,
