@@ -26,9 +26,11 @@ from .api import (
     KerArgT,
     KernelDimensionT,
     TCArg,
+    integer,
 )
 from .lower import KernelLowering, Lowered
 from .solver import Tiling, solve
+from .validate import check_calls, check_group, check_kernel, check_lib
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,10 @@ class Model:
     def __init__(self, target: str | Target = "gap8", l1_budget: int | None = None,
                  l2_budget: int | None = None, l3: str = "L3_RAM"):
         self.target = _target(target)
-        self.l1_budget = l1_budget if l1_budget is not None else self.target.memories["L1"].size
-        self.l2_budget = l2_budget if l2_budget is not None else self.target.memories["L2"].size
+        self.l1_budget = integer("Model", "l1_budget", l1_budget, 1) if l1_budget is not None \
+            else self.target.memories["L1"].size
+        self.l2_budget = integer("Model", "l2_budget", l2_budget, 1) if l2_budget is not None \
+            else self.target.memories["L2"].size
         self.l3 = l3
         self.libs: dict[str, ir.Extern] = {}
         self.kernels: dict[str, UserKernelT] = {}
@@ -75,9 +79,11 @@ class Model:
         ``cost`` (cycles of work per call, from the scalar arguments known without reading
         memory — tile sizes, indices, immediates — by C name; accept ``**_`` for the rest;
         a parallel call takes ``ceil(cost / cores)`` cycles)."""
-        if CallType not in (CALL_PARALLEL, CALL_SEQUENTIAL):
-            raise TilingError(f"LibKernel {KernelName!r}: CallType must be CALL_PARALLEL or "
-                              f"CALL_SEQUENTIAL")
+        check_lib(KernelName, CallType in (CALL_PARALLEL, CALL_SEQUENTIAL), Cargs,
+                  ParArgTypeName, c_source, reference, cost)
+        if KernelName in self.libs:
+            raise TilingError(f"LibKernel {KernelName!r}: a basic kernel of that name is "
+                              f"already declared")
         self.libs[KernelName] = ir.Extern(
             KernelName, tuple((c.ArgType, c.ArgName) for c in Cargs), CallType == CALL_PARALLEL,
             c_source, reference, cost, ParArgTypeName)
@@ -85,15 +91,15 @@ class Model:
     def UserKernel(self, Name: str, KerDim: KernelDimensionT, KerIter: tuple, Orientation: str,
                    CArg: tuple[TCArg, ...], CCalls: tuple[CallT, ...],
                    KerArg: tuple[KerArgT, ...]) -> None:
+        """A user kernel, checked as far as it can be before tiling (``validate``)."""
+        if not isinstance(Name, str) or not Name:
+            raise TilingError(f"UserKernel: Name must be a non-empty string, got {Name!r}")
         if Name in self.kernels or Name in self.groups:
             raise TilingError(f"UserKernel {Name!r}: the name is already used")
-        names = [c.ArgName for c in CArg]
-        for a in KerArg:
-            if a.CArgName and a.CArgName not in names:
-                raise TilingError(f"UserKernel {Name!r}: KerArg {a.KerArgName!r} is bound to "
-                                  f"unknown C argument {a.CArgName!r} (C arguments: {names})")
-        self.kernels[Name] = UserKernelT(Name, KerDim, tuple(KerIter), Orientation, tuple(CArg),
-                                         tuple(CCalls), tuple(KerArg))
+        uk = UserKernelT(Name, KerDim, tuple(KerIter), Orientation, tuple(CArg), tuple(CCalls),
+                         tuple(KerArg))
+        check_kernel(uk, self.libs)
+        self.kernels[Name] = uk
         if self._open:
             self._open[1].append(Name)
 
@@ -113,10 +119,7 @@ class Model:
         if GroupName not in self.groups:
             raise TilingError(f"UserKernelGroup {GroupName!r}: open and close the group first")
         g = self.groups[GroupName]
-        for c in Ccalls:
-            if c.CallName not in g.members:
-                raise TilingError(f"UserKernelGroup {GroupName!r}: {c.CallName!r} is not a user "
-                                  f"kernel of the group {list(g.members)}")
+        check_group(GroupName, g.members, Carg, Ccalls, self.kernels)
         self.groups[GroupName] = GroupT(GroupName, g.members, tuple(Carg), tuple(Ccalls))
 
     # -- results -----------------------------------------------------------------------------
@@ -125,6 +128,7 @@ class Model:
         """The solved tiling of user kernel ``name``."""
         if name not in self._tilings:
             uk = self._kernel(name)
+            check_calls(uk, self.libs)
             counts = {KER_IN_PLANE: uk.dims.InPlanes, KER_OUT_PLANE: uk.dims.OutPlanes}
             self._tilings[name] = solve(name, uk.kerargs, uk.orientation, uk.order, counts,
                                         self.l1_budget)
@@ -142,9 +146,6 @@ class Model:
             g = self.groups[name]
             for c in g.calls:
                 uk = self._kernel(c.CallName)
-                if len(c.BindingList) != len(uk.cargs):
-                    raise TilingError(f"{name}: {uk.name} takes {len(uk.cargs)} C arguments, "
-                                      f"the call binds {len(c.BindingList)}")
                 cmap = {ca.ArgName: (b.name if b.kind == "c_arg" else b.value)
                         for ca, b in zip(uk.cargs, c.BindingList)}
                 KernelLowering(uk, self.tiling(uk.name), self.libs, self.target, self.l3, out,
