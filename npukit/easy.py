@@ -352,12 +352,13 @@ class _Act(_Unit):
         uint16, int32, float16, bfloat16 or float32), ``N`` its entries; or a direct
         ``Design``, which brings ``step_bits`` and ``bias`` (pass neither): for input tensors
         holding ``design.quantize(x)``, ``q`` is ``design.evaluate(x)``, times
-        ``2**out_frac_bits`` for integer outputs (int32 values in
-        ``design.output_range()``; a store or append of ``q`` into a tensor that cannot hold
-        that range raises ``LutError``, as it would saturate them). seed 002's rules
-        (``LutError``): ``0 <= step_bits < 32``, ``bias`` 0 or a power of two. The table's
-        memory image for the target's ``lut.banks`` parallel accesses is a constant of the
-        program, in the target's ``lut.memory`` (``CapacityError`` when it does not fit)."""
+        ``2**out_frac_bits`` for integer outputs. seed 002's rules (``LutError``): ``0 <=
+        step_bits < 32``, ``bias`` 0 or a power of two. The table's memory image for the
+        target's ``lut.banks`` parallel accesses is a constant of the program, in the
+        target's ``lut.memory`` (``CapacityError`` when it does not fit). With a Design, an
+        integer ``q`` holds the int32 values of ``design.output_range()``: a store or append
+        of it into a tensor that cannot hold them raises ``LutError`` (it would saturate
+        them)."""
         self._partials("lookup", p)
         table, d = self._table("lookup", lut, "direct")
         if d is not None:
@@ -405,17 +406,18 @@ class _Act(_Unit):
         two, so only the sum rounds (to nearest even); a float16 partial keeps all its
         bits, which a bfloat16 input would not.
 
+        An integer ``q`` is the accumulator (int32 for int8 tables, int64 for int16 and
+        int32 tables), far wider than the table's offsets (it adds ``offset <<
+        shift_offset``): a store into a narrower tensor saturates it. So with a Design, whose
+        ``q`` holds ``y * 2**out_frac_bits``, a store or append into a tensor that cannot hold
+        ``design.output_range()`` raises ``LutError``.
+
         ``lut`` is a ``npukit.lut.Lut`` with slopes, or a linear ``Design``, which brings
         ``step_bits``, ``bias``, ``shift_offset``, its ``clamp`` and, for bfloat16 input,
         ``scale_exp = in_frac_bits`` (an integer input already holds ``x *
         2**in_frac_bits``, so its clamp is scaled instead); pass none of them. For input
         tensors holding ``design.quantize(x)``, ``q`` is then ``design.evaluate(x)`` (times
-        ``2**out_frac_bits`` for integer outputs), bit for bit. An integer ``q`` is the
-        accumulator (int32 for int8 tables, int64 for int16/int32 tables) holding ``y *
-        2**out_frac_bits``, far wider than the table's offsets (``offset <<
-        shift_offset``): a store into a narrower tensor saturates it, so with a Design a
-        store or append into a tensor that cannot hold ``design.output_range()`` raises
-        ``LutError``. ``LutError`` for a rule of
+        ``2**out_frac_bits`` for integer outputs), bit for bit. ``LutError`` for a rule of
         seed 002 (minimum ``step_bits``, ``shift_offset`` range, ...), mixed integer and
         float operands, or data that does not fit the table's input type."""
         self._partials("linear_approx", p)

@@ -132,7 +132,7 @@ def parallel_lookup(lut: Lut, x, step_bits: int = 0, bias: int = 0,
         raise LutError(f"bias={bias} is only available for signed inputs; {x.dtype} input "
                        "takes step_bits alone")
     if bias < 0 or (bias & (bias - 1)) or bias >= 1 << 32:
-        raise LutError(f"bias={bias} must be 0 or a power of two below 2**32 (seed 002: an "
+        raise LutError(f"bias={bias} must be 0 or a power of two below 2**32 (the AIE API: an "
                        f"unsigned int, for signed inputs)")
     if not isinstance(oor, str) or oor not in OOR_POLICIES:
         raise LutError(f"oor={oor!r} must be one of {OOR_POLICIES}")

@@ -8,7 +8,7 @@ as its kernels do, and the table of their errors over the ranges the seed discus
   interpolation: clamp ``x`` to ``[-8, 8]``, ``i = min(2 (x + 8), 31)``,
   ``T[floor(i)] + (i - floor(i)) (T[floor(i) + 1] - T[floor(i)])``. The clamp of the
   index to 31 makes ``[7.5, 8]`` return ``T[31]``, exactly as the seed's kernel does. A NaN
-  input gives NaN (the seed does not say).
+  input gives NaN (the TPP tensor compiler does not say).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from ..errors import LutError
 from .reals import array
 
 PARALLEL = (1, 2, 4)
-MAX_BANK_BITS = 1 << 16     # far wider than any memory bank (seed 002's example: 128)
+MAX_BANK_BITS = 1 << 16     # far wider than any memory bank (the AIE API's example: 128)
 
 # Widening used when a narrow value shares storage with a wider one; both are exact.
 _WIDER_FLOAT = {4: np.dtype(np.float32), 8: np.dtype(np.float64)}
