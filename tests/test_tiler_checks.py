@@ -10,9 +10,12 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 import npukit as nk
 from npukit.tiler import *
+from npukit.tiler.api import ORDER_2
 
 ADD_C = """
 void Add(int *In1, int *In2, int *Out, unsigned int W, unsigned int H)
@@ -132,6 +135,8 @@ KERNEL_MISTAKES = [
      ["C argument 'A' declares shape (40,) but KerArg 'A' makes it (40, 8)"]),
     ({"kerargs": kerargs(B=("B", OBJ_IN_DB, 8, 40, 4, "Nope"))},
      ["KerArg 'B' is bound to unknown C argument 'Nope'"]),
+    ({"kerargs": kerargs(B=("B", OBJ_IN_DB, 8, 40, 4, None))},
+     ["KerArg 'B' (ObjType 0x441) is moved to and from L1, so its home is a C argument"]),
 ]
 
 
@@ -242,15 +247,18 @@ def test_non_integers_are_refused_naming_the_field(field, make):
 
 def test_integers_are_checked_for_range_and_numpy_ints_are_integers():
     for make, words in [
-            (lambda: KerArg("A", OBJ_IN_DB, 8, 0, 4), "H must be >= 1, got 0"),
+            (lambda: KerArg("A", OBJ_IN_DB, 8, 0, 4), r"H must be in \[1, 2147483647\], got 0"),
             (lambda: KerArg("A", OBJ_IN_DB, 8, 40, 3), "ItemSize 3 is not the size of a C scalar"),
-            (lambda: KerArg("A", OBJ_IN_DB, 8, 40, 4, -4), "TileOverlap must be >= 0, got -4"),
+            (lambda: KerArg("A", OBJ_IN_DB, 8, 40, 4, -4), r"TileOverlap must be in \[0, "
+                                                            r"2147483647\], got -4"),
             (lambda: KerArg("A", 1 << 30, 8, 40, 4), "no combination of O_"),
             (lambda: KerArg("A", O_DB | O_TILED, 8, 40, 4), "with O_IN, O_OUT or O_BUFF"),
             (lambda: KerArg("A", OBJ_IN, 8, 40, 4, 0, 1 << 9), "no combination of OBJ_CONST"),
-            (lambda: KernelDimensions(0, 8, 40, 1), "InPlanes must be >= 1, got 0"),
-            (lambda: Model(l1_budget=0), "l1_budget must be >= 1, got 0"),
-            (lambda: Imm(2**64), "does not fit 64 bits"),
+            (lambda: KernelDimensions(0, 8, 40, 1), r"InPlanes must be in \[1, 21474.*got 0"),
+            (lambda: Model(l1_budget=0), r"l1_budget must be in \[1, 2147483647\], got 0"),
+            (lambda: Imm(2**64), r"Value must be in \[-9223372036854775808, "),
+            (lambda: KerArg("A", OBJ_IN_DB, 2**31, 40, 4), r"W must be in \[1, 2147483647\]"),
+            (lambda: KernelDimensions(1, 8, 40, 2**40), "OutPlanes must be in"),
             (lambda: K_Arg("A", 42), "the selector 42 is none of KER_ARG, KER_ARG_TILE"),
             (lambda: Call("Add", 99, ()), "CallLocation 99 is none of LOC_PROLOG"),
             (lambda: C_ArgIndex("T", KER_DIM2, 1), "Iterator must be KER_TILE, KER_IN_PLANE"),
@@ -414,3 +422,95 @@ def test_a_failing_cost_function_names_its_kernel():
                                              r"\(TypeError.*scalar arguments known statically, "
                                              r"by C name: H, W"):
         m.program("K").run(A=a, B=a, C=np.zeros((40, 8), np.int32))
+
+
+# -- hostile models: an NpukitError or a program that runs, never a raw exception ---------------
+
+HOSTILE = st.sampled_from([2.5, True, None, "4", 2**70, -1, 0])
+OBJ_TYPES = [OBJ_IN_DB, OBJ_OUT_DB, OBJ_IN, OBJ_OUT, OBJ_IN_OUT_DB, OBJ_BUFFER_ONETILE,
+             OBJ_BUFFER_DYNTILE, OBJ_IN_DB_NTILED, OBJ_IN_DB_3D, OBJ_OUT_DB_3D,
+             OBJ_IN_DB_NTILED_4D, OBJ_IN_DB_L2DB, OBJ_OUT_DB_L2DB]
+
+
+def copy_all(*args):
+    """A basic kernel copying its first pointer's W x H items into every other pointer."""
+    ptrs = [a for a in args if isinstance(a, np.ndarray)]
+    n = int(np.prod([a for a in args[-2:] if not isinstance(a, np.ndarray)] or [1]))
+    for p in ptrs[1:]:
+        p[:n] = ptrs[0][:n]
+
+
+def built(make):
+    """``make()``, or None when it raises an NpukitError."""
+    try:
+        return make()
+    except nk.NpukitError:
+        return None
+
+
+@st.composite
+def models(draw):
+    """A valid model of 1 to 3 arguments, then up to three hostile changes to it."""
+    names = ["A", "B", "C"][:draw(st.integers(1, 3))]
+    karg = {n: [n, draw(st.sampled_from(OBJ_TYPES)), draw(st.integers(1, 12)),
+                draw(st.integers(1, 24)), 4, 0, 0, 0, n] for n in names}
+    for n in names:
+        if karg[n][1] & O_BUFF:
+            karg[n][8] = None
+    cargs = {n: ["int *", n, None] for n in names if karg[n][8]}
+    lib = [("int *", f"P{n}") for n in names] + [("unsigned int", "W"), ("unsigned int", "H")]
+    binds = [K_Arg(n, KER_ARG_TILE) for n in names] + [K_Arg("A", KER_ARG_TILE_W),
+                                                       K_Arg("A", KER_ARG_TILE_H)]
+    dims = [draw(st.integers(1, 3)), 8, 8, draw(st.integers(1, 3))]
+    order = draw(st.sampled_from(list(ORDER_2.values())))
+    budget = draw(st.integers(64, 6000))
+    for _ in range(draw(st.integers(0, 3))):
+        what = draw(st.sampled_from(["karg", "carg", "lib", "bind", "dims", "budget"]))
+        n = draw(st.sampled_from(names))
+        if what == "karg":
+            karg[n][draw(st.integers(1, 8))] = draw(st.one_of(HOSTILE, st.sampled_from(
+                OBJ_TYPES + [2, 8, "B", "Z", OBJ_CONSTRAINTS_EVEN])))
+        elif what == "carg" and n in cargs:
+            cargs[n][draw(st.integers(0, 2))] = draw(st.sampled_from(
+                ["short *", "unsigned int", "float *", "void *", 3, "Z", (4,), (0,), ()]))
+        elif what == "lib":
+            k = draw(st.integers(0, len(lib)))
+            lib[k:k + 1] = draw(st.sampled_from([[], [("short *", "P")], [("int", "N")],
+                                                 [("int *", "W")], [("unsigned char", "X")]]))
+        elif what == "bind":
+            k = draw(st.integers(0, len(binds)))
+            binds[k:k + 1] = draw(st.sampled_from([[], [Imm(-1)], [Imm(7)], [C_Arg("A")],
+                                                   [K_Arg("A", KER_ARG)],
+                                                   [K_Arg(n, KER_ARG_TILEINDEX)],
+                                                   [K_Arg("Z", KER_ARG_TILE)]]))
+        elif what == "dims":
+            dims[draw(st.integers(0, 3))] = draw(HOSTILE)
+        else:
+            budget = draw(HOSTILE)
+    return karg, cargs, lib, binds, dims, order, budget
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=models(), ref=st.sampled_from([copy_all, None, lambda *a: a[0][10**6]]))
+def test_hostile_models_fail_with_npukit_errors_only(model, ref):
+    karg, cargs, lib, binds, dims, order, budget = model
+    m = built(lambda: Model(l1_budget=budget))
+    kerargs = [built(lambda a=a: KerArg(*a)) for a in karg.values()]
+    dims = built(lambda: KernelDimensions(*dims))
+    if m is None or dims is None or None in kerargs:
+        return
+    built(lambda: m.LibKernel("L", CALL_SEQUENTIAL, CArgs(*[TCArg(t, n) for t, n in lib]),
+                              c_source="", reference=ref))
+    built(lambda: m.UserKernel("K", dims, order, TILE_HOR,
+                               CArgs(*[TCArg(*c) for c in cargs.values()]),
+                               Calls(Call("L", LOC_INNER_LOOP, Bindings(*binds))),
+                               KerArgs(*kerargs)))
+    if "K" not in m.kernels:
+        event("refused when declared")
+        return
+    prog = built(lambda: m.program("K"))
+    if prog is None:
+        event("refused when tiled or lowered")
+        return
+    arrays = {b.name: np.ones(spec.shape, spec.dtype) for b, spec in prog.params}
+    event("ran" if built(lambda: prog.run("sim", **arrays)) else "refused when run")

@@ -133,15 +133,18 @@ OBJ_CONSTRAINTS_NONE = Constraint(0)
 # -- argument builders ---------------------------------------------------------------------
 
 
-def integer(what: str, field: str, value, least: int = 0) -> int:
+INT_MAX = (1 << 31) - 1  # sizes and counts reach the generated C as ints
+
+
+def integer(what: str, field: str, value, least: int = 0, most: int = INT_MAX) -> int:
     """A whole-number field of the model: an int (numpy's too), not a bool, a float or a
-    string, at least ``least``; ``TilingError`` naming ``what`` and ``field`` otherwise (C
-    would have truncated 2.5 silently)."""
+    string, in ``[least, most]``; ``TilingError`` naming ``what`` and ``field`` otherwise
+    (C would have truncated 2.5 silently)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TilingError(f"{what}: {field} must be an integer, got {value!r} "
                           f"({type(value).__name__})")
-    if value < least:
-        raise TilingError(f"{what}: {field} must be >= {least}, got {value}")
+    if not least <= value <= most:
+        raise TilingError(f"{what}: {field} must be in [{least}, {most}], got {value}")
     return int(value)
 
 
@@ -219,12 +222,9 @@ def C_ArgIndex(ArgName: str, Iterator: _Iter, MultFactor: int = 1) -> Binding:
 
 
 def Imm(Value: int) -> Binding:
-    """An immediate integer (a C int64 at most; the basic kernel's argument type may bound
+    """An immediate integer of 64 bits at most (the basic kernel's argument type may bound
     it further, checked when the call is)."""
-    v = integer("Imm", "Value", Value, -(1 << 63))
-    if v >= 1 << 64:
-        raise TilingError(f"Imm: Value {v} does not fit 64 bits")
-    return Binding("imm", value=v)
+    return Binding("imm", value=integer("Imm", "Value", Value, -(1 << 63), (1 << 64) - 1))
 
 
 def Bindings(*items: Binding) -> tuple[Binding, ...]:

@@ -31,6 +31,7 @@ from .api import (
     TCArg,
 )
 from .lower import c_dtype, home_shape
+from .solver import moves
 
 # Selectors that read a tile's place in the plane: meaningless on an argument that is not cut
 # into tiles (its index and offset are always 0, its count is not its own).
@@ -70,9 +71,10 @@ def _cargs(what: str, cargs) -> dict[str, TCArg]:
         if c.ArgName in out:
             raise TilingError(f"{what}: two C arguments are named {c.ArgName!r}")
         if c.shape is not None:
-            shape = c.shape if isinstance(c.shape, (tuple, list)) else (c.shape,)
-            if not shape or any(isinstance(n, bool) or not isinstance(n, (int, np.integer))
-                                or n < 1 for n in shape):
+            shape = c.shape
+            if not isinstance(shape, (tuple, list)) or not shape or any(
+                    isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1
+                    for n in shape):
                 raise TilingError(f"{what}: C argument {c.ArgName!r} has shape {c.shape!r}; a "
                                   f"shape is a tuple of positive ints")
             if not c.is_pointer:
@@ -122,6 +124,10 @@ def check_kernel(uk, libs: Mapping[str, ir.Extern]) -> None:
         kerargs[a.KerArgName] = a
         if a.CArgName:
             _check_bound(what, a, cargs, bound, home_shape(a, uk.dims, uk.order))
+        elif moves(a):
+            raise TilingError(f"{what}: KerArg {a.KerArgName!r} (ObjType {a.ObjType:#x}) is "
+                              f"moved to and from L1, so its home is a C argument: name it "
+                              f"(CArgName), or make the argument a buffer (OBJ_BUFFER...)")
     for call in uk.calls:
         if not isinstance(call, CallT):
             raise TilingError(f"{what}: Calls holds Call values; got {call!r:.80}")
