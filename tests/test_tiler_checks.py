@@ -123,9 +123,9 @@ KERNEL_MISTAKES = [
      ["UserKernel 'K': KerArg 'B' has ItemSize 2 but C argument 'B' (int *) points to int32 "
       "(4 B)"]),
     ({"kerargs": kerargs(B=("A", OBJ_IN_DB, 8, 40, 4, "B"))},
-     ["two kernel arguments are named 'A'"]),
+     ["kernel argument 'A' is declared twice"]),
     ({"cargs": CArgs(TCArg("int *", "A"), TCArg("int *", "B"), TCArg("int *", "B"),
-                     TCArg("int *", "C"))}, ["two C arguments are named 'B'"]),
+                     TCArg("int *", "C"))}, ["C argument 'B' is declared twice"]),
     ({"kerargs": kerargs(B=("B", OBJ_IN_DB, 8, 40, 4, "A"))},
      ["KerArgs 'A' and 'B' are both bound to C argument 'A'"]),
     ({"cargs": CArgs(TCArg("int *", "A"), TCArg("int *", "B"), TCArg("int", "C"))},

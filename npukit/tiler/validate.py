@@ -64,12 +64,12 @@ def _cargs(what: str, cargs) -> dict[str, TCArg]:
     out: dict[str, TCArg] = {}
     for c in cargs:
         if not isinstance(c, TCArg):
-            raise TilingError(f"{what}: CArgs holds TCArg values; got {c!r:.80}")
+            raise TilingError(f"{what}: C arguments are TCArg(type, name), got {c!r:.80}")
         if not (isinstance(c.ArgType, str) and isinstance(c.ArgName, str) and c.ArgName):
             raise TilingError(f"{what}: TCArg({c.ArgType!r}, {c.ArgName!r}) needs a C type and "
                               f"a name, both strings")
         if c.ArgName in out:
-            raise TilingError(f"{what}: two C arguments are named {c.ArgName!r}")
+            raise TilingError(f"{what}: C argument {c.ArgName!r} is declared twice")
         if c.shape is not None:
             shape = c.shape
             if not isinstance(shape, (tuple, list)) or not shape or any(
@@ -120,7 +120,7 @@ def check_kernel(uk, libs: Mapping[str, ir.Extern]) -> None:
         if not isinstance(a, KerArgT):
             raise TilingError(f"{what}: KerArgs holds KerArg values; got {a!r:.80}")
         if a.KerArgName in kerargs:
-            raise TilingError(f"{what}: two kernel arguments are named {a.KerArgName!r}")
+            raise TilingError(f"{what}: kernel argument {a.KerArgName!r} is declared twice")
         kerargs[a.KerArgName] = a
         if a.CArgName:
             _check_bound(what, a, cargs, bound, home_shape(a, uk.dims, uk.order))
