@@ -75,7 +75,10 @@ class Model:
                   reference: Callable | None = None, cost: Callable | None = None) -> None:
         """A basic kernel: its C template, ``c_source`` (the full C definition, for the C
         back end), ``reference`` (numpy, for the simulator: pointers arrive as flat 1-D
-        views, scalars as ints; parallel kernels also get ``core_id``, ``core_count``) and
+        views of what they may reach, the rest of their tile's slot or of their tensor, a
+        slice past the end raising and an input tensor read-only; scalars as ints;
+        parallel kernels also get ``core_id``, ``core_count``; without one the program
+        runs on the C back end only) and
         ``cost`` (cycles of work per call, from the scalar arguments known without reading
         memory — tile sizes, indices, immediates — by C name; accept ``**_`` for the rest;
         a parallel call takes ``ceil(cost / cores)`` cycles)."""
