@@ -37,6 +37,10 @@ def check(prog: ir.Program) -> ir.Program:
                 _check_bounds(v, None, loops, st.label)
         elif isinstance(st, ir.Fill):
             _check_bounds(st.dst, None, loops, st.label)
+        elif isinstance(st, ir.Call):  # the element or tile each argument points at
+            for a in st.args:
+                if not isinstance(a, ir.Val):
+                    _check_bounds(a.view, None, loops, st.label)
         if isinstance(st, ir.Append):
             _check_append_keeps_data(st, loops)
     _check_outputs_written(prog)

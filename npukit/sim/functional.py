@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import arith, ir
 from ..dtypes import is_float
-from ..errors import OutOfBoundsError
+from ..errors import KernelError, NpukitError, OutOfBoundsError
 
 
 def poison(dt: np.dtype, shape) -> np.ndarray:
@@ -52,6 +52,13 @@ class Machine:
     """Executes a Program's body on flat parameter images (modified in place)."""
 
     def __init__(self, prog: ir.Program, images: dict[str, np.ndarray]):
+        missing = sorted({st.fn.name for st, _ in prog.walk()
+                          if isinstance(st, ir.Call) and st.fn.reference is None})
+        if missing:
+            raise KernelError(f"program {prog.name!r} calls basic kernel(s) {', '.join(missing)} "
+                              f"without a numpy reference: the simulator runs a basic kernel "
+                              f"through LibKernel(..., reference=fn); give one, or run on the C "
+                              f"back end (backend='c'), which needs only its c_source")
         self.prog = prog
         # Constants (program data) are read like tensors, from their own read-only images.
         self.images = {**images, **{b.name: b.values() for b in prog.buffers
@@ -224,9 +231,13 @@ class Machine:
         self.write(st.dst, vals, None if valid is None else _live(st.dst, valid))
 
     def call(self, st: ir.Call) -> None:
-        """Run the extern's numpy reference on views of the simulated memories."""
-        args = []
-        for a in st.args:
+        """Run the extern's numpy reference on views of the simulated memories. A pointer
+        reaches what C may touch through it: the rest of its slot of an L1/L2 buffer (the
+        whole buffer when it has one), or of its tensor, as a ``Reach`` whose slices past
+        the end raise; a pointer into an input tensor is read-only. What the reference
+        raises is re-raised naming the basic kernel, with what each pointer reaches."""
+        args, reach = [], []
+        for (_, name), a in zip(st.fn.args, st.args):
             if isinstance(a, ir.Val):
                 args.append(int(np.asarray(a.expr.eval(self.env)).reshape(-1)[0]))
                 continue
@@ -234,13 +245,29 @@ class Machine:
             flat = self.state[v.buffer.name][0] if v.buffer.role == "internal" else \
                 self.images[v.buffer.name]
             start = int(self._base(v)[0] + v.layout.offset)
-            args.append(flat[start:] if isinstance(a, ir.Ptr) else flat[start].item())
+            if isinstance(a, ir.Deref):
+                args.append(flat[start].item())
+                continue
+            end, where = _reach(v.buffer, start)
+            ptr = flat[start:end].view(Reach)
+            ptr.flags.writeable = v.buffer.role in ("internal", "out", "inout")
+            args.append(ptr)
+            reach.append(f"{name}: {where}, elements {start}..{end - 1} ({end - start})"
+                         + ("" if ptr.flags.writeable else ", read-only"))
         cores = self.prog.target.cores if st.fn.parallel else 1
-        for core in range(cores):
-            if st.fn.parallel:
-                st.fn.reference(*args, core_id=core, core_count=cores)
-            else:
-                st.fn.reference(*args)
+        try:
+            for core in range(cores):
+                if st.fn.parallel:
+                    st.fn.reference(*args, core_id=core, core_count=cores)
+                else:
+                    st.fn.reference(*args)
+        except NpukitError:
+            raise
+        except Exception as exc:  # the user's reference: say which call, and what it may reach
+            kind = OutOfBoundsError if isinstance(exc, (IndexError, ValueError)) else KernelError
+            raise kind(f"basic kernel {st.fn.name} (`{st.label}`): its reference raised "
+                       f"{type(exc).__name__}: {exc}. Its pointers reach "
+                       f"{'; '.join(reach) or 'nothing'}") from exc
         for a in st.args:
             if isinstance(a, ir.Ptr) and a.view.buffer.role == "internal":
                 self.depth[a.view.buffer.name] = len(self.batch.axes)
@@ -370,6 +397,42 @@ class Machine:
             ufunc = np.maximum if how == "max" else np.minimum
             out = ufunc.accumulate(seq, axis=1)[:, 1:]
         return out.reshape(x.shape)
+
+
+class Reach(np.ndarray):
+    """A pointer argument of a basic kernel's reference: a flat view of what the pointer may
+    reach. Indexing or slicing it past its end raises ``IndexError`` where numpy would clip
+    a slice (C would run on into the next slot or buffer); what it returns is a plain
+    array."""
+
+    def _check(self, key) -> None:
+        first = key[0] if isinstance(key, tuple) and key else key
+        n = self.shape[0] if self.ndim else 0
+        if isinstance(first, slice) and (first.step or 1) > 0 and first.stop is not None:
+            start = first.start or 0
+            if first.stop > n and first.stop > start >= 0:   # wants elements past the end
+                raise IndexError(f"slice {first.start or ''}:{first.stop} runs past the "
+                                 f"{n} elements this pointer reaches")
+
+    def __getitem__(self, key):
+        self._check(key)
+        return np.ndarray.__getitem__(self.view(np.ndarray), key)
+
+    def __setitem__(self, key, value) -> None:
+        self._check(key)
+        np.ndarray.__setitem__(self.view(np.ndarray), key, value)
+
+
+def _reach(buf: ir.Buffer, start: int) -> tuple[int, str]:
+    """One past the last element a pointer at ``start`` into ``buf`` may touch, and what
+    that region is, for messages."""
+    if buf.role == "internal":
+        if buf.slot_len and buf.slots > 1:
+            slot = start // buf.slot_len
+            return min((slot + 1) * buf.slot_len, buf.size), \
+                f"{buf.memory} buffer {buf.name!r} slot {slot}"
+        return buf.size, f"{buf.memory} buffer {buf.name!r}"
+    return buf.size, f"tensor {buf.name!r}"
 
 
 def _live(view: ir.View, valid: np.ndarray) -> np.ndarray:

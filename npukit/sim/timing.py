@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import ir
+from ..errors import KernelError
 from ..passes import memory_use
 
 MAX_EVENTS = 20000
@@ -359,7 +360,7 @@ class Timeline:
         unit = next(iter(tgt.units))
         scalars = {name: int(np.asarray(a.expr.eval(self.env)).reshape(-1)[0])
                    for (_, name), a in zip(st.fn.args, st.args) if isinstance(a, ir.Val)}
-        work = int(st.fn.cost(**scalars)) if st.fn.cost else 1
+        work = _work(st, scalars)
         cost = tgt.units[unit].latency + math.ceil(work / (tgt.cores if st.fn.parallel else 1))
         ptrs = [a.view for a in st.args if isinstance(a, (ir.Ptr, ir.Deref))
                 and a.view.buffer.role == "internal"]
@@ -396,3 +397,21 @@ def timeline(prog: ir.Program, fast_forward: bool = True) -> Report:
     """Run the cycle model over a program; ``fast_forward=False`` steps through every
     iteration (slow, for checking the steady-state shortcut)."""
     return Timeline(prog, fast_forward).run()
+
+
+def _work(st: ir.Call, scalars: dict) -> int:
+    """The cycles of work of a call: its basic kernel's ``cost`` of the scalar arguments
+    known statically (1 without one); ``KernelError`` naming the kernel when it fails."""
+    if not st.fn.cost:
+        return 1
+    try:
+        work = st.fn.cost(**scalars)
+        if isinstance(work, bool) or not isinstance(work, (int, float, np.integer,
+                                                             np.floating)) or not work >= 0:
+            raise ValueError(f"it returned {work!r}, not a number of cycles >= 0")
+        return int(work)
+    except Exception as exc:  # the user's function: name it and what it was given
+        raise KernelError(f"basic kernel {st.fn.name} (`{st.label}`): its cost function failed "
+                          f"({type(exc).__name__}: {exc}); it gets the scalar arguments known "
+                          f"statically, by C name: {', '.join(sorted(scalars)) or 'none'} "
+                          f"(accept **_ for the ones it does not use)") from exc

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
 
+import numpy as np
+
 from ..cdecl import CType, identifier, parse_ctype
 from ..errors import TilingError
 
@@ -132,6 +134,36 @@ OBJ_CONSTRAINTS_NONE = Constraint(0)
 # -- argument builders ---------------------------------------------------------------------
 
 
+INT_MAX = (1 << 31) - 1  # sizes and counts reach the generated C as ints
+
+
+def integer(what: str, field: str, value, least: int = 0, most: int = INT_MAX) -> int:
+    """A whole-number field of the model: an int (numpy's too), not a bool, a float or a
+    string, in ``[least, most]``; ``TilingError`` naming ``what`` and ``field`` otherwise
+    (C would have truncated 2.5 silently)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TilingError(f"{what}: {field} must be an integer, got {value!r} "
+                          f"({type(value).__name__})")
+    if not least <= value <= most:
+        raise TilingError(f"{what}: {field} must be in [{least}, {most}], got {value}")
+    return int(value)
+
+
+def _enum(what: str, field: str, kind, value):
+    """``kind(value)`` for an IntEnum, or ``TilingError`` listing the names it takes."""
+    try:
+        return kind(integer(what, field, value))
+    except ValueError as exc:
+        raise TilingError(f"{what}: {field} {value!r} is none of "
+                          f"{', '.join(k.name for k in kind)}") from exc
+
+
+def _name(what: str, field: str, value) -> str:
+    if not isinstance(value, str) or not value:
+        raise TilingError(f"{what}: {field} must be a non-empty string, got {value!r}")
+    return value
+
+
 def _counted(what: str, items: tuple) -> tuple:
     """Accept the C style's leading count, check it, and drop it."""
     if items and isinstance(items[0], int) and not isinstance(items[0], IntEnum):
@@ -196,20 +228,30 @@ class Binding:
 
 
 def K_Arg(UserKernelArgName: str, Sel: KerArgSel) -> Binding:
-    return Binding("k_arg", UserKernelArgName, KerArgSel(Sel))
+    what = f"K_Arg({UserKernelArgName!r}, ...)"
+    return Binding("k_arg", _name(what, "UserKernelArgName", UserKernelArgName),
+                   _enum(what, "the selector", KerArgSel, Sel))
 
 
 def C_Arg(ArgName: str) -> Binding:
-    return Binding("c_arg", ArgName)
+    return Binding("c_arg", _name("C_Arg", "ArgName", ArgName))
 
 
 def C_ArgIndex(ArgName: str, Iterator: _Iter, MultFactor: int = 1) -> Binding:
     """``ArgName[index * MultFactor]``, index the current in-plane, out-plane or tile."""
-    return Binding("c_arg_index", ArgName, _Iter(Iterator), int(MultFactor))
+    what = f"C_ArgIndex({ArgName!r}, ...)"
+    it = _enum(what, "Iterator", _Iter, Iterator)
+    if it not in (KER_TILE, KER_IN_PLANE, KER_OUT_PLANE):
+        raise TilingError(f"{what}: Iterator must be KER_TILE, KER_IN_PLANE or KER_OUT_PLANE, "
+                          f"got {it.name}")
+    return Binding("c_arg_index", _name(what, "ArgName", ArgName), it,
+                   integer(what, "MultFactor", MultFactor))
 
 
 def Imm(Value: int) -> Binding:
-    return Binding("imm", value=int(Value))
+    """An immediate integer of 64 bits at most (the basic kernel's argument type may bound
+    it further, checked when the call is)."""
+    return Binding("imm", value=integer("Imm", "Value", Value, -(1 << 63), (1 << 64) - 1))
 
 
 def Ker_IteratorIndex(Iterator: _Iter) -> Binding:
@@ -228,13 +270,26 @@ class CallT:
     BindingList: tuple[Binding, ...]
 
 
+def _bindings(what: str, items) -> tuple[Binding, ...]:
+    items = tuple(items) if isinstance(items, (tuple, list)) else (items,)
+    bad = [b for b in items if not isinstance(b, Binding)]
+    if bad:
+        raise TilingError(f"{what}: a binding list holds K_Arg, C_Arg, C_ArgIndex and Imm "
+                          f"values; got {bad[0]!r}")
+    return items
+
+
 def Call(CallName: str, CallLocation: Loc, BindingList: tuple[Binding, ...]) -> CallT:
-    return CallT(CallName, Loc(CallLocation), tuple(BindingList))
+    what = f"Call({CallName!r}, ...)"
+    return CallT(_name(what, "CallName", CallName), _enum(what, "CallLocation", Loc, CallLocation),
+                 _bindings(what, BindingList))
 
 
 def UserKernelCall(CallName: str, CallLocation: Loc, BindingList: tuple[Binding, ...]) -> CallT:
     """A call of a user kernel inside a group: location LOC_GROUP, C_Arg and Imm bindings."""
-    if Loc(CallLocation) != LOC_GROUP:
+    what = f"UserKernelCall({CallName!r}, ...)"
+    BindingList = _bindings(what, BindingList)
+    if _enum(what, "CallLocation", Loc, CallLocation) != LOC_GROUP:
         raise TilingError(f"UserKernelCall {CallName!r}: location must be LOC_GROUP")
     bad = [b for b in BindingList if b.kind not in ("c_arg", "imm")]
     if bad:
@@ -263,15 +318,36 @@ class KerArgT:
         return bool(self.ObjType & flag)
 
 
+ITEM_SIZES = (1, 2, 4, 8)  # bytes of the C scalar types an argument's items can be
+_ALL_OBJ = sum(Obj)
+_ALL_CONSTRAINTS = sum(Constraint)
+
+
 def KerArg(KerArgName: str, ObjType: int, W: int, H: int, ItemSize: int, TileOverlap: int = 0,
            Constraint: int = 0, PreferedTileSize: int = 0, CArgName: str | None = None,
            NextPlaneUpdate: int = 0) -> KerArgT:
-    """A user kernel argument: a W x H data plane (x planes for 3D/4D) of ItemSize bytes."""
-    for n, v in (("W", W), ("H", H), ("ItemSize", ItemSize)):
-        if int(v) < 1:
-            raise TilingError(f"KerArg {KerArgName!r}: {n} must be >= 1, got {v}")
-    return KerArgT(KerArgName, int(ObjType), int(W), int(H), int(ItemSize), int(TileOverlap),
-                   int(Constraint), int(PreferedTileSize), CArgName or None, int(NextPlaneUpdate))
+    """A user kernel argument: a W x H data plane (x planes for 3D/4D) of ItemSize bytes.
+    Every size is an int (``TilingError`` for a float, a bool or a string)."""
+    what = f"KerArg {KerArgName!r}"
+    _name("KerArg", "KerArgName", KerArgName)
+    w, h, item = (integer(what, n, v, 1) for n, v in (("W", W), ("H", H),
+                                                      ("ItemSize", ItemSize)))
+    if item not in ITEM_SIZES:
+        raise TilingError(f"{what}: ItemSize {item} is not the size of a C scalar "
+                          f"{ITEM_SIZES}")
+    obj = integer(what, "ObjType", ObjType, 1)
+    if obj & ~_ALL_OBJ or not obj & (Obj.O_IN | Obj.O_OUT | Obj.O_BUFF):
+        raise TilingError(f"{what}: ObjType {obj:#x} is no combination of O_* flags with "
+                          f"O_IN, O_OUT or O_BUFF (use a name such as OBJ_IN_DB)")
+    cons = integer(what, "Constraint", Constraint)
+    if cons & ~_ALL_CONSTRAINTS:
+        raise TilingError(f"{what}: Constraint {cons:#x} is no combination of "
+                          f"OBJ_CONSTRAINTS_* flags")
+    if CArgName not in (None, 0):
+        _name(what, "CArgName", CArgName)
+    return KerArgT(KerArgName, obj, w, h, item, integer(what, "TileOverlap", TileOverlap), cons,
+                   integer(what, "PreferedTileSize", PreferedTileSize), CArgName or None,
+                   integer(what, "NextPlaneUpdate", NextPlaneUpdate))
 
 
 def KerArgs(*args: KerArgT) -> tuple[KerArgT, ...]:
@@ -287,7 +363,8 @@ class KernelDimensionT:
 
 
 def KernelDimensions(InPlanes: int, W: int, H: int, OutPlanes: int) -> KernelDimensionT:
-    return KernelDimensionT(int(InPlanes), int(W), int(H), int(OutPlanes))
+    return KernelDimensionT(*(integer("KernelDimensions", n, v, 1) for n, v in (
+        ("InPlanes", InPlanes), ("W", W), ("H", H), ("OutPlanes", OutPlanes))))
 
 
 ORDER_2 = {
@@ -302,7 +379,7 @@ def KernelIterationOrder(Dim: _Iter, *Order: _Iter) -> tuple[_Iter, ...]:
     """The iteration space: order 2 (tiles outside in-planes) is supported; order 1 (in-planes
     outside tiles) raises ``TilingError``, as only order 2 is fully supported by the GAP
     AutoTiler."""
-    key = (_Iter(Dim), *(_Iter(o) for o in Order))
+    key = tuple(_enum("KernelIterationOrder", "an iterator", _Iter, o) for o in (Dim, *Order))
     if key not in ORDER_2:
         raise TilingError(f"KernelIterationOrder{tuple(k.name for k in key)}: only iteration "
                           f"order 2 is supported (tiles outside in-planes): "

@@ -45,9 +45,11 @@ from .api import (
     LOC_INNER_LOOP_PROLOG,
     LOC_PROLOG,
     KerArgSel,
+    KerArgT,
+    KernelDimensionT,
     Obj,
 )
-from .solver import Tiling, moves
+from .solver import Tiling, arg_iterators, moves
 
 _NAMES = {KER_OUT_PLANE: "Op", KER_TILE: "Tile", KER_IN_PLANE: "Ip"}
 
@@ -55,6 +57,20 @@ _NAMES = {KER_OUT_PLANE: "Op", KER_TILE: "Tile", KER_IN_PLANE: "Ip"}
 def c_dtype(ctype: str) -> np.dtype:
     """The numpy dtype of a C type (pointers: of what they point to)."""
     return parse_ctype(ctype).dtype
+
+
+def home_shape(a: KerArgT, dims: KernelDimensionT, order: tuple) -> tuple[int, ...]:
+    """The shape of the tensor a kernel argument's C argument points to: its W x H plane,
+    times the planes it has (3D: one per in- or out-plane; 4D: Nop x Nip)."""
+    if a.has(Obj.O_4D):
+        return (dims.OutPlanes, dims.InPlanes, a.H, a.W)
+    if a.has(Obj.O_3D):
+        counts = {KER_IN_PLANE: dims.InPlanes, KER_OUT_PLANE: dims.OutPlanes}
+        its = [i for i in arg_iterators(a, order) if i in counts]
+        planes = math.prod(counts[i] for i in its) if its else \
+            (dims.InPlanes if a.has(Obj.O_IN) else dims.OutPlanes)
+        return (planes * max(a.NextPlaneUpdate, 1), a.H, a.W)
+    return (a.H, a.W)
 
 
 @dataclass
@@ -109,30 +125,38 @@ class KernelLowering:
         for c in self.uk.cargs:
             target_name = self.cmap.get(c.ArgName)
             add_bounds(self.out, target_name, c.bounds, f"{self.uk.name}: C argument {c.ArgName!r}")
-            if not isinstance(target_name, str) or target_name in self.out.params:
-                if isinstance(target_name, str):
-                    self._widen_role(target_name, c.ArgName)
+            if not isinstance(target_name, str):
                 continue
             dt = c_dtype(c.ArgType)
             bound = [a for a in self.uk.kerargs if a.CArgName == c.ArgName]
             if not c.is_pointer:
                 shape = ()
             elif bound:
-                shape = self._home_shape(bound[0])
-                if bound[0].ItemSize != dt.itemsize:
-                    raise TilingError(f"{self.uk.name}: KerArg {bound[0].KerArgName!r} has item "
-                                      f"size {bound[0].ItemSize} but C argument {c.ArgName!r} "
-                                      f"points to {dt.name} ({dt.itemsize} B)")
+                shape = home_shape(bound[0], self.uk.dims, self.uk.order)
             elif c.shape is not None:
                 shape = tuple(c.shape)
             else:
                 raise TilingError(f"{self.uk.name}: C argument {c.ArgName!r} is a pointer bound "
                                   f"to no kernel argument; give its shape: TCArg({c.ArgType!r}, "
                                   f"{c.ArgName!r}, shape=(...))")
+            if target_name in self.out.params:
+                self._same_tensor(target_name, c.ArgName, shape, dt)
+                self._widen_role(target_name, c.ArgName)
+                continue
             memory = self.l3 if bound and bound[0].has(Obj.O_L2DB) else self.target.home
             spec = Layout(shape, dt)
             buf = ir.Buffer(target_name, memory, dt, max(spec.size, 1), self._role(c.ArgName))
             self.out.params[target_name] = (buf, spec)
+
+    def _same_tensor(self, name: str, carg: str, shape: tuple, dt: np.dtype) -> None:
+        """Kernels of a group that share a tensor declare it alike: a kernel that declares a
+        smaller plane would silently leave part of it out, a larger one read past it."""
+        buf, spec = self.out.params[name]
+        if spec.shape != shape or spec.dtype != dt:
+            raise TilingError(f"{self.uk.name}: C argument {carg!r} is group argument {name!r}, "
+                              f"which an earlier user kernel of the group declared as "
+                              f"{spec.shape} {spec.dtype}; this one declares {shape} {dt} "
+                              f"(its KerArg W, H, planes or TCArg shape)")
 
     def _role(self, carg: str) -> str:
         bound = [a for a in self.uk.kerargs if a.CArgName == carg]
@@ -150,17 +174,6 @@ class KernelLowering:
         roles = {buf.role, self._role(carg)}
         role = roles.pop() if len(roles) == 1 else "inout"
         self.out.params[name] = (ir.Buffer(buf.name, buf.memory, buf.dtype, buf.size, role), spec)
-
-    def _home_shape(self, a) -> tuple[int, ...]:
-        g = self.t.geometry[a.KerArgName]
-        step = max(a.NextPlaneUpdate, 1)
-        if a.has(Obj.O_4D):
-            return (self.uk.dims.OutPlanes, self.uk.dims.InPlanes, a.H, a.W)
-        if a.has(Obj.O_3D):
-            planes = g.planes if KER_IN_PLANE in g.iterators or KER_OUT_PLANE in g.iterators else \
-                (self.uk.dims.InPlanes if a.has(Obj.O_IN) else self.uk.dims.OutPlanes)
-            return (planes * step, a.H, a.W)
-        return (a.H, a.W)
 
     def _buffers(self) -> None:
         for a in self.uk.kerargs:
@@ -280,35 +293,29 @@ class KernelLowering:
         return [self._call(c) for c in self.uk.calls if c.CallLocation == loc]
 
     def _call(self, c) -> ir.Call:
-        lib = self.libs.get(c.CallName)
-        if lib is None:
-            raise TilingError(f"{self.uk.name}: call to unknown basic kernel {c.CallName!r}")
-        if len(c.BindingList) != len(lib.args):
-            raise TilingError(f"{self.uk.name}: {c.CallName} takes {len(lib.args)} arguments, "
-                              f"the call binds {len(c.BindingList)}")
+        # validate.check_calls has checked the basic kernel and every binding.
+        lib = self.libs[c.CallName]
         bounds = self.lib_bounds.get(c.CallName) or (None,) * len(lib.args)
         args = []
         for b, (_, name), bnd in zip(c.BindingList, lib.args, bounds):
             what = f"{self.uk.name}: {c.CallName} argument {name!r}"
             if b.kind == "imm":
                 add_bounds(self.out, b.value, bnd, what)
-            elif b.kind in ("c_arg", "c_arg_index") and b.name in self.carg:
+            elif b.kind in ("c_arg", "c_arg_index"):
                 add_bounds(self.out, self.cmap.get(b.name), bnd, what)
-            args.append(self._bind(b, c.CallName))
+            args.append(self._bind(b))
         return ir.Call(lib, tuple(args), f"Call Kernel {c.CallLocation.name}: {c.CallName}")
 
     def _it(self, it) -> ir.Affine:
         return ir.affine(self.vars[it]) if it in self.vars else ir.Affine()
 
-    def _bind(self, b, call: str):
+    def _bind(self, b):
         if b.kind == "imm":
             return ir.Val(ir.affine(b.value))
         if b.kind == "iter_index":
             return ir.Val(self._it(b.what))
         if b.kind in ("c_arg", "c_arg_index"):
             target_name = self.cmap.get(b.name)
-            if b.name not in self.carg:
-                raise TilingError(f"{self.uk.name}: {call} binds unknown C argument {b.name!r}")
             if isinstance(target_name, int):
                 return ir.Val(ir.affine(target_name))
             buf, _ = self.out.params[target_name]
@@ -317,9 +324,7 @@ class KernelLowering:
             if b.kind == "c_arg_index" or not self.carg[b.name].is_pointer:
                 return ir.Deref(view)
             return ir.Ptr(view)
-        a = next((x for x in self.uk.kerargs if x.KerArgName == b.name), None)
-        if a is None:
-            raise TilingError(f"{self.uk.name}: {call} binds unknown kernel argument {b.name!r}")
+        a = next(x for x in self.uk.kerargs if x.KerArgName == b.name)
         g = self.t.geometry[a.KerArgName]
         t = self._it(KER_TILE) if KER_TILE in g.iterators or a.has(Obj.O_DYNTILE) else ir.Affine()
         sel = KerArgSel(b.what)

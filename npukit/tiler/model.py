@@ -27,11 +27,13 @@ from .api import (
     KerArgT,
     KernelDimensionT,
     TCArg,
+    integer,
 )
 from .cnn import CNNGenerators
 from .graph import GraphModel
 from .lower import KernelLowering, Lowered, add_bounds
 from .solver import Tiling, solve
+from .validate import check_calls, check_group, check_kernel, check_lib
 
 
 @dataclass(frozen=True)
@@ -53,17 +55,6 @@ class GroupT:
     calls: tuple[CallT, ...]
 
 
-def _cargs(what: str, cargs: tuple) -> None:
-    """C arguments are ``TCArg`` values (checked when made) with distinct names."""
-    for c in cargs:
-        if not isinstance(c, TCArg):
-            raise TilingError(f"{what}: C arguments are TCArg(type, name), got {c!r:.80}")
-    names = [c.ArgName for c in cargs]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise TilingError(f"{what}: C argument {twice[0]!r} is declared twice")
-
-
 class Model(GraphModel, CNNGenerators):
     """Collects basic kernels, user kernels and groups; solves and lowers them on demand.
     ``l3`` names the target memory that holds arguments with an L3 home (``O_L2DB``).
@@ -75,8 +66,10 @@ class Model(GraphModel, CNNGenerators):
                  l3_budget: int | None = None, l3_flash_budget: int | None = None):
         self.target = _target(target)
         mem = self.target.memories
-        self.l1_budget = l1_budget if l1_budget is not None else mem["L1"].size
-        self.l2_budget = l2_budget if l2_budget is not None else mem["L2"].size
+        self.l1_budget = integer("Model", "l1_budget", l1_budget, 1) if l1_budget is not None \
+            else mem["L1"].size
+        self.l2_budget = integer("Model", "l2_budget", l2_budget, 1) if l2_budget is not None \
+            else mem["L2"].size
         self.l3_budget = l3_budget if l3_budget is not None else \
             (mem["L3_RAM"].size if "L3_RAM" in mem else 0)
         self.l3_flash_budget = l3_flash_budget if l3_flash_budget is not None else \
@@ -102,17 +95,21 @@ class Model(GraphModel, CNNGenerators):
                   reference: Callable | None = None, cost: Callable | None = None) -> None:
         """A basic kernel: its C template, ``c_source`` (the full C definition, for the C
         back end), ``reference`` (numpy, for the simulator: pointers arrive as flat 1-D
-        views, scalars as ints; parallel kernels also get ``core_id``, ``core_count``) and
+        views of what they may reach, the rest of their tile's slot or of their tensor, a
+        slice past the end raising and an input tensor read-only; scalars as ints;
+        parallel kernels also get ``core_id``, ``core_count``; without one the program
+        runs on the C back end only) and
         ``cost`` (cycles of work per call, from the scalar arguments known without reading
         memory — tile sizes, indices, immediates — by C name; accept ``**_`` for the rest;
         a parallel call takes ``ceil(cost / cores)`` cycles)."""
         identifier(KernelName, "LibKernel name")
-        if CallType not in (CALL_PARALLEL, CALL_SEQUENTIAL):
-            raise TilingError(f"LibKernel {KernelName!r}: CallType must be CALL_PARALLEL or "
-                              f"CALL_SEQUENTIAL")
+        check_lib(KernelName, CallType in (CALL_PARALLEL, CALL_SEQUENTIAL), Cargs,
+                  ParArgTypeName, c_source, reference, cost)
         if ParArgTypeName:
             identifier(ParArgTypeName, f"LibKernel {KernelName!r}: ParArgTypeName")
-        _cargs(f"LibKernel {KernelName!r}", Cargs)
+        if KernelName in self.libs:
+            raise TilingError(f"LibKernel {KernelName!r}: a basic kernel of that name is "
+                              f"already declared")
         self.lib_bounds[KernelName] = tuple(c.bounds for c in Cargs)
         self.libs[KernelName] = ir.Extern(
             KernelName, tuple((c.ArgType, c.ArgName) for c in Cargs), CallType == CALL_PARALLEL,
@@ -121,17 +118,14 @@ class Model(GraphModel, CNNGenerators):
     def UserKernel(self, Name: str, KerDim: KernelDimensionT, KerIter: tuple, Orientation: str,
                    CArg: tuple[TCArg, ...], CCalls: tuple[CallT, ...],
                    KerArg: tuple[KerArgT, ...]) -> None:
+        """A user kernel, checked as far as it can be before tiling (``validate``)."""
         identifier(Name, "UserKernel name")
         if Name in self.kernels or Name in self.groups:
             raise TilingError(f"UserKernel {Name!r}: the name is already used")
-        _cargs(f"UserKernel {Name!r}", CArg)
-        names = [c.ArgName for c in CArg]
-        for a in KerArg:
-            if a.CArgName and a.CArgName not in names:
-                raise TilingError(f"UserKernel {Name!r}: KerArg {a.KerArgName!r} is bound to "
-                                  f"unknown C argument {a.CArgName!r} (C arguments: {names})")
-        self.kernels[Name] = UserKernelT(Name, KerDim, tuple(KerIter), Orientation, tuple(CArg),
-                                         tuple(CCalls), tuple(KerArg))
+        uk = UserKernelT(Name, KerDim, tuple(KerIter), Orientation, tuple(CArg), tuple(CCalls),
+                         tuple(KerArg))
+        check_kernel(uk, self.libs)
+        self.kernels[Name] = uk
         if self._open:
             self._open[1].append(Name)
 
@@ -152,11 +146,7 @@ class Model(GraphModel, CNNGenerators):
         if GroupName not in self.groups:
             raise TilingError(f"UserKernelGroup {GroupName!r}: open and close the group first")
         g = self.groups[GroupName]
-        _cargs(f"UserKernelGroup {GroupName!r}", Carg)
-        for c in Ccalls:
-            if c.CallName not in g.members:
-                raise TilingError(f"UserKernelGroup {GroupName!r}: {c.CallName!r} is not a user "
-                                  f"kernel of the group {list(g.members)}")
+        check_group(GroupName, g.members, Carg, Ccalls, self.kernels)
         self.groups[GroupName] = GroupT(GroupName, g.members, tuple(Carg), tuple(Ccalls))
 
     # -- results -----------------------------------------------------------------------------
@@ -165,6 +155,7 @@ class Model(GraphModel, CNNGenerators):
         """The solved tiling of user kernel ``name``."""
         if name not in self._tilings:
             uk = self._kernel(name)
+            check_calls(uk, self.libs)
             counts = {KER_IN_PLANE: uk.dims.InPlanes, KER_OUT_PLANE: uk.dims.OutPlanes}
             self._tilings[name] = solve(name, uk.kerargs, uk.orientation, uk.order, counts,
                                         self.l1_budget)
@@ -182,9 +173,6 @@ class Model(GraphModel, CNNGenerators):
             g = self.groups[name]
             for c in g.calls:
                 uk = self._kernel(c.CallName)
-                if len(c.BindingList) != len(uk.cargs):
-                    raise TilingError(f"{name}: {uk.name} takes {len(uk.cargs)} C arguments, "
-                                      f"the call binds {len(c.BindingList)}")
                 cmap = {ca.ArgName: (b.name if b.kind == "c_arg" else b.value)
                         for ca, b in zip(uk.cargs, c.BindingList)}
                 KernelLowering(uk, self.tiling(uk.name), self.libs, self.target, self.l3, out,
