@@ -147,3 +147,18 @@ def test_the_module_runs_as_a_program():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert re.search(r"^  IRAM\s+288$", r.stdout, re.MULTILINE)
+
+
+def test_output_into_a_closed_pipe_is_not_a_traceback():
+    """`npukit targets | head -1`: the reader leaves early; npukit says nothing more."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-c", "import sys; from npukit.cli import main; sys.exit(main())",
+           "targets"]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+        p.stdout.close()  # nobody reads: the first write breaks the pipe
+        err = p.stderr.read().decode()
+        code = p.wait()
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert code == 1
