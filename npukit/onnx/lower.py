@@ -448,7 +448,7 @@ class Lowering:
                 dense[gi * og:(gi + 1) * og, gi * Cg:(gi + 1) * Cg] = w[gi * og:(gi + 1) * og]
             w = dense
         # Fusion: an activation and a pooling without padding that alone read the output.
-        nodes, ops = [n], ["Conv"]
+        nodes, ops = [n], ["QLinearConv" if quant else "Conv"]
         t = out_t
         act = self.fusable_act(t, quant)
         if act is not None:

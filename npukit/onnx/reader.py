@@ -139,28 +139,132 @@ def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
 
 
 def _infer(model):
-    from onnx import shape_inference
+    """ONNX shape inference, completed for the ONNX Runtime operators of the com.microsoft
+    domain npukit reads (the onnx package has no shapes for them)."""
+    from onnx import helper, shape_inference
 
-    try:
-        return shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
-    except Exception as exc:
-        raise ModelError(f"ONNX shape inference failed on the model: {str(exc).splitlines()[0]}") \
-            from None
+    for _ in range(len(model.graph.node) + 1):
+        try:
+            model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        except Exception as exc:
+            raise ModelError(f"ONNX shape inference failed on the model: "
+                             f"{str(exc).splitlines()[0]}") from None
+        known = _infos(model)
+        added = False
+        for node in model.graph.node:
+            if node.domain != MS_DOMAIN or all(known.get(o, (0, None))[1] is not None
+                                                for o in node.output):
+                continue
+            out = _ms_shape(node, known, {t.name: t for t in model.graph.initializer})
+            if out is not None:
+                et, dims = out
+                model.graph.value_info.append(
+                    helper.make_tensor_value_info(node.output[0], et, dims))
+                added = True
+        if not added:
+            return model
+    return model
+
+
+def _pool_size(size: int, k: int, s: int, d: int, pads: tuple[int, int], ceil: bool) -> int:
+    span = size + pads[0] + pads[1] - d * (k - 1) - 1
+    return (-(-span // s) if ceil else span // s) + 1
+
+
+def _ms_shape(node, known: dict, inits: dict):
+    """(element type, dims) of the output of a com.microsoft quantized operator, from its
+    inputs' shapes; None while they are unknown."""
+    from onnx import numpy_helper
+
+    def shape(k):
+        t = node.input[k]
+        if t in inits:
+            return inits[t].data_type, list(numpy_helper.to_array(inits[t]).shape)
+        et, dims = known.get(t, (0, None))
+        return (et, dims) if dims is not None and all(isinstance(d, int) for d in dims) else \
+            (et, None)
+
+    op, a = node.op_type, _attrs(node)
+    et, x = shape(0) if node.input else (0, None)
+    if op in ("QLinearAdd", "QLinearMul"):
+        _, y = shape(3)
+        if x is None or y is None:
+            return None
+        return et, list(np.broadcast_shapes(tuple(x), tuple(y)))
+    if op in ("QLinearSigmoid", "QLinearLeakyRelu"):
+        return None if x is None else (et, x)
+    if op == "QLinearGlobalAveragePool":
+        return None if x is None else (et, x[:2] + [1] * (len(x) - 2))
+    if op == "QLinearAveragePool":
+        if x is None:
+            return None
+        k = a["kernel_shape"]
+        n = len(k)
+        st, pads = a.get("strides", [1] * n), a.get("pads", [0] * 2 * n)
+        auto = a.get("auto_pad", "NOTSET")
+        dims = []
+        for i in range(n):
+            if auto in ("SAME_UPPER", "SAME_LOWER"):
+                dims.append(-(-x[2 + i] // st[i]))
+            else:
+                p = (0, 0) if auto == "VALID" else (pads[i], pads[i + n])
+                dims.append(_pool_size(x[2 + i], k[i], st[i], 1, p, bool(a.get("ceil_mode", 0))))
+        return et, x[:2] + dims
+    if op == "QLinearConcat":
+        parts = [shape(k) for k in range(2, len(node.input), 3)]
+        if any(p[1] is None for p in parts):
+            return None
+        axis = a.get("axis", 0) % len(parts[0][1])
+        out = list(parts[0][1])
+        out[axis] = sum(p[1][axis] for p in parts)
+        return parts[0][0], out
+    if op == "QGemm":
+        _, b = shape(3)
+        if x is None or b is None:
+            return None
+        m = x[1] if a.get("transA", 0) else x[0]
+        nn = b[0] if a.get("transB", 0) else b[1]
+        et_y = shape(8)[0] if len(node.input) > 8 and node.input[8] else 1
+        return et_y, [m, nn]
+    return None
 
 
 def _infos(model) -> dict[str, tuple]:
+    """(element type, dims) of every tensor the model describes (the most complete
+    description when several do)."""
     out = {}
-    for vi in list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output):
+    for vi in list(model.graph.input) + list(model.graph.output) + list(model.graph.value_info):
         t = vi.type.tensor_type
         dims = _dims(vi)
-        out[vi.name] = (t.elem_type, dims)
+        if vi.name not in out or out[vi.name][1] is None or not out[vi.name][0]:
+            out[vi.name] = (t.elem_type, dims)
     return out
 
 
+def _dequantize(node, values: list) -> np.ndarray:
+    """DequantizeLinear of a constant: ``(x - zero_point) * scale``, per tensor or along
+    ``axis``."""
+    x = np.asarray(values[0])
+    scale = np.asarray(values[1], np.float32)
+    zp = np.asarray(values[2]) if len(values) > 2 and values[2] is not None else \
+        np.zeros(scale.shape, x.dtype)
+    axis = _attrs(node).get("axis", 1) % max(x.ndim, 1)
+    if scale.size > 1:
+        shape = [1] * x.ndim
+        shape[axis] = scale.size
+        scale, zp = scale.reshape(shape), zp.reshape(shape)
+    return ((x.astype(np.int64) - zp.astype(np.int64)).astype(np.float32) * scale).astype(
+        np.float32)
+
+
 def _evaluate(node, values: list, opsets) -> list[np.ndarray]:
-    """One node on known inputs, by the onnx package's reference evaluator."""
+    """One node on known inputs, by the onnx package's reference evaluator (DequantizeLinear
+    by ``_dequantize``: the evaluator lacks its older versions)."""
     from onnx import helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
+
+    if node.op_type == "DequantizeLinear" and not _attrs(node).get("block_size"):
+        return [_dequantize(node, values)]
 
     names = [f"in{k}" for k in range(len(values))]
     n = helper.make_node(node.op_type, [names[k] if x else "" for k, x in enumerate(node.input)],

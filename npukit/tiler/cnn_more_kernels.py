@@ -733,11 +733,11 @@ def unary(in_dt: str, out_dt: str, width: int) -> BasicKernel:
                 "    for (int i = First; i < Last; i++) Out[i] = npk_act(In[i], Op, A0, A1);")
     elif fi:
         lo, hi = type_range(out_dt)
-        body = (f"    float Sc = npk_f32(P0), L = (float)({lo} - P1), H = (float)({hi} - P1);\n"
+        body = (f"    float Sc = npk_f32(P0), Lf = (float)({lo} - P1), Hf = (float)({hi} - P1);\n"
                 f"    (void)Op;\n"
                 f"    for (int i = First; i < Last; i++) {{\n"
                 f"        float V = In[i] / Sc;\n"
-                f"        V = V < L ? L : V > H ? H : V;\n"
+                f"        V = V < Lf ? Lf : V > Hf ? Hf : V;\n"
                 f"        Out[i] = ({to})((int)npk_rne(V) + P1);\n"
                 f"    }}")
     elif fo:
