@@ -85,13 +85,9 @@ class OnnxGraph:
         return self.graph.report()
 
     def __str__(self) -> str:
-        rows = [str(self.graph), f"  {'layer':<28}{'computes':<34}{'tiles':>6}{'L1 B':>8}  "
-                                 f"ONNX nodes"]
-        for info, layer in zip(self.layers, self.graph.layers):
-            t = layer.tiling
-            rows.append(f"  {info.name:<28}{info.ops[:33]:<34}{t.n_tiles:>6}{t.l1_used:>8}  "
-                        f"{', '.join(info.nodes)[:60]}")
-        return "\n".join(rows)
+        """The memory plan and the layers (as ``npukit run`` prints them, without cycles)."""
+        from .cli import layer_table, plan_table
+        return plan_table(self) + "\n" + layer_table(self, None)
 
     # -- running -----------------------------------------------------------------------------
 
@@ -140,6 +136,13 @@ class OnnxGraph:
         return emit(self, directory, inputs)
 
 
+def _is_float32(dtype) -> bool:
+    try:
+        return np.dtype(dtype) == np.float32
+    except TypeError:
+        return False
+
+
 def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | None = None,
          l3_budget: int | None = None, l3_flash_budget: int | None = None, dtype=None, *,
          input_shapes: dict | None = None) -> OnnxGraph:
@@ -157,7 +160,7 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
     from .normalize import normalize
     from .reader import read
 
-    if dtype is not None and np.dtype(dtype) != np.float32:
+    if dtype is not None and not _is_float32(dtype):
         raise ModelError(f"dtype={dtype!r}: npukit runs a model in its own types (None) or, for "
                          f"a QDQ model, in float32 as written ('float32')")
     net = read(model, input_shapes)

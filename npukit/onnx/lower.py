@@ -238,7 +238,8 @@ class Lowering:
     def add(self, name: str, ops: str, nodes: list[Node], detail: str, ins: list[str],
             outs: list[str]) -> None:
         binds = [(GNodeArgType.GNA_IN, t) for t in ins] + [(GNodeArgType.GNA_OUT, t) for t in outs]
-        self.layers.append(LayerInfo(name, ops, tuple(n.name for n in nodes), detail, binds))
+        names = tuple(x for n in nodes for x in [n.name, *n.attrs.get("_folded", [])])
+        self.layers.append(LayerInfo(name, ops, names, detail, binds))
         for n in nodes:
             self.done.add(id(n))
 
@@ -449,6 +450,8 @@ class Lowering:
             w = dense
         # Fusion: an activation and a pooling without padding that alone read the output.
         nodes, ops = [n], ["QLinearConv" if quant else "Conv"]
+        if n.attrs.get("_folded"):
+            ops[0] += "+BatchNormalization"
         t = out_t
         act = self.fusable_act(t, quant)
         if act is not None:

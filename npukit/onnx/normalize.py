@@ -126,6 +126,7 @@ def fold_batchnorm(net: Net) -> None:
         net.consts[bname] = ((b - mean) * s + beta).astype(np.float32)
         conv.inputs = [conv.inputs[0], wn, bname]
         conv.outputs = [bn.outputs[0]]
+        conv.attrs["_folded"] = [*conv.attrs.get("_folded", []), bn.name]
         drop.add(id(bn))
     net.nodes = [n for n in net.nodes if id(n) not in drop]
 
