@@ -175,7 +175,8 @@ def test_concat_transpose_pad_and_views():
              "shp": np.array([0, -1, 7], np.int64), "u": np.array([0], np.int64)}
     nodes = [node("Relu", ["x"], ["r"]),
              node("Concat", ["x", "r", "x"], ["y0"], axis=1),
-             node("Concat", ["x", "r"], ["y1"], axis=3), node("Concat", ["r", "x"], ["y2"], axis=-2),
+             node("Concat", ["x", "r"], ["y1"], axis=3),
+             node("Concat", ["r", "x"], ["y2"], axis=-2),
              node("Transpose", ["x"], ["y3"], perm=[0, 2, 3, 1]),
              node("Transpose", ["x"], ["y4"], perm=[0, 3, 2, 1]),
              node("Transpose", ["x"], ["y5"], perm=[0, 1, 3, 2]),
