@@ -55,14 +55,15 @@ def expose(m: onnx.ModelProto, names: list[str]) -> onnx.ModelProto:
 def against_ort(m, inputs: dict[str, np.ndarray], backends=("c",), **load_kw):
     """Import ``m``, run it on ``backends`` and compare every output with ONNX Runtime's;
     returns (graph, {backend: {output: Comparison}}, {backend: outputs}). Asserts every
-    output is within the tolerance, and that the simulator and the C agree bit for bit."""
+    output is within the tolerance (a dequantized output: one step of its scale), and that
+    the simulator and the C agree bit for bit."""
     ref, _ = ort_run(m, inputs)
     g = npukit.onnx.load(m, **load_kw)
     stats, outs = {}, {}
     for be in backends:
         res = g.run(be, **inputs)
         outs[be] = {k: v.copy() for k, v in res.outputs.items()}
-        stats[be] = {k: compare(k, res.outputs[k], ref[k]) for k in ref}
+        stats[be] = {k: compare(k, res.outputs[k], ref[k], g.output_steps.get(k)) for k in ref}
         bad = [str(c) for c in stats[be].values() if not c.within]
         assert not bad, f"{be}: " + "; ".join(bad)
     if len(backends) > 1:

@@ -32,18 +32,24 @@ class Comparison:
     exact: float  # fraction of bit-identical elements
     within: bool
     integer: bool
+    step: float | None = None  # the LSB of a dequantized float output
 
     def __str__(self) -> str:
         unit = " LSB" if self.integer else ""
-        tol = f"<= {INT_TOL} LSB" if self.integer else f"<= {FLOAT_TOL:g} relative"
+        if self.step:
+            unit = f" ({self.max_abs / self.step:.3g} LSB of {self.step:.3g})"
+        tol = f"<= {INT_TOL} LSB" if self.integer or self.step else \
+            f"<= {FLOAT_TOL:g} relative"
         return (f"{self.name}: max abs error {self.max_abs:.3g}{unit}, max relative "
                 f"{self.max_rel:.3g}, bit-exact {100 * self.exact:.2f}% "
                 f"({'within' if self.within else 'OUTSIDE'} {tol})")
 
 
-def compare(name: str, ours: np.ndarray, ref: np.ndarray) -> Comparison:
+def compare(name: str, ours: np.ndarray, ref: np.ndarray,
+            step: float | None = None) -> Comparison:
     """``ours`` against ``ref``: integers within 1 LSB, floats within FLOAT_TOL relative to
-    the largest magnitude of ``ref``."""
+    the largest magnitude of ``ref``, a float output a DequantizeLinear makes from integers
+    (``step``, its scale) within one step."""
     ours, ref = np.asarray(ours), np.asarray(ref)
     if ours.shape != ref.shape:
         raise NpukitError(f"output {name!r}: shape {ours.shape}, ONNX Runtime gives {ref.shape}")
@@ -59,9 +65,13 @@ def compare(name: str, ours: np.ndarray, ref: np.ndarray) -> Comparison:
         exact = float(same.mean())
     else:
         exact = 1.0
-    within = max_abs <= INT_TOL if integer else (bool(np.isfinite(diff).all()) and
-                                                 max_abs <= FLOAT_TOL * scale)
-    return Comparison(name, max_abs, max_rel, exact, within, integer)
+    if integer:
+        within = max_abs <= INT_TOL
+    elif step:
+        within = bool(np.isfinite(diff).all()) and max_abs <= INT_TOL * step * (1 + 1e-3)
+    else:
+        within = bool(np.isfinite(diff).all()) and max_abs <= FLOAT_TOL * scale
+    return Comparison(name, max_abs, max_rel, exact, within, integer, step)
 
 
 def ort_session(model, threads: int = 1):

@@ -183,7 +183,7 @@ def _run(args: argparse.Namespace) -> int:
         ref, wall = ort_run(args.model, inputs, threads=1, repeat=3)
         print(f"ONNX Runtime (1 thread): {wall * 1e3:.2f} ms")
         for name, a in res.outputs.items():
-            c = compare(name, a, ref[name])
+            c = compare(name, a, ref[name], g.output_steps.get(name))
             print(f"  {c}")
             status |= 0 if c.within else 1
     if args.emit:

@@ -140,6 +140,7 @@ class Lowering:
         self.decls: dict[str, Decl] = {}
         self.of: dict[str, str] = {}  # ONNX tensor -> C name
         self.layers: list[LayerInfo] = []
+        self.steps: dict[str, float] = {}  # dequantized tensor -> its scale
         self.taken: set[str] = {graph_name}
         self.done: set[int] = set()
         self.consumers: dict[str, list[Node]] = {}
@@ -648,6 +649,7 @@ class Lowering:
         if in_dt not in (np.int8, np.uint8):
             raise ModelError(f"{n.where()}: input type {in_dt} (npukit dequantizes int8 and "
                              f"uint8)")
+        self.steps[n.outputs[0]] = float(s)
         self._unary(n, in_dt, "float32", K.UN_DEQUANT, _f(s), z, f"scale {s:g}, zero point {z}")
 
     def op_QLut(self, n: Node) -> None:
@@ -891,9 +893,16 @@ class Lowering:
     # -- softmax, LRN ------------------------------------------------------------------------
 
     def op_Softmax(self, n: Node) -> None:
+        self._softmax(n, quant=False)
+
+    def op_QSoftmax(self, n: Node) -> None:
+        self._softmax(n, quant=True)
+
+    def _softmax(self, n: Node, quant: bool) -> None:
         x = n.inputs[0]
-        if self.dtype(x) != np.float32:
-            raise ModelError(f"{n.where()}: Softmax of {self.dtype(x)} data is not supported")
+        if self.dtype(x) != np.float32 and not quant:
+            raise ModelError(f"{n.where()}: Softmax of {self.dtype(x)} data outside a "
+                             f"DequantizeLinear/QuantizeLinear pair is not supported")
         s = self.shape(x)
         axis = int(n.attrs.get("axis", -1 if self.net.opset >= 13 else 1))
         if not -len(s) <= axis < len(s):
@@ -905,10 +914,17 @@ class Lowering:
         else:
             d, inner = int(np.prod(s[axis:])), 1
         name = self.layer(n, "Softmax")
-        G.softmax(self.m, name, Outer=outer, D=d, Inner=inner)
-        self.add(name, "Softmax", [n], f"{outer} x softmax over {d}" +
-                 (f" (stride {inner})" if inner > 1 else ""), [self.tensor(x)],
-                 [self.output(n.outputs[0])])
+        ins = [self.tensor(x)]
+        if quant:
+            (xs, _), (ys, yz) = n.attrs["x"], n.attrs["y"]
+            ins.append(self.const(K.qsoftmax_table(xs, d), f"{n.name}_exp"))
+            G.softmax(self.m, name, Outer=outer, D=d, Inner=inner, dt=self.dtype(x),
+                      Ys=_f(np.floor(np.float32(1) / np.float32(ys))), Zp=yz)
+        else:
+            G.softmax(self.m, name, Outer=outer, D=d, Inner=inner)
+        self.add(name, "QLinearSoftmax" if quant else "Softmax", [n],
+                 f"{outer} x softmax over {d}" + (f" (stride {inner})" if inner > 1 else ""),
+                 ins, [self.output(n.outputs[0])])
 
     def op_LRN(self, n: Node) -> None:
         x = n.inputs[0]

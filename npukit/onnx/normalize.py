@@ -411,7 +411,7 @@ def qdq(net: Net) -> None:
                 fused(n, new + alias_rest(qnodes, qnodes[0].outputs[0]),
                       qnodes + ([act] if act else []))
         elif n.op in LUT_FUNCS or n.op in ("MaxPool", "AveragePool", "GlobalAveragePool",
-                                           "Pad") or n.op in LAYOUT_OPS:
+                                           "Pad", "Softmax") or n.op in LAYOUT_OPS:
             x = _dq(net, g, n.inputs[0])
             q = _q(net, g, n.outputs[0]) if len(n.outputs) == 1 else None
             if not (x and q):
@@ -465,6 +465,10 @@ def _quantized_single(net: Net, n: Node, x, y, dt, out: str, same: bool) -> list
         return [_qnode("QAveragePool", n, [xt], [out], x=xq, y=y)]
     if n.op == "GlobalAveragePool":
         return [_qnode("QGlobalAveragePool", n, [xt], [out], x=xq, y=y)]
+    if n.op == "Softmax":
+        if net.info[xt].dtype != dt:
+            return None
+        return [_qnode("QSoftmax", n, [xt], [out], x=xq, y=y)]
     # MaxPool, Pad and the layout operations move integers; a requantisation table follows
     # when the output parameters differ.
     if n.op == "Pad":

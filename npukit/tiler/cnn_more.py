@@ -385,11 +385,15 @@ def matmul(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c: str 
 
 # -- softmax, LRN -----------------------------------------------------------------------------
 
-def softmax(m, Name: str, *, Outer: int, D: int, Inner: int) -> None:
-    """``Name(In, Out)``: float32 softmax along the middle axis of [Outer, D, Inner]: along
-    rows (tiles of rows) when Inner is 1, else along the columns of vertical tiles of each
-    [D, Inner] plane."""
-    k = _lib(m, K.softmax("float32"))
+def softmax(m, Name: str, *, Outer: int, D: int, Inner: int, dt="float32",
+            Ys: int = 0, Zp: int = 0) -> None:
+    """``Name(In, Out)`` (integers: ``Name(In, Table, Out)``): softmax along the middle axis of
+    [Outer, D, Inner]: along rows (tiles of rows) when Inner is 1, else along the columns of
+    vertical tiles of each [D, Inner] plane. float32, or ONNX Runtime's QLinearSoftmax on
+    int8/uint8 with its 256-entry exp table (``cnn_more_kernels.qsoftmax``)."""
+    quant = not K.is_float(dt)
+    k = _lib(m, K.qsoftmax(np.dtype(dt).name) if quant else K.softmax("float32"))
+    item = np.dtype(dt).itemsize
     if Inner == 1:
         order, dims = KernelIterationOrder(KER_DIM2, KER_TILE), KernelDimensions(1, D, Outer, 1)
         flags, w, h, con = Obj.O_TILED, D, Outer, OBJ_CONSTRAINTS_TILE_HOR
@@ -399,13 +403,17 @@ def softmax(m, Name: str, *, Outer: int, D: int, Inner: int) -> None:
         flags, w, h, con = Obj.O_TILED, Inner, D, OBJ_CONSTRAINTS_TILE_VER
         binds = [K_Arg("In", KER_ARG_TILE_W), Imm(1), Imm(D), K_Arg("In", KER_ARG_TILE_W0)]
     planes = Outer if Inner > 1 else 1
+    table = [TCArg(_ptr("float32", True), "Table")] if quant else []
+    table_arg = [KerArg("Table", Obj.O_IN, 256, 1, 4, 0, 0, 0, "Table")] if quant else []
+    tail = [K_Arg("Table", KER_ARG_TILE), Imm(Ys), Imm(Zp)] if quant else []
     m.UserKernel(Name, dims, order, TILE_HOR,
-        CArgs(TCArg(_ptr("float32", True), "In"), TCArg(_ptr("float32"), "Out")),
+        CArgs(TCArg(_ptr(dt, True), "In"), *table, TCArg(_ptr(dt), "Out")),
         Calls(Call(k, LOC_INNER_LOOP, Bindings(
-            K_Arg("In", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE), *binds))),
+            K_Arg("In", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE), *binds, *tail))),
         KerArgs(
-            KerArg("In", IN_DB | flags | _per_plane(planes, True), w, h, 4, 0, con, 0, "In"),
-            KerArg("Out", OUT_DB | flags | _out_plane(planes), w, h, 4, 0, con, 0, "Out")))
+            KerArg("In", IN_DB | flags | _per_plane(planes, True), w, h, item, 0, con, 0, "In"),
+            *table_arg,
+            KerArg("Out", OUT_DB | flags | _out_plane(planes), w, h, item, 0, con, 0, "Out")))
     m._cnn_ops[Name] = Outer * D * Inner
 
 

@@ -1016,6 +1016,67 @@ void {name}({_sig(args)})
 
 
 @cache
+def qsoftmax(dt: str) -> BasicKernel:
+    """ONNX Runtime's QLinearSoftmax: ``G`` groups of ``D`` integers (group g at ``g*Sg + i*Sd``):
+    with M the group's maximum, ``e_i = Table[255 - (M - x_i)]`` (``Table[k] = exp((k - 255 +
+    shift) * x_scale)`` in float32), ``S`` their sum in order, ``y_i = rne(e_i * Ys / S) + Zp``
+    with ``Ys = floor(1 / y_scale)`` (bits), saturated."""
+    name = f"KerQSoftmaxNpk_{suffix(dt)}"
+    t = c_type(dt)
+    lo, hi = type_range(dt)
+    args = ((f"const {t} *__restrict__", "In"), (f"{t} *__restrict__", "Out"), ("int", "G"),
+            ("int", "Sg"), ("int", "D"), ("int", "Sd"), ("const float *__restrict__", "Table"),
+            ("int", "Ys"), ("int", "Zp"))
+    src = f"""\
+{HELPERS}
+void {name}({_sig(args)})
+{{
+    /* Out = the quantized softmax of each group of D values (ONNX Runtime's QLinearSoftmax):
+       exp from the table, shifted so that the maximum reads its last entry, their sum, then
+       each over the sum. The groups are shared among the cores. */
+    float Y = npk_f32(Ys);
+    int Rows = G;
+{_rows()}
+    for (int g = First; g < Last; g++) {{
+        const {t} *X = In + g * Sg;
+        {t} *O = Out + g * Sg;
+        int M = X[0];
+        float S = 0.0f;
+        for (int i = 1; i < D; i++) M = X[i * Sd] > M ? X[i * Sd] : M;
+        for (int i = 0; i < D; i++) S = S + Table[255 - (M - X[i * Sd])];
+        for (int i = 0; i < D; i++) {{
+            int Q = (int)npk_rne((Table[255 - (M - X[i * Sd])] * Y) / S) + Zp;
+            O[i * Sd] = ({t})(Q < {lo} ? {lo} : Q > {hi} ? {hi} : Q);
+        }}
+    }}
+}}"""
+
+    def reference(In, Out, G, Sg, D, Sd, Table, Ys, Zp, *, core_id, core_count):
+        if core_id or G <= 0:
+            return
+        idx = np.arange(G)[:, None] * Sg + np.arange(D)[None, :] * Sd
+        x = In[idx].astype(np.int64)
+        e = Table[255 - (x.max(axis=1, keepdims=True) - x)]
+        s = np.zeros(G, np.float32)
+        for i in range(D):
+            s = s + e[:, i]
+        q = rne((e * bits_f32(Ys)) / s[:, None]).astype(np.int64) + Zp
+        Out[idx] = np.clip(q, lo, hi)
+
+    return BasicKernel(name, args, True, src, reference, lambda G, D, **_: 8 * G * D)
+
+
+def qsoftmax_table(x_scale: float, d: int) -> np.ndarray:
+    """ONNX Runtime's QLinearSoftmax table: ``exp((k - 255 + shift) * x_scale)`` in double,
+    stored as float32, ``shift = max(0, ln(FLT_MAX / d) - 5) / x_scale`` keeping the sum of d
+    values finite."""
+    fmax = float(np.finfo(np.float32).max)
+    shift = max(0.0, math.log(np.float32(fmax / d)) - 5) / float(np.float32(x_scale))
+    k = np.arange(256, dtype=np.float64)
+    return np.exp((k - 255 + shift) * float(np.float32(x_scale))).astype(np.float32)
+
+
+@cache
 def lrn() -> BasicKernel:
     """Local response normalisation across the ``C`` rows of a ``C`` x ``Wn`` block, as ONNX:
     ``Out = In * (Bias + AlphaOverSize * sum In**2)**(-Beta)``, the sum over rows
