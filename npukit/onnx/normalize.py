@@ -83,8 +83,10 @@ def aliases(net: Net) -> dict[str, str]:
                 if used:
                     raise ModelError(f"{n.where()}: its mask output {n.outputs[1]!r} is used; "
                                      f"npukit runs inference, where Dropout is the identity")
-            if n.op == "Dropout" and n.attrs.get("training_mode") is not None:
-                raise ModelError(f"{n.where()}: training_mode is an input; npukit runs inference")
+            if n.op == "Dropout" and len(n.inputs) > 2 and n.inputs[2] and not (
+                    n.inputs[2] in net.consts and not net.consts[n.inputs[2]].any()):
+                raise ModelError(f"{n.where()}: training_mode {n.inputs[2]!r} must be a constant "
+                                 f"false; npukit runs inference")
             alias[n.outputs[0]] = n.inputs[0]
             continue
         kept.append(n)

@@ -136,6 +136,10 @@ def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
     if given:
         raise ModelError(f"input_shapes names {sorted(given)}, which are not inputs of the "
                          f"model ({', '.join(vi.name for vi in inputs)})")
+    # Shapes recorded for the symbolic ones are inferred again from the concrete inputs.
+    del model.graph.value_info[:]
+    for vi in model.graph.output:
+        vi.type.tensor_type.ClearField("shape")
 
 
 def _infer(model):
