@@ -247,3 +247,31 @@ def test_transpose_steps_compose_to_the_permutation(shape, rnd):
     for p, a_, b, i in transpose_steps(tuple(shape), perm):
         cur = cur.reshape(p, a_, b, i).transpose(0, 2, 1, 3).reshape(-1)
     assert (cur == a.transpose(perm).reshape(-1)).all()
+
+
+def test_the_generated_c_compiles_without_warnings(tmp_path):
+    """Every kind of layer an import makes (float and integer), compiled with
+    -std=c99 -pedantic -Wall -Wextra -Wshadow -Werror."""
+    import shutil
+    import subprocess
+
+    from test_onnx_ops import conv_model
+    from test_onnx_quant import float_cnn
+
+    if shutil.which("cc") is None:
+        pytest.skip("needs a C compiler")
+    qmodel = model([
+        node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["c"],
+             pads=[1, 1, 1, 1]),
+        node("Flatten", ["c"], ["f"]),
+        node("QLinearMatMul", ["f", "xs", "xz", "fw", "ws", "wz", "ys", "yz"], ["m"])],
+        {"x": np.zeros((1, 2, 4, 4), np.uint8)}, ["m"],
+        {"xs": np.float32(0.1), "xz": np.uint8(3), "w": np.ones((2, 2, 3, 3), np.int8),
+         "ws": np.float32(0.2), "wz": np.int8(0), "ys": np.float32(0.3), "yz": np.uint8(4),
+         "fw": np.ones((32, 3), np.int8)}, opset=13)
+    for k, m in enumerate([conv_model()[0], float_cnn(), qmodel]):
+        c, _ = npukit.onnx.load(m, l1_budget=1500).write(tmp_path / str(k))
+        r = subprocess.run(["cc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Wshadow",
+                            "-Werror", "-c", str(c), "-o", str(tmp_path / f"{k}.o")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr

@@ -232,7 +232,7 @@ class Lowering:
         self.decls[name] = Decl(name, "local", np.dtype(dtype), size, None)
         return name
 
-    def layer(self, node: Node | list[Node], op: str) -> str:
+    def layer(self, op: str) -> str:
         """A new layer's user kernel name: ``L<k>_<op>``."""
         return c_name(f"{len(self.layers)}_{op}", "L", self.taken)
 
@@ -326,7 +326,7 @@ class Lowering:
         name = c_name(o, "Out_", self.taken)
         self.decls[name] = Decl(name, "out", d.dtype, d.size, o)
         rows, cols = _rows_cols(d.size, self.max_cols)
-        lname = self.layer([], "Copy")
+        lname = self.layer("Copy")
         if d.dtype == np.float32:
             G.unary(self.m, lname, in_dt=d.dtype, out_dt=d.dtype, Rows=rows, Cols=cols,
                     Op=K.ACT_NONE)
@@ -384,7 +384,7 @@ class Lowering:
         if 2 * H * W * item <= self.m.l1_budget // 2:
             return x, False, H
         hp = max(pt + H, need)
-        name = self.layer(n, "PadRows")
+        name = self.layer("PadRows")
         G.pad_axis(self.m, name, dt=dt, Outer=C, D=H, Inner=W, PadBegin=pt,
                    PadEnd=hp - pt - H, Value=(0 if K.is_float(dt) else zero))
         out = self.local(f"{n.outputs[0]}_padrows", dt, C * hp * W)
@@ -484,7 +484,7 @@ class Lowering:
         need = sy * spy * Ho + max(sy * (fpy - spy - 1) + fe, 0)
         zx = n.attrs["x"][1] if quant else 0
         src, tiled, hp = self._input_rows(n, self.tensor(x), C, H, W, self.dtype(x), pt, need, zx)
-        name = self.layer(n, "Conv")
+        name = self.layer("Conv")
         params = dict(InFeat=C, OutFeat=O, Width=W, Height=hp, in_tiled=tiled, Hreal=H,
                       PadT=pt, PadL=pl, Fcx=kw, Fcy=kh, Dcx=dx, Dcy=dy, Scx=sx, Scy=sy, Wc=Wc,
                       Hc=Hc, depthwise=depthwise, PoolOper=poper, Fpx=fpx, Fpy=fpy, Spx=spx,
@@ -543,7 +543,7 @@ class Lowering:
         dt = self.dtype(x)
         zx = n.attrs["x"][1] if quant_avg else 0
         src, tiled, hp = self._input_rows(n, self.tensor(x), C, H, W, dt, pt, need, zx)
-        name = self.layer(n, "AvgPool" if avg else "MaxPool")
+        name = self.layer("AvgPool" if avg else "MaxPool")
         q = {}
         if quant_avg:
             (xs, xz), (ys, yz) = n.attrs["x"], n.attrs["y"]
@@ -582,7 +582,7 @@ class Lowering:
             (xs, xz), (ys, yz) = n.attrs["x"], n.attrs["y"]
             q = dict(InZp=xz, Scale=_f(np.float32(xs) / (np.float32(ys) * np.float32(hw))),
                      OutZp=yz)
-        name = self.layer(n, "GlobalAvgPool")
+        name = self.layer("GlobalAvgPool")
         G.global_pool(self.m, name, dt=dt, C=C, Width=cols, Height=rows, **q)
         self.add(name, n.op, [n], f"{C} planes of {hw}", [self.tensor(x)],
                  [self.output(n.outputs[0])])
@@ -598,7 +598,7 @@ class Lowering:
     def _unary(self, n: Node, in_dt, out_dt, op: int, p0: int, p1: int, what: str) -> None:
         size = self.info(n.outputs[0]).size
         rows, cols = _rows_cols(size, self.max_cols)
-        name = self.layer(n, n.op)
+        name = self.layer(n.op)
         G.unary(self.m, name, in_dt=in_dt, out_dt=out_dt, Rows=rows, Cols=cols, Op=op, P0=p0,
                 P1=p1)
         self.add(name, n.op, [n], what, [self.tensor(n.inputs[0])], [self.output(n.outputs[0])])
@@ -668,7 +668,7 @@ class Lowering:
         Lut(table)  # checks the table as npukit.lut does
         size = self.info(n.outputs[0]).size
         rows, cols = _rows_cols(size, self.max_cols)
-        name = self.layer(n, f"Lut{n.attrs['fn']}")
+        name = self.layer(f"Lut{n.attrs['fn']}")
         G.lut(self.m, name, in_dt=in_dt, out_dt=out_dt, Rows=rows, Cols=cols)
         err = float(np.abs((table.astype(np.float64) - yz) * float(ys) - f(real.astype(
             np.float64))).max())
@@ -687,7 +687,7 @@ class Lowering:
                              f"{self.info(out).shape} alternates more than three groups of "
                              f"dimensions; npukit's broadcast views have three")
         (P, R, L), (fa, fb) = view
-        name = self.layer(n, n.op)
+        name = self.layer(n.op)
         G.binary(self.m, name, a_dt=self.dtype(a), b_dt=self.dtype(b),
                  out_dt=self.info(out).dtype, Planes=P, Rows=R, Cols=L, a_full=fa, b_full=fb,
                  Op=op, **kw)
@@ -765,7 +765,7 @@ class Lowering:
         r, c = self.shape(t)
         out = f"{t}__T_{n.name}"
         self.net.info[out] = type(self.info(t))((c, r), self.dtype(t))
-        name = self.layer(n, "Transpose")
+        name = self.layer("Transpose")
         G.transpose(self.m, name, dt=self.dtype(t), Planes=1, A=r, B=c, I=1)
         self.add(name, "Transpose", [], f"[{r}, {c}] -> [{c}, {r}] for {n.name}",
                  [self.tensor(t)], [self.output(out)])
@@ -831,7 +831,7 @@ class Lowering:
             nodes.append(act)
             ops, out = f"{n.op}+{act.op}", act.outputs[0]
         ckind = self._c_kind(n, c, M, N) if c else None
-        name = self.layer(n, n.op)
+        name = self.layer(n.op)
         G.matmul(self.m, name, a_dt="float32", b_dt="float32", out_dt="float32", M=M, K_=K_, N=N,
                  c=ckind, Alpha=_f(alpha), Beta=_f(beta), Act=code, ActParams=ap)
         ins = [self.tensor(a), self.tensor(b)] + ([self.tensor(c)] if c else [])
@@ -883,7 +883,7 @@ class Lowering:
                                  f"columns")
             ins.append(self.const(bias.reshape(-1), f"{n.name}_bias"))
         ins.append(self.const(scale.astype(np.float32).reshape(-1), f"{n.name}_scale"))
-        name = self.layer(n, "QMatMul")
+        name = self.layer("QMatMul")
         G.matmul(self.m, name, a_dt=self.dtype(a), b_dt=b_dt, out_dt=self.dtype(n.outputs[0]),
                  M=M, K_=K_, N=N, c=ckind, Za=za, Zb=zb, scale_per_column=per_col, Zout=zy,
                  Lo=lo, Hi=hi)
@@ -913,7 +913,7 @@ class Lowering:
             d, inner = s[axis], int(np.prod(s[axis + 1:]))
         else:
             d, inner = int(np.prod(s[axis:])), 1
-        name = self.layer(n, "Softmax")
+        name = self.layer("Softmax")
         ins = [self.tensor(x)]
         if quant:
             (xs, _), (ys, yz) = n.attrs["x"], n.attrs["y"]
@@ -937,7 +937,7 @@ class Lowering:
         size = int(n.attrs["size"])
         alpha = np.float32(n.attrs.get("alpha", 1e-4))
         C, cols = s[1], int(np.prod(s[2:]))
-        name = self.layer(n, "LRN")
+        name = self.layer("LRN")
         G.lrn(self.m, name, Planes=1, C=C, Cols=cols, Lo=(size - 1) // 2, Hi=math.ceil(
             (size - 1) / 2), AlphaOverSize=_f(alpha / np.float32(size)),
             Beta=_f(n.attrs.get("beta", 0.75)), Bias=_f(n.attrs.get("bias", 1.0)))
@@ -981,7 +981,7 @@ class Lowering:
         outer, inner = int(np.prod(s[:axis])), int(np.prod(s[axis + 1:]))
         ds = tuple(self.shape(t)[axis] for t in ins)
         keep = [(t, d) for t, d in zip(ins, ds) if d > 0]
-        name = self.layer(n, "Concat")
+        name = self.layer("Concat")
         G.concat(self.m, name, dt=dts.pop(), Outer=outer, Ds=tuple(d for _, d in keep),
                  Inner=inner)
         self.add(name, "Concat", [n], f"{len(keep)} inputs along axis {axis} ({list(ds)})",
@@ -1000,7 +1000,7 @@ class Lowering:
             return self._view(n)
         for k, (P, A, B, I) in enumerate(steps):  # noqa: E741
             last = k == len(steps) - 1
-            name = self.layer(n, "Transpose")
+            name = self.layer("Transpose")
             G.transpose(self.m, name, dt=dt, Planes=P, A=A, B=B, I=I)
             dst = self.output(out) if last else self.local(f"{out}_step{k}", dt,
                                                            int(np.prod(s)))
@@ -1056,7 +1056,7 @@ class Lowering:
             d = shape[ax]
             shape[ax] = d + b + e
             last = k == len(todo) - 1
-            name = self.layer(n, "Pad")
+            name = self.layer("Pad")
             G.pad_axis(self.m, name, dt=dt, Outer=outer, D=d, Inner=inner, PadBegin=b,
                        PadEnd=e, Mode=modes[mode], Value=fill)
             dst = self.output(out) if last else self.local(f"{out}_axis{ax}", dt,

@@ -355,9 +355,6 @@ def qdq(net: Net) -> None:
         replaced[id(node)] = new
         absorbed.update(id(x) for x in extra)
 
-    def outputs_of(qnodes):
-        return [qn.outputs[0] for qn in qnodes]
-
     def alias_rest(qnodes, first: str) -> list[Node]:
         """Further identical QuantizeLinear readers: copies of the first output."""
         return [Node("Identity", f"{qn.name}_same", [first], [qn.outputs[0]], {}, "")

@@ -286,7 +286,7 @@ def _evaluate(node, values: list, opsets) -> list[np.ndarray]:
                          f"evaluating it failed: {str(exc).splitlines()[0]}") from None
 
 
-def _qconst(node, values: list, name: str, info) -> QConst | None:
+def _qconst(node, values: list) -> QConst | None:
     """The integer weights a DequantizeLinear of a constant reads."""
     x = values[0]
     if x.dtype not in (np.int8, np.uint8, np.int32):
@@ -342,7 +342,7 @@ def read(model, input_shapes: dict | None = None) -> Net:
             for name, v in zip(node.output, outs):
                 consts[name] = v
             if node.op_type == "DequantizeLinear":
-                q = _qconst(node, values, node.output[0], infos)
+                q = _qconst(node, values)
                 if q is not None:
                     qconsts[node.output[0]] = q
             continue
