@@ -115,7 +115,7 @@ def test_an_unsupported_operator_is_named_with_its_node():
     ("dropout", r"node 'n' \(Dropout\): its mask output 'mask' is used"),
     ("conv3d", r"node 'n' \(Conv\): input 'x' has shape \(1, 2, 3, 4, 5\)"),
     ("quant-axis", r"node 'n' \(QuantizeLinear\): axis=1 with 2 scales"),
-    ("sign", r"node 'n' \(Sigmoid\): Sigmoid on int8 data outside a DequantizeLinear"),
+    ("cast", r"node 'n' \(Cast\): to=7 casts float32 to int64"),
 ])
 def test_refusals_name_the_node_attribute_and_value(case, match):
     x = randn(1, 2, 5, 5)
@@ -134,8 +134,8 @@ def test_refusals_name_the_node_attribute_and_value(case, match):
          "quant-axis": (node("QuantizeLinear", ["x", "s", "z"], ["y"], name="n", axis=1),
                         {"x": x}, {"s": np.array([0.1, 0.2], np.float32),
                                    "z": np.array([0, 0], np.uint8)}),
-         "sign": (node("Sigmoid", ["q"], ["y"], name="n"),
-                  {"q": np.zeros((1, 4), np.int8)}, None)}[case]
+         "cast": (node("Cast", ["x"], ["y"], to=TensorProto.INT64, name="n"), {"x": x}, None)
+         }[case]
     nodes = [n[0]]
     if case == "dropout":
         nodes.append(node("Not", ["mask"], ["nm"]))
@@ -143,15 +143,15 @@ def test_refusals_name_the_node_attribute_and_value(case, match):
         with pytest.raises(ModelError, match=match):
             npukit.onnx.load(m)
         return
-    if case == "sign":
-        # Sigmoid does not take int8 in ONNX; the model is built without shape inference.
-        g = h.make_graph(nodes, "m", [h.make_tensor_value_info("q", TensorProto.INT8, [1, 4])],
-                         [h.make_tensor_value_info("y", TensorProto.INT8, [1, 4])])
-        with pytest.raises(ModelError):
-            npukit.onnx.load(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]))
-        return
     assert pytest.raises(ModelError, npukit.onnx.load,
                          model(nodes, n[1], ["y"], n[2], opset=13)).match(match)
+
+
+def test_relu_on_integers():
+    q = RNG.integers(-128, 128, (1, 40)).astype(np.int8)
+    m = model([node("Relu", ["q"], ["y"])], {"q": q}, ["y"], opset=14)
+    _, stats, outs = against_ort(m, {"q": q}, ("c", "sim"))
+    assert stats["c"]["y"].exact == 1.0 and (outs["c"]["y"] == np.maximum(q, 0)).all()
 
 
 def test_dtype_option_and_unknown_inputs_are_refused():

@@ -171,7 +171,9 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
     m = Model(target, l1_budget, l2_budget, l3_budget=l3_budget,
               l3_flash_budget=l3_flash_budget)
     base = net.name if re.match(r"[A-Za-z]", net.name or "") else f"Model_{net.name}"
-    gname = c_name(base, "", set())
+    # Not a name the C library or the emitted main.c defines.
+    gname = c_name(base, "", {"main", "malloc", "free", "exit", "abort", "printf", "memcpy",
+                              "memset", "fopen", "fclose", "fread", "fwrite", "snprintf"})
     low = Lowering(net, alias, m, gname)
     low.run()
     low.declare()

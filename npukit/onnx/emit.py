@@ -194,7 +194,13 @@ def _file(name: str) -> str:
 
 
 def _c_str(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+    """``text`` inside a C string literal: printable ASCII as is (but ``\\``, ``"`` and
+    ``?``, which could start a trigraph, escaped), every other byte in octal."""
+    out = []
+    for b in text.encode():
+        ch = chr(b)
+        out.append(ch if 32 <= b < 127 and ch not in '\\"?' else f"\\{b:03o}")
+    return "".join(out)
 
 
 def header(g) -> str:

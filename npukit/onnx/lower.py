@@ -604,7 +604,11 @@ class Lowering:
         self.add(name, n.op, [n], what, [self.tensor(n.inputs[0])], [self.output(n.outputs[0])])
 
     def _act(self, n: Node) -> None:
-        if self.dtype(n.inputs[0]) != np.float32:
+        dt = self.dtype(n.inputs[0])
+        if n.op == "Relu" and dt in (np.int8, np.uint8):  # max(x, 0) on integers (opset 14)
+            hi = K.type_range(dt)[1]
+            return self._unary(n, dt, dt, 0, 0, hi, f"clamp to [0, {hi}]")
+        if dt != np.float32:
             raise ModelError(f"{n.where()}: {n.op} on {self.dtype(n.inputs[0])} data outside a "
                              f"DequantizeLinear/QuantizeLinear pair is not supported")
         code, (p0, p1) = self.act_params(n)
@@ -944,7 +948,15 @@ class Lowering:
         self.add(name, "LRN", [n], f"size {size} over {C} channels of {cols}", [self.tensor(x)],
                  [self.output(n.outputs[0])])
 
+    def op_Cast(self, n: Node) -> None:
+        raise ModelError(f"{n.where()}: to={n.attrs.get('to')} casts {self.dtype(n.inputs[0])} "
+                         f"to {self.dtype(n.outputs[0])}; npukit keeps each tensor's type (a "
+                         f"Cast to the same type is dropped)")
+
     def op_BatchNormalization(self, n: Node) -> None:
+        if n.attrs.get("spatial", 1) != 1:
+            raise ModelError(f"{n.where()}: spatial={n.attrs['spatial']} (statistics per "
+                             f"element) is not supported")
         if n.attrs.get("training_mode", 0) or len([o for o in n.outputs if o]) > 1:
             raise ModelError(f"{n.where()}: training mode (running statistics outputs) is not "
                              f"supported")

@@ -109,7 +109,7 @@ def fold_batchnorm(net: Net) -> None:
     g = _Graph(net)
     drop = set()
     for bn in net.nodes:
-        if bn.op != "BatchNormalization":
+        if bn.op != "BatchNormalization" or bn.attrs.get("spatial", 1) != 1:
             continue
         conv = g.producer.get(bn.inputs[0])
         if conv is None or conv.op != "Conv" or g.only_consumer(bn.inputs[0]) is not bn:
