@@ -373,15 +373,16 @@ class Lowering:
         return pads
 
     def _input_rows(self, n: Node, x: str, C: int, H: int, W: int, dt, pt: int, need: int,
-                    zero: int) -> tuple[str, bool, int]:
+                    zero: int, rest: int) -> tuple[str, bool, int]:
         """How a windowed layer reads its input: (tensor, tiled rows, physical height). Rows
         are tiled straight from the input when no padding row is needed; the whole plane is
-        read when it fits in L1 (padding in the kernel); otherwise a pad_axis layer first
-        makes the padded rows."""
+        read when two planes take at most half the L1 budget and leave the ``rest`` the layer
+        needs at its smallest tile (padding in the kernel); otherwise a pad_axis layer
+        first makes the padded rows."""
         if pt == 0 and H >= need:
             return x, True, H
-        item = np.dtype(dt).itemsize
-        if 2 * H * W * item <= self.m.l1_budget // 2:
+        planes = 2 * H * W * np.dtype(dt).itemsize
+        if planes <= self.m.l1_budget // 2 and planes + rest <= self.m.l1_budget:
             return x, False, H
         hp = max(pt + H, need)
         name = self.layer("PadRows")
@@ -483,7 +484,12 @@ class Lowering:
         fe = dy * (kh - 1) + 1
         need = sy * spy * Ho + max(sy * (fpy - spy - 1) + fe, 0)
         zx = n.attrs["x"][1] if quant else 0
-        src, tiled, hp = self._input_rows(n, self.tensor(x), C, H, W, self.dtype(x), pt, need, zx)
+        # L1 besides the input planes at one output row: filters (two slots), bias and
+        # scale, an output row (two slots), the accumulator rows of one pooled row.
+        rest = (2 * kh * kw * w.dtype.itemsize + 8 * O + 2 * Wo * self.dtype(x).itemsize
+                + 4 * Wc * fpy + 32)
+        src, tiled, hp = self._input_rows(n, self.tensor(x), C, H, W, self.dtype(x), pt, need,
+                                          zx, rest)
         name = self.layer("Conv")
         params = dict(InFeat=C, OutFeat=O, Width=W, Height=hp, in_tiled=tiled, Hreal=H,
                       PadT=pt, PadL=pl, Fcx=kw, Fcy=kh, Dcx=dx, Dcy=dy, Scx=sx, Scy=sy, Wc=Wc,
@@ -542,7 +548,8 @@ class Lowering:
         need = st[0] * Ho + max(fe - st[0], 0)
         dt = self.dtype(x)
         zx = n.attrs["x"][1] if quant_avg else 0
-        src, tiled, hp = self._input_rows(n, self.tensor(x), C, H, W, dt, pt, need, zx)
+        src, tiled, hp = self._input_rows(n, self.tensor(x), C, H, W, dt, pt, need, zx,
+                                          2 * Wo * dt.itemsize + 16)
         name = self.layer("AvgPool" if avg else "MaxPool")
         q = {}
         if quant_avg:
