@@ -275,3 +275,24 @@ def test_the_generated_c_compiles_without_warnings(tmp_path):
                             "-Werror", "-c", str(c), "-o", str(tmp_path / f"{k}.o")],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
+
+
+def test_a_model_exported_from_torch(tmp_path):
+    """Only when torch is installed (never required): a small network exported with
+    torch.onnx.export imports and matches ONNX Runtime."""
+    torch = pytest.importorskip("torch")
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 8, 3, padding=1, groups=8),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 5),
+        torch.nn.Softmax(dim=1)).eval()
+    x = torch.rand(1, 3, 16, 16) * 2 - 1
+    path = tmp_path / "torch.onnx"
+    try:
+        torch.onnx.export(net, x, str(path), input_names=["x"], output_names=["y"],
+                          opset_version=13, dynamo=False)
+    except TypeError:  # a torch from before the dynamo switch
+        torch.onnx.export(net, x, str(path), input_names=["x"], output_names=["y"],
+                          opset_version=13)
+    g, _, _ = against_ort(onnx.load(path), {"x": x.numpy()}, ("c",))
+    assert any(info.ops.startswith("Conv") for info in g.layers)

@@ -147,7 +147,7 @@ def _is_float32(dtype) -> bool:
 
 
 def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | None = None,
-         l3_budget: int | None = None, l3_flash_budget: int | None = None, dtype=None, *,
+         l3_budget: int | None = None, dtype=None, *, l3_flash_budget: int | None = None,
          input_shapes: dict | None = None) -> OnnxGraph:
     """An ONNX model (a path or an ``onnx.ModelProto``) as a planned ``OnnxGraph`` for
     ``target`` under the budgets (bytes; the target's memory sizes by default).
