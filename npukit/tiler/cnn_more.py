@@ -358,7 +358,8 @@ def matmul(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c: str 
                                   "C"))
         c_bind, c_step = K_Arg("C", KER_ARG_TILE), int(c in ("column", "element"))
     else:
-        c_bind, c_step = Imm(0), 0
+        # No C: the kernel never reads it; the binding is any pointer to 4-byte items.
+        c_bind, c_step = K_Arg("B" if flt else "Scale", KER_ARG_TILE), 0
     if flt:
         tail = [Imm(Alpha), Imm(Beta), Imm(Act), Imm(ActParams[0]), Imm(ActParams[1])]
     else:
