@@ -25,18 +25,7 @@ import numpy as np
 from ..errors import DTypeError, ModelError, ShapeError
 from ..run import Result
 
-__all__ = ["load", "OnnxGraph", "Port", "SUPPORTED_OPS"]
-
-SUPPORTED_OPS = (
-    "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu", "LeakyRelu", "Clip",
-    "Sigmoid", "Tanh", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Sum", "Concat", "Flatten",
-    "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Softmax", "LRN", "Pad",
-    "BatchNormalization", "Identity", "Dropout", "Cast (to the same type)",
-    "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "QLinearAdd",
-    "QLinearMul", "QGemm", "QLinearAveragePool", "QLinearGlobalAveragePool", "QLinearSigmoid",
-    "QLinearLeakyRelu", "QLinearConcat",
-)
-
+__all__ = ["load", "OnnxGraph", "Port"]
 
 @dataclass(frozen=True)
 class Port:
