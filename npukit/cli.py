@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     from .c.cache import register as register_cache
 
     register_cache(sub)
+    from .onnx.cli import register as register_run
+
+    register_run(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
