@@ -150,18 +150,3 @@ def test_sixteen_bit_products_and_wide_partials():
     prog.run(input1=x, input2=x, bias_scale=np.array([7, 3], np.int32), output=out)
     assert (out == rescale_ref(x, x, 7, 3, 15, -128, 127)).all()
 
-
-@pytest.mark.parametrize("backend", ["sim", "c"])
-def test_input_spec_that_broadcasts(backend):
-    """A spec may broadcast an input (stride 0, as np.broadcast_to makes): the simulator
-    copied it into its image through a read-only view and raised a raw ValueError."""
-    rng = np.random.default_rng(5)
-    row = rng.integers(-128, 128, 16).astype(np.int8)
-    a = rng.integers(-128, 128, (4, 16)).astype(np.int8)
-    prog = nk.build(K.mul, target="torq", input1=nk.spec((4, 16), "int8"),
-                    input2=nk.spec((4, 16), "int8", (0, 1)), bias_scale=nk.spec((2,), "int32"),
-                    output=nk.spec((4, 16), "int16"), shift=2, out_min=-30000, out_max=30000)
-    out = np.full((4, 16), 0x5A5A, np.int16)
-    prog.run(backend, input1=a, input2=np.broadcast_to(row, (4, 16)),
-             bias_scale=np.array([3, 5], np.int32), output=out)
-    assert (out == rescale_ref(a, row[None, :], 3, 5, 2, -30000, 30000)).all()
