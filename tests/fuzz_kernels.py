@@ -57,6 +57,8 @@ KNOWN = {
     "output-size": "an output spec larger or smaller than what the kernel writes builds: "
                    "outputs are sized exactly",
     # Found by this fuzzer, not fixed here (see the report of the fuzzing branch):
+    "tuple-slice": "x[:, a:b] slices dim 0 again (LData.__getitem__ applies each key of a "
+                   "tuple to dim 0, and a slice keeps its dim): only dim 0 is sliced",
     "load-partial-vector": "s.iram.load(x[m]) of a whole vectorized view whose last vector "
                            "is partial (m from s.iterate([])) is refused with "
                            "OutOfBoundsError: the load reads the junk lanes from the tensor",
@@ -78,19 +80,25 @@ COMBINE = {"mul": "add", "add": "add", "sub": "add", "pass": "add", "smul": "add
 
 @dataclass(frozen=True)
 class Operand:
-    """A tensor parameter: spec (shape, strides, offset in elements) and, for inputs, the
-    kernel-side slice of dim 0 and the memory it is loaded into."""
+    """A tensor parameter: spec (shape, strides, offset in elements) and, for an input, the
+    slice of it the kernel works on."""
 
     name: str
     dtype: str
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     offset: int = 0
-    slice0: tuple[int, int, int] | None = None
-    memory: str = ""
+    cut: tuple[int, int, int, int] | None = None  # kernel-side slice: (dim, start, stop, step)
 
     def spec(self):
         return nk.spec(self.shape, self.dtype, self.strides, self.offset)
+
+    def key(self) -> tuple:
+        """The numpy index of the kernel-side slice (``()`` when there is none)."""
+        if self.cut is None:
+            return ()
+        d, start, stop, step = self.cut
+        return (slice(None),) * d + (slice(start, stop, step),)
 
     def footprint(self) -> int:
         return self.offset + sum((n - 1) * s for n, s in zip(self.shape, self.strides)) + 1
@@ -124,12 +132,22 @@ class Case:
     operands: tuple[Operand, ...]   # inputs then the output, in kernel parameter order
     attrs: dict
     rounding: str
+    lut_banks: tuple[int, int]      # the target's lut.banks and lut.bank_bits
+    widths: tuple[int, int] | None  # ALU and Act widths of every dtype pair, else torq's
     logic: Logic | None
     hostile: str | None = None      # the rule it breaks, when building it is a bug
 
     @property
     def target(self):
-        return dataclasses.replace(TARGET, arith=Arith(self.rounding, True))
+        banks, bits = self.lut_banks
+        units = dict(TARGET.units)
+        if self.widths:
+            for name, w in zip(("alu", "act"), self.widths):
+                units[name] = dataclasses.replace(units[name], widths={
+                    k: w for k in units[name].widths})
+        return dataclasses.replace(TARGET, arith=Arith(self.rounding, True), units=units,
+                                   lut=dataclasses.replace(TARGET.lut, banks=banks,
+                                                           bank_bits=bits))
 
     @property
     def out(self) -> Operand:
@@ -165,7 +183,9 @@ class Case:
         specs = ", ".join(f"{o.name}=nk.spec({o.shape}, {o.dtype!r}, {o.strides}, {o.offset})"
                           for o in self.operands)
         attrs = ", ".join(f"{k}={v!r}" for k, v in self.attrs.items())
-        return (f"# fuzz case {self.seed} (rounding {self.rounding!r})\n{self.source}\n"
+        widths = f", ALU and Act widths {self.widths}" if self.widths else ""
+        return (f"# fuzz case {self.seed}: torq with rounding {self.rounding!r}, lut.banks, "
+                f"lut.bank_bits = {self.lut_banks}{widths}\n{self.source}\n"
                 f"prog = nk.build({self.name}, target=..., {specs}, {attrs})")
 
 
@@ -289,8 +309,8 @@ class _Gen:
             out_shape = tuple(self.dim() for _ in range(int(rng.integers(0, 2)))) + \
                 (self.dim(big=True),)
             red = tuple(self.dim() for _ in range(int(rng.integers(1, 3))))
-        while math.prod(out_shape) * math.prod(red) > 2500:
-            out_shape = out_shape[:-1] + (max(1, out_shape[-1] // 2),)
+        while math.prod(out_shape) * math.prod(red) > 2500:  # keep the simulator quick
+            out_shape = tuple(max(1, n // 2) for n in out_shape)
             red = tuple(max(1, n // 2) for n in red)
         self.out_shape = out_shape
         self.full = out_shape[:-1] + red + out_shape[-1:]
@@ -309,8 +329,10 @@ class _Gen:
         if self.self_op:
             keys = [(a, a) for a, b in keys if a == b]
         if self.p(0.03):  # a pair without a width: refused
-            return self.pick([("int16", "int8"), ("int32", "int32"), ("uint16", None),
-                              ("float16", "float32"), ("int8", "uint8")])
+            if unary:
+                return self.pick([("uint16", None), ("int64", None), ("float64", None)])
+            return self.pick([("int16", "int8"), ("int32", "int32"), ("float16", "float32"),
+                              ("int8", "uint8")] if not self.self_op else [("int32", "int32")])
         return self.pick(keys, [3 if "int8" in k else 1 for k in keys])
 
     def make_operands(self) -> None:
@@ -346,15 +368,29 @@ class _Gen:
                 if shape[d] > 1 and self.p(0.05):
                     strides[d] = 0  # the spec itself broadcasts this dim
             acc = max(acc, strides[d] * shape[d])
-        slice0 = None
-        spec_shape = shape
+        cut = None
+        spec_shape = list(shape)
         if may_slice and shape and self.p(0.15):
-            step = int(self.pick([1, 1, 2])) if len(shape) > 1 or not inner_dense else 1
+            # The spec is larger; the kernel slices the view it works on out of it.
+            d = 1 if len(shape) > 1 and not self.known("tuple-slice") and self.p(0.4) else 0
+            last = d == len(shape) - 1
+            step = int(self.pick([1, 1, 2])) if not last or not inner_dense else 1
             start = int(self.rng.integers(0, 3))
-            slice0 = (start, start + shape[0] * step, step)
-            spec_shape = (start + shape[0] * step + int(self.rng.integers(0, 2)),) + shape[1:]
+            cut = (d, start, start + shape[d] * step, step)
+            spec_shape[d] = start + shape[d] * step + int(self.rng.integers(0, 2))
+            strides = self.restride(spec_shape, strides, inner_dense)
         offset = int(self.rng.integers(0, 6)) if self.p(0.5) else 0
-        return Operand(name, dt, spec_shape, tuple(strides), offset, slice0)
+        return Operand(name, dt, tuple(spec_shape), tuple(strides), offset, cut)
+
+    def restride(self, shape, strides, inner_dense) -> list[int]:
+        """Strides for a grown ``shape``: rows must not overlap again."""
+        acc = 1
+        out = list(strides)
+        for d in reversed(range(len(shape))):
+            if d < len(shape) - 1 and out[d] != 0:
+                out[d] = max(out[d], acc)
+            acc = max(acc, out[d] * shape[d])
+        return out
 
     def out_dtype(self) -> str:
         """Mostly dtypes the Act result can be stored into; rarely an int for a float."""
@@ -374,6 +410,11 @@ class _Gen:
             self.alu_w, self.act_w = ALU.width(x_dt, w_dt), ACT.width(x_dt, w_dt)
         except nk.DTypeError:
             self.alu_w = self.act_w = 16
+        self.widths = None
+        if self.p(0.15):  # a target whose units have other widths (any, not powers of two)
+            self.act_w = int(self.rng.integers(1, 13))
+            self.alu_w = self.act_w * int(self.rng.integers(1, 5))
+            self.widths = (self.alu_w, self.act_w)
         rng = self.rng
         # Fusion of dense inner dims (map family only; a scalar operand cannot fuse).
         self.fuse = 0
@@ -454,24 +495,30 @@ class _Gen:
         self.memories()
 
     def width_args(self) -> str:
-        x_dt, w_dt = self.pair
-        return f"x.dtype, {'w' if self.op == 'smul' else 'y'}.dtype" if w_dt and not \
-            self.self_op else ("x.dtype, x.dtype" if self.self_op else "x.dtype")
+        """The arguments of ``s.act.width`` / ``s.alu.i_width`` for this ALU instruction."""
+        if self.op == "pass":
+            return "x.dtype"
+        return "x.dtype, " + ("w" if self.op == "smul" else "x" if self.self_op else "y") + \
+            ".dtype"
 
     def logical_layout(self, o: Operand) -> nk.Layout:
         lay = nk.Layout(o.shape, o.dtype, o.strides, o.offset)
-        return lay[slice(*o.slice0)] if o.slice0 else lay
+        return lay[o.key()] if o.cut else lay
 
     def memories(self) -> None:
-        """Which internal memory each operand goes to, and at which loop depth."""
-        ops = [o for o in (self.x, self.y, self.w) if o is not None]
+        """Which internal memory each load goes to: (load, tensor) pairs; ``x2`` is a second
+        load of ``x`` (the ALU's two operands from one tensor through two memories)."""
+        self.load_list = [(k, o) for k, o in (("x", self.x), ("y", self.y), ("w", self.w))
+                          if o is not None]
+        if self.self_op and self.p(0.5):
+            self.load_list.insert(1, ("x2", self.x))
         mems = ["IRAM", "WRAM"] + ([] if self.act == "rescale_clamp" else ["BRAM"])
         self.mem = {}
-        for o in ops:
+        for k, o in self.load_list:
             size = (1 if o.name == "w" else self.n) * _dt(o.dtype).itemsize
             free = [m for m in mems if m not in self.mem.values()]
             fits = [m for m in free if 2 * size <= CAPACITY[m]] or free
-            self.mem[o.name] = self.pick(fits) if self.p(0.95) else self.pick(free)
+            self.mem[k] = self.pick(fits) if self.p(0.95) else self.pick(free)
         if self.act == "rescale_clamp":
             self.mem["bs"] = "BRAM"
 
@@ -500,10 +547,10 @@ class _Gen:
         logic = Logic(self.family, self.op, self.self_op, self.full, self.out_shape,
                       red_dims, tuple(a["xdim"] for a in self.axes if a["kind"] == "red"),
                       self.acc, self.fold and self.n, self.act, self.act_args)
-        memory = {**self.mem}
-        operands = [dataclasses.replace(o, memory=memory.get(o.name, "")) for o in operands]
-        return Case(self.seed, name, source, tuple(operands), self.attrs, self.rounding, logic,
-                    self.hostile)
+        banks = (TARGET.lut.banks, TARGET.lut.bank_bits) if self.p(0.6) else \
+            (int(self.pick([1, 2, 4])), int(self.pick([64, 128, 256])))
+        return Case(self.seed, name, source, tuple(operands), self.attrs, self.rounding, banks,
+                    self.widths, logic, self.hostile)
 
     def line(self, ind: int, text: str) -> None:
         self.lines.append("    " * ind + text)
@@ -511,9 +558,9 @@ class _Gen:
     def prologue(self) -> None:
         full = self.full
         x = self.x
-        if x.slice0:
-            a, b, c = x.slice0
-            self.line(1, f"x = x[{a}:{b}{'' if c == 1 else f':{c}'}]")
+        if x.cut:
+            d, a, b, c = x.cut
+            self.line(1, f"x = x[{':, ' * d}{a}:{b}{'' if c == 1 else f':{c}'}]")
         for o in (self.x, self.y):
             if o is not None and (o.name == "y" or len(o.shape) != len(full) or
                                   self.logical_layout(o).shape != full or self.p(0.3)):
@@ -597,18 +644,16 @@ class _Gen:
         G = len(self.groups)
         ndims = len(self.fused)
         at: dict[int, list[str]] = {}
-        for o in (self.x, self.y, self.w):
-            if o is None:
-                continue
+        for k, o in self.load_list:
             zero = self.broadcast_dims(o) if self.p(0.5) else set()
-            if not self.scalar_mode and o.name == "x":
+            if not self.scalar_mode and k == "x":
                 # The primary operand's vector index gives the valid lanes: keep it.
                 zero -= {ndims - 1}
             if o.name == "w":  # the scalar does not move along the vectors
                 zero |= {ndims - 1}
             used = set(range(ndims)) - zero
             depth = int(self.rng.integers(self.depth_of(used), G + 1))
-            mem = self.mem[o.name].lower()
+            mem = self.mem[k].lower()
             at.setdefault(depth, []).append(f"{mem[0]}data = s.{mem}.load("
                                             f"{self.index(o.name, zero)})")
         if self.act == "rescale_clamp":
@@ -670,7 +715,7 @@ class _Gen:
             return f"s.alu.accumulate({x})"
         if self.op == "smul":
             return f"s.alu.scalar_product_accumulate({data['w']}, {x})"
-        y = x if self.self_op else data["y"]
+        y = data.get("x2", x) if self.self_op else data["y"]
         return f"s.alu.{ALU_METHOD[self.op]}({x}, {y})"
 
     def act_block(self, ind: int, act_line: list[str]) -> None:
@@ -686,9 +731,9 @@ class _Gen:
         if not self.store:
             # Append into a subtensor selected by the leading output dims, or the whole.
             lead = []
-            for a in self.axes:
+            for a in self.axes:  # leading dims only: never the vector index
                 if a["kind"] != "par" or a["odim"] != len(lead) or \
-                        a["odim"] >= len(self.out_shape) - 1:
+                        a["xdim"] >= len(self.fused) - 1:
                     break
                 lead.append(a)
             k = int(self.rng.integers(0, len(lead) + 1)) if self.p(0.5) else 0
@@ -889,8 +934,7 @@ def logical(case: Case, name: str, arrays: dict) -> np.ndarray | None:
     if o is None:
         return None
     a = arrays[name]
-    if o.slice0:
-        a = a[slice(*o.slice0)]
+    a = a[o.key()]
     return np.broadcast_to(a, case.logic.full)
 
 

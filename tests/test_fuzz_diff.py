@@ -112,3 +112,30 @@ def test_float_bias_scale_for_integer_partials_is_refused(pair):
         nk.build(K.mul_vectorized, target="torq", input1=nk.spec((20,), "int8"),
                  input2=nk.spec((20,), "int8"), bias_scale=nk.spec((2,), pair),
                  output=nk.spec((20,), "int8"), shift=1, out_min=-128, out_max=127)
+
+
+@nk.kernel
+def column_sums(s, a, b, out, *, op):
+    """``out[c] = sum over rows r of op(a[r, c], b[r, c])``, accumulated by the ALU."""
+    a, b = a.vectorize(8), b.vectorize(8)
+    for c in s.iterate(a.dim(1)):
+        for r in s.iterate(a.dim(0)):
+            idata = s.iram.load(a[r][c])
+            wdata = s.wram.load(b[r][c])
+            pdata = getattr(s.alu, f"elementwise_{op}")(idata, wdata)
+        res = s.act.clamp(pdata, -np.inf, np.inf)
+        s.append(out, res)
+
+
+@pytest.mark.parametrize("op, b1", [("sub", 1e8), ("add", -1e8)])
+def test_float_accumulation_adds_the_whole_alu_result(op, b1):
+    """Partials += (a - b): C summed ``acc + a - b``, i.e. ``(acc + a) - b``, which rounds
+    differently: 1 + (1e8 - 1e8) is 1, (1 + 1e8) - 1e8 is 0 in float32."""
+    a = np.array([[1.0] * 5, [1e8] * 5], np.float32)
+    b = np.array([[0.0] * 5, [b1] * 5], np.float32)
+    prog = nk.build(column_sums, target="torq", a=nk.spec(a.shape, "float32"),
+                    b=nk.spec(b.shape, "float32"), out=nk.spec((5,), "float32"), op=op)
+    for backend in ("sim", "c"):
+        out = np.zeros(5, np.float32)
+        prog.run(backend, a=a, b=b, out=out)
+        assert (out == 1.0).all(), (backend, out)
