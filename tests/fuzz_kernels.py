@@ -139,6 +139,7 @@ class Case:
     widths: tuple[int, int] | None  # ALU and Act widths of every dtype pair, else torq's
     logic: Logic | None
     hostile: str | None = None      # the rule it breaks, when building it is a bug
+    init: Operand | None = None     # the output's contents before the run, when it is read
 
     @property
     def target(self):
@@ -175,7 +176,7 @@ class Case:
         rng = np.random.default_rng([self.seed, data_seed])
         profile = rng.choice(["mixed", "small", "extreme"], p=[0.5, 0.3, 0.2])
         out = {}
-        for o in self.operands[:-1]:
+        for o in self.operands[:-1] + ((self.init,) if self.init else ()):
             buf = values(rng, o.dtype, o.footprint(), profile)
             if o.name == "bs":
                 buf = bias_scale(rng, o.dtype, buf)
@@ -345,14 +346,20 @@ class _Gen:
         # x: the primary vector operand, broadcast in the map family, full in a reduction.
         x_shape = self.broadcastable(full) if self.family == "map" else full
         self.x = self.operand("x", x_dt, x_shape, vector_inner, may_slice=True)
-        self.y = self.w = None
+        self.y = self.w = self.out_op = None
+        self.out_dt = self.out_dtype()
+        # The second operand of a map may be the output itself: y = out (read, then written).
+        self.inout = self.family == "map" and self.op in ALU_METHOD and not self.self_op \
+            and self.p(0.12)
         if self.op == "smul":
             w_shape = tuple(n if self.p(0.6) else 1 for n in full[:-1]) + (1,)
             self.w = self.operand("w", w_dt, w_shape, False)
+        elif self.inout:
+            self.out_dt = w_dt
+            self.out_op = self.out_operand(pad=False, dense=vector_inner)
+            self.y = dataclasses.replace(self.out_op, name="y")
         elif self.op != "pass" and not self.self_op:
             self.y = self.operand("y", w_dt, self.broadcastable(full), vector_inner)
-        # Output: a strided view; padded at the end when vectors are stored whole.
-        self.out_dt = self.out_dtype()
 
     def broadcastable(self, full) -> tuple[int, ...]:
         shape = tuple(1 if self.p(0.25) else n for n in full)
@@ -474,8 +481,9 @@ class _Gen:
         # Output: store (whole vectors, padded) or append.
         self.store = self.p(0.35) or (self.fold and (self.known("append-after-acc")
                                                      or self.p(0.5)))
-        if self.store and not self.scalar_mode and self.fuse >= 2 and fused[-1] % self.n:
-            self.store = False
+        if self.store and not self.scalar_mode and (self.fuse >= 2 or self.inout) and \
+                fused[-1] % self.n:
+            self.store = False  # the output would need padding
         par = [a for a in axes if a["kind"] == "par"]
         red = [a for a in axes if a["kind"] == "red"]
         if self.store and len(par) > 1 and self.p(0.4):
@@ -547,13 +555,15 @@ class _Gen:
     def emit(self) -> Case:
         self.attrs: dict = {}
         act_line = self.act_line()  # sets attrs and the Act's params
-        operands = [o for o in (self.x, self.y, self.w) if o is not None]
+        operands = [o for o in (self.x, None if self.inout else self.y, self.w) if o is not None]
         if self.act == "rescale_clamp":
             bs_dt = "float32" if self.float_p else "int32"
             bs_dt = self.pick([bs_dt, "int16", "float16", "bfloat16", "int64", "float32"],
                               [8, 0.3, 0.3, 0.2, 0.2, 0.1]) if self.p(0.1) else bs_dt
             operands.append(Operand("bs", bs_dt, (2,), (1,)))
-        out = self.out_operand()
+        out = self.out_op or self.out_operand(
+            pad=self.store and not self.scalar_mode and self.fuse < 2 and not self.fold,
+            dense=self.store and not self.scalar_mode)
         operands.append(out)
         name = f"fuzz_{self.seed}"
         params = ", ".join(o.name for o in operands)
@@ -570,7 +580,7 @@ class _Gen:
         banks = (TARGET.lut.banks, TARGET.lut.bank_bits) if self.p(0.6) else \
             (int(self.pick([1, 2, 4])), int(self.pick([64, 128, 256])))
         return Case(self.seed, name, source, tuple(operands), self.attrs, self.rounding, banks,
-                    self.widths, logic, self.hostile)
+                    self.widths, logic, self.hostile, self.y if self.inout else None)
 
     def line(self, ind: int, text: str) -> None:
         self.lines.append("    " * ind + text)
@@ -578,6 +588,8 @@ class _Gen:
     def prologue(self) -> None:
         full = self.full
         x = self.x
+        if self.inout:
+            self.line(1, "y = out  # read, then written")
         if x.cut:
             d, a, b, c = x.cut
             self.line(1, f"x = x[{':, ' * d}{a}:{b}{'' if c == 1 else f':{c}'}]")
@@ -609,14 +621,16 @@ class _Gen:
     def known(name: str) -> bool:
         return name in KNOWN
 
-    def out_operand(self) -> Operand:
+    def out_operand(self, pad: bool, dense: bool) -> Operand:
+        """The output: a strided view, padded at the end when vectors are stored whole (the
+        last vector's junk lanes land there), with a dense last dim when asked."""
         shape = list(self.out_shape)
-        if self.store and not self.scalar_mode and self.fuse < 2 and not self.fold:
-            shape[-1] = self.nv * self.n  # padded: the last vector's junk lanes land there
-        if not self.known("output-size") and self.p(0.03):
+        if pad:
+            shape[-1] = self.nv * self.n
+        if not self.known("output-size") and not self.inout and self.p(0.03):
             shape[-1] += self.pick([-1, 1, 2]) if shape[-1] > 1 else 1
             self.hostile = "an output spec that the kernel does not write exactly"
-        step = 1 if (self.store and not self.scalar_mode) or not self.p(0.2) else 2
+        step = 1 if dense or not self.p(0.2) else 2
         strides, acc = [0] * len(shape), 1
         for d in reversed(range(len(shape))):
             strides[d] = step if d == len(shape) - 1 else acc + (int(self.rng.integers(0, 3))
@@ -952,7 +966,7 @@ def wrap32(x: np.ndarray) -> np.ndarray:
 
 def logical(case: Case, name: str, arrays: dict) -> np.ndarray | None:
     """Input ``name`` as the kernel sees it, broadcast to the iteration shape."""
-    o = next((o for o in case.operands if o.name == name), None)
+    o = next((o for o in case.operands + (case.init,) if o and o.name == name), None)
     if o is None:
         return None
     a = arrays[name]
@@ -1202,10 +1216,13 @@ def run(case: Case, prog, data_seed: int) -> Outcome:
     from npukit.run import check_arrays
 
     inputs = case.arrays(data_seed)
+    init = inputs.pop("y") if case.init else None
     before = {k: v.copy() for k, v in inputs.items()}
     got = {}
     for backend in CANARY:
         big, view = canary_output(case.out, backend)
+        if init is not None:
+            view[...] = init
         arrays = dict(inputs, out=view)
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -1246,6 +1263,8 @@ def run(case: Case, prog, data_seed: int) -> Outcome:
             return Outcome(case.seed, data_seed, "disagree", "",
                            f"{backend} != sim at {tuple(map(int, k))} ({n_bad} of {eq.size}): "
                            f"sim {sim[k]!r}, {backend} {other[k]!r}")
+    if init is not None:
+        inputs["y"] = init
     want = None if case.logic is None else oracle(case, inputs)
     if want is not None:
         exp, mask = want

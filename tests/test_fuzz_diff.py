@@ -19,7 +19,7 @@ from kernel_helpers import rescale_ref
 import npukit as nk
 from npukit import kernels as K
 
-PROGRAMS = 100
+PROGRAMS = 160
 DATA_SETS = 3
 
 
