@@ -2,22 +2,24 @@
 
 ``generate(seed)`` makes one ``Case``: the Python source of a random but (mostly) valid
 kernel in the Torq EasyKernel guide's style, its parameter specs and attributes, a target
-(the torq target with a random rounding mode) and a logical description of what it
-computes, from which ``oracle`` reads the expected result with numpy. A seed reproduces a
-case; ``data_seed`` reproduces a data set for it. ``check(case, data_seeds)`` builds the
-case, runs every data set on the simulator, the fused C and the literal C (``fuse=False``)
-with outputs poisoned by a different canary each, and returns one ``Outcome`` per data set.
+(torq with a random rounding mode, sometimes other unit widths or LUT bank layouts) and a
+logical description of what it computes, from which ``oracle`` reads the expected result
+with numpy. A seed reproduces a case; ``data_seed`` reproduces a data set for it.
+``check(case, data_seeds)`` builds the case, runs every data set on the simulator, the
+fused C and the literal C (``fuse=False``) with outputs poisoned by a different canary
+each, and returns one ``Outcome`` per data set.
 
-What varies: the computation (elementwise map or a reduction over inner loops), 0..3 loop
-levels grouped into single and multi-iterators, loops over size-1 dims or indices 0,
-vectorization by the ALU or Act width, a smaller power of two or any smaller size (or
-none: one element per iteration), fusion of dense dims, broadcast of size-1 dims,
-strided, offset and sliced input views, loads into IRAM/WRAM/BRAM at every loop depth
-their indices allow, every ALU instruction, every Act instruction (tables of every value
-dtype from ``npukit.lut``, direct and linear, raw or from a ``design``), store or append,
-sub-vector loops over ``PData.Vectors``, the dtype pairs the target has widths for, output
-dtypes from int8 to uint64 and float16 to float64, attributes up to the dtype extremes,
-and data with integer extremes, NaN, infinities, signed zeros and subnormals.
+What varies: the computation (an elementwise map, possibly reading the output it writes,
+or a reduction over inner loops, possibly along the vectors too), loop nests grouped into
+single and multi-iterators, loops over size-1 dims or indices 0, vectorization by the ALU
+or Act width, a smaller power of two or any smaller size (or none: one element per
+iteration), block loads of several vectors, fusion of dense dims, broadcast of size-1
+dims, strided, offset and sliced input views, loads into IRAM/WRAM/BRAM at every loop
+depth their indices allow, every ALU instruction, every Act instruction (tables of every
+value dtype from ``npukit.lut``, direct and linear, raw or from a ``design``), store or
+append, sub-vector loops over ``PData.Vectors``, the dtype pairs the target has widths
+for, output dtypes from int8 to uint64 and float16 to float64, attributes up to the dtype
+extremes, and data with integer extremes, NaN, infinities, signed zeros and subnormals.
 
 Some programs break a rule on purpose (a vector wider than the ALU, a table that breaks a
 LUT rule, a float result into an integer tensor, ...): ``nk.build`` must refuse them with
@@ -129,6 +131,8 @@ class Logic:
 
 @dataclass(frozen=True)
 class Case:
+    """One generated program: its source, parameters, target and what it computes."""
+
     seed: int
     name: str
     source: str
@@ -137,7 +141,7 @@ class Case:
     rounding: str
     lut_banks: tuple[int, int]      # the target's lut.banks and lut.bank_bits
     widths: tuple[int, int] | None  # ALU and Act widths of every dtype pair, else torq's
-    logic: Logic | None
+    logic: Logic
     hostile: str | None = None      # the rule it breaks, when building it is a bug
     init: Operand | None = None     # the output's contents before the run, when it is read
 
@@ -492,7 +496,6 @@ class _Gen:
         if len(red) > 1 and self.p(0.4):
             red = [red[int(k)] for k in rng.permutation(len(red))]
         self.axes = par + red
-        self.n_par = len(par)
         # Sub-vector loop over PData.Vectors: needed when the vector exceeds the Act width.
         self.act_n = min(self.act_w, self.alu_size)
         self.sub = self.alu_size > self.act_w or (not self.scalar_mode and self.p(0.15))
@@ -541,7 +544,7 @@ class _Gen:
         self.mem = {}
 
         def nbytes(load) -> int:
-            return (1 if load[1].name == "w" else self.n) * _dt(load[1].dtype).itemsize
+            return (1 if load[1].name == "w" else self.alu_size) * _dt(load[1].dtype).itemsize
         for load in sorted(self.load_list, key=nbytes, reverse=True):  # the largest first
             k = load[0]
             free = [m for m in mems if m not in self.mem.values()]
@@ -1265,7 +1268,7 @@ def run(case: Case, prog, data_seed: int) -> Outcome:
                            f"sim {sim[k]!r}, {backend} {other[k]!r}")
     if init is not None:
         inputs["y"] = init
-    want = None if case.logic is None else oracle(case, inputs)
+    want = oracle(case, inputs)
     if want is not None:
         exp, mask = want
         region = sim[tuple(slice(0, n) for n in exp.shape)]
