@@ -360,7 +360,7 @@ class _Gen:
             self.w = self.operand("w", w_dt, w_shape, False)
         elif self.inout:
             self.out_dt = w_dt
-            self.out_op = self.out_operand(pad=False, dense=vector_inner)
+            self.out_op = self.out_operand(pad=False, dense=vector_inner, fused=0)
             self.y = dataclasses.replace(self.out_op, name="y")
         elif self.op != "pass" and not self.self_op:
             self.y = self.operand("y", w_dt, self.broadcastable(full), vector_inner)
@@ -438,6 +438,8 @@ class _Gen:
             dense = min(lay.dense_dims() for lay in lays)
             if dense > 1 and self.p(0.6):
                 self.fuse = int(rng.integers(2, dense + 1))
+        # The output fuses too when whole vectors are stored, else when it likes.
+        self.fuse_out = self.fuse >= 2 and self.p(0.5)
         fused = self.full if self.fuse < 2 else \
             self.full[:-self.fuse] + (math.prod(self.full[-self.fuse:]),)
         self.fused = fused
@@ -499,8 +501,9 @@ class _Gen:
         # Sub-vector loop over PData.Vectors: needed when the vector exceeds the Act width.
         self.act_n = min(self.act_w, self.alu_size)
         self.sub = self.alu_size > self.act_w or (not self.scalar_mode and self.p(0.15))
-        if self.store and self.sub and (self.n % self.act_n or self.alu_size > self.n):
-            self.store = False
+        if self.store and self.sub and (self.n % self.act_n or any(a.get("block")
+                                                                  for a in axes)):
+            self.store = False  # sub-vectors are stored by the vector index: keep it
         # Group looped axes into iterate() calls (never across the par/red boundary).
         self.groups: list[list[dict]] = []
         for kind in ("par", "red"):
@@ -566,7 +569,8 @@ class _Gen:
             operands.append(Operand("bs", bs_dt, (2,), (1,)))
         out = self.out_op or self.out_operand(
             pad=self.store and not self.scalar_mode and self.fuse < 2 and not self.fold,
-            dense=self.store and not self.scalar_mode)
+            dense=self.store and not self.scalar_mode,
+            fused=self.fuse if self.store or self.fuse_out else 0)
         operands.append(out)
         name = f"fuzz_{self.seed}"
         params = ", ".join(o.name for o in operands)
@@ -615,7 +619,7 @@ class _Gen:
             if o is not None:
                 fuse = f".fuse({self.fuse})" if self.fuse else ""
                 self.line(1, f"{o.name} = {o.name}{fuse}.vectorize({n})")
-        if self.fuse and (self.store or self.p(0.5)):
+        if self.fuse and (self.store or self.fuse_out):
             self.line(1, f"out = out.fuse({self.fuse})")
         if self.store and (self.sub or not self.fold):
             self.line(1, f"out = out.vectorize({self.act_n if self.sub else n})")
@@ -624,20 +628,21 @@ class _Gen:
     def known(name: str) -> bool:
         return name in KNOWN
 
-    def out_operand(self, pad: bool, dense: bool) -> Operand:
+    def out_operand(self, pad: bool, dense: bool, fused: int) -> Operand:
         """The output: a strided view, padded at the end when vectors are stored whole (the
-        last vector's junk lanes land there), with a dense last dim when asked."""
+        last vector's junk lanes land there), with a dense last dim when asked and its
+        ``fused`` innermost dims dense."""
         shape = list(self.out_shape)
         if pad:
             shape[-1] = self.nv * self.n
         if not self.known("output-size") and not self.inout and self.p(0.03):
             shape[-1] += self.pick([-1, 1, 2]) if shape[-1] > 1 else 1
             self.hostile = "an output spec that the kernel does not write exactly"
-        step = 1 if dense or not self.p(0.2) else 2
+        step = 1 if dense or fused or not self.p(0.2) else 2
         strides, acc = [0] * len(shape), 1
         for d in reversed(range(len(shape))):
-            strides[d] = step if d == len(shape) - 1 else acc + (int(self.rng.integers(0, 3))
-                                                                 if self.p(0.4) else 0)
+            gap = 0 if d >= len(shape) - fused else self.gap()  # fused dims stay dense
+            strides[d] = step if d == len(shape) - 1 else acc + gap
             acc = strides[d] * shape[d]
         offset = int(self.rng.integers(0, 4))
         return Operand("out", self.out_dt, tuple(shape), tuple(strides), offset)
