@@ -490,6 +490,13 @@ class _Gen:
         if self.store and not self.scalar_mode and (self.fuse >= 2 or self.inout) and \
                 fused[-1] % self.n:
             self.store = False  # the output would need padding
+        # Sub-vector loop over PData.Vectors: needed when the vector exceeds the Act width.
+        self.act_n = min(self.act_w, self.alu_size)
+        self.sub = self.alu_size > self.act_w or (not self.scalar_mode and self.p(0.15))
+        if self.store and self.sub and (self.n % self.act_n or any(a.get("block")
+                                                                  for a in axes)):
+            self.store = False  # sub-vectors are stored by the vector index: keep it
+        # Loop order: appends write in row-major order, stores anywhere.
         par = [a for a in axes if a["kind"] == "par"]
         red = [a for a in axes if a["kind"] == "red"]
         if self.store and len(par) > 1 and self.p(0.4):
@@ -498,12 +505,6 @@ class _Gen:
         if len(red) > 1 and self.p(0.4):
             red = [red[int(k)] for k in rng.permutation(len(red))]
         self.axes = par + red
-        # Sub-vector loop over PData.Vectors: needed when the vector exceeds the Act width.
-        self.act_n = min(self.act_w, self.alu_size)
-        self.sub = self.alu_size > self.act_w or (not self.scalar_mode and self.p(0.15))
-        if self.store and self.sub and (self.n % self.act_n or any(a.get("block")
-                                                                  for a in axes)):
-            self.store = False  # sub-vectors are stored by the vector index: keep it
         # Group looped axes into iterate() calls (never across the par/red boundary).
         self.groups: list[list[dict]] = []
         for kind in ("par", "red"):
