@@ -17,7 +17,9 @@ from fuzz_kernels import FAILURES, check, generate
 from kernel_helpers import rescale_ref
 
 import npukit as nk
+from npukit import arith
 from npukit import kernels as K
+from npukit.sim.functional import Machine
 
 PROGRAMS = 160
 DATA_SETS = 3
@@ -52,8 +54,36 @@ def test_the_fuzzer_covers_the_kernel_language(outcomes):
         assert word in sources, word
     cases = [generate(s) for s in built]
     assert any(c.logic.acc for c in cases) and any(not c.logic.acc for c in cases)
+    assert any(c.logic.fold for c in cases) and any(c.init for c in cases)  # lane sums, inout
     dtypes = {o.dtype for c in cases for o in c.operands}
     assert {"int8", "int16", "float32", "bfloat16", "float16", "uint8"} <= dtypes
+
+
+def agreeing(outcomes, word: str) -> int:
+    """A program of the suite whose source says ``word``, on integer data, that agreed."""
+    for seed, outs in outcomes.items():
+        case = generate(seed)
+        if outs[0].status == "agree" and word in case.source and \
+                case.operands[0].dtype.startswith(("int", "uint")):
+            return seed
+    raise AssertionError(f"no program of the suite uses {word}")
+
+
+def test_the_harness_sees_a_wrong_simulator(outcomes, monkeypatch):
+    """The fuzzer's own check: a simulator whose clamp is off by one disagrees with C."""
+    seed = agreeing(outcomes, "act.clamp")
+    clamp = arith.clamp
+    monkeypatch.setattr(arith, "clamp", lambda p, lo, hi: clamp(p, lo, hi) + 1)
+    got = check(generate(seed), [0])
+    assert got[0].status == "disagree" and "!= sim" in got[0].detail, got
+
+
+def test_the_harness_sees_an_unwritten_output(outcomes, monkeypatch):
+    """A simulator that appends nothing leaves its poison in the output: C differs."""
+    seed = agreeing(outcomes, "s.append")
+    monkeypatch.setattr(Machine, "append", lambda self, st: None)
+    got = check(generate(seed), [0])
+    assert got[0].status == "disagree", got
 
 
 # -- regressions found by the fuzzer -------------------------------------------------------
