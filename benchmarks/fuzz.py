@@ -1,5 +1,7 @@
-"""The differential fuzzer at full size: random EasyKernel programs on the simulator, the
-fused C and the literal C, bit for bit, and against numpy (see tests/fuzz_kernels.py).
+"""The differential fuzzer at full size, with reproducer seeds for what it finds.
+
+Random EasyKernel programs run on the simulator, the fused C and the literal C, compared
+bit for bit and against numpy (see tests/fuzz_kernels.py).
 
 Run:    python benchmarks/fuzz.py --cases 3000 --seed 100000 --time-budget 900
 Replay: python benchmarks/fuzz.py --replay 100123          (prints the kernel and outcomes)
