@@ -1,4 +1,4 @@
-"""The differential fuzzer at full size, with reproducer seeds for what it finds.
+"""The differential fuzzer at full size: what it finds comes with the case that shows it.
 
 Random EasyKernel programs run on the simulator, the fused C and the literal C, compared
 bit for bit and against numpy (see tests/fuzz_kernels.py).
@@ -8,9 +8,10 @@ Replay: python benchmarks/fuzz.py --replay 100123          (prints the kernel an
 Memory errors in the generated C: add --sanitize (AddressSanitizer and UBSan builds).
 A known bug's fix: add --unsteer NAME (a key of fuzz_kernels.KNOWN) or --unsteer all.
 
-Each case is one program (seed S, S+1, ...) run on --data data sets. The table counts
-programs generated, built and refused at build (by error class), data sets run, agreed
-and failed (with the seeds that reproduce them); it exits 1 when anything failed.
+Case number k is the program that the random seed k generates (k = S, S+1, ... for
+--seed S); each runs on --data data sets. The table counts programs generated, built and
+refused at build (by error class), data sets run, agreed and failed (with the cases that
+show it); it exits 1 when anything failed.
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ from fuzz_kernels import FAILURES, KNOWN, check, generate  # noqa: E402
 def parse(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=2000, help="programs to generate")
-    ap.add_argument("--seed", type=int, default=100_000, help="seed of the first program")
+    ap.add_argument("--seed", dest="first", type=int, default=100_000,
+                    help="the first case number")
     ap.add_argument("--data", type=int, default=3, help="data sets per program")
     ap.add_argument("--time-budget", type=float, default=None, metavar="SEC",
                     help="stop generating after SEC seconds")
-    ap.add_argument("--replay", type=int, default=None, metavar="SEED",
+    ap.add_argument("--replay", type=int, default=None, metavar="CASE",
                     help="print one case's kernel and outcomes")
     ap.add_argument("--sanitize", action="store_true",
                     help="compile the C with AddressSanitizer and UBSan")
@@ -44,8 +46,8 @@ def parse(argv=None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def replay(seed: int, data: int) -> int:
-    case = generate(seed)
+def replay(number: int, data: int) -> int:
+    case = generate(number)
     print(case.describe())
     if case.hostile:
         print(f"# built on purpose against a rule: {case.hostile}")
@@ -61,7 +63,7 @@ def fuzz(args) -> int:
     refused: collections.Counter = collections.Counter()
     failures: dict[str, list] = collections.defaultdict(list)
     slowest = (0.0, None)
-    for seed in range(args.seed, args.seed + args.cases):
+    for number in range(args.first, args.first + args.cases):
         if args.time_budget is not None and time.perf_counter() - t0 > args.time_budget:
             break
         programs += 1
@@ -70,11 +72,11 @@ def fuzz(args) -> int:
                   f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         t1 = time.perf_counter()
         try:
-            outs = check(generate(seed), range(args.data))
+            outs = check(generate(number), range(args.data))
         except Exception as exc:  # noqa: BLE001 - a bug of the fuzzer itself: report it
-            failures["generator"].append(f"case {seed}: {type(exc).__name__}: {exc}")
+            failures["generator"].append(f"case {number}: {type(exc).__name__}: {exc}")
             continue
-        slowest = max(slowest, (time.perf_counter() - t1, seed))
+        slowest = max(slowest, (time.perf_counter() - t1, number))
         first = outs[0]
         if first.status == "refused":
             refused[first.error] += 1
@@ -95,22 +97,23 @@ def fuzz(args) -> int:
 
 
 def report(args, programs, built, refused, runs, agreed, failures, elapsed, slowest) -> None:
-    rows = [("programs generated", programs, f"seeds {args.seed}..{args.seed + programs - 1}"),
+    first = args.first
+    rows = [("programs generated", programs, f"cases {first}..{first + programs - 1}"),
             ("built", built, ""),
             ("refused at build", sum(refused.values()),
              ", ".join(f"{k} {v}" for k, v in refused.most_common()))]
     rows += [("data sets run", runs, f"{args.data} per program"), ("agreed", agreed, "")]
     for status in FAILURES + ("generator",):
         items = failures.get(status, [])
-        seeds = sorted({int(x.split()[1].rstrip(":")) for x in items})
-        rows.append((status, len(items), " ".join(map(str, seeds[:30]))
-                     + (" ..." if len(seeds) > 30 else "")))
+        cases = sorted({int(x.split()[1].rstrip(":")) for x in items})
+        rows.append((status, len(items), " ".join(map(str, cases[:30]))
+                     + (" ..." if len(cases) > 30 else "")))
     width = max(len(r[0]) for r in rows)
     print(f"\nnpukit differential fuzzer: {programs} programs in {elapsed:.0f} s "
           f"({'sanitized C' if args.sanitize else 'C'} vs simulator vs numpy)")
     for name, n, note in rows:
         print(f"  {name:<{width}}  {n:>7}  {note}")
-    print(f"  slowest program: {slowest[0]:.1f} s (seed {slowest[1]})")
+    print(f"  slowest program: {slowest[0]:.1f} s (case {slowest[1]})")
     print(f"  steered around (KNOWN): {', '.join(KNOWN) or 'nothing'}")
     for status, items in failures.items():
         print(f"\n{status}:")
