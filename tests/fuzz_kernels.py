@@ -60,9 +60,9 @@ KNOWN = {
                    "passes no float where an int is due",
     "output-size": "an output spec larger or smaller than what the kernel writes builds: "
                    "outputs are sized exactly",
-    # Found by this fuzzer, not fixed here (see the report of the fuzzing branch):
-    # (an output check refuses some of these programs, but an output of the size the wrong
-    # program writes is accepted and silently gets the wrong values).
+    # Found by this fuzzer, not fixed here (see the report of the fuzzing branch). An output
+    # check may refuse some of these programs, but an output of the size the wrong program
+    # writes is accepted and silently gets the wrong values.
     "subvector-junk": "an ALU result wider than the Act but not a multiple of its width: the "
                       "last pdata[av] counts its junk lanes as valid, append writes them "
                       "(easy.py Data.__getitem__): such vectors are not generated",
