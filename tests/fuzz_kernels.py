@@ -500,6 +500,8 @@ class _Gen:
         if self.store and self.sub and (self.n % self.act_n or any(a.get("block")
                                                                   for a in axes)):
             self.store = False  # sub-vectors are stored by the vector index: keep it
+        if self.fold and not self.store:  # an append keeps the lanes no junk reached
+            self.out_shape = self.out_shape[:-1] + (last - (self.nv - 1) * self.n,)
         # Loop order: appends write in row-major order, stores anywhere.
         par = [a for a in axes if a["kind"] == "par"]
         red = [a for a in axes if a["kind"] == "red"]
@@ -1006,14 +1008,15 @@ def _reduce(L: Logic, p: np.ndarray) -> np.ndarray:
     """Combine the partials over the reduced dims in loop order, from the identity."""
     how = COMBINE[L.op]
     floating = p.dtype == np.float32
+    shape = tuple(n for d, n in enumerate(p.shape) if d not in L.red_dims)
     if not L.acc:
-        return p.reshape(L.out_shape)
+        return p.reshape(shape)
     if how == "add":
-        acc = np.zeros(L.out_shape, p.dtype)
+        acc = np.zeros(shape, p.dtype)
     elif floating:
-        acc = np.full(L.out_shape, -np.inf if how == "max" else np.inf, np.float32)
+        acc = np.full(shape, -np.inf if how == "max" else np.inf, np.float32)
     else:
-        acc = np.full(L.out_shape, -2**31 if how == "max" else 2**31 - 1, np.int32)
+        acc = np.full(shape, -2**31 if how == "max" else 2**31 - 1, np.int32)
     first = L.red_dims[0]
     sizes = [p.shape[d] for d in L.red_order]
     for idx in itertools.product(*(range(n) for n in sizes)):
@@ -1121,16 +1124,15 @@ def oracle(case: Case, arrays: dict) -> tuple[np.ndarray, np.ndarray] | None:
         p = _alu("pass", x, None, floating)
     else:
         p = _alu(L.op, x, x if L.self_op else y, floating)
-    mask = np.ones(L.out_shape, bool)
-    if L.fold:  # vectors of ``fold`` lanes along the last dim; the last one's junk is masked
+    if L.fold:  # vectors of ``fold`` lanes along the last dim
         m = p.shape[-1]
         nv = -(-m // L.fold)
         p = np.concatenate([p, np.zeros(p.shape[:-1] + (nv * L.fold - m,), p.dtype)], axis=-1)
         p = p.reshape(p.shape[:-1] + (nv, L.fold))
-        mask[..., m - (nv - 1) * L.fold:] = False
-        if "s.append" in case.source:
-            mask[...] = False  # the lanes an append keeps are those of the last vector
     p = _reduce(L, p)
+    mask = np.ones(p.shape, bool)
+    if L.fold:  # lanes the last vector's junk reached hold no mathematics
+        mask[..., m - (nv - 1) * L.fold:] = False
     a = L.act_args
     if L.act == "rescale_clamp":
         q, ok = _rescale(case, p, arrays["bs"])
@@ -1154,9 +1156,10 @@ def oracle(case: Case, arrays: dict) -> tuple[np.ndarray, np.ndarray] | None:
     if out_dt.kind in "iu":
         info = np.iinfo(out_dt)
         q = np.clip(q.astype(np.int64) if q.dtype.kind == "i" else q, info.min, info.max)
+    cut = tuple(slice(0, n) for n in L.out_shape)  # an append keeps junk-free lanes only
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return q.astype(out_dt), mask
+        return q.astype(out_dt)[cut], mask[cut]
 
 
 # -- the differential run -----------------------------------------------------------------
