@@ -149,4 +149,3 @@ def test_sixteen_bit_products_and_wide_partials():
     out = np.zeros(32, np.int16)
     prog.run(input1=x, input2=x, bias_scale=np.array([7, 3], np.int32), output=out)
     assert (out == rescale_ref(x, x, 7, 3, 15, -128, 127)).all()
-
