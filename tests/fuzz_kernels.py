@@ -48,21 +48,9 @@ from npukit.dtypes import dtype as _dt
 from npukit.dtypes import is_float
 from npukit.machine import ROUNDING_MODES, Arith
 
-# Open bugs of issue 9 that other work fixes; each entry stops the generator from making
-# the programs that hit it. Remove an entry after its fix is merged.
-KNOWN = {
-    # Found by this fuzzer, not fixed here (see the report of the fuzzing branch). An output
-    # check may refuse some of these programs, but an output of the size the wrong program
-    # writes is accepted and silently gets the wrong values.
-    "subvector-junk": "an ALU result wider than the Act but not a multiple of its width: the "
-                      "last pdata[av] counts its junk lanes as valid, append writes them "
-                      "(easy.py Data.__getitem__): such vectors are not generated",
-    "tuple-slice": "x[:, a:b] slices dim 0 again (LData.__getitem__ applies each key of a "
-                   "tuple to dim 0, and a slice keeps its dim): only dim 0 is sliced",
-    "load-partial-vector": "s.iram.load(x[m]) of a whole vectorized view whose last vector "
-                           "is partial (m from s.iterate([])) is refused with "
-                           "OutOfBoundsError: the load reads the junk lanes from the tensor",
-}
+# Open bugs the generator steers around, name -> what it avoids: an entry stops it from
+# making the programs that hit the bug, until the fix lands and the entry goes. None open.
+KNOWN: dict[str, str] = {}
 
 TARGET = nk.target("torq")
 ALU, ACT = TARGET.units["alu"], TARGET.units["act"]
