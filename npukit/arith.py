@@ -96,8 +96,8 @@ def rescale_clamp(p: np.ndarray, bias, scale, shift: int, zero_point, lo, hi, mo
 def clamp(p: np.ndarray, lo, hi) -> np.ndarray:
     """Act ``clamp``: ``x = lo if x < lo``, then ``x = hi if x > hi``. On float32 a NaN
     compares false: a NaN partial stays NaN, a NaN bound clamps nothing (``np.clip`` would
-    make every result NaN), and a value equal to a bound is kept (-0.0 at a bound 0.0). The bounds of integer
-    partials are those of ``act_bounds``."""
+    make every result NaN), and a value equal to a bound is kept (-0.0 at a bound 0.0). The
+    bounds of integer partials are those of ``act_bounds``."""
     if p.dtype == np.float32:
         f = np.float32
         x = np.where(p < f(lo), f(lo), p)
