@@ -16,12 +16,33 @@ constants are names of this module.
 """
 
 from .api import *
-from .api import OBJ, Constraint, KerArgSel, Loc, Obj
+from .api import OBJ, Constraint, KerArgSel, KerIter, Loc, Obj
+from .api2 import (
+    ALWAYS_INLINE,
+    KER_OPT_BUFFER_PROMOTE,
+    KER_OPT_NONE,
+    KER_OPT_PARTIAL_BUFFER_PROMOTE,
+    NEVER_INLINE,
+    SINGLE_INLINE,
+    IterFixedSpace,
+    IterParSpace,
+    IterTiledSpace,
+    KerArgAliased,
+    KerArgSpace,
+    KernelIterSpace,
+)
 from .model import Model
 from .solver import ArgPlacement, Tiling
 
 __all__ = ["Model", "Tiling", "ArgPlacement"] + [n for n in dir() if n.isupper() or n in (
     "CArgs", "TCArg", "Calls", "Call", "Bindings", "K_Arg", "C_Arg", "C_ArgIndex", "Imm",
-    "KerArgs", "KerArg", "KernelDimensions", "KernelIterationOrder", "UserKernelCall")]
+    "KerArgs", "KerArg", "KernelDimensions", "KernelIterationOrder", "UserKernelCall",
+    # the older generation's variants and symbols
+    "KerArg2D", "KerArg2DP", "KerArgP", "KerArgPad", "KernelDimensionsAndUserSymbols",
+    "KerDynamicSymbols", "S_Dyn", "UserSymb", "KerDim", "K_ArgPar",
+    # the newer generation
+    "KernelIterSpace", "IterTiledSpace", "IterFixedSpace", "IterParSpace", "KerArgSpace",
+    "KerArgAliased")]
 __all__ += [n for n in list(OBJ) + [f.name for f in Obj] + [f.name for f in Constraint]
-            + [f.name for f in KerArgSel] + [f.name for f in Loc]]
+            + [f.name for f in KerArgSel] + [f.name for f in Loc] + [f.name for f in KerIter]]
+__all__ = sorted(set(__all__))
