@@ -150,9 +150,17 @@ class Machine:
         if live is not None and live.all():
             live = None
         if buf.role == "internal":
-            if live is not None:
-                values = np.where(live, values, poison(buf.dtype, ()))
             st = self.state[buf.name]
+            if live is not None:
+                # Junk past the valid lanes is poison; a copy with no valid lane moves
+                # nothing (as in C): where a row of the batch has none, memory is kept.
+                keep = ~live.any(axis=1)
+                junk = poison(buf.dtype, ())
+                if keep.any():
+                    old = st[:, view.offset.const + offs] if not view.offset.vars else \
+                        np.take_along_axis(st, self._base(view)[:, None] + offs[None, :], axis=1)
+                    junk = np.where(keep[:, None], old, junk)
+                values = np.where(live, values, junk)
             if not view.offset.vars:
                 st[:, view.offset.const + offs] = values
             else:

@@ -267,7 +267,7 @@ class KernelLowering:
             return [(shape, starts, valid)]
         key = f.dims[ln].space
         n = self.sp[key].count
-        t = idx[key]
+        t = idx.get(key, ir.Affine())  # an argument moved once has no loop index
         real = [(lo, cnt) for _, _, lo, cnt in g.tiles]
         full = g.tile_shape[ln]
 
@@ -493,7 +493,9 @@ class KernelLowering:
             KerArgSel.KER_ARG_TILEINDEX: t,
             KerArgSel.KER_ARG_TILEOFFSET: t * g.step,
             KerArgSel.KER_ARG_TILE_BASE: t * g.step,
-            KerArgSel.KER_ARG_PAD: pad_l + (pad_r << 8) + (pad_t << 16) + (pad_b << 24),
+            # The padding the tiles use: the last tile may need less than declared.
+            KerArgSel.KER_ARG_PAD: pad_l + (pad_r << 8) + (pad_t << 16) + (
+                (bottom if g.frame.tiled and g.tiles else pad_b) << 24),
             KerArgSel.KER_ARG_TILE_PAD: tile_pad,
             KerArgSel.KER_ARG_TILEFIRST: first,
             KerArgSel.KER_ARG_TILELAST: last,

@@ -191,6 +191,7 @@ def solve(p: Problem) -> Tiling:
         if whole[2] <= p.budget:
             return _tiling(p, refs, full, whole, promoted=True)
     choices = {key: _sizes(p, ratios, key, refs[key]) for key in refs}
+    choices.update({s.key: _par_sizes(s) for s in p.spaces if s.kind == "par"})
     smallest = None
     for tiles in _candidates(p, choices):
         layout = _layout(p, ratios, refs, tiles, promoted=False)
@@ -256,27 +257,50 @@ def _admissible(a: KerArgT, step: int) -> bool:
     return not (a.PreferedTileSize and step % a.PreferedTileSize)
 
 
+def _par_sizes(s: Space) -> list[int]:
+    """Tiles of a parametric space, largest first: whole, then the multiples of its
+    preferred divider that divide it."""
+    return [s.count] + [t for t in range(s.count - 1, 0, -1)
+                        if t % s.pref == 0 and s.count % t == 0]
+
+
 def _candidates(p: Problem, choices: dict[str, list[int]]):
-    """Tile sizes to try, best first (rule 3)."""
+    """Tile sizes to try, best first (rule 3): the first that fits wins."""
     keys = [s.key for s in p.spaces if s.kind == "tiled"]
-    if not keys:
-        yield {}
-        return
     if any(not choices[k] for k in keys):
         return
-    if p.style == "new" or len(keys) == 1:
-        top = max(choices[k][0] for k in keys)
-        for bound in range(top, 0, -1):
-            tiles = {}
-            for k in keys:
-                t = next((t for t in choices[k] if t <= bound), None)
-                if t is None:
-                    break
-                tiles[k] = t
-            if len(tiles) == len(keys):
-                yield tiles
+    if p.style == "old" and len(keys) > 1:
+        yield from _outer_first(p, keys, choices, {})
         return
-    yield from _outer_first(p, keys, choices, {})
+    # Innermost space first: a parametric space is cut only when the spaces inside it at
+    # their smallest leave nothing that fits; the tiled spaces are grown in step.
+    order = [s.key for s in p.spaces if s.kind in ("tiled", "par")]
+    sizes = {k: choices[k][0] for k in order}
+    tiled_done = False
+    for key in reversed(order):
+        if key in keys:
+            if tiled_done:
+                continue
+            tiled_done = True
+            for tiles in _in_step(keys, choices):
+                yield {**sizes, **tiles}
+            sizes.update({k: choices[k][-1] for k in keys})
+        else:
+            for t in choices[key]:
+                yield {**sizes, key: t}
+            sizes[key] = choices[key][-1]
+    if not order:
+        yield {}
+
+
+def _in_step(keys, choices):
+    """The tiled spaces grown in step: each the largest admissible size not above a common
+    bound, the bound from largest to smallest."""
+    top = max(choices[k][0] for k in keys)
+    for bound in range(top, 0, -1):
+        tiles = {k: next((t for t in choices[k] if t <= bound), None) for k in keys}
+        if None not in tiles.values():
+            yield tiles
 
 
 def _outer_first(p, keys, choices, fixed):
@@ -308,7 +332,9 @@ def _space_tilings(p: Problem, refs, tiles) -> dict[str, SpaceTiling]:
             n = math.ceil(ref / t)
             out[s.key] = SpaceTiling(s.key, s.kind, ref, t, n, ref - (n - 1) * t)
         elif s.kind == "par":
-            out[s.key] = SpaceTiling(s.key, s.kind, s.count, s.count, 1, s.count)
+            t = tiles.get(s.key, s.count)
+            n = math.ceil(s.count / t)
+            out[s.key] = SpaceTiling(s.key, s.kind, s.count, t, n, s.count - (n - 1) * t)
         else:
             out[s.key] = SpaceTiling(s.key, s.kind, s.count, 1, s.count, 1)
     return out
@@ -373,7 +399,8 @@ def _geometry(p: Problem, f: Frame, sp: dict[str, SpaceTiling], ratios, order,
         shape.append(full)
         last_shape.append(part)
     row = math.prod(d.extent for d in f.dims if d.role in ("row", "item"))
-    its = f.spaces if res == "tile" else ()
+    # An argument whose own spaces have one tile each never changes: it moves once.
+    its = f.spaces if res == "tile" and math.prod(sp[s].count for s in f.spaces) > 1 else ()
     if res == "dyn":
         n = sp[f.group].count if f.group in sp else 1
         shape = last_shape = [n, row]
