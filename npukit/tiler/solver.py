@@ -304,18 +304,23 @@ def _in_step(keys, choices):
 
 
 def _outer_first(p, keys, choices, fixed):
-    """The older generation: the outer space the largest that fits with the inner ones at
-    their smallest, then the next one in."""
+    """The older generation: the outer space the largest that fits with each inner one at
+    two lines (or its smallest admissible size, if larger), then the next one in."""
     if len(fixed) == len(keys):
         yield dict(fixed)
         return
     key = keys[len(fixed)]
-    inner = {k: choices[k][-1] for k in keys[len(fixed) + 1:]}
+    inner = {k: _at_least(choices[k], 2) for k in keys[len(fixed) + 1:]}
     for t in choices[key]:
         layout = _layout(p, _ratios(p), _refs(p), {**fixed, key: t, **inner}, promoted=False)
         if layout[2] <= p.budget or t == choices[key][-1]:
             yield from _outer_first(p, keys, choices, {**fixed, key: t})
             return
+
+
+def _at_least(sizes: list[int], n: int) -> int:
+    """The smallest admissible size of at least ``n`` (the smallest one, when all are less)."""
+    return min((t for t in sizes if t >= n), default=sizes[0])
 
 
 def _refs(p: Problem) -> dict[str, int]:

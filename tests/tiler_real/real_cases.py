@@ -326,3 +326,66 @@ CASES = [
          {"In": (0, 1152, 2), "Bias": (2304, 128, 1), "Filter": (2432, 12800, 2),
           "Out": (28032, 2048, 1), "ConvOut": (30080, 8192, 1)}, 38272),
 ]
+
+
+# -- more layers of the same two networks: every MediumPar convolution -----------------------
+# (name, InFeat, OutFeat, W, H, FSc, stride, pad, relu); L1 in placement order as the
+# generated file gives it: Filter, Bias, Out, In (offset, bytes per slot, slots); tiles of
+# the out-feature space (Tile0) and the in-feature space (Tile1) from its loop counts.
+
+MEDPAR = [
+    (PULP_DRONET, PULP_DRONET_MODEL, ("MedParConv_1x1_S2_4", 32, 32, 50, 50, 1, 2, 0, 0),
+     (4, 11), [(0, 512, 2), (1024, 64, 1), (1088, 10000, 2), (21088, 15000, 2)]),
+    (PULP_DRONET, PULP_DRONET_MODEL, ("MedParConv_3x3_S2_ReLU_5", 32, 64, 25, 25, 3, 2, 1, 1),
+     (3, 8), [(0, 13824, 2), (27648, 128, 1), (27776, 8112, 2), (44000, 5000, 2)]),
+    (PULP_DRONET, PULP_DRONET_MODEL, ("MedParConv_3x3_S1_6", 64, 64, 13, 13, 3, 1, 1, 0),
+     (4, 8), [(0, 18432, 2), (36864, 128, 1), (36992, 5408, 2), (47808, 3042, 2)]),
+    (PULP_DRONET, PULP_DRONET_MODEL, ("MedParConv_1x1_S2_7", 32, 64, 25, 25, 1, 2, 0, 0),
+     (1, 3), [(0, 4096, 1), (4096, 128, 1), (4224, 21632, 1), (25856, 13750, 2)]),
+    (PULP_DRONET, PULP_DRONET_MODEL, ("MedParConv_3x3_S2_ReLU_8", 64, 128, 13, 13, 3, 2, 1, 1),
+     (8, 4), [(0, 18432, 2), (36864, 256, 1), (37120, 1568, 2), (40256, 6760, 2)]),
+    (PULP_DRONET, PULP_DRONET_MODEL, ("MedParConv_3x3_S1_9", 128, 128, 7, 7, 3, 1, 1, 0),
+     (16, 1), [(0, 18432, 2), (36864, 256, 1), (37120, 784, 2), (38688, 12544, 1)]),
+    (PULP_DRONET, PULP_DRONET_MODEL, ("MedParConv_1x1_S1_ReLU_10", 64, 128, 13, 13, 1, 2, 0, 1),
+     (1, 1), [(0, 16384, 1), (16384, 256, 1), (16640, 12544, 1), (29184, 21632, 1)]),
+    (FRONTNET, FRONTNET_MODEL, ("MedParConv_3x3_S2_ReLU_2", 32, 32, 27, 15, 3, 2, 1, 1),
+     (1, 1), [(0, 18432, 1), (18432, 64, 1), (18496, 7168, 1), (25664, 25920, 1)]),
+    (FRONTNET, FRONTNET_MODEL, ("MedParConv_3x3_S1_3", 32, 32, 14, 8, 3, 1, 1, 0),
+     (1, 1), [(0, 18432, 1), (18432, 64, 1), (18496, 7168, 1), (25664, 7168, 1)]),
+    (FRONTNET, FRONTNET_MODEL, ("MedParConv_1x1_S2_4", 32, 32, 27, 15, 1, 2, 0, 0),
+     (1, 1), [(0, 2048, 1), (2048, 64, 1), (2112, 7168, 1), (9280, 25920, 1)]),
+    (FRONTNET, FRONTNET_MODEL, ("MedParConv_3x3_S2_ReLU_5", 32, 64, 14, 8, 3, 2, 1, 1),
+     (1, 1), [(0, 36864, 1), (36864, 128, 1), (36992, 3584, 1), (40576, 7168, 1)]),
+    (FRONTNET, FRONTNET_MODEL, ("MedParConv_3x3_S1_6", 64, 64, 7, 4, 3, 1, 1, 0),
+     (4, 1), [(0, 18432, 2), (36864, 128, 1), (36992, 896, 2), (38784, 3584, 1)]),
+    (FRONTNET, FRONTNET_MODEL, ("MedParConv_1x1_S2_7", 32, 64, 14, 8, 1, 2, 0, 0),
+     (1, 1), [(0, 4096, 1), (4096, 128, 1), (4224, 3584, 1), (7808, 7168, 1)]),
+    (FRONTNET, FRONTNET_MODEL, ("MedParConv_3x3_S2_ReLU_8", 64, 128, 7, 4, 3, 2, 1, 1),
+     (8, 1), [(0, 18432, 2), (36864, 256, 1), (37120, 256, 2), (37632, 3584, 1)]),
+    (FRONTNET, FRONTNET_MODEL, ("MedParConv_3x3_S1_9", 128, 128, 4, 2, 3, 1, 1, 0),
+     (16, 1), [(0, 18432, 2), (36864, 256, 1), (37120, 128, 2), (37376, 2048, 1)]),
+    (FRONTNET, FRONTNET_MODEL, ("MedParConv_1x1_S1_ReLU_10", 64, 128, 7, 4, 1, 2, 0, 1),
+     (1, 1), [(0, 16384, 1), (16384, 256, 1), (16640, 2048, 1), (18688, 3584, 1)]),
+]
+
+
+def _medpar_case(generated, model, layer, counts, args) -> Case:
+    name, nip, nop, w, h, f, stride, pad, relu = layer
+    filt, bias, out, inp = args
+    t0 = filt[1] // (nip * f * f * 2)
+    t1 = inp[1] // (w * h * 2)
+    spaces = {"Tile0": (t0, counts[0], nop - (counts[0] - 1) * t0),
+              "Tile1": (t1, counts[1], nip - (counts[1] - 1) * t1)}
+    project = "pulp-dronet" if generated is PULP_DRONET else "FrontNetPorting"
+    return Case(f"{project}_{name}", project, generated, model,
+                "a MediumPar convolution: nested tiled spaces or promotion",
+                dronet(P.medium_par_out_feat_conv, name, nip, nop, w, h, f, stride, pad, relu,
+                       0, 0, 0, 0, 0),
+                medpar_data(nip, nop, w, h, f, stride, bool(relu)), spaces,
+                {"Filter": filt, "Bias": bias, "Out": out, "In": inp},
+                inp[0] + (inp[1] if inp[2] == 1 else -(-inp[1] // 4) * 4 * inp[2]),
+                extra={"promoted": counts == (1, 1) and all(a[2] == 1 for a in args)})
+
+
+CASES += [_medpar_case(*layer) for layer in MEDPAR]
+

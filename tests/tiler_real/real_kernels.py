@@ -141,6 +141,8 @@ static void NpkParConv(KerParConv_fp_T *Arg, int F, int S)
                                Arg->Out + (Arg->BaseOutFeature + of) * Wo * Ho, Wo, Ho, Arg->Norm);
     }
 }
+void KerParConv1x1Stride1_fp(KerParConv_fp_T *Arg) { NpkParConv(Arg, 1, 1); }
+void KerParConv1x1Stride2_fp(KerParConv_fp_T *Arg) { NpkParConv(Arg, 1, 2); }
 void KerParConv3x3Stride1_fp(KerParConv_fp_T *Arg) { NpkParConv(Arg, 3, 1); }
 void KerParConv3x3Stride2_fp(KerParConv_fp_T *Arg) { NpkParConv(Arg, 3, 2); }
 void KerParConv5x5Stride2_fp(KerParConv_fp_T *Arg) { NpkParConv(Arg, 5, 2); }
@@ -253,7 +255,7 @@ def load_old_cnn_library(m) -> None:
                       TCArg(U16, "NTile"), TCArg(U16, "Orientation"), TCArg(S32, "Pad"),
                       TCArg(U16, "TileSize"), TCArg(U16, "TotalSize"), TCArg(U16, "N"),
                       TCArg(U16, "S"))
-    for F, S in ((3, 1), (3, 2), (5, 2)):
+    for F, S in ((1, 1), (1, 2), (3, 1), (3, 2), (5, 2)):
         m.LibKernel(f"KerParConv{F}x{F}Stride{S}_fp", CALL_PARALLEL, conv_args,
                     "KerParConv_fp_T", c_source=OLD_C, reference=par_conv(F, S))
     pool_args = (TCArg(S16, "In"), TCArg(U16, "W"), TCArg(U16, "H"), TCArg(U16, "OutFeatures"),
