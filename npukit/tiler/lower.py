@@ -113,12 +113,15 @@ def dense(shape) -> tuple[int, ...]:
 
 def first_of(i: ir.Affine, n: int) -> ir.Affine:
     """1 when tile index ``i`` (in 0..n-1) is 0, else 0."""
-    return ir.affine(1) - (i + (n - 1)) // n if n > 1 else ir.affine(1)
+    if n == 1:
+        return ir.affine(1)
+    at_least_1 = ir.affine(i) if n == 2 else (i + (n - 1)) // n
+    return ir.affine(1) - at_least_1
 
 
 def last_of(i: ir.Affine, n: int) -> ir.Affine:
     """1 when tile index ``i`` (in 0..n-1) is n-1, else 0."""
-    return i // (n - 1) if n > 1 else ir.affine(1)
+    return ir.affine(i) if n == 2 else i // (n - 1) if n > 1 else ir.affine(1)
 
 
 class KernelLowering:
@@ -231,8 +234,11 @@ class KernelLowering:
         if not nxt:
             return {s: ir.affine(self.vars[s]) for s in loops}, k, total, ir.Affine()
         acc = k + 1
-        idx = {s: (acc // st) % c if j else acc // st
-               for j, (s, st, c) in enumerate(zip(loops, strides, counts))}
+
+        def digit(j, st, c):  # loop j's index in access acc (no division or modulo by 1)
+            q = acc // st if st > 1 else acc
+            return ir.Affine() if j and c == 1 else q % c if j else q
+        idx = {s: digit(j, st, c) for j, (s, st, c) in enumerate(zip(loops, strides, counts))}
         return idx, k, total, acc // total
 
     def _starts(self, g: ArgGeometry, idx: dict) -> list:
