@@ -227,16 +227,19 @@ class KernelC:
     # -- expressions -------------------------------------------------------------------------
 
     def affine(self, a: ir.Affine) -> str:
-        parts = []
+        parts, const = [], a.const
         for atom, c in a.terms:
+            if not isinstance(atom, ir.Var) and not atom.expr.terms:  # a constant atom
+                const += c * int(ir.affine(atom).eval({}))
+                continue
             if isinstance(atom, ir.Var):
                 x = self.var_names.get(atom.name, atom.name)
             else:
                 op = "/" if isinstance(atom, ir.FloorDiv) else "%"
                 x = f"(({self.affine(atom.expr)}){op}{atom.m})"
             parts.append(x if c == 1 else f"{c}*{x}")
-        if a.const or not parts:
-            parts.append(str(a.const))
+        if const or not parts:
+            parts.append(str(const))
         return "+".join(parts).replace("+-", "-")
 
     def count(self, v) -> str:
@@ -326,12 +329,14 @@ class KernelC:
         waited for before the next write (``Busy``: one is in flight), others at once."""
         inbound = st.dst.buffer.memory == "L1" or st.src.buffer.role != "internal"
         ext, loc = (st.src, st.dst) if inbound else (st.dst, st.src)
+        size, stride, length = self.chunks(st, ext, loc)
+        if size == "0" or self.guard == "0":  # a case of this transfer that moves nothing here
+            return
         arg = st.label.split()[-1]
         key = ("R:" if inbound else "W:") + arg
         seen = key in self.events
         evt = self.events.setdefault(key, f"Dma{'R' if inbound else 'W'}_Evt"
                                           f"{sum(k[0] == key[0] for k in self.events) + 1}")
-        size, stride, length = self.chunks(st, ext, loc)
         lvl = "L3" if "micro" in st.engine else "L2"
         what = "read" if inbound else "write"
         slots = loc.buffer.slots if loc.buffer.memory == "L1" else 1
