@@ -16,10 +16,13 @@ from the AutoTiler's documentation and from files the real tool generated):
    adds, ``k_a·T``, when there is more than one tile; ``OBJ_CONSTRAINTS_ONEPREFTILE`` keeps
    one tile. With one tiled space the largest admissible ``T`` that fits wins. With nested
    tiled spaces, a kernel of the older generation fixes the outer space first (the largest
-   that fits with the inner ones at their smallest), then the inner; one of the newer
-   generation grows all of them in step, each the largest admissible size not above a
-   common bound, and keeps the largest bound that fits. Parametric spaces stay whole;
-   plain dimensions take one item per iteration.
+   that fits with each inner one at two lines, or its smallest admissible size if larger),
+   then the inner one; one of the newer generation grows all of them in step (each the
+   largest admissible size not above a common bound; the largest bound that fits).
+   Parametric spaces (``IterParSpace``) stay whole unless nothing fits: the spaces are
+   then cut from the innermost out, a parametric one to the largest multiple of its
+   preferred divider that divides it and fits, the tiled ones together as above; plain
+   dimensions take one item per iteration.
 4. **Slots.** An argument moved by DMA takes one slot when it is single buffered or moved
    once in the whole kernel, three when it is read and written (``OBJ_IN_OUT_DB``: the
    next tile comes in while the current one is computed and the previous one goes out),
