@@ -528,7 +528,7 @@ class KernelLowering:
     # -- the loop nest -------------------------------------------------------------------
 
     def lower(self) -> None:
-        moved = [a for a in self.uk.kerargs if moves(a) and a.Alias is None]
+        moved = [a for a in self.uk.kerargs if moves(a)]
         geos = {a.KerArgName: self.geo(a) for a in moved}
         once = [a for a in moved if geos[a.KerArgName].residency == "whole"
                 or not geos[a.KerArgName].loops]

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from .. import ir
 from ..cdecl import identifier
@@ -66,7 +66,6 @@ class Settings:
     headers: tuple[str, ...] = ()
     files: tuple[str, str] = ("GenKernels.c", "GenKernels.h")
     init_files: tuple[str, str] | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def _alias_name(kernel: str, kerargs: tuple, a: KerArgT) -> str:
@@ -209,8 +208,9 @@ class Model:
         self._tilings.clear()
 
     def SetInlineMode(self, Mode: int) -> None:
-        """``ALWAYS_INLINE``, ``NEVER_INLINE`` (generated functions marked noinline) or
-        ``SINGLE_INLINE``."""
+        """``ALWAYS_INLINE``, ``NEVER_INLINE`` or ``SINGLE_INLINE``: recorded; npukit writes
+        every user kernel as a function of its own, with its numbers spelled out, as the
+        AutoTiler does when it inlines."""
         if Mode not in (0, 1, 2):
             raise TilingError(f"SetInlineMode({Mode!r}): give NEVER_INLINE, ALWAYS_INLINE or "
                               f"SINGLE_INLINE")

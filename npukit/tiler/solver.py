@@ -358,6 +358,8 @@ def _layout(p: Problem, ratios, refs, tiles, promoted: bool):
     placed = sorted(p.frames, key=lambda f: rank.get(f.group, 0))
     places, offset = {}, 0
     for f in placed:
+        if f.arg.Alias is not None:  # shares its target's memory (placed below)
+            continue
         g = geometry[f.arg.KerArgName]
         size = math.prod(g.tile_shape) * f.elem + sum(f.arg.Buffers) * f.arg.ItemSize
         slots = _slots(f.arg, g)
@@ -365,8 +367,27 @@ def _layout(p: Problem, ratios, refs, tiles, promoted: bool):
         pl = ArgPlacement(offset, size, slots, align(size) if slots > 1 else size)
         places[f.arg.KerArgName] = pl
         offset += pl.footprint
+    for f in p.frames:
+        if f.arg.Alias is not None:
+            places[f.arg.KerArgName] = _aliased(p, f, geometry, places)
     places = {f.arg.KerArgName: places[f.arg.KerArgName] for f in p.frames}
     return geometry, places, offset
+
+
+def _aliased(p: Problem, f: Frame, geometry, places) -> ArgPlacement:
+    """An aliased argument's placement: its target's, when it walks the same spaces and its
+    tile fits the target's slot."""
+    a, target = f.arg, places.get(f.arg.Alias)
+    if target is None:
+        raise TilingError(f"{p.name}: KerArgAliased {a.KerArgName!r} aliases {a.Alias!r}, which "
+                          f"is not a placed argument of the kernel")
+    g, tg = geometry[a.KerArgName], geometry[a.Alias]
+    size = math.prod(g.tile_shape) * f.elem
+    if g.frame.spaces != tg.frame.spaces or g.residency != tg.residency or size > target.size:
+        raise TilingError(f"{p.name}: KerArgAliased {a.KerArgName!r} ({size} B per tile, spaces "
+                          f"{g.frame.spaces}) does not fit the memory of {a.Alias!r} "
+                          f"({target.size} B, spaces {tg.frame.spaces})")
+    return target
 
 
 def _slots(a: KerArgT, g: ArgGeometry) -> int:

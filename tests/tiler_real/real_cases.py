@@ -97,21 +97,35 @@ def add_data(c, h, w):
     return data
 
 
+def correlate(x, f, stride, pads):
+    """(n, Ho, Wo): the plane x correlated with each of n (F, F) filters, zero padding
+    (left, right, top, bottom), exact: a sum of shifted slices (independent of the basic
+    kernels' references)."""
+    left, right, top, bottom = pads
+    xp = np.pad(x.astype(np.int64), ((top, bottom), (left, right)))
+    F = f.shape[-1]
+    ho, wo = (xp.shape[0] - F) // stride + 1, (xp.shape[1] - F) // stride + 1
+    out = np.zeros((f.shape[0], ho, wo), np.int64)
+    for i in range(F):
+        for j in range(F):
+            tap = xp[i:i + stride * (ho - 1) + 1:stride, j:j + stride * (wo - 1) + 1:stride]
+            out += f[:, i, j].astype(np.int64)[:, None, None] * tap
+    return out
+
+
 def conv_oracle(x, f, bias, norm, stride, pads, pool, relu):
     """sat16(bias + sum over input features of (conv >> norm)), saturated after each input
     feature, then an optional 2x2 max pooling and ReLU."""
-    nop, nip = f.shape[:2]
-    outs = []
-    for of in range(nop):
-        acc = None
-        for i in range(nip):
-            c = K.conv_plane(x[i], f[of, i], stride, pads) >> norm
-            acc = np.full(c.shape, int(bias[of]), np.int64) if acc is None else acc
-            acc = K.sat16(acc + c).astype(np.int64)
-        outs.append(acc)
-    out = np.stack(outs)
-    if pool:
-        out = K.maxpool2(out)
+    nip = f.shape[1]
+    out = None
+    for i in range(nip):  # every output feature at once, input feature by input feature
+        c = correlate(x[i], f[:, i], stride, pads) >> norm
+        if out is None:
+            out = np.broadcast_to(bias.astype(np.int64)[:, None, None], c.shape)
+        out = K.sat16(out + c).astype(np.int64)
+    if pool:  # 2x2 max, stride 2
+        h, w = out.shape[1] // 2 * 2, out.shape[2] // 2 * 2
+        out = out[:, :h, :w].reshape(out.shape[0], h // 2, 2, w // 2, 2).max(axis=(2, 4))
     if relu:
         out = np.maximum(out, 0)
     return out.astype(np.int16)

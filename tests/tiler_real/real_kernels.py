@@ -23,17 +23,14 @@ def sat16(x):
 
 
 def conv_plane(x, f, stride, pads):
-    """Correlation of one (H, W) plane with one (F, F) filter, zero padding (left, right,
-    top, bottom), exact in int64."""
+    """Correlation of one (H, W) plane with one (F, F) filter, or with a stack (n, F, F) of
+    them (then (n, Ho, Wo)), zero padding (left, right, top, bottom), exact in int64."""
     left, right, top, bottom = pads
     xp = np.pad(x.astype(np.int64), ((top, bottom), (left, right)))
-    F = f.shape[0]
+    F = f.shape[-1]
     ho, wo = (xp.shape[0] - F) // stride + 1, (xp.shape[1] - F) // stride + 1
-    out = np.zeros((ho, wo), np.int64)
-    for i in range(F):
-        for j in range(F):
-            out += xp[i:i + stride * ho:stride, j:j + stride * wo:stride] * int(f[i, j])
-    return out
+    win = np.lib.stride_tricks.sliding_window_view(xp, (F, F))[::stride, ::stride][:ho, :wo]
+    return np.einsum("yxij,...ij->...yx", win, f.astype(np.int64))
 
 
 def maxpool2(x):
@@ -205,11 +202,9 @@ def par_conv(F, S):
             x = In[: InFeatures * W * H].reshape(InFeatures, H, W)
             filt = Filter[: OutFeatures * TileIndex * F * F].reshape(OutFeatures, TileIndex, F, F)
             out = Out[: OutFeatures * wo * ho].reshape(OutFeatures, ho, wo)
-            for of in range(OutFeatures):
-                for i in range(InFeatures):
-                    acc = conv_plane(x[i], filt[of, BaseOutFeature + i], S,
-                                     (left, right, top, bottom))
-                    out[of] = sat16(out[of].astype(np.int64) + (acc >> Norm))
+            for i in range(InFeatures):  # every output feature at once, input by input
+                acc = conv_plane(x[i], filt[:, BaseOutFeature + i], S, (left, right, top, bottom))
+                out[...] = sat16(out.astype(np.int64) + (acc >> Norm))
             return
         t = top if TileIndex == 0 else 0
         b = bottom if TileIndex == NTile - 1 else 0
@@ -217,11 +212,10 @@ def par_conv(F, S):
         wo = (W + (F - 1) // 2 + F // 2 - F) // S + 1  # columns padded "same"
         x = In[: InFeatures * W * rows].reshape(InFeatures, rows, W)
         filt = Filter[: OutFeatures * InFeatures * F * F].reshape(OutFeatures, InFeatures, F, F)
-        for of in range(OutFeatures):
-            out = Out[(BaseOutFeature + of) * wo * ho:][: wo * ho].reshape(ho, wo)
-            for i in range(InFeatures):
-                acc = conv_plane(x[i], filt[of, i], S, ((F - 1) // 2, F // 2, t, b))[:ho]
-                out[...] = sat16(out.astype(np.int64) + (acc >> Norm))
+        out = Out[BaseOutFeature * wo * ho:][: OutFeatures * wo * ho].reshape(OutFeatures, ho, wo)
+        for i in range(InFeatures):
+            acc = conv_plane(x[i], filt[:, i], S, ((F - 1) // 2, F // 2, t, b))[:, :ho]
+            out[...] = sat16(out.astype(np.int64) + (acc >> Norm))
     return ker
 
 
@@ -377,10 +371,9 @@ def ker_conv5x5(In, W, UsedW, H, UsedH, InFeatures, OutFeatures, Filter, Bias, O
     x = In[: InFeatures * W * H].reshape(InFeatures, H, W)
     filt = Filter[: OutFeatures * TotalInFeatures * 25].reshape(OutFeatures, TotalInFeatures, 5, 5)
     out = Out[: OutFeatures * wo * ho].reshape(OutFeatures, ho, wo)
-    for of in range(OutFeatures):
-        for i in range(InFeatures):
-            acc = conv_plane(x[i], filt[of, i], 1, (left, right, top, bottom))
-            out[of] = sat16(out[of].astype(np.int64) + (acc >> Norm))
+    for i in range(InFeatures):
+        acc = conv_plane(x[i], filt[:, i], 1, (left, right, top, bottom))
+        out[...] = sat16(out.astype(np.int64) + (acc >> Norm))
 
 
 def ker_pool2x2(In, W, UsedW, H, UsedH, Feat, Out, Pad, Fx, Sx, Orientation, Oper, Dx, Fy, Sy,
