@@ -15,9 +15,7 @@ The same files compile and run on a host: ``at_host.h`` (written next to them) m
 npukit's C back end does; ``Kernels.h`` includes it when ``AT_HOST`` is defined, the GAP
 SDK's headers otherwise. ``host_kernels.c`` holds the basic kernels' C given to
 ``LibKernel(c_source=...)``; ``Kernels.c`` includes it on a host: ``cc -DAT_HOST -c
-GenKernels.c`` builds the kernels.
-
->>> # m.emit("out")  ->  {"GenKernels.c": ..., "GenKernels.h": ..., "at_host.h": ...}
+GenKernels.c`` builds the kernels. ``Model.emit(directory, style="gap")`` writes them all.
 """
 
 from __future__ import annotations
