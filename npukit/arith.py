@@ -208,3 +208,100 @@ def act_linear_approx(p: np.ndarray, lut, step_bits: int, bias: int, shift_offse
     if hi is not None:
         x = np.where(x > hi, np.int64(hi), x)
     return linear_approx(lut, convert(x, np.dtype(in_dtype)), step_bits, bias, shift_offset)
+
+
+# -- element-wise vector instructions (the Compass DSL's vector builtins) -------------------
+#
+# The reference of the ``v*`` Compute ops (see ``npukit.ir``): each lane computes in its
+# operands' dtype. Floats compute the exact result rounded once to that dtype: float16 by way
+# of float32, which rounds the same for +, -, *, / (float32 holds more than 2 x 11 + 2
+# significant bits, so the double rounding is innocuous); integers wrap modulo 2^bits. The C
+# back end spells out the same formulas lane by lane (``npukit.c.arith.vec_expr``).
+
+VEC_OPS = ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vneg", "vabs", "vcmp", "vsel",
+           "vand", "vor", "vxor", "vnot", "vrint", "vcast", "vgather")
+CMP_OPS = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+           "gt": np.greater, "ge": np.greater_equal}
+_INT32 = (-2**31, 2**31 - 1)
+
+
+def _float_op(op: str, xs: list[np.ndarray], dt: np.dtype) -> np.ndarray:
+    """A float op computed in float32 (float64 for float64 data), rounded once to ``dt``."""
+    wide = np.float64 if dt == np.float64 else np.float32
+    a = [x.astype(wide) for x in xs]
+    with np.errstate(all="ignore"):
+        if op in ("vadd", "vsub", "vmul", "vdiv"):
+            r = {"vadd": np.add, "vsub": np.subtract, "vmul": np.multiply,
+                 "vdiv": np.divide}[op](a[0], a[1])
+        elif op == "vmax":  # a NaN first operand wins, else the greater, ties give b
+            r = np.where(a[0] != a[0], a[0], np.where(a[0] > a[1], a[0], a[1]))
+        elif op == "vmin":
+            r = np.where(a[0] != a[0], a[0], np.where(a[0] < a[1], a[0], a[1]))
+        elif op == "vneg":
+            r = -a[0]
+        elif op == "vabs":
+            r = np.abs(a[0])
+        else:  # vrint: nearest integer, ties to even
+            r = np.rint(a[0])
+        return r.astype(dt)
+
+
+def _int_op(op: str, xs: list[np.ndarray], dt: np.dtype) -> np.ndarray:
+    """An integer op in int64, wrapped to ``dt`` (two's complement)."""
+    a = [x.astype(np.int64) for x in xs]
+    r = {"vadd": lambda: a[0] + a[1], "vsub": lambda: a[0] - a[1], "vmul": lambda: a[0] * a[1],
+         "vmax": lambda: np.maximum(a[0], a[1]), "vmin": lambda: np.minimum(a[0], a[1]),
+         "vneg": lambda: -a[0], "vabs": lambda: np.abs(a[0]),
+         "vand": lambda: a[0] & a[1], "vor": lambda: a[0] | a[1], "vxor": lambda: a[0] ^ a[1],
+         "vnot": lambda: ~a[0]}[op]()
+    return wrap_to(r, dt)
+
+
+def wrap_to(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """int64 values narrowed to integer ``dt`` keeping the low bits (two's complement)."""
+    return x.astype(np.int64).astype(dt)  # numpy narrows integers as C does: modulo 2^bits
+
+
+def vec_cast(x: np.ndarray, dt: np.dtype, saturate: bool = False) -> np.ndarray:
+    """``vcast`` (see ``npukit.ir``): the Compass DSL's conversion, as its Python simulator
+    reads ``S.cast``. Float to integer: round to nearest even, NaN -> 0, saturate to int32,
+    then keep the low bits of the destination (``saturate``: clamp to its range)."""
+    src = x.dtype
+    if dt == np.bool_:
+        return x != 0
+    if src == np.bool_:
+        return x.astype(dt)
+    if is_float(dt):
+        with np.errstate(over="ignore"):  # too large for the type: infinity
+            if src.kind in "iu" and dt.itemsize < 4:  # integers reach float16 via float32
+                return x.astype(np.float32).astype(dt)
+            return x.astype(dt)
+    if is_float(src):
+        with np.errstate(invalid="ignore"):
+            t = np.rint(x.astype(np.float64))
+            t = np.clip(np.where(np.isnan(t), 0.0, t), *_INT32).astype(np.int64)
+    else:
+        t = x.astype(np.int64)
+    if saturate:
+        info = np.iinfo(dt)
+        return np.clip(t, int(info.min), int(info.max)).astype(dt)
+    return wrap_to(t, dt)
+
+
+def vec_op(op: str, srcs: list[np.ndarray], dt: np.dtype, attrs: dict) -> np.ndarray:
+    """One element-wise vector instruction on operand arrays (any leading batch dims); the
+    result has dtype ``dt``. ``vgather`` is the simulator's (it checks bounds)."""
+    if op == "vcmp":
+        with np.errstate(invalid="ignore"):
+            return CMP_OPS[attrs["cmp"]](srcs[0], srcs[1])
+    if op == "vsel":
+        return np.where(srcs[0].astype(bool), srcs[1], srcs[2]).astype(dt)
+    if op == "vcast":
+        return vec_cast(srcs[0], dt, bool(attrs.get("saturate", False)))
+    if dt == np.bool_:
+        a = [s.astype(bool) for s in srcs]
+        return {"vand": lambda: a[0] & a[1], "vor": lambda: a[0] | a[1],
+                "vxor": lambda: a[0] ^ a[1], "vnot": lambda: ~a[0]}[op]()
+    if is_float(dt):
+        return _float_op(op, srcs, dt)
+    return _int_op(op, srcs, dt)

@@ -14,8 +14,8 @@ optionally one pointer level whose ``*`` may be followed by ``const``, ``volatil
 
     [const] [volatile] BASE [const] [volatile] [* [const|volatile|restrict|__restrict__]...]
 
->>> str(parse_ctype("short int *__restrict__"))
-'short int * __restrict__'
+>>> str(parse_ctype("short int*  __restrict__"))
+'short int *__restrict__'
 >>> parse_ctype("const Word8 *").dtype, parse_ctype("const Word8 *").const
 (dtype('int8'), True)
 >>> parse_ctype("int; system")
@@ -94,8 +94,9 @@ class CType:
         return "const" in self.qualifiers
 
     def __str__(self) -> str:
+        """The type as the AutoTiler's generated code spells it: ``short int *__restrict__``."""
         text = " ".join((*self.qualifiers, self.base))
-        return " ".join((text, "*", *self.pointer_qualifiers)) if self.pointer else text
+        return f"{text} *" + " ".join(self.pointer_qualifiers) if self.pointer else text
 
 
 def parse_ctype(text: object, what: str = "C type",

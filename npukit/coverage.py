@@ -11,7 +11,8 @@ valid count allows), an ``Append`` the first ``min(pushed, size)`` elements of i
 row-major order per iteration of the loops that select the view. Everything here costs
 time in the number of loops and dims, not in the number of elements: a build at 2**28
 elements must stay fast. When no closed form applies (loops through floordiv/mod, valid
-counts that vary in several loops at once), ``None`` says so and the caller enumerates.
+counts that vary in several loops at once, loops whose trip count is known at run time
+only), ``None`` says so and the caller enumerates.
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def _split_rows(total: int, c: int, b: int, n: int, rows: int):
 def copy_writes(view: ir.View, valid: ir.Lanes | None, loops) -> list[Box] | None:
     """The offsets a Copy (or Fill) writes into ``view``'s buffer over its loop nest: all of
     the view in every iteration, or its first ``valid`` rows (dim 0). None: no closed form."""
-    if any(not isinstance(a, ir.Var) for a, _ in view.offset.terms):
+    if _trips(loops) or any(not isinstance(a, ir.Var) for a, _ in view.offset.terms):
         return None
     coeff = dict(view.offset.terms)
     base = view.layout.offset + view.offset.const
@@ -195,6 +196,22 @@ def _loop_dims(loops, coeff) -> list[tuple[int, int]]:
     return [(v.count, coeff.get(v, 0)) for v in loops]
 
 
+def _trips(loops) -> bool:
+    """True when a loop runs a trip count known at run time only (``Var.trips``): the
+    closed forms assume every iteration of ``count`` runs."""
+    return any(v.trips is not None for v in loops)
+
+
+def running(loops, env, n: int) -> np.ndarray:
+    """[n] mask of the points of ``env`` (an iteration space of ``loops``) whose every
+    loop variable is below its loop's run-time trip count."""
+    alive = np.ones(n, bool)
+    for v in loops:
+        if v.trips is not None:
+            alive &= np.broadcast_to(np.asarray(env[v]) < v.running(env), (n,))
+    return alive
+
+
 def _nonempty(boxes) -> list[Box]:
     return [b for b in boxes if b is not None]
 
@@ -202,6 +219,8 @@ def _nonempty(boxes) -> list[Box]:
 def lane_sum(lanes: ir.Lanes | None, width: int, loops) -> int | None:
     """Σ over the iterations of ``loops`` of the lanes a vector of ``width`` lanes holds
     (``lanes`` valid ones, or all ``width``). None: no closed form."""
+    if _trips(loops):
+        return None
     if lanes is None:
         return width * ir.points(loops)
     if any(not isinstance(a, ir.Var) for a, _ in lanes.start.terms):
@@ -252,7 +271,7 @@ def append_writes(st: ir.Append, loops) -> list[Box] | None:
 def enumerate_writes(st, loops, limit: int) -> np.ndarray | None:
     """Every offset ``st`` writes, by evaluating its loop nest; None when the loops that
     matter have more than ``limit`` iterations."""
-    if isinstance(st, ir.Append):
+    if isinstance(st, ir.Append) or _trips(loops):
         used = tuple(loops)
     else:
         valid = getattr(st, "valid", None)
@@ -264,9 +283,10 @@ def enumerate_writes(st, loops, limit: int) -> np.ndarray | None:
     n = ir.points(used)
     base = np.broadcast_to(np.asarray(st.dst.offset.eval(env), np.int64), (n,))
     offs = st.dst.element_offsets()
+    alive = running(used, env, n)
     if isinstance(st, ir.Append):
         want = np.broadcast_to(np.asarray(st.valid.eval(env)) if st.valid is not None
-                               else st.src.size, (n,)).astype(np.int64)
+                               else st.src.size, (n,)).astype(np.int64) * alive
         keys = tuple(v for v in loops if v in set(st.dst.offset.vars))
         per_key = want.reshape(ir.points(keys), -1).sum(axis=1)
         first = base.reshape(ir.points(keys), -1)[:, 0]
@@ -275,7 +295,7 @@ def enumerate_writes(st, loops, limit: int) -> np.ndarray | None:
     valid = getattr(st, "valid", None)
     pos = base[:, None] + offs[None, :]
     if valid is None:
-        return pos.reshape(-1)
-    rows = np.broadcast_to(np.asarray(valid.eval(env), np.int64), (n,))
+        return pos[alive].reshape(-1)
+    rows = np.broadcast_to(np.asarray(valid.eval(env), np.int64), (n,)) * alive
     inner = max(1, st.dst.size // (st.dst.shape[0] if st.dst.shape else 1))
     return pos[(np.arange(offs.size) // inner)[None, :] < rows[:, None]]

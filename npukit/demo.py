@@ -281,6 +281,71 @@ _TILER_CASES = [
 ]
 
 
+def graph() -> list[Check]:
+    """The GAP AutoTiler document's MNIST graph: its memory plan, cycles per layer, and the
+    check against a float64 numpy forward pass. Returns its checks."""
+    _heading("AutoTiler graph (GAP AutoTiler's MnistModel) on the simulated GAP8")
+    import runpy
+    import tempfile
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "graph" / "mnist.py"
+    if not path.exists():
+        print("  (the examples/ folder of the source tree is needed for this section)")
+        return [Check("MNIST graph (examples/ folder not found)", None)]
+    ex = runpy.run_path(str(path))
+    with tempfile.TemporaryDirectory() as tmp:
+        w = ex["weights"]()
+        ex["write_tensors"](tmp, w)
+        m = ex["MnistModel"](48000, 300 * 1024, 8 * 1024 * 1024, 20 * 1024 * 1024,
+                             const_dir=tmp)
+        from .tiler import AT_GRAPH_TRACE_EXEC, AT_OPT_OFF
+
+        m.AT_SetGraphCtrl(AT_GRAPH_TRACE_EXEC, AT_OPT_OFF)
+        g = m.graph("MnistCNN")
+        mem = g.memory
+        print(f"  L2: {mem['L2'].static} B static (promoted constants) + {mem['L2'].dynamic} B "
+              f"dynamic of {mem['L2'].budget} B; L1 {mem['L1'].dynamic} B; flash "
+              f"{mem['L3_FLASH'].static} B")
+        print(f"  {'tensor':<14}{'memory':<8}{'area':<9}{'offset':>8}{'size':>8}  layers")
+        for t in g.tensors.values():
+            off = "" if t.offset is None else t.offset
+            print(f"  {t.name:<14}{t.memory:<8}{t.area or '':<9}{off:>8}{t.size:>8}  "
+                  f"{t.live[0]}..{t.live[1]}")
+        x = ex["digits"](1)[0]
+        sim = np.zeros(10, np.int16)
+        res = g.run("sim", Input0=x, Output0=sim)
+        print(f"  {'layer':<26}{'tiles':>6}{'L1 B':>8}{'cycles':>10}")
+        for layer in g.layers:
+            print(f"  {layer.name:<26}{layer.tiling.n_tiles:>6}{layer.tiling.l1_used:>8}"
+                  f"{res.report.layers[layer.name]:>10}")
+        print(f"  whole run {res.cycles} cycles (+{res.report.construct_cycles} in the "
+              f"constructor's promotions)")
+        _, want = ex["forward"](x, w)
+        err, bound = np.abs(sim / 2**15 - want).max(), ex["error_bound"](w)
+        text, same = _c_graph_agrees(g, x, sim)
+        argmax = bool(sim.argmax() == want.argmax())
+        print(f"  Output0 vs float64 numpy: max error {err:.1e} (bound {bound:.1e}), argmax "
+              f"{'same' if argmax else 'DIFFERS'}; C = sim: {text}")
+    plan = mem["L2"].static == 124692 and mem["L2"].dynamic == 11264
+    return [Check("MNIST graph: the document's L2 plan", plan),
+            Check("MNIST graph: numpy within the bound, same argmax",
+                  bool(err <= bound and argmax)),
+            Check("MNIST graph: C = sim", same)]
+
+
+def _c_graph_agrees(g, x, sim_out) -> tuple[str, bool | None]:
+    from .errors import CompilerError
+
+    out = np.zeros_like(sim_out)
+    try:
+        g.run("c", Input0=x, Output0=out)
+    except CompilerError as e:
+        return f"no C: {str(e).splitlines()[0][:30]}", None
+    same = out.tobytes() == sim_out.tobytes()
+    return ("same" if same else "DIFFERS"), same
+
+
 def silu() -> list[Check]:
     """The Compass DSL tutorial's float16 SiLU: a 512-entry interpolated table in the Act,
     two cores."""
@@ -307,11 +372,58 @@ def silu() -> list[Check]:
     return [Check("SiLU table: simulator = numpy linear_approx", same)]
 
 
+def compass_dsl() -> list[Check]:
+    """The Compass DSL tutorial's LUT kernel as written there, on the simulated Zhouyi core:
+    cycles per TEC, the three readings bit for bit, the error against float64 SiLU. Returns
+    its checks."""
+    _heading("Compass DSL tutorial kernel (silu_fp16) on the simulated Zhouyi core")
+    import runpy
+    from pathlib import Path
+
+    from .dsl import build
+    from .errors import CompilerError
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "dsl" / "silu_fp16.py"
+    if not path.exists():
+        print("  (the examples/ folder of the source tree is needed for this section)")
+        return []
+    mod = runpy.run_path(str(path))
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    x = every[np.isfinite(every)]
+    prog = build(mod["silu_fp16"], target="compass", n=x.size)
+    sim = np.full(x.size, np.nan, np.float16)
+    res = prog.run("sim", in0=x, out0=sim)
+    print(f"  n = {x.size} (every finite float16) on {prog.target.cores} TECs, "
+          f"{prog.target.memories['lsram'].size // 1024} KiB lsram each")
+    print(f"  cycles per TEC: {' '.join(map(str, res.report.core_cycles))}  "
+          f"(DMA busy {res.report.busy['dma']}, vector unit {res.report.busy['vec']})")
+    same = sim.tobytes() == mod["tutorial_silu"](x).tobytes()
+    c = np.full(x.size, np.nan, np.float16)
+    try:
+        prog.run("c", in0=x, out0=c)
+        c_same = c.tobytes() == sim.tobytes()
+    except CompilerError:
+        c_same = None
+    print(f"  simulator == numpy reading of the tutorial: {same};  C == simulator: "
+          f"{'no C compiler' if c_same is None else c_same}")
+    xf = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        err = np.abs(sim.astype(np.float64) - xf / (1 + np.exp(-xf)))
+    inside = np.abs(xf) <= 10
+    print(f"  max abs error vs float64 SiLU: {err[inside].max():.5f} on [-10, 10] "
+          f"(at x = {xf[inside][err[inside].argmax()]:g}), {err[~inside].max():.5f} outside")
+    return [Check("Compass DSL SiLU: simulator = numpy reading of the tutorial", same),
+            Check("Compass DSL SiLU: C = simulator", c_same),
+            Check("Compass DSL SiLU: error below 0.01 on [-10, 10]",
+                  bool(err[inside].max() < 0.01))]
+
+
 def demo() -> list[Check]:
     """Run every section, print the summary line and return every check."""
     from .lut.demo import demo as lut_demo
 
     print("npukit demo: one sequential description, every transfer derived, simulated and run.")
-    checks = layouts() + easykernel() + silu() + autotiler() + lut_demo()
+    checks = (layouts() + easykernel() + silu() + compass_dsl() + autotiler() + graph()
+              + lut_demo())
     print(f"\n{summary(checks)}")
     return checks

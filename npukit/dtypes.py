@@ -18,7 +18,7 @@ def dtype(spec) -> np.dtype:
         return np.dtype(_EXTRA[spec])
     try:
         return np.dtype(spec)
-    except TypeError as exc:
+    except (TypeError, ValueError, SyntaxError) as exc:  # numpy parses odd strings ("0:", "01")
         raise DTypeError(f"unknown dtype {spec!r}; use a numpy name or one of "
                          f"{sorted(_EXTRA)}") from exc
 

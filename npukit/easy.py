@@ -232,6 +232,7 @@ class Data:
     kind: str
     in_pair: tuple[str, str | None] = ("", None)
     producer: object = None  # the _AluNode that made a PData
+    design: object = None  # the npukit.lut.Design a QData of a LUT instruction computes
 
     Vectors = 0  # PData.Vectors: the dim that counts Act-width sub-vectors
 
@@ -454,7 +455,10 @@ class _Act(_Unit):
         ``2**out_frac_bits`` for integer outputs. The AIE API's rules (``LutError``): ``0 <=
         step_bits < 32``, ``bias`` 0 or a power of two. The table's memory image for the
         target's ``lut.banks`` parallel accesses is a constant of the program, in the
-        target's ``lut.memory`` (``CapacityError`` when it does not fit)."""
+        target's ``lut.memory`` (``CapacityError`` when it does not fit). With a Design, an
+        integer ``q`` holds the int32 values of ``design.output_range()``: a store or append
+        of it into a tensor that cannot hold them raises ``LutError`` (it would saturate
+        them)."""
         self._partials("lookup", p)
         table, d = self._table("lookup", lut, "direct")
         if d is not None:
@@ -472,8 +476,9 @@ class _Act(_Unit):
         from .lut import parallel_lookup
 
         parallel_lookup(table, np.zeros(1, np.int32), step_bits, bias, oor)  # the AIE API's rules
-        return self._table_op("lookup", p, table, arith.act_result_dtype(table.offset_dtype),
-                              step_bits=int(step_bits), bias=int(bias), oor=oor)
+        q = self._table_op("lookup", p, table, arith.act_result_dtype(table.offset_dtype),
+                           step_bits=int(step_bits), bias=int(bias), oor=oor)
+        return replace(q, design=d)
 
     def linear_approx(self, p: Data, lut, step_bits: int | None = None,
                       bias: int | None = None, shift_offset: int | None = None, *,
@@ -500,6 +505,12 @@ class _Act(_Unit):
         the product is exact for partials of bfloat16 or float16 data times a power of
         two, so only the sum rounds (to nearest even); a float16 partial keeps all its
         bits, which a bfloat16 input would not.
+
+        An integer ``q`` is the accumulator (int32 for int8 tables, int64 for int16 and
+        int32 tables), far wider than the table's offsets (it adds ``offset <<
+        shift_offset``): a store into a narrower tensor saturates it. So with a Design, whose
+        ``q`` holds ``y * 2**out_frac_bits``, a store or append into a tensor that cannot hold
+        ``design.output_range()`` raises ``LutError``.
 
         ``lut`` is a ``npukit.lut.Lut`` with slopes, or a linear ``Design``, which brings
         ``step_bits``, ``bias``, ``shift_offset``, its ``clamp`` and, for bfloat16 input,
@@ -556,9 +567,10 @@ class _Act(_Unit):
 
         probe = linear_approx(table, np.zeros(1, in_dt), step_bits, bias, shift_offset,
                               extended=True)  # the AIE API's rules, with their numbers
-        return self._table_op("linear_approx", p, table, probe.dtype, step_bits=int(step_bits),
-                              bias=int(bias), shift_offset=int(shift_offset), lo=lo, hi=hi,
-                              scale_exp=int(scale_exp), in_dtype=in_dt.name)
+        q = self._table_op("linear_approx", p, table, probe.dtype, step_bits=int(step_bits),
+                           bias=int(bias), shift_offset=int(shift_offset), lo=lo, hi=hi,
+                           scale_exp=int(scale_exp), in_dtype=in_dt.name)
+        return replace(q, design=d)
 
     @staticmethod
     def _partials(op: str, p) -> None:
@@ -870,6 +882,8 @@ class Slice:
         if is_float(q.dtype) and not is_float(view.dtype):
             raise DTypeError(f"{what} into {view.name!r}: float results into a "
                              f"{view.dtype.name} tensor")
+        if q.design is not None:  # a LUT result of a Design: the tensor must hold its range
+            q.design.check_store(view.dtype, view.name, what)
         self.stored = _label()
         self.writes.add(view.buffer.name)
 

@@ -2,14 +2,20 @@
 
 A ``Program`` is a tree of statements over buffers that live in named memories:
 
-- ``Loop``: a hardware loop; its ``Var`` runs 0..count-1.
+- ``Loop``: a hardware loop; its ``Var`` runs 0..count-1, or only its first ``trips``
+  iterations when the trip count is known at run time alone (``Var.trips``, an index
+  expression of the enclosing loops' variables; ``count`` is then its static bound). A
+  loop marked ``cores`` runs one iteration per core of the target, its variable is the
+  core id (the Compass DSL's ``get_local_id()``): each core owns its internal memories
+  and the cores run at the same time (the timing model overlaps them); functionally the
+  iterations run in order, core 0 first, as parallel work runs on a host.
 - ``Copy``: a data flow between memories (one transfer engine), optionally only the first
   ``valid`` indices of dim 0 (lanes of a vector, rows of a tile; the rest is junk).
 - ``Append``: copy the first ``valid`` lanes of a vector to the row-major position
   ``cursor`` of a destination (sub)tensor, advance the cursor, never write past the end.
 - ``ResetCursor``: start an append cursor at 0 (at the top of the loop that selects the
   destination subtensor).
-- ``Fill``: set a buffer to a constant (the start of an accumulation).
+- ``Fill``: set a buffer to a constant (the start of an accumulation, a splat).
 - ``Compute``: one vector instruction of a unit; with ``acc`` its result is combined into
   the destination instead of replacing it.
 - ``Call``: an opaque call of an ``Extern`` function (a basic kernel) with pointer and
@@ -18,9 +24,39 @@ A ``Program`` is a tree of statements over buffers that live in named memories:
 Constant data (a lookup table's memory image) is a ``Buffer`` with ``role="const"`` whose
 ``data`` the program carries; instructions read it through ordinary views.
 
-Index arithmetic is affine in loop variables (``Affine``); the valid lane count of a vector
-is ``Lanes``: ``clamp(total - start, 0, width)``. The semantics are sequential: statements
-run in order, loop bodies once per iteration. Back ends must agree with that reading.
+Index arithmetic is affine in loop variables (``Affine``) with quasi-affine atoms:
+``FloorDiv`` and ``Mod`` by a positive constant, and ``Clamp`` (``min(max(e, lo), hi)``,
+either bound optional: run-time ``min``/``max``/``clip`` of indices); the valid lane count
+of a vector is ``Lanes``: ``clamp(total - start, 0, width)``. The semantics are
+sequential: statements run in order, loop bodies once per iteration. Back ends must agree
+with that reading.
+
+Element-wise vector instructions (``Compute`` ops named ``v*``, on any unit): every
+operand view has the destination's size; lane ``k`` of the result depends on lane ``k``
+of the operands only. The arithmetic is the operands' dtype (``npukit.arith.vec_op`` is
+the reference):
+
+- ``vadd``, ``vsub``, ``vmul``, ``vdiv`` (floats only), ``vmax``, ``vmin`` on two operands
+  of the destination's dtype, ``vneg``, ``vabs`` on one: floats compute the exact result
+  rounded once to the dtype (float16 by way of float32, which is exact for these
+  operations), ``vmax``/``vmin`` return a NaN first operand, else the greater (lesser)
+  value, the second on ties; integers wrap around modulo 2^bits.
+- ``vcmp`` (attr ``cmp``: ``eq ne lt le gt ge``): a ``bool`` mask; comparisons with NaN
+  are false except ``ne``.
+- ``vsel``: ``(mask, a, b)`` -> ``where(mask, a, b)``.
+- ``vand``, ``vor``, ``vxor``, ``vnot``: logical on ``bool`` masks, bitwise on integers.
+- ``vrint``: a float rounded to the nearest integer, ties to even, in its own dtype.
+- ``vcast``: the operand converted to the destination's dtype. Float to float and integer
+  to float32 round to nearest even (integers reach float16 through float32). Float to
+  integer rounds to nearest even, NaN gives 0, saturates to the int32 range, then narrows
+  to the destination by keeping the low bits (attr ``saturate=True``: saturating to the
+  destination's range instead). Integer to integer keeps the low bits (or saturates);
+  ``bool`` converts to 0/1 and anything nonzero to ``True``.
+- ``vgather``: ``(table, indices[, mask])`` -> ``table[indices]``: ``table`` is any view
+  (the whole view is addressable), ``indices`` an integer vector; lanes whose mask is
+  false read nothing and give 0. An index outside the table is an error the simulator
+  reports (``OutOfBoundsError`` naming the table, the index and its extent); generated C
+  clamps it and never reads outside.
 """
 
 from __future__ import annotations
@@ -39,10 +75,18 @@ from .layout import Layout
 
 @dataclass(frozen=True)
 class Var:
-    """A loop variable running 0..count-1."""
+    """A loop variable running 0..count-1; with ``trips`` (an index expression of outer
+    loop variables) only 0..clamp(trips, 0, count)-1 run: ``count`` bounds it statically."""
 
     name: str
     count: int
+    trips: Affine | None = None
+
+    def running(self, env) -> np.ndarray | int:
+        """How many iterations run for outer variables ``env`` (ints or arrays)."""
+        if self.trips is None:
+            return self.count
+        return np.clip(self.trips.eval(env), 0, self.count)
 
     def __add__(self, o):
         return affine(self) + o
@@ -106,7 +150,7 @@ class Affine:
         """Every loop variable the expression depends on, atoms included."""
         out: list[Var] = []
         for a, _ in self.terms:
-            for v in (a.expr.vars if isinstance(a, (FloorDiv, Mod)) else (a,)):
+            for v in (a.expr.vars if isinstance(a, (FloorDiv, Mod, Clamp)) else (a,)):
                 if v not in out:
                     out.append(v)
         return tuple(out)
@@ -153,10 +197,26 @@ class Mod:
         return f"({self.expr}) mod {self.m}"
 
 
+@dataclass(frozen=True)
+class Clamp:
+    """``min(max(expr, lo), hi)``; a bound of ``None`` does not limit (``S.min(a, b)`` is
+    ``a - Clamp(a - b, 0, None)``)."""
+
+    expr: Affine
+    lo: int | None = None
+    hi: int | None = None
+
+    def __repr__(self) -> str:
+        return f"clamp({self.expr}, {self.lo}, {self.hi})"
+
+
 def _atom_eval(a, env):
     if isinstance(a, Var):
         return env[a]
     x = a.expr.eval(env)
+    if isinstance(a, Clamp):
+        lo = x if a.lo is None else np.maximum(x, a.lo)
+        return lo if a.hi is None else np.minimum(lo, a.hi)
     return x // a.m if isinstance(a, FloorDiv) else x % a.m
 
 
@@ -164,6 +224,11 @@ def _atom_bounds(a) -> tuple[int, int]:
     if isinstance(a, Var):
         return 0, a.count - 1
     lo, hi = a.expr.bounds()
+    if isinstance(a, Clamp):
+        def cl(x):
+            x = x if a.lo is None else max(x, a.lo)
+            return x if a.hi is None else min(x, a.hi)
+        return cl(lo), cl(hi)
     if isinstance(a, FloorDiv):
         return lo // a.m, hi // a.m
     return (lo % a.m, hi % a.m) if hi - lo < a.m and lo % a.m <= hi % a.m else (0, a.m - 1)
@@ -173,7 +238,7 @@ def affine(x) -> Affine:
     """Lift an int, a Var, an atom or an Affine to an Affine."""
     if isinstance(x, Affine):
         return x
-    if isinstance(x, (Var, FloorDiv, Mod)):
+    if isinstance(x, (Var, FloorDiv, Mod, Clamp)):
         return Affine(0, ((x, 1),))
     return Affine(int(x))
 
@@ -279,6 +344,7 @@ class Loop:
     var: Var
     body: tuple[Stmt, ...]
     label: str = ""
+    cores: bool = False  # one iteration per core of the target; var is the core id
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,10 @@ def _block(body, depth: int) -> list[str]:
     for st in body:
         pad = INDENT * depth
         if isinstance(st, ir.Loop):
-            lines.append(_with_label(f"{pad}for {st.var.name} in range({st.var.count}):",
+            count = st.var.count if st.var.trips is None else \
+                f"{affine_text(ir.affine(st.var.trips))}  (at most {st.var.count})"
+            head = f"{pad}for {st.var.name} in range({count}):"
+            lines.append(_with_label(head + ("  [one iteration per core]" if st.cores else ""),
                                      st.label))
             lines += _block(st.body, depth + 1)
         else:
@@ -134,6 +137,8 @@ def affine_text(a: ir.Affine) -> str:
         elif not atom.expr.terms:  # a div or mod of a constant
             const += c * ir.affine(atom).eval({})
             continue
+        elif isinstance(atom, ir.Clamp):
+            text = f"clamp({affine_text(atom.expr)}, {atom.lo}, {atom.hi})"
         elif atom.m == 1 and isinstance(atom, ir.Mod):
             continue  # x % 1 == 0
         elif atom.m == 1:

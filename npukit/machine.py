@@ -128,7 +128,7 @@ class Target:
 
 
 def targets() -> list[str]:
-    """Names of the built-in targets: ``targets() == ['gap8', 'torq']``."""
+    """Names of the built-in targets: ``targets() == ['compass', 'gap8', 'torq']``."""
     return sorted(p.stem for p in _BUILTIN.glob("*.toml"))
 
 

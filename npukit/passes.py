@@ -37,6 +37,10 @@ def check(prog: ir.Program) -> ir.Program:
                 _check_bounds(v, None, loops, st.label)
         elif isinstance(st, ir.Fill):
             _check_bounds(st.dst, None, loops, st.label)
+        elif isinstance(st, ir.Call):  # the element or tile each argument points at
+            for a in st.args:
+                if not isinstance(a, ir.Val):
+                    _check_bounds(a.view, None, loops, st.label)
         if isinstance(st, ir.Append):
             _check_append_keeps_data(st, loops)
     _check_outputs_written(prog)
@@ -52,8 +56,10 @@ def _check_append_keeps_data(st: ir.Append, loops) -> None:
     if pushed is None:
         if ir.points(tuple(loops)) > ENUMERATE_LIMIT:
             return
+        n = ir.points(tuple(loops))
         env = ir.iteration_space(tuple(loops))
-        want = np.broadcast_to(np.asarray(st.valid.eval(env)), (ir.points(tuple(loops)),))
+        want = np.broadcast_to(np.asarray(st.valid.eval(env)) if st.valid is not None else
+                               st.src.size, (n,)) * coverage.running(loops, env, n)
         pushed = int(want.reshape(ir.points(keys), -1).sum(axis=1).max())
     size = st.dst.size
     if pushed > size:

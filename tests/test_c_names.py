@@ -138,9 +138,9 @@ def test_extern_built_directly_is_checked_before_compiling(what, no_compiler):
 
 def test_types_are_written_as_parsed():
     """Accepted spellings reach C in one canonical form, rebuilt from the parse."""
-    assert str(parse_ctype("Word32*__restrict__")) == "Word32 * __restrict__"
+    assert str(parse_ctype("Word32*__restrict__")) == "Word32 *__restrict__"
     assert str(parse_ctype("volatile  const unsigned   char*restrict const")) == \
-        "const volatile unsigned char * restrict const"
+        "const volatile unsigned char *restrict const"
     assert parse_ctype("int").pointer is False
     assert parse_ctype("const short int * restrict").const
     assert not parse_ctype("short int * const").const  # the pointer is const, not the data

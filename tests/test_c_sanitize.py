@@ -198,6 +198,46 @@ CORRUPTED_TILE = textwrap.dedent('''
 ''')
 
 
+OVERRUN_TILE = textwrap.dedent('''
+    import numpy as np
+    from npukit import OutOfBoundsError
+    from npukit.tiler import *
+
+    C = """
+    void Add(int *In1, int *In2, int *Out, unsigned int W, unsigned int H)
+    {
+        for (unsigned int i = 0; i < W * H; i++) Out[i] = In1[i] + In2[i];
+    }
+    """
+
+    def add(In1, In2, Out, W, H):
+        Out[: W * H] = In1[: W * H] + In2[: W * H]
+
+    m = Model(l1_budget=4000)
+    m.LibKernel("Add", CALL_SEQUENTIAL, CArgs(TCArg("int *", "In1"), TCArg("int *", "In2"),
+                TCArg("int *", "Out"), TCArg("unsigned int", "W"), TCArg("unsigned int", "H")),
+                c_source=C, reference=add)
+    # Out is declared half as tall as A and B, but Add writes W x H of A's tile into it: a
+    # model the tiler cannot tell from a 2:1 subsampling kernel, so it builds.
+    m.UserKernel("Half", KernelDimensions(1, 8, 40, 1), KernelIterationOrder(KER_DIM2, KER_TILE),
+                 TILE_HOR, CArgs(TCArg("int *", "A"), TCArg("int *", "B"), TCArg("int *", "Out")),
+                 Calls(Call("Add", LOC_INNER_LOOP, Bindings(
+                     K_Arg("A", KER_ARG_TILE), K_Arg("B", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
+                     K_Arg("A", KER_ARG_TILE_W), K_Arg("A", KER_ARG_TILE_H)))),
+                 KerArgs(KerArg("A", OBJ_IN_DB, 8, 40, 4, 0, 0, 0, "A"),
+                         KerArg("B", OBJ_IN_DB, 8, 40, 4, 0, 0, 0, "B"),
+                         KerArg("Out", OBJ_OUT_DB, 8, 20, 4, 0, 0, 0, "Out")))
+    prog = m.program("Half")
+    a = np.ones((40, 8), np.int32)
+    try:
+        prog.run("sim", A=a, B=a, Out=np.zeros((20, 8), np.int32))
+    except OutOfBoundsError as exc:
+        print("simulator:", exc)
+    prog.run("c", A=a, B=a, Out=np.zeros((20, 8), np.int32))
+    print("not caught")
+''')
+
+
 def run_sanitized(script: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, **ENV)
     return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
@@ -231,3 +271,16 @@ def test_tile_read_past_the_tensor_is_caught():
     assert res.returncode != 0 and "not caught" not in res.stdout
     assert "ERROR: AddressSanitizer: heap-buffer-overflow" in res.stderr
     assert "READ of size" in res.stderr and "npukit_MatAdd" in res.stderr
+
+
+def test_a_basic_kernel_writing_past_its_l1_tile_is_caught():
+    """No build-time rule tells a tile too small for what a basic kernel writes from a
+    subsampling kernel's smaller output (docs/tiler.md): the simulator's bounded pointers
+    and the sanitizers catch it at run time."""
+    res = run_sanitized(OVERRUN_TILE)
+    assert "simulator: basic kernel Add" in res.stdout
+    assert "Out: L1 buffer 'Out', elements 0..159 (160)" in res.stdout
+    assert res.returncode != 0 and "not caught" not in res.stdout
+    # L1 buffers are local arrays: UBSan's object-size check or ASan's stack check fires.
+    assert ("stack-buffer-overflow" in res.stderr or
+            "store to address" in res.stderr and "insufficient space" in res.stderr)

@@ -198,7 +198,7 @@ def test_sections_in_order():
     # The seed's struct call: invariants set once, the rest before each call.
     assert "MatrixAdd_Arg_T S_KerArg0, *KerArg0 = &S_KerArg0;" in src
     assert src.index("KerArg0->W = (unsigned int)200;") < at[0]
-    assert "KerArg0->In1 = (Word32 * __restrict__)(L1_In1 + 2000 * (Tile % 2));" in src
+    assert "KerArg0->In1 = (Word32 *__restrict__)(L1_In1 + 2000 * (Tile % 2));" in src
     assert "MatSumPar(KerArg0);" in src and src.count("void MatSumPar(") == 1
     # Slotted L1 buffers say where the AutoTiler placed them.
     assert "int32_t L1_In2[4000] NPK_ALIGNED;  /* L1_Memory + 16000, 2 slots of 2000 */" in src

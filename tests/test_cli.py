@@ -49,8 +49,11 @@ def test_demo_prints_the_layouts_section(capsys):
 
 
 # The demo's self-checks: 3 layout views, 8 EasyKernel kernels x (numpy, C), the SiLU
-# table, 5 AutoTiler ports x (numpy, C), 2 LUT claims.
-DEMO_CHECKS = 3 + 8 * 2 + 1 + 5 * 2 + 2
+# table, 3 for the Compass DSL kernel, 5 AutoTiler ports x (numpy, C), 3 for the MNIST
+# graph, 2 LUT claims.
+DEMO_CHECKS = 3 + 8 * 2 + 1 + 3 + 5 * 2 + 3 + 2
+# The EasyKernel kernels, the Compass DSL kernel, the AutoTiler ports, the MNIST graph.
+C_CHECKS = 8 + 1 + 5 + 1
 
 
 def test_demo_ends_with_a_summary_of_every_check(capsys):
@@ -91,23 +94,27 @@ def test_a_failed_lut_claim_fails_the_demo(capsys, monkeypatch):
 
 def test_c_that_differs_from_the_simulator_fails_the_demo(capsys, monkeypatch):
     import npukit.c
+    import npukit.tiler.graph_c
 
-    real = npukit.c.run_c
+    real = {npukit.c: npukit.c.run_c, npukit.tiler.graph_c: npukit.tiler.graph_c.run_c}
 
     def wrong_first_element(prog, arrays, **kw):
-        res = real(prog, arrays, **kw)
+        run = real[npukit.c if isinstance(prog, nk.Program) else npukit.tiler.graph_c]
+        res = run(prog, arrays, **kw)
         for a in res.outputs.values():
             flat = a.reshape(-1)  # a view: the demo's outputs are contiguous
             flat[:1] = flat[:1] * 3 + 101  # never equal: 2x + 101 is odd (ints), or large
         return res
 
     monkeypatch.setattr(npukit.c, "run_c", wrong_first_element)
+    monkeypatch.setattr(npukit.tiler.graph_c, "run_c", wrong_first_element)
     assert main(["demo"]) == 1
     out = capsys.readouterr().out
     last = out.rstrip().splitlines()[-1]
-    assert last.startswith(f"13 of {DEMO_CHECKS} checks FAILED: vanilla mul: C = sim, ")
+    assert last.startswith(f"{C_CHECKS} of {DEMO_CHECKS} checks FAILED: vanilla mul: C = sim, ")
     assert "MatAdd: C = sim" in last and "FFT2D group: C = sim" in last
-    assert out.count("DIFFERS") == 13
+    assert "Compass DSL SiLU: C = simulator" in last and "MNIST graph: C = sim" in last
+    assert out.count("DIFFERS") == C_CHECKS - 1  # the DSL section says "False"
 
 
 def test_without_a_c_compiler_the_c_checks_are_skipped(capsys, monkeypatch):
@@ -116,11 +123,14 @@ def test_without_a_c_compiler_the_c_checks_are_skipped(capsys, monkeypatch):
     def no_compiler(prog, arrays, **kw):
         raise nk.CompilerError("no C compiler found: install gcc")
 
+    import npukit.tiler.graph_c
+
     monkeypatch.setattr(npukit.c, "run_c", no_compiler)
+    monkeypatch.setattr(npukit.tiler.graph_c, "run_c", no_compiler)
     assert main(["demo"]) == 0
     last = capsys.readouterr().out.rstrip().splitlines()[-1]
-    assert last.startswith(f"{DEMO_CHECKS - 13} checks passed, 13 skipped (could not run: "
-                           f"vanilla mul: C = sim, ")
+    assert last.startswith(f"{DEMO_CHECKS - C_CHECKS} checks passed, {C_CHECKS} skipped "
+                           f"(could not run: vanilla mul: C = sim, ")
 
 
 def test_a_command_is_required(capsys):

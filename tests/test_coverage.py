@@ -293,3 +293,18 @@ def test_partial_is_for_outputs():
     part = nk.spec((2, 8), "int8", partial=True)
     assert isinstance(part, nk.Layout) and part.partial and "partial=True" in repr(part)
     assert part.vectorize(4) == nk.spec((2, 8), "int8").vectorize(4)
+
+
+def test_loops_with_run_time_trip_counts_write_only_the_iterations_that_run():
+    """A loop that runs ``trips`` of its ``count`` iterations (a Compass DSL core's share)
+    writes nothing in the others: no closed form claims them, enumeration leaves them out."""
+    core = ir.Var("tec", 4)
+    i = ir.Var("i", 3, trips=ir.affine(core) * -1 + 3)  # TEC t runs 3 - t iterations
+    out = ir.Buffer("out", "global", np.dtype("int16"), 48, role="out")
+    src = ir.Buffer("buf", "lsram", np.dtype("int16"), 4)
+    st = ir.Copy(ir.View(out, nk.Layout((4,), "int16"), core * 12 + i * 4),
+                 ir.View(src, nk.Layout((4,), "int16")), "dma")
+    assert coverage.copy_writes(st.dst, None, (core, i)) is None
+    written = np.sort(coverage.enumerate_writes(st, (core, i), 1 << 20))
+    want = np.sort(np.concatenate([t * 12 + np.arange(4 * (3 - t)) for t in range(4)]))
+    assert (written == want).all()

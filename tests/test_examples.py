@@ -22,4 +22,4 @@ def test_all_seed_examples_present():
     names = {p.stem for p in EXAMPLES}
     assert {"mul_vanilla", "mul_vectorized_store", "mul_vectorized", "mul_ndim",
             "mul_fused_broadcast", "reduce_2d", "matadd", "matmax", "my_favorite_kernel",
-            "cnn_conv5x5", "fft2d"} <= names
+            "cnn_conv5x5", "fft2d", "mnist", "mnist_l2_budget"} <= names

@@ -44,9 +44,33 @@ def test_lut_reports_design_errors_with_exit_code_2(capsys):
     assert "npukit lut: error:" in err and "rsqrt" in err and "finite" in err
 
 
-def test_lut_rejects_unknown_functions():
-    with pytest.raises(SystemExit):
-        _run(["lut", "softmax"])
+def test_lut_rejects_unknown_functions_and_suggests_close_ones(capsys):
+    assert _run(["lut", "softmax"]) == 2
+    assert "fn='softmax' is not in the catalogue" in capsys.readouterr().err
+    assert _run(["lut", "sigmod", "--entries", "17"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'sigmoid'?" in err and "known: sigmoid, tanh" in err
+
+
+def test_lut_plot_creates_a_missing_directory(tmp_path, capsys):
+    path = tmp_path / "new" / "deeper" / "tanh.png"
+    assert _run(["lut", "tanh", "--entries", "17", "--points", "101", "--plot",
+                 str(path)]) == 0
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"plot written to {path}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("where", ["a directory", "under a file"])
+def test_lut_plot_to_an_unwritable_path_is_an_error(tmp_path, capsys, where):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    path = tmp_path if where == "a directory" else blocker / "p.png"
+    assert _run(["lut", "tanh", "--entries", "17", "--points", "101", "--plot",
+                 str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"npukit lut: error: cannot write the plot to '{path}'" in err
+    assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]   # nothing else written
 
 
 def test_lut_plot_writes_a_png(tmp_path, capsys):

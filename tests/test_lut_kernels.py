@@ -27,7 +27,8 @@ SETTINGS = settings(max_examples=40, deadline=None,
 BF16 = np.dtype(ml_dtypes.bfloat16)
 TORQ = nk.target("torq")
 CANARY = {np.dtype("int32"): 0x5A5A5A5A, np.dtype("int64"): 0x5A5A5A5A5A5A5A5A,
-          np.dtype("float32"): 1234.5, np.dtype("float16"): 1234.0}
+          np.dtype("float32"): 1234.5, np.dtype("float16"): 1234.0,
+          np.dtype("int16"): 0x5A5A, np.dtype("uint16"): 0xA5A5}
 
 
 def _dt(name):
@@ -531,6 +532,12 @@ FLT = Lut(np.ones(8, np.float32), np.ones(8, BF16))
      nk.LutError, ["lo=0.5", "integer"]),
     (lookup_kernel, "int8", {"lut": Lut(np.arange(8, dtype=np.int16)), "bias": 3},
      nk.LutError, ["bias=3", "power of two"]),
+    (lookup_kernel, "int8", {"lut": Lut(np.arange(8, dtype=np.int16)), "bias": 2**63},
+     nk.LutError, ["bias=9223372036854775808", "below 2**32"]),
+    (lookup_kernel, "int8", {"lut": Lut(np.arange(8, dtype=np.int16)), "step_bits": 2.0},
+     nk.LutError, ["step_bits must be an integer; got 2.0"]),
+    (linear_kernel, "int16", {"lut": LIN16, "step_bits": 3, "bias": 2**63},
+     nk.LutError, ["bias=9223372036854775808", "32-bit int"]),
     (lookup_kernel, "int8", {"lut": Lut(np.arange(6, dtype=np.int16)), "oor": "truncate"},
      nk.LutError, ["truncate", "power of two", "size 6"]),
     (lookup_kernel, "int8", {"lut": Lut(np.arange(6, dtype=np.int16)), "step_bits": 32},
@@ -622,3 +629,93 @@ def test_lut_memory_in_targets_is_data(tmp_path):
     path.write_text(text)
     with pytest.raises(nk.TargetError, match="lut.memory.*NOPE"):
         nk.load_target(path)
+
+
+# -- what an integer LUT result holds, and where it may be stored -----------------------------
+
+STORES = [
+    # (design arguments, output dtypes that hold every value, ones that would saturate)
+    (("sigmoid", -8, 8, 33, {"kind": "linear", "in_dtype": "int16", "out_dtype": "int16"}),
+     ["int32", "int64"], ["int16", "int8", "uint16", "float16"]),
+    (("tanh", -4, 4, 64, {"kind": "linear", "in_dtype": "int16", "out_dtype": "int32"}),
+     ["int64"], ["int32", "int16"]),
+    (("sigmoid", -8, 8, 33, {"kind": "linear", "in_dtype": "int8", "out_dtype": "int8"}),
+     ["int16", "uint16", "int32", "float16"], ["int8", "uint8"]),
+    (("tanh", -4, 4, 64, {"in_dtype": "int8", "out_dtype": "int16"}),
+     ["int16", "int32"], ["int8", "uint16"]),
+]
+
+
+@pytest.mark.parametrize("args, fit, narrow", STORES, ids=lambda v: str(v)[:40])
+def test_a_design_result_goes_only_where_it_fits(args, fit, narrow):
+    """The Act result of a Design is y * 2**out_frac_bits in the accumulator, far wider than
+    the table's offsets: a store into a tensor that cannot hold every value it takes is a
+    LutError at build time (it used to saturate every value); one that holds them runs and
+    equals the design, value for value."""
+    fn, lo, hi, entries, kw = args
+    d = design(fn, lo, hi, entries, **kw)
+    reals = d.sweep(257)
+    q = d.quantize(reals)
+    want = np.ldexp(d.evaluate(reals), d.out_frac_bits)
+    kern = linear_kernel if d.kind == "linear" else lookup_kernel
+    vlo, vhi = d.output_range()
+    for dt in fit:
+        _, _, out = run_table(kern, q, dt, 2, lut=d)
+        assert np.array_equal(out, want.astype(dt))     # exact, or float16 rounding
+    for dt in narrow:
+        with pytest.raises(nk.LutError) as err:
+            nk.build(kern, input=nk.spec(q.shape, q.dtype), output=nk.spec(q.shape, dt), lut=d)
+        msg = str(err.value)
+        for part in ("append into 'output'", f"'output' is {dt}", f"values {vlo}..{vhi}",
+                     f"y * 2**{d.out_frac_bits}", str(d.result_dtype), "or wider"):
+            assert part in msg, (part, msg)
+
+
+@nk.kernel
+def store_kernel(s, input, output, *, lut, step_bits=None):
+    """One Act-width vector, stored (not appended)."""
+    p = s.alu.accumulate(s.iram.load(input))
+    s.store(output, s.act.linear_approx(p, lut, step_bits))
+
+
+def test_store_is_checked_like_append_and_raw_tables_still_saturate():
+    d = design("sigmoid", -8, 8, 33, kind="linear", in_dtype="int16", out_dtype="int16")
+    specs = {"input": nk.spec((4,), "int16"), "output": nk.spec((4,), "int16")}
+    with pytest.raises(nk.LutError, match=r"store into 'output'.*int16 \(-32768\.\.32767\)"):
+        nk.build(store_kernel, **specs, lut=d)
+    # A bare Lut has no meaning attached: its result is stored saturated, as documented.
+    prog = nk.build(store_kernel, **specs, lut=d.lut, step_bits=d.step_bits)
+    q = np.array([-32768, 100, 4000, 32767], np.int16)
+    out = np.zeros(4, np.int16)
+    prog.run(input=q, output=out)
+    acc = linear_approx(d.lut, q, d.step_bits)
+    assert acc.max() > 32767 and out.tolist() == np.clip(acc, -32768, 32767).tolist()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fn=st.sampled_from(["sigmoid", "tanh", "silu", "gelu_tanh", "exp"]),
+       row=st.sampled_from([("direct", "int8", "int16"), ("direct", "int16", "int8"),
+                            ("direct", "uint8", "uint16"), ("linear", "int8", "int8"),
+                            ("linear", "int16", "int16"), ("linear", "int16", "int32")]),
+       entries=st.integers(9, 200), method=st.sampled_from(["sample", "minimax"]))
+def test_output_range_is_every_value_the_output_takes(fn, row, entries, method):
+    """Oracle: a linear design evaluated on every value its input type holds (it clamps
+    any other partial into that range); a direct design looked up by int32 partials from
+    below its first cell to past its last (a partial of summed data reaches every entry)."""
+    kind, in_dt, out_dt = row
+    lo, hi = (0.0, 4.0) if in_dt == "uint8" else (-4.0, 4.0) if fn != "exp" else (-8.0, 0.0)
+    if in_dt == "uint8" and fn == "exp":
+        lo, hi = 0.0, 2.0
+    d = design(fn, lo, hi, entries, kind=kind, in_dtype=in_dt, out_dtype=out_dt, method=method)
+    if kind == "linear":
+        info = np.iinfo(in_dt)
+        every = np.arange(info.min, int(info.max) + 1).astype(in_dt)
+        values = np.ldexp(d.evaluate(d.dequantize(every)), d.out_frac_bits)
+    else:
+        cells = np.arange(-d.bias - 2, d.lut.size + 2) << d.step_bits
+        values = parallel_lookup(d.lut, cells.astype(np.int32), d.step_bits, d.bias)
+    assert d.output_range() == (int(values.min()), int(values.max()))
+    assert d.result_dtype == np.dtype({"direct": out_dt, "linear": "int32" if in_dt == "int8"
+                                       else "int64"}[kind])
+    text = d.describe()
+    assert f"output  {d.result_dtype}" in text and f"values {values.min():.0f}.." in text

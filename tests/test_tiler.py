@@ -237,7 +237,7 @@ def test_unknown_names_are_errors():
                  Calls(Call("Missing", LOC_INNER_LOOP, Bindings(K_Arg("In", KER_ARG_TILE)))),
                  KerArgs(KerArg("In", OBJ_IN, 4, 4, 4, 0, 0, 0, "In")))
     with pytest.raises(nk.TilingError, match="unknown basic kernel 'Missing'"):
-        m.program("K")
+        m.tiling("K")                           # before any lowering
 
 
 def test_orientation_override_transposes_by_tiles():

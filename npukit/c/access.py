@@ -138,7 +138,14 @@ def simplify(a: ir.Affine) -> ir.Affine:
             continue
         e = simplify(atom.expr)
         lo, hi = e.bounds()
-        if isinstance(atom, ir.FloorDiv):
+        if isinstance(atom, ir.Clamp):  # a bound the value never crosses is dropped
+            below = atom.hi is not None and lo >= atom.hi
+            above = atom.lo is not None and hi <= atom.lo
+            a_lo = None if atom.lo is None or lo >= atom.lo else atom.lo
+            a_hi = None if atom.hi is None or hi <= atom.hi else atom.hi
+            v = ir.affine(atom.hi) if below else ir.affine(atom.lo) if above else \
+                e if a_lo is None and a_hi is None else ir.affine(ir.Clamp(e, a_lo, a_hi))
+        elif isinstance(atom, ir.FloorDiv):
             v = e if atom.m == 1 else ir.affine(lo // atom.m) if lo // atom.m == hi // atom.m \
                 else e // atom.m
         else:
@@ -157,6 +164,11 @@ def affine_c(a: ir.Affine, names: Names, h: Helpers) -> str:
     for atom, c in a.terms:
         if isinstance(atom, ir.Var):
             x = names.of[atom]
+        elif isinstance(atom, ir.Clamp):
+            e = affine_c(atom.expr, names, h)
+            x = f"{h.use('npk_max64')}({e}, {atom.lo})" if atom.hi is None else \
+                f"{h.use('npk_min64')}({e}, {atom.hi})" if atom.lo is None else \
+                f"{h.use('npk_clamp64')}({e}, {atom.lo}, {atom.hi})"
         else:
             e = affine_c(atom.expr, names, h)
             div = isinstance(atom, ir.FloorDiv)

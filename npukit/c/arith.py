@@ -29,6 +29,18 @@ _DEFS: dict[str, tuple[str, tuple[str, ...]]] = {
 static inline int32_t npk_wrap32(uint32_t x) { return (int32_t)x; }""", ()),
     "npk_min64": ("""\
 static inline int64_t npk_min64(int64_t a, int64_t b) { return a < b ? a : b; }""", ()),
+    "npk_max64": ("""\
+static inline int64_t npk_max64(int64_t a, int64_t b) { return a > b ? a : b; }""", ()),
+    "npk_f2i32": ("""\
+/* A float lane to int32 as the Compass DSL's S.cast reads it (arith.vec_cast): round to
+   nearest even (rint in the default rounding mode), NaN -> 0, saturate to int32. */
+static inline int32_t npk_f2i32(double x)
+{
+    double t = rint(x);
+    if (t != t)
+        return 0;
+    return t < -2147483648.0 ? INT32_MIN : t > 2147483647.0 ? INT32_MAX : (int32_t)t;
+}""", ()),
     "npk_clamp64": ("""\
 /* clamp(x, lo, hi) as numpy.clip: max with lo first, then min with hi. */
 static inline int64_t npk_clamp64(int64_t x, int64_t lo, int64_t hi)
@@ -353,3 +365,64 @@ def rescale_clamp_fast(h: Helpers, p: str, p_range: tuple[int, int], attrs: dict
            f"{shift}, {rnd}, {zp})"
     args = [p, "(int32_t)bias", "(int32_t)scale"] + [int_literal(v) for v in (shift, zp, lo, hi)]
     return f"{h.use('npk_rescale_clamp_' + mode + '_i32')}({', '.join(args)})", cond
+
+
+# -- element-wise vector instructions (arith.vec_op) ----------------------------------------
+
+# The ops of npukit.arith.VEC_OPS this back end spells out (vgather: npukit.c.emit).
+VEC_OPS = ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vneg", "vabs", "vcmp", "vsel",
+           "vand", "vor", "vxor", "vnot", "vrint", "vcast", "vgather")
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_BIN = {"vadd": "+", "vsub": "-", "vmul": "*", "vdiv": "/", "vand": "&", "vor": "|",
+        "vxor": "^"}
+
+
+def vec_cast_expr(h: Helpers, x: str, src: np.dtype, dst: np.dtype, saturate: bool) -> str:
+    """One lane of ``vcast`` (``arith.vec_cast``)."""
+    t = c_type(dst)
+    if dst == np.bool_:
+        return f"({x} != 0)"
+    if src == np.bool_ or src == dst:
+        return f"({t})({x})"
+    if is_float(dst):
+        if src.kind in "iu" and dst.itemsize < 4:  # integers reach float16 through float32
+            return f"({t})(float)({x})"
+        return f"({t})({x})"
+    x64 = f"(int64_t){h.use('npk_f2i32')}((double)({x}))" if is_float(src) else f"(int64_t)({x})"
+    if saturate:
+        return f"{h.use('npk_sat_' + dst.name)}({x64})"
+    return f"({t})(uint64_t)({x64})"  # keep the low bits
+
+
+def vec_expr(h: Helpers, op: str, attrs: dict, srcs: list[tuple[str, np.dtype]],
+             dst: np.dtype) -> str:
+    """One lane of an element-wise vector instruction (``arith.vec_op``; not ``vgather``)
+    from its operand lanes, as a C expression of ``dst``'s type."""
+    xs = [e for e, _ in srcs]
+    if op == "vcmp":
+        return f"({xs[0]} {_CMP[attrs['cmp']]} {xs[1]})"
+    if op == "vsel":
+        return f"({xs[0]} ? {xs[1]} : {xs[2]})"
+    if op == "vcast":
+        return vec_cast_expr(h, xs[0], srcs[0][1], dst, bool(attrs.get("saturate", False)))
+    t = c_type(dst)
+    if dst == np.bool_:
+        return f"(uint8_t)!{xs[0]}" if op == "vnot" else f"({xs[0]} {_BIN[op]} {xs[1]})"
+    if is_float(dst):  # computed in float (exact for float16 operands), rounded once to dst
+        f = [f"(float){x}" if dst != _F32 else x for x in xs]
+        expr = {"vmax": lambda: f"{h.use('npk_maxf')}({f[0]}, {f[1]})",
+                "vmin": lambda: f"{h.use('npk_minf')}({f[0]}, {f[1]})",
+                "vneg": lambda: f"-{f[0]}", "vabs": lambda: f"fabsf({f[0]})",
+                "vrint": lambda: f"rintf({f[0]})"}.get(op, lambda: f"{f[0]} {_BIN[op]} {f[1]}")()
+        return expr if dst == _F32 else f"({t})({expr})"
+    u = "uint64_t" if dst.itemsize == 8 else "uint32_t"  # wrap-around: unsigned arithmetic
+    if op in ("vmax", "vmin"):
+        return f"({xs[0]} {'>' if op == 'vmax' else '<'} {xs[1]} ? {xs[0]} : {xs[1]})"
+    if op == "vneg":
+        return f"({t})(0u - ({u}){xs[0]})"
+    if op == "vabs":
+        return xs[0] if dst.kind == "u" else \
+            f"({t})({xs[0]} < 0 ? 0u - ({u}){xs[0]} : ({u}){xs[0]})"
+    if op == "vnot":
+        return f"({t})~({u}){xs[0]}"
+    return f"({t})(({u}){xs[0]} {_BIN[op]} ({u}){xs[1]})"

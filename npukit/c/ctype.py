@@ -25,6 +25,7 @@ _C_TYPES = {
     "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint64": "uint64_t",
     "float16": "npk_float16", "bfloat16": "npk_bfloat16", "float32": "float",
     "float64": "double", "complex64": "float _Complex", "complex128": "double _Complex",
+    "bool": "uint8_t",  # a mask lane: 0 or 1
 }
 
 # The typedefs the names above need, emitted once before their first use.
@@ -113,6 +114,8 @@ def poison_literal(dt: np.dtype) -> str:
     (complex values have no literal: ``npukit.c.emit`` poisons them with memset)."""
     if is_float(dt):
         return literal(float("nan"), dt)
+    if dt == np.bool_:
+        return "1"  # the simulator poisons masks with True
     if dt.kind == "c":
         raise DTypeError(f"C back end: no poison literal for {dt.name}; use memset 0xA5")
     return int_literal(int(np.full(dt.itemsize, 0xA5, np.uint8).view(dt)[0]))

@@ -11,7 +11,8 @@ With ``fuse=True`` an innermost loop that streams tensors through internal buffe
 one loop over elements straight from the parameter pointers (``npukit.c.fuse``). The LUT
 instructions are helper functions reading their table's ``static const`` image
 (``npukit.c.lut``); calls of basic kernels carry the kernels' own C and run parallel ones on
-each core in turn (``npukit.c.calls``).
+each core in turn (``npukit.c.calls``), and so does a core loop (the Compass DSL's cores).
+A loop whose trip count is known at run time only counts to it.
 
 >>> import npukit as nk
 >>> from npukit import kernels as K
@@ -61,6 +62,75 @@ def c_source(prog: ir.Program, *, fuse: bool = True) -> str:
     """The C translation unit of ``prog``; its entry function is ``entry_name(prog)``.
     ``fuse=False`` keeps every copy into internal memories (the literal reading)."""
     return _Emitter(prog, fuse).source()
+
+
+def c_unit(progs: list[ir.Program], entries: list[str], *, header: str, tail: str = "",
+           includes: tuple[str, ...] = (), fuse: bool = True) -> str:
+    """Several programs as one translation unit: one function per program, named
+    ``entries[k]`` (each after its program's header comment), sharing the helpers, types and
+    basic kernels they use; ``header`` (a comment) first, ``includes`` added to the standard
+    headers, ``tail`` (more C) last. Programs must not define constants of one name."""
+    helpers = A.Helpers()
+    ems = [_Emitter(p, fuse, helpers, e) for p, e in zip(progs, entries)]
+    return _unit(ems, header, tail, includes)
+
+
+def _unit(ems: list[_Emitter], header: str, tail: str = "",
+          includes: tuple[str, ...] = ()) -> str:
+    funcs = [em.function() for em in ems]
+    consts = "\n\n".join(c for c in (em._constants() for em in ems) if c)
+    helpers = ems[0].h.source()
+    code = "\n".join([consts, helpers, *funcs, tail])
+    sources = list(dict.fromkeys(x for em in ems for x in em.sources))
+    kernels = "\n\n".join(sources)
+    out = Writer()
+    out.lines.append(header)
+    out.line()
+    if re.search(r"\b(NAN|INFINITY|rintf?|fabsf)\b", code):
+        out.line("#include <math.h>")
+    out.line("#include <stdint.h>")
+    for inc in includes:
+        out.line(f"#include <{inc}>")
+    if ("memcpy(" in code or "memset(" in code) and "string.h" not in includes:
+        out.line("#include <string.h>")
+    out.line()
+    out.lines.extend(_PORTABILITY.splitlines())
+    for name, text in TYPEDEFS.items():
+        if re.search(rf"\b{name}\b", code + kernels):
+            out.line()
+            out.lines.extend(text.splitlines())
+    dtypes = dict.fromkeys(b.dtype for em in ems for b, _ in em.prog.params if b.dtype.itemsize > 1)
+    for dt in dtypes:
+        out.line(f"typedef {c_type(dt)} {_elem_type(dt)} NPK_ANY_ADDRESS;")
+    for part in (consts, helpers):
+        if part:
+            out.line()
+            out.lines.extend(part.splitlines())
+    if sources:
+        out.line()
+        out.lines.extend(_HIDDEN[0].splitlines())
+        out.line()
+        out.lines.extend(prelude(ems[0].prog.target.cores).splitlines())
+        for text in sources:
+            out.line()
+            out.comment("Basic kernel source, as given (c_source=).")
+            out.lines.extend(text.splitlines())
+        out.line()
+        out.lines.extend(_HIDDEN[1].splitlines())
+    for em, func in zip(ems, funcs):
+        out.line()
+        if len(ems) > 1:
+            out.lines.append(em._header())
+        out.lines.extend(func.splitlines())
+    if tail:
+        out.line()
+        out.lines.extend(tail.splitlines())
+    return out.text() + "\n"
+
+
+def param_type(dt: np.dtype) -> str:
+    """The element type an entry function's pointer parameters of ``dt`` have."""
+    return _elem_type(np.dtype(dt))
 
 
 def entry_name(prog: ir.Program) -> str:
@@ -119,8 +189,10 @@ def lanes_c(lanes: ir.Lanes, names: Names, h: A.Helpers) -> str:
 
 
 class _Emitter:
-    def __init__(self, prog: ir.Program, fuse: bool):
-        self.prog, self.fuse, self.h = prog, fuse, A.Helpers()
+    def __init__(self, prog: ir.Program, fuse: bool, helpers: A.Helpers | None = None,
+                 entry: str | None = None):
+        self.prog, self.fuse, self.h = prog, fuse, helpers or A.Helpers()
+        self.entry = entry or entry_name(prog)
         for buf, _ in prog.params:
             c_type(buf.dtype, f"tensor {buf.name!r}")
         for buf in prog.buffers:
@@ -183,55 +255,25 @@ class _Emitter:
     # -- the translation unit ------------------------------------------------------------
 
     def source(self) -> str:
+        return _unit([self], self._header())
+
+    def function(self) -> str:
+        """The entry function: its signature, internal memories and statements."""
         body, decls = Writer(1), Writer(1)
         self.block(self.prog.body, body)
         self._declarations(decls)
-        consts, helpers = self._constants(), self.h.source()
-        code = "\n".join([consts, helpers, decls.text(), body.text()])
         out = Writer()
-        out.lines.append(self._header())
-        out.line()
-        if "NAN" in code or "INFINITY" in code:
-            out.line("#include <math.h>")
-        out.line("#include <stdint.h>")
-        if "memcpy(" in code or "memset(" in code:
-            out.line("#include <string.h>")
-        out.line()
-        out.lines.extend(_PORTABILITY.splitlines())
-        kernels = "\n\n".join(self.sources)
-        for name, text in TYPEDEFS.items():
-            if re.search(rf"\b{name}\b", code + kernels):
-                out.line()
-                out.lines.extend(text.splitlines())
-        for dt in dict.fromkeys(b.dtype for b, _ in self.prog.params if b.dtype.itemsize > 1):
-            out.line(f"typedef {c_type(dt)} {_elem_type(dt)} NPK_ANY_ADDRESS;")
-        for part in (consts, helpers):
-            if part:
-                out.line()
-                out.lines.extend(part.splitlines())
-        if self.sources:
-            out.line()
-            out.lines.extend(_HIDDEN[0].splitlines())
-            out.line()
-            out.lines.extend(prelude(self.prog.target.cores).splitlines())
-            for text in self.sources:
-                out.line()
-                out.comment("Basic kernel source, as given (c_source=).")
-                out.lines.extend(text.splitlines())
-            out.line()
-            out.lines.extend(_HIDDEN[1].splitlines())
-        out.line()
         out.lines.extend(self._signature().splitlines())
         with out.block():
             out.extend(decls)
             out.extend(body)
-        return out.text() + "\n"
+        return out.text()
 
     def _header(self) -> str:
         p, t = self.prog, self.prog.target
         rows = [(f"Generated by npukit from kernel `{p.name}` for target {t.name} "
                  f"({t.description})."), "",
-                f"Entry: void {entry_name(p)}({', '.join(self.ptr[key(b)] for b, _ in p.params)})"]
+                f"Entry: void {self.entry}({', '.join(self.ptr[key(b)] for b, _ in p.params)})"]
         for buf, spec in p.params:
             access_kind = {"in": "read", "out": "written", "inout": "read and written"}[buf.role]
             rows.append(f"  {self.ptr[key(buf)]:<12} {spec.dtype.name}{list(spec.shape)}, strides "
@@ -259,7 +301,7 @@ class _Emitter:
         for buf, _ in self.prog.params:
             const = "const " if buf.role == "in" else ""
             args.append(f"{const}{_elem_type(buf.dtype)} *restrict {self.ptr[key(buf)]}")
-        head = f"void {entry_name(self.prog)}("
+        head = f"void {self.entry}("
         return head + (",\n" + " " * len(head)).join(args) + ")"
 
     def header(self) -> str:
@@ -340,7 +382,7 @@ class _Emitter:
                     where.append(f"{b.slots} slot{'s' if b.slots > 1 else ''} of {b.slot_len}")
                 out.line(decl + (f"  /* {comment_text(', '.join(where))} */" if where else ""))
         for b in used:
-            if is_float(b.dtype):
+            if is_float(b.dtype) or b.dtype == np.bool_:
                 with out.block(f"for (int64_t {self.k} = 0; {self.k} < {b.size}; {self.k}++)"):
                     out.line(f"{self.ptr[key(b)]}[{self.k}] = {poison_literal(b.dtype)};"
                              f"  /* {_POISON} */")
@@ -395,12 +437,28 @@ class _Emitter:
         if self.fuse and fused_loop(self, st, w):
             return
         name = self.names.bind(st.var)
-        w.banner(f"Loop {name}: {st.var.count} iterations", st.label)
-        with w.block(f"for (int64_t {name} = 0; {name} < {st.var.count}; {name}++)"):
+        count = st.var.count
+        if st.cores:
+            title = f"Core loop {name}: core {name} of {count} runs the body (its local id); " \
+                    f"the cores take turns, core 0 first, as parallel work runs on a host"
+        else:
+            title = f"Loop {name}: {count} iterations"
+        head = f"for (int64_t {name} = 0; {name} < {count}; {name}++)"
+        end = None
+        if st.var.trips is not None:  # the trip count is known at run time only
+            end = _ident(f"{name}_end", self.taken)
+            trips = self.affine(st.var.trips)
+            title += f", of which {trips} run"
+            head = f"for (int64_t {name} = 0, {end} = {self.h.use('npk_clamp64')}({trips}, 0, " \
+                   f"{count}); {name} < {end}; {name}++)"
+        w.banner(title, st.label)
+        with w.block(head):
             self.loops.append(st.var)
             self.block(st.body, w)
             self.loops.pop()
         self.names.release(st.var)
+        if end is not None:
+            self.taken.discard(end)
 
     def call(self, st: ir.Call, w: Writer) -> None:
         emit_call(self, st, w)
@@ -455,10 +513,10 @@ class _Emitter:
                 else:
                     with w.block(f"for (int64_t {k} = 0; {k} < {n_dst}; {k}++)"):
                         w.line(f"{self.el(dst, k)} = {value};")
-            if valid is not None and _internal(st.dst) and n_dst != "0":
+            if valid is not None and _internal(st.dst) and n_text != "0":
                 # A copy with no valid row moves nothing, and leaves memory as it was.
                 w.comment(f"Junk {rows}: poisoned, as in the simulator.")
-                with w.block(f"if ({n_dst} > 0)") if not n_dst.isdigit() else nullcontext():
+                with w.block(f"if ({n_dst} > 0)") if not n_text.isdigit() else nullcontext():
                     with w.block(f"for (int64_t {k} = {n_dst}; {k} < {st.dst.size}; {k}++)"):
                         w.line(f"{self.el(dst, k)} = {self._poison(ddt)};  /* {_POISON} */")
 
@@ -530,6 +588,11 @@ class _Emitter:
         """One lane of ``st`` from its operand lanes, and the dtype of the result; an Act
         reads its (bias, scale) pair once, into locals declared on ``w``."""
         dts = [v.dtype for v in st.srcs]
+        if st.op == "vgather":
+            return self._gather(st, lanes), st.dst.dtype
+        if st.op in A.VEC_OPS:
+            return A.vec_expr(self.h, st.op, dict(st.attrs), list(zip(lanes, dts)),
+                              st.dst.dtype), st.dst.dtype
         if st.unit == "alu":
             acc_dt = np.dtype("float32") if is_float(st.dst.dtype) else np.dtype("int32")
             return A.alu_expr(self.h, st.op, list(zip(lanes, dts)), st.dst.dtype), acc_dt
@@ -554,6 +617,14 @@ class _Emitter:
             return A.rescale_clamp_expr(self.h, lanes[0], p_dt, "bias", "scale", attrs,
                                         self.prog.target.arith.rounding), out_dt
         raise NotImplementedError(f"C back end: no rule for {st.unit}.{st.op} (`{st.label}`)")
+
+    def _gather(self, st: ir.Compute, lanes: list[str]) -> str:
+        """One lane of ``vgather``: the table element at the lane's index, clamped into the
+        table (the simulator reports an index outside it); 0 where the mask is false."""
+        table = st.srcs[0]
+        idx = f"{self.h.use('npk_clamp64')}((int64_t){lanes[1]}, 0, {max(table.size - 1, 0)})"
+        value = self.el(self.acc(table), idx)
+        return f"({lanes[2]} ? {value} : 0)" if len(lanes) > 2 else value
 
     def _lut(self, st: ir.Compute, p: str) -> tuple[str, np.dtype]:
         """One lane of a LUT instruction: a call of its own helper (``npukit.c.lut``)."""

@@ -136,6 +136,9 @@ def _plan(em, loop: ir.Loop) -> _Plan | None:
     body, var = loop.body, loop.var
     if not body or not all(isinstance(s, (ir.Copy, ir.Compute, ir.Append)) for s in body):
         return None
+    if var.trips is not None or loop.cores or any(s.op == "vgather" for s in body
+                                                  if isinstance(s, ir.Compute)):
+        return None  # element e = width·i + lane needs every iteration; a table is no lane
     written = {s.dst.buffer.name for s in body if _internal(s.dst)}
     tensors_read = {v.buffer.name for s in body for v in _reads(s) if not _internal(v)}
     tensors_written = {s.dst.buffer.name for s in body if not _internal(s.dst)}
@@ -265,6 +268,8 @@ def _closed_form(em, plan: _Plan, st: ir.Append, a: Access) -> str | None:
         return None
     scope = info.loops_of[id(resets[0])]
     outer = tuple(em.loops)
+    if any(v.trips is not None for v in outer):
+        return None  # the closed form counts every iteration of the loops since the reset
     if outer[:len(scope)] != scope or info.order[id(resets[0])] > info.order[id(plan.loop)]:
         return None
     since = [v for v in outer[len(scope):] if v.count > 1]

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ..errors import NpukitError
-from .catalogue import FUNCTIONS
+from .catalogue import FUNCTIONS, function
 from .design import KINDS, METHODS, Design, design
 
 
@@ -25,8 +26,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         "lut", help="design a lookup table for a function and print its error",
         description="Design a lookup table (the AIE API's semantics) approximating FUNC and print "
                     "its parameters and its error against float64.")
-    p.add_argument("function", metavar="FUNC", choices=sorted(FUNCTIONS),
-                   help=f"one of: {', '.join(FUNCTIONS)}")
+    p.add_argument("function", metavar="FUNC", help=f"one of: {', '.join(FUNCTIONS)}")
     p.add_argument("--entries", type=int, default=257, help="table entries (default 257)")
     p.add_argument("--range", nargs=2, type=float, metavar=("LO", "HI"),
                    help="input range (default: the function's catalogue range)")
@@ -62,32 +62,35 @@ def error_table(d: Design, points: int = 65537) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Carry out ``npukit lut`` for parsed ``args``; returns the exit code."""
-    lo, hi = args.range if args.range else FUNCTIONS[args.function].default_range
+    """Carry out ``npukit lut`` for parsed ``args``; returns the exit code: 2 for a bad
+    argument (unknown function, a design rule, a plot path that cannot be written)."""
     try:
-        d = design(args.function, lo, hi, args.entries, kind=args.kind,
+        f = function(args.function)
+        lo, hi = args.range if args.range else f.default_range
+        d = design(f, lo, hi, args.entries, kind=args.kind,
                    in_dtype=args.in_dtype, out_dtype=args.out_dtype, method=args.method)
         print(d.describe())
         print()
         print(error_table(d, args.points))
+        if args.plot:
+            plot(d, args.plot, args.points)
+            print(f"\nplot written to {args.plot}")
+    except ImportError:
+        print("npukit lut: error: --plot needs matplotlib; install it with "
+              "pip install 'npukit[plot]'", file=sys.stderr)
+        return 1
     except NpukitError as exc:
         print(f"npukit lut: error: {exc}", file=sys.stderr)
         return 2
-    if args.plot:
-        try:
-            plot(d, args.plot, args.points)
-        except ImportError:
-            print("npukit lut: error: --plot needs matplotlib; install it with "
-                  "pip install 'npukit[plot]'", file=sys.stderr)
-            return 1
-        print(f"\nplot written to {args.plot}")
     return 0
 
 
 def plot(d: Design, path: str, points: int = 65537) -> None:
-    """Draw the reference, the approximation and the error of ``d`` into ``path`` (PNG).
+    """Draw the reference, the approximation and the error of ``d`` into ``path`` (PNG),
+    creating its directory when missing.
 
-    Raises ``ImportError`` when matplotlib is missing.
+    Raises ``ImportError`` when matplotlib is missing, ``NpukitError`` when ``path`` cannot
+    be written.
     """
     from matplotlib.figure import Figure
 
@@ -105,4 +108,9 @@ def plot(d: Design, path: str, points: int = 65537) -> None:
     bottom.set_xlabel("x")
     for ax in (top, bottom):
         ax.axvspan(d.lo, d.hi, color="grey", alpha=0.08)
-    fig.savefig(path, dpi=100)
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100, format="png")  # the path as given, no suffix added
+    except OSError as exc:
+        raise NpukitError(f"cannot write the plot to {str(path)!r}: "
+                          f"{exc.strerror or exc}") from exc

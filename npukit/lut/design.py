@@ -14,9 +14,11 @@ in_frac_bits)``, the smallest power of two for which the cells covering ``[lo, h
 ``bias`` a power of two for a signed ``parallel_lookup``, 0 for an unsigned one).
 
 Output format. A float output holds the value rounded to ``out_dtype``. An integer output
-holds ``y * 2**out_frac_bits``; for ``linear_approx`` that is the accumulator, whose offsets
-are stored as ``offset << shift_offset`` (``out_frac_bits`` as large as the slopes allow,
-``shift_offset`` as small as the offsets allow).
+holds ``y * 2**out_frac_bits``; for ``linear_approx`` that is the accumulator (int32 for the
+int8 row, int64 for the int16 rows), whose offsets are added as ``offset << shift_offset``
+(``out_frac_bits`` as large as the slopes allow, ``shift_offset`` as small as the offsets
+allow), so its values are far wider than ``out_dtype``: ``output_range`` gives them, and a
+kernel refuses to store them into a tensor that cannot hold them (``check_store``).
 
 Out of range. A ``linear`` design clamps its input to ``[lo, hi]`` before ``linear_approx``
 (one vector max and min, as the TPP tensor compiler and the Compass DSL tutorial do; without it the
@@ -48,6 +50,7 @@ from ..dtypes import int_range, is_float
 from ..errors import LutError
 from .catalogue import Function, function
 from .fit import bf16_ceil, bf16_floor, midrange, minimax_slope
+from .reals import reals
 from .semantics import LINEAR_TYPES, LinearType, linear_approx, parallel_lookup
 from .table import Lut
 
@@ -55,6 +58,8 @@ KINDS = ("direct", "linear")
 METHODS = ("sample", "minimax")
 DEFAULT_DTYPES = {"direct": ("int16", "bfloat16"), "linear": ("bfloat16", "float32")}
 _GRID = 513             # points per cell for fitting: every input of a cell of up to 512
+MAX_ENTRIES = 1 << 16   # every int16 input its own entry; far beyond any table memory
+MAX_POINTS = 1 << 24    # inputs of an error sweep (a few float64 arrays of 128 MiB)
 
 
 @dataclass(frozen=True)
@@ -87,8 +92,10 @@ class Design:
       ``parallel_lookup`` (``oor="saturate"``) or ``linear_approx``;
     - ``in_frac_bits``: an integer input holds ``x * 2**in_frac_bits``; a bfloat16 input is
       multiplied by ``2**in_frac_bits`` before ``linear_approx``;
-    - ``out_frac_bits``: an integer output (the accumulator, for linear designs) holds
-      ``y * 2**out_frac_bits``; ``None`` for float outputs;
+    - ``out_frac_bits``: an integer output holds ``y * 2**out_frac_bits`` in
+      ``result_dtype`` (the table's values for a direct design; the int32 or int64
+      accumulator for a linear one, whose offsets hold ``y * 2**(out_frac_bits -
+      shift_offset)``), values in ``output_range()``; ``None`` for float outputs;
     - ``clamp``: the range a linear design clamps its input to first (``None`` for direct);
     - ``used``: the first and last entry that inputs in ``[lo, hi]`` reach.
 
@@ -128,15 +135,19 @@ class Design:
         >>> design("tanh", -4, 4, 64, in_dtype="int8").quantize([1.0, 100.0]).tolist()
         [32, 127]
         """
-        x = np.asarray(x, dtype=np.float64)
+        x = reals(x)
         if is_float(self.in_dtype):
             return x.astype(self.in_dtype)
+        if np.isnan(x).any():
+            raise LutError(f"quantize: x holds NaN (at flat index "
+                           f"{int(np.flatnonzero(np.isnan(x))[0])}); an {self.in_dtype} input "
+                           f"has no value for it")
         qmin, qmax = int_range(self.in_dtype)
         return np.clip(np.rint(np.ldexp(x, self.in_frac_bits)), qmin, qmax).astype(self.in_dtype)
 
     def dequantize(self, q) -> np.ndarray:
         """The real value an input tensor element stands for (float64)."""
-        v = np.asarray(q).astype(np.float64)
+        v = reals(q, "q")
         return v if is_float(self.in_dtype) else np.ldexp(v, -self.in_frac_bits)
 
     def evaluate(self, x) -> np.ndarray:
@@ -168,7 +179,7 @@ class Design:
 
     def ulp(self, y) -> np.ndarray:
         """One unit in the last place of the output at values ``y``."""
-        y = np.asarray(y, dtype=np.float64)
+        y = reals(y, "y")
         if self.out_frac_bits is not None:
             return np.full_like(y, math.ldexp(1.0, self.shift_offset - self.out_frac_bits))
         info = ml_dtypes.finfo(self.out_dtype)
@@ -185,7 +196,7 @@ class Design:
         """
         if x is None:
             x = self.sweep(points)
-        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        x = reals(x).reshape(-1)
         if x.size == 0:
             raise LutError("error needs at least one input; x is empty")
         ref = self.reference(x)
@@ -200,11 +211,87 @@ class Design:
         >>> design("exp", -8, 0, 64, in_dtype="int8").sweep(5).tolist()
         [-9.0, -6.5, -4.0, -1.5, 1.0, -8.0, 0.0]
         """
-        if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 2:
-            raise LutError(f"points={points!r} must be an integer >= 2")
+        if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or \
+                not 2 <= points <= MAX_POINTS:
+            raise LutError(f"points={points!r} must be an integer in [2, {MAX_POINTS}]")
         margin = (self.hi - self.lo) / 8
         return np.concatenate([np.linspace(self.lo - margin, self.hi + margin, points),
                                [self.lo, self.hi]])
+
+    @property
+    def result_dtype(self) -> np.dtype:
+        """The dtype ``parallel_lookup`` / ``linear_approx`` return for this design: the
+        table's value type for a direct design, the accumulator (int32 for the int8 row,
+        int64 for the int16 rows, float32 for the bfloat16 row) for a linear one.
+
+        >>> design("sigmoid", -8, 8, 33, kind="linear", in_dtype="int16",
+        ...        out_dtype="int16").result_dtype
+        dtype('int64')
+        """
+        if self.kind == "direct":
+            return self.out_dtype
+        row = next(r for r in LINEAR_TYPES if (r.input, r.offset) ==
+                   (self.in_dtype.name, self.out_dtype.name))
+        return row.acc_dtype
+
+    def output_range(self) -> tuple[int, int] | None:
+        """The smallest and largest integer the output holds (``y * 2**out_frac_bits``)
+        over every input, out-of-range ones included; ``None`` for a float output. In a
+        kernel the partial may be any int32 (summed data), so a direct design may reach
+        every entry; a linear design clamps its input first. A tensor that stores the
+        output unchanged must hold this range.
+
+        >>> design("sigmoid", -8, 8, 33, kind="linear", in_dtype="int8",
+        ...        out_dtype="int8").output_range()
+        (0, 8213)
+        """
+        if self.out_frac_bits is None:
+            return None
+        if self.kind == "direct":   # saturation reaches every entry
+            return int(self.lut.offsets.min()), int(self.lut.offsets.max())
+        # The clamp bounds every input to [ulo, uhi]: at most 2**16 of them, all evaluated.
+        ulo, uhi = (int(np.ldexp(c, self.in_frac_bits)) for c in self.clamp)
+        out = linear_approx(self.lut, np.arange(ulo, uhi + 1).astype(self.in_dtype),
+                            self.step_bits, self.bias, self.shift_offset)
+        return int(out.min()), int(out.max())
+
+    def check_store(self, dtype, tensor: str, what: str = "store") -> None:
+        """Raise ``LutError`` when a tensor of ``dtype`` cannot hold every value of the
+        integer output (``output_range``): storing the output into it would saturate them
+        (or overflow a float16 to infinity). ``tensor`` and ``what`` ("store", "append")
+        name the store in the message.
+
+        >>> d = design("sigmoid", -8, 8, 33, kind="linear", in_dtype="int8", out_dtype="int8")
+        >>> d.check_store("int16", "y")        # 0..8213 fits
+        >>> d.check_store("int8", "y")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        npukit.errors.LutError: store into 'y': ... values 0..8213, but 'y' is int8 (-128..127)...
+        """
+        span = self.output_range()
+        dt = _dtype(dtype)
+        if span is None or not (dt.kind in "iu" or is_float(dt)):
+            return
+        lo, hi = span
+        if dt.kind in "iu":
+            tlo, thi = int_range(dt)
+            limits, effect = f"{tlo}..{thi}", "saturate them"
+        else:
+            thi = float(ml_dtypes.finfo(dt).max)
+            tlo, limits, effect = -thi, f"finite up to {thi:g}", "overflow them to infinity"
+        if tlo <= lo and hi <= thi:
+            return
+        op = "lookup" if self.kind == "direct" else "linear_approx"
+        acc = " accumulator" if self.kind == "linear" else ""
+        other = (f"a direct design with out_dtype={dt.name!r} (its table holds y * 2**k in "
+                 f"{dt.name})" if dt.kind in "iu" and dt.itemsize <= 4 else
+                 "a design whose values it holds")
+        raise LutError(
+            f"{what} into {tensor!r}: the Act {op} of {self.function.name} on "
+            f"[{self.lo:g}, {self.hi:g}] ({self.kind}, {self.in_dtype} -> {self.out_dtype}) "
+            f"produces its {self.result_dtype}{acc} holding y * 2**{self.out_frac_bits}, "
+            f"values {lo}..{hi}, but {tensor!r} is {dt.name} ({limits}): the {what} would "
+            f"{effect}. Use an output tensor of {_narrowest(lo, hi)} or wider, or "
+            f"{other}")
 
     def describe(self) -> str:
         """The design's parameters, one per line, for people.
@@ -225,13 +312,19 @@ class Design:
             lines.append(f"  input   {self.in_dtype} holding x * 2**{self.in_frac_bits} "
                          f"(in_frac_bits={self.in_frac_bits})")
         if self.out_frac_bits is None:
-            lines.append(f"  output  {self.out_dtype}")
+            lines.append(f"  output  {self.result_dtype}")
         else:
-            acc = (f"accumulator holding y * 2**{self.out_frac_bits}, offsets stored as "
-                   f"y * 2**{self.out_frac_bits - self.shift_offset}"
-                   if self.kind == "linear" else f"y * 2**{self.out_frac_bits}")
-            lines.append(f"  output  {self.out_dtype}: {acc} (out_frac_bits="
-                         f"{self.out_frac_bits})")
+            lo, hi = self.output_range()
+            what = " accumulator" if self.kind == "linear" else ""
+            lines.append(f"  output  {self.result_dtype}{what} holding y * "
+                         f"2**{self.out_frac_bits} (out_frac_bits={self.out_frac_bits}), "
+                         f"values {lo}..{hi}")
+            lines.append(f"          (a tensor of {_narrowest(lo, hi)} or wider holds them; a "
+                         f"narrower one would saturate them)")
+            if self.kind == "linear":
+                lines.append(f"          offsets {self.out_dtype} holding y * "
+                             f"2**{self.out_frac_bits - self.shift_offset}, added as offset "
+                             f"<< {self.shift_offset}")
         if self.kind == "direct":
             lines.append(f"  parallel_lookup(step_bits={self.step_bits}, bias={self.bias}, "
                          "oor='saturate')")
@@ -243,6 +336,12 @@ class Design:
         lines.append(f"  cells of width {cell:g}; entries {self.used[0]}..{self.used[1]} "
                      f"serve [lo, hi]; out of range: clamped to the edge entries")
         return "\n".join(lines)
+
+
+def _narrowest(lo: int, hi: int) -> str:
+    """The narrowest signed integer type holding ``[lo, hi]``."""
+    return next(t for t in ("int8", "int16", "int32", "int64")
+                if int_range(np.dtype(t))[0] <= lo and hi <= int_range(np.dtype(t))[1])
 
 
 def _types(lut: Lut) -> str:
@@ -365,15 +464,22 @@ def design(fn: str | Callable | Function, lo: float, hi: float, entries: int,
     (8, 128, True)
     """
     f = function(fn)
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise LutError(f"kind={kind!r} must be one of {KINDS}")
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise LutError(f"method={method!r} must be one of {METHODS}")
+    for name, v in (("lo", lo), ("hi", hi)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise LutError(f"{name}={v!r} must be a real number")
     lo, hi = float(lo), float(hi)
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise LutError(f"the range [lo, hi] = [{lo!r}, {hi!r}] must be finite with lo < hi")
-    if isinstance(entries, bool) or not isinstance(entries, (int, np.integer)) or entries < 2:
-        raise LutError(f"entries={entries!r} must be an integer >= 2")
+    if not math.isfinite(hi - lo):
+        raise LutError(f"the range [lo, hi] = [{lo!r}, {hi!r}] is too wide: hi - lo "
+                       f"overflows a float64")
+    if isinstance(entries, bool) or not isinstance(entries, (int, np.integer)) or \
+            not 2 <= entries <= MAX_ENTRIES:
+        raise LutError(f"entries={entries!r} must be an integer in [2, {MAX_ENTRIES}]")
     entries = int(entries)
     in_dt = _dtype(in_dtype if in_dtype is not None else DEFAULT_DTYPES[kind][0])
     out_dt = _dtype(out_dtype if out_dtype is not None else DEFAULT_DTYPES[kind][1])
@@ -415,6 +521,7 @@ def _direct(f: Function, lo: float, hi: float, entries: int, method: str,
     values = np.concatenate([np.full(g.first, f(lo)), used,
                              np.full(entries - 1 - g.last, f(hi))])
     if is_float(out_dt):
+        _check_fits(f, lo, hi, "values", values, out_dt)
         table, out_frac = values.astype(out_dt), None
     else:
         qmin, qmax = int_range(out_dt)
@@ -425,6 +532,20 @@ def _direct(f: Function, lo: float, hi: float, entries: int, method: str,
         table = np.clip(np.rint(np.ldexp(values, out_frac)), qmin, qmax).astype(out_dt)
     return Design(f, lo, hi, entries, "direct", method, in_dt, out_dt, Lut(table), g.step,
                   g.bias, 0, g.frac, out_frac, None, (g.first, g.last))
+
+
+def _check_fits(f: Function, lo: float, hi: float, what: str, values: np.ndarray,
+                dt) -> None:
+    """A float table holds finite numbers: ``LutError`` when ``fn``'s ``values`` (or its
+    slopes) overflow the storage type ``dt``."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        bad = not np.isfinite(np.asarray(values).astype(dt).astype(np.float64)).all()
+    if bad:
+        big = float(np.max(np.abs(values)))
+        top = float(ml_dtypes.finfo(dt).max)
+        raise LutError(f"fn {f.name} on [{lo:g}, {hi:g}]: its {what} reach {big:.6g}, beyond "
+                       f"the largest {np.dtype(dt)} ({top:.6g}); scale the function or narrow "
+                       f"the range")
 
 
 def _frac_bits(largest: float, limit: int) -> int:
@@ -463,7 +584,11 @@ def _linear(f: Function, lo: float, hi: float, entries: int, method: str,
     low, high = int(g.first), int(entries - 1 - g.last)
     edge_lo, edge_hi = float(f(lo)), float(f(hi))
     if floating:
-        slopes, offsets = _quantize_float(t, y, start, slope, offset, method)
+        _check_fits(f, lo, hi, "slopes", slope, ml_dtypes.bfloat16)
+        _check_fits(f, lo, hi, "values", y, np.float32)
+        with np.errstate(over="ignore"):
+            slopes, offsets = _quantize_float(t, y, start, slope, offset, method)
+        _check_fits(f, lo, hi, "offsets", offsets, np.float32)
         pad_s = np.zeros(1, ml_dtypes.bfloat16)
         slopes = np.concatenate([np.repeat(pad_s, low), slopes, np.repeat(pad_s, high)])
         offsets = np.concatenate([np.full(low, edge_lo, np.float32), offsets,

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..dtypes import dtype as _dtype
 from ..errors import LutError
+from .reals import array
 from .table import Lut
 
 OOR_POLICIES = ("saturate", "truncate")
@@ -84,8 +85,15 @@ def _int_param(name: str, value) -> int:
     return int(value)
 
 
+def _table(lut) -> Lut:
+    if not isinstance(lut, Lut):
+        raise LutError(f"lut must be a npukit.lut.Lut; got {type(lut).__name__} (wrap values "
+                       f"as Lut(offsets, slopes))")
+    return lut
+
+
 def _index_input(x) -> np.ndarray:
-    x = np.asarray(x)
+    x = array(x)
     if x.dtype.kind not in "iu":
         raise LutError(f"parallel_lookup indexes with signed or unsigned integers of 8 bits or "
                        f"more; got input dtype {x.dtype}")
@@ -110,7 +118,7 @@ def parallel_lookup(lut: Lut, x, step_bits: int = 0, bias: int = 0,
     [10, 12, 12, 11]
     """
     x = _index_input(x)
-    if lut.is_linear:
+    if _table(lut).is_linear:
         raise LutError("parallel_lookup reads a direct table; this Lut holds slopes for "
                        "linear_approx")
     step_bits = _int_param("step_bits", step_bits)
@@ -123,9 +131,10 @@ def parallel_lookup(lut: Lut, x, step_bits: int = 0, bias: int = 0,
     if not signed and bias != 0:
         raise LutError(f"bias={bias} is only available for signed inputs; {x.dtype} input "
                        "takes step_bits alone")
-    if bias < 0 or (bias & (bias - 1)):
-        raise LutError(f"bias={bias} must be 0 or a power of two (the AIE API, signed inputs)")
-    if oor not in OOR_POLICIES:
+    if bias < 0 or (bias & (bias - 1)) or bias >= 1 << 32:
+        raise LutError(f"bias={bias} must be 0 or a power of two below 2**32 (the AIE API: an "
+                       f"unsigned int, for signed inputs)")
+    if not isinstance(oor, str) or oor not in OOR_POLICIES:
         raise LutError(f"oor={oor!r} must be one of {OOR_POLICIES}")
     n = lut.size
     if oor == "truncate" and n & (n - 1):
@@ -155,7 +164,7 @@ def linear_type(lut: Lut, input_dtype, extended: bool = False) -> LinearType:
     >>> str(linear_type(t, "int16"))
     'int16/int16/int16 (acc64)'
     """
-    if not lut.is_linear:
+    if not _table(lut).is_linear:
         raise LutError("linear_approx needs a table with slopes; this Lut holds offsets only")
     ind = _dtype(input_dtype)
     odt, sdt = lut.offset_dtype, lut.slope_dtype
@@ -207,7 +216,7 @@ def linear_approx(lut: Lut, x, step_bits: int, bias: int = 0,
     >>> linear_approx(t, np.array([0, 3, 5, 100], np.int8), step_bits=2).tolist()
     [0, 6, 10, 16]
     """
-    x = np.asarray(x)
+    x = array(x)
     row = linear_type(lut, x.dtype, extended)
     step_bits = _int_param("step_bits", step_bits)
     bias = _int_param("bias", bias)

@@ -7,7 +7,8 @@ by step as its kernels do, and the table of their errors over the ranges it disc
 - ``table_sigmoid``: its 33-entry table over ``[-8, 8]`` (step 0.5) with linear
   interpolation: clamp ``x`` to ``[-8, 8]``, ``i = min(2 (x + 8), 31)``,
   ``T[floor(i)] + (i - floor(i)) (T[floor(i) + 1] - T[floor(i)])``. The clamp of the
-  index to 31 makes ``[7.5, 8]`` return ``T[31]``, exactly as its kernel does.
+  index to 31 makes ``[7.5, 8]`` return ``T[31]``, exactly as its kernel does. A NaN
+  input gives NaN (the TPP tensor compiler does not say).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from types import MappingProxyType
 
 import numpy as np
 
+from ..errors import LutError
 from .catalogue import sigmoid
+from .reals import reals
 
 # The TPP tensor compiler's sig_table[33]: sigmoid at -8.0, -7.5, ..., 8.0, to 6 decimals.
 SIGMOID_TABLE = np.array([
@@ -38,7 +41,7 @@ def fast_sigmoid(x) -> np.ndarray:
     >>> fast_sigmoid([0.0, 1.0]).tolist()
     [0.5, 0.75]
     """
-    x = np.asarray(x, dtype=np.float32)
+    x = reals(x).astype(np.float32)
     one, half = np.float32(1), np.float32(0.5)
     return half * (x / (one + np.abs(x)) + one)
 
@@ -50,7 +53,7 @@ def taylor_sigmoid(x) -> np.ndarray:
     >>> taylor_sigmoid([0.0]).tolist()
     [0.5]
     """
-    x = np.asarray(x, dtype=np.float32)
+    x = reals(x).astype(np.float32)
     c0, c1, c3, c5 = TAYLOR_CONSTANTS
     x2 = x * x
     x3 = x2 * x
@@ -65,12 +68,12 @@ def table_sigmoid(x) -> np.ndarray:
     >>> [round(float(v), 6) for v in table_sigmoid([0.0, 0.25, 100.0])]
     [0.5, 0.561229, 0.999447]
     """
-    x = np.asarray(x, dtype=np.float32)
+    x = reals(x).astype(np.float32)
     x = np.minimum(np.maximum(x, np.float32(-8)), np.float32(8))
     i = np.minimum((x + np.float32(8)) * np.float32(2), np.float32(31))
     whole = np.floor(i)
-    frac = i - whole
-    k = whole.astype(np.int64)
+    frac = i - whole                        # NaN for a NaN input, which the result keeps
+    k = np.nan_to_num(whole).astype(np.int64)
     low, high = SIGMOID_TABLE[k], SIGMOID_TABLE[k + 1]
     return low + frac * (high - low)
 
@@ -111,13 +114,23 @@ def sigmoid_errors(points: int = 20001,
     >>> [r.range for r in rows if r.approach == "taylor"][0]
     '[-2, 2]'
     """
+    if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or \
+            not 2 <= points <= 1 << 24:
+        raise LutError(f"points={points!r} must be an integer in [2, {1 << 24}]")
     approximations = dict(APPROXIMATIONS if approximations is None else approximations)
     rows = []
     for name, approx in approximations.items():
+        if not callable(approx):
+            raise LutError(f"approximation {name!r} must be a callable on float32 arrays; got "
+                           f"{approx!r:.60}")
         for label, pieces in RANGES:
             x = np.concatenate([np.linspace(a, b, points) for a, b in pieces])
             x = x.astype(np.float32)
-            err = np.abs(np.asarray(approx(x), dtype=np.float64) - sigmoid(x.astype(np.float64)))
+            y = reals(approx(x), f"approximation {name!r}'s result")
+            if y.shape != x.shape:
+                raise LutError(f"approximation {name!r} returned shape {y.shape} for an input "
+                               f"of shape {x.shape}; it must work elementwise")
+            err = np.abs(y - sigmoid(x.astype(np.float64)))
             rows.append(ApproxError(name, label, float(err.max()), float(err.mean())))
     return tuple(rows)
 
@@ -128,6 +141,9 @@ def format_errors(rows: tuple[ApproxError, ...]) -> str:
     >>> print(format_errors(sigmoid_errors(101)).splitlines()[0])
     approach    [-2, 2]  [-8, -2] u [2, 8]    [-8, 8]  [-100, 100]
     """
+    if not isinstance(rows, (tuple, list)) or not all(isinstance(r, ApproxError) for r in rows):
+        raise LutError(f"format_errors takes the rows of sigmoid_errors() (ApproxError); got "
+                       f"{rows!r:.60}")
     labels = list(dict.fromkeys(r.range for r in rows))
     names = list(dict.fromkeys(r.approach for r in rows))
     cell = {(r.approach, r.range): r.max_abs for r in rows}

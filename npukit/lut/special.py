@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .reals import reals
+
 _SPLIT = 2.0
 _SERIES_TERMS = 40      # the term ratio 2x^2/(2n+3) makes term 40 < 1e-20 of the sum at |x| = 2
 _FRACTION_DEPTH = 120   # converged to 1 ulp at x = 2, the slowest point
@@ -43,8 +45,9 @@ def erf(x) -> np.ndarray:
     >>> round(float(erf(0.5)), 12)
     0.520499877813
     """
-    shape = np.shape(x)
-    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    x = reals(x)
+    shape = x.shape
+    x = x.reshape(-1)
     ax = np.abs(x)
     small = ax < _SPLIT
     out = np.full_like(x, np.nan)
@@ -60,8 +63,9 @@ def erfc(x) -> np.ndarray:
     >>> float(erfc(10.0)) > 0
     True
     """
-    shape = np.shape(x)
-    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    x = reals(x)
+    shape = x.shape
+    x = x.reshape(-1)
     out = 1.0 - erf(x)
     right = x >= _SPLIT
     out[right] = _erfc_fraction(x[right])

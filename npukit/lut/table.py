@@ -25,8 +25,10 @@ import numpy as np
 
 from ..dtypes import is_float
 from ..errors import LutError
+from .reals import array
 
 PARALLEL = (1, 2, 4)
+MAX_BANK_BITS = 1 << 16     # far wider than any memory bank (the AIE API's example: 128)
 
 # Widening used when a narrow value shares storage with a wider one; both are exact.
 _WIDER_FLOAT = {4: np.dtype(np.float32), 8: np.dtype(np.float64)}
@@ -62,11 +64,11 @@ class Lut:
     slopes: np.ndarray | None = field(default=None)
 
     def __post_init__(self) -> None:
-        offsets = np.asarray(self.offsets)
+        offsets = array(self.offsets, "offsets")
         _check_values("offsets", offsets)
         object.__setattr__(self, "offsets", _frozen(offsets))
         if self.slopes is not None:
-            slopes = np.asarray(self.slopes)
+            slopes = array(self.slopes, "slopes")
             _check_values("slopes", slopes)
             if slopes.shape != offsets.shape:
                 raise LutError(f"slopes must match offsets: slopes has {slopes.size} values, "
@@ -169,7 +171,7 @@ class Lut:
             if not isinstance(image, (tuple, list)) or len(image) != 2:
                 raise LutError("parallel=4 needs the image as a pair (ab, cd) of arrays, "
                                f"one per bank; got {type(image).__name__}")
-            ab, cd = (np.asarray(i) for i in image)
+            ab, cd = (array(i, "image") for i in image)
             _check_image("image[0]", ab, storage)
             _check_image("image[1]", cd, storage)
             if ab.shape != cd.shape or ab.tobytes() != cd.tobytes():
@@ -177,7 +179,7 @@ class Lut:
                                "differ")
             image = ab
         else:
-            image = np.asarray(image)
+            image = array(image, "image")
             _check_image("image", image, storage)
         if parallel == 1:
             if image.size != size:
@@ -211,15 +213,17 @@ def _key(t: Lut) -> tuple:
 
 
 def _check_parallel(parallel: int) -> None:
-    if parallel not in PARALLEL:
+    if isinstance(parallel, bool) or not isinstance(parallel, (int, np.integer)) \
+            or parallel not in PARALLEL:
         raise LutError(f"parallel must be one of {PARALLEL} accesses; got {parallel!r}")
 
 
 def _per_bank(storage: np.dtype, bank_bits: int) -> int:
     bits = storage.itemsize * 8
-    if not isinstance(bank_bits, (int, np.integer)) or bank_bits <= 0 or bank_bits % bits:
+    if isinstance(bank_bits, bool) or not isinstance(bank_bits, (int, np.integer)) or \
+            not 0 < bank_bits <= MAX_BANK_BITS or bank_bits % bits:
         raise LutError(f"bank_bits={bank_bits!r} must be a positive multiple of the "
-                       f"{bits}-bit entry size")
+                       f"{bits}-bit entry size, at most {MAX_BANK_BITS}")
     return bank_bits // bits
 
 

@@ -8,8 +8,16 @@ iterations are evaluated in closed form: accumulation into partials is a prefix
 reduction along the batched loops entered since the partials were last reset, and an
 append cursor is a clamped prefix sum (``c_{k+1} = min(cap, c_k + v_k)`` equals
 ``min(cap, c_0 + Σ v)`` because every ``v`` is non-negative). Any other loop runs
-iteration by iteration. Internal memories start poisoned (0xA5 bytes, NaN for floats) and
-junk lanes are poisoned, so a result computed from unwritten data is visibly wrong.
+iteration by iteration. Internal memories start poisoned (0xA5 bytes, NaN for floats,
+True for masks) and junk lanes are poisoned, so a result computed from unwritten data is
+visibly wrong.
+
+An innermost loop may also update an internal buffer in place when each iteration touches
+its own elements (the Compass DSL's ``lsram[i] = f(lsram[i])``): that buffer is not copied
+per row but shared by the rows of a batch, each reading and writing its own elements. A
+loop whose trip count is known at run time only (``Var.trips``) runs that many iterations;
+it is batched only when no loop inside it has a trip count depending on its variable (so
+every batch is rectangular).
 """
 
 from __future__ import annotations
@@ -20,12 +28,16 @@ import numpy as np
 
 from .. import arith, ir
 from ..dtypes import is_float
+from ..errors import KernelError, NpukitError, OutOfBoundsError
 
 
 def poison(dt: np.dtype, shape) -> np.ndarray:
-    """An array of the poison value: NaN for floats, 0xA5 in every byte for integers."""
+    """An array of the poison value: NaN for floats, True for masks, 0xA5 in every byte for
+    integers."""
     if is_float(dt):
         return np.full(shape, np.nan, dtype=dt)
+    if dt == np.bool_:
+        return np.full(shape, True)
     n = int(np.prod(shape, dtype=np.int64))
     return np.full(n * dt.itemsize, 0xA5, np.uint8).view(dt).reshape(shape)
 
@@ -40,6 +52,13 @@ class Machine:
     """Executes a Program's body on flat parameter images (modified in place)."""
 
     def __init__(self, prog: ir.Program, images: dict[str, np.ndarray]):
+        missing = sorted({st.fn.name for st, _ in prog.walk()
+                          if isinstance(st, ir.Call) and st.fn.reference is None})
+        if missing:
+            raise KernelError(f"program {prog.name!r} calls basic kernel(s) {', '.join(missing)} "
+                              f"without a numpy reference: the simulator runs a basic kernel "
+                              f"through LibKernel(..., reference=fn); give one, or run on the C "
+                              f"back end (backend='c'), which needs only its c_source")
         self.prog = prog
         # Constants (program data) are read like tensors, from their own read-only images.
         self.images = {**images, **{b.name: b.values() for b in prog.buffers
@@ -52,6 +71,7 @@ class Machine:
         self.cursor_depth: dict[str, int] = {}
         self.env: dict[ir.Var, np.ndarray] = {}
         self.batch = _Batch([], 1)
+        self.shared: dict[str, int] = {}  # buffer -> rows per state row (in-place loops)
 
     def run(self) -> None:
         self.block(self.prog.body)
@@ -63,19 +83,34 @@ class Machine:
             getattr(self, type(st).__name__.lower())(st)
 
     def loop(self, st: ir.Loop) -> None:
-        if _batchable(st):
-            self._enter(st.var)
+        n = self._trips(st.var)
+        if n == 0:
+            return
+        shared = _batchable(st)
+        if shared is not None:
+            self._enter(st.var, n, shared)
             self.block(st.body)
-            self._leave(st.var)
+            self._leave(st.var, n)
         else:
-            for k in range(st.var.count):
+            for k in range(n):
                 self.env[st.var] = np.full(self.batch.size, k, np.int64)
                 self.block(st.body)
             del self.env[st.var]
 
-    def _enter(self, var: ir.Var) -> None:
-        n = var.count
+    def _trips(self, var: ir.Var) -> int:
+        """Iterations that run: every row of the batch runs as many (``_batchable`` batches
+        no loop whose inner trip counts depend on its variable)."""
+        if var.trips is None:
+            return var.count
+        t = np.unique(np.asarray(var.running(self.env)))
+        assert t.size == 1, f"loop {var.name}: trip counts differ across a batch"
+        return int(t[0])
+
+    def _enter(self, var: ir.Var, n: int, shared: frozenset[str] = frozenset()) -> None:
         for k, v in self.state.items():
+            if k in shared:
+                self.shared[k] = n
+                continue
             self.state[k] = np.repeat(v, n, axis=0)
         for k, v in self.cursors.items():
             self.cursors[k] = np.repeat(v, n)
@@ -84,11 +119,11 @@ class Machine:
         self.env[var] = np.tile(np.arange(n, dtype=np.int64), self.batch.size)
         self.batch = _Batch(self.batch.axes + [n], self.batch.size * n)
 
-    def _leave(self, var: ir.Var) -> None:
-        n = var.count
+    def _leave(self, var: ir.Var, n: int) -> None:
         outer = self.batch.size // n
         for k, v in self.state.items():
-            self.state[k] = v.reshape(outer, n, -1)[:, -1]
+            if self.shared.pop(k, None) is None:
+                self.state[k] = v.reshape(outer, n, -1)[:, -1]
         for k, v in self.cursors.items():
             self.cursors[k] = v.reshape(outer, n)[:, -1]
         for k, v in self.env.items():
@@ -122,7 +157,10 @@ class Machine:
         buf, offs = view.buffer, view.element_offsets()
         if valid is not None and (valid >= (view.shape[0] if view.shape else 1)).all():
             valid = None
-        if buf.role == "internal":
+        if buf.name in self.shared:  # rows share one state row, each its own elements
+            out = self.state[buf.name][self._rows(buf)[:, None],
+                                       self._base(view)[:, None] + offs[None, :]]
+        elif buf.role == "internal":
             st = self.state[buf.name]
             if not view.offset.vars:
                 cols = view.offset.const + offs
@@ -151,21 +189,22 @@ class Machine:
             live = None
         if buf.role == "internal":
             st = self.state[buf.name]
+            if buf.name in self.shared:  # rows share one state row, each its own elements
+                at = (self._rows(buf)[:, None], self._base(view)[:, None] + offs[None, :])
+            elif not view.offset.vars:
+                at = (slice(None), view.offset.const + offs)
+            else:
+                at = (np.arange(self.batch.size)[:, None],
+                      self._base(view)[:, None] + offs[None, :])
             if live is not None:
                 # Junk past the valid lanes is poison; a copy with no valid lane moves
                 # nothing (as in C): where a row of the batch has none, memory is kept.
                 keep = ~live.any(axis=1)
                 junk = poison(buf.dtype, ())
                 if keep.any():
-                    old = st[:, view.offset.const + offs] if not view.offset.vars else \
-                        np.take_along_axis(st, self._base(view)[:, None] + offs[None, :], axis=1)
-                    junk = np.where(keep[:, None], old, junk)
+                    junk = np.where(keep[:, None], st[at], junk)
                 values = np.where(live, values, junk)
-            if not view.offset.vars:
-                st[:, view.offset.const + offs] = values
-            else:
-                rows = np.arange(self.batch.size)[:, None]
-                st[rows, self._base(view)[:, None] + offs[None, :]] = values
+            st[at] = values
             self.depth[buf.name] = len(self.batch.axes)
             return
         img, base = self.images[buf.name], self._base(view)
@@ -176,6 +215,10 @@ class Machine:
             img[(base[:, None] + offs[None, :]).reshape(-1)] = values.reshape(-1)
         else:
             img[(base[:, None] + offs[None, :])[live]] = values[live]
+
+    def _rows(self, buf: ir.Buffer) -> np.ndarray:
+        """The state row of a shared buffer each batch row reads and writes."""
+        return np.arange(self.batch.size) // self.shared[buf.name]
 
     def _lanes(self, lanes: ir.Lanes | None) -> np.ndarray | None:
         if lanes is None:
@@ -195,9 +238,13 @@ class Machine:
         self.write(st.dst, vals, None if valid is None else _live(st.dst, valid))
 
     def call(self, st: ir.Call) -> None:
-        """Run the extern's numpy reference on views of the simulated memories."""
-        args = []
-        for a in st.args:
+        """Run the extern's numpy reference on views of the simulated memories. A pointer
+        reaches what C may touch through it: the rest of its slot of an L1/L2 buffer (the
+        whole buffer when it has one), or of its tensor, as a ``Reach`` whose slices past
+        the end raise; a pointer into an input tensor is read-only. What the reference
+        raises is re-raised naming the basic kernel, with what each pointer reaches."""
+        args, reach = [], []
+        for (_, name), a in zip(st.fn.args, st.args):
             if isinstance(a, ir.Val):
                 args.append(int(np.asarray(a.expr.eval(self.env)).reshape(-1)[0]))
                 continue
@@ -205,13 +252,29 @@ class Machine:
             flat = self.state[v.buffer.name][0] if v.buffer.role == "internal" else \
                 self.images[v.buffer.name]
             start = int(self._base(v)[0] + v.layout.offset)
-            args.append(flat[start:] if isinstance(a, ir.Ptr) else flat[start].item())
+            if isinstance(a, ir.Deref):
+                args.append(flat[start].item())
+                continue
+            end, where = _reach(v.buffer, start)
+            ptr = flat[start:end].view(Reach)
+            ptr.flags.writeable = v.buffer.role in ("internal", "out", "inout")
+            args.append(ptr)
+            reach.append(f"{name}: {where}, elements {start}..{end - 1} ({end - start})"
+                         + ("" if ptr.flags.writeable else ", read-only"))
         cores = self.prog.target.cores if st.fn.parallel else 1
-        for core in range(cores):
-            if st.fn.parallel:
-                st.fn.reference(*args, core_id=core, core_count=cores)
-            else:
-                st.fn.reference(*args)
+        try:
+            for core in range(cores):
+                if st.fn.parallel:
+                    st.fn.reference(*args, core_id=core, core_count=cores)
+                else:
+                    st.fn.reference(*args)
+        except NpukitError:
+            raise
+        except Exception as exc:  # the user's reference: say which call, and what it may reach
+            kind = OutOfBoundsError if isinstance(exc, (IndexError, ValueError)) else KernelError
+            raise kind(f"basic kernel {st.fn.name} (`{st.label}`): its reference raised "
+                       f"{type(exc).__name__}: {exc}. Its pointers reach "
+                       f"{'; '.join(reach) or 'nothing'}") from exc
         for a in st.args:
             if isinstance(a, ir.Ptr) and a.view.buffer.role == "internal":
                 self.depth[a.view.buffer.name] = len(self.batch.axes)
@@ -257,6 +320,13 @@ class Machine:
         if st.op in ("lookup", "linear_approx"):
             self.write(st.dst, self._lut_op(st))
             return
+        if st.op == "vgather":
+            self.write(st.dst, self._gather(st))
+            return
+        if st.op in arith.VEC_OPS:
+            srcs = [self.read(v) for v in st.srcs]
+            self.write(st.dst, arith.vec_op(st.op, srcs, st.dst.dtype, dict(st.attrs)))
+            return
         srcs = [self.read(v) for v in st.srcs]
         if st.unit == "alu":
             x = arith.alu(st.op, srcs, st.dst.dtype)
@@ -291,6 +361,32 @@ class Machine:
         return arith.act_linear_approx(p, lut, a["step_bits"], a["bias"], a["shift_offset"],
                                        a["lo"], a["hi"], a["scale_exp"], a["in_dtype"])
 
+    def _gather(self, st: ir.Compute) -> np.ndarray:
+        """``vgather``: lane k reads ``table[indices[k]]`` (0 where the mask is false); an
+        active index outside the table view is an ``OutOfBoundsError``."""
+        table, idx_view = st.srcs[0], st.srcs[1]
+        idx = self.read(idx_view).astype(np.int64)
+        active = self.read(st.srcs[2]).astype(bool) if len(st.srcs) > 2 else \
+            np.ones(idx.shape, bool)
+        bad = active & ((idx < 0) | (idx >= table.size))
+        if bad.any():
+            row, lane = (int(a[0]) for a in np.nonzero(bad))
+            where = ", ".join(f"{v.name}={int(self.env[v][row])}" for v in self.env)
+            raise OutOfBoundsError(
+                f"`{st.label}`: vload_gather from {table.buffer.name!r} ({table.size} x "
+                f"{table.dtype.name}) reads index {int(idx[row, lane])} in lane {lane}"
+                f"{f' ({where})' if where else ''}, outside its extent 0..{table.size - 1}")
+        pos = np.where(active, idx, 0)
+        if table.buffer.role == "internal":
+            flat = self.state[table.buffer.name]
+            rows = self._rows(table.buffer) if table.buffer.name in self.shared else \
+                np.arange(self.batch.size)
+            out = flat[rows[:, None], self._base(table)[:, None] + table.element_offsets()[pos]]
+        else:
+            img = self.images[table.buffer.name]
+            out = img[self._base(table)[:, None] + table.element_offsets()[pos]]
+        return np.where(active, out, np.zeros((), out.dtype))
+
     def _accumulate(self, st: ir.Compute, x: np.ndarray) -> np.ndarray:
         """Partials after this instruction in every row: the value at the last reset
         combined, in loop order, with every contribution since."""
@@ -310,16 +406,55 @@ class Machine:
         return out.reshape(x.shape)
 
 
+class Reach(np.ndarray):
+    """A pointer argument of a basic kernel's reference: a flat view of what the pointer may
+    reach. Indexing or slicing it past its end raises ``IndexError`` where numpy would clip
+    a slice (C would run on into the next slot or buffer); what it returns is a plain
+    array."""
+
+    def _check(self, key) -> None:
+        first = key[0] if isinstance(key, tuple) and key else key
+        n = self.shape[0] if self.ndim else 0
+        if isinstance(first, slice) and (first.step or 1) > 0 and first.stop is not None:
+            start = first.start or 0
+            if first.stop > n and first.stop > start >= 0:   # wants elements past the end
+                raise IndexError(f"slice {first.start or ''}:{first.stop} runs past the "
+                                 f"{n} elements this pointer reaches")
+
+    def __getitem__(self, key):
+        self._check(key)
+        return np.ndarray.__getitem__(self.view(np.ndarray), key)
+
+    def __setitem__(self, key, value) -> None:
+        self._check(key)
+        np.ndarray.__setitem__(self.view(np.ndarray), key, value)
+
+
+def _reach(buf: ir.Buffer, start: int) -> tuple[int, str]:
+    """One past the last element a pointer at ``start`` into ``buf`` may touch, and what
+    that region is, for messages."""
+    if buf.role == "internal":
+        if buf.slot_len and buf.slots > 1:
+            slot = start // buf.slot_len
+            return min((slot + 1) * buf.slot_len, buf.size), \
+                f"{buf.memory} buffer {buf.name!r} slot {slot}"
+        return buf.size, f"{buf.memory} buffer {buf.name!r}"
+    return buf.size, f"tensor {buf.name!r}"
+
+
 def _live(view: ir.View, valid: np.ndarray) -> np.ndarray:
     """[batch, elements] mask of the elements whose dim-0 index is below ``valid``."""
     inner = max(1, view.size // (view.shape[0] if view.shape else 1))
     return (np.arange(view.size) // inner)[None, :] < valid[:, None]
 
 
-def _batchable(loop: ir.Loop) -> bool:
-    """True when no iteration reads what an earlier iteration wrote, apart from
-    accumulation and append cursors: every internal buffer read in the loop is written
-    earlier in the same iteration or not at all, and no tensor is both read and written."""
+def _batchable(loop: ir.Loop) -> frozenset[str] | None:
+    """The internal buffers the batch shares (see the module docstring), or None when the
+    loop must run iteration by iteration. A loop is batched when no iteration reads what an
+    earlier iteration wrote, apart from accumulation and append cursors: every internal
+    buffer read in the loop is written earlier in the same iteration, or not at all, or (in
+    an innermost loop) only at elements no other iteration touches; no tensor is both read
+    and written; and no inner loop's trip count depends on the loop's variable."""
     written_first: set[str] = set()
     read_first: set[str] = set()
     written: set[str] = set()
@@ -353,4 +488,52 @@ def _batchable(loop: ir.Loop) -> bool:
             else:
                 tensors_written.add(dst.buffer.name)
     visit(loop.body)
-    return not (read_first & written) and not (tensors_read & tensors_written)
+    if tensors_read & tensors_written or _inner_trips_depend(loop.body, loop.var):
+        return None
+    conflict = read_first & written
+    if "<call>" in conflict or (conflict and any(isinstance(st, ir.Loop) for st in loop.body)):
+        return None
+    if all(_disjoint(loop.body, b, loop.var) for b in conflict):
+        return frozenset(conflict)
+    return None
+
+
+def _inner_trips_depend(body, var: ir.Var) -> bool:
+    for st in body:
+        if isinstance(st, ir.Loop):
+            if st.var.trips is not None and var in st.var.trips.vars:
+                return True
+            if _inner_trips_depend(st.body, var):
+                return True
+    return False
+
+
+def _disjoint(body, name: str, var: ir.Var) -> bool:
+    """True when each iteration of ``var`` touches its own elements of buffer ``name``:
+    every view of it steps by the same ``c`` elements per iteration and all of them fit,
+    relative to each other, in a window of ``|c|`` elements."""
+    views = []
+    for st in body:
+        for v in (getattr(st, "src", None), getattr(st, "dst", None), *getattr(st, "srcs", ())):
+            if v is not None and v.buffer.name == name:
+                views.append(v)
+    steps, spans = set(), []
+    for v in views:
+        c = 0
+        for atom, k in v.offset.terms:
+            if atom == var:
+                c = k
+            elif var in ir.affine(atom).vars:  # var inside a div/mod/clamp atom
+                return False
+        rest = v.offset - var * c if c else v.offset
+        lo, hi = v.layout.footprint()
+        steps.add(c)
+        spans.append((rest, lo, hi))
+    if len(steps) != 1 or 0 in steps:
+        return False
+    base = spans[0][0]
+    if any((r - base).terms for r, _, _ in spans):
+        return False
+    lo = min(r.const - base.const + a for r, a, _ in spans)
+    hi = max(r.const - base.const + b for r, _, b in spans)
+    return hi - lo <= abs(steps.pop())

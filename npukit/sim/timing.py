@@ -7,7 +7,13 @@ its previous value (double-buffered buffers have two slots, so loads run ahead).
 
 Long loops reach a periodic steady state after a few iterations; the model then advances
 every clock and counter by the measured per-period increment instead of stepping through
-each iteration, as long as the iterations ahead cost the same (same valid lanes)."""
+each iteration, as long as the iterations ahead cost the same (same valid lanes, same inner
+trip counts). A loop with a run-time trip count costs the iterations that run.
+
+A core loop (``Loop.cores``) gives every core its own units and memories: each iteration
+starts from the clocks at the loop's start, the cores run side by side, the loop ends when
+the slowest does. ``Report.core_cycles`` holds each core's cycles; busy cycles are the
+busiest core's, bytes moved add up over the cores."""
 
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import ir
+from ..errors import KernelError
 from ..passes import memory_use
 
 MAX_EVENTS = 20000
@@ -42,6 +49,7 @@ class Report:
     events: list = field(repr=False, default_factory=list)  # (unit, label, start, end)
     events_dropped: bool = False  # more than MAX_EVENTS steps: the rest are not recorded
     skipped_iterations: int = 0  # steady-state iterations advanced in one jump, not drawn
+    core_cycles: tuple[int, ...] = ()  # cycles of each core of a core loop, core 0 first
 
     @property
     def roofline_cycles(self) -> int:
@@ -134,9 +142,15 @@ class Timeline:
         self.events: list = []
         self.dropped = False
         self.skipped = 0
+        self.core_cycles: tuple[int, ...] = ()
+        self.tag = ""  # appended to unit names in events: the core a step runs on
 
     def run(self) -> Report:
         self.block(self.prog.body)
+        return self.report()
+
+    def report(self) -> Report:
+        """What the statements run so far (``block``) measured."""
         tgt = self.prog.target
         busy = {u: int(self.s[self.ix[f"busy:{u}"]]) for u in self.units}
         busy = {u: b for u, b in busy.items() if b}
@@ -150,7 +164,7 @@ class Timeline:
             compute_bound=max([b for u, b in busy.items() if u in tgt.units] or [0]),
             transfer_bound=max([b for u, b in busy.items() if u in tgt.engines] or [0]),
             clock_mhz=tgt.clock_mhz, events=self.events, events_dropped=self.dropped,
-            skipped_iterations=self.skipped)
+            skipped_iterations=self.skipped, core_cycles=self.core_cycles)
 
     # -- walking ----------------------------------------------------------------------------
 
@@ -164,8 +178,11 @@ class Timeline:
                 self.step(st)
 
     def loop(self, st: ir.Loop) -> None:
-        n = st.var.count
-        sig = self._signatures(st)
+        n = int(st.var.running(self.env))
+        if st.cores:
+            self.cores(st, n)
+            return
+        sig = self._signatures(st)[:n]
         snaps: list[np.ndarray] = []
         k = 0
         while k < n:
@@ -186,7 +203,27 @@ class Timeline:
                         self.skipped += 2 * m
                         snaps.clear()
             k += 1
+        self.env.pop(st.var, None)
+
+    def cores(self, st: ir.Loop, n: int) -> None:
+        """Each core runs the body from the clocks at the loop's start (see the module
+        docstring); afterwards every clock is the latest core's."""
+        s0, ix = self.s.copy(), self.ix
+        states, cycles = [], []
+        for k in range(n):
+            self.s, self.env[st.var], self.tag = s0.copy(), k, f" {st.var.name}{k}"
+            self.block(st.body)
+            states.append(self.s)
+            cycles.append(int(self.s[ix["end"]] - s0[ix["end"]]))
         del self.env[st.var]
+        self.tag = ""
+        if not states:
+            return
+        self.s = np.max(states, axis=0)
+        for m in self.mems:  # traffic adds up; clocks and busy time are the latest core's
+            k = ix[f"bytes:{m}"]
+            self.s[k] = s0[k] + sum(x[k] - s0[k] for x in states)
+        self.core_cycles = tuple(cycles)
 
     def _cursor_safe(self, m: int, d: np.ndarray) -> int:
         """Stop a jump before an append cursor gets near its tensor's end, where clipping
@@ -200,15 +237,19 @@ class Timeline:
         return max(0, min(m, int(room // dc)))
 
     def _signatures(self, st: ir.Loop) -> np.ndarray:
-        """One id per iteration; equal ids cost the same (same valid lanes everywhere)."""
+        """One id per iteration; equal ids cost the same (same valid lanes everywhere, same
+        trip counts of inner loops)."""
         lanes = [x.valid for x, _ in _walk(st.body) if isinstance(x, (ir.Copy, ir.Append))
                  and x.valid is not None and st.var in x.valid.start.vars]
+        lanes += [x.var.trips for x in _loops(st.body)
+                  if x.var.trips is not None and st.var in x.var.trips.vars]
         if not lanes:
             return np.zeros(st.var.count, np.int64)
         cols = []
         inner = {v.var: v for v in _loops(st.body)}
         for lane in lanes:
-            vs = (st.var,) + tuple(v for v in lane.start.vars if v in inner)
+            used = lane.start.vars if isinstance(lane, ir.Lanes) else lane.vars
+            vs = (st.var,) + tuple(v for v in used if v in inner)
             env = dict(self.env)
             env.update(ir.iteration_space(vs))
             vals = np.broadcast_to(np.asarray(lane.eval(env)), (ir.points(vs),))
@@ -254,7 +295,8 @@ class Timeline:
             if st.acc:
                 reads.append(st.dst.buffer)
         elif isinstance(st, ir.Fill):
-            unit, cost, write = "alu", 0, st.dst.buffer  # the ALU clears partials as it starts
+            # The first compute unit clears partials or splats a constant as it starts.
+            unit, cost, write = next(iter(tgt.units)), 0, st.dst.buffer
         elif isinstance(st, ir.Call):
             self.call(st)
             return
@@ -286,7 +328,7 @@ class Timeline:
         s[ix["end"]] = max(s[ix["end"]], end)
         if cost:
             if len(self.events) < MAX_EVENTS:
-                self.events.append((unit, st.label, int(start), int(end)))
+                self.events.append((unit + self.tag, st.label, int(start), int(end)))
             else:
                 self.dropped = True
 
@@ -318,7 +360,7 @@ class Timeline:
         unit = next(iter(tgt.units))
         scalars = {name: int(np.asarray(a.expr.eval(self.env)).reshape(-1)[0])
                    for (_, name), a in zip(st.fn.args, st.args) if isinstance(a, ir.Val)}
-        work = int(st.fn.cost(**scalars)) if st.fn.cost else 1
+        work = _work(st, scalars)
         cost = tgt.units[unit].latency + math.ceil(work / (tgt.cores if st.fn.parallel else 1))
         ptrs = [a.view for a in st.args if isinstance(a, (ir.Ptr, ir.Deref))
                 and a.view.buffer.role == "internal"]
@@ -355,3 +397,21 @@ def timeline(prog: ir.Program, fast_forward: bool = True) -> Report:
     """Run the cycle model over a program; ``fast_forward=False`` steps through every
     iteration (slow, for checking the steady-state shortcut)."""
     return Timeline(prog, fast_forward).run()
+
+
+def _work(st: ir.Call, scalars: dict) -> int:
+    """The cycles of work of a call: its basic kernel's ``cost`` of the scalar arguments
+    known statically (1 without one); ``KernelError`` naming the kernel when it fails."""
+    if not st.fn.cost:
+        return 1
+    try:
+        work = st.fn.cost(**scalars)
+        if isinstance(work, bool) or not isinstance(work, (int, float, np.integer,
+                                                             np.floating)) or not work >= 0:
+            raise ValueError(f"it returned {work!r}, not a number of cycles >= 0")
+        return int(work)
+    except Exception as exc:  # the user's function: name it and what it was given
+        raise KernelError(f"basic kernel {st.fn.name} (`{st.label}`): its cost function failed "
+                          f"({type(exc).__name__}: {exc}); it gets the scalar arguments known "
+                          f"statically, by C name: {', '.join(sorted(scalars)) or 'none'} "
+                          f"(accept **_ for the ones it does not use)") from exc

@@ -31,12 +31,19 @@ from .api2 import (
     KerArgSpace,
     KernelIterSpace,
 )
+from .cnn import *
+from .cnn import KernelOper
+from .graph import Graph
+from .graph_api import *
+from .graph_api import ConstInfo, GNodeArg, TCArgInfo
 from .model import Model
 from .solver import ArgPlacement, Tiling
 
-__all__ = ["Model", "Tiling", "ArgPlacement"] + [n for n in dir() if n.isupper() or n in (
+__all__ = ["Model", "Tiling", "ArgPlacement", "Graph", "TCArgInfo", "ConstInfo", "GNodeArg",
+           "KernelOper"] + [n for n in dir() if n.isupper() or n in (
     "CArgs", "TCArg", "Calls", "Call", "Bindings", "K_Arg", "C_Arg", "C_ArgIndex", "Imm",
-    "KerArgs", "KerArg", "KernelDimensions", "KernelIterationOrder", "UserKernelCall",
+    "Ker_IteratorIndex", "KerArgs", "KerArg", "KernelDimensions", "KernelIterationOrder",
+    "UserKernelCall",
     # the older generation's variants and symbols
     "KerArg2D", "KerArg2DP", "KerArgP", "KerArgPad", "KernelDimensionsAndUserSymbols",
     "KerDynamicSymbols", "S_Dyn", "UserSymb", "KerDim", "K_ArgPar",

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import IntEnum, IntFlag
 
+import numpy as np
+
 from ..cdecl import CType, identifier, parse_ctype
 from ..errors import TilingError
 
@@ -215,6 +217,36 @@ OBJ_CONSTRAINTS_NONE = Constraint(0)
 # -- argument builders ---------------------------------------------------------------------
 
 
+INT_MAX = (1 << 31) - 1  # sizes and counts reach the generated C as ints
+
+
+def integer(what: str, field: str, value, least: int = 0, most: int = INT_MAX) -> int:
+    """A whole-number field of the model: an int (numpy's too), not a bool, a float or a
+    string, in ``[least, most]``; ``TilingError`` naming ``what`` and ``field`` otherwise
+    (C would have truncated 2.5 silently)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TilingError(f"{what}: {field} must be an integer, got {value!r} "
+                          f"({type(value).__name__})")
+    if not least <= value <= most:
+        raise TilingError(f"{what}: {field} must be in [{least}, {most}], got {value}")
+    return int(value)
+
+
+def _enum(what: str, field: str, kind, value):
+    """``kind(value)`` for an IntEnum, or ``TilingError`` listing the names it takes."""
+    try:
+        return kind(integer(what, field, value))
+    except ValueError as exc:
+        raise TilingError(f"{what}: {field} {value!r} is none of "
+                          f"{', '.join(k.name for k in kind)}") from exc
+
+
+def _name(what: str, field: str, value) -> str:
+    if not isinstance(value, str) or not value:
+        raise TilingError(f"{what}: {field} must be a non-empty string, got {value!r}")
+    return value
+
+
 def _counted(what: str, items: tuple) -> tuple:
     """Accept the C style's leading count, check it, and drop it."""
     if items and isinstance(items[0], int) and not isinstance(items[0], IntEnum):
@@ -276,41 +308,71 @@ def CArgs(*args: TCArg) -> tuple[TCArg, ...]:
 
 @dataclass(frozen=True)
 class Binding:
-    kind: str  # "k_arg", "c_arg", "c_arg_index", "imm", "ignore"
+    kind: str  # "k_arg", "c_arg", "c_arg_index", "imm", "iter_index", "usymb", "kdim", "ignore"
     name: str = ""
-    what: object = None  # KerArgSel for k_arg, iterator for c_arg_index
+    what: object = None  # KerArgSel for k_arg, iterator for c_arg_index and iter_index
     value: int = 0  # immediate value or index factor
     space: object = None  # K_ArgPar: the parametric space (a KerIter)
 
 
 def K_Arg(UserKernelArgName: str, Sel: KerArgSel) -> Binding:
-    return Binding("k_arg", UserKernelArgName, KerArgSel(Sel))
+    what = f"K_Arg({UserKernelArgName!r}, ...)"
+    return Binding("k_arg", _name(what, "UserKernelArgName", UserKernelArgName),
+                   _enum(what, "the selector", KerArgSel, Sel))
 
 
 def C_Arg(ArgName: str) -> Binding:
-    return Binding("c_arg", ArgName)
+    return Binding("c_arg", _name("C_Arg", "ArgName", ArgName))
 
 
 def C_ArgIndex(ArgName: str, Iterator: _Iter, MultFactor: int = 1) -> Binding:
     """``ArgName[index * MultFactor]``, index the current in-plane, out-plane or tile (or,
     in the newer generation, the current index of any space: ``C_ArgIndex("Bias", D1, 1)``)."""
-    it = Iterator if isinstance(Iterator, KerIter) else _Iter(Iterator)
-    return Binding("c_arg_index", ArgName, it, int(MultFactor))
+    what = f"C_ArgIndex({ArgName!r}, ...)"
+    it = _iterator(what, Iterator)
+    return Binding("c_arg_index", _name(what, "ArgName", ArgName), it,
+                   integer(what, "MultFactor", MultFactor))
+
+
+_LOOPS = (KER_TILE, KER_IN_PLANE, KER_OUT_PLANE, KER_TILE1, KER_IN_OUT_PLANE)
+
+
+def _iterator(what: str, Iterator) -> _Iter | KerIter:
+    """A loop a binding can take the index of: an older iterator (not a ``KER_DIM*``) or a
+    newer space (``KER_ITER_*``)."""
+    if isinstance(Iterator, KerIter):
+        return Iterator
+    it = _enum(what, "Iterator", _Iter, Iterator)
+    if it not in _LOOPS:
+        raise TilingError(f"{what}: Iterator must be KER_TILE, KER_IN_PLANE, KER_OUT_PLANE, "
+                          f"KER_TILE1, KER_IN_OUT_PLANE or a KER_ITER_* space, got {it.name}")
+    return it
 
 
 def Imm(Value: int) -> Binding:
-    return Binding("imm", value=int(Value))
+    """An immediate integer of 64 bits at most (the basic kernel's argument type may bound
+    it further, checked when the call is)."""
+    return Binding("imm", value=integer("Imm", "Value", Value, -(1 << 63), (1 << 64) - 1))
+
+
+def Ker_IteratorIndex(Iterator: _Iter) -> Binding:
+    """The current index of a kernel iterator (the out-plane, in-plane or tile number; in
+    the newer generation, of any space)."""
+    return Binding("iter_index", what=_iterator("Ker_IteratorIndex", Iterator))
 
 
 def K_ArgPar(ArgName: str, Sel: KerArgSel, Space: KerIter) -> Binding:
     """A property of a parametric space of a kernel argument: ``KER_ARG_PARTILE_SIZE``, the
     items of ``Space`` in the current tile."""
-    return Binding("k_arg", ArgName, KerArgSel(Sel), space=KerIter(Space))
+    what = f"K_ArgPar({ArgName!r}, ...)"
+    return Binding("k_arg", _name(what, "ArgName", ArgName),
+                   _enum(what, "the selector", KerArgSel, Sel),
+                   space=_enum(what, "Space", KerIter, Space))
 
 
 def UserSymb(Name: str) -> Binding:
     """The value of a user symbol declared with ``KernelDimensionsAndUserSymbols``."""
-    return Binding("usymb", str(Name))
+    return Binding("usymb", identifier(Name, "user symbol"))
 
 
 K_INP, K_OUTP, K_W, K_H = 0, 1, 2, 3
@@ -318,7 +380,7 @@ K_INP, K_OUTP, K_W, K_H = 0, 1, 2, 3
 
 def KerDim(Dim: int) -> Binding:
     """One of the kernel dimensions: ``K_INP``, ``K_OUTP``, ``K_W``, ``K_H``."""
-    if Dim not in (K_INP, K_OUTP, K_W, K_H):
+    if integer("KerDim", "Dim", Dim, -1) not in (K_INP, K_OUTP, K_W, K_H):
         raise TilingError(f"KerDim({Dim!r}): give K_INP, K_OUTP, K_W or K_H")
     return Binding("kdim", value=int(Dim))
 
@@ -339,13 +401,26 @@ class CallT:
     BindingList: tuple[Binding, ...]
 
 
+def _bindings(what: str, items) -> tuple[Binding, ...]:
+    items = tuple(items) if isinstance(items, (tuple, list)) else (items,)
+    bad = [b for b in items if not isinstance(b, Binding)]
+    if bad:
+        raise TilingError(f"{what}: a binding list holds K_Arg, C_Arg, C_ArgIndex and Imm "
+                          f"values; got {bad[0]!r}")
+    return items
+
+
 def Call(CallName: str, CallLocation: Loc, BindingList: tuple[Binding, ...]) -> CallT:
-    return CallT(CallName, Loc(CallLocation), tuple(BindingList))
+    what = f"Call({CallName!r}, ...)"
+    return CallT(_name(what, "CallName", CallName), _enum(what, "CallLocation", Loc, CallLocation),
+                 _bindings(what, BindingList))
 
 
 def UserKernelCall(CallName: str, CallLocation: Loc, BindingList: tuple[Binding, ...]) -> CallT:
     """A call of a user kernel inside a group: location LOC_GROUP, C_Arg and Imm bindings."""
-    if Loc(CallLocation) != Loc.LOC_GROUP:
+    what = f"UserKernelCall({CallName!r}, ...)"
+    BindingList = _bindings(what, BindingList)
+    if _enum(what, "CallLocation", Loc, CallLocation) != Loc.LOC_GROUP:
         raise TilingError(f"UserKernelCall {CallName!r}: location must be LOC_GROUP")
     bad = [b for b in BindingList if b.kind not in ("c_arg", "imm")]
     if bad:
@@ -381,10 +456,17 @@ class KerArgT:
         return bool(self.ObjType & flag)
 
 
+ITEM_SIZES = (1, 2, 4, 8)  # bytes of the C scalar types an argument's items can be
+_ALL_OBJ = sum(Obj)
+_ALL_CONSTRAINTS = sum(Constraint)
+
+
 def KerArg(KerArgName: str, ObjType: int, W: int, H: int, ItemSize: int, TileOverlap: int = 0,
            Constraint: int = 0, PreferedTileSize: int = 0, CArgName: str | None = None,
            NextPlaneUpdate: int = 0, *more) -> KerArgT:
-    """A user kernel argument: a W x H data plane (x planes for 3D/4D) of ItemSize bytes.
+    """A user kernel argument: a W x H data plane (x planes for 3D/4D) of ItemSize bytes
+    (one C element of its C argument or several: a 5x5 filter may be one item). Every size
+    is an int (``TilingError`` for a float, a bool or a string).
 
     The newer generation's ``KerArg(Name, KerArgSpace(...), ObjType, W, H, ItemSize,
     TileOverlap, Constraint, PreferedTileSize, CArgName)`` is accepted too: a
@@ -393,28 +475,43 @@ def KerArg(KerArgName: str, ObjType: int, W: int, H: int, ItemSize: int, TileOve
     if isinstance(ObjType, api2.KerArgSpaceT):
         return api2.kerarg(KerArgName, ObjType, W, H, ItemSize, TileOverlap, Constraint,
                            PreferedTileSize, CArgName, NextPlaneUpdate, *more)
+    if more:
+        raise TilingError(f"KerArg {KerArgName!r}: {len(more)} arguments too many (an older "
+                          f"generation KerArg takes 10 at most)")
     return _kerarg(KerArgName, ObjType, W, H, ItemSize, TileOverlap, Constraint,
                    PreferedTileSize, CArgName, NextPlaneUpdate)
 
 
 def _kerarg(KerArgName, ObjType, W, H, ItemSize, TileOverlap=0, Constraint=0,
             PreferedTileSize=0, CArgName=None, NextPlaneUpdate=0, **extra) -> KerArgT:
-    for n, v in (("W", W), ("H", H), ("ItemSize", ItemSize)):
-        if int(v) < 1:
-            raise TilingError(f"KerArg {KerArgName!r}: {n} must be >= 1, got {v}")
-    if int(TileOverlap) < 0 or int(PreferedTileSize) < 0:
-        raise TilingError(f"KerArg {KerArgName!r}: TileOverlap and PreferedTileSize must be >= "
-                          f"0, got {TileOverlap} and {PreferedTileSize}")
-    return KerArgT(KerArgName, int(ObjType), int(W), int(H), int(ItemSize), int(TileOverlap),
-                   int(Constraint), int(PreferedTileSize), CArgName or None, int(NextPlaneUpdate),
-                   **extra)
+    """The fields every generation's kernel argument has, checked (the item size against
+    its C argument's type when the user kernel is declared: ``validate``)."""
+    what = f"KerArg {KerArgName!r}"
+    _name("KerArg", "KerArgName", KerArgName)
+    w, h, item = (integer(what, n, v, 1) for n, v in (("W", W), ("H", H),
+                                                      ("ItemSize", ItemSize)))
+    obj = integer(what, "ObjType", ObjType, 1, _ALL_OBJ)
+    if obj & ~_ALL_OBJ or not obj & (Obj.O_IN | Obj.O_OUT | Obj.O_BUFF):
+        raise TilingError(f"{what}: ObjType {obj:#x} is no combination of O_* flags with "
+                          f"O_IN, O_OUT or O_BUFF (use a name such as OBJ_IN_DB)")
+    cons = integer(what, "Constraint", Constraint)
+    if cons & ~_ALL_CONSTRAINTS:
+        raise TilingError(f"{what}: Constraint {cons:#x} is no combination of "
+                          f"OBJ_CONSTRAINTS_* flags")
+    if CArgName not in (None, 0, ""):  # the AutoTiler's models write 0 or "" for none
+        _name(what, "CArgName", CArgName)
+    return KerArgT(KerArgName, obj, w, h, item, integer(what, "TileOverlap", TileOverlap), cons,
+                   integer(what, "PreferedTileSize", PreferedTileSize), CArgName or None,
+                   integer(what, "NextPlaneUpdate", NextPlaneUpdate), **extra)
 
 
 def _pads(what: str, pads) -> tuple[int, int, int, int]:
-    pads = tuple(int(p) for p in pads)
-    if len(pads) != 4 or min(pads) < 0:
+    ok = isinstance(pads, (tuple, list)) and len(pads) == 4
+    pads = tuple(integer(what, f"padding {k}", p, -INT_MAX) for k, p in zip(
+        ("left", "right", "top", "bottom"), pads)) if ok else pads
+    if not ok or min(pads) < 0:
         raise TilingError(f"{what}: padding is (left, right, top, bottom), four counts >= 0, "
-                          f"got {pads}")
+                          f"got {pads!r}")
     return pads
 
 
@@ -424,11 +521,13 @@ def KerArg2D(KerArgName: str, ObjType: int, W: int, H: int, Stride: int, ItemSiz
     """A 2-D strided argument (the older CNN generators): its W x H plane is W / Stride
     planes of Stride x H items stored one after the other, a tile takes its lines from
     every plane (one 2-D transfer)."""
-    if int(Stride) < 1 or int(W) % int(Stride):
+    stride = integer(f"KerArg2D {KerArgName!r}", "Stride", Stride, 1)
+    a = _kerarg(KerArgName, ObjType, W, H, ItemSize, TileOverlap, Constraint,
+                PreferedTileSize, CArgName, NextPlaneUpdate, Stride2D=stride)
+    if a.W % stride:
         raise TilingError(f"KerArg2D {KerArgName!r}: W={W} is not a whole number of planes of "
                           f"Stride={Stride} items")
-    return _kerarg(KerArgName, ObjType, W, H, ItemSize, TileOverlap, Constraint,
-                   PreferedTileSize, CArgName, NextPlaneUpdate, Stride2D=int(Stride))
+    return a
 
 
 def KerArg2DP(KerArgName: str, ObjType: int, W: int, H: int, Stride: int, PadL: int,
@@ -450,6 +549,10 @@ def KerArgP(KerArgName: str, ObjType, W: int, H: int, *args) -> KerArgT:
     from . import api2
     if isinstance(ObjType, api2.KerArgSpaceT):
         return api2.KerArgP(KerArgName, ObjType, W, H, *args)
+    if not 5 <= len(args) <= 10:
+        raise TilingError(f"KerArgP {KerArgName!r}: give PadL, PadR, PadT, PadB, ItemSize and "
+                          f"at most TileOverlap, Constraint, PreferedTileSize, CArgName, "
+                          f"NextPlaneUpdate after H ({len(args)} given)")
     PadL, PadR, PadT, PadB, ItemSize, *rest = args
     a = _kerarg(KerArgName, ObjType, W, H, ItemSize, *rest)
     return replace(a, Pad=_pads(f"KerArgP {KerArgName!r}", (PadL, PadR, PadT, PadB)))
@@ -464,11 +567,15 @@ def KerArgPad(KerArgName: str, ObjType, W: int, H: int, *args) -> KerArgT:
     from . import api2
     if isinstance(ObjType, api2.KerArgSpaceT):
         return api2.KerArgPad(KerArgName, ObjType, W, H, *args)
+    if not 3 <= len(args) <= 8:
+        raise TilingError(f"KerArgPad {KerArgName!r}: give BottomBuffer, TopBuffer, ItemSize "
+                          f"and at most TileOverlap, Constraint, PreferedTileSize, CArgName, "
+                          f"NextPlaneUpdate after H ({len(args)} given)")
     Bottom, Top, ItemSize, *rest = args
-    if int(Bottom) < 0 or int(Top) < 0:
-        raise TilingError(f"KerArgPad {KerArgName!r}: buffers must be >= 0, got {Bottom}, {Top}")
+    what = f"KerArgPad {KerArgName!r}"
+    buffers = (integer(what, "BottomBuffer", Bottom), integer(what, "TopBuffer", Top))
     a = _kerarg(KerArgName, ObjType, W, H, ItemSize, *rest)
-    return replace(a, Buffers=(int(Bottom), int(Top)))
+    return replace(a, Buffers=buffers)
 
 
 def KerArgs(*args: KerArgT) -> tuple[KerArgT, ...]:
@@ -485,12 +592,14 @@ class KernelDimensionT:
 
 
 def KernelDimensions(InPlanes: int, W: int, H: int, OutPlanes: int) -> KernelDimensionT:
-    return KernelDimensionT(int(InPlanes), int(W), int(H), int(OutPlanes))
+    return KernelDimensionT(*(integer("KernelDimensions", n, v, 1) for n, v in (
+        ("InPlanes", InPlanes), ("W", W), ("H", H), ("OutPlanes", OutPlanes))))
 
 
 def S_Dyn(Name: str, Value: int) -> tuple[str, int]:
     """One user symbol and its value."""
-    return (identifier(Name, "user symbol"), int(Value))
+    name = identifier(Name, "user symbol")
+    return (name, integer(f"S_Dyn({name!r}, ...)", "Value", Value, -INT_MAX - 1))
 
 
 def KerDynamicSymbols(*symbols) -> tuple[tuple[str, int], ...]:
@@ -501,7 +610,12 @@ def KernelDimensionsAndUserSymbols(InPlanes: int, W: int, H: int, OutPlanes: int
                                    UserSymbols: tuple = ()) -> KernelDimensionT:
     """``KernelDimensions`` with user symbols (``KerDynamicSymbols(S_Dyn("Wo", 25), ...)``)
     that ``UserSymb("Wo")`` binds."""
-    return KernelDimensionT(int(InPlanes), int(W), int(H), int(OutPlanes), tuple(UserSymbols))
+    dims = KernelDimensions(InPlanes, W, H, OutPlanes)
+    symbols = tuple(UserSymbols) if isinstance(UserSymbols, (tuple, list)) else None
+    if symbols is None or not all(isinstance(s, tuple) and len(s) == 2 for s in symbols):
+        raise TilingError(f"KernelDimensionsAndUserSymbols: UserSymbols is "
+                          f"KerDynamicSymbols(S_Dyn(name, value), ...), got {UserSymbols!r:.60}")
+    return replace(dims, symbols=symbols)
 
 
 ORDER_2 = {
@@ -519,7 +633,7 @@ def KernelIterationOrder(Dim: _Iter, *Order: _Iter) -> tuple[_Iter, ...]:
     """The iteration space: order 2 (tiles outside in-planes) is supported; order 1 (in-planes
     outside tiles) raises ``TilingError``, as only order 2 is fully supported by the GAP
     AutoTiler."""
-    key = (_Iter(Dim), *(_Iter(o) for o in Order))
+    key = tuple(_enum("KernelIterationOrder", "an iterator", _Iter, o) for o in (Dim, *Order))
     if key not in ORDER_2:
         raise TilingError(f"KernelIterationOrder{tuple(k.name for k in key)}: only iteration "
                           f"order 2 is supported (tiles outside in-planes): "

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import TilingError
-from .api import KerArgT, KerIter, _counted, _kerarg, _pads
+from .api import KerArgT, KerIter, _counted, _kerarg, _pads, integer
 
 
 @dataclass(frozen=True)
@@ -49,27 +49,30 @@ def IterTiledSpace(IterSpace: KerIter) -> IterSpaceT:
     return IterSpaceT(sp, "tiled")
 
 
-def _dim_space(what: str, IterSpace, Dim: int) -> KerIter:
+def _dim_space(what: str, IterSpace, Dim: int) -> tuple[KerIter, int]:
     sp = _space(what, IterSpace)
     if sp.tiled:
         raise TilingError(f"{what}({sp.name}, {Dim}): a tiled space takes IterTiledSpace")
-    if int(Dim) < 1:
+    dim = integer(f"{what}({sp.name}, ...)", "Dim", Dim)
+    if dim < 1:
         raise TilingError(f"{what}({sp.name}, {Dim}): the dimension must be >= 1")
-    return sp
+    return sp, dim
 
 
 def IterFixedSpace(IterSpace: KerIter, Dim: int) -> IterSpaceT:
     """A plain dimension of ``Dim`` items, one per iteration."""
-    return IterSpaceT(_dim_space("IterFixedSpace", IterSpace, Dim), "fixed", int(Dim))
+    sp, dim = _dim_space("IterFixedSpace", IterSpace, Dim)
+    return IterSpaceT(sp, "fixed", dim)
 
 
 def IterParSpace(IterSpace: KerIter, Dim: int, PrefDiv: int) -> IterSpaceT:
     """A dimension of ``Dim`` items the tool may cut into tiles of a multiple of ``PrefDiv``
     (a parametric space; npukit keeps it whole, see docs/tiler.md)."""
-    sp = _dim_space("IterParSpace", IterSpace, Dim)
-    if int(PrefDiv) < 1:
+    sp, dim = _dim_space("IterParSpace", IterSpace, Dim)
+    pref = integer(f"IterParSpace({sp.name}, ...)", "PrefDiv", PrefDiv)
+    if pref < 1:
         raise TilingError(f"IterParSpace({sp.name}, {Dim}, {PrefDiv}): PrefDiv must be >= 1")
-    return IterSpaceT(sp, "par", int(Dim), int(PrefDiv))
+    return IterSpaceT(sp, "par", dim, pref)
 
 
 @dataclass(frozen=True)
@@ -133,12 +136,14 @@ def KerArgP(KerArgName: str, KerArgSpace: KerArgSpaceT, ObjType: int, W: int, H:
     the kernel reads."""
     a = kerarg(KerArgName, KerArgSpace, ObjType, W, H, ItemSize, TileOverlap, Constraint,
                PreferedTileSize, CArgName)
-    if not (0 < int(UsedW) <= int(W) and 0 < int(UsedH) <= int(H)):
+    used = (integer(f"KerArgP {KerArgName!r}", "UsedW", UsedW),
+            integer(f"KerArgP {KerArgName!r}", "UsedH", UsedH))
+    if not (0 < used[0] <= a.W and 0 < used[1] <= a.H):
         raise TilingError(f"KerArgP {KerArgName!r}: used {UsedW} x {UsedH} must lie in the "
                           f"{W} x {H} plane")
     _pads(f"KerArgP {KerArgName!r} PadExec", PadExec)
     return replace(a, Pad=_pads(f"KerArgP {KerArgName!r} PadTile", PadTile),
-                   Used=(int(UsedW), int(UsedH)))
+                   Used=used)
 
 
 def KerArgPad(KerArgName: str, KerArgSpace: KerArgSpaceT, ObjType: int, W: int, H: int,
@@ -147,12 +152,11 @@ def KerArgPad(KerArgName: str, KerArgSpace: KerArgSpaceT, ObjType: int, W: int, 
               CArgName: str | None = None) -> KerArgT:
     """An argument whose L1 tile keeps ``BottomBuffer`` items before and ``TopBuffer`` after
     the data moved in (a delay line)."""
-    if int(BottomBuffer) < 0 or int(TopBuffer) < 0:
-        raise TilingError(f"KerArgPad {KerArgName!r}: buffers must be >= 0, got "
-                          f"{BottomBuffer}, {TopBuffer}")
+    what = f"KerArgPad {KerArgName!r}"
+    buffers = (integer(what, "BottomBuffer", BottomBuffer), integer(what, "TopBuffer", TopBuffer))
     a = kerarg(KerArgName, KerArgSpace, ObjType, W, H, ItemSize, TileOverlap, Constraint,
                PreferedTileSize, CArgName)
-    return replace(a, Buffers=(int(BottomBuffer), int(TopBuffer)))
+    return replace(a, Buffers=buffers)
 
 
 def KerArgAliased(KerArgName: str, KerArgSpace: KerArgSpaceT, Alias, ObjType: int, W: int,

@@ -104,7 +104,7 @@ def emit(model, directory) -> dict[str, Path]:
     ``at_host.h`` and ``host_kernels.c``. Returns {file name: path}."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    c_name, h_name = model.settings.files
+    c_name, h_name = files(model)
     texts = {c_name: kernels_c(model), h_name: kernels_h(model), "at_host.h": HOST_HEADER,
              "host_kernels.c": host_kernels(model)}
     paths = {}
@@ -114,13 +114,19 @@ def emit(model, directory) -> dict[str, Path]:
     return paths
 
 
+def files(model) -> tuple[str, str]:
+    """The kernels' .c and .h names: ``SetGeneratedFilesNames``'s, else ``GenKernels.c`` /
+    ``.h``."""
+    return model.settings.files or ("GenKernels.c", "GenKernels.h")
+
+
 def _guard(name: str) -> str:
     return "__" + "".join(c if c.isalnum() else "_" for c in name.upper()) + "__"
 
 
 def kernels_h(model) -> str:
     s = model.settings
-    h_name = s.files[1]
+    h_name = files(model)[1]
     lines = [f"#ifndef {_guard(h_name)}", f"#define {_guard(h_name)}", "",
              "#ifdef AT_HOST", '#include "at_host.h"', "#else",
              f'#include "{s.std_types or "AutoTilerLibTypes.h"}"']
@@ -170,7 +176,7 @@ def host_kernels(model) -> str:
 
 def kernels_c(model) -> str:
     s = model.settings
-    h_name = s.files[1]
+    h_name = files(model)[1]
     lines = [f'#include "{h_name}"', "#ifdef AT_HOST",
              '#include "host_kernels.c" /* on a host: the basic kernels\' C, given to LibKernel */',
              "#endif"]
@@ -464,7 +470,7 @@ def host_function(model, name: str):
 
     uk = model.kernels[name] if name in model.kernels else model.groups[name]
     s = model.settings
-    h_name = s.files[1]
+    h_name = files(model)[1]
     body = kernels_c(model).replace(f'#include "{h_name}"', "").replace(
         '#include "host_kernels.c"', "")
     lib = host_kernels(model).replace('#include "at_host.h"', "")

@@ -96,16 +96,6 @@ def add_bounds(out: Lowered, target: str | int, bounds: tuple[int, int] | None, 
     out.bounds[target] = new
 
 
-def spec_shape(g: ArgGeometry) -> tuple[int, ...]:
-    """The shape a parameter bound to an argument is given as: its frame, items of several
-    elements merged into its rows."""
-    shape = list(g.frame.shape)
-    if g.frame.dims[-1].role == "item":
-        k = shape.pop()
-        shape[-1] *= k
-    return tuple(shape)
-
-
 def dense(shape) -> tuple[int, ...]:
     """Row-major strides of a shape, in elements."""
     return tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
@@ -153,31 +143,38 @@ class KernelLowering:
         for c in self.uk.cargs:
             target_name = self.cmap.get(c.ArgName)
             add_bounds(self.out, target_name, c.bounds, f"{self.uk.name}: C argument {c.ArgName!r}")
-            if not isinstance(target_name, str) or target_name in self.out.params:
-                if isinstance(target_name, str):
-                    self._widen_role(target_name, c.ArgName)
+            if not isinstance(target_name, str):
                 continue
             dt = c_dtype(c.ArgType)
             bound = [a for a in self.uk.kerargs if a.CArgName == c.ArgName and moves(a)]
             if not c.is_pointer:
                 shape = ()
             elif bound:
-                g = self.geo(bound[0])
-                if g.frame.elem != dt.itemsize:
-                    raise TilingError(f"{self.uk.name}: KerArg {bound[0].KerArgName!r} has item "
-                                      f"size {bound[0].ItemSize} but C argument {c.ArgName!r} "
-                                      f"points to {dt.name} ({dt.itemsize} B)")
-                shape = spec_shape(g)
+                shape = self.geo(bound[0]).frame.home_shape
             elif c.shape is not None:
                 shape = tuple(c.shape)
             else:
                 raise TilingError(f"{self.uk.name}: C argument {c.ArgName!r} is a pointer bound "
                                   f"to no kernel argument; give its shape: TCArg({c.ArgType!r}, "
                                   f"{c.ArgName!r}, shape=(...))")
+            if target_name in self.out.params:
+                self._same_tensor(target_name, c.ArgName, shape, dt)
+                self._widen_role(target_name, c.ArgName)
+                continue
             memory = self.l3 if bound and bound[0].has(Obj.O_L2DB) else self.target.home
             spec = Layout(shape, dt)
             buf = ir.Buffer(target_name, memory, dt, max(spec.size, 1), self._role(c.ArgName))
             self.out.params[target_name] = (buf, spec)
+
+    def _same_tensor(self, name: str, carg: str, shape: tuple, dt: np.dtype) -> None:
+        """Kernels of a group that share a tensor declare it alike: a kernel that declares a
+        smaller plane would silently leave part of it out, a larger one read past it."""
+        buf, spec = self.out.params[name]
+        if spec.shape != shape or spec.dtype != dt:
+            raise TilingError(f"{self.uk.name}: C argument {carg!r} is group argument {name!r}, "
+                              f"which an earlier user kernel of the group declared as "
+                              f"{spec.shape} {spec.dtype}; this one declares {shape} {dt} "
+                              f"(its KerArg W, H, planes or TCArg shape)")
 
     def _role(self, carg: str) -> str:
         bound = [a for a in self.uk.kerargs if a.CArgName == carg]
@@ -198,7 +195,7 @@ class KernelLowering:
 
     def _dtype(self, a) -> np.dtype:
         c = self.carg.get(a.CArgName) if a.CArgName else None
-        return c_dtype(c.ArgType) if c else np.dtype(f"int{8 * self.geo(a).frame.elem}")
+        return c_dtype(c.ArgType) if c else self._seen_as(a)
 
     def _buffers(self) -> None:
         for a in self.uk.kerargs:
@@ -219,7 +216,20 @@ class KernelLowering:
                 self.out.buffers.append(l2)
         for a in self.uk.kerargs:
             if a.Alias is not None:
-                self.l1[a.KerArgName] = self.l1[_alias_target(self.uk, a)]
+                self.l1[a.KerArgName] = self.l1[a.Alias]  # a name: Model.UserKernel
+
+    def _seen_as(self, a) -> np.dtype:
+        """A buffer bound to no C argument holds what the basic kernels it is passed to
+        point to (a float accumulator), else integers of its item size."""
+        for call in self.uk.calls:
+            lib = self.libs.get(call.CallName)
+            for b, (ctype, _) in zip(call.BindingList, lib.args if lib else ()):
+                if b.kind == "k_arg" and b.name == a.KerArgName and \
+                        b.what == KerArgSel.KER_ARG_TILE:
+                    dt = c_dtype(ctype)
+                    if dt.itemsize == self.geo(a).frame.elem:
+                        return dt
+        return np.dtype(f"int{8 * self.geo(a).frame.elem}")
 
     # -- accesses ------------------------------------------------------------------------
 
@@ -381,46 +391,38 @@ class KernelLowering:
         return (key, part)
 
     def _call(self, c) -> ir.Call:
-        lib = self.libs.get(c.CallName)
-        if lib is None:
-            raise TilingError(f"{self.uk.name}: call to unknown basic kernel {c.CallName!r}")
-        if len(c.BindingList) != len(lib.args):
-            raise TilingError(f"{self.uk.name}: {c.CallName} takes {len(lib.args)} arguments, "
-                              f"the call binds {len(c.BindingList)}")
+        # validate.check_calls has checked the basic kernel and every binding.
+        lib = self.libs[c.CallName]
         bounds = self.lib_bounds.get(c.CallName) or (None,) * len(lib.args)
         args = []
         for b, (_, name), bnd in zip(c.BindingList, lib.args, bounds):
             what = f"{self.uk.name}: {c.CallName} argument {name!r}"
             if b.kind == "imm":
                 add_bounds(self.out, b.value, bnd, what)
-            elif b.kind in ("c_arg", "c_arg_index") and b.name in self.carg:
+            elif b.kind in ("c_arg", "c_arg_index"):
                 add_bounds(self.out, self.cmap.get(b.name), bnd, what)
-            args.append(self._bind(b, c.CallName))
+            args.append(self._bind(b))
         return ir.Call(lib, tuple(args), f"Call Kernel {c.CallLocation.name}: {c.CallName}")
 
     def _it(self, it) -> ir.Affine:
         key = it.key if isinstance(it, KerIter) else OLD_KEYS.get(it)
         return ir.affine(self.vars[key]) if key in self.vars else ir.Affine()
 
-    def _bind(self, b, call: str):
+    def _bind(self, b):
         if b.kind == "imm":
             return ir.Val(ir.affine(b.value))
         if b.kind == "ignore":
             return ir.Val(ir.Affine())
-        if b.kind == "usymb":
-            symbols = dict(getattr(self.uk.dims, "symbols", ()) or ())
-            if b.name not in symbols:
-                raise TilingError(f"{self.uk.name}: {call} binds user symbol {b.name!r}, not "
-                                  f"declared ({sorted(symbols)})")
-            return ir.Val(ir.affine(symbols[b.name]))
+        if b.kind == "usymb":  # validate.check_kernel has checked it is declared
+            return ir.Val(ir.affine(dict(self.uk.dims.symbols)[b.name]))
         if b.kind == "kdim":
             d = self.uk.dims
             return ir.Val(ir.affine({K_INP: d.InPlanes, K_OUTP: d.OutPlanes, K_W: d.W,
                                      K_H: d.H}[b.value]))
+        if b.kind == "iter_index":
+            return ir.Val(self._it(b.what))
         if b.kind in ("c_arg", "c_arg_index"):
             target_name = self.cmap.get(b.name)
-            if b.name not in self.carg:
-                raise TilingError(f"{self.uk.name}: {call} binds unknown C argument {b.name!r}")
             if isinstance(target_name, int):
                 return ir.Val(ir.affine(target_name))
             buf, _ = self.out.params[target_name]
@@ -429,10 +431,7 @@ class KernelLowering:
             if b.kind == "c_arg_index" or not self.carg[b.name].is_pointer:
                 return ir.Deref(view)
             return ir.Ptr(view)
-        a = self.args.get(b.name)
-        if a is None:
-            raise TilingError(f"{self.uk.name}: {call} binds unknown kernel argument {b.name!r}")
-        return self._karg(a, KerArgSel(b.what), b.space, call)
+        return self._karg(self.args[b.name], KerArgSel(b.what), b.space)
 
     def _tile_index(self, g: ArgGeometry):
         key = g.frame.tiled
@@ -461,7 +460,7 @@ class KernelLowering:
         shape = g.tile_shape if len(g.tile_shape) != 2 or g.horizontal else g.tile_shape[::-1]
         return ir.Ptr(ir.View(buf, Layout(tuple(shape), buf.dtype), slot + lead))
 
-    def _karg(self, a, sel: KerArgSel, space, call: str):
+    def _karg(self, a, sel: KerArgSel, space):
         g = self.geo(a)
         key, t, n = self._tile_index(g)
         if sel == KerArgSel.KER_ARG_TILE:
@@ -507,10 +506,7 @@ class KernelLowering:
             KerArgSel.KER_ARG_TILELAST: last,
         }
         if sel in (KerArgSel.KER_ARG_PARTILE_SIZE, KerArgSel.KER_ARG_LOADEDPARTILE_SIZE):
-            if space is None or space.key not in self.sp or self.sp[space.key].kind == "tiled":
-                raise TilingError(f"{self.uk.name}: {call} binds {sel.name} of {a.KerArgName!r} "
-                                  f"without a parametric space of the kernel (K_ArgPar)")
-            s = self.sp[space.key]
+            s = self.sp[space.key]  # validate.check_kernel: a space of the kernel, not tiled
             return ir.Val(ir.affine(s.tile if s.kind == "par" else 1))
         v = table[sel]
         return ir.Val(v if isinstance(v, ir.Lanes) else ir.affine(v))
@@ -595,11 +591,3 @@ def _constant(valid):
     count = int(valid.eval(env))
     return ir.Lanes(valid.width, ir.affine(valid.width - count), valid.width)
 
-
-def _alias_target(uk, a) -> str:
-    names = [x.KerArgName for x in uk.kerargs]
-    target = names[a.Alias] if isinstance(a.Alias, int) and 0 <= a.Alias < len(names) else a.Alias
-    if target not in names or target == a.KerArgName:
-        raise TilingError(f"{uk.name}: KerArgAliased {a.KerArgName!r} aliases {a.Alias!r}, not "
-                          f"another argument of the kernel ({names})")
-    return target

@@ -21,14 +21,19 @@ from ..passes import check
 from .api import (
     CALL_PARALLEL,
     CALL_SEQUENTIAL,
+    INT_MAX,
     CallT,
     KerArgT,
     KernelDimensionT,
     TCArg,
+    integer,
 )
-from .lower import KernelLowering, Lowered, add_bounds, c_dtype
+from .cnn import CNNGenerators
+from .graph import GraphModel
+from .lower import KernelLowering, Lowered, add_bounds
 from .solver import Problem, Tiling, solve
-from .spaces import frame, kernel_spaces
+from .spaces import kernel_frames
+from .validate import alias_target, check_calls, check_group, check_kernel, check_lib
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,8 @@ class GroupT:
 class Settings:
     """The model-control calls' values (``SetKernelOpts``, ``SetInlineMode``,
     ``SetSymbolNames``, ``SetSymbolDynamics``, ``SetUsedFilesNames``,
-    ``SetGeneratedFilesNames``): what the tiler and the GAP-style emitter use."""
+    ``SetGeneratedFilesNames``): what the tiler, the GAP-style emitter and the graphs'
+    ``GenerateTilingCode`` use."""
 
     promote: bool = True  # KER_OPT_BUFFER_PROMOTE
     inline: int = 2  # SINGLE_INLINE
@@ -64,40 +70,29 @@ class Settings:
     dynamic: bool = False  # symbols are pointers (allocated by the caller), not arrays
     std_types: str = ""
     headers: tuple[str, ...] = ()
-    files: tuple[str, str] = ("GenKernels.c", "GenKernels.h")
+    files: tuple[str, str] | None = None  # (.c, .h); None: each writer's default names
     init_files: tuple[str, str] | None = None
 
 
-def _alias_name(kernel: str, kerargs: tuple, a: KerArgT) -> str:
-    """KerArgAliased's Alias as the name of the argument it shares memory with."""
-    names = [x.KerArgName for x in kerargs]
-    target = names[a.Alias] if isinstance(a.Alias, int) and 0 <= a.Alias < len(names) else a.Alias
-    if target not in names or target == a.KerArgName:
-        raise TilingError(f"UserKernel {kernel!r}: KerArgAliased {a.KerArgName!r} aliases "
-                          f"{a.Alias!r}, not another argument of the kernel ({names})")
-    return target
-
-
-def _cargs(what: str, cargs: tuple) -> None:
-    """C arguments are ``TCArg`` values (checked when made) with distinct names."""
-    for c in cargs:
-        if not isinstance(c, TCArg):
-            raise TilingError(f"{what}: C arguments are TCArg(type, name), got {c!r:.80}")
-    names = [c.ArgName for c in cargs]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise TilingError(f"{what}: C argument {twice[0]!r} is declared twice")
-
-
-class Model:
+class Model(GraphModel, CNNGenerators):
     """Collects basic kernels, user kernels and groups; solves and lowers them on demand.
-    ``l3`` names the target memory that holds arguments with an L3 home (``O_L2DB``)."""
+    ``l3`` names the target memory that holds arguments with an L3 home (``O_L2DB``).
+    ``l3_budget`` and ``l3_flash_budget`` bound a graph's L3 RAM and flash (the CNN
+    generators and graphs are the methods of ``CNNGenerators`` and ``GraphModel``)."""
 
     def __init__(self, target: str | Target = "gap8", l1_budget: int | None = None,
-                 l2_budget: int | None = None, l3: str = "L3_RAM"):
+                 l2_budget: int | None = None, l3: str = "L3_RAM", *,
+                 l3_budget: int | None = None, l3_flash_budget: int | None = None):
         self.target = _target(target)
-        self.l1_budget = l1_budget if l1_budget is not None else self.target.memories["L1"].size
-        self.l2_budget = l2_budget if l2_budget is not None else self.target.memories["L2"].size
+        mem = self.target.memories
+        self.l1_budget = integer("Model", "l1_budget", l1_budget, 1) if l1_budget is not None \
+            else mem["L1"].size
+        self.l2_budget = integer("Model", "l2_budget", l2_budget, 1) if l2_budget is not None \
+            else mem["L2"].size
+        self.l3_budget = l3_budget if l3_budget is not None else \
+            (mem["L3_RAM"].size if "L3_RAM" in mem else 0)
+        self.l3_flash_budget = l3_flash_budget if l3_flash_budget is not None else \
+            (mem["L3_FLASH"].size if "L3_FLASH" in mem else 0)
         self.l3 = l3
         self.libs: dict[str, ir.Extern] = {}
         self.lib_bounds: dict[str, tuple] = {}  # basic kernel -> TCArg bounds of each argument
@@ -106,23 +101,35 @@ class Model:
         self._open: tuple[str, list] | None = None
         self._tilings: dict[str, Tiling] = {}
         self.settings = Settings()
+        self._graph_state()
+
+    @classmethod
+    def from_budgets(cls, L1Memory: int, L2Memory: int, L3Memory: int, L3Flash: int,
+                     target: str | Target = "gap8") -> Model:
+        """A model from the four budgets a GAP model function takes, as in
+        ``MnistModel(48000, 300*1024, 8*1024*1024, 20*1024*1024)``."""
+        return cls(target, L1Memory, L2Memory, l3_budget=L3Memory, l3_flash_budget=L3Flash)
 
     def LibKernel(self, KernelName: str, CallType: int, Cargs: tuple[TCArg, ...],
                   ParArgTypeName: str = "", *, c_source: str = "",
                   reference: Callable | None = None, cost: Callable | None = None) -> None:
         """A basic kernel: its C template, ``c_source`` (the full C definition, for the C
         back end), ``reference`` (numpy, for the simulator: pointers arrive as flat 1-D
-        views, scalars as ints; parallel kernels also get ``core_id``, ``core_count``) and
+        views of what they may reach, the rest of their tile's slot or of their tensor, a
+        slice past the end raising and an input tensor read-only; scalars as ints;
+        parallel kernels also get ``core_id``, ``core_count``; without one the program
+        runs on the C back end only) and
         ``cost`` (cycles of work per call, from the scalar arguments known without reading
         memory — tile sizes, indices, immediates — by C name; accept ``**_`` for the rest;
         a parallel call takes ``ceil(cost / cores)`` cycles)."""
         identifier(KernelName, "LibKernel name")
-        if CallType not in (CALL_PARALLEL, CALL_SEQUENTIAL):
-            raise TilingError(f"LibKernel {KernelName!r}: CallType must be CALL_PARALLEL or "
-                              f"CALL_SEQUENTIAL")
+        check_lib(KernelName, CallType in (CALL_PARALLEL, CALL_SEQUENTIAL), Cargs,
+                  ParArgTypeName, c_source, reference, cost)
         if ParArgTypeName:
             identifier(ParArgTypeName, f"LibKernel {KernelName!r}: ParArgTypeName")
-        _cargs(f"LibKernel {KernelName!r}", Cargs)
+        if KernelName in self.libs:
+            raise TilingError(f"LibKernel {KernelName!r}: a basic kernel of that name is "
+                              f"already declared")
         self.lib_bounds[KernelName] = tuple(c.bounds for c in Cargs)
         self.libs[KernelName] = ir.Extern(
             KernelName, tuple((c.ArgType, c.ArgName) for c in Cargs), CallType == CALL_PARALLEL,
@@ -130,9 +137,10 @@ class Model:
 
     def UserKernel(self, Name: str, KerDim, KerIter, Orientation, CArg, CCalls,
                    KerArg=None) -> None:
-        """A user kernel. Older generation: ``UserKernel(Name, KernelDimensions(...),
-        KernelIterationOrder(...), Orientation, CArgs, Calls, KerArgs)``; newer:
-        ``UserKernel(Name, KernelIterSpace(...), Orientation, CArgs, Calls, KerArgs)``."""
+        """A user kernel, checked as far as it can be before tiling (``validate``). Older
+        generation: ``UserKernel(Name, KernelDimensions(...), KernelIterationOrder(...),
+        Orientation, CArgs, Calls, KerArgs)``; newer: ``UserKernel(Name,
+        KernelIterSpace(...), Orientation, CArgs, Calls, KerArgs)``."""
         from .api2 import KernelIterSpaceT
         iter_space = None
         if isinstance(KerDim, KernelIterSpaceT):
@@ -142,25 +150,21 @@ class Model:
             iter_space, KerArg = KerDim, CCalls
             KerDim, KerIter, Orientation, CArg, CCalls = (
                 KernelDimensionT(1, 1, 1, 1), (), KerIter, Orientation, CArg)
+        elif KerArg is None:
+            raise TilingError(f"UserKernel {Name!r}: takes (Name, KernelDimensions, "
+                              f"KernelIterationOrder, Orientation, CArgs, Calls, KerArgs) or "
+                              f"(Name, KernelIterSpace, Orientation, CArgs, Calls, KerArgs)")
         identifier(Name, "UserKernel name")
         if Name in self.kernels or Name in self.groups:
             raise TilingError(f"UserKernel {Name!r}: the name is already used")
-        _cargs(f"UserKernel {Name!r}", CArg)
-        names = [c.ArgName for c in CArg]
-        for a in KerArg:
-            if a.CArgName and a.CArgName not in names:
-                raise TilingError(f"UserKernel {Name!r}: KerArg {a.KerArgName!r} is bound to "
-                                  f"unknown C argument {a.CArgName!r} (C arguments: {names})")
-            if (a.Space is None) != (iter_space is None):
-                raise TilingError(f"UserKernel {Name!r}: KerArg {a.KerArgName!r} mixes the two "
-                                  f"generations: a KernelIterSpace kernel gives every argument a "
-                                  f"KerArgSpace, a KernelIterationOrder one none")
-        kerargs = tuple(KerArg)
+        uk = UserKernelT(Name, KerDim, tuple(KerIter), Orientation, tuple(CArg), tuple(CCalls),
+                         tuple(KerArg), iter_space)
+        check_kernel(uk, self.libs)
         if iter_space is not None:
-            kerargs = tuple(replace(a, Alias=_alias_name(Name, kerargs, a)) if a.Alias is not None
-                            else a for a in kerargs)
-        self.kernels[Name] = UserKernelT(Name, KerDim, tuple(KerIter), Orientation, tuple(CArg),
-                                         tuple(CCalls), kerargs, iter_space)
+            uk = replace(uk, kerargs=tuple(
+                replace(a, Alias=alias_target(Name, uk.kerargs, a)) if a.Alias is not None else a
+                for a in uk.kerargs))
+        self.kernels[Name] = uk
         if self._open:
             self._open[1].append(Name)
 
@@ -181,18 +185,14 @@ class Model:
         if GroupName not in self.groups:
             raise TilingError(f"UserKernelGroup {GroupName!r}: open and close the group first")
         g = self.groups[GroupName]
-        _cargs(f"UserKernelGroup {GroupName!r}", Carg)
-        for c in Ccalls:
-            if c.CallName not in g.members:
-                raise TilingError(f"UserKernelGroup {GroupName!r}: {c.CallName!r} is not a user "
-                                  f"kernel of the group {list(g.members)}")
+        check_group(GroupName, g.members, Carg, Ccalls, self.kernels)
         self.groups[GroupName] = GroupT(GroupName, g.members, tuple(Carg), tuple(Ccalls))
 
     # -- model control (the AutoTiler's Set* calls) ----------------------------------------
 
     def SetL1MemorySize(self, Size: int) -> None:
         """The L1 budget of the user kernels (bytes)."""
-        if int(Size) < 1:
+        if integer("SetL1MemorySize", "Size", Size, -INT_MAX) < 1:
             raise TilingError(f"SetL1MemorySize({Size}): the L1 budget must be positive")
         self.l1_budget = int(Size)
         self._tilings.clear()
@@ -201,6 +201,7 @@ class Model:
         """Turn kernel optimisations on and off: ``KER_OPT_BUFFER_PROMOTE`` (every argument
         one L1 buffer when they all fit whole; on by default)."""
         from .api2 import KER_OPT_BUFFER_PROMOTE
+        On, Off = integer("SetKernelOpts", "On", On), integer("SetKernelOpts", "Off", Off)
         if Off & KER_OPT_BUFFER_PROMOTE:
             self.settings.promote = False
         if On & KER_OPT_BUFFER_PROMOTE:
@@ -211,7 +212,7 @@ class Model:
         """``ALWAYS_INLINE``, ``NEVER_INLINE`` or ``SINGLE_INLINE``: recorded; npukit writes
         every user kernel as a function of its own, with its numbers spelled out, as the
         AutoTiler does when it inlines."""
-        if Mode not in (0, 1, 2):
+        if integer("SetInlineMode", "Mode", Mode) not in (0, 1, 2):
             raise TilingError(f"SetInlineMode({Mode!r}): give NEVER_INLINE, ALWAYS_INLINE or "
                               f"SINGLE_INLINE")
         self.settings.inline = int(Mode)
@@ -267,19 +268,12 @@ class Model:
         """The solved tiling of user kernel ``name``."""
         if name not in self._tilings:
             uk = self._kernel(name)
-            spaces = kernel_spaces(uk.order, uk.dims, uk.iter_space)
-            frames = tuple(frame(name, a, spaces, uk.order, uk.dims, uk.orientation,
-                                 self._elem(uk, a)) for a in uk.kerargs)
+            check_calls(uk, self.libs)
+            spaces, frames = kernel_frames(uk)
             self._tilings[name] = solve(Problem(
                 name, spaces, frames, self.l1_budget, self.settings.promote,
                 "old" if uk.iter_space is None else "new"))
         return self._tilings[name]
-
-    @staticmethod
-    def _elem(uk, a) -> int:
-        """Bytes of the C element an argument's pointer has (its item size when unbound)."""
-        c = next((c for c in uk.cargs if c.ArgName == a.CArgName), None)
-        return c_dtype(c.ArgType).itemsize if c is not None and c.is_pointer else a.ItemSize
 
     def _kernel(self, name: str) -> UserKernelT:
         if name not in self.kernels:
@@ -293,9 +287,6 @@ class Model:
             g = self.groups[name]
             for c in g.calls:
                 uk = self._kernel(c.CallName)
-                if len(c.BindingList) != len(uk.cargs):
-                    raise TilingError(f"{name}: {uk.name} takes {len(uk.cargs)} C arguments, "
-                                      f"the call binds {len(c.BindingList)}")
                 cmap = {ca.ArgName: (b.name if b.kind == "c_arg" else b.value)
                         for ca, b in zip(uk.cargs, c.BindingList)}
                 KernelLowering(uk, self.tiling(uk.name), self.libs, self.target, self.l3, out,

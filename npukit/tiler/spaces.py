@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..cdecl import parse_ctype
 from ..errors import TilingError
 from .api import (
     KER_IN_OUT_PLANE,
@@ -79,6 +80,16 @@ class Frame:
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(d.extent for d in self.dims)
+
+    @property
+    def home_shape(self) -> tuple[int, ...]:
+        """The shape of the tensor the argument's C argument points to: its dims, the C
+        elements of an item merged into its rows (3D: planes x H x W; 4D: Nop x Nip x H x W)."""
+        shape = list(self.shape)
+        if self.dims[-1].role == "item":
+            k = shape.pop()
+            shape[-1] *= k
+        return tuple(shape)
 
     @property
     def line(self) -> int:
@@ -182,3 +193,18 @@ def _frame_new(kernel: str, a: KerArgT, spaces: tuple[Space, ...], hor: bool, k:
         return Frame(a, planes + _plane(tiled, hor, a.H, a.W, k), tiled, last, hor, elem)
     planes += (Dim(last, by_key[last].count, "plane"),)
     return Frame(a, planes + _plane(None, hor, a.H, a.W, k), None, None, hor, elem)
+
+
+def elem_size(uk, a: KerArgT) -> int:
+    """Bytes of the C element an argument's pointer has (its item size when it is bound to
+    no pointer)."""
+    c = next((c for c in uk.cargs if c.ArgName == a.CArgName), None)
+    return parse_ctype(c.ArgType).dtype.itemsize if c is not None and c.is_pointer else \
+        a.ItemSize
+
+
+def kernel_frames(uk) -> tuple[tuple[Space, ...], tuple[Frame, ...]]:
+    """A user kernel's spaces and its arguments' frames, whichever generation wrote it."""
+    spaces = kernel_spaces(uk.order, uk.dims, uk.iter_space)
+    return spaces, tuple(frame(uk.name, a, spaces, uk.order, uk.dims, uk.orientation,
+                               elem_size(uk, a)) for a in uk.kerargs)

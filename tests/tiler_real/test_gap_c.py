@@ -70,10 +70,13 @@ def test_emitted_files_compile_on_the_host_without_warnings(tmp_path):
 
 
 def test_a_parallel_kernel_needs_its_argument_struct():
-    from npukit.tiler import CALL_PARALLEL, CArgs, Model, TCArg
+    from dataclasses import replace
+
+    from npukit.tiler import Model
     m, kernel = [c for c in C.CASES if c.name == "dronet_relu_1"][0].build()
-    m.LibKernel("KerReLU_fp", CALL_PARALLEL, CArgs(4, TCArg("short int *", "In"),
-                TCArg("int", "W"), TCArg("int", "H"), TCArg("short int *", "Out")))
+    # The parallel basic kernel as if declared without its ParArgTypeName (a model may not
+    # declare a basic kernel twice).
+    m.libs["KerReLU_fp"] = replace(m.libs["KerReLU_fp"], arg_type="")
     with pytest.raises(TilingError, match="KerReLU_fp has no argument struct"):
         gap_c.kernels_c(m)
     with pytest.raises(TilingError, match="styles are 'gap'"):

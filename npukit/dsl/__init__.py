@@ -1,0 +1,60 @@
+"""The Compass DSL (Arm China's Python kernel language for the Zhouyi NPU) on npukit.
+
+Kernels are written as in the Compass DSL tutorials and built into a ``Program`` like any
+other front end's::
+
+    import npukit.dsl as S
+    prog = S.build(silu_fp16, target="compass", n=4096)   # then prog.run(...)
+
+A kernel's pointers reach tensors in global memory; it moves data into each TEC's local SRAM
+with ``S.dma_copy``, computes on vectors (``S.fp16x16``) with masks, selects and table
+gathers, and splits its work over TECs by ``S.get_local_id()``. Plain Python around it (such
+as a function computing a lookup table) runs at build time. ``docs/dsl.md`` lists every
+name; ``npukit.dsl.trace`` says how a kernel becomes IR.
+"""
+
+from .kernel import PrimFunc, build, prim_func
+from .ops import (
+    alloc,
+    alloc_const,
+    cast,
+    ceildiv,
+    clip,
+    dma_copy,
+    get_local_id,
+    get_local_size,
+    max,
+    min,
+    vabs,
+    vadd,
+    vand,
+    vdiv,
+    vload_gather,
+    vmax,
+    vmin,
+    vmul,
+    vnot,
+    vor,
+    vrint,
+    vsel,
+    vsub,
+    vxor,
+)
+from .types import DType, PtrType, ptr
+
+# Scalar types, then the vector types (one 256-bit register, and two for 32-bit lanes).
+i8, u8, i16, u16, i32, u32 = (DType(t) for t in ("i8", "u8", "i16", "u16", "i32", "u32"))
+fp16, fp32, bool_ = DType("fp16"), DType("fp32"), DType("bool")
+i8x32, u8x32, i16x16, u16x16 = (DType(t) for t in ("i8x32", "u8x32", "i16x16", "u16x16"))
+i32x8, u32x8, i32x16, u32x16 = (DType(t) for t in ("i32x8", "u32x8", "i32x16", "u32x16"))
+fp16x16, fp32x8, fp32x16 = DType("fp16x16"), DType("fp32x8"), DType("fp32x16")
+boolx8, boolx16, boolx32 = DType("boolx8"), DType("boolx16"), DType("boolx32")
+
+__all__ = [
+    "DType", "PrimFunc", "PtrType", "alloc", "alloc_const", "bool_", "boolx8", "boolx16",
+    "boolx32", "build", "cast", "ceildiv", "clip", "dma_copy", "fp16", "fp16x16", "fp32",
+    "fp32x8", "fp32x16", "get_local_id", "get_local_size", "i8", "i8x32", "i16", "i16x16",
+    "i32", "i32x8", "i32x16", "max", "min", "prim_func", "ptr", "u8", "u8x32", "u16",
+    "u16x16", "u32", "u32x8", "u32x16", "vabs", "vadd", "vand", "vdiv", "vload_gather",
+    "vmax", "vmin", "vmul", "vnot", "vor", "vrint", "vsel", "vsub", "vxor",
+]

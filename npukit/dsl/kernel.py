@@ -1,0 +1,296 @@
+"""``@S.prim_func`` and ``S.build``: a Compass DSL kernel traced into a ``Program``."""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import sys
+import textwrap
+import types
+from dataclasses import replace
+
+import numpy as np
+
+from .. import ir
+from ..errors import DTypeError, KernelError, NpukitError
+from ..layout import Layout
+from ..machine import Target
+from ..machine import target as _target
+from . import trace
+from .trace import Index, Ptr, Scalar, Tracer, Vec, _current, as_affine, error_site
+from .types import DType, PtrType, is_type_name, is_vector_name
+
+
+class PrimFunc:
+    """A Compass DSL function: a kernel (built with ``S.build``) or, called from one, a
+    device subroutine (inlined; its arguments and result checked against its
+    annotations)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = fn.__name__
+        self.signature = _signature(fn)
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __repr__(self) -> str:
+        return f"<Compass DSL prim_func {self.name}>"
+
+    def __call__(self, *args, **kwargs):
+        if not _current:
+            raise KernelError(f"{self.name} is a Compass DSL kernel: build it with "
+                              f"npukit.dsl.build({self.name}, target='compass', ...) and run "
+                              f"the program")
+        tr = trace.tracer()
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise KernelError(f"call of {self.name}: {exc}") from exc
+        values = {name: _argument(self.name, name, self.signature.parameters[name].annotation,
+                                  value) for name, value in bound.arguments.items()}
+        tr.enter(self.fn)
+        out = _traced(self.fn)(**values)
+        ann = self.signature.return_annotation
+        if isinstance(ann, DType) and ann.is_vector and \
+                not (isinstance(out, Vec) and out.type == ann):
+            got = out.type if isinstance(out, Vec) else trace._describe(out)
+            raise DTypeError(f"{self.name} returns {got} but is annotated -> {ann}")
+        return out
+
+
+def _signature(fn) -> inspect.Signature:
+    """``fn``'s signature with annotations written as text (``from __future__ import
+    annotations``) evaluated in its module; a type such as ``S.fp16x16`` is text already."""
+    sig = inspect.signature(fn)
+
+    def ev(a):
+        if type(a) is not str:
+            return a
+        if is_type_name(a):  # x: "fp16x16"
+            return DType(a)
+        try:
+            return eval(a, fn.__globals__)  # noqa: S307 - the kernel author's own annotation
+        except Exception as exc:
+            raise KernelError(f"{fn.__name__}: annotation {a!r} does not evaluate: "
+                              f"{type(exc).__name__}: {exc}") from exc
+
+    params = [p.replace(annotation=ev(p.annotation)) for p in sig.parameters.values()]
+    return sig.replace(parameters=params, return_annotation=ev(sig.return_annotation))
+
+
+def prim_func(fn) -> PrimFunc:
+    """Mark ``fn`` as a Compass DSL function (a kernel or a device subroutine)."""
+    if isinstance(fn, PrimFunc):
+        return fn
+    if not inspect.isfunction(fn):
+        raise KernelError(f"S.prim_func decorates a Python function, got {fn!r}")
+    return PrimFunc(fn)
+
+
+def _argument(fn: str, name: str, ann, value):
+    """``value`` checked against (and converted to) annotation ``ann``."""
+    where = f"{fn}: argument {name!r}"
+    if isinstance(ann, PtrType):
+        if not isinstance(value, Ptr) or value.type != ann.dtype or value.scope != ann.scope:
+            got = f"a {value.scope} {value.type}* pointer" if isinstance(value, Ptr) else \
+                trace._describe(value)
+            raise DTypeError(f"{where} expects {ann}, got {got}")
+        return value
+    if isinstance(ann, DType):
+        if ann.is_vector:
+            if isinstance(value, Vec) and value.type != ann:
+                raise DTypeError(f"{where}: vector type mismatch: expects {ann}, got "
+                                 f"{value.type}")
+            return value if isinstance(value, Vec) else trace.tracer().coerce(value, ann, where)
+        if ann == "int32" and not isinstance(value, Scalar):
+            return trace.index(as_affine(value, where))
+        if isinstance(value, Scalar) and value.type != ann:
+            raise DTypeError(f"{where}: type mismatch: expects {ann}, got {value.type}")
+        if isinstance(value, (Vec, Ptr, Index)):
+            raise DTypeError(f"{where} expects a {ann} scalar, got {trace._describe(value)}")
+        return value if isinstance(value, Scalar) else Scalar(ann, value)
+    return value
+
+
+def _device_range(*args):
+    """``range`` inside a kernel: a device loop (see ``npukit.dsl.trace``)."""
+    if not _current or not all(isinstance(a, (int, np.integer, Index, Scalar)) for a in args):
+        return builtins.range(*args)
+    if not 1 <= len(args) <= 3:
+        raise KernelError(f"range takes 1 to 3 arguments, got {len(args)}")
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    step_a = as_affine(step, "range step")
+    if step_a.terms or step_a.const <= 0:
+        raise KernelError(f"range step {step}: a device loop steps by a positive constant")
+    tr = trace.tracer()
+    frame = sys._getframe(1)
+    return tr.loop(frame, start, stop, step_a.const, tr.label())
+
+
+def _traced(fn):
+    """``fn`` with the DSL's ``range`` and, for its module's strings that name vector types
+    (``vdtype = "float16x16"``), the types themselves (so ``vdtype.lanes`` works)."""
+    g = dict(fn.__globals__)
+    for k, v in g.items():
+        if is_vector_name(v):
+            g[k] = DType(v)
+    g["range"] = _device_range
+    out = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
+    out.__kwdefaults__ = fn.__kwdefaults__
+    return out
+
+
+def build(kernel: PrimFunc, target: str | Target = "compass", **kwargs) -> ir.Program:
+    """Trace ``kernel`` for ``target`` into a checked ``Program``.
+
+    Scalar arguments (``n: S.i32``) are given as keywords: the program is specialised for
+    them. A pointer argument's extent is what the kernel touches (its highest element + 1)
+    unless a keyword gives it (a length or ``npukit.spec``); accesses are then checked
+    against it.
+
+    >>> import npukit.dsl as S
+    >>> @S.prim_func
+    ... def double(a: S.ptr("fp16x16", "global"), b: S.ptr("fp16x16", "global")):
+    ...     tid = S.get_local_id()
+    ...     b[tid] = a[tid] * 2
+    >>> prog = S.build(double, target="compass")
+    >>> [(buf.name, spec.shape) for buf, spec in prog.params]
+    [('a', (64,)), ('b', (64,))]
+    """
+    if not isinstance(kernel, PrimFunc):
+        raise KernelError(f"build: {kernel!r} is not a Compass DSL kernel; decorate it with "
+                          f"@npukit.dsl.prim_func")
+    tgt = _target(target)
+    tr = Tracer(tgt, kernel.name)
+    params = kernel.signature.parameters
+    extra = [k for k in kwargs if k not in params]
+    if extra:
+        raise KernelError(f"build {kernel.name}: unexpected arguments {extra}; the kernel "
+                          f"takes {list(params)}")
+    args, scalars = {}, {}
+    for name, p in params.items():
+        args[name] = _parameter(tr, kernel.name, name, p.annotation, kwargs, scalars)
+    _current.append(tr)
+    try:
+        tr.core_var = ir.Var(tr.fresh("tec"), tgt.cores)
+        tr.open(tr.core_var)
+        tr.enter(kernel.fn)
+        _traced(kernel.fn)(**args)
+        tr.close(f"{kernel.name}: each of the {tgt.cores} TECs runs the kernel with its local "
+                 f"id", cores=True)
+    except NpukitError:
+        raise
+    except Exception as exc:  # the kernel's own Python failed: say where
+        where = error_site(exc, tr.code)
+        raise KernelError(f"building {kernel.name}: {type(exc).__name__}: {exc}"
+                          f"{f' (at {where})' if where else ''}") from exc
+    finally:
+        _current.pop()
+    if tr.broken is not None:
+        raise KernelError(f"`{tr.broken}`: the loop was left early (break, return or an "
+                          f"exception): a device loop runs every iteration")
+    return _assemble(tr, kernel, scalars)
+
+
+def _parameter(tr: Tracer, kname: str, name: str, ann, kwargs: dict, scalars: dict):
+    """The stand-in value of kernel parameter ``name``."""
+    if isinstance(ann, PtrType):
+        if ann.scope != "global":
+            raise KernelError(f"{kname}: parameter {name!r} is {ann}; kernel pointers point "
+                              f"at tensors in global memory")
+        extent = _extent(kname, name, ann, kwargs.get(name))
+        buf = ir.Buffer(name, tr.tgt.home, ann.dtype.elem, extent or 0, role="in")
+        tr.taken.add(name)
+        tr.params[name] = {"extent": extent, "hi": 0, "read": False, "written": False,
+                           "dtype": ann.dtype.elem}
+        return Ptr(buf, ann.dtype, ir.Affine(), "global", name)
+    if isinstance(ann, DType) and not ann.is_vector:
+        if name not in kwargs:
+            raise KernelError(f"build {kname}: give the scalar argument {name} ({ann}) as a "
+                              f"keyword: the program is specialised for its value")
+        value = kwargs[name]
+        if ann.elem.kind in "iu":
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise KernelError(f"build {kname}: {name} must be an integer, got {value!r}")
+            v = trace._convert(value, ann, f"build {kname}: {name}")
+            scalars[name] = int(v)
+            return int(v) if ann == "int32" else Scalar(ann, v)
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+            raise KernelError(f"build {kname}: {name} must be a number, got {value!r}")
+        scalars[name] = float(value)
+        return Scalar(ann, value)
+    raise KernelError(f"{kname}: parameter {name!r} needs an annotation: S.ptr(dtype, "
+                      f"'global') for a tensor or a scalar type such as S.i32")
+
+
+def _extent(kname: str, name: str, ann: PtrType, given) -> int | None:
+    if given is None:
+        return None
+    if isinstance(given, Layout):
+        if given.dtype != ann.dtype.elem:
+            raise DTypeError(f"build {kname}: {name} is {ann}, its spec says {given.dtype}")
+        return given.footprint()[1]
+    if isinstance(given, (int, np.integer)) and given >= 0:
+        return int(given)
+    raise KernelError(f"build {kname}: {name}= takes the tensor's length in elements or "
+                      f"npukit.spec(...), got {given!r}")
+
+
+def _assemble(tr: Tracer, kernel: PrimFunc, scalars: dict) -> ir.Program:
+    from ..passes import check
+
+    rename: dict[str, ir.Buffer] = {}
+    params = []
+    for name, info in tr.params.items():
+        extent = info["extent"] if info["extent"] is not None else info["hi"]
+        role = ("inout" if info["read"] else "out") if info["written"] else "in"
+        p = ir.Buffer(name, tr.tgt.home, info["dtype"], extent, role=role)
+        rename[name] = p
+        params.append((p, Layout((extent,), p.dtype)))
+    buffers = []
+    for b in tr.buffers:
+        new = b if b.memory != "vreg" else replace(b, name=tr.fresh(tr.reg_names[b.name]))
+        rename[b.name] = new
+        buffers.append(new)
+    body = trace.run_guarded(tr, tuple(_rebind(st, rename) for st in tr.blocks[0]))
+    used = _used(body)
+    source = "\n\n".join(_source(f) for f in tr.funcs)
+    prog = ir.Program(kernel.name, tr.tgt, tuple(params),
+                      tuple(b for b in buffers if b.name in used), body,
+                      tuple(sorted(scalars.items())), source)
+    return check(prog)
+
+
+def _source(fn) -> str:
+    """``fn``'s source text, or a note when Python kept none (code made by exec)."""
+    try:
+        return textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return f"# {fn.__name__}: no source text available"
+
+
+def _rebind(st, rename: dict[str, ir.Buffer]):
+    """``st`` with every view's buffer replaced by its final version (name, size, role)."""
+    def view(v: ir.View) -> ir.View:
+        return replace(v, buffer=rename.get(v.buffer.name, v.buffer))
+
+    if isinstance(st, ir.Loop):
+        return replace(st, body=tuple(_rebind(x, rename) for x in st.body))
+    if isinstance(st, ir.Copy):
+        return replace(st, dst=view(st.dst), src=view(st.src))
+    if isinstance(st, ir.Fill):
+        return replace(st, dst=view(st.dst))
+    if isinstance(st, ir.Compute):
+        return replace(st, dst=view(st.dst), srcs=tuple(view(v) for v in st.srcs))
+    return st
+
+
+def _used(body) -> set[str]:
+    out: set[str] = set()
+    for st in body:
+        if isinstance(st, ir.Loop):
+            out |= _used(st.body)
+        for v in (getattr(st, "dst", None), getattr(st, "src", None), *getattr(st, "srcs", ())):
+            if v is not None:
+                out.add(v.buffer.name)
+    return out

@@ -1,0 +1,983 @@
+"""Tracing a Compass DSL kernel into the IR.
+
+``S.build`` runs the kernel's Python body once, on stand-in values, with a ``Tracer``
+recording every device operation as an IR statement:
+
+- ``Index``: a run-time integer (the local id, a loop variable, and expressions of them
+  built with + - * // % and ``S.min``/``S.max``/``S.clip``/``S.ceildiv``): an ``ir.Affine``
+  index expression. Kernel arguments such as ``n: S.i32`` are plain ints: the program is
+  specialised for them at build time.
+- ``Scalar``: a typed constant known at build time (``S.fp32(510) / 20``), computed with
+  the type's rounding.
+- ``Vec``: a vector value: an internal buffer in the target's ``vreg`` memory, written by
+  one IR statement (a load, a splat ``Fill`` or a ``Compute`` of the ``vec`` unit).
+- ``Ptr``: a pointer into a tensor (scope ``global``), an ``S.alloc`` buffer (``lsram``) or
+  an ``S.alloc_const`` table (``constant``), with an element offset.
+
+A Python ``for`` over ``range`` inside a kernel is a device loop: its body runs once at
+build time with the loop variable as an ``Index`` and becomes an ``ir.Loop`` (with a
+run-time trip count when the range depends on run-time values). Values carried from one
+iteration to the next must be vectors: a vector name reassigned in the body is written back
+to its register at the end of each iteration; any other reassignment is a ``KernelError``.
+The whole body runs inside the core loop whose variable is ``S.get_local_id()``.
+
+Every pointer access is checked at build time over the iterations that run: an index
+outside a buffer is an ``OutOfBoundsError`` naming the pointer, the index and the extent.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import sys
+from dataclasses import replace
+
+import numpy as np
+
+from .. import arith, ir
+from ..errors import CapacityError, DTypeError, KernelError, OutOfBoundsError
+from ..layout import Layout
+from .types import DType
+
+MAX_POINTS = 1 << 23  # iterations a build-time check may enumerate
+
+_current: list[Tracer] = []
+
+
+def tracer() -> Tracer:
+    """The tracer of the kernel being built; ``KernelError`` outside ``S.build``."""
+    if not _current:
+        raise KernelError("this Compass DSL operation only runs inside a kernel being built "
+                          "(npukit.dsl.build(kernel, ...)); it has no meaning on the host")
+    return _current[-1]
+
+
+# -- run-time integers -------------------------------------------------------------------
+
+def as_affine(x, what: str = "index") -> ir.Affine:
+    """An int, ``Index`` or integer ``Scalar`` as an index expression."""
+    if isinstance(x, Index):
+        return x.expr
+    if isinstance(x, Scalar) and x.type.elem.kind in "iu":
+        return ir.affine(int(x.value))
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise KernelError(f"{what}: expected an integer (a number, the local id or a loop "
+                          f"variable), got {_describe(x)}")
+    return ir.affine(int(x))
+
+
+def index(a: ir.Affine) -> int | Index:
+    """``a`` as a plain int when it is constant, else as an ``Index``."""
+    return a.const if not a.terms else Index(a)
+
+
+def imin(a, b):
+    ea, eb = as_affine(a, "S.min"), as_affine(b, "S.min")
+    if not ea.terms and not eb.terms:
+        return min(ea.const, eb.const)
+    d = ea - eb  # min(a, b) = a - clamp(a - b, 0, inf)
+    return index(ea - _clamp_atom(d, 0, None))
+
+
+def imax(a, b):
+    ea, eb = as_affine(a, "S.max"), as_affine(b, "S.max")
+    if not ea.terms and not eb.terms:
+        return max(ea.const, eb.const)
+    return index(eb + _clamp_atom(ea - eb, 0, None))
+
+
+def _clamp_atom(e: ir.Affine, lo, hi) -> ir.Affine:
+    """``clamp(e, lo, hi)`` as an index expression, folded when ``e``'s range allows."""
+    elo, ehi = e.bounds()
+    if (lo is None or elo >= lo) and (hi is None or ehi <= hi):
+        return e
+    if hi is not None and elo >= hi:
+        return ir.affine(hi)
+    if lo is not None and ehi <= lo:
+        return ir.affine(lo)
+    return ir.affine(ir.Clamp(e, lo, hi))
+
+
+def ceildiv(a, b):
+    """``ceil(a / b)`` for a positive constant ``b``."""
+    ea, eb = as_affine(a, "S.ceildiv"), as_affine(b, "S.ceildiv")
+    if eb.terms or eb.const <= 0:
+        raise KernelError(f"S.ceildiv({a}, {b}): the divisor must be a positive constant")
+    return index((ea + (eb.const - 1)) // eb.const) if ea.terms else -(-ea.const // eb.const)
+
+
+class Index:
+    """A run-time integer of a kernel (see the module docstring)."""
+
+    __slots__ = ("expr",)
+
+    def __init__(self, expr: ir.Affine):
+        self.expr = expr
+
+    def __add__(self, o):
+        return NotImplemented if isinstance(o, (Ptr, Vec)) else \
+            index(self.expr + as_affine(o, "+"))
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return index(self.expr - as_affine(o, "-"))
+
+    def __rsub__(self, o):
+        return index(as_affine(o, "-") - self.expr)
+
+    def __neg__(self):
+        return index(-self.expr)
+
+    def __mul__(self, o):
+        k = as_affine(o, "*")
+        if k.terms:
+            raise KernelError(f"({self}) * ({o}): a product of two run-time integers is not an "
+                              f"index expression npukit can track; multiply by a constant")
+        return index(self.expr * k.const)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o):
+        k = as_affine(o, "//")
+        if k.terms or k.const <= 0:
+            raise KernelError(f"({self}) // ({o}): divide by a positive constant")
+        return index(self.expr // k.const)
+
+    def __mod__(self, o):
+        k = as_affine(o, "%")
+        if k.terms or k.const <= 0:
+            raise KernelError(f"({self}) % ({o}): the modulus must be a positive constant")
+        return index(self.expr % k.const)
+
+    def __truediv__(self, o):
+        raise KernelError(f"({self}) / ({o}): a run-time integer divides with // or "
+                          f"S.ceildiv")
+
+    __rtruediv__ = __truediv__
+
+    def _no_value(self, *_):
+        raise KernelError(f"the run-time integer {self} has no value at build time: it cannot "
+                          f"steer Python (if, comparisons, int(), list indices); use S.min, "
+                          f"S.max, S.clip or masks instead")
+
+    __bool__ = __index__ = __int__ = __float__ = _no_value
+    __lt__ = __le__ = __gt__ = __ge__ = _no_value
+
+    def __eq__(self, o):
+        self._no_value()
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return str(self.expr)
+
+
+# -- build-time typed scalars ------------------------------------------------------------
+
+class Scalar:
+    """A typed constant (``S.fp32(510)``); arithmetic rounds to its type."""
+
+    __slots__ = ("type", "value")
+
+    def __init__(self, type_: DType, value):
+        self.type = type_
+        self.value = _convert(value, type_.element_of, "scalar")
+
+    def _other(self, o, what: str):
+        if isinstance(o, Scalar):
+            if o.type != self.type:
+                raise DTypeError(f"{what}: scalar type mismatch: {self.type} and {o.type}")
+            return o.value
+        if isinstance(o, (int, float, np.number, bool)):
+            return _convert(o, self.type, what)
+        return None
+
+    def _op(self, o, fn, what: str, flip: bool = False):
+        v = self._other(o, what)
+        if v is None:
+            return NotImplemented
+        a, b = (v, self.value) if flip else (self.value, v)
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(np.asarray(a), np.asarray(b)))
+        if self.type.elem.kind in "iu":
+            return Scalar(self.type, arith.wrap_to(out.astype(np.int64), self.type.elem)[()])
+        return Scalar(self.type, out.astype(self.type.elem)[()])
+
+    def __add__(self, o):
+        return self._op(o, np.add, "+")
+
+    def __radd__(self, o):
+        return self._op(o, np.add, "+", True)
+
+    def __sub__(self, o):
+        return self._op(o, np.subtract, "-")
+
+    def __rsub__(self, o):
+        return self._op(o, np.subtract, "-", True)
+
+    def __mul__(self, o):
+        return self._op(o, np.multiply, "*")
+
+    def __rmul__(self, o):
+        return self._op(o, np.multiply, "*", True)
+
+    def __truediv__(self, o):
+        return self._op(o, np.divide, "/")
+
+    def __rtruediv__(self, o):
+        return self._op(o, np.divide, "/", True)
+
+    def __neg__(self):
+        return Scalar(self.type, -self.value)
+
+    def __float__(self):
+        return float(self.value)
+
+    def __int__(self):
+        return int(self.value)
+
+    def _cmp(self, o, fn):
+        v = self._other(o, "comparison")
+        return NotImplemented if v is None else bool(fn(self.value, v))
+
+    def __lt__(self, o):
+        return self._cmp(o, np.less)
+
+    def __le__(self, o):
+        return self._cmp(o, np.less_equal)
+
+    def __gt__(self, o):
+        return self._cmp(o, np.greater)
+
+    def __ge__(self, o):
+        return self._cmp(o, np.greater_equal)
+
+    def __eq__(self, o):
+        return self._cmp(o, np.equal)
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return f"{self.type}({self.value})"
+
+
+def _convert(value, type_: DType, what: str):
+    """A Python or numpy number as a value of ``type_``'s element type: floats round to
+    nearest even; an integer type takes only integers it can hold."""
+    dt = type_.elem
+    if isinstance(value, Scalar):
+        value = value.value
+    if dt == np.bool_:
+        if not isinstance(value, (bool, np.bool_)):
+            raise DTypeError(f"{what}: a mask lane is True or False, got {value!r}")
+        return np.bool_(value)
+    if dt.kind == "f":
+        with np.errstate(over="ignore"):
+            return dt.type(value)
+    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+        raise DTypeError(f"{what}: {value!r} is not an integer, so it has no {dt.name} "
+                         f"value; cast it with S.cast")
+    info = np.iinfo(dt)
+    if not info.min <= int(value) <= info.max:
+        raise DTypeError(f"{what}: {value!r} does not fit {dt.name} "
+                         f"({info.min}..{info.max})")
+    return dt.type(int(value))
+
+
+# -- vectors and pointers ----------------------------------------------------------------
+
+class Vec:
+    """A vector value: a register of the target's ``vreg`` memory (see the module
+    docstring). Arithmetic operators and comparisons are the Compass DSL's."""
+
+    __slots__ = ("buf", "type", "loops")
+
+    def __init__(self, buf: ir.Buffer, type_: DType, loops: tuple[int, ...]):
+        self.buf, self.type, self.loops = buf, type_, loops
+
+    @property
+    def view(self) -> ir.View:
+        return ir.View(self.buf, Layout((self.type.lanes,), self.type.elem))
+
+    @property
+    def dtype(self) -> DType:
+        return self.type
+
+    def __add__(self, o):
+        return tracer().arith("vadd", self, o, "+")
+
+    def __radd__(self, o):
+        return tracer().arith("vadd", o, self, "+")
+
+    def __sub__(self, o):
+        return tracer().arith("vsub", self, o, "-")
+
+    def __rsub__(self, o):
+        return tracer().arith("vsub", o, self, "-")
+
+    def __mul__(self, o):
+        return tracer().arith("vmul", self, o, "*")
+
+    def __rmul__(self, o):
+        return tracer().arith("vmul", o, self, "*")
+
+    def __truediv__(self, o):
+        return tracer().arith("vdiv", self, o, "/")
+
+    def __rtruediv__(self, o):
+        return tracer().arith("vdiv", o, self, "/")
+
+    def __neg__(self):
+        return tracer().unary("vneg", self, "-")
+
+    def __and__(self, o):
+        return tracer().logic("vand", self, o, "&")
+
+    __rand__ = __and__
+
+    def __or__(self, o):
+        return tracer().logic("vor", self, o, "|")
+
+    __ror__ = __or__
+
+    def __xor__(self, o):
+        return tracer().logic("vxor", self, o, "^")
+
+    __rxor__ = __xor__
+
+    def __invert__(self):
+        return tracer().logic("vnot", self, None, "~")
+
+    def __lt__(self, o):
+        return tracer().compare("lt", self, o)
+
+    def __le__(self, o):
+        return tracer().compare("le", self, o)
+
+    def __gt__(self, o):
+        return tracer().compare("gt", self, o)
+
+    def __ge__(self, o):
+        return tracer().compare("ge", self, o)
+
+    def __eq__(self, o):
+        return tracer().compare("eq", self, o)
+
+    def __ne__(self, o):
+        return tracer().compare("ne", self, o)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise KernelError(f"a {self.type} vector has no truth value at build time: select "
+                          f"lanes with a mask (S.vsel, mask=...) instead of if/and/or")
+
+    def __repr__(self) -> str:
+        return f"<{self.type} {self.buf.name}>"
+
+
+class Ptr:
+    """A pointer: ``buf`` (the tensor or buffer), ``type`` (what it points at: a scalar or
+    a vector type), ``offset`` in elements of ``buf``, ``scope``; ``ptr + k`` steps ``k``
+    values of ``type``, ``ptr[i]`` loads the ``i``-th vector, ``ptr[i] = v`` stores it."""
+
+    __slots__ = ("buf", "type", "offset", "scope", "name")
+
+    def __init__(self, buf: ir.Buffer, type_: DType, offset: ir.Affine, scope: str, name: str):
+        self.buf, self.type, self.offset, self.scope, self.name = buf, type_, offset, scope, name
+
+    @property
+    def dtype(self) -> DType:
+        return self.type
+
+    def _moved(self, k, sign: int) -> Ptr:
+        step = as_affine(k, "pointer arithmetic") * (sign * self.type.lanes)
+        return Ptr(self.buf, self.type, self.offset + step, self.scope, self.name)
+
+    def __add__(self, k):
+        return self._moved(k, 1)
+
+    __radd__ = __add__
+
+    def __sub__(self, k):
+        return self._moved(k, -1)
+
+    def as_ptr(self, dtype) -> Ptr:
+        """The same address as a pointer to ``dtype`` values of the same element type
+        (``lsram_ptr.as_ptr("float16")`` on a ``float16x16`` buffer)."""
+        t = DType(dtype)
+        if t.elem != self.type.elem:
+            raise DTypeError(f"{self.name}.as_ptr({str(t)!r}): the pointer holds "
+                             f"{self.type.elem.name} elements; as_ptr changes the lanes, not "
+                             f"the element type ({self.type} -> {t})")
+        return Ptr(self.buf, t, self.offset, self.scope, self.name)
+
+    def __getitem__(self, i):
+        return tracer().load(self, i)
+
+    def __setitem__(self, i, value):
+        tracer().store(self, i, value)
+
+    def __repr__(self) -> str:
+        return f"<{self.scope} {self.type}* {self.name} + {self.offset}>"
+
+
+def make_value(type_: DType, value):
+    """``S.<type>(value)``: a vector with every lane ``value``, a typed scalar, or (for
+    ``S.i32``) an integer (run-time integers stay run-time)."""
+    if type_.is_vector:
+        return tracer().splat(type_, value)
+    if isinstance(value, Vec):
+        raise DTypeError(f"S.{type_}(...) of a {value.type} vector: use S.cast")
+    if type_ == "int32" and isinstance(value, (int, np.integer, Index)):
+        return index(as_affine(value, "S.i32"))
+    if isinstance(value, Index):
+        raise KernelError(f"S.{type_}({value}): a run-time integer is an int32 index; only "
+                          f"S.i32 takes it")
+    return Scalar(type_, value)
+
+
+def _describe(x) -> str:
+    if isinstance(x, Vec):
+        return f"a {x.type} vector"
+    if isinstance(x, Ptr):
+        return f"a pointer to {x.type}"
+    return f"{type(x).__name__} {x!r}"
+
+
+# -- the tracer --------------------------------------------------------------------------
+
+_TARGET_LINE = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
+_FOR_LINE = re.compile(r"^\s*for\s+([A-Za-z_]\w*)\s+in\s+range\b")
+
+
+class Tracer:
+    """Records a kernel's device operations (see the module docstring)."""
+
+    def __init__(self, target, name: str):
+        self.tgt, self.name = target, name
+        for mem in ("lsram", "constant", "vreg"):
+            if mem not in target.memories:
+                raise KernelError(f"target {target.name!r} has no memory {mem!r}, which the "
+                                  f"Compass DSL needs (scopes lsram/constant and vector "
+                                  f"registers); use target='compass'")
+        if "vec" not in target.units:
+            raise KernelError(f"target {target.name!r} has no unit 'vec' (the Compass DSL's "
+                              f"vector unit); use target='compass'")
+        self.blocks: list[list] = [[]]
+        self.loops: list[ir.Var] = []
+        self.serials: list[int] = []  # id of each open loop (what a Vec remembers)
+        self.serial = 0
+        self.points: list[tuple[dict, int]] = [({}, 1)]  # iterations that run, per level
+        self.buffers: list[ir.Buffer] = []  # internal and constant buffers, in order
+        self.taken: set[str] = set()
+        self.reg_names: dict[str, str] = {}  # register id -> name from the source
+        self.last_reg: tuple | None = None  # (frame, line, register id) of the last one
+        self.last_hint = ""
+        self.code: set = set()  # code objects of the kernel and its subroutines
+        # pointer parameters: name -> extent (None: inferred), hi (highest element touched
+        # + 1), read, written, dtype
+        self.params: dict[str, dict] = {}
+        self.broken: str | None = None
+        self.count = 0
+        self.core_var: ir.Var | None = None  # the core loop's variable: the local id
+        self.funcs: list = []  # the Python functions traced, kernel first
+
+    def enter(self, fn) -> None:
+        """Trace Python function ``fn``: its lines label the statements it records and its
+        source goes with the program."""
+        self.code.add(fn.__code__)
+        if fn not in self.funcs:
+            self.funcs.append(fn)
+
+    # -- where we are in the source ------------------------------------------------------
+
+    def site(self):
+        """(frame, line number, source line) of the innermost kernel code running."""
+        f = sys._getframe(1)
+        while f is not None and f.f_code not in self.code:
+            f = f.f_back
+        if f is None:
+            return None, 0, ""
+        return f, f.f_lineno, linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+
+    def label(self) -> str:
+        return self.site()[2]
+
+    def fresh(self, base: str) -> str:
+        base = re.sub(r"\W", "_", base) or "t"
+        name, k = base, 1
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    # -- emitting ------------------------------------------------------------------------
+
+    def emit(self, st) -> None:
+        self.blocks[-1].append(st)
+
+    def new_vec(self, type_: DType, hint: str) -> Vec:
+        """A fresh register for a ``type_`` value, named after the variable the source line
+        assigns (the last value a line computes is the one it assigns), else ``hint``."""
+        self.count += 1
+        rid = f"%{self.count}"
+        frame, line, text = self.site()
+        m = _TARGET_LINE.match(text)
+        self.reg_names[rid] = hint
+        if m:
+            if self.last_reg and self.last_reg[:2] == (id(frame), line):
+                self.reg_names[self.last_reg[2]] = self.last_hint  # an intermediate
+            self.reg_names[rid] = m.group(1)
+        self.last_hint = hint
+        self.last_reg = (id(frame), line, rid)
+        buf = ir.Buffer(rid, "vreg", type_.elem, type_.lanes)
+        self.buffers.append(buf)
+        return Vec(buf, type_, tuple(self.serials))
+
+    def splat(self, type_: DType, value) -> Vec:
+        """A vector with every lane ``value`` (a ``Fill``)."""
+        if isinstance(value, Vec):
+            if value.type != type_:
+                raise DTypeError(f"S.{type_}(...) of a {value.type} vector: use S.cast")
+            return value
+        if isinstance(value, Index):
+            raise KernelError(f"S.{type_}({value}): a vector of a run-time integer is not "
+                              f"supported; build it from constants")
+        v = _convert(value, type_.element_of, f"S.{type_}({value!r})")
+        text = str(v.item()).removesuffix(".0").replace("-", "m").replace(".", "_")
+        out = self.new_vec(type_, f"k_{text}")
+        self.emit(ir.Fill(out.view, v.item(), self.label()))
+        return out
+
+    def compute(self, op: str, type_: DType, srcs: list, attrs: dict | None = None) -> Vec:
+        """One instruction of the ``vec`` unit writing a new ``type_`` register."""
+        views = [s.view if isinstance(s, Vec) else s for s in srcs]
+        out = self.new_vec(type_, f"t_{op[1:]}")
+        widest = max([out.view.dtype] + [v.dtype for v in views if v.buffer.role != "const"],
+                     key=lambda d: (d != np.bool_, d.itemsize))
+        a = dict(attrs or {}, pair=(widest.name, None))
+        self.emit(ir.Compute("vec", op, out.view, tuple(views), attrs=tuple(sorted(a.items())),
+                             label=self.label()))
+        return out
+
+    # -- operands ------------------------------------------------------------------------
+
+    def coerce(self, x, like: DType, what: str) -> Vec:
+        """``x`` as a ``like`` vector: a vector of that type, or a number or typed scalar
+        spread over every lane."""
+        if isinstance(x, Vec):
+            if x.type != like:
+                raise DTypeError(f"{what}: vector type mismatch: {like} and {x.type}")
+            return x
+        if isinstance(x, Scalar) and x.type != like.element_of:
+            raise DTypeError(f"{what}: type mismatch: {x.type} scalar with a {like} vector")
+        if isinstance(x, (Index, Ptr)) or not isinstance(x, (Scalar, int, float, bool,
+                                                             np.number, np.bool_)):
+            raise KernelError(f"{what}: {_describe(x)} cannot meet a {like} vector (only "
+                              f"vectors, numbers and typed constants can)")
+        return self.splat(like, x)
+
+    def vector_type(self, what: str, *xs) -> DType:
+        for x in xs:
+            if isinstance(x, Vec):
+                return x.type
+        raise KernelError(f"{what}: needs a vector operand, got "
+                          f"{', '.join(_describe(x) for x in xs)}")
+
+    def arith(self, op: str, a, b, what: str) -> Vec:
+        t = self.vector_type(what, a, b)
+        va, vb = self.coerce(a, t, what), self.coerce(b, t, what)
+        if t.elem == np.bool_:
+            raise DTypeError(f"{what} on {t} masks: combine masks with S.vand/S.vor/S.vxor")
+        if op == "vdiv" and t.elem.kind in "iu":
+            raise DTypeError(f"{what} on {t}: division is defined for float vectors only")
+        return self.compute(op, t, [va, vb])
+
+    def unary(self, op: str, a, what: str) -> Vec:
+        t = self.vector_type(what, a)
+        if t.elem == np.bool_:
+            raise DTypeError(f"{what} on {t} masks: use S.vnot")
+        if op == "vrint" and t.elem.kind != "f":
+            raise DTypeError(f"S.vrint of {t}: rounding applies to float vectors")
+        return self.compute(op, t, [a])
+
+    def logic(self, op: str, a, b, what: str) -> Vec:
+        t = self.vector_type(what, a, b)
+        if t.elem.kind == "f":
+            raise DTypeError(f"{what} on {t}: logic operations take masks or integer vectors")
+        srcs = [self.coerce(a, t, what)] + ([] if b is None else [self.coerce(b, t, what)])
+        return self.compute(op, t, srcs)
+
+    def compare(self, cmp: str, a, b) -> Vec:
+        what = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}[cmp]
+        t = self.vector_type(what, a, b)
+        return self.compute("vcmp", DType(f"boolx{t.lanes}"),
+                            [self.coerce(a, t, what), self.coerce(b, t, what)], {"cmp": cmp})
+
+    def mask(self, m, lanes: int, what: str) -> Vec:
+        """A mask operand: a bool vector of ``lanes`` lanes, or a list of bools / a string
+        such as ``"3T5F"`` (a constant)."""
+        if isinstance(m, str):
+            m = _parse_mask(m, lanes, what)
+        if isinstance(m, (list, tuple, np.ndarray)):
+            bits = np.asarray(m, bool).reshape(-1)
+            if bits.size != lanes:
+                raise DTypeError(f"{what}: a mask of {bits.size} lanes for {lanes}-lane vectors")
+            data = self.const_buffer("mask", bits)
+            out = self.new_vec(DType(f"boolx{lanes}"), "mask")
+            self.emit(ir.Copy(out.view, ir.View(data, Layout((lanes,), np.bool_)),
+                              self.tgt.engine("constant", "vreg").name, label=self.label()))
+            return out
+        if not isinstance(m, Vec) or m.type.elem != np.bool_:
+            raise DTypeError(f"{what}: mask must be a bool vector (a comparison), got "
+                             f"{_describe(m)}")
+        if m.type.lanes != lanes:
+            raise DTypeError(f"{what}: vector type mismatch: mask {m.type} for {lanes}-lane "
+                             f"vectors")
+        return m
+
+    def select(self, m: Vec, a, b, what: str) -> Vec:
+        t = self.vector_type(what, a, b)
+        m = self.mask(m, t.lanes, what)
+        return self.compute("vsel", t, [m, self.coerce(a, t, what), self.coerce(b, t, what)])
+
+    def masked(self, result: Vec, mask, r, what: str) -> Vec:
+        """The Compass DSL's mask convention: lanes where ``mask`` is false take ``r``
+        (undefined when ``r`` is None: npukit poisons them)."""
+        if mask is None:
+            if r is not None:
+                raise KernelError(f"{what}: r= gives the inactive lanes; it needs a mask=")
+            return result
+        if r is None:
+            from ..sim.functional import poison
+            r = poison(result.type.elem, ()).item()
+        return self.select(mask, result, r, what)
+
+    # -- memory --------------------------------------------------------------------------
+
+    def const_buffer(self, base: str, data: np.ndarray) -> ir.Buffer:
+        used = sum(b.nbytes for b in self.buffers if b.memory == "constant")
+        size = self.tgt.memories["constant"].size
+        if used + data.nbytes > size:
+            raise CapacityError(f"S.alloc_const `{base}` ({data.size} x {data.dtype.name} = "
+                                f"{data.nbytes} B): constant memory holds {size} B and "
+                                f"{used} B are already taken")
+        buf = ir.Buffer(self.fresh(base), "constant", data.dtype, data.size, role="const",
+                        data=np.ascontiguousarray(data).tobytes())
+        self.buffers.append(buf)
+        return buf
+
+    def alloc(self, shape, dtype, scope: str) -> Ptr:
+        t = DType(dtype)
+        if scope != "lsram":
+            raise KernelError(f"S.alloc(..., scope={scope!r}): npukit's Compass DSL allocates "
+                              f"in 'lsram' (each TEC's local SRAM)")
+        n = int(np.prod(_shape(shape, "S.alloc")))
+        _, _, text = self.site()
+        m = _TARGET_LINE.match(text)
+        name = m.group(1) if m else "lsram_buf"
+        nbytes = n * t.lanes * t.elem.itemsize
+        used = [b for b in self.buffers if b.memory == "lsram"]
+        size = self.tgt.memories["lsram"].size
+        if sum(b.nbytes for b in used) + nbytes > size:
+            taken = ", ".join(f"{b.name} {b.nbytes} B" for b in used) or "nothing"
+            raise CapacityError(f"S.alloc of `{name}` ({n} x {t} = {nbytes} B) does not fit "
+                                f"the lsram: it holds {size} B per TEC on {self.tgt.name} "
+                                f"and already holds {taken}")
+        buf = ir.Buffer(self.fresh(name), "lsram", t.elem, n * t.lanes)
+        self.buffers.append(buf)
+        return Ptr(buf, t, ir.Affine(), "lsram", buf.name)
+
+    def alloc_const(self, shape, dtype, data) -> Ptr:
+        t = DType(dtype)
+        shp = _shape(shape, "S.alloc_const")
+        try:
+            arr = np.asarray(data, dtype=t.elem)
+        except (TypeError, ValueError) as exc:
+            raise DTypeError(f"S.alloc_const: the data do not convert to {t}: {exc}") from exc
+        if arr.size != int(np.prod(shp)) * t.lanes:
+            raise KernelError(f"S.alloc_const: shape {tuple(shp)} of {t} needs "
+                              f"{int(np.prod(shp)) * t.lanes} values, the data hold {arr.size}")
+        _, _, text = self.site()
+        m = _TARGET_LINE.match(text)
+        buf = self.const_buffer(m.group(1) if m else "const", arr.reshape(-1))
+        return Ptr(buf, t, ir.Affine(), "constant", buf.name)
+
+    def extent(self, p: Ptr) -> int | None:
+        """Elements of ``p``'s buffer, or None for a tensor whose extent the build infers."""
+        info = self.params.get(p.buf.name)
+        return p.buf.size if info is None else info["extent"]
+
+    def check(self, p: Ptr, start: ir.Affine, count, what: str, write: bool) -> None:
+        """Build-time bounds check of elements ``[start, start + count)`` of ``p``'s buffer
+        over every iteration that runs (``count`` an int or index expression)."""
+        env, n = self.points[-1]
+        lo = np.broadcast_to(np.asarray(start.eval(env), np.int64), (n,))
+        cnt = np.broadcast_to(np.asarray(ir.affine(count).eval(env), np.int64), (n,))
+        live = cnt > 0
+        if live.any():
+            ext = self.extent(p)
+            hi = lo + cnt
+            bad = live & ((lo < 0) | (hi > ext if ext is not None else False))
+            if bad.any():
+                k = int(np.argmax(bad))
+                at = ", ".join(f"{v.name}={int(np.broadcast_to(env[v], (n,))[k])}"
+                               for v in self.loops)
+                size = "" if ext is None else f"{ext} x "
+                why = f"index {int(lo[k])} is before its first element" if lo[k] < 0 else \
+                    f"index {int(hi[k]) - 1} is past its extent of {ext} elements " \
+                    f"(0..{ext - 1})"
+                raise OutOfBoundsError(
+                    f"pointer {p.name!r} ({p.scope}, {size}{p.buf.dtype.name}): `{what}` "
+                    f"{'writes' if write else 'reads'} elements {int(lo[k])}..{int(hi[k]) - 1} "
+                    f"({at}): {why}")
+            if p.buf.name in self.params and ext is None:
+                info = self.params[p.buf.name]
+                info["hi"] = max(info["hi"], int(hi[live].max()))
+        if p.buf.name in self.params:
+            self.params[p.buf.name]["written" if write else "read"] = True
+
+    def vector_at(self, p: Ptr, i, what: str) -> tuple[ir.View, ir.Affine]:
+        if not p.type.is_vector:
+            raise KernelError(f"`{what}`: {p.name} points at {p.type} scalars; npukit's "
+                              f"Compass DSL loads and stores vectors: index a vector pointer "
+                              f"({p.name}.as_ptr(\"{p.type}x16\"))")
+        start = p.offset + as_affine(i, f"{p.name}[...]") * p.type.lanes
+        view = ir.View(p.buf, Layout((p.type.lanes,), p.type.elem), start)
+        return view, start
+
+    def load(self, p: Ptr, i) -> Vec:
+        what = self.label()
+        view, start = self.vector_at(p, i, what)
+        self.check(p, start, p.type.lanes, what, False)
+        out = self.new_vec(p.type, f"{p.name}_v")
+        self.emit(ir.Copy(out.view, view, self.tgt.engine(p.buf.memory, "vreg").name,
+                          label=what))
+        return out
+
+    def store(self, p: Ptr, i, value) -> None:
+        what = self.label()
+        if p.scope == "constant":
+            raise KernelError(f"`{what}`: {p.name} is constant data (S.alloc_const): "
+                              f"read-only")
+        view, start = self.vector_at(p, i, what)
+        v = self.coerce(value, p.type, f"`{what}`: storing into {p.type}* {p.name}")
+        self.check(p, start, p.type.lanes, what, True)
+        self.emit(ir.Copy(view, v.view, self.tgt.engine("vreg", p.buf.memory).name,
+                          label=what))
+
+    def dma_copy(self, dst: Ptr, src: Ptr, width) -> None:
+        what = self.label()
+        for name, p in (("dst", dst), ("src", src)):
+            if not isinstance(p, Ptr):
+                raise KernelError(f"`{what}`: S.dma_copy {name} must be a pointer, got "
+                                  f"{_describe(p)}")
+        if dst.type != src.type:
+            raise DTypeError(f"`{what}`: S.dma_copy needs pointers of one type: dst is "
+                             f"{dst.type}*, src is {src.type}*")
+        if "constant" in (dst.scope, src.scope) or dst.scope == src.scope:
+            raise KernelError(f"`{what}`: S.dma_copy moves data between global memory and "
+                              f"lsram, not from {src.scope} to {dst.scope}")
+        count = as_affine(width, "S.dma_copy width") * dst.type.lanes
+        env, n = self.points[-1]
+        vals = np.broadcast_to(np.asarray(count.eval(env), np.int64), (n,))
+        if (vals < 0).any():
+            k = int(np.argmax(vals < 0))
+            at = ", ".join(f"{v.name}={int(np.broadcast_to(env[v], (n,))[k])}"
+                           for v in self.loops)
+            raise KernelError(f"`{what}`: S.dma_copy of {int(vals[k]) // dst.type.lanes} "
+                              f"x {dst.type} ({at}): a count is never negative")
+        top = int(vals.max()) if n else 0
+        if top == 0:
+            return  # no iteration that runs moves anything
+        self.check(src, src.offset, count, what, False)
+        self.check(dst, dst.offset, count, what, True)
+        valid = None if not count.terms else ir.Lanes(count.const, -(count - count.const), top)
+        lay = Layout((top,), dst.type.elem)
+        self.emit(ir.Copy(ir.View(dst.buf, lay, dst.offset), ir.View(src.buf, lay, src.offset),
+                          self.tgt.engine(src.buf.memory, dst.buf.memory).name, valid, what))
+
+    def gather(self, p: Ptr, idx: Vec, mask) -> Vec:
+        what = self.label()
+        if not isinstance(p, Ptr) or p.type.is_vector:
+            raise KernelError(f"`{what}`: S.vload_gather reads scalars through a pointer to "
+                              f"them, got {_describe(p)}")
+        if not isinstance(idx, Vec) or idx.type.elem.kind not in "iu" or \
+                idx.type.elem.itemsize != 2:
+            raise DTypeError(f"`{what}`: S.vload_gather indices must be a 16-bit integer "
+                             f"vector (int16xN or uint16xN), got {_describe(idx)}")
+        ext = self.extent(p)
+        if ext is None or p.offset.terms:
+            raise KernelError(f"`{what}`: S.vload_gather needs a table of known extent at a "
+                              f"fixed address (S.alloc_const, S.alloc, or a tensor given a "
+                              f"spec); {p.name} + {p.offset} is not")
+        start = p.offset.const
+        table = ir.View(p.buf, Layout((max(ext - start, 0),), p.buf.dtype), ir.affine(start))
+        if p.buf.name in self.params:
+            self.params[p.buf.name]["read"] = True
+        srcs = [table, idx] + ([] if mask is None else
+                               [self.mask(mask, idx.type.lanes, "S.vload_gather")])
+        return self.compute("vgather", p.type.with_lanes(idx.type.lanes), srcs)
+
+    # -- loops ---------------------------------------------------------------------------
+
+    def open(self, var: ir.Var) -> None:
+        env, n = self.points[-1]
+        counts = np.broadcast_to(np.asarray(var.running(env), np.int64), (n,))
+        total = int(counts.sum())
+        if total > MAX_POINTS:
+            raise KernelError(f"loop {var.name}: {total} iterations in all, more than the "
+                              f"{MAX_POINTS} the build-time checks enumerate")
+        rows = np.repeat(np.arange(n), counts)
+        new = {v: np.broadcast_to(a, (n,))[rows] for v, a in env.items()}
+        new[var] = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        self.points.append((new, total))
+        self.blocks.append([])
+        self.loops.append(var)
+        self.serial += 1
+        self.serials.append(self.serial)
+
+    def close(self, label: str, cores: bool = False) -> None:
+        var = self.loops.pop()
+        self.serials.pop()
+        self.points.pop()
+        body = self.blocks.pop()
+        self.emit(ir.Loop(var, tuple(body), label, cores))
+
+    def loop(self, frame, start, stop, step: int, label: str):
+        """A device loop (the generator ``range`` returns inside a kernel)."""
+        m = _FOR_LINE.match(label)
+        name = self.fresh(m.group(1) if m else "i")
+        a, b = as_affine(start, "range"), as_affine(stop, "range")
+        trips = (b - a + (step - 1)) // step if (b - a).terms else \
+            ir.affine(max(0, -(-((b - a).const) // step)))
+        env, n = self.points[-1]
+        runs = np.broadcast_to(np.asarray(trips.eval(env), np.int64), (n,))
+        count = max(0, int(runs.max())) if n else 0
+        if count == 0:
+            return iter(())
+        limited = trips.terms and (runs != count).any()  # else every run takes them all
+        var = ir.Var(name, count, trips if limited else None)
+        return self._iterate(frame, var, index(a + var * step), label, m and m.group(1))
+
+    def _iterate(self, frame, var: ir.Var, value, label: str, target: str | None):
+        if frame.f_code.co_name.startswith("<"):
+            raise KernelError(f"`{label}`: a device loop inside a comprehension or generator "
+                              f"is not supported; write a for statement")
+        before = dict(frame.f_locals)
+        self.open(var)
+        serial = self.serial
+        done = False
+        try:
+            yield value
+            done = True
+        finally:
+            if done:
+                self._carry(frame, before, target, serial, label)
+            elif self.broken is None:
+                self.broken = label
+            if self.serials and self.serials[-1] == serial:
+                self.close(label)
+
+    def _carry(self, frame, before: dict, target: str | None, serial: int, label: str) -> None:
+        """Values reassigned in the loop body: vectors are carried to the next iteration
+        (written back to their register at the end of the body); others are errors."""
+        after = frame.f_locals
+        for name, old in before.items():
+            new = after.get(name, old)
+            if name == target or new is old:
+                continue
+            if isinstance(old, Vec) and isinstance(new, Vec):
+                if new.type != old.type:
+                    raise DTypeError(f"`{name}` changes type in the loop `{label}`: "
+                                     f"{old.type} before, {new.type} after")
+                self.emit(ir.Copy(old.view, new.view, self.tgt.engine("vreg", "vreg").name,
+                                  label=f"{name} carried to the next iteration of `{label}`"))
+                if serial in new.loops:  # made in the body: later uses read the carried one
+                    new.buf = old.buf
+            elif isinstance(old, (Vec, Index, Scalar, Ptr, int, float)) and \
+                    not _same(old, new):
+                raise KernelError(
+                    f"`{name}` is reassigned in the device loop `{label}`: the body runs once "
+                    f"at build time, so only vectors can carry a value from one iteration to "
+                    f"the next; write it as an expression of the loop variable")
+
+
+def _same(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, Index):
+        return a.expr == b.expr
+    if isinstance(a, Scalar):
+        return a.type == b.type and a.value.tobytes() == b.value.tobytes()
+    if isinstance(a, Ptr):
+        return (a.buf.name, a.type, a.offset) == (b.buf.name, b.type, b.offset)
+    if isinstance(a, Vec):
+        return False
+    return a == b
+
+
+def _shape(shape, what: str) -> tuple[int, ...]:
+    shp = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if not all(isinstance(s, (int, np.integer)) and s > 0 for s in shp):
+        raise KernelError(f"{what}: the shape must be positive constants, got {shape!r}")
+    return tuple(int(s) for s in shp)
+
+
+def _parse_mask(text: str, lanes: int, what: str) -> list[bool]:
+    """``"3T5F"``: three lanes True, then five False (lane 0 first)."""
+    parts = re.findall(r"(\d*)([TF])", text.upper())
+    if not parts or "".join(c + f for c, f in parts) != text.upper():
+        raise DTypeError(f"{what}: mask {text!r} is not a pattern of counts and T/F "
+                         f"such as '3T5F'")
+    return [f == "T" for c, f in parts for _ in range(int(c or 1))]
+
+
+def run_guarded(tr: Tracer, body: tuple, loops=()) -> tuple:
+    """The statements with a guard on each data flow whose static footprint (over every
+    iteration of its loops, run or not) would leave its buffer: the flow's count then drops
+    to 0 in iterations that do not run, so the build-time checks of ``npukit.passes`` see
+    what the kernel really touches."""
+    from ..passes import view_range
+
+    out = []
+    for st in body:
+        if isinstance(st, ir.Loop):
+            out.append(replace(st, body=run_guarded(tr, st.body, loops + (st.var,))))
+            continue
+        if isinstance(st, ir.Copy):
+            over = any(view_range(v, st.valid, loops)[0] < 0 or
+                       view_range(v, st.valid, loops)[1] > v.buffer.size
+                       for v in (st.src, st.dst))
+            if over:
+                st = replace(st, valid=_guard(st.valid, st.dst.shape[0], loops))
+        out.append(st)
+    return tuple(out)
+
+
+def _guard(valid: ir.Lanes | None, width: int, loops) -> ir.Lanes:
+    """``valid`` (or all ``width`` lanes) limited to 0 where an enclosing loop of run-time
+    trip count has run out: ``min(count, width · min_L(trips_L - var_L))``."""
+    count = ir.affine(width) if valid is None else -valid.start + valid.total
+    for v in loops:
+        if v.trips is not None:
+            left = (v.trips - v) * width
+            count = count - ir.affine(ir.Clamp(count - left, 0, None))
+    return ir.Lanes(count.const, -(count - count.const), width)
+
+
+def error_site(exc: BaseException, code: set) -> str:
+    """``file:line`` of the innermost kernel frame of a traceback."""
+    tb, where = exc.__traceback__, ""
+    while tb is not None:
+        if tb.tb_frame.f_code in code:
+            where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
+
+
+__all__ = ["Index", "Ptr", "Scalar", "Tracer", "Vec", "ceildiv",
+           "imax", "imin", "index", "make_value", "tracer"]

@@ -1,0 +1,408 @@
+"""Memory planning for a graph of layers, as the GAP AutoTiler's "AT Graph Tensors
+Allocation" describes it. Pure functions of the graph's tensors, layers and budgets.
+
+- An activation (a local) lives from the layer that writes it to the last layer that reads
+  it. Locals live in the dynamic L2 area; each gets an offset that overlaps no local live at
+  the same time. The area's size is the peak of the bytes live at once whenever the
+  allocator reaches it (always for chains: successive tensors alternate between the
+  bottom and the top of the area).
+- When the dynamic area does not fit the L2 budget, locals move to L3 RAM, the largest
+  first; a layer then streams them through L2 buffers of two tiles each ("staging"),
+  reserved in the dynamic area while the layer runs. The plan is the first state of that
+  sequence that fits every budget, so shrinking a budget never turns a refusal into a plan.
+- Constants are promoted to the static L2 area in decreasing size while the L2 budget allows
+  (unless promotion is disabled or capped), then to a static L3 RAM area within its budget
+  (default 0); the rest stay in flash. A constant that is not promoted is fetched whole into
+  the dynamic L2 area before its first use when space allows, as early as needed for the
+  transfer to be covered by the layers in between (estimated cycles); otherwise its layers
+  stream it from L3.
+- The flash image holds every constant: the promoted ones first, at their static L2 offsets,
+  then the others in decreasing size.
+
+Offsets are aligned to ``ALIGN`` bytes; an area's size is the end of its last tensor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from ..errors import CapacityError
+
+ALIGN = 4
+
+
+def _up(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A graph tensor: ``kind`` "arg", "const" or "local"; ``l3`` forces it (an argument's
+    home, a local's execution location) into L3."""
+
+    name: str
+    size: int
+    kind: str
+    l3: bool = False
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A layer: the tensors it reads and writes, and the L2 staging bytes each needs when it
+    is streamed from L3 (two tiles, from the layer's tiling)."""
+
+    name: str
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    staging: Mapping[str, int]
+
+    @property
+    def operands(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.reads + self.writes))
+
+
+@dataclass(frozen=True)
+class Budgets:
+    l2: int
+    l3: int
+    flash: int
+    l2_static: int | None = None  # AT_GRAPH_L2_STATIC_MEMORY_BUDGET
+    l3_static: int = 0  # AT_GRAPH_L3_STATIC_MEMORY_BUDGET
+    promote: bool = True  # not AT_GRAPH_DISABLE_CONST_L2_PROMOTION
+    fetch: bool = True  # not AT_GRAPH_CONST_EXEC_FROM_FLASH
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a tensor lives: ``memory`` "L2", "L3", "L3_FLASH" or "ARG"; ``area`` "static"
+    or "dynamic" (L2 and L3 RAM); ``offset`` in that area (in the flash image for a constant
+    left in flash); ``flash`` its offset in the flash image (constants); ``live`` the first
+    and last layer using it."""
+
+    name: str
+    memory: str
+    area: str | None
+    offset: int | None
+    size: int
+    flash: int | None
+    live: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """A constant copied whole from ``source`` (its L3 home) into the dynamic L2 area at
+    ``offset``, issued before layer ``at`` and live until ``until``."""
+
+    tensor: str
+    source: str
+    at: int
+    until: int
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Area:
+    static: int = 0
+    dynamic: int = 0
+    budget: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.static + self.dynamic
+
+
+@dataclass(frozen=True)
+class Plan:
+    tensors: Mapping[str, Placement]
+    memory: Mapping[str, Area]
+    promoted: tuple[str, ...]  # constants copied into static L2 (then L3) by the constructor
+    fetches: tuple[Fetch, ...]
+    streamed: tuple[frozenset[str], ...]  # per layer: operands streamed from L3
+    staging: tuple[tuple[int, int], ...]  # per layer: (offset, bytes) in the dynamic L2 area
+
+
+# -- interval allocation -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Item:
+    key: str
+    first: int
+    last: int
+    size: int
+
+
+def peak(items: list[Item]) -> int:
+    """The most bytes live at once (sizes rounded to the alignment)."""
+    times = {t for it in items for t in (it.first, it.last)}
+    return max((sum(_up(it.size) for it in items if it.first <= t <= it.last) for t in times),
+               default=0)
+
+
+def allocate(items: list[Item]) -> tuple[dict[str, int], int]:
+    """Offsets for items live over inclusive layer ranges, no two live at once overlapping;
+    returns (offsets, size). Items are placed by start time within the peak, each on the
+    side (bottom or top) opposite to the last placed item it overlaps in time; what cannot
+    be placed within the peak goes at the lowest free offset above."""
+    cap = peak(items)
+    placed: list[tuple[Item, int]] = []
+    offsets: dict[str, int] = {}
+    for it in sorted((i for i in items if i.size > 0), key=lambda i: (i.first, -i.size, i.key)):
+        size = _up(it.size)
+        busy = [(o, o + _up(p.size)) for p, o in placed
+                if p.first <= it.last and it.first <= p.last]
+        bottoms = sorted({0, *(hi for _, hi in busy)})
+        tops = sorted({cap - size, *(_down(lo - size) for lo, _ in busy)}, reverse=True)
+        lows = [o for o in bottoms if _free(o, size, busy) and o + size <= cap]
+        highs = [o for o in tops if _free(o, size, busy) and o + size <= cap]
+        last = max(((p, o) for p, o in placed if p.first <= it.last and it.first <= p.last),
+                   key=lambda po: (po[0].first, po[0].key), default=None)
+        prefer_top = last is not None and last[1] + _up(last[0].size) / 2 <= cap / 2
+        choice = (highs or lows) if prefer_top else (lows or highs)
+        off = choice[0] if choice else min(o for o in bottoms if _free(o, size, busy))
+        placed.append((it, off))
+        offsets[it.key] = off
+    size = max((offsets[i.key] + i.size for i in items if i.size > 0), default=0)
+    return offsets, size
+
+
+def _down(n: int) -> int:
+    return (n // ALIGN) * ALIGN
+
+
+def _what(key: str, layers: list[Layer]) -> str:
+    """An allocation item in words: a tensor, a fetched copy or a layer's stream buffers."""
+    if key.startswith("@staging"):
+        return f"the L3 stream buffers of {layers[int(key[8:])].name!r}"
+    return f"the copy of {key[:-3]}" if key.endswith("@L2") else key
+
+
+def _free(o: int, size: int, busy: list[tuple[int, int]]) -> bool:
+    """``size`` bytes at ``o`` overlap none of the ``busy`` ranges."""
+    return o >= 0 and all(o + size <= lo or o >= hi for lo, hi in busy)
+
+
+# -- the plan ------------------------------------------------------------------------------
+
+@dataclass
+class _State:
+    l3_locals: set[str] = field(default_factory=set)
+    l2_consts: list[str] = field(default_factory=list)  # promoted, in static order
+    l3_consts: list[str] = field(default_factory=list)
+    fetches: dict[str, tuple[int, int]] = field(default_factory=dict)  # const -> (at, until)
+
+
+class _Planner:
+    def __init__(self, name: str, tensors: list[Tensor], layers: list[Layer], budgets: Budgets,
+                 estimate: Callable[[int], int] | None,
+                 transfer: Callable[[int, str], int] | None):
+        self.name, self.budgets = name, budgets
+        self.tensors = {t.name: t for t in tensors}
+        self.layers = layers
+        self.estimate, self.transfer = estimate, transfer
+        self.uses: dict[str, list[int]] = {t.name: [] for t in tensors}
+        for i, layer in enumerate(layers):
+            for t in layer.operands:
+                self.uses[t].append(i)
+        self.consts = [t.name for t in tensors if t.kind == "const" and self.uses[t.name]]
+        self.locals = [t.name for t in tensors if t.kind == "local" and self.uses[t.name]]
+
+    def live(self, t: str) -> tuple[int, int]:
+        u = self.uses[t]
+        return (min(u), max(u)) if u else (0, 0)
+
+    # -- what a state costs ----------------------------------------------------------------
+
+    def streamed(self, s: _State, i: int) -> frozenset[str]:
+        out = set()
+        for t in self.layers[i].operands:
+            tt = self.tensors[t]
+            if tt.kind == "arg" and tt.l3 or tt.kind == "local" and t in s.l3_locals:
+                out.add(t)
+            elif tt.kind == "const" and t not in s.l2_consts:
+                at = s.fetches.get(t)
+                if at is None or not at[0] <= i <= at[1]:
+                    out.add(t)
+        return frozenset(out)
+
+    def staging(self, s: _State, i: int) -> int:
+        return sum(_up(self.layers[i].staging.get(t, 0)) for t in self.streamed(s, i))
+
+    def l2_items(self, s: _State) -> list[Item]:
+        items = [Item(t, *self.live(t), self.tensors[t].size) for t in self.locals
+                 if t not in s.l3_locals]
+        items += [Item(f"{t}@L2", at, until, self.tensors[t].size)
+                  for t, (at, until) in s.fetches.items()]
+        items += [Item(f"@staging{i}", i, i, self.staging(s, i)) for i in range(len(self.layers))]
+        return items
+
+    def l3_items(self, s: _State) -> list[Item]:
+        return [Item(t, *self.live(t), self.tensors[t].size) for t in self.locals
+                if t in s.l3_locals]
+
+    def static(self, names: list[str]) -> int:
+        off = 0
+        for t in names:
+            off = _up(off) + self.tensors[t].size
+        return off
+
+    def fits(self, s: _State) -> bool:
+        b = self.budgets
+        l2 = self.static(s.l2_consts) + allocate(self.l2_items(s))[1]
+        l3 = self.static(s.l3_consts) + allocate(self.l3_items(s))[1]
+        return l2 <= b.l2 and l3 <= b.l3
+
+    # -- the sequence of states, then improvements -----------------------------------------
+
+    def plan(self) -> Plan:
+        flash = self.static(sorted(self.consts, key=lambda t: -self.tensors[t].size))
+        if flash > self.budgets.flash:
+            raise CapacityError(f"graph {self.name!r}: its constants need {flash} B of flash "
+                                f"({', '.join(self.consts)}), over the flash budget of "
+                                f"{self.budgets.flash} B: {flash - self.budgets.flash} B missing")
+        forced = {t for t in self.locals if self.tensors[t].l3}
+        movable = sorted((t for t in self.locals if t not in forced),
+                         key=lambda t: (-self.tensors[t].size, t))
+        # A constant no bigger than its staging buffers is cheaper copied whole just before
+        # its layers than streamed.
+        jit = {t: self.live(t) for t in self.consts
+               if self.tensors[t].size <= max(self.layers[i].staging.get(t, 0)
+                                              for i in self.uses[t])} if self.budgets.fetch else {}
+        states = [_State(forced | set(movable[:k]), fetches=dict(jit))
+                  for k in range(len(movable) + 1)]
+        state = next((s for s in states if self.fits(s)), None)
+        if state is None:
+            raise CapacityError(self._refusal(states))
+        for t in reversed([t for t in movable if t in state.l3_locals]):
+            trial = replace(state, l3_locals=state.l3_locals - {t})
+            if self.fits(trial):
+                state = trial
+        state = self._promote(state)
+        state = self._fetch(state)
+        return self._result(state)
+
+    def _refusal(self, states: list[_State]) -> str:
+        b = self.budgets
+        s = states[-1]  # everything that may go to L3 is there: the least L2
+        items = self.l2_items(s)
+        dyn = allocate(items)[1]
+        l3 = allocate(self.l3_items(s))[1]
+        if dyn > b.l2:
+            t = max(range(len(self.layers)),
+                    key=lambda i: sum(it.size for it in items if it.first <= i <= it.last))
+            live = [f"{_what(it.key, self.layers)} {it.size} B"
+                    for it in items if it.first <= t <= it.last and it.size]
+            return (f"graph {self.name!r}: no memory plan fits the L2 budget of {b.l2} B: with "
+                    f"every activation that can move in L3, layer {self.layers[t].name!r} "
+                    f"still needs {dyn} B of dynamic L2 ({', '.join(live)}): "
+                    f"{dyn - b.l2} B missing")
+        s0 = states[0]
+        need = allocate(self.l3_items(states[-1]))[1]
+        return (f"graph {self.name!r}: no memory plan fits: the activations do not fit the L2 "
+                f"budget of {b.l2} B (the dynamic area needs "
+                f"{allocate(self.l2_items(s0))[1]} B with all of them in L2), and moving them "
+                f"to L3 RAM needs {max(need, l3)} B of L3 ({', '.join(sorted(s.l3_locals))}), "
+                f"over its budget of {b.l3} B: {max(need, l3) - b.l3} B missing")
+
+    def _promote(self, s: _State) -> _State:
+        b = self.budgets
+        order = sorted(self.consts, key=lambda t: (-self.tensors[t].size, t))
+        if b.promote:
+            for t in order:
+                trial = replace(s, l2_consts=s.l2_consts + [t],
+                                fetches={k: v for k, v in s.fetches.items() if k != t})
+                static = self.static(trial.l2_consts)
+                if (b.l2_static is None or static <= b.l2_static) and self.fits(trial):
+                    s = trial
+        for t in order:
+            if t in s.l2_consts:
+                continue
+            trial = replace(s, l3_consts=s.l3_consts + [t])
+            if self.static(trial.l3_consts) <= b.l3_static and self.fits(trial):
+                s = trial
+        return s
+
+    def _fetch(self, s: _State) -> _State:
+        if not self.budgets.fetch:
+            return s
+        rest = [t for t in self.consts if t not in s.l2_consts]
+        for t in sorted(rest, key=lambda t: (self.live(t)[0], t)):
+            first, last = self.live(t)
+            feasible = [at for at in range(first, -1, -1)
+                        if self.fits(replace(s, fetches={**s.fetches, t: (at, last)}))]
+            if not feasible:
+                continue
+            source = "L3" if t in s.l3_consts else "L3_FLASH"
+            need = self.transfer(self.tensors[t].size, source) if self.transfer else 0
+            covered = [at for at in feasible
+                       if sum(self.estimate(i) for i in range(at, first)) >= need] \
+                if self.estimate and need else feasible
+            s = replace(s, fetches={**s.fetches, t: (max(covered) if covered else min(feasible),
+                                                     last)})
+        return s
+
+    def _result(self, s: _State) -> Plan:
+        b = self.budgets
+        l2_off, l2_dyn = allocate(self.l2_items(s))
+        l3_off, l3_dyn = allocate(self.l3_items(s))
+        places: dict[str, Placement] = {}
+        flash_order = s.l2_consts + sorted((t for t in self.consts if t not in s.l2_consts),
+                                           key=lambda t: (-self.tensors[t].size, t))
+        flash, off = {}, 0
+        for t in flash_order:
+            off = _up(off)
+            flash[t] = off
+            off += self.tensors[t].size
+        static = {}
+        for names, mem in ((s.l2_consts, "L2"), (s.l3_consts, "L3")):
+            off = 0
+            for t in names:
+                off = _up(off)
+                static[t] = (mem, off)
+                off += self.tensors[t].size
+        for name, t in self.tensors.items():
+            live = self.live(name)
+            if t.kind == "arg":
+                places[name] = Placement(name, "ARG", None, None, t.size, None, live)
+            elif t.kind == "const":
+                mem, o = static.get(name, ("L3_FLASH", flash.get(name)))
+                area = "static" if name in static else None
+                places[name] = Placement(name, mem, area, o, t.size, flash.get(name), live)
+            elif name in s.l3_locals:
+                places[name] = Placement(name, "L3", "dynamic", l3_off.get(name), t.size, None,
+                                         live)
+            else:
+                places[name] = Placement(name, "L2", "dynamic", l2_off.get(name), t.size, None,
+                                         live)
+        fetches = tuple(Fetch(t, "L3" if t in s.l3_consts else "L3_FLASH", at, until,
+                              l2_off[f"{t}@L2"], self.tensors[t].size)
+                        for t, (at, until) in sorted(s.fetches.items(), key=lambda x: x[1]))
+        n = len(self.layers)
+        memory = {
+            "L2": Area(self.static(s.l2_consts), l2_dyn, b.l2),
+            "L3": Area(self.static(s.l3_consts), l3_dyn, b.l3),
+            "L3_FLASH": Area(self.static(flash_order), 0, b.flash),
+        }
+        return Plan(MappingProxyType(places), MappingProxyType(memory),
+                    tuple(s.l2_consts + s.l3_consts), fetches,
+                    tuple(self.streamed(s, i) for i in range(n)),
+                    tuple((l2_off.get(f"@staging{i}", 0), self.staging(s, i)) for i in range(n)))
+
+
+def plan(name: str, tensors: list[Tensor], layers: list[Layer], budgets: Budgets,
+         estimate: Callable[[int], int] | None = None,
+         transfer: Callable[[int, str], int] | None = None) -> Plan:
+    """The memory plan of a graph; ``estimate(i)`` gives layer ``i``'s cycles and
+    ``transfer(bytes, source)`` a whole-tensor copy's cycles (both used to time fetches).
+    ``CapacityError`` naming the layer, the tensors and the bytes missing when no plan fits.
+
+    >>> t = [Tensor("x", 100, "arg"), Tensor("a", 400, "local"), Tensor("w", 1000, "const"),
+    ...      Tensor("y", 100, "arg")]
+    >>> L = [Layer("l0", ("x", "w"), ("a",), {"w": 64}), Layer("l1", ("a",), ("y",), {})]
+    >>> p = plan("g", t, L, Budgets(l2=2000, l3=0, flash=4096))
+    >>> p.tensors["w"].memory, p.memory["L2"].static, p.memory["L2"].dynamic
+    ('L2', 1000, 400)
+    """
+    return _Planner(name, tensors, layers, budgets, estimate, transfer).plan()
