@@ -522,3 +522,118 @@ def test_hostile_models_fail_with_npukit_errors_only(model, ref):
         return
     arrays = {b.name: np.ones(spec.shape, spec.dtype) for b, spec in prog.params}
     event("ran" if built(lambda: prog.run("sim", **arrays)) else "refused when run")
+
+
+# -- the newer generation is checked by the same rules -----------------------------------------
+
+def add_kernel_newer(m, bindings=TILE_BINDINGS, kerargs=None, spaces=None, cargs=None):
+    """C = A + B, the newer generation: 8 x 40 int32 planes walking Tile0 (and D1)."""
+    sp = spaces or KernelIterSpace(1, IterTiledSpace(T0))
+    m.UserKernel("K", sp, TILE_HOR,
+                 cargs or CArgs(TCArg("int *", "A"), TCArg("int *", "B"), TCArg("int *", "C"),
+                                TCArg("unsigned int *", "T", shape=(4,))),
+                 Calls(Call("Add", LOC_LOOP, Bindings(*bindings))),
+                 kerargs or KerArgs(*[KerArg(n, KerArgSpace(1, T0), t, 8, 40, 4, 0, 0, 0, n)
+                                      for n, t in (("A", O_IN | O_DB), ("B", O_IN | O_DB),
+                                                   ("C", O_OUT | O_DB))]))
+
+
+NEWER_MISTAKES = [
+    (dict(bindings=with_binding(3, C_ArgIndex("T", D1, 1))),
+     "call Add (LOC_LOOP), binding 3 C_ArgIndex('T', KER_ITER_D1, 1): the kernel iterates "
+     "over KER_ITER_TILE0, not KER_ITER_D1: the index would always be 0"),
+    (dict(bindings=with_binding(3, K_ArgPar("A", KER_ARG_PARTILE_SIZE, T0))),
+     "KER_ARG_PARTILE_SIZE is the tile of a parametric space of the kernel, named by "
+     "K_ArgPar(Name, Sel, Space) (its untiled spaces: none)"),
+    (dict(bindings=with_binding(3, K_Arg("A", KER_ARG_PARTILE_SIZE))),
+     "KER_ARG_PARTILE_SIZE is the tile of a parametric space"),
+    (dict(bindings=with_binding(3, K_Arg("Z", KER_ARG_TILE_W))), "no kernel argument 'Z'"),
+    (dict(bindings=with_binding(4, Imm(-1))), "Imm(-1) for H (unsigned int): -1 does not fit"),
+    (dict(bindings=with_binding(0, K_Arg("A", KER_ARG_TILE_W))), "passes a scalar to a pointer"),
+    (dict(bindings=with_binding(3, UserSymb("Wo"))),
+     "UserSymb('Wo'): no user symbol 'Wo' (declared with KernelDimensionsAndUserSymbols: none)"),
+    (dict(spaces=KernelIterSpace(2, IterFixedSpace(D1, 2), IterTiledSpace(T0)),
+          bindings=with_binding(3, K_Arg("A", KER_ARG_TILEINDEX)),
+          kerargs=KerArgs(KerArg("A", KerArgSpace(1, D1), O_IN | O_DB, 8, 40, 4, 0, 0, 0, "A"),
+                          KerArg("B", KerArgSpace(1, T0), O_IN | O_DB, 8, 40, 4, 0, 0, 0, "B"),
+                          KerArg("C", KerArgSpace(1, T0), O_OUT | O_DB, 8, 40, 4, 0, 0, 0,
+                                 "C"))),
+     "'A' is not tiled (ObjType 0x401 has no O_TILED, no tiled space)"),
+    (dict(kerargs=KerArgs(KerArg("A", KerArgSpace(1, T0), O_IN, 8, 40, 6, 0, 0, 0, "A"))),
+     "KerArg 'A' has ItemSize 6 but C argument 'A' (int *) points to int32 (4 B)"),
+    (dict(kerargs=KerArgs(KerArg("A", KerArgSpace(1, T0), O_IN, 8, 40, 4, 0, 0, 0, "Nope"))),
+     "KerArg 'A' is bound to unknown C argument 'Nope'"),
+    (dict(kerargs=KerArgs(KerArg("A", KerArgSpace(1, T0), O_IN, 8, 40, 4, 0, 0, 0, "A"),
+                          KerArg("B", KerArgSpace(1, T0), O_IN, 8, 40, 4, 0, 0, 0, "A"))),
+     "KerArgs 'A' and 'B' are both bound to C argument 'A'"),
+    (dict(kerargs=KerArgs(KerArg("A", KerArgSpace(1, T0), O_IN, 8, 40, 4, 0, 0, 0, None))),
+     "is moved to and from L1, so its home is a C argument"),
+    (dict(cargs=CArgs(TCArg("int *", "A", shape=(40, 9)), TCArg("int *", "B"),
+                      TCArg("int *", "C"))),
+     "C argument 'A' declares shape (40, 9) but KerArg 'A' makes it (40, 8)"),
+]
+
+
+@pytest.mark.parametrize("changes, words", NEWER_MISTAKES)
+def test_newer_generation_mistakes_fail_when_the_user_kernel_is_declared(changes, words):
+    m = Model(l1_budget=4000)
+    declare_add(m)
+    with pytest.raises(nk.TilingError) as err:
+        add_kernel_newer(m, **changes)
+    assert words in str(err.value), (words, str(err.value))
+    assert "K" not in m.kernels
+
+
+def test_newer_generation_calls_of_later_basic_kernels_are_checked_at_tiling():
+    m = Model(l1_budget=4000)
+    add_kernel_newer(m, bindings=TILE_BINDINGS[:3])
+    declare_add(m)
+    with pytest.raises(nk.TilingError, match=r"basic kernel Add takes 5 arguments .*binds 3"):
+        m.tiling("K")
+
+
+def test_items_of_several_elements_and_the_newer_generation_run():
+    """The control of the mistakes above: the newer generation and an item of two int32
+    (ItemSize 8 on int *, W counted in items) pass every check and match numpy."""
+    for item, w in ((4, 8), (8, 4)):
+        m = Model(l1_budget=1000)
+        declare_add(m)
+        kerargs = KerArgs(*[KerArg(n, KerArgSpace(1, T0), t, w, 40, item, 0, 0, 0, n)
+                            for n, t in (("A", O_IN | O_DB), ("B", O_IN | O_DB),
+                                         ("C", O_OUT | O_DB))])
+        add_kernel_newer(m, kerargs=kerargs, bindings=TILE_BINDINGS[:3] + (
+            Imm(8), K_Arg("A", KER_ARG_TILE_H)))
+        assert m.tiling("K").spaces["Tile0"].count > 1
+        rng = np.random.default_rng(item)
+        a, b = rng.integers(-10**6, 10**6, (2, 40, 8), dtype=np.int32)
+        for backend in ("sim", "c"):
+            c = np.full((40, 8), 77, np.int32)
+            m.program("K").run(backend, A=a, B=b, C=c, T=np.zeros(4, np.uint32))
+            assert (c == a + b).all(), (item, backend)
+
+
+def test_bounds_flow_through_newer_generation_kernels():
+    """TCArg bounds of the basic kernel: an immediate outside is refused when the program
+    is made, a C argument passed through is bounded at run time (as in the older one)."""
+    m = Model(l1_budget=1000)
+    declare_add(m, cargs=CArgs(TCArg("int *", "In1"), TCArg("int *", "In2"),
+                               TCArg("int *", "Out"), TCArg("unsigned int", "W", bounds=(8, 8)),
+                               TCArg("unsigned int", "H", bounds=(1, 40))))
+    add_kernel_newer(m, bindings=TILE_BINDINGS[:3] + (Imm(9), K_Arg("A", KER_ARG_TILE_H)))
+    with pytest.raises(nk.TilingError, match="gets the immediate 9, outside 8..8"):
+        m.program("K")
+    m = Model(l1_budget=1000)
+    declare_add(m, cargs=CArgs(TCArg("int *", "In1"), TCArg("int *", "In2"),
+                               TCArg("int *", "Out"), TCArg("unsigned int", "W", bounds=(8, 8)),
+                               TCArg("unsigned int", "H", bounds=(1, 40))))
+    add_kernel_newer(m, bindings=TILE_BINDINGS[:3] + (K_Arg("A", KER_ARG_TILE_W), C_Arg("N")),
+                     cargs=CArgs(TCArg("int *", "A"), TCArg("int *", "B"), TCArg("int *", "C"),
+                                 TCArg("unsigned int", "N")))
+    prog = m.program("K")
+    assert prog.bounds == (("N", 1, 40),)
+    a = np.ones((40, 8), np.int32)
+    for backend in ("sim", "c"):
+        c = np.full((40, 8), 77, np.int32)
+        with pytest.raises(nk.ShapeError, match="argument 'N': 41 is outside 1..40"):
+            prog.run(backend, A=a, B=a, C=c, N=41)
+        assert (c == 77).all()
