@@ -106,6 +106,8 @@ def KerArgSpace(*spaces) -> KerArgSpaceT:
     """The spaces a kernel argument walks, outer to inner; they order its dimensions in
     memory (``KerArgSpace(2, D1, T0)``: ``D1`` planes of the W x H data plane)."""
     items = tuple(_space("KerArgSpace", s) for s in _counted("KerArgSpace", spaces))
+    if not items:
+        raise TilingError("KerArgSpace: give at least one space")
     if len(set(items)) != len(items):
         raise TilingError(f"KerArgSpace{tuple(s.name for s in items)}: a space is listed twice")
     return KerArgSpaceT(items)
