@@ -300,9 +300,17 @@ def _in_step(keys, choices):
     """The tiled spaces grown in step: each the largest admissible size not above a common
     bound, the bound from largest to smallest."""
     top = max(choices[k][0] for k in keys)
+    at = dict.fromkeys(keys, 0)  # per space, its first size <= bound (sizes largest first)
+    last = None
     for bound in range(top, 0, -1):
-        tiles = {k: next((t for t in choices[k] if t <= bound), None) for k in keys}
-        if None not in tiles.values():
+        for k in keys:
+            while at[k] < len(choices[k]) and choices[k][at[k]] > bound:
+                at[k] += 1
+        if any(at[k] == len(choices[k]) for k in keys):
+            return
+        tiles = {k: choices[k][at[k]] for k in keys}
+        if tiles != last:  # a bound between two sizes gives the same tiles again
+            last = tiles
             yield tiles
 
 
