@@ -637,3 +637,74 @@ def test_bounds_flow_through_newer_generation_kernels():
         with pytest.raises(nk.ShapeError, match="argument 'N': 41 is outside 1..40"):
             prog.run(backend, A=a, B=a, C=c, N=41)
         assert (c == 77).all()
+
+
+NEWER_OBJ = [O_IN | O_DB, O_OUT | O_DB, O_IN, O_OUT, O_IN | O_OUT | O_DB, O_BUFF,
+             O_BUFF | O_ONETILE, O_IN | O_DB | O_NTILED, O_IN | O_CONST]
+NEWER_ITER = {"T0": lambda n: [IterTiledSpace(T0)],
+              "D0,T0": lambda n: [IterFixedSpace(D0, n), IterTiledSpace(T0)],
+              "par D0,T0": lambda n: [IterParSpace(D0, n, 1), IterTiledSpace(T0)],
+              "T1,T0": lambda n: [IterTiledSpace(T1), IterTiledSpace(T0)]}
+
+
+@st.composite
+def newer_models(draw):
+    """A newer-generation model of 1 to 3 arguments, then up to three hostile changes."""
+    names = ["A", "B", "C"][:draw(st.integers(1, 3))]
+    kind = draw(st.sampled_from(sorted(NEWER_ITER)))
+    iters = [kind, draw(st.integers(1, 3))]
+    keys = {"T0": [T0], "D0,T0": [D0, T0], "par D0,T0": [D0, T0], "T1,T0": [T1]}[kind]
+    karg = {n: [n, list(keys), draw(st.sampled_from(NEWER_OBJ)), draw(st.integers(1, 12)),
+                draw(st.integers(1, 24)), 4, 0, 0, 0, n] for n in names}
+    for n in names:
+        if karg[n][2] & O_BUFF:
+            karg[n][9] = None
+    lib = [("int *", f"P{n}") for n in names] + [("unsigned int", "W"), ("unsigned int", "H")]
+    binds = [K_Arg(n, KER_ARG_TILE) for n in names] + [K_Arg("A", KER_ARG_TILE_W),
+                                                       K_Arg("A", KER_ARG_TILE_H)]
+    budget = draw(st.integers(64, 6000))
+    for _ in range(draw(st.integers(0, 3))):
+        what = draw(st.sampled_from(["karg", "space", "iter", "bind", "budget"]))
+        n = draw(st.sampled_from(names))
+        if what == "karg":  # an ObjType, or a small size or a name elsewhere
+            k = draw(st.integers(2, 9))
+            karg[n][k] = draw(st.one_of(HOSTILE, st.sampled_from(
+                NEWER_OBJ if k == 2 else [8, 6, 2, "Z", ""])))
+        elif what == "space":
+            karg[n][1] = draw(st.sampled_from([[D1, T0], [T0, D0], [T0, T0], [T2], [], [5]]))
+        elif what == "iter":
+            iters[1] = draw(HOSTILE)
+        elif what == "bind":
+            k = draw(st.integers(0, len(binds)))
+            binds[k:k + 1] = draw(st.sampled_from([
+                [], [Imm(-1)], [AT_IGNORE_ARG_BINDING], [K_ArgPar(n, KER_ARG_PARTILE_SIZE, D0)],
+                [K_ArgPar(n, KER_ARG_PARTILE_SIZE, T0)], [Ker_IteratorIndex(D0)],
+                [UserSymb("Z")], [K_Arg(n, KER_ARG_TILEINDEX)], [K_Arg(n, KER_ARG_TILE_PAD)]]))
+        else:
+            budget = draw(HOSTILE)
+    return karg, iters, lib, binds, budget
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=newer_models())
+def test_hostile_newer_generation_models_fail_with_npukit_errors_only(model):
+    karg, (kind, n), lib, binds, budget = model
+    m = built(lambda: Model(l1_budget=budget))
+    iters = built(lambda: KernelIterSpace(*NEWER_ITER[kind](n)))
+    kerargs = [built(lambda a=a: KerArg(a[0], KerArgSpace(*a[1]), *a[2:])) for a in karg.values()]
+    if m is None or iters is None or None in kerargs:
+        return
+    built(lambda: m.LibKernel("L", CALL_SEQUENTIAL, CArgs(*[TCArg(t, p) for t, p in lib]),
+                              c_source="", reference=copy_all))
+    built(lambda: m.UserKernel("K", iters, TILE_HOR,
+                               CArgs(*[TCArg("int *", a[0]) for a in karg.values() if a[9]]),
+                               Calls(Call("L", LOC_LOOP, Bindings(*binds))), KerArgs(*kerargs)))
+    if "K" not in m.kernels:
+        event("refused when declared")
+        return
+    prog = built(lambda: m.program("K"))
+    if prog is None:
+        event("refused when tiled or lowered")
+        return
+    arrays = {b.name: np.ones(spec.shape, spec.dtype) for b, spec in prog.params}
+    event("ran" if built(lambda: prog.run("sim", **arrays)) else "refused when run")
