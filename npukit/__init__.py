@@ -13,6 +13,7 @@ from .errors import (
     DTypeError,
     KernelError,
     LutError,
+    ModelError,
     NpukitError,
     OutOfBoundsError,
     ShapeError,
@@ -27,7 +28,7 @@ from .transfers import Transfer
 
 __all__ = [
     "CapacityError", "CompilerError", "DTypeError", "KernelError", "LData", "Layout",
-    "LutError", "MultiIndex", "NpukitError", "OutOfBoundsError", "Program", "Result",
+    "LutError", "ModelError", "MultiIndex", "NpukitError", "OutOfBoundsError", "Program", "Result",
     "ShapeError", "Target", "TargetError", "TilingError", "Transfer", "build", "dtype",
     "kernel", "load_target", "spec", "target", "targets",
 ]

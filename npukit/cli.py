@@ -4,6 +4,7 @@ capability that offers one."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import machine as _target
@@ -62,8 +63,17 @@ def main(argv: list[str] | None = None) -> int:
     from .c.cache import register as register_cache
 
     register_cache(sub)
+    from .onnx.cli import register as register_run
+
+    register_run(sub)
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        # The reader went away (`npukit targets | head -1`): not an error of ours. Point
+        # stdout at /dev/null so that Python's flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

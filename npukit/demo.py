@@ -418,12 +418,85 @@ def compass_dsl() -> list[Check]:
                   bool(err[inside].max() < 0.01))]
 
 
+def _tiny_cnn():
+    """A small float32 CNN built in code with onnx.helper: Conv + Relu + MaxPool, a depthwise
+    Conv, a residual Add, GlobalAveragePool, Gemm and Softmax."""
+    from onnx import TensorProto
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(0)
+
+    def w(*shape, scale=0.3):
+        return nh.from_array((rng.normal(size=shape) * scale).astype(np.float32))
+
+    inits = [w(8, 3, 3, 3), w(8), w(8, 1, 3, 3), w(10, 8), w(10)]
+    for t, name in zip(inits, ["w1", "b1", "w2", "fw", "fb"]):
+        t.name = name
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             h.make_node("Relu", ["c1"], ["r1"]),
+             h.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+             h.make_node("Conv", ["p1", "w2"], ["c2"], pads=[1, 1, 1, 1], group=8),
+             h.make_node("Add", ["c2", "p1"], ["a"]),
+             h.make_node("GlobalAveragePool", ["a"], ["g"]), h.make_node("Flatten", ["g"], ["f"]),
+             h.make_node("Gemm", ["f", "fw", "fb"], ["z"], transB=1),
+             h.make_node("Softmax", ["z"], ["y"])]
+    g = h.make_graph(nodes, "TinyCNN",
+                     [h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+                     [h.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+
+
+def onnx_model() -> list[Check]:
+    """An ONNX model built in code, imported (``npukit.onnx.load``): its plan and layers, a
+    run in C and on the simulator, the check against ONNX Runtime. Returns its checks."""
+    _heading("ONNX model (npukit.onnx) on the simulated GAP8, checked against ONNX Runtime")
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        print('  (needs the onnx and onnxruntime packages: pip install "npukit[onnx]")')
+        return [Check("ONNX CNN: fused layers", None), Check("ONNX CNN: C = ONNX Runtime", None),
+                Check("ONNX CNN: C = sim", None)]
+    from .errors import CompilerError
+    from .onnx import load
+    from .onnx.check import compare, ort_run
+
+    m = _tiny_cnn()
+    g = load(m, target="gap8", l1_budget=8000, l2_budget=64 * 1024)
+    mem = g.memory
+    print(f"  {len(m.graph.node)} ONNX nodes -> {len(g.layers)} layers; L2 {mem['L2'].static} B "
+          f"static + {mem['L2'].dynamic} B dynamic of {mem['L2'].budget} B; L1 "
+          f"{mem['L1'].dynamic} of {mem['L1'].budget} B")
+    x = {"x": np.random.default_rng(1).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)}
+    sim = g.run("sim", **x)
+    print(f"  {'layer':<20}{'computes':<22}{'tiles':>7}{'cycles':>9}")
+    for info, layer in zip(g.layers, g.graph.layers):
+        print(f"  {info.name:<20}{info.ops:<22}{layer.tiling.n_tiles:>7}"
+              f"{sim.report.layers[info.name]:>9}")
+    fused = any(info.ops == "Conv+Relu+MaxPool" and len(info.nodes) == 3 for info in g.layers)
+    ref, _ = ort_run(m, x)
+    try:
+        c = g.run("c", **x).outputs["y"]
+    except CompilerError as e:
+        print(f"  C: not run ({str(e).splitlines()[0][:40]})")
+        return [Check("ONNX CNN: fused layers", fused), Check("ONNX CNN: C = ONNX Runtime", None),
+                Check("ONNX CNN: C = sim", None)]
+    cmp = compare("y", c, ref["y"])
+    same = c.tobytes() == sim.outputs["y"].tobytes()
+    print(f"  C vs ONNX Runtime: max relative error {cmp.max_rel:.1e} "
+          f"({'within 1e-4' if cmp.within else 'DIFFERS'}); C = sim: "
+          f"{'same' if same else 'DIFFERS'}")
+    return [Check("ONNX CNN: fused layers", fused),
+            Check("ONNX CNN: C = ONNX Runtime", cmp.within), Check("ONNX CNN: C = sim", same)]
+
+
 def demo() -> list[Check]:
     """Run every section, print the summary line and return every check."""
     from .lut.demo import demo as lut_demo
 
     print("npukit demo: one sequential description, every transfer derived, simulated and run.")
     checks = (layouts() + easykernel() + silu() + compass_dsl() + autotiler() + graph()
-              + lut_demo())
+              + onnx_model() + lut_demo())
     print(f"\n{summary(checks)}")
     return checks

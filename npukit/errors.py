@@ -43,5 +43,10 @@ class KernelAttributeError(KernelError, AttributeError):
     name. An ``AttributeError`` too, so ``hasattr`` keeps working."""
 
 
+class ModelError(NpukitError, ValueError):
+    """A model (an ONNX file) npukit cannot import: an unsupported operator, attribute value,
+    data type or shape, named with its node."""
+
+
 class CompilerError(NpukitError):
     """The C compiler is missing or rejected the generated source."""

@@ -50,10 +50,11 @@ def test_demo_prints_the_layouts_section(capsys):
 
 # The demo's self-checks: 3 layout views, 8 EasyKernel kernels x (numpy, C), the SiLU
 # table, 3 for the Compass DSL kernel, 5 AutoTiler ports x (numpy, C), 3 for the MNIST
-# graph, 2 LUT claims.
-DEMO_CHECKS = 3 + 8 * 2 + 1 + 3 + 5 * 2 + 3 + 2
-# The EasyKernel kernels, the Compass DSL kernel, the AutoTiler ports, the MNIST graph.
-C_CHECKS = 8 + 1 + 5 + 1
+# graph, 3 for the ONNX model, 2 LUT claims.
+DEMO_CHECKS = 3 + 8 * 2 + 1 + 3 + 5 * 2 + 3 + 3 + 2
+# The EasyKernel kernels, the Compass DSL kernel, the AutoTiler ports, the MNIST graph, the
+# ONNX model (C against ONNX Runtime, C against the simulator).
+C_CHECKS = 8 + 1 + 5 + 1 + 2
 
 
 def test_demo_ends_with_a_summary_of_every_check(capsys):
@@ -147,3 +148,18 @@ def test_the_module_runs_as_a_program():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert re.search(r"^  IRAM\s+288$", r.stdout, re.MULTILINE)
+
+
+def test_output_into_a_closed_pipe_is_not_a_traceback():
+    """`npukit targets | head -1`: the reader leaves early; npukit says nothing more."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-c", "import sys; from npukit.cli import main; sys.exit(main())",
+           "targets"]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+        p.stdout.close()  # nobody reads: the first write breaks the pipe
+        err = p.stderr.read().decode()
+        code = p.wait()
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert code == 1

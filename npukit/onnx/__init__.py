@@ -1,0 +1,169 @@
+"""ONNX models in, planned and tiled AutoTiler graphs out (the GAP AutoTiler "is part of the
+GapFlow to convert ONNX and TFlite models onto GAP code").
+
+>>> import npukit.onnx                                   # doctest: +SKIP
+>>> g = npukit.onnx.load("model.onnx", target="gap8", l1_budget=48000,
+...                      l2_budget=300 * 1024, l3_budget=8 << 20)
+>>> res = g.run(backend="c", input=x)                  # outputs allocated when not passed
+>>> res.outputs["output"]                              # every graph output, by ONNX name
+
+``load`` reads the model with the ``onnx`` package (``pip install "npukit[onnx]"``), runs
+shape inference, folds constants, folds BatchNormalization into convolutions, drops
+Dropout and Identity, turns quantized operations into integer layers and builds the graph
+the AutoTiler-graph API builds: one layer per fused group, placed by the graph planner,
+tiled by the tiler, run by the simulator and the C back end. docs/onnx.md lists the
+operators, attributes and numerics.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import DTypeError, ModelError, ShapeError
+from ..run import Result
+
+__all__ = ["load", "OnnxGraph", "Port"]
+
+@dataclass(frozen=True)
+class Port:
+    """A graph input or output: its C argument, ONNX shape and dtype."""
+
+    cname: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+class OnnxGraph:
+    """An ONNX model as an AutoTiler graph: ``graph`` (the ``npukit.tiler.Graph``: its
+    ``tensors``, ``memory``, ``layers``), ``model`` (the ``npukit.tiler.Model``), ``inputs``
+    and ``outputs`` (``Port`` by ONNX name), ``layers`` (what each layer computes, the ONNX
+    nodes it stands for); ``run``, ``c_source``, ``write``, ``emit``, ``report``."""
+
+    def __init__(self, model, graph, lowering, net, qdq: bool):
+        self.model, self.graph, self.net = model, graph, net
+        self.name = graph.name
+        self.layers = tuple(lowering.layers)
+        self.qdq = qdq
+        decl = lowering.decls
+        self.inputs = {d.onnx: Port(d.cname, net.info[d.onnx].shape, d.dtype)
+                       for d in decl.values() if d.kind == "in"}
+        for t in net.inputs:  # an input no layer reads still has its port
+            if t not in self.inputs:
+                raise ModelError(f"input {t!r} is read by no operation npukit runs")
+        self.outputs = {}
+        for o in net.outputs:
+            d = next(d for d in decl.values() if d.onnx == o and d.kind in ("out", "inout"))
+            self.outputs[o] = Port(d.cname, net.info[o].shape, d.dtype)
+        self.target = graph.target
+        # The LSB of each float output a DequantizeLinear makes from integers.
+        self.output_steps = {o: lowering.steps[lowering.alias.get(o, o)] for o in net.outputs
+                             if lowering.alias.get(o, o) in lowering.steps}
+
+    # -- views of the plan -------------------------------------------------------------------
+
+    @property
+    def tensors(self):
+        return self.graph.tensors
+
+    @property
+    def memory(self):
+        return self.graph.memory
+
+    def report(self):
+        """The simulator's cycle model of a run (``npukit.tiler.graph.GraphReport``)."""
+        return self.graph.report()
+
+    def __str__(self) -> str:
+        """The memory plan and the layers (as ``npukit run`` prints them, without cycles)."""
+        from .cli import layer_table, plan_table
+        return plan_table(self) + "\n" + layer_table(self, None)
+
+    # -- running -----------------------------------------------------------------------------
+
+    def run(self, backend: str = "c", **arrays) -> Result:
+        """Run on ``backend`` ("c" or "sim") with the inputs by ONNX name; outputs passed
+        are written, missing ones allocated. ``Result.outputs`` holds every graph output by
+        its ONNX name, in its ONNX shape."""
+        known = set(self.inputs) | set(self.outputs)
+        extra = sorted(k for k in arrays if k not in known)
+        missing = sorted(k for k in self.inputs if k not in arrays)
+        if extra or missing:
+            raise ShapeError(f"graph {self.name!r}: missing inputs {missing}, unknown arrays "
+                             f"{extra} (inputs: {list(self.inputs)}, outputs: "
+                             f"{list(self.outputs)})")
+        args, outs = {}, {}
+        for name, port in list(self.inputs.items()) + list(self.outputs.items()):
+            a = arrays.get(name)
+            if a is None:
+                a = np.empty(port.shape, port.dtype)
+            elif not isinstance(a, np.ndarray):
+                raise ShapeError(f"tensor {name!r}: expected a numpy array, got "
+                                 f"{type(a).__name__}")
+            if a.dtype != port.dtype:
+                raise DTypeError(f"tensor {name!r}: {a.dtype} array, the model's tensor is "
+                                 f"{port.dtype}")
+            if a.shape != port.shape:
+                raise ShapeError(f"tensor {name!r}: shape {a.shape}, the model's tensor is "
+                                 f"{port.shape}")
+            args[port.cname] = a
+            if name in self.outputs:
+                outs[name] = a
+        res = self.graph.run(backend, **args)
+        return Result(outs, res.cycles, res.report, res.wall_time)
+
+    def c_source(self) -> str:
+        """The graph's C translation unit (``npukit.tiler.Graph.c_source``)."""
+        return self.graph.c_source()
+
+    def write(self, directory):
+        """The C file and the flash file, as ``npukit.tiler.Graph.write``."""
+        return self.graph.write(directory)
+
+    def emit(self, directory, inputs: dict[str, np.ndarray] | None = None):
+        """A standalone C project in ``directory`` (see ``npukit.onnx.emit``)."""
+        from .emit import emit
+        return emit(self, directory, inputs)
+
+
+def _is_float32(dtype) -> bool:
+    try:
+        return np.dtype(dtype) == np.float32
+    except TypeError:
+        return False
+
+
+def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | None = None,
+         l3_budget: int | None = None, dtype=None, *, l3_flash_budget: int | None = None,
+         input_shapes: dict | None = None) -> OnnxGraph:
+    """An ONNX model (a path or an ``onnx.ModelProto``) as a planned ``OnnxGraph`` for
+    ``target`` under the budgets (bytes; the target's memory sizes by default).
+
+    ``dtype``: None runs each operation in the model's types, quantized ones (QLinear* and
+    the DequantizeLinear/op/QuantizeLinear patterns) in integers as ONNX Runtime's CPU
+    kernels do; ``"float32"`` leaves QDQ models as written (QuantizeLinear and
+    DequantizeLinear layers around float32 operations). ``input_shapes`` gives dimensions
+    the model leaves symbolic (1 otherwise). ``ModelError`` names the node, operator,
+    attribute and value npukit cannot import."""
+    from ..tiler.model import Model
+    from .lower import Lowering, c_name
+    from .normalize import normalize
+    from .reader import read
+
+    if dtype is not None and not _is_float32(dtype):
+        raise ModelError(f"dtype={dtype!r}: npukit runs a model in its own types (None) or, for "
+                         f"a QDQ model, in float32 as written ('float32')")
+    net = read(model, input_shapes)
+    alias = normalize(net, fuse_qdq=dtype is None)
+    m = Model(target, l1_budget, l2_budget, l3_budget=l3_budget,
+              l3_flash_budget=l3_flash_budget)
+    base = net.name if re.match(r"[A-Za-z]", net.name or "") else f"Model_{net.name}"
+    # Not a name the C library or the emitted main.c defines.
+    gname = c_name(base, "", {"main", "malloc", "free", "exit", "abort", "printf", "memcpy",
+                              "memset", "fopen", "fclose", "fread", "fwrite", "snprintf"})
+    low = Lowering(net, alias, m, gname)
+    low.run()
+    low.declare()
+    return OnnxGraph(m, m.graph(gname), low, net, dtype is None)

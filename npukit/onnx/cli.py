@@ -1,0 +1,193 @@
+"""``npukit run MODEL.onnx``: import an ONNX model, print its memory plan and layers with
+their tiling and simulated cycles, run it with the C back end, and optionally check it
+against ONNX Runtime, write a standalone C project or a timeline trace.
+
+    npukit run model.onnx --target gap8 --l1 48000 --l2 300K --l3 8M \\
+        --input x=x.npy --check --emit out/ --trace run.json
+
+With no ``--input``, inputs are deterministic random values of the model's input types
+(float32 uniform in [-1, 1), integers over their range). ``--check`` exits 1 when an output
+is outside the tolerance (float32: 1e-4 relative to the output's largest magnitude;
+integers: 1 LSB). An operator npukit cannot import ends the command with one line naming the
+node and the operator (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from ..errors import NpukitError
+
+SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def size(text: str) -> int:
+    """A byte count: ``48000``, ``300K``, ``8M`` (powers of 1024)."""
+    t = text.strip().upper().removesuffix("B")
+    mult = SUFFIXES.get(t[-1:], 1)
+    digits = t[:-1] if t[-1:] in SUFFIXES else t
+    try:
+        value = int(float(digits) * mult)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (48000, 300K, 8M)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+    return value
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add ``run`` to the ``npukit`` command's subparsers."""
+    p = subparsers.add_parser(
+        "run", help="import an ONNX model, plan it, run it in C, check it against ONNX Runtime",
+        description=__doc__.replace("``", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file")
+    p.add_argument("--target", default="gap8", help="a built-in target or a target TOML file "
+                   "(default: gap8)")
+    p.add_argument("--l1", type=size, help="L1 budget in bytes (default: the target's L1)")
+    p.add_argument("--l2", type=size, help="L2 budget (default: the target's L2)")
+    p.add_argument("--l3", type=size, help="L3 RAM budget (default: the target's)")
+    p.add_argument("--flash", type=size, help="L3 flash budget (default: the target's)")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="an input's values (a .npy file); random values for inputs not given")
+    p.add_argument("--dtype", choices=["float32"], help="float32: run a QDQ model as written "
+                   "(no integer fusion)")
+    p.add_argument("--check", action="store_true", help="compare every output with ONNX "
+                   "Runtime's; exit 1 past the tolerance")
+    p.add_argument("--emit", metavar="DIR", help="write a standalone C project (make check "
+                   "reproduces the outputs)")
+    p.add_argument("--trace", metavar="OUT.json", help="write the simulated timeline as Chrome "
+                   "trace-event JSON (open in Perfetto)")
+    p.add_argument("--no-cycles", action="store_true", help="skip the simulated cycle model")
+    p.set_defaults(func=run)
+    return p
+
+
+def _progress(text: str) -> None:
+    """A progress line on a terminal (stderr), nothing otherwise."""
+    if sys.stderr.isatty():
+        print(f"npukit run: {text}...", file=sys.stderr, flush=True)
+
+
+def _inputs(g, specs: list[str]) -> dict[str, np.ndarray]:
+    from .check import random_inputs
+
+    arrays = random_inputs(g)
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or name not in g.inputs:
+            raise NpukitError(f"--input {spec!r}: give NAME=FILE.npy with NAME one of "
+                              f"{list(g.inputs)}")
+        try:
+            a = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise NpukitError(f"--input {spec!r}: cannot read {path!r}: {exc}") from None
+        port = g.inputs[name]
+        if a.size != int(np.prod(port.shape)) or a.dtype != port.dtype:
+            raise NpukitError(f"--input {spec!r}: {a.dtype} {a.shape}, the model's input is "
+                              f"{port.dtype} {port.shape}")
+        arrays[name] = np.ascontiguousarray(a).reshape(port.shape)
+    return arrays
+
+
+def plan_table(g) -> str:
+    """The memory plan: every tensor's memory, area, offset and size; totals per memory."""
+    names = {p.cname: n for n, p in list(g.inputs.items()) + list(g.outputs.items())}
+    width = max([len(t) for t in g.tensors] + [6]) + 2
+    rows = [f"Memory plan of graph {g.name} on {g.target.name}:"]
+    for level, a in g.memory.items():
+        rows.append(f"  {level:<9} static {a.static:>10} B  dynamic {a.dynamic:>10} B  "
+                    f"(budget {a.budget} B)")
+    rows.append(f"  {'tensor':<{width}}{'memory':<10}{'area':<9}{'offset':>9}{'size':>10}  "
+                f"layers")
+    for t in g.tensors.values():
+        off = "" if t.offset is None else str(t.offset)
+        live = f"{t.live[0]}" if t.live[0] == t.live[1] else f"{t.live[0]}..{t.live[1]}"
+        note = f"  ({names[t.name]!r})" if t.name in names else ""
+        rows.append(f"  {t.name:<{width}}{t.memory:<10}{t.area or '':<9}{off:>9}{t.size:>10}  "
+                    f"{live}{note}")
+    for f in g.graph.fetches:
+        rows.append(f"  fetch {f.tensor} from {f.source} into dynamic L2 at {f.offset} before "
+                    f"layer {f.at}")
+    return "\n".join(rows)
+
+
+def layer_table(g, cycles: dict | None) -> str:
+    """Per layer: what it computes, its tiles, L1 bytes, streamed operands, cycles."""
+    width = max(len(info.name) for info in g.layers) + 2
+    rows = [f"Layers ({len(g.layers)}):",
+            f"  {'layer':<{width}}{'computes':<28}{'tiles':>12}{'L1 B':>8}{'cycles':>12}  "
+            f"details"]
+    for info, layer in zip(g.layers, g.graph.layers):
+        t = layer.tiling
+        tiles = f"{t.n_tiles} x {t.tile}"
+        c = "" if cycles is None else str(cycles.get(info.name, ""))
+        streamed = f"; streams {', '.join(sorted(layer.streamed))} from L3" if layer.streamed \
+            else ""
+        rows.append(f"  {info.name:<{width}}{info.ops[:27]:<28}{tiles:>12}{t.l1_used:>8}"
+                    f"{c:>12}  {info.detail}{streamed}")
+    return "\n".join(rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out ``npukit run`` for parsed ``args``; returns the exit code."""
+    try:
+        return _run(args)
+    except NpukitError as exc:
+        print(f"npukit run: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    from . import load
+    from .check import compare, ort_run
+
+    _progress(f"importing {args.model}")
+    g = load(args.model, target=args.target, l1_budget=args.l1, l2_budget=args.l2,
+             l3_budget=args.l3, l3_flash_budget=args.flash, dtype=args.dtype)
+    print(plan_table(g))
+    cycles = None
+    if not args.no_cycles or args.trace:
+        _progress("simulating the cycles of every layer")
+        report = g.report()
+        cycles = dict(report.layers)
+    print()
+    print(layer_table(g, cycles))
+    if cycles is not None:
+        print(f"  simulated: {report.cycles} cycles ({report.cycles / g.target.clock_mhz:.0f} us "
+              f"at {g.target.clock_mhz:g} MHz), {report.construct_cycles} more in the "
+              f"constructor; moved " + ", ".join(f"{m} {b} B" for m, b in
+                                                  report.bytes_moved.items()))
+    if args.trace:
+        report.timeline.save_trace(args.trace)
+        print(f"  timeline written to {args.trace}")
+    inputs = _inputs(g, args.input)
+    _progress("compiling the C and running it")
+    t0 = time.perf_counter()
+    res = g.run("c", **inputs)
+    total = time.perf_counter() - t0
+    print()
+    print(f"Host run (C back end): {res.wall_time * 1e3:.2f} ms for the graph "
+          f"({total:.2f} s with compiling or loading the C)")
+    for name, a in res.outputs.items():
+        flat = a.reshape(-1)
+        print(f"  {name}: {a.dtype} {list(a.shape)}, min {flat.min():.6g}, max {flat.max():.6g}, "
+              f"first {np.array2string(flat[:4], precision=5, separator=', ')}")
+    status = 0
+    if args.check:
+        _progress("running ONNX Runtime")
+        ref, wall = ort_run(args.model, inputs, threads=1, repeat=3)
+        print(f"ONNX Runtime (1 thread): {wall * 1e3:.2f} ms")
+        for name, a in res.outputs.items():
+            c = compare(name, a, ref[name], g.output_steps.get(name))
+            print(f"  {c}")
+            status |= 0 if c.within else 1
+    if args.emit:
+        from .emit import emit
+        folder = emit(g, args.emit, inputs, res.outputs)
+        print(f"C project written to {folder} (make -C {folder} check)")
+    return status

@@ -1,0 +1,392 @@
+"""Reading an ONNX model into a ``Net``: concrete input shapes, shape inference, constant
+folding (``Constant``, ``ConstantOfShape``, ``Shape``-derived values, initializers feeding
+``Reshape``/``Unsqueeze``: every node whose inputs are all known is evaluated with the
+``onnx`` package's reference evaluator), the weights a ``DequantizeLinear`` reads kept as
+integers with their scale and zero point, and the shape and type of every other tensor."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelError
+
+# ONNX element types npukit's layers compute on; others may appear in folded constants only.
+DTYPES = {1: np.dtype("float32"), 2: np.dtype("uint8"), 3: np.dtype("int8"),
+          6: np.dtype("int32"), 7: np.dtype("int64"), 9: np.dtype("bool")}
+ONNX_TYPE_NAMES = {0: "undefined", 1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16",
+                   6: "int32", 7: "int64", 8: "string", 9: "bool", 10: "float16", 11: "double",
+                   12: "uint32", 13: "uint64", 16: "bfloat16"}
+MS_DOMAIN = "com.microsoft"
+
+
+@dataclass(frozen=True)
+class TInfo:
+    """A tensor's shape and element type."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class QConst:
+    """A constant integer tensor and the ``DequantizeLinear`` parameters that read it."""
+
+    values: np.ndarray
+    scale: np.ndarray  # float32, one value or one per slice along ``axis``
+    zero_point: np.ndarray  # same shape as scale, the values' dtype
+    axis: int
+
+
+@dataclass
+class Node:
+    """A node left after folding: ``inputs`` are tensor names ("" for an absent optional
+    input), ``attrs`` plain Python values."""
+
+    op: str
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict
+    domain: str = ""
+
+    def where(self) -> str:
+        return f"node {self.name!r} ({self.op})"
+
+
+@dataclass
+class Net:
+    name: str
+    opset: int
+    inputs: list[str]
+    outputs: list[str]
+    info: dict[str, TInfo]
+    consts: dict[str, np.ndarray]
+    qconsts: dict[str, QConst]
+    nodes: list[Node]
+    doc: dict = field(default_factory=dict)
+
+
+def _attrs(node) -> dict:
+    from onnx import helper
+
+    out = {}
+    for a in node.attribute:
+        v = helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            v = v.decode()
+        elif isinstance(v, list) and v and isinstance(v[0], bytes):
+            v = [x.decode() for x in v]
+        out[a.name] = v
+    return out
+
+
+def _load(model):
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        out = onnx.ModelProto()
+        out.CopyFrom(model)
+        return out
+    if isinstance(model, (str, os.PathLike)):
+        try:
+            return onnx.load(os.fspath(model))
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"cannot read the ONNX model {os.fspath(model)!r}: {exc}") from None
+        except Exception as exc:  # protobuf's DecodeError and friends
+            raise ModelError(f"{os.fspath(model)!r} is not an ONNX model: {exc}") from None
+    raise ModelError(f"npukit.onnx.load takes a path or an onnx.ModelProto, got "
+                     f"{type(model).__name__}")
+
+
+def _dims(vi) -> list:
+    t = vi.type.tensor_type
+    if not t.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+            for d in t.shape.dim]
+
+
+def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
+    """Give every graph input concrete dimensions: the ones given, else the model's (a
+    symbolic or missing dimension becomes 1)."""
+    given = dict(input_shapes or {})
+    for vi in inputs:
+        dims = _dims(vi)
+        if vi.name in given:
+            want = tuple(int(d) for d in given.pop(vi.name))
+            if dims is not None and len(dims) != len(want):
+                raise ModelError(f"input {vi.name!r}: shape {want} given but the model says "
+                                 f"rank {len(dims)} ({dims})")
+        elif dims is None:
+            raise ModelError(f"input {vi.name!r}: the model gives no shape; pass "
+                             f"input_shapes={{{vi.name!r}: (...)}}")
+        else:
+            want = tuple(d if isinstance(d, int) and d > 0 else 1 for d in dims)
+        shape = vi.type.tensor_type.shape
+        shape.ClearField("dim")
+        for d in want:
+            shape.dim.add().dim_value = d
+    if given:
+        raise ModelError(f"input_shapes names {sorted(given)}, which are not inputs of the "
+                         f"model ({', '.join(vi.name for vi in inputs)})")
+    # Shapes recorded for the symbolic ones are inferred again from the concrete inputs.
+    del model.graph.value_info[:]
+    for vi in model.graph.output:
+        vi.type.tensor_type.ClearField("shape")
+
+
+def _infer(model):
+    """ONNX shape inference, completed for the ONNX Runtime operators of the com.microsoft
+    domain npukit reads (the onnx package has no shapes for them)."""
+    from onnx import helper, shape_inference
+
+    for _ in range(len(model.graph.node) + 1):
+        try:
+            model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        except Exception as exc:
+            raise ModelError(f"ONNX shape inference failed on the model: "
+                             f"{str(exc).splitlines()[0]}") from None
+        known = _infos(model)
+        added = False
+        for node in model.graph.node:
+            if node.domain != MS_DOMAIN or all(known.get(o, (0, None))[1] is not None
+                                                for o in node.output):
+                continue
+            out = _ms_shape(node, known, {t.name: t for t in model.graph.initializer})
+            if out is not None:
+                et, dims = out
+                model.graph.value_info.append(
+                    helper.make_tensor_value_info(node.output[0], et, dims))
+                added = True
+        if not added:
+            return model
+    return model
+
+
+def _pool_size(size: int, k: int, s: int, d: int, pads: tuple[int, int], ceil: bool) -> int:
+    span = size + pads[0] + pads[1] - d * (k - 1) - 1
+    return (-(-span // s) if ceil else span // s) + 1
+
+
+def _ms_shape(node, known: dict, inits: dict):
+    """(element type, dims) of the output of a com.microsoft quantized operator, from its
+    inputs' shapes; None while they are unknown."""
+    from onnx import numpy_helper
+
+    def shape(k):
+        t = node.input[k]
+        if t in inits:
+            return inits[t].data_type, list(numpy_helper.to_array(inits[t]).shape)
+        et, dims = known.get(t, (0, None))
+        return (et, dims) if dims is not None and all(isinstance(d, int) for d in dims) else \
+            (et, None)
+
+    op, a = node.op_type, _attrs(node)
+    et, x = shape(0) if node.input else (0, None)
+    if op in ("QLinearAdd", "QLinearMul"):
+        _, y = shape(3)
+        if x is None or y is None:
+            return None
+        return et, list(np.broadcast_shapes(tuple(x), tuple(y)))
+    if op in ("QLinearSigmoid", "QLinearLeakyRelu"):
+        return None if x is None else (et, x)
+    if op == "QLinearGlobalAveragePool":
+        return None if x is None else (et, x[:2] + [1] * (len(x) - 2))
+    if op == "QLinearAveragePool":
+        if x is None:
+            return None
+        k = a["kernel_shape"]
+        n = len(k)
+        st, pads = a.get("strides", [1] * n), a.get("pads", [0] * 2 * n)
+        auto = a.get("auto_pad", "NOTSET")
+        dims = []
+        for i in range(n):
+            if auto in ("SAME_UPPER", "SAME_LOWER"):
+                dims.append(-(-x[2 + i] // st[i]))
+            else:
+                p = (0, 0) if auto == "VALID" else (pads[i], pads[i + n])
+                dims.append(_pool_size(x[2 + i], k[i], st[i], 1, p, bool(a.get("ceil_mode", 0))))
+        return et, x[:2] + dims
+    if op == "QLinearConcat":
+        parts = [shape(k) for k in range(2, len(node.input), 3)]
+        if any(p[1] is None for p in parts):
+            return None
+        axis = a.get("axis", 0) % len(parts[0][1])
+        out = list(parts[0][1])
+        out[axis] = sum(p[1][axis] for p in parts)
+        return parts[0][0], out
+    if op == "QGemm":
+        _, b = shape(3)
+        if x is None or b is None:
+            return None
+        m = x[1] if a.get("transA", 0) else x[0]
+        nn = b[0] if a.get("transB", 0) else b[1]
+        et_y = shape(8)[0] if len(node.input) > 8 and node.input[8] else 1
+        return et_y, [m, nn]
+    return None
+
+
+def _infos(model) -> dict[str, tuple]:
+    """(element type, dims) of every tensor the model describes (the most complete
+    description when several do)."""
+    out = {}
+    for vi in list(model.graph.input) + list(model.graph.output) + list(model.graph.value_info):
+        t = vi.type.tensor_type
+        dims = _dims(vi)
+        if vi.name not in out or out[vi.name][1] is None or not out[vi.name][0]:
+            out[vi.name] = (t.elem_type, dims)
+    return out
+
+
+def _dequantize(node, values: list) -> np.ndarray:
+    """DequantizeLinear of a constant: ``(x - zero_point) * scale``, per tensor or along
+    ``axis``."""
+    x = np.asarray(values[0])
+    scale = np.asarray(values[1], np.float32)
+    zp = np.asarray(values[2]) if len(values) > 2 and values[2] is not None else \
+        np.zeros(scale.shape, x.dtype)
+    axis = _attrs(node).get("axis", 1) % max(x.ndim, 1)
+    if scale.size > 1:
+        shape = [1] * x.ndim
+        shape[axis] = scale.size
+        scale, zp = scale.reshape(shape), zp.reshape(shape)
+    return ((x.astype(np.int64) - zp.astype(np.int64)).astype(np.float32) * scale).astype(
+        np.float32)
+
+
+def _evaluate(node, values: list, opsets) -> list[np.ndarray]:
+    """One node on known inputs, by the onnx package's reference evaluator (DequantizeLinear
+    by ``_dequantize``: the evaluator lacks its older versions)."""
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    if node.op_type == "DequantizeLinear" and not _attrs(node).get("block_size"):
+        return [_dequantize(node, values)]
+
+    names = [f"in{k}" for k in range(len(values))]
+    n = helper.make_node(node.op_type, [names[k] if x else "" for k, x in enumerate(node.input)],
+                         [f"out{k}" for k in range(len(node.output))], domain=node.domain)
+    n.attribute.extend(node.attribute)
+    inits = [numpy_helper.from_array(np.asarray(v), names[k]) for k, v in enumerate(values)
+             if v is not None]
+    g = helper.make_graph([n], "fold", [], [helper.make_value_info(o, helper.TypeProto())
+                                            for o in n.output], inits)
+    m = helper.make_model(g, opset_imports=opsets)
+    try:
+        return [np.asarray(v) for v in ReferenceEvaluator(m).run(None, {})]
+    except Exception as exc:
+        raise ModelError(f"node {node.name!r} ({node.op_type}): its inputs are constants but "
+                         f"evaluating it failed: {str(exc).splitlines()[0]}") from None
+
+
+def _qconst(node, values: list) -> QConst | None:
+    """The integer weights a DequantizeLinear of a constant reads."""
+    x = values[0]
+    if x.dtype not in (np.int8, np.uint8, np.int32):
+        return None
+    scale = np.asarray(values[1], np.float32)
+    zp = np.asarray(values[2] if len(values) > 2 and values[2] is not None
+                    else np.zeros(scale.shape, x.dtype))
+    axis = 1
+    for a in node.attribute:
+        if a.name == "axis":
+            axis = a.i
+        if a.name == "block_size" and a.i:
+            return None
+    return QConst(x, scale, zp, axis % max(x.ndim, 1))
+
+
+def read(model, input_shapes: dict | None = None) -> Net:
+    """The ``Net`` of an ONNX model (a path or a ``ModelProto``); ``input_shapes`` overrides
+    input dimensions (symbolic ones become 1 otherwise)."""
+    from onnx import helper, numpy_helper
+
+    model = _load(model)
+    opsets = list(model.opset_import)
+    versions = {o.domain or "": o.version for o in opsets}
+    opset = versions.get("", versions.get("ai.onnx", 0))
+    g = model.graph
+    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    inputs = [vi for vi in g.input if vi.name not in consts]
+    _fix_inputs(model, inputs, input_shapes)
+    infos = _infos(_infer(model))
+    qconsts: dict[str, QConst] = {}
+    kept = []
+    for node in g.node:
+        if any(a.type in (5, 10) for a in node.attribute):  # graphs: If, Loop, Scan
+            raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): control "
+                             f"flow (subgraphs) is not supported")
+        ins = [x for x in node.input if x]
+        if node.op_type == "Shape" and ins and ins[0] not in consts:
+            et, dims = infos.get(ins[0], (0, None))
+            if dims is not None and all(isinstance(d, int) for d in dims):
+                a = _attrs(node)
+                lo, hi = a.get("start", 0), a.get("end", len(dims))
+                consts[node.output[0]] = np.array(dims, np.int64)[lo:hi]
+                continue
+        if node.op_type == "Size" and ins and ins[0] not in consts:
+            et, dims = infos.get(ins[0], (0, None))
+            if dims is not None and all(isinstance(d, int) for d in dims):
+                consts[node.output[0]] = np.array(int(np.prod(dims)), np.int64)
+                continue
+        if all(x in consts for x in ins):
+            values = [consts[x] if x else None for x in node.input]
+            outs = _evaluate(node, values, opsets)
+            for name, v in zip(node.output, outs):
+                consts[name] = v
+            if node.op_type == "DequantizeLinear":
+                q = _qconst(node, values)
+                if q is not None:
+                    qconsts[node.output[0]] = q
+            continue
+        kept.append(node)
+    # Shapes again, now that the folded values are initializers.
+    rebuilt = helper.make_graph(
+        kept, g.name or "model", [vi for vi in g.input if vi.name not in consts], list(g.output),
+        [numpy_helper.from_array(np.asarray(v), n) for n, v in consts.items()])
+    m2 = helper.make_model(rebuilt, opset_imports=opsets)
+    m2.ir_version = model.ir_version
+    infos = _infos(_infer(m2))
+    info: dict[str, TInfo] = {}
+    for name, (et, dims) in infos.items():
+        if name in consts:
+            continue
+        if dims is None or not all(isinstance(d, int) for d in dims):
+            continue
+        if et not in DTYPES:
+            continue
+        info[name] = TInfo(tuple(int(d) for d in dims), DTYPES[et])
+    nodes = []
+    for k, node in enumerate(kept):
+        name = node.name or f"{node.op_type}_{k}"
+        n = Node(node.op_type, name, list(node.input), list(node.output), _attrs(node),
+                 node.domain or "")
+        for t in n.outputs:
+            if not t:
+                continue
+            et, dims = infos.get(t, (0, None))
+            if et and et not in DTYPES:
+                raise ModelError(f"{n.where()}: output {t!r} has element type "
+                                 f"{ONNX_TYPE_NAMES.get(et, et)}; npukit computes on float32, "
+                                 f"int8 and uint8")
+            if t not in info:
+                raise ModelError(f"{n.where()}: the shape of output {t!r} is unknown after "
+                                 f"shape inference ({dims})")
+        nodes.append(n)
+    for vi in g.output:
+        if vi.name not in info and vi.name not in consts:
+            raise ModelError(f"output {vi.name!r}: its shape is unknown after shape inference")
+    for vi in inputs:
+        et = vi.type.tensor_type.elem_type
+        if et not in (1, 2, 3):
+            raise ModelError(f"input {vi.name!r} has element type {ONNX_TYPE_NAMES.get(et, et)}; "
+                             f"npukit takes float32, int8 and uint8 inputs")
+    return Net(g.name or "model", opset, [vi.name for vi in inputs], [vi.name for vi in g.output],
+               info, consts, qconsts, nodes)

@@ -1,0 +1,542 @@
+"""Layer generators beyond the GAP AutoTiler's CNN library, in its style: each call creates
+one user kernel of a ``Model`` with the tiler's vocabulary (``UserKernel``, ``KerArg``,
+``Call``), its calls going to the basic kernels of ``cnn_more_kernels``. The model's tiler
+picks the tiles, the graph planner places the tensors, both back ends run them.
+
+Generators are functions of the model (``conv_pool_act(m, "Conv0", ...)``), so they add no
+method to ``Model``. Shapes follow the tensors' row-major layout:
+
+- ``conv_pool_act``: a convolution (dense, or depthwise: one input plane per output plane),
+  strided, dilated, zero padded, then an activation (float32) or ONNX Runtime's
+  requantisation (int8/uint8), then an optional pooling without padding. Iteration order
+  (out-plane, tile, in-plane) and horizontal tiles of output rows, as GAP's
+  ``CNN_ConvolutionPoolReLU``; a one-tile L1 accumulator receives the bias, then each input
+  plane's taps, then is activated and pooled into the output tile.
+- ``pool``: max or average pooling with ONNX's padding, dilations and ``count_include_pad``.
+- ``global_pool``: the average of each plane, accumulated tile by tile.
+- ``unary``, ``lut``: elementwise functions and 256-entry tables.
+- ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views.
+- ``matmul``: rows of ``A`` times column tiles of ``B`` (vertical tiles), with Gemm's ``C``.
+- ``softmax``, ``lrn``: along rows or, in vertical tiles, along columns.
+- ``pad_axis``, ``concat``, ``transpose``: data movement.
+
+Padding of windowed layers. The tiler cuts argument ``a`` into tiles starting at line
+``k_a * T * i``, so a tile cannot start before the plane. A windowed layer therefore reads its
+input either whole (``in_tiled=False``: the plane in one L1 buffer, every padding in the
+basic kernel) or in row tiles of an input whose rows are already padded (``pad_axis``
+before it); columns are always padded in the kernel. The GAP AutoTiler passes each tile's
+padding to its basic kernels instead (``KER_ARG_TILE_PAD``), which npukit's tiler does not
+model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TilingError
+from . import cnn_kernels as CK
+from . import cnn_more_kernels as K
+from .api import (
+    KER_ARG_TILE,
+    KER_ARG_TILE_H,
+    KER_ARG_TILE_W,
+    KER_ARG_TILEINDEX,
+    KER_ARG_TILEOFFSET,
+    KER_DIM2,
+    KER_DIM4,
+    KER_IN_PLANE,
+    KER_OUT_PLANE,
+    KER_TILE,
+    LOC_IN_PLANE_EPILOG,
+    LOC_IN_PLANE_PROLOG,
+    LOC_INNER_LOOP,
+    LOC_INNER_LOOP_EPILOG,
+    OBJ_CONSTRAINTS_TILE_HOR,
+    OBJ_CONSTRAINTS_TILE_VER,
+    TILE_HOR,
+    Bindings,
+    Call,
+    Calls,
+    CArgs,
+    Imm,
+    K_Arg,
+    Ker_IteratorIndex,
+    KerArg,
+    KerArgs,
+    KernelDimensions,
+    KernelIterationOrder,
+    Obj,
+    TCArg,
+)
+
+IN_DB = Obj.O_IN | Obj.O_DB
+OUT_DB = Obj.O_OUT | Obj.O_DB
+
+
+def _ptr(dt, const: bool = False) -> str:
+    return f"{'const ' if const else ''}{K.c_type(dt)} *__restrict__"
+
+
+def _lib(m, k) -> str:
+    """Register basic kernel ``k`` with the model (once) and return its name."""
+    return m._lib(k)
+
+
+def _width(m, dt) -> int:
+    return m._simd(np.dtype(dt).name)
+
+
+def _plane_order(planes: int):
+    """Iteration over ``planes`` planes (the out-plane iterator, one in-plane) or none."""
+    if planes > 1:
+        return KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE)
+    return KernelIterationOrder(KER_DIM2, KER_TILE)
+
+
+def _per_plane(planes: int, varies: bool) -> int:
+    """The flags of an input that varies with the plane: 4D with one in-plane, so its plane
+    index is the out-plane's (3D inputs follow the in-plane iterator)."""
+    return Obj.O_3D | Obj.O_4D if planes > 1 and varies else 0
+
+
+def _out_plane(planes: int) -> int:
+    return Obj.O_3D if planes > 1 else 0
+
+
+def _check(name: str, what: str, ok: bool) -> None:
+    if not ok:
+        raise TilingError(f"{name}: {what}")
+
+
+# -- convolution ------------------------------------------------------------------------------
+
+def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: int, Width: int,
+                  Height: int, in_tiled: bool, Hreal: int, PadT: int, PadL: int, Fcx: int,
+                  Fcy: int, Dcx: int = 1, Dcy: int = 1, Scx: int = 1, Scy: int = 1, Wc: int,
+                  Hc: int, depthwise: bool = False, PoolOper: int = K.POOL_NONE, Fpx: int = 1,
+                  Fpy: int = 1, Spx: int = 1, Spy: int = 1, Wo: int, Ho: int,
+                  Act: int = K.ACT_NONE, ActParams: tuple[int, int] = (0, 0), Zin: int = 0,
+                  Zw: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0) -> None:
+    """The user kernel ``Name(In, Filter, Bias[, Scale], Out)``: In [InFeat, Height, Width]
+    (``in_tiled``: rows already padded, ``PadT`` of them on top, ``Hreal`` real ones; else
+    the real plane, padded in the kernel), Filter [OutFeat, InFeat or 1, Fcy, Fcx], Bias
+    [OutFeat] (float32 or int32), Scale [OutFeat] float32 (integers: the requantisation
+    scale ``x_scale * w_scale / y_scale``), Out [OutFeat, Ho, Wo]; the convolution output is
+    Wc x Hc. Integer outputs are clamped to [Lo, Hi] (the activation, folded)."""
+    flt = K.is_float(out_dt)
+    acc_dt = "float32" if flt else "int32"
+    bias_dt = acc_dt
+    _check(Name, "pooling after an integer convolution must be a max pooling",
+           flt or PoolOper in (K.POOL_NONE, K.POOL_MAX))
+    fe = Dcy * (Fcy - 1) + 1
+    k_in = Scy * Spy
+    ov_in = Height - k_in * Ho
+    need = Scy * (Fpy - Spy - 1) + fe
+    if in_tiled:
+        _check(Name, f"the input plane has {Height} rows, the {Ho} output rows need "
+               f"{k_in * Ho + need}: pad its rows first", ov_in >= max(need, 0))
+    hc_decl = Spy * (Ho - 1) + Fpy
+    _check(Name, f"pooling window {Fpy} smaller than its stride {Spy}", Fpy >= Spy)
+    quant = [] if flt else [TCArg(_ptr("float32"), "Scale")]
+    conv = _lib(m, K.conv(np.dtype(in_dt).name, np.dtype(w_dt).name, _width(m, in_dt)))
+    set_bias = _lib(m, CK.set_bias(bias_dt, acc_dt))
+    out = _lib(m, K.conv_out(acc_dt, np.dtype(out_dt).name))
+    in_flags = IN_DB | (Obj.O_3D | Obj.O_4D if depthwise else Obj.O_3D)
+    in_row0 = K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT)
+    if flt:
+        tail = [Imm(Act), Imm(ActParams[0]), Imm(ActParams[1])]
+    else:
+        tail = [K_Arg("Scale", KER_ARG_TILE), Ker_IteratorIndex(KER_OUT_PLANE), Imm(Zout),
+                Imm(Lo), Imm(Hi)]
+    kerargs = [
+        KerArg("In", in_flags | (Obj.O_TILED if in_tiled else 0), Width, Height,
+               np.dtype(in_dt).itemsize, ov_in if in_tiled else 0, 0, 0, "In"),
+        KerArg("Bias", Obj.O_IN, OutFeat, 1, 4, 0, 0, 0, "Bias"),
+        KerArg("Filter", IN_DB | Obj.O_3D | Obj.O_4D, Fcx, Fcy, np.dtype(w_dt).itemsize, 0, 0,
+               0, "Filter"),
+    ]
+    if not flt:
+        kerargs.append(KerArg("Scale", Obj.O_IN, OutFeat, 1, 4, 0, 0, 0, "Scale"))
+    kerargs += [
+        KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, np.dtype(out_dt).itemsize, 0, 0,
+               0, "Out"),
+        KerArg("Acc", Obj.O_BUFF | Obj.O_TILED | Obj.O_ONETILE, Wc, hc_decl, 4,
+               hc_decl - Spy * Ho, 0, 0, None),
+    ]
+    m.UserKernel(Name,
+        KernelDimensions(1 if depthwise else InFeat, Width, Height, OutFeat),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
+              TCArg(_ptr(bias_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out")),
+        Calls(
+            Call(set_bias, LOC_IN_PLANE_PROLOG, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILE_H),
+                K_Arg("Bias", KER_ARG_TILE), Ker_IteratorIndex(KER_OUT_PLANE), Imm(0))),
+            Call(conv, LOC_INNER_LOOP, Bindings(
+                K_Arg("In", KER_ARG_TILE), Imm(Width), in_row0, K_Arg("In", KER_ARG_TILE_H),
+                Imm(Hreal), Imm(PadT), K_Arg("Filter", KER_ARG_TILE), K_Arg("Acc", KER_ARG_TILE),
+                Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), K_Arg("Acc", KER_ARG_TILE_H),
+                Imm(Fcx), Imm(Fcy), Imm(Scx), Imm(Scy), Imm(Dcx), Imm(Dcy), Imm(PadL), Imm(Zin),
+                Imm(Zw))),
+            Call(out, LOC_IN_PLANE_EPILOG, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), Imm(Hc),
+                K_Arg("Out", KER_ARG_TILE), Imm(Wo), K_Arg("Out", KER_ARG_TILEOFFSET),
+                K_Arg("Out", KER_ARG_TILE_H), Imm(Fpx), Imm(Fpy), Imm(Spx), Imm(Spy),
+                Imm(PoolOper), *tail))),
+        KerArgs(*kerargs))
+    m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * OutFeat * (1 if depthwise else InFeat)
+
+
+# -- pooling ----------------------------------------------------------------------------------
+
+def pool(m, Name: str, *, dt, C: int, Width: int, Height: int, in_tiled: bool, Hreal: int,
+         PadT: int, PadL: int, PadB: int, PadR: int, Fx: int, Fy: int, Sx: int, Sy: int,
+         Dx: int = 1, Dy: int = 1, Wo: int, Ho: int, Oper: int, CountPad: int = 0,
+         InScale: int = 0, InZp: int = 0, OutScale: int = 0, OutZp: int = 0) -> None:
+    """``Name(In, Out)``: max or average pooling of each of the C planes (In [C, Height,
+    Width], Out [C, Ho, Wo]); padding as in ``conv_pool_act``. Integer averages follow ONNX
+    Runtime's QLinearAveragePool (scales as bits)."""
+    fe = Dy * (Fy - 1) + 1
+    ov_in = Height - Sy * Ho
+    if in_tiled:
+        _check(Name, f"the input plane has {Height} rows, the {Ho} output rows need "
+               f"{Sy * Ho + fe - Sy}: pad its rows first", ov_in >= max(fe - Sy, 0))
+    k = _lib(m, K.pool(np.dtype(dt).name))
+    item = np.dtype(dt).itemsize
+    m.UserKernel(Name,
+        KernelDimensions(1, Width, Height, C),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(Width),
+            K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT),
+            K_Arg("In", KER_ARG_TILE_H), Imm(Hreal), Imm(PadT), K_Arg("Out", KER_ARG_TILE),
+            Imm(Wo), K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H), Imm(Fx),
+            Imm(Fy), Imm(Sx), Imm(Sy), Imm(Dx), Imm(Dy), Imm(PadL), Imm(PadB), Imm(PadR),
+            Imm(Oper), Imm(CountPad), Imm(InScale), Imm(InZp), Imm(OutScale), Imm(OutZp)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D | (Obj.O_TILED if in_tiled else 0), Width,
+                   Height, item, ov_in if in_tiled else 0, 0, 0, "In"),
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, item, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = C * Wo * Ho * Fx * Fy
+
+
+def global_pool(m, Name: str, *, dt, C: int, Width: int, Height: int, InZp: int = 0,
+                Scale: int = 0, OutZp: int = 0) -> None:
+    """``Name(In, Out)``: the average of each of the C planes of In [C, Height, Width] into
+    Out [C]; the plane is summed tile by tile (``global_sum``), then divided or requantised
+    (``global_out``)."""
+    acc = "float32" if K.is_float(dt) else "int32"
+    dt = np.dtype(dt).name
+    s, o = _lib(m, K.global_sum(dt)), _lib(m, K.global_out(dt))
+    item = np.dtype(dt).itemsize
+    m.UserKernel(Name,
+        KernelDimensions(1, Width, Height, C),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(dt), "Out")),
+        Calls(
+            Call(s, LOC_INNER_LOOP, Bindings(
+                K_Arg("In", KER_ARG_TILE), K_Arg("In", KER_ARG_TILE_W),
+                K_Arg("In", KER_ARG_TILE_H), K_Arg("Sum", KER_ARG_TILE),
+                K_Arg("In", KER_ARG_TILEINDEX))),
+            Call(o, LOC_INNER_LOOP_EPILOG, Bindings(
+                K_Arg("Sum", KER_ARG_TILE), Imm(Width * Height), K_Arg("Out", KER_ARG_TILE),
+                Imm(InZp), Imm(Scale), Imm(OutZp)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D | Obj.O_TILED, Width, Height, item, 0, 0, 0,
+                   "In"),
+            KerArg("Out", Obj.O_OUT | Obj.O_3D, 1, 1, item, 0, 0, 0, "Out"),
+            KerArg("Sum", Obj.O_BUFF, 1, 1, np.dtype(acc).itemsize, 0, 0, 0, None)))
+    m._cnn_ops[Name] = C * Width * Height
+
+
+# -- elementwise ------------------------------------------------------------------------------
+
+def unary(m, Name: str, *, in_dt, out_dt, Rows: int, Cols: int, Op: int, P0: int = 0,
+          P1: int = 0) -> None:
+    """``Name(In, Out)``: ``Out = f(In)`` elementwise on a [Rows, Cols] view (see
+    ``cnn_more_kernels.unary``), tiles of rows."""
+    k = _lib(m, K.unary(np.dtype(in_dt).name, np.dtype(out_dt).name, _width(m, in_dt)))
+    m.UserKernel(Name,
+        KernelDimensions(1, Cols, Rows, 1), KernelIterationOrder(KER_DIM2, KER_TILE), TILE_HOR,
+        CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(out_dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(Cols), K_Arg("In", KER_ARG_TILE_H),
+            K_Arg("Out", KER_ARG_TILE), Imm(Op), Imm(P0), Imm(P1)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_TILED, Cols, Rows, np.dtype(in_dt).itemsize, 0, 0, 0, "In"),
+            KerArg("Out", OUT_DB | Obj.O_TILED, Cols, Rows, np.dtype(out_dt).itemsize, 0, 0, 0,
+                   "Out")))
+    m._cnn_ops[Name] = Rows * Cols
+
+
+def lut(m, Name: str, *, in_dt, out_dt, Rows: int, Cols: int) -> None:
+    """``Name(In, Table, Out)``: ``Out = Table[In + offset]`` on a [Rows, Cols] view; the
+    table has 256 entries (offset 128 for int8 inputs)."""
+    k = _lib(m, K.lut(np.dtype(in_dt).name, np.dtype(out_dt).name))
+    offset = 128 if np.dtype(in_dt) == np.int8 else 0
+    m.UserKernel(Name,
+        KernelDimensions(1, Cols, Rows, 1), KernelIterationOrder(KER_DIM2, KER_TILE), TILE_HOR,
+        CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(out_dt, True), "Table"),
+              TCArg(_ptr(out_dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(Cols), K_Arg("In", KER_ARG_TILE_H),
+            K_Arg("Table", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE), Imm(offset)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_TILED, Cols, Rows, 1, 0, 0, 0, "In"),
+            KerArg("Table", Obj.O_IN, 256, 1, 1, 0, 0, 0, "Table"),
+            KerArg("Out", OUT_DB | Obj.O_TILED, Cols, Rows, 1, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Rows * Cols
+
+
+def _bcast_arg(name: str, dt, planes: int, rows: int, cols: int, full: tuple[bool, bool, bool]):
+    """The KerArg of a broadcast operand of a [planes, rows, cols] operation (``full`` says
+    along which of the three it varies) and its (row, column) strides in the tile."""
+    fp, fr, fc = full
+    flags = Obj.O_IN | Obj.O_DB | _per_plane(planes, fp) | (Obj.O_TILED if fr else 0)
+    w, h = (cols if fc else 1), (rows if fr else 1)
+    strides = ((cols if fc else 1) if fr else 0, 1 if fc else 0)
+    return KerArg(name, flags, w, h, np.dtype(dt).itemsize, 0, 0, 0, name), strides
+
+
+def binary(m, Name: str, *, a_dt, b_dt, out_dt, Planes: int, Rows: int, Cols: int,
+           a_full: tuple[bool, bool, bool], b_full: tuple[bool, bool, bool], Op: int,
+           Act: int = K.ACT_NONE, P: tuple[int, int, int] = (0, 0, 0), Za: int = 0,
+           Zb: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0) -> None:
+    """``Name(A, B, Out)``: ``Out[p][r][c] = op(A, B)`` on [Planes, Rows, Cols]; ``a_full`` and
+    ``b_full`` say along which dimensions each operand varies (else it is broadcast). Tiles
+    of rows; per-plane operands follow the out-plane iterator."""
+    k = _lib(m, K.binary(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
+                         _width(m, out_dt)))
+    ka, (ar, ac) = _bcast_arg("A", a_dt, Planes, Rows, Cols, a_full)
+    kb, (br, bc) = _bcast_arg("B", b_dt, Planes, Rows, Cols, b_full)
+    m.UserKernel(Name,
+        KernelDimensions(1, Cols, Rows, Planes), _plane_order(Planes), TILE_HOR,
+        CArgs(TCArg(_ptr(a_dt, True), "A"), TCArg(_ptr(b_dt, True), "B"),
+              TCArg(_ptr(out_dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("A", KER_ARG_TILE), K_Arg("B", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
+            K_Arg("Out", KER_ARG_TILE_H), Imm(Cols), Imm(ar), Imm(ac), Imm(br), Imm(bc), Imm(Op),
+            Imm(Act), Imm(P[0]), Imm(P[1]), Imm(P[2]), Imm(Za), Imm(Zb), Imm(Zout), Imm(Lo),
+            Imm(Hi)))),
+        KerArgs(ka, kb,
+                KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Planes), Cols, Rows,
+                       np.dtype(out_dt).itemsize, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * Rows * Cols
+
+
+# -- matrix products --------------------------------------------------------------------------
+
+def matmul(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c: str | None = None,
+           Alpha: int = 0, Beta: int = 0, Act: int = K.ACT_NONE, ActParams=(0, 0), Za: int = 0,
+           Zb: int = 0, scale_per_column: bool = False, Zout: int = 0, Lo: int = 0,
+           Hi: int = 0) -> None:
+    """``Name(A, B[, C][, Scale], Out)``: Out [M, N] = A [M, K] x B [K, N], Gemm's ``C``
+    (float32) or the int32 bias (integers) being ``c``: ``"column"`` [N], ``"element"`` [M, N],
+    ``"row"`` [M] or ``"scalar"`` [1]. Each output row is an out-plane; B, C, Scale and Out are
+    cut in vertical tiles of columns. Integers: Scale [N] or [1] float32."""
+    flt = K.is_float(out_dt)
+    k = _lib(m, K.matmul(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
+                         _width(m, a_dt)))
+    ver = OBJ_CONSTRAINTS_TILE_VER
+    cdt = "float32" if flt else "int32"
+    cargs = [TCArg(_ptr(a_dt, True), "A"), TCArg(_ptr(b_dt, True), "B")]
+    kerargs = [KerArg("A", Obj.O_IN | Obj.O_DB | _per_plane(M, True), K_, 1,
+                      np.dtype(a_dt).itemsize, 0, 0, 0, "A"),
+               KerArg("B", IN_DB | Obj.O_TILED, N, K_, np.dtype(b_dt).itemsize, 0, ver, 0, "B")]
+    if c is not None:
+        cargs.append(TCArg(_ptr(cdt, True), "C"))
+        if c in ("column", "element"):
+            kerargs.append(KerArg("C", IN_DB | Obj.O_TILED | _per_plane(M, c == "element"), N, 1,
+                                  4, 0, ver, 0, "C"))
+        else:
+            kerargs.append(KerArg("C", IN_DB | _per_plane(M, c == "row"), 1, 1, 4, 0, 0, 0,
+                                  "C"))
+        c_bind, c_step = K_Arg("C", KER_ARG_TILE), int(c in ("column", "element"))
+    else:
+        # No C: the kernel never reads it; the binding is any pointer to 4-byte items.
+        c_bind, c_step = K_Arg("B" if flt else "Scale", KER_ARG_TILE), 0
+    if flt:
+        tail = [Imm(Alpha), Imm(Beta), Imm(Act), Imm(ActParams[0]), Imm(ActParams[1])]
+    else:
+        cargs.append(TCArg(_ptr("float32", True), "Scale"))
+        if scale_per_column:
+            kerargs.append(KerArg("Scale", IN_DB | Obj.O_TILED, N, 1, 4, 0, ver, 0, "Scale"))
+        else:
+            kerargs.append(KerArg("Scale", Obj.O_IN, 1, 1, 4, 0, 0, 0, "Scale"))
+        tail = [Imm(Za), Imm(Zb), K_Arg("Scale", KER_ARG_TILE), Imm(int(scale_per_column)),
+                Imm(Zout), Imm(Lo), Imm(Hi)]
+    cargs.append(TCArg(_ptr(out_dt), "Out"))
+    kerargs.append(KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(M), N, 1,
+                          np.dtype(out_dt).itemsize, 0, ver, 0, "Out"))
+    m.UserKernel(Name,
+        KernelDimensions(1, N, K_, M), _plane_order(M), TILE_HOR,
+        CArgs(*cargs),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("A", KER_ARG_TILE), Imm(K_), K_Arg("B", KER_ARG_TILE),
+            K_Arg("B", KER_ARG_TILE_W), c_bind, Imm(c_step), Imm(int(c is not None)),
+            K_Arg("Out", KER_ARG_TILE), *tail))),
+        KerArgs(*kerargs))
+    m._cnn_ops[Name] = M * K_ * N
+
+
+# -- softmax, LRN -----------------------------------------------------------------------------
+
+def softmax(m, Name: str, *, Outer: int, D: int, Inner: int, dt="float32",
+            Ys: int = 0, Zp: int = 0) -> None:
+    """``Name(In, Out)`` (integers: ``Name(In, Table, Out)``): softmax along the middle axis of
+    [Outer, D, Inner]: along rows (tiles of rows) when Inner is 1, else along the columns of
+    vertical tiles of each [D, Inner] plane. float32, or ONNX Runtime's QLinearSoftmax on
+    int8/uint8 with its 256-entry exp table (``cnn_more_kernels.qsoftmax``)."""
+    quant = not K.is_float(dt)
+    k = _lib(m, K.qsoftmax(np.dtype(dt).name) if quant else K.softmax("float32"))
+    item = np.dtype(dt).itemsize
+    if Inner == 1:
+        order, dims = KernelIterationOrder(KER_DIM2, KER_TILE), KernelDimensions(1, D, Outer, 1)
+        flags, w, h, con = Obj.O_TILED, D, Outer, OBJ_CONSTRAINTS_TILE_HOR
+        binds = [K_Arg("In", KER_ARG_TILE_H), Imm(D), Imm(D), Imm(1)]
+    else:
+        order, dims = _plane_order(Outer), KernelDimensions(1, Inner, D, Outer)
+        flags, w, h, con = Obj.O_TILED, Inner, D, OBJ_CONSTRAINTS_TILE_VER
+        binds = [K_Arg("In", KER_ARG_TILE_W), Imm(1), Imm(D), K_Arg("In", KER_ARG_TILE_W)]
+    planes = Outer if Inner > 1 else 1
+    table = [TCArg(_ptr("float32", True), "Table")] if quant else []
+    table_arg = [KerArg("Table", Obj.O_IN, 256, 1, 4, 0, 0, 0, "Table")] if quant else []
+    tail = [K_Arg("Table", KER_ARG_TILE), Imm(Ys), Imm(Zp)] if quant else []
+    m.UserKernel(Name, dims, order, TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), *table, TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE), *binds, *tail))),
+        KerArgs(
+            KerArg("In", IN_DB | flags | _per_plane(planes, True), w, h, item, 0, con, 0, "In"),
+            *table_arg,
+            KerArg("Out", OUT_DB | flags | _out_plane(planes), w, h, item, 0, con, 0, "Out")))
+    m._cnn_ops[Name] = Outer * D * Inner
+
+
+def lrn(m, Name: str, *, Planes: int, C: int, Cols: int, Lo: int, Hi: int, AlphaOverSize: int,
+        Beta: int, Bias: int) -> None:
+    """``Name(In, Out)``: ONNX LRN across the C rows of each [C, Cols] plane (vertical
+    tiles, so every tile holds all the channels of its columns)."""
+    k = _lib(m, K.lrn())
+    ver = OBJ_CONSTRAINTS_TILE_VER
+    m.UserKernel(Name, KernelDimensions(1, Cols, C, Planes), _plane_order(Planes), TILE_HOR,
+        CArgs(TCArg(_ptr("float32", True), "In"), TCArg(_ptr("float32"), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE), Imm(C),
+            K_Arg("In", KER_ARG_TILE_W), Imm(Lo), Imm(Hi), Imm(AlphaOverSize), Imm(Beta),
+            Imm(Bias)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_TILED | _per_plane(Planes, True), Cols, C, 4, 0, ver, 0,
+                   "In"),
+            KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Planes), Cols, C, 4, 0, ver, 0,
+                   "Out")))
+    m._cnn_ops[Name] = Planes * C * Cols * (Lo + Hi + 1)
+
+
+# -- data movement ----------------------------------------------------------------------------
+
+def pad_axis(m, Name: str, *, dt, Outer: int, D: int, Inner: int, PadBegin: int, PadEnd: int,
+             Mode: int = K.PAD_CONSTANT, Value: int = 0) -> None:
+    """``Name(In, Out)``: [Outer, D, Inner] -> [Outer, D + PadBegin + PadEnd, Inner] (negative
+    pads crop): tiles of rows along Outer when Inner is 1, else vertical tiles of each
+    [D, Inner] plane (every tile holds the whole padded axis)."""
+    d2 = D + PadBegin + PadEnd
+    _check(Name, f"padding leaves {d2} values along the axis", d2 >= 1)
+    k = _lib(m, K.pad_axis(np.dtype(dt).name))
+    item = np.dtype(dt).itemsize
+    if Inner == 1:
+        order, dims = KernelIterationOrder(KER_DIM2, KER_TILE), KernelDimensions(1, D, Outer, 1)
+        con, (wi, hi), (wo, ho) = OBJ_CONSTRAINTS_TILE_HOR, (D, Outer), (d2, Outer)
+        binds = [K_Arg("In", KER_ARG_TILE_H), Imm(D), Imm(d2), Imm(1), Imm(D), Imm(d2)]
+        planes = 1
+    else:
+        order, dims = _plane_order(Outer), KernelDimensions(1, Inner, D, Outer)
+        con, (wi, hi), (wo, ho) = OBJ_CONSTRAINTS_TILE_VER, (Inner, D), (Inner, d2)
+        binds = [K_Arg("In", KER_ARG_TILE_W), Imm(D), Imm(d2), K_Arg("In", KER_ARG_TILE_W),
+                 Imm(1), Imm(1)]
+        planes = Outer
+    m.UserKernel(Name, dims, order, TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE), *binds, Imm(PadBegin),
+            Imm(Mode), Imm(Value)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_TILED | _per_plane(planes, True), wi, hi, item, 0, con, 0,
+                   "In"),
+            KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(planes), wo, ho, item, 0, con, 0,
+                   "Out")))
+    m._cnn_ops[Name] = Outer * d2 * Inner
+
+
+def concat(m, Name: str, *, dt, Outer: int, Ds: tuple[int, ...], Inner: int) -> None:
+    """``Name(In0, In1, ..., Out)``: [Outer, D_k, Inner] inputs concatenated along the middle
+    axis: tiles of rows along Outer when Inner is 1, else vertical tiles of each plane; one
+    block copy per input."""
+    k = _lib(m, K.copy2d(np.dtype(dt).name))
+    item = np.dtype(dt).itemsize
+    total = sum(Ds)
+    names = [f"In{i}" for i in range(len(Ds))]
+    calls, kerargs, off = [], [], 0
+    if Inner == 1:
+        order, dims = KernelIterationOrder(KER_DIM2, KER_TILE), KernelDimensions(1, total, Outer, 1)
+        for n, d in zip(names, Ds):
+            kerargs.append(KerArg(n, IN_DB | Obj.O_TILED, d, Outer, item, 0,
+                                  OBJ_CONSTRAINTS_TILE_HOR, 0, n))
+            calls.append(Call(k, LOC_INNER_LOOP, Bindings(
+                K_Arg(n, KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE_H), Imm(d), Imm(d),
+                K_Arg("Out", KER_ARG_TILE), Imm(total), Imm(0), Imm(off))))
+            off += d
+        kerargs.append(KerArg("Out", OUT_DB | Obj.O_TILED, total, Outer, item, 0,
+                              OBJ_CONSTRAINTS_TILE_HOR, 0, "Out"))
+    else:
+        order, dims = _plane_order(Outer), KernelDimensions(1, Inner, total, Outer)
+        ver = OBJ_CONSTRAINTS_TILE_VER
+        for n, d in zip(names, Ds):
+            kerargs.append(KerArg(n, IN_DB | Obj.O_TILED | _per_plane(Outer, True), Inner, d,
+                                  item, 0, ver, 0, n))
+            calls.append(Call(k, LOC_INNER_LOOP, Bindings(
+                K_Arg(n, KER_ARG_TILE), Imm(d), K_Arg(n, KER_ARG_TILE_W),
+                K_Arg(n, KER_ARG_TILE_W), K_Arg("Out", KER_ARG_TILE),
+                K_Arg("Out", KER_ARG_TILE_W), Imm(off), Imm(0))))
+            off += d
+        kerargs.append(KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Outer), Inner, total, item,
+                              0, ver, 0, "Out"))
+    m.UserKernel(Name, dims, order, TILE_HOR,
+        CArgs(*(TCArg(_ptr(dt, True), n) for n in names), TCArg(_ptr(dt), "Out")),
+        Calls(*calls), KerArgs(*kerargs))
+    m._cnn_ops[Name] = Outer * total * Inner
+
+
+def transpose(m, Name: str, *, dt, Planes: int, A: int, B: int, I: int) -> None:  # noqa: E741
+    """``Name(In, Out)``: [Planes, A, B, I] -> [Planes, B, A, I]. The longer of A and B is
+    tiled: horizontal tiles of its rows on one side, vertical tiles of its columns on the
+    other."""
+    k = _lib(m, K.transpose(np.dtype(dt).name))
+    item = np.dtype(dt).itemsize
+    hor, ver = OBJ_CONSTRAINTS_TILE_HOR, OBJ_CONSTRAINTS_TILE_VER
+    if B >= A:
+        kin = KerArg("In", IN_DB | Obj.O_TILED | _per_plane(Planes, True), B * I, A, item, 0,
+                     ver, 0, "In")
+        kout = KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Planes), A * I, B, item, 0, hor,
+                      0, "Out")
+        ab = [Imm(A), K_Arg("Out", KER_ARG_TILE_H)]
+    else:
+        kin = KerArg("In", IN_DB | Obj.O_TILED | _per_plane(Planes, True), B * I, A, item, 0,
+                     hor, 0, "In")
+        kout = KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Planes), A * I, B, item, 0, ver,
+                      0, "Out")
+        ab = [K_Arg("In", KER_ARG_TILE_H), Imm(B)]
+    m.UserKernel(Name, KernelDimensions(1, A * I, B, Planes), _plane_order(Planes), TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), *ab, Imm(I), K_Arg("Out", KER_ARG_TILE)))),
+        KerArgs(kin, kout))
+    m._cnn_ops[Name] = Planes * A * B * I
+
+
+__all__ = ["conv_pool_act", "pool", "global_pool", "unary", "lut", "binary", "matmul",
+           "softmax", "lrn", "pad_axis", "concat", "transpose"]

@@ -1,0 +1,73 @@
+"""Building ONNX models with ``onnx.helper`` and checking npukit's import of them against ONNX
+Runtime (the oracle for what a model computes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+import npukit.onnx
+from npukit.onnx.check import compare, ort_run
+
+TYPES = {np.dtype("float32"): TensorProto.FLOAT, np.dtype("int8"): TensorProto.INT8,
+         np.dtype("uint8"): TensorProto.UINT8}
+MS = h.make_opsetid("com.microsoft", 1)
+
+
+def node(op: str, ins: list[str], outs: list[str], **attrs) -> onnx.NodeProto:
+    return h.make_node(op, ins, outs, **attrs)
+
+
+def model(nodes, inputs: dict[str, np.ndarray], outputs: list[str], inits=None, opset=17,
+          extra_opsets=()) -> onnx.ModelProto:
+    """A model of ``nodes``: typed inputs from example arrays, outputs typed by ONNX shape
+    inference, ``inits`` as initializers."""
+    g = h.make_graph(nodes, "m",
+                     [h.make_tensor_value_info(n, TYPES[a.dtype], a.shape)
+                      for n, a in inputs.items()],
+                     [onnx.ValueInfoProto(name=o) for o in outputs],
+                     [nh.from_array(np.asarray(v), k) for k, v in (inits or {}).items()])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset), *extra_opsets])
+    typed = onnx.shape_inference.infer_shapes(m)
+    types = {v.name: v.type for v in list(typed.graph.value_info) + list(typed.graph.output)}
+    for o in m.graph.output:
+        if o.name in types and types[o.name].tensor_type.elem_type:
+            o.type.CopyFrom(types[o.name])
+    return m
+
+
+def expose(m: onnx.ModelProto, names: list[str]) -> onnx.ModelProto:
+    """``m`` with tensors ``names`` added as graph outputs (their types inferred)."""
+    out = onnx.ModelProto()
+    out.CopyFrom(m)
+    typed = onnx.shape_inference.infer_shapes(out)
+    types = {v.name: v.type for v in typed.graph.value_info}
+    for n in names:
+        vi = onnx.ValueInfoProto(name=n)
+        vi.type.CopyFrom(types[n])
+        out.graph.output.append(vi)
+    return out
+
+
+def against_ort(m, inputs: dict[str, np.ndarray], backends=("c",), **load_kw):
+    """Import ``m``, run it on ``backends`` and compare every output with ONNX Runtime's;
+    returns (graph, {backend: {output: Comparison}}, {backend: outputs}). Asserts every
+    output is within the tolerance (a dequantized output: one step of its scale), and that
+    the simulator and the C agree bit for bit."""
+    ref, _ = ort_run(m, inputs)
+    g = npukit.onnx.load(m, **load_kw)
+    stats, outs = {}, {}
+    for be in backends:
+        res = g.run(be, **inputs)
+        outs[be] = {k: v.copy() for k, v in res.outputs.items()}
+        stats[be] = {k: compare(k, res.outputs[k], ref[k], g.output_steps.get(k)) for k in ref}
+        bad = [str(c) for c in stats[be].values() if not c.within]
+        assert not bad, f"{be}: " + "; ".join(bad)
+    if len(backends) > 1:
+        a, b = (outs[be] for be in backends[:2])
+        for k in a:
+            assert a[k].tobytes() == b[k].tobytes(), f"{k}: simulator and C differ"
+    return g, stats, outs
