@@ -20,13 +20,15 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
 - ``softmax``, ``lrn``: along rows or, in vertical tiles, along columns.
 - ``pad_axis``, ``concat``, ``transpose``: data movement.
 
-Padding of windowed layers. The tiler cuts argument ``a`` into tiles starting at line
-``k_a * T * i``, so a tile cannot start before the plane. A windowed layer therefore reads its
-input either whole (``in_tiled=False``: the plane in one L1 buffer, every padding in the
-basic kernel) or in row tiles of an input whose rows are already padded (``pad_axis``
-before it); columns are always padded in the kernel. The GAP AutoTiler passes each tile's
-padding to its basic kernels instead (``KER_ARG_TILE_PAD``), which npukit's tiler does not
-model.
+Padding of windowed layers. These layers' arguments have no padding of their own, so the
+tiler cuts argument ``a`` into tiles starting at line ``k_a * T * i``: a tile cannot start
+before the plane. A windowed layer therefore reads its input either whole
+(``in_tiled=False``: the plane in one L1 buffer, every padding in the basic kernel) or in
+row tiles of an input whose rows are already padded (``pad_axis`` before it); columns are
+always padded in the kernel. The GAP AutoTiler's generators give the input its padding
+instead (``KerArgP``, ``KerArg2DP``) and pass each tile's to their basic kernels
+(``KER_ARG_TILE_PAD``); npukit's tiler implements both, these generators do not use them
+yet.
 """
 
 from __future__ import annotations
