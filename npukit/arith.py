@@ -87,17 +87,21 @@ def rescale_clamp(p: np.ndarray, bias, scale, shift: int, zero_point, lo, hi, mo
     if p.dtype == np.float32:
         f = np.float32
         t = ((p + f(bias)).astype(f) * f(scale)).astype(f) + f(zero_point)
-        return np.clip(t.astype(f), f(lo), f(hi)).astype(f)
+        return clamp(t.astype(f), lo, hi)
     t = (p.astype(np.int64) + np.int64(bias)) * np.int64(scale)
     t = shift_round(t, shift, mode) + np.int64(zero_point)
     return np.clip(t, *act_bounds(lo, hi)).astype(np.int32)
 
 
 def clamp(p: np.ndarray, lo, hi) -> np.ndarray:
-    """Act ``clamp``: ``clamp(p, lo, hi)``, the bounds of integer partials those of
-    ``act_bounds``."""
+    """Act ``clamp``: ``x = lo if x < lo``, then ``x = hi if x > hi``. On float32 a NaN
+    compares false: a NaN partial stays NaN, a NaN bound clamps nothing (``np.clip`` would
+    make every result NaN), and a value equal to a bound is kept (-0.0 at a bound 0.0). The
+    bounds of integer partials are those of ``act_bounds``."""
     if p.dtype == np.float32:
-        return np.clip(p, np.float32(lo), np.float32(hi)).astype(np.float32)
+        f = np.float32
+        x = np.where(p < f(lo), f(lo), p)
+        return np.where(x > f(hi), f(hi), x).astype(f)
     return np.clip(p.astype(np.int64), *act_bounds(lo, hi)).astype(np.int32)
 
 

@@ -182,11 +182,46 @@ class LData(_Suggests):
         return replace(self, layout=self.layout.permute(order))
 
     def __getitem__(self, key) -> LData:
+        """numpy basic indexing, keys taken left to right: an index (an int, a loop
+        variable or an affine expression of them) drops its dim, a slice keeps it, so the
+        next key applies to the next dim: ``x[:, 1:5]`` slices dim 1, ``x[i, :, j]``."""
         keys = key if isinstance(key, tuple) else (key,)
-        out = self
+        out, kept = self, 0  # dims kept by the slices so far: the next key's dim
         for k in keys:
-            out = out._index1(k)
+            if kept == 0:
+                out = out._index1(k)
+            else:
+                out = out._index_at(kept, k)
+            kept += isinstance(k, slice)
         return out
+
+    def _index_at(self, d: int, k) -> LData:
+        """Key ``k`` on dim ``d`` > 0, after slices kept the dims before it."""
+        lay = self.layout
+        if d >= lay.rank:
+            raise OutOfBoundsError(f"tensor {self.name!r}: too many indices for its shape "
+                                   f"{lay.shape}")
+        if isinstance(k, slice):
+            return replace(self, layout=lay[(slice(None),) * d + (k,)])
+        if lay.valid is not None and d >= lay.rank - lay.vdims:
+            raise KernelError(f"tensor {self.name!r}: index the vector dims of {lay.shape} "
+                              f"before slicing the dims in front of them")
+        n = lay.shape[d]
+        if not isinstance(k, (ir.Var, ir.Affine)):
+            k = as_int(k, f"tensor {self.name!r}: an index", OutOfBoundsError)
+            if not -n <= k < n:
+                raise OutOfBoundsError(f"tensor {self.name!r}: index {k} out of range for dim "
+                                       f"{d} of {lay.shape} ({n} elements)")
+            k = int(k) % n
+        idx = ir.affine(k)
+        lo, hi = idx.bounds()
+        if lo < 0 or hi >= n:
+            raise OutOfBoundsError(f"tensor {self.name!r}: index {idx} takes values {lo}..{hi} "
+                                   f"but dim {d} of {lay.shape} has {n} elements")
+        rest = Layout(lay.shape[:d] + lay.shape[d + 1:], lay.dtype,
+                      lay.strides[:d] + lay.strides[d + 1:], lay.offset, valid=lay.valid,
+                      vdims=lay.vdims)
+        return replace(self, layout=rest, offset=self.offset + idx * lay.strides[d])
 
     def _index1(self, k) -> LData:
         lay = self.layout
@@ -265,11 +300,25 @@ class Data:
                                    f"the partials hold {nv} vectors of {w}")
         v = self.view
         sub = ir.View(v.buffer, Layout((w,), v.dtype, (1,), v.layout.offset), v.offset + idx * w)
-        lanes = self.lanes.sub(idx * w, w) if self.lanes else None
-        return replace(self, view=sub, lanes=lanes)
+        used = self.producer.stmt.dst.size if self.producer else nv * w  # lanes the ALU wrote
+        return replace(self, view=sub, lanes=_sub_lanes(self.lanes, used, idx, w))
 
 
 IData = WData = BData = PData = QData = Data
+
+
+def _sub_lanes(lanes: ir.Lanes | None, used: int, idx: ir.Affine, w: int) -> ir.Lanes | None:
+    """The valid lanes of sub-vector ``idx`` (``w`` lanes) of partials whose first ``used``
+    lanes the ALU wrote (``lanes`` of them valid, or all): ``clamp(min(valid, used) -
+    idx·w, 0, w)``. When ``used`` is not a multiple of ``w`` the last sub-vector has junk
+    lanes past ``used`` even if the vector had none."""
+    if used % w == 0:
+        return lanes.sub(idx * w, w) if lanes else None
+    if lanes is None:
+        return ir.Lanes(used, idx * w, w)
+    # min(total - start, used) = used - max(start + used - total, 0): a Clamp atom.
+    cut = ir.affine(ir.Clamp(lanes.start + (used - lanes.total), 0, None))
+    return ir.Lanes(used, cut + idx * w, w)
 
 
 # -- the recording builder ----------------------------------------------------------------
@@ -331,12 +380,27 @@ class _Load(_Suggests):
                               f"(already loaded at: {s.loaded[self.memory]})")
         label = _label()
         s.loaded[self.memory] = label
+        x = _whole_vectors(x)
         buf = s.buffer(self.memory, x.dtype, x.layout.size, self.kind)
         dst = ir.View(buf, Layout(x.shape, x.dtype))
         s.emit(ir.Copy(dst, x.view(), s.target.engine(s.target.home, self.memory).name,
                        x.lanes, label))
         s.reads.add(x.buffer.name)
         return Data(dst, x.lanes, self.kind)
+
+
+def _whole_vectors(x: LData) -> LData:
+    """A view that is all vector dims (``[q, n]`` of a vectorized tensor, loaded whole) as
+    its ``q·n`` lanes in a row, the first ``valid`` holding data: the load then fetches only
+    those, as it does for one indexed vector (junk lanes may lie past the tensor)."""
+    lay = x.layout
+    if x.lanes is not None or lay.valid is None or lay.rank != lay.vdims:
+        return x
+    n, s = lay.shape[-1], lay.strides[-1]
+    flat = Layout((lay.size,), lay.dtype, (s,), lay.offset)
+    if lay.strides[0] != n * s:
+        return x
+    return replace(x, layout=flat, lanes=ir.Lanes(lay.valid, ir.Affine(), lay.size))
 
 
 class _Alu(_Unit):

@@ -35,6 +35,8 @@ def check(prog: ir.Program) -> ir.Program:
         elif isinstance(st, ir.Compute):
             for v in (st.dst, *st.srcs):
                 _check_bounds(v, None, loops, st.label)
+            if st.op == "rescale_clamp":
+                _check_bias_scale(prog, st)
         elif isinstance(st, ir.Fill):
             _check_bounds(st.dst, None, loops, st.label)
         elif isinstance(st, ir.Call):  # the element or tile each argument points at
@@ -183,6 +185,18 @@ def _check_conversion(st) -> None:
     if is_float(src) and not is_float(dst):
         raise DTypeError(f"`{st.label}`: moving {src.name} into {dst.name} tensor "
                          f"{st.dst.buffer.name!r} would need a float-to-int conversion")
+
+
+def _check_bias_scale(prog: ir.Program, st: ir.Compute) -> None:
+    """Integer partials rescale by an integer (bias, scale) pair: a float pair would need a
+    float-to-int conversion, which the target does not define."""
+    p, pair = st.srcs[0].dtype, st.srcs[1].dtype
+    if is_float(pair) and not is_float(p):
+        src = next((c.src.buffer.name for c, _ in prog.walk() if isinstance(c, ir.Copy)
+                    and c.dst.buffer.name == st.srcs[1].buffer.name), st.srcs[1].buffer.name)
+        raise DTypeError(f"`{st.label}`: rescale_clamp of {p.name} partials reads its (bias, "
+                         f"scale) pair from {pair.name} tensor {src!r}; integer partials need "
+                         f"an integer pair (int32 in the Torq EasyKernel guide)")
 
 
 def _with_slots(prog: ir.Program) -> ir.Program:

@@ -11,6 +11,7 @@ import numpy as np
 from . import ir
 from .dtypes import int_range, is_float
 from .errors import DTypeError, NpukitError, ShapeError
+from .layout import Layout
 
 
 @dataclass
@@ -93,6 +94,16 @@ def run(prog: ir.Program, backend: str, **arrays) -> Result:
     raise NpukitError(f"unknown backend {backend!r}; use 'sim' or 'c'")
 
 
+def _store_input(spec: Layout, image: np.ndarray, a: np.ndarray) -> None:
+    """Copy array ``a`` into the flat ``image`` as ``spec`` lays it out. A dim the spec
+    broadcasts (stride 0) holds one value for all its indices: it is written once, from
+    index 0, as C reads it."""
+    keep = [d for d, (n, s) in enumerate(zip(spec.shape, spec.strides)) if s != 0 or n == 1]
+    one = Layout(tuple(spec.shape[d] for d in keep), spec.dtype,
+                 tuple(spec.strides[d] for d in keep), spec.offset)
+    one.view(image)[...] = a[tuple(slice(None) if d in keep else 0 for d in range(spec.rank))]
+
+
 def _run_sim(prog: ir.Program, arrs: dict[str, np.ndarray]) -> Result:
     from .sim.functional import Machine, poison
     from .sim.timing import timeline
@@ -101,7 +112,7 @@ def _run_sim(prog: ir.Program, arrs: dict[str, np.ndarray]) -> Result:
     for buf, spec in prog.params:
         img = poison(buf.dtype, (buf.size,))
         if buf.role != "out":
-            spec.view(img)[...] = arrs[buf.name]
+            _store_input(spec, img, arrs[buf.name])
         images[buf.name] = img
     t0 = time.perf_counter()
     Machine(prog, images).run()

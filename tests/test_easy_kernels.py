@@ -153,3 +153,70 @@ def test_reduce_when_rows_equal_act_subvectors():
     nk.build(K.reduce_rows, input=nk.spec((4, 1), "int8"),
              output=nk.spec((1,), "int8")).run(input=x, output=out)
     assert out[0] == -128
+
+
+@pytest.mark.parametrize("key", [
+    (slice(None), slice(1, 5)), (slice(1, 3), 2), (2, slice(None), 1), (slice(None), 3, 0),
+    (slice(None, None, 2), slice(1, None), slice(None, 1)), (-1, slice(2, 4), -2),
+    (slice(1, 4), slice(None), 1),
+])
+def test_tensor_views_index_like_numpy(key):
+    """A tuple key applies each part to the next dim, as numpy does: a slice keeps its
+    dim, so x[:, 1:5] slices dim 1 (it once sliced dim 0 twice)."""
+    from npukit import ir
+    from npukit.easy import LData
+
+    a = np.arange(4 * 10 * 3).reshape(4, 10, 3)
+    buf = ir.Buffer("x", "LRAM", np.dtype("int64"), a.size, role="in")
+    x = LData(buf, nk.Layout(a.shape, "int64"), ir.Affine(), None, "x")[key]
+    lay = nk.Layout(x.shape, "int64", x.layout.strides, x.layout.offset + x.offset.const)
+    assert not x.offset.terms
+    np.testing.assert_array_equal(lay.view(a.reshape(-1)), a[key])
+
+
+@pytest.mark.parametrize("n", [12, 11, 7, 6, 1])
+def test_sub_vectors_of_a_vector_wider_than_the_act_hold_only_its_lanes(n):
+    """An int16 vector of 6 lanes is two Act sub-vectors of 4: the second has 2 lanes the
+    ALU wrote and 2 junk ones, which an append must not write (it once wrote them)."""
+    from npukit.easy import PData
+
+    @nk.kernel
+    def copy6(s, x, out, *, lo, hi):
+        x = x.vectorize(6)
+        for b in s.iterate(x.dim(0)):
+            p = s.alu.accumulate(s.iram.load(x[b]))
+            for av in s.iterate(p.dim(PData.Vectors)):
+                s.append(out, s.act.clamp(p[av], lo, hi))
+
+    prog = nk.build(copy6, x=nk.spec((n,), "int16"), out=nk.spec((n,), "int16"),
+                    lo=-32768, hi=32767)
+    x = (np.arange(n) * 7 - 20).astype(np.int16)
+    for backend in ("sim", "c"):
+        buf, out, _ = canary_output((n,), np.int16, np.random.default_rng(n))
+        prog.run(backend, x=x, out=out)
+        np.testing.assert_array_equal(out, x)
+        assert outside_untouched(buf, out)
+
+
+@pytest.mark.parametrize("n", [5, 16, 40])
+def test_a_whole_vectorized_tensor_loads_only_its_data(n):
+    """``s.iram.load(x[m])`` with ``m`` from ``s.iterate([])`` loads every vector of x; its
+    junk lanes past the tensor's end are not fetched (it was refused as out of bounds)."""
+    from npukit.easy import PData
+
+    @nk.kernel
+    def whole(s, x, out, *, lo, hi):
+        x = x.vectorize(16)
+        for m in s.iterate([]):
+            p = s.alu.accumulate(s.iram.load(x[m]))
+            for av in s.iterate(p.dim(PData.Vectors)):
+                s.append(out, s.act.clamp(p[av], lo, hi))
+
+    prog = nk.build(whole, x=nk.spec((n,), "int8"), out=nk.spec((n,), "int8"), lo=-100,
+                    hi=100)
+    x = (np.arange(n) * 13 - 120).astype(np.int8)
+    for backend in ("sim", "c"):
+        buf, out, _ = canary_output((n,), np.int8, np.random.default_rng(n))
+        prog.run(backend, x=x, out=out)
+        np.testing.assert_array_equal(out, np.clip(x, -100, 100))
+        assert outside_untouched(buf, out)

@@ -301,10 +301,12 @@ _SYMBOL = {"add": "+", "sub": "-", "mul": "*"}
 
 
 def combine_expr(h: Helpers, how: str, acc: str, x: str, dt: np.dtype) -> str:
-    """Accumulate lane ``x`` into partial ``acc`` (``arith.combine``)."""
+    """Accumulate lane ``x`` into partial ``acc`` (``arith.combine``). ``x`` is a whole
+    ALU result (``a - b`` is added as one value: ``acc + (a - b)``, never ``acc + a - b``,
+    which rounds differently)."""
     if is_float(dt):
         if how == "add":
-            return f"{acc} + {x}"
+            return f"{acc} + ({x})"
         return f"{h.use('npk_' + how + 'f')}({acc}, {x})"
     if how == "add":
         return f"{h.use('npk_wrap32')}((uint32_t)({acc}) + (uint32_t)({x}))"
