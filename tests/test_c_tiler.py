@@ -137,12 +137,14 @@ def fft_program(dim, budget, radix2=False):
     return m, m.program("FFT2D"), twiddles, swap
 
 
+# The vertical pass's InOut (OBJ_IN_OUT_DB) takes three L1 slots, as the AutoTiler's
+# generated code gives in-out arguments (docs/tiler.md, "slots"): its budgets allow for it.
 @pytest.mark.parametrize("dim, budget, radix2, tiles", [
     (16, 2304, False, (1, 1)),   # 8-line preferred tiles: 16 lines fit no smaller budget
     (16, 2304, True, (1, 1)),
-    (32, 5000, False, (4, 4)),
-    (64, 10000, False, (8, 8)),
-    (64, 17000, True, (8, 4)),
+    (32, 6200, False, (4, 4)),   # vertical: 3 slots of 32 x 8 complex = 6144 B
+    (64, 12400, False, (8, 8)),  # vertical: 3 slots of 64 x 8 complex = 12288 B
+    (64, 24600, True, (4, 4)),
 ])
 def test_fft2d_within_tolerance_of_numpy(dim, budget, radix2, tiles):
     m, prog, twiddles, swap = fft_program(dim, budget, radix2)
@@ -210,7 +212,7 @@ def test_every_tiler_program_compiles_without_warnings(tmp_path):
     progs = [example(n)["model"]().program(k) for n, k in [
         ("matadd", "MatAdd"), ("matmax", "MatMax"), ("my_favorite_kernel", "MyFavoriteKernel"),
         ("cnn_conv5x5", "CnnConv5x5")]]
-    progs.append(fft_program(32, 5000)[1])
+    progs.append(fft_program(32, 6200)[1])
     for prog in progs:
         path = tmp_path / "unit.c"
         path.write_text(c_source(prog))

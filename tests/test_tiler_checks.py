@@ -122,6 +122,12 @@ KERNEL_MISTAKES = [
     ({"kerargs": kerargs(B=("B", OBJ_IN_DB, 8, 40, 2, "B"))},
      ["UserKernel 'K': KerArg 'B' has ItemSize 2 but C argument 'B' (int *) points to int32 "
       "(4 B)"]),
+    ({"kerargs": kerargs(B=("B", OBJ_IN_DB, 8, 40, 6, "B"))},
+     ["UserKernel 'K': KerArg 'B' has ItemSize 6 but C argument 'B' (int *) points to int32 "
+      "(4 B); an item is one of them or several"]),
+    ({"kerargs": kerargs(T=("T", OBJ_BUFFER, 8, 40, 3, None))},
+     ["KerArg 'T' is bound to no C argument, so its items are C scalars: ItemSize 3 is not "
+      "the size of one (1, 2, 4, 8)"]),
     ({"kerargs": kerargs(B=("A", OBJ_IN_DB, 8, 40, 4, "B"))},
      ["kernel argument 'A' is declared twice"]),
     ({"cargs": CArgs(TCArg("int *", "A"), TCArg("int *", "B"), TCArg("int *", "B"),
@@ -248,12 +254,12 @@ def test_non_integers_are_refused_naming_the_field(field, make):
 def test_integers_are_checked_for_range_and_numpy_ints_are_integers():
     for make, words in [
             (lambda: KerArg("A", OBJ_IN_DB, 8, 0, 4), r"H must be in \[1, 2147483647\], got 0"),
-            (lambda: KerArg("A", OBJ_IN_DB, 8, 40, 3), "ItemSize 3 is not the size of a C scalar"),
+            (lambda: KerArg("A", OBJ_IN_DB, 8, 40, 0), r"ItemSize must be in \[1, 21474"),
             (lambda: KerArg("A", OBJ_IN_DB, 8, 40, 4, -4), r"TileOverlap must be in \[0, "
                                                             r"2147483647\], got -4"),
             (lambda: KerArg("A", 1 << 30, 8, 40, 4), "no combination of O_"),
             (lambda: KerArg("A", O_DB | O_TILED, 8, 40, 4), "with O_IN, O_OUT or O_BUFF"),
-            (lambda: KerArg("A", OBJ_IN, 8, 40, 4, 0, 1 << 9), "no combination of OBJ_CONST"),
+            (lambda: KerArg("A", OBJ_IN, 8, 40, 4, 0, 1 << 12), "no combination of OBJ_CONST"),
             (lambda: KernelDimensions(0, 8, 40, 1), r"InPlanes must be in \[1, 21474.*got 0"),
             (lambda: Model(l1_budget=0), r"l1_budget must be in \[1, 2147483647\], got 0"),
             (lambda: Imm(2**64), r"Value must be in \[-9223372036854775808, "),
@@ -405,6 +411,8 @@ def test_clipped_slices_and_writes_to_inputs_are_caught():
              (boom, TILE_BINDINGS, nk.KernelError, "its reference raised ZeroDivisionError")]
     for ref, bindings, error, words in cases:
         m = Model(l1_budget=4000)
+        # Promoted to whole L1 buffers, A's KER_ARG would be its L1 buffer, not its tensor.
+        m.SetKernelOpts(KER_OPT_NONE, KER_OPT_BUFFER_PROMOTE)
         declare_add(m, ref=ref)
         add_kernel(m, bindings)
         a = np.ones((40, 8), np.int32)
@@ -505,6 +513,192 @@ def test_hostile_models_fail_with_npukit_errors_only(model, ref):
                                CArgs(*[TCArg(*c) for c in cargs.values()]),
                                Calls(Call("L", LOC_INNER_LOOP, Bindings(*binds))),
                                KerArgs(*kerargs)))
+    if "K" not in m.kernels:
+        event("refused when declared")
+        return
+    prog = built(lambda: m.program("K"))
+    if prog is None:
+        event("refused when tiled or lowered")
+        return
+    arrays = {b.name: np.ones(spec.shape, spec.dtype) for b, spec in prog.params}
+    event("ran" if built(lambda: prog.run("sim", **arrays)) else "refused when run")
+
+
+# -- the newer generation is checked by the same rules -----------------------------------------
+
+def add_kernel_newer(m, bindings=TILE_BINDINGS, kerargs=None, spaces=None, cargs=None):
+    """C = A + B, the newer generation: 8 x 40 int32 planes walking Tile0 (and D1)."""
+    sp = spaces or KernelIterSpace(1, IterTiledSpace(T0))
+    m.UserKernel("K", sp, TILE_HOR,
+                 cargs or CArgs(TCArg("int *", "A"), TCArg("int *", "B"), TCArg("int *", "C"),
+                                TCArg("unsigned int *", "T", shape=(4,))),
+                 Calls(Call("Add", LOC_LOOP, Bindings(*bindings))),
+                 kerargs or KerArgs(*[KerArg(n, KerArgSpace(1, T0), t, 8, 40, 4, 0, 0, 0, n)
+                                      for n, t in (("A", O_IN | O_DB), ("B", O_IN | O_DB),
+                                                   ("C", O_OUT | O_DB))]))
+
+
+NEWER_MISTAKES = [
+    (dict(bindings=with_binding(3, C_ArgIndex("T", D1, 1))),
+     "call Add (LOC_LOOP), binding 3 C_ArgIndex('T', KER_ITER_D1, 1): the kernel iterates "
+     "over KER_ITER_TILE0, not KER_ITER_D1: the index would always be 0"),
+    (dict(bindings=with_binding(3, K_ArgPar("A", KER_ARG_PARTILE_SIZE, T0))),
+     "KER_ARG_PARTILE_SIZE is the tile of a parametric space of the kernel, named by "
+     "K_ArgPar(Name, Sel, Space) (its untiled spaces: none)"),
+    (dict(bindings=with_binding(3, K_Arg("A", KER_ARG_PARTILE_SIZE))),
+     "KER_ARG_PARTILE_SIZE is the tile of a parametric space"),
+    (dict(bindings=with_binding(3, K_Arg("Z", KER_ARG_TILE_W))), "no kernel argument 'Z'"),
+    (dict(bindings=with_binding(4, Imm(-1))), "Imm(-1) for H (unsigned int): -1 does not fit"),
+    (dict(bindings=with_binding(0, K_Arg("A", KER_ARG_TILE_W))), "passes a scalar to a pointer"),
+    (dict(bindings=with_binding(3, UserSymb("Wo"))),
+     "UserSymb('Wo'): no user symbol 'Wo' (declared with KernelDimensionsAndUserSymbols: none)"),
+    (dict(spaces=KernelIterSpace(2, IterFixedSpace(D1, 2), IterTiledSpace(T0)),
+          bindings=with_binding(3, K_Arg("A", KER_ARG_TILEINDEX)),
+          kerargs=KerArgs(KerArg("A", KerArgSpace(1, D1), O_IN | O_DB, 8, 40, 4, 0, 0, 0, "A"),
+                          KerArg("B", KerArgSpace(1, T0), O_IN | O_DB, 8, 40, 4, 0, 0, 0, "B"),
+                          KerArg("C", KerArgSpace(1, T0), O_OUT | O_DB, 8, 40, 4, 0, 0, 0,
+                                 "C"))),
+     "'A' is not tiled (ObjType 0x401 has no O_TILED, no tiled space)"),
+    (dict(kerargs=KerArgs(KerArg("A", KerArgSpace(1, T0), O_IN, 8, 40, 6, 0, 0, 0, "A"))),
+     "KerArg 'A' has ItemSize 6 but C argument 'A' (int *) points to int32 (4 B)"),
+    (dict(kerargs=KerArgs(KerArg("A", KerArgSpace(1, T0), O_IN, 8, 40, 4, 0, 0, 0, "Nope"))),
+     "KerArg 'A' is bound to unknown C argument 'Nope'"),
+    (dict(kerargs=KerArgs(KerArg("A", KerArgSpace(1, T0), O_IN, 8, 40, 4, 0, 0, 0, "A"),
+                          KerArg("B", KerArgSpace(1, T0), O_IN, 8, 40, 4, 0, 0, 0, "A"))),
+     "KerArgs 'A' and 'B' are both bound to C argument 'A'"),
+    (dict(kerargs=KerArgs(KerArg("A", KerArgSpace(1, T0), O_IN, 8, 40, 4, 0, 0, 0, None))),
+     "is moved to and from L1, so its home is a C argument"),
+    (dict(cargs=CArgs(TCArg("int *", "A", shape=(40, 9)), TCArg("int *", "B"),
+                      TCArg("int *", "C"))),
+     "C argument 'A' declares shape (40, 9) but KerArg 'A' makes it (40, 8)"),
+]
+
+
+@pytest.mark.parametrize("changes, words", NEWER_MISTAKES)
+def test_newer_generation_mistakes_fail_when_the_user_kernel_is_declared(changes, words):
+    m = Model(l1_budget=4000)
+    declare_add(m)
+    with pytest.raises(nk.TilingError) as err:
+        add_kernel_newer(m, **changes)
+    assert words in str(err.value), (words, str(err.value))
+    assert "K" not in m.kernels
+
+
+def test_newer_generation_calls_of_later_basic_kernels_are_checked_at_tiling():
+    m = Model(l1_budget=4000)
+    add_kernel_newer(m, bindings=TILE_BINDINGS[:3])
+    declare_add(m)
+    with pytest.raises(nk.TilingError, match=r"basic kernel Add takes 5 arguments .*binds 3"):
+        m.tiling("K")
+
+
+def test_items_of_several_elements_and_the_newer_generation_run():
+    """The control of the mistakes above: the newer generation and an item of two int32
+    (ItemSize 8 on int *, W counted in items) pass every check and match numpy."""
+    for item, w in ((4, 8), (8, 4)):
+        m = Model(l1_budget=1000)
+        declare_add(m)
+        kerargs = KerArgs(*[KerArg(n, KerArgSpace(1, T0), t, w, 40, item, 0, 0, 0, n)
+                            for n, t in (("A", O_IN | O_DB), ("B", O_IN | O_DB),
+                                         ("C", O_OUT | O_DB))])
+        add_kernel_newer(m, kerargs=kerargs, bindings=TILE_BINDINGS[:3] + (
+            Imm(8), K_Arg("A", KER_ARG_TILE_H)))
+        assert m.tiling("K").spaces["Tile0"].count > 1
+        rng = np.random.default_rng(item)
+        a, b = rng.integers(-10**6, 10**6, (2, 40, 8), dtype=np.int32)
+        for backend in ("sim", "c"):
+            c = np.full((40, 8), 77, np.int32)
+            m.program("K").run(backend, A=a, B=b, C=c, T=np.zeros(4, np.uint32))
+            assert (c == a + b).all(), (item, backend)
+
+
+def test_bounds_flow_through_newer_generation_kernels():
+    """TCArg bounds of the basic kernel: an immediate outside is refused when the program
+    is made, a C argument passed through is bounded at run time (as in the older one)."""
+    m = Model(l1_budget=1000)
+    declare_add(m, cargs=CArgs(TCArg("int *", "In1"), TCArg("int *", "In2"),
+                               TCArg("int *", "Out"), TCArg("unsigned int", "W", bounds=(8, 8)),
+                               TCArg("unsigned int", "H", bounds=(1, 40))))
+    add_kernel_newer(m, bindings=TILE_BINDINGS[:3] + (Imm(9), K_Arg("A", KER_ARG_TILE_H)))
+    with pytest.raises(nk.TilingError, match="gets the immediate 9, outside 8..8"):
+        m.program("K")
+    m = Model(l1_budget=1000)
+    declare_add(m, cargs=CArgs(TCArg("int *", "In1"), TCArg("int *", "In2"),
+                               TCArg("int *", "Out"), TCArg("unsigned int", "W", bounds=(8, 8)),
+                               TCArg("unsigned int", "H", bounds=(1, 40))))
+    add_kernel_newer(m, bindings=TILE_BINDINGS[:3] + (K_Arg("A", KER_ARG_TILE_W), C_Arg("N")),
+                     cargs=CArgs(TCArg("int *", "A"), TCArg("int *", "B"), TCArg("int *", "C"),
+                                 TCArg("unsigned int", "N")))
+    prog = m.program("K")
+    assert prog.bounds == (("N", 1, 40),)
+    a = np.ones((40, 8), np.int32)
+    for backend in ("sim", "c"):
+        c = np.full((40, 8), 77, np.int32)
+        with pytest.raises(nk.ShapeError, match="argument 'N': 41 is outside 1..40"):
+            prog.run(backend, A=a, B=a, C=c, N=41)
+        assert (c == 77).all()
+
+
+NEWER_OBJ = [O_IN | O_DB, O_OUT | O_DB, O_IN, O_OUT, O_IN | O_OUT | O_DB, O_BUFF,
+             O_BUFF | O_ONETILE, O_IN | O_DB | O_NTILED, O_IN | O_CONST]
+NEWER_ITER = {"T0": lambda n: [IterTiledSpace(T0)],
+              "D0,T0": lambda n: [IterFixedSpace(D0, n), IterTiledSpace(T0)],
+              "par D0,T0": lambda n: [IterParSpace(D0, n, 1), IterTiledSpace(T0)],
+              "T1,T0": lambda n: [IterTiledSpace(T1), IterTiledSpace(T0)]}
+
+
+@st.composite
+def newer_models(draw):
+    """A newer-generation model of 1 to 3 arguments, then up to three hostile changes."""
+    names = ["A", "B", "C"][:draw(st.integers(1, 3))]
+    kind = draw(st.sampled_from(sorted(NEWER_ITER)))
+    iters = [kind, draw(st.integers(1, 3))]
+    keys = {"T0": [T0], "D0,T0": [D0, T0], "par D0,T0": [D0, T0], "T1,T0": [T1]}[kind]
+    karg = {n: [n, list(keys), draw(st.sampled_from(NEWER_OBJ)), draw(st.integers(1, 12)),
+                draw(st.integers(1, 24)), 4, 0, 0, 0, n] for n in names}
+    for n in names:
+        if karg[n][2] & O_BUFF:
+            karg[n][9] = None
+    lib = [("int *", f"P{n}") for n in names] + [("unsigned int", "W"), ("unsigned int", "H")]
+    binds = [K_Arg(n, KER_ARG_TILE) for n in names] + [K_Arg("A", KER_ARG_TILE_W),
+                                                       K_Arg("A", KER_ARG_TILE_H)]
+    budget = draw(st.integers(64, 6000))
+    for _ in range(draw(st.integers(0, 3))):
+        what = draw(st.sampled_from(["karg", "space", "iter", "bind", "budget"]))
+        n = draw(st.sampled_from(names))
+        if what == "karg":  # an ObjType, or a small size or a name elsewhere
+            k = draw(st.integers(2, 9))
+            karg[n][k] = draw(st.one_of(HOSTILE, st.sampled_from(
+                NEWER_OBJ if k == 2 else [8, 6, 2, "Z", ""])))
+        elif what == "space":
+            karg[n][1] = draw(st.sampled_from([[D1, T0], [T0, D0], [T0, T0], [T2], [], [5]]))
+        elif what == "iter":
+            iters[1] = draw(HOSTILE)
+        elif what == "bind":
+            k = draw(st.integers(0, len(binds)))
+            binds[k:k + 1] = draw(st.sampled_from([
+                [], [Imm(-1)], [AT_IGNORE_ARG_BINDING], [K_ArgPar(n, KER_ARG_PARTILE_SIZE, D0)],
+                [K_ArgPar(n, KER_ARG_PARTILE_SIZE, T0)], [Ker_IteratorIndex(D0)],
+                [UserSymb("Z")], [K_Arg(n, KER_ARG_TILEINDEX)], [K_Arg(n, KER_ARG_TILE_PAD)]]))
+        else:
+            budget = draw(HOSTILE)
+    return karg, iters, lib, binds, budget
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=newer_models())
+def test_hostile_newer_generation_models_fail_with_npukit_errors_only(model):
+    karg, (kind, n), lib, binds, budget = model
+    m = built(lambda: Model(l1_budget=budget))
+    iters = built(lambda: KernelIterSpace(*NEWER_ITER[kind](n)))
+    kerargs = [built(lambda a=a: KerArg(a[0], KerArgSpace(*a[1]), *a[2:])) for a in karg.values()]
+    if m is None or iters is None or None in kerargs:
+        return
+    built(lambda: m.LibKernel("L", CALL_SEQUENTIAL, CArgs(*[TCArg(t, p) for t, p in lib]),
+                              c_source="", reference=copy_all))
+    built(lambda: m.UserKernel("K", iters, TILE_HOR,
+                               CArgs(*[TCArg("int *", a[0]) for a in karg.values() if a[9]]),
+                               Calls(Call("L", LOC_LOOP, Bindings(*binds))), KerArgs(*kerargs)))
     if "K" not in m.kernels:
         event("refused when declared")
         return

@@ -513,10 +513,12 @@ class _Emitter:
                 else:
                     with w.block(f"for (int64_t {k} = 0; {k} < {n_dst}; {k}++)"):
                         w.line(f"{self.el(dst, k)} = {value};")
-            if valid is not None and _internal(st.dst):
+            if valid is not None and _internal(st.dst) and n_text != "0":
+                # A copy with no valid row moves nothing, and leaves memory as it was.
                 w.comment(f"Junk {rows}: poisoned, as in the simulator.")
-                with w.block(f"for (int64_t {k} = {n_dst}; {k} < {st.dst.size}; {k}++)"):
-                    w.line(f"{self.el(dst, k)} = {self._poison(ddt)};  /* {_POISON} */")
+                with w.block(f"if ({n_dst} > 0)") if not n_text.isdigit() else nullcontext():
+                    with w.block(f"for (int64_t {k} = {n_dst}; {k} < {st.dst.size}; {k}++)"):
+                        w.line(f"{self.el(dst, k)} = {self._poison(ddt)};  /* {_POISON} */")
 
     def _poison(self, dt: np.dtype) -> str:
         """The poison value of ``dt`` as a C expression."""

@@ -188,16 +188,23 @@ class Machine:
         if live is not None and live.all():
             live = None
         if buf.role == "internal":
-            if live is not None:
-                values = np.where(live, values, poison(buf.dtype, ()))
             st = self.state[buf.name]
-            if buf.name in self.shared:
-                st[self._rows(buf)[:, None], self._base(view)[:, None] + offs[None, :]] = values
+            if buf.name in self.shared:  # rows share one state row, each its own elements
+                at = (self._rows(buf)[:, None], self._base(view)[:, None] + offs[None, :])
             elif not view.offset.vars:
-                st[:, view.offset.const + offs] = values
+                at = (slice(None), view.offset.const + offs)
             else:
-                rows = np.arange(self.batch.size)[:, None]
-                st[rows, self._base(view)[:, None] + offs[None, :]] = values
+                at = (np.arange(self.batch.size)[:, None],
+                      self._base(view)[:, None] + offs[None, :])
+            if live is not None:
+                # Junk past the valid lanes is poison; a copy with no valid lane moves
+                # nothing (as in C): where a row of the batch has none, memory is kept.
+                keep = ~live.any(axis=1)
+                junk = poison(buf.dtype, ())
+                if keep.any():
+                    junk = np.where(keep[:, None], st[at], junk)
+                values = np.where(live, values, junk)
+            st[at] = values
             self.depth[buf.name] = len(self.batch.axes)
             return
         img, base = self.images[buf.name], self._base(view)

@@ -16,7 +16,21 @@ constants are names of this module.
 """
 
 from .api import *
-from .api import OBJ, Constraint, KerArgSel, Loc, Obj
+from .api import OBJ, Constraint, KerArgSel, KerIter, Loc, Obj
+from .api2 import (
+    ALWAYS_INLINE,
+    KER_OPT_BUFFER_PROMOTE,
+    KER_OPT_NONE,
+    KER_OPT_PARTIAL_BUFFER_PROMOTE,
+    NEVER_INLINE,
+    SINGLE_INLINE,
+    IterFixedSpace,
+    IterParSpace,
+    IterTiledSpace,
+    KerArgAliased,
+    KerArgSpace,
+    KernelIterSpace,
+)
 from .cnn import *
 from .cnn import KernelOper
 from .graph import Graph
@@ -29,6 +43,13 @@ __all__ = ["Model", "Tiling", "ArgPlacement", "Graph", "TCArgInfo", "ConstInfo",
            "KernelOper"] + [n for n in dir() if n.isupper() or n in (
     "CArgs", "TCArg", "Calls", "Call", "Bindings", "K_Arg", "C_Arg", "C_ArgIndex", "Imm",
     "Ker_IteratorIndex", "KerArgs", "KerArg", "KernelDimensions", "KernelIterationOrder",
-    "UserKernelCall")]
+    "UserKernelCall",
+    # the older generation's variants and symbols
+    "KerArg2D", "KerArg2DP", "KerArgP", "KerArgPad", "KernelDimensionsAndUserSymbols",
+    "KerDynamicSymbols", "S_Dyn", "UserSymb", "KerDim", "K_ArgPar",
+    # the newer generation
+    "KernelIterSpace", "IterTiledSpace", "IterFixedSpace", "IterParSpace", "KerArgSpace",
+    "KerArgAliased")]
 __all__ += [n for n in list(OBJ) + [f.name for f in Obj] + [f.name for f in Constraint]
-            + [f.name for f in KerArgSel] + [f.name for f in Loc]]
+            + [f.name for f in KerArgSel] + [f.name for f in Loc] + [f.name for f in KerIter]]
+__all__ = sorted(set(__all__))

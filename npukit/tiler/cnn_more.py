@@ -20,13 +20,15 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
 - ``softmax``, ``lrn``: along rows or, in vertical tiles, along columns.
 - ``pad_axis``, ``concat``, ``transpose``: data movement.
 
-Padding of windowed layers. The tiler cuts argument ``a`` into tiles starting at line
-``k_a * T * i``, so a tile cannot start before the plane. A windowed layer therefore reads its
-input either whole (``in_tiled=False``: the plane in one L1 buffer, every padding in the
-basic kernel) or in row tiles of an input whose rows are already padded (``pad_axis``
-before it); columns are always padded in the kernel. The GAP AutoTiler passes each tile's
-padding to its basic kernels instead (``KER_ARG_TILE_PAD``), which npukit's tiler does not
-model.
+Padding of windowed layers. These layers' arguments have no padding of their own, so the
+tiler cuts argument ``a`` into tiles starting at line ``k_a * T * i``: a tile cannot start
+before the plane. A windowed layer therefore reads its input either whole
+(``in_tiled=False``: the plane in one L1 buffer, every padding in the basic kernel) or in
+row tiles of an input whose rows are already padded (``pad_axis`` before it); columns are
+always padded in the kernel. The GAP AutoTiler's generators give the input its padding
+instead (``KerArgP``, ``KerArg2DP``) and pass each tile's to their basic kernels
+(``KER_ARG_TILE_PAD``); npukit's tiler implements both, these generators do not use them
+yet.
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ from .api import (
     KER_ARG_TILE,
     KER_ARG_TILE_H,
     KER_ARG_TILE_W,
-    KER_ARG_TILE_W0,
     KER_ARG_TILEINDEX,
     KER_ARG_TILEOFFSET,
     KER_DIM2,
@@ -402,7 +403,7 @@ def softmax(m, Name: str, *, Outer: int, D: int, Inner: int, dt="float32",
     else:
         order, dims = _plane_order(Outer), KernelDimensions(1, Inner, D, Outer)
         flags, w, h, con = Obj.O_TILED, Inner, D, OBJ_CONSTRAINTS_TILE_VER
-        binds = [K_Arg("In", KER_ARG_TILE_W), Imm(1), Imm(D), K_Arg("In", KER_ARG_TILE_W0)]
+        binds = [K_Arg("In", KER_ARG_TILE_W), Imm(1), Imm(D), K_Arg("In", KER_ARG_TILE_W)]
     planes = Outer if Inner > 1 else 1
     table = [TCArg(_ptr("float32", True), "Table")] if quant else []
     table_arg = [KerArg("Table", Obj.O_IN, 256, 1, 4, 0, 0, 0, "Table")] if quant else []
@@ -457,7 +458,7 @@ def pad_axis(m, Name: str, *, dt, Outer: int, D: int, Inner: int, PadBegin: int,
     else:
         order, dims = _plane_order(Outer), KernelDimensions(1, Inner, D, Outer)
         con, (wi, hi), (wo, ho) = OBJ_CONSTRAINTS_TILE_VER, (Inner, D), (Inner, d2)
-        binds = [K_Arg("In", KER_ARG_TILE_W), Imm(D), Imm(d2), K_Arg("In", KER_ARG_TILE_W0),
+        binds = [K_Arg("In", KER_ARG_TILE_W), Imm(D), Imm(d2), K_Arg("In", KER_ARG_TILE_W),
                  Imm(1), Imm(1)]
         planes = Outer
     m.UserKernel(Name, dims, order, TILE_HOR,
@@ -501,8 +502,8 @@ def concat(m, Name: str, *, dt, Outer: int, Ds: tuple[int, ...], Inner: int) -> 
                                   item, 0, ver, 0, n))
             calls.append(Call(k, LOC_INNER_LOOP, Bindings(
                 K_Arg(n, KER_ARG_TILE), Imm(d), K_Arg(n, KER_ARG_TILE_W),
-                K_Arg(n, KER_ARG_TILE_W0), K_Arg("Out", KER_ARG_TILE),
-                K_Arg("Out", KER_ARG_TILE_W0), Imm(off), Imm(0))))
+                K_Arg(n, KER_ARG_TILE_W), K_Arg("Out", KER_ARG_TILE),
+                K_Arg("Out", KER_ARG_TILE_W), Imm(off), Imm(0))))
             off += d
         kerargs.append(KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Outer), Inner, total, item,
                               0, ver, 0, "Out"))

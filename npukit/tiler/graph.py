@@ -121,22 +121,6 @@ class GraphModel:
         self._graph_specs: dict[str, GraphSpec] = {}
         self._open_graph: list | None = None
         self._cnn_ops: dict[str, int] = {}
-        self._files: tuple[str, str] | None = None
-
-    def SetSymbolDynamics(self) -> None:
-        """L1 and L2 symbols are allocated dynamically by the graph's constructor: what
-        npukit's generated code always does."""
-
-    def SetUsedFilesNames(self, StdTypedefsName, LibKernelFileCount: int, *Names: str) -> None:
-        """The headers the generated code includes on GAP. On the host the generated C is
-        self-contained (the basic kernels' sources are in it), so they are only checked."""
-        if len(Names) != LibKernelFileCount:
-            raise TilingError(f"SetUsedFilesNames: {LibKernelFileCount} file names announced, "
-                              f"{len(Names)} given")
-
-    def SetGeneratedFilesNames(self, CallTemplatesName: str, CallTemplatesNameHeader: str) -> None:
-        """The names of the generated C file (and header), used by ``GenerateTilingCode``."""
-        self._files = (str(CallTemplatesName), str(CallTemplatesNameHeader))
 
     def GenerateTilingCode(self, directory: str = ".") -> list:
         """Write every graph's C file and flash file into ``directory`` (the C file named by
@@ -145,7 +129,8 @@ class GraphModel:
 
         out = []
         for name in self._graph_specs:
-            c_name = self._files[0] if self._files and len(self._graph_specs) == 1 else None
+            files = self.settings.files  # SetGeneratedFilesNames (a Model method)
+            c_name = files[0] if files and len(self._graph_specs) == 1 else None
             out += list(write(self.graph(name), directory, c_name))
         return out
 

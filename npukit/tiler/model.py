@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import ir
 from ..cdecl import identifier
@@ -21,8 +21,7 @@ from ..passes import check
 from .api import (
     CALL_PARALLEL,
     CALL_SEQUENTIAL,
-    KER_IN_PLANE,
-    KER_OUT_PLANE,
+    INT_MAX,
     CallT,
     KerArgT,
     KernelDimensionT,
@@ -32,8 +31,9 @@ from .api import (
 from .cnn import CNNGenerators
 from .graph import GraphModel
 from .lower import KernelLowering, Lowered, add_bounds
-from .solver import Tiling, solve
-from .validate import check_calls, check_group, check_kernel, check_lib
+from .solver import Problem, Tiling, solve
+from .spaces import kernel_frames
+from .validate import alias_target, check_calls, check_group, check_kernel, check_lib
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class UserKernelT:
     cargs: tuple[TCArg, ...]
     calls: tuple[CallT, ...]
     kerargs: tuple[KerArgT, ...]
+    iter_space: object = None  # newer generation: its KernelIterSpace (then order is ())
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,24 @@ class GroupT:
     members: tuple[str, ...]
     cargs: tuple[TCArg, ...]
     calls: tuple[CallT, ...]
+
+
+@dataclass
+class Settings:
+    """The model-control calls' values (``SetKernelOpts``, ``SetInlineMode``,
+    ``SetSymbolNames``, ``SetSymbolDynamics``, ``SetUsedFilesNames``,
+    ``SetGeneratedFilesNames``): what the tiler, the GAP-style emitter and the graphs'
+    ``GenerateTilingCode`` use."""
+
+    promote: bool = True  # KER_OPT_BUFFER_PROMOTE
+    inline: int = 2  # SINGLE_INLINE
+    l1_symbol: str = "L1_Memory"
+    l2_symbol: str = "L2_Memory"
+    dynamic: bool = False  # symbols are pointers (allocated by the caller), not arrays
+    std_types: str = ""
+    headers: tuple[str, ...] = ()
+    files: tuple[str, str] | None = None  # (.c, .h); None: each writer's default names
+    init_files: tuple[str, str] | None = None
 
 
 class Model(GraphModel, CNNGenerators):
@@ -81,6 +100,7 @@ class Model(GraphModel, CNNGenerators):
         self.groups: dict[str, GroupT] = {}
         self._open: tuple[str, list] | None = None
         self._tilings: dict[str, Tiling] = {}
+        self.settings = Settings()
         self._graph_state()
 
     @classmethod
@@ -115,16 +135,35 @@ class Model(GraphModel, CNNGenerators):
             KernelName, tuple((c.ArgType, c.ArgName) for c in Cargs), CallType == CALL_PARALLEL,
             c_source, reference, cost, ParArgTypeName)
 
-    def UserKernel(self, Name: str, KerDim: KernelDimensionT, KerIter: tuple, Orientation: str,
-                   CArg: tuple[TCArg, ...], CCalls: tuple[CallT, ...],
-                   KerArg: tuple[KerArgT, ...]) -> None:
-        """A user kernel, checked as far as it can be before tiling (``validate``)."""
+    def UserKernel(self, Name: str, KerDim, KerIter, Orientation, CArg, CCalls,
+                   KerArg=None) -> None:
+        """A user kernel, checked as far as it can be before tiling (``validate``). Older
+        generation: ``UserKernel(Name, KernelDimensions(...), KernelIterationOrder(...),
+        Orientation, CArgs, Calls, KerArgs)``; newer: ``UserKernel(Name,
+        KernelIterSpace(...), Orientation, CArgs, Calls, KerArgs)``."""
+        from .api2 import KernelIterSpaceT
+        iter_space = None
+        if isinstance(KerDim, KernelIterSpaceT):
+            if KerArg is not None:
+                raise TilingError(f"UserKernel {Name!r}: with a KernelIterSpace it takes (Name, "
+                                  f"KernelIterSpace, Orientation, CArgs, Calls, KerArgs)")
+            iter_space, KerArg = KerDim, CCalls
+            KerDim, KerIter, Orientation, CArg, CCalls = (
+                KernelDimensionT(1, 1, 1, 1), (), KerIter, Orientation, CArg)
+        elif KerArg is None:
+            raise TilingError(f"UserKernel {Name!r}: takes (Name, KernelDimensions, "
+                              f"KernelIterationOrder, Orientation, CArgs, Calls, KerArgs) or "
+                              f"(Name, KernelIterSpace, Orientation, CArgs, Calls, KerArgs)")
         identifier(Name, "UserKernel name")
         if Name in self.kernels or Name in self.groups:
             raise TilingError(f"UserKernel {Name!r}: the name is already used")
         uk = UserKernelT(Name, KerDim, tuple(KerIter), Orientation, tuple(CArg), tuple(CCalls),
-                         tuple(KerArg))
+                         tuple(KerArg), iter_space)
         check_kernel(uk, self.libs)
+        if iter_space is not None:
+            uk = replace(uk, kerargs=tuple(
+                replace(a, Alias=alias_target(Name, uk.kerargs, a)) if a.Alias is not None else a
+                for a in uk.kerargs))
         self.kernels[Name] = uk
         if self._open:
             self._open[1].append(Name)
@@ -149,6 +188,80 @@ class Model(GraphModel, CNNGenerators):
         check_group(GroupName, g.members, Carg, Ccalls, self.kernels)
         self.groups[GroupName] = GroupT(GroupName, g.members, tuple(Carg), tuple(Ccalls))
 
+    # -- model control (the AutoTiler's Set* calls) ----------------------------------------
+
+    def SetL1MemorySize(self, Size: int) -> None:
+        """The L1 budget of the user kernels (bytes)."""
+        if integer("SetL1MemorySize", "Size", Size, -INT_MAX) < 1:
+            raise TilingError(f"SetL1MemorySize({Size}): the L1 budget must be positive")
+        self.l1_budget = int(Size)
+        self._tilings.clear()
+
+    def SetKernelOpts(self, On: int, Off: int) -> None:
+        """Turn kernel optimisations on and off: ``KER_OPT_BUFFER_PROMOTE`` (every argument
+        one L1 buffer when they all fit whole; on by default)."""
+        from .api2 import KER_OPT_BUFFER_PROMOTE
+        On, Off = integer("SetKernelOpts", "On", On), integer("SetKernelOpts", "Off", Off)
+        if Off & KER_OPT_BUFFER_PROMOTE:
+            self.settings.promote = False
+        if On & KER_OPT_BUFFER_PROMOTE:
+            self.settings.promote = True
+        self._tilings.clear()
+
+    def SetInlineMode(self, Mode: int) -> None:
+        """``ALWAYS_INLINE``, ``NEVER_INLINE`` or ``SINGLE_INLINE``: recorded; npukit writes
+        every user kernel as a function of its own, with its numbers spelled out, as the
+        AutoTiler does when it inlines."""
+        if integer("SetInlineMode", "Mode", Mode) not in (0, 1, 2):
+            raise TilingError(f"SetInlineMode({Mode!r}): give NEVER_INLINE, ALWAYS_INLINE or "
+                              f"SINGLE_INLINE")
+        self.settings.inline = int(Mode)
+
+    def SetSymbolNames(self, L1SymbName: str, L2SymbName: str, *descriptors: str) -> None:
+        """The C names of the L1 and L2 areas generated code uses (the older generation's
+        two kernel-descriptor names are accepted and unused: kernels are inlined)."""
+        self.settings.l1_symbol = identifier(L1SymbName, "SetSymbolNames L1 symbol")
+        self.settings.l2_symbol = identifier(L2SymbName, "SetSymbolNames L2 symbol")
+        for d in descriptors:
+            identifier(d, "SetSymbolNames descriptor symbol")
+
+    def SetSymbolDynamics(self) -> None:
+        """The L1 and L2 symbols are pointers the caller allocates, not arrays."""
+        self.settings.dynamic = True
+
+    def SetUsedFilesNames(self, StdTypedefsName, LibKernelFileCount: int, *names: str) -> None:
+        """Headers the generated header includes: standard types (0 for the default) and
+        ``LibKernelFileCount`` basic-kernel headers."""
+        if int(LibKernelFileCount) != len(names):
+            raise TilingError(f"SetUsedFilesNames: {LibKernelFileCount} headers announced, "
+                              f"{len(names)} given")
+        self.settings.std_types = StdTypedefsName or ""
+        self.settings.headers = tuple(_file_name(n) for n in names)
+
+    def SetGeneratedFilesNames(self, *names: str) -> None:
+        """``(Kernels.c, Kernels.h)``, or the older generation's four names ``(KernelsInit.c,
+        KernelsInit.h, Kernels.c, Kernels.h)``."""
+        if len(names) not in (2, 4):
+            raise TilingError(f"SetGeneratedFilesNames: give two names (.c, .h) or four, got "
+                              f"{len(names)}")
+        names = tuple(_file_name(n) for n in names)
+        self.settings.files = names[-2:]
+        self.settings.init_files = names[:2] if len(names) == 4 else None
+
+    def SetStyle(self, Old: int) -> None:
+        """Accepted for line-by-line ports: npukit tells the generations apart by their
+        arguments (a ``KernelIterSpace`` or ``KernelDimensions``)."""
+
+    def emit(self, directory, style: str = "gap") -> dict:
+        """Write the generated files into ``directory``: ``style="gap"`` writes
+        ``<Name>Kernels.c`` / ``.h`` as the AutoTiler names and structures them, and
+        ``at_host.h`` mapping their GAP macros to the host (``npukit.tiler.gap_c``).
+        Returns {file name: path}."""
+        from . import gap_c
+        if style != "gap":
+            raise TilingError(f"emit(style={style!r}): the styles are 'gap'")
+        return gap_c.emit(self, directory)
+
     # -- results -----------------------------------------------------------------------------
 
     def tiling(self, name: str) -> Tiling:
@@ -156,9 +269,10 @@ class Model(GraphModel, CNNGenerators):
         if name not in self._tilings:
             uk = self._kernel(name)
             check_calls(uk, self.libs)
-            counts = {KER_IN_PLANE: uk.dims.InPlanes, KER_OUT_PLANE: uk.dims.OutPlanes}
-            self._tilings[name] = solve(name, uk.kerargs, uk.orientation, uk.order, counts,
-                                        self.l1_budget)
+            spaces, frames = kernel_frames(uk)
+            self._tilings[name] = solve(Problem(
+                name, spaces, frames, self.l1_budget, self.settings.promote,
+                "old" if uk.iter_space is None else "new"))
         return self._tilings[name]
 
     def _kernel(self, name: str) -> UserKernelT:
@@ -195,6 +309,14 @@ class Model(GraphModel, CNNGenerators):
             raise TilingError(f"{name}: L3 arguments need {l2} B of L2 staging, over the L2 "
                               f"budget of {self.l2_budget} B")
         return check(prog)
+
+
+def _file_name(name: str) -> str:
+    """A generated file's name: a plain file name, written into C #include lines."""
+    import re
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", name):
+        raise TilingError(f"file name {name!r}: give a plain file name (letters, digits, _ . -)")
+    return name
 
 
 __all__ = ["Model"]

@@ -1,26 +1,42 @@
 """Choosing tile sizes under an L1 budget (the GAP AutoTiler).
 
-Every tiled argument is cut into the same number of tiles ``n`` along its tiled dimension
-(rows for horizontal tiling, columns for vertical). Arguments may differ in extent: with
-``E_a = extent_a - overlap_a`` and ``E = min_a E_a``, argument ``a`` moves ``k_a = E_a / E``
-lines per reference line, so for a reference tile of ``T`` lines its tiles hold
-``k_a·T + overlap_a`` lines and tile ``i`` starts at line ``k_a·T·i``. All tiles but the
-last hold ``T`` reference lines; the last holds ``E - (n-1)·T``.
+The rules, in the order the solver applies them (docs/tiler.md gives the evidence for each,
+from the AutoTiler's documentation and from files the real tool generated):
 
-L1 holds, in declaration order (each start aligned to 4 bytes): every argument moved by
-DMA (one slot, two when multi-buffered and its data changes during the kernel), untiled
-arguments and buffers whole, one-tile buffers as one tile, and dyn-tile buffers as one line
-per tile — a fixed point, since the tile count depends on the tile size. The solver picks
-the largest ``T`` whose tiles satisfy every constraint (even, odd, preferred multiple, one
-tile) and whose L1 footprint fits the budget. Vertical tiles of DMA'd arguments divide
-the width exactly, so every L1 tile keeps the same row pitch.
+1. **Proportional tiles.** Every argument a tiled space cuts is cut into the same number of
+   tiles. With ``E_a = extent_a + pad_top + pad_bottom - overlap_a`` lines and ``E =
+   min_a E_a``, argument ``a`` moves ``k_a = E_a // E`` lines per reference line: a tile
+   of ``T`` reference lines holds ``k_a·T + overlap_a`` lines and tile ``i`` starts at line
+   ``k_a·T·i - pad_top``. A remainder ``E_a - k_a·E`` is refused unless the argument says
+   ``OBJ_CONSTRAINTS_PAD_REM`` (its last tile takes it) or ``OBJ_CONSTRAINTS_DROP_REM``.
+2. **Whole-object promotion.** Unless turned off (``SetKernelOpts(KER_OPT_NONE,
+   KER_OPT_BUFFER_PROMOTE)``), when every argument fits L1 whole, every argument is one
+   buffer: read once before the loops, written once after them.
+3. **Tile sizes.** Constraints (even, odd, preferred multiple) apply to the lines a tile
+   adds, ``k_a·T``, when there is more than one tile; ``OBJ_CONSTRAINTS_ONEPREFTILE`` keeps
+   one tile. With one tiled space the largest admissible ``T`` that fits wins. With nested
+   tiled spaces, a kernel of the older generation fixes the outer space first (the largest
+   that fits with each inner one at two lines, or its smallest admissible size if larger),
+   then the inner one; one of the newer generation grows all of them in step (each the
+   largest admissible size not above a common bound; the largest bound that fits).
+   Parametric spaces (``IterParSpace``) stay whole unless nothing fits: the spaces are
+   then cut from the innermost out, a parametric one to the largest multiple of its
+   preferred divider that divides it and fits, the tiled ones together as above; plain
+   dimensions take one item per iteration.
+4. **Slots.** An argument moved by DMA takes one slot when it is single buffered or moved
+   once in the whole kernel, three when it is read and written (``OBJ_IN_OUT_DB``: the
+   next tile comes in while the current one is computed and the previous one goes out),
+   else two. Buffers (``O_BUFF``) are whole in L1 (one slot), one-tile buffers one tile,
+   dyn-tile buffers one line per tile. A multi-slot argument's slots start 4-byte aligned.
+5. **Placement.** Arguments are placed by tiled space, outermost first, in declaration
+   order within one, each start 4-byte aligned; ``l1_used`` is the end of the last.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..errors import TilingError
@@ -28,49 +44,90 @@ from .api import (
     KER_IN_PLANE,
     KER_OUT_PLANE,
     KER_TILE,
+    OBJ_CONSTRAINTS_DROP_REM,
     OBJ_CONSTRAINTS_EVEN,
     OBJ_CONSTRAINTS_ODD,
     OBJ_CONSTRAINTS_ONEPREFTILE,
-    OBJ_CONSTRAINTS_TILE_HOR,
-    OBJ_CONSTRAINTS_TILE_VER,
-    TILE_HOR,
+    OBJ_CONSTRAINTS_PAD_REM,
     KerArgT,
     Obj,
 )
+from .spaces import Frame, Space
 
 ALIGN = 4
+_OLD_ITERS = {"Tile0": KER_TILE, "InPlane": KER_IN_PLANE, "OutPlane": KER_OUT_PLANE}
+
+
+def align(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
 
 
 @dataclass(frozen=True)
 class ArgPlacement:
-    """Where an argument lives in L1: byte ``offset``, ``size`` bytes per slot, ``slots``."""
+    """Where an argument lives in L1: byte ``offset``, ``size`` bytes per slot, ``slots``,
+    ``pitch`` bytes from one slot to the next (``size`` rounded up to 4 when there are
+    several slots)."""
 
     offset: int
     size: int
     slots: int
+    pitch: int = 0
+
+    @property
+    def footprint(self) -> int:
+        return self.size if self.slots == 1 else self.pitch * self.slots
+
+
+@dataclass(frozen=True)
+class SpaceTiling:
+    """A space solved: ``extent`` reference lines (tiled) or items, ``tile`` per full tile,
+    ``count`` tiles (iterations), ``last`` in the last one."""
+
+    key: str
+    kind: str
+    extent: int
+    tile: int
+    count: int
+    last: int
 
 
 @dataclass(frozen=True)
 class ArgGeometry:
-    """How one argument is cut: ``lines`` per full tile and in the last tile, ``step``
-    lines between tile starts, bytes per ``line``, and whether it is tiled at all."""
+    """How one argument is cut. ``residency``: "tile" (tiles move through its slots),
+    "whole" (the whole argument sits in L1), "onetile" (an L1 buffer of one tile) or "dyn"
+    (one line per tile); ``tiled``: tiles of it move or sit in L1 (its tile pointer walks
+    its tiled space). For the line dimension: ``k`` lines per reference line, ``lines``
+    per full tile and ``last_lines`` in the last (virtual lines: pads included), ``step``
+    lines between tile starts, ``pad`` (top, bottom) virtual lines outside the plane,
+    ``extent`` real lines. ``tile_shape`` / ``last_shape``: the L1 tile, dense, outer to
+    inner, in elements. ``loops``: the kernel spaces its accesses are counted over (outer
+    to inner), ``accesses`` their product."""
 
     arg: KerArgT
+    frame: Frame
+    residency: str
     horizontal: bool
     tiled: bool
     k: int
     lines: int
     last_lines: int
     step: int
+    pad: tuple[int, int]
+    extent: int
     line_elems: int
-    extent: int  # lines in the whole plane
-    iterators: tuple  # kernel iterators its data varies with
-    planes: int
+    tile_shape: tuple[int, ...]
+    last_shape: tuple[int, ...]
+    loops: tuple[str, ...]
+    accesses: int
+    iterators: tuple = ()  # the older generation's names of its spaces (compatibility)
+    planes: int = 1
+    tiles: tuple[tuple[int, int, int, int], ...] = ()  # per tile: see ``line_tiles``
 
 
 @dataclass(frozen=True)
 class Tiling:
-    """The solved tiling of a user kernel."""
+    """The solved tiling of a user kernel. ``n_tiles``, ``tile`` and ``last_tile`` are those
+    of its first tiled space (1, 1, 1 without one); ``spaces`` has every space."""
 
     kernel: str
     n_tiles: int
@@ -80,133 +137,366 @@ class Tiling:
     geometry: Mapping[str, ArgGeometry]
     l1_used: int
     l1_budget: int
+    spaces: Mapping[str, SpaceTiling] = field(default_factory=lambda: MappingProxyType({}))
+    promoted: bool = False
 
     def __str__(self) -> str:
-        lines = [(f"{self.kernel}: {self.n_tiles} tiles of {self.tile} lines (last "
-                  f"{self.last_tile}), L1 {self.l1_used} of {self.l1_budget} B")]
+        tiles = ", ".join(f"{s.key} {s.count} x {s.tile} (last {s.last})"
+                          for s in self.spaces.values() if s.kind != "fixed")
+        lines = [f"{self.kernel}: {tiles or 'no tiled space'}, L1 {self.l1_used} of "
+                 f"{self.l1_budget} B" + (", promoted to buffers" if self.promoted else "")]
         for name, p in self.args.items():
-            lines.append(f"  {name:<10} offset {p.offset:>6}  {p.size:>6} B x {p.slots}")
+            lines.append(f"  {name:<10} offset {p.offset:>6}  {p.size:>6} B x {p.slots}"
+                         f"  ({self.geometry[name].residency})")
         return "\n".join(lines)
 
 
 def moves(a: KerArgT) -> bool:
-    """Arguments with a home outside L1 are moved by DMA; buffers live in L1 only."""
-    return not a.has(Obj.O_BUFF)
+    """Arguments with a home outside L1 are moved by DMA: every argument but the buffers,
+    and buffers that are inputs or outputs (moved once, whole)."""
+    return not a.has(Obj.O_BUFF) or a.has(Obj.O_IN) or a.has(Obj.O_OUT)
 
 
-def arg_iterators(a: KerArgT, order: tuple) -> tuple:
-    """The kernel iterators an argument's data changes with."""
-    its = []
-    if a.has(Obj.O_TILED) and not a.has(Obj.O_DYNTILE):
-        its.append(KER_TILE)
-    if a.has(Obj.O_4D):
-        its += [KER_IN_PLANE, KER_OUT_PLANE]
-    elif a.has(Obj.O_3D):
-        its.append(KER_IN_PLANE if a.has(Obj.O_IN) or not a.has(Obj.O_OUT) else KER_OUT_PLANE)
-    return tuple(i for i in order if i in its)
+def residency(a: KerArgT, promoted: bool) -> str:
+    if a.has(Obj.O_DYNTILE):
+        return "dyn"
+    if a.has(Obj.O_BUFF) and a.has(Obj.O_ONETILE):
+        return "onetile" if not promoted else "whole"
+    if promoted or a.has(Obj.O_BUFF):
+        return "whole"
+    return "tile"
 
 
-def solve(name: str, kerargs: tuple[KerArgT, ...], orientation: str, order: tuple,
-          counts: Mapping, budget: int) -> Tiling:
-    """Pick the tile size for a user kernel; ``counts`` maps in/out-plane iterators to Nip
-    and Nop."""
-    if budget < 1:
-        raise TilingError(f"{name}: L1 budget must be positive, got {budget}")
-    geo0 = {a.KerArgName: _orient(a, orientation) for a in kerargs}
-    tiled = [a for a in kerargs if a.has(Obj.O_TILED) and not a.has(Obj.O_DYNTILE)]
-    if not tiled:
-        return _fit(name, kerargs, geo0, order, counts, budget, None, None, [1])
-    eff = {a.KerArgName: _extent(a, geo0[a.KerArgName]) - a.TileOverlap for a in tiled}
-    for a in tiled:
-        if eff[a.KerArgName] < 1:
-            raise TilingError(f"{name}: argument {a.KerArgName!r} has overlap {a.TileOverlap}, "
-                              f"not smaller than its extent {eff[a.KerArgName] + a.TileOverlap}")
-    ref = min(eff.values())
-    for n, e in eff.items():
-        if e % ref:
-            raise TilingError(f"{name}: argument {n!r} spans {e} lines, not a multiple of the "
-                              f"reference extent {ref}: tiles cannot stay in proportion")
-    ks = {n: e // ref for n, e in eff.items()}
-    one_tile = any(a.Constraint & OBJ_CONSTRAINTS_ONEPREFTILE for a in tiled)
-    sizes = [ref] if one_tile else range(ref, 0, -1)
-    if any(moves(a) and not geo0[a.KerArgName] for a in tiled):
-        # A vertical tile is a block of columns stored densely in L1: a narrower last tile
-        # would change its row pitch, so vertical tiles divide the width exactly.
-        sizes = [t for t in sizes if ref % t == 0]
-    return _fit(name, kerargs, geo0, order, counts, budget, ref, ks, sizes)
+@dataclass(frozen=True)
+class Problem:
+    """What the solver needs: the kernel's name, spaces (outer to inner), argument frames,
+    budget, whether whole-object promotion is allowed and which generation's rule grows
+    nested tiled spaces ("old" or "new")."""
+
+    name: str
+    spaces: tuple[Space, ...]
+    frames: tuple[Frame, ...]
+    budget: int
+    promote: bool = True
+    style: str = "old"
 
 
-def _orient(a: KerArgT, orientation: str) -> bool:
-    if a.Constraint & OBJ_CONSTRAINTS_TILE_VER:
-        return False
-    if a.Constraint & OBJ_CONSTRAINTS_TILE_HOR:
-        return True
-    return orientation == TILE_HOR
+def solve(p: Problem) -> Tiling:
+    """Pick every tiled space's tile size and place the arguments in L1."""
+    if p.budget < 1:
+        raise TilingError(f"{p.name}: L1 budget must be positive, got {p.budget}")
+    ratios = _ratios(p)
+    refs = {s.key: (min(e for e, _ in ratios[s.key].values()) if ratios.get(s.key) else 1)
+            for s in p.spaces if s.kind == "tiled"}
+    full = {key: ref for key, ref in refs.items()}
+    if p.promote:
+        whole = _layout(p, ratios, refs, full, promoted=True)
+        if whole[2] <= p.budget:
+            return _tiling(p, refs, full, whole, promoted=True)
+    choices = {key: _sizes(p, ratios, key, refs[key]) for key in refs}
+    choices.update({s.key: _par_sizes(s) for s in p.spaces if s.kind == "par"})
+    smallest = None
+    for tiles in _candidates(p, choices):
+        layout = _layout(p, ratios, refs, tiles, promoted=False)
+        if layout[2] <= p.budget:
+            return _tiling(p, refs, tiles, layout, promoted=False)
+        smallest = layout[2] if smallest is None else min(smallest, layout[2])
+    _never_fits(p, ratios, refs, choices)
+    need = f"; the smallest admissible tiling needs {smallest} B" if smallest else \
+        "; no tile size satisfies the constraints"
+    raise TilingError(f"{p.name}: nothing fits the L1 budget of {p.budget} B{need}")
 
 
-def _extent(a: KerArgT, horizontal: bool) -> int:
-    return a.H if horizontal else a.W
+def _ratios(p: Problem) -> dict[str, dict[str, tuple[int, int]]]:
+    """Per tiled space, per argument it cuts: (effective extent E_a, remainder allowed)."""
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for f in p.frames:
+        if f.tiled is None:
+            continue
+        a = f.arg
+        pad_t, pad_b = _pads(f)
+        eff = f.dims[f.line].extent + pad_t + pad_b - a.TileOverlap
+        if eff < 1:
+            raise TilingError(f"{p.name}: argument {a.KerArgName!r} has overlap {a.TileOverlap}, "
+                              f"not smaller than its extent {eff + a.TileOverlap}")
+        out.setdefault(f.tiled, {})[a.KerArgName] = (eff, a.Constraint)
+    for key, args in out.items():
+        ref = min(e for e, _ in args.values())
+        for n, (e, c) in args.items():
+            if e % ref and not c & (OBJ_CONSTRAINTS_PAD_REM | OBJ_CONSTRAINTS_DROP_REM):
+                raise TilingError(f"{p.name}: argument {n!r} spans {e} lines, not a multiple of "
+                                  f"the reference extent {ref} of {key}: tiles cannot stay in "
+                                  f"proportion (OBJ_CONSTRAINTS_PAD_REM or DROP_REM accept a "
+                                  f"remainder)")
+    return out
 
 
-def _admissible(a: KerArgT, lines: int) -> bool:
+def _pads(f: Frame) -> tuple[int, int]:
+    """Virtual lines of padding before and after the line dimension."""
+    left, right, top, bottom = f.arg.Pad
+    return (top, bottom) if f.horizontal else (left, right)
+
+
+def _sizes(p: Problem, ratios, key: str, ref: int) -> list[int]:
+    """Admissible tile sizes of a tiled space, largest first (constraints hold on the lines
+    each tile adds when there is more than one tile)."""
+    frames = [f for f in p.frames if f.tiled == key]
+    if any(f.arg.Constraint & OBJ_CONSTRAINTS_ONEPREFTILE for f in frames):
+        return [ref]
+    out = []
+    for t in range(ref, 0, -1):
+        if math.ceil(ref / t) == 1 or all(
+                _admissible(f.arg, ratios[key][f.arg.KerArgName][0] // ref * t) for f in frames):
+            out.append(t)
+    return out
+
+
+def _admissible(a: KerArgT, step: int) -> bool:
     c = a.Constraint
-    if c & OBJ_CONSTRAINTS_EVEN and lines % 2:
+    if c & OBJ_CONSTRAINTS_EVEN and step % 2:
         return False
-    if c & OBJ_CONSTRAINTS_ODD and not lines % 2:
+    if c & OBJ_CONSTRAINTS_ODD and not step % 2:
         return False
-    return not (a.PreferedTileSize and lines % a.PreferedTileSize)
+    return not (a.PreferedTileSize and step % a.PreferedTileSize)
 
 
-def _layout(kerargs, geo0, order, counts, ref, ks, t) -> tuple[dict, dict, int]:
-    """Geometry and L1 placement of every argument for reference tile size ``t``."""
-    n = 1 if ref is None else math.ceil(ref / t)
-    last = None if ref is None else ref - (n - 1) * t
-    geometry, places, offset = {}, {}, 0
-    for a in kerargs:
-        hor = geo0[a.KerArgName]
-        line = (a.W if hor else a.H)
-        its = arg_iterators(a, order)
-        planes = math.prod(counts.get(i, 1) for i in its if i != KER_TILE)
-        if a.has(Obj.O_DYNTILE):
-            g = ArgGeometry(a, hor, False, 1, n, n, 1, line, n, its, planes)
-        elif a.has(Obj.O_TILED):
-            k = ks[a.KerArgName]
-            g = ArgGeometry(a, hor, True, k, k * t + a.TileOverlap, k * last + a.TileOverlap,
-                            k * t, line, _extent(a, hor), its, planes)
+def _par_sizes(s: Space) -> list[int]:
+    """Tiles of a parametric space, largest first: whole, then the multiples of its
+    preferred divider that divide it."""
+    return [s.count] + [t for t in range(s.count - 1, 0, -1)
+                        if t % s.pref == 0 and s.count % t == 0]
+
+
+def _candidates(p: Problem, choices: dict[str, list[int]]):
+    """Tile sizes to try, best first (rule 3): the first that fits wins."""
+    keys = [s.key for s in p.spaces if s.kind == "tiled"]
+    if any(not choices[k] for k in keys):
+        return
+    if p.style == "old" and len(keys) > 1:
+        yield from _outer_first(p, keys, choices, {})
+        return
+    # Innermost space first: a parametric space is cut only when the spaces inside it at
+    # their smallest leave nothing that fits; the tiled spaces are grown in step.
+    order = [s.key for s in p.spaces if s.kind in ("tiled", "par")]
+    sizes = {k: choices[k][0] for k in order}
+    tiled_done = False
+    for key in reversed(order):
+        if key in keys:
+            if tiled_done:
+                continue
+            tiled_done = True
+            for tiles in _in_step(keys, choices):
+                yield {**sizes, **tiles}
+            sizes.update({k: choices[k][-1] for k in keys})
         else:
-            ext = _extent(a, hor)
-            g = ArgGeometry(a, hor, False, 1, ext, ext, 0, line, ext, its, planes)
-        geometry[a.KerArgName] = g
-        size = g.lines * line * a.ItemSize
-        accesses = planes * (n if KER_TILE in its else 1)
-        slots = 2 if a.has(Obj.O_DB) and accesses > 1 and (moves(a) or a.has(Obj.O_ONETILE)) else 1
-        offset = -(-offset // ALIGN) * ALIGN
-        places[a.KerArgName] = ArgPlacement(offset, size, slots)
-        offset += size * slots
+            for t in choices[key]:
+                yield {**sizes, key: t}
+            sizes[key] = choices[key][-1]
+    if not order:
+        yield {}
+
+
+def _in_step(keys, choices):
+    """The tiled spaces grown in step: each the largest admissible size not above a common
+    bound, the bound from largest to smallest."""
+    top = max(choices[k][0] for k in keys)
+    at = dict.fromkeys(keys, 0)  # per space, its first size <= bound (sizes largest first)
+    last = None
+    for bound in range(top, 0, -1):
+        for k in keys:
+            while at[k] < len(choices[k]) and choices[k][at[k]] > bound:
+                at[k] += 1
+        if any(at[k] == len(choices[k]) for k in keys):
+            return
+        tiles = {k: choices[k][at[k]] for k in keys}
+        if tiles != last:  # a bound between two sizes gives the same tiles again
+            last = tiles
+            yield tiles
+
+
+def _outer_first(p, keys, choices, fixed):
+    """The older generation: the outer space the largest that fits with each inner one at
+    two lines (or its smallest admissible size, if larger), then the next one in."""
+    if len(fixed) == len(keys):
+        yield dict(fixed)
+        return
+    key = keys[len(fixed)]
+    inner = {k: _at_least(choices[k], 2) for k in keys[len(fixed) + 1:]}
+    for t in choices[key]:
+        layout = _layout(p, _ratios(p), _refs(p), {**fixed, key: t, **inner}, promoted=False)
+        if layout[2] <= p.budget or t == choices[key][-1]:
+            yield from _outer_first(p, keys, choices, {**fixed, key: t})
+            return
+
+
+def _at_least(sizes: list[int], n: int) -> int:
+    """The smallest admissible size of at least ``n`` (the smallest one, when all are less)."""
+    return min((t for t in sizes if t >= n), default=sizes[0])
+
+
+def _refs(p: Problem) -> dict[str, int]:
+    ratios = _ratios(p)
+    return {s.key: (min(e for e, _ in ratios[s.key].values()) if ratios.get(s.key) else 1)
+            for s in p.spaces if s.kind == "tiled"}
+
+
+def _space_tilings(p: Problem, refs, tiles) -> dict[str, SpaceTiling]:
+    out = {}
+    for s in p.spaces:
+        if s.kind == "tiled":
+            ref, t = refs[s.key], tiles[s.key]
+            n = math.ceil(ref / t)
+            out[s.key] = SpaceTiling(s.key, s.kind, ref, t, n, ref - (n - 1) * t)
+        elif s.kind == "par":
+            t = tiles.get(s.key, s.count)
+            n = math.ceil(s.count / t)
+            out[s.key] = SpaceTiling(s.key, s.kind, s.count, t, n, s.count - (n - 1) * t)
+        else:
+            out[s.key] = SpaceTiling(s.key, s.kind, s.count, 1, s.count, 1)
+    return out
+
+
+def _layout(p: Problem, ratios, refs, tiles, promoted: bool):
+    """(geometry, placements, bytes used) for the given tile sizes."""
+    sp = _space_tilings(p, refs, tiles)
+    order = [s.key for s in p.spaces]
+    tiled_order = [k for k in order if sp[k].kind == "tiled"]
+    geometry = {f.arg.KerArgName: _geometry(p, f, sp, ratios, order, promoted) for f in p.frames}
+    rank = {k: i for i, k in enumerate(tiled_order)}
+    placed = sorted(p.frames, key=lambda f: rank.get(f.group, 0))
+    places, offset = {}, 0
+    for f in placed:
+        if f.arg.Alias is not None:  # shares its target's memory (placed below)
+            continue
+        g = geometry[f.arg.KerArgName]
+        size = math.prod(g.tile_shape) * f.elem + sum(f.arg.Buffers) * f.arg.ItemSize
+        slots = _slots(f.arg, g)
+        offset = align(offset)
+        pl = ArgPlacement(offset, size, slots, align(size) if slots > 1 else size)
+        places[f.arg.KerArgName] = pl
+        offset += pl.footprint
+    for f in p.frames:
+        if f.arg.Alias is not None:
+            places[f.arg.KerArgName] = _aliased(p, f, geometry, places)
+    places = {f.arg.KerArgName: places[f.arg.KerArgName] for f in p.frames}
     return geometry, places, offset
 
 
-def _fit(name, kerargs, geo0, order, counts, budget, ref, ks, sizes) -> Tiling:
-    smallest = None
-    for t in sizes:
-        geometry, places, used = _layout(kerargs, geo0, order, counts, ref, ks, t)
-        n = 1 if ref is None else math.ceil(ref / t)
-        if n > 1 and not all(_admissible(g.arg, g.lines) for g in geometry.values() if g.tiled):
-            continue
-        if used <= budget:
-            return Tiling(name, n, t if ref else 1, (ref - (n - 1) * t) if ref else 1,
-                          MappingProxyType(places), MappingProxyType(geometry), used, budget)
-        smallest = used if smallest is None else min(smallest, used)
-    if ref is not None:
-        geometry, places, _ = _layout(kerargs, geo0, order, counts, ref, ks, 1)
-        for a in kerargs:
-            p = places[a.KerArgName]
-            if p.size * p.slots > budget:
-                g = geometry[a.KerArgName]
-                raise TilingError(
-                    f"{name}: argument {a.KerArgName!r} can never fit: its smallest tile, "
-                    f"{g.lines} line(s) of {g.line_elems} x {a.ItemSize} B = {p.size} B x "
-                    f"{p.slots} slot(s), exceeds the L1 budget of {budget} B")
-    need = f"; the smallest admissible tiling needs {smallest} B" if smallest else \
-        "; no tile size satisfies the constraints"
-    raise TilingError(f"{name}: nothing fits the L1 budget of {budget} B{need}")
+def _aliased(p: Problem, f: Frame, geometry, places) -> ArgPlacement:
+    """An aliased argument's placement: its target's, when it walks the same spaces and its
+    tile fits the target's slot."""
+    a, target = f.arg, places.get(f.arg.Alias)
+    if target is None:
+        raise TilingError(f"{p.name}: KerArgAliased {a.KerArgName!r} aliases {a.Alias!r}, which "
+                          f"is not a placed argument of the kernel")
+    g, tg = geometry[a.KerArgName], geometry[a.Alias]
+    size = math.prod(g.tile_shape) * f.elem
+    if g.frame.spaces != tg.frame.spaces or g.residency != tg.residency or size > target.size:
+        raise TilingError(f"{p.name}: KerArgAliased {a.KerArgName!r} ({size} B per tile, spaces "
+                          f"{g.frame.spaces}) does not fit the memory of {a.Alias!r} "
+                          f"({target.size} B, spaces {tg.frame.spaces})")
+    return target
+
+
+def _slots(a: KerArgT, g: ArgGeometry) -> int:
+    if g.residency in ("whole", "dyn") or not a.has(Obj.O_DB) or g.accesses == 1:
+        return 1
+    if g.residency == "onetile":
+        return 2
+    return 3 if a.has(Obj.O_IN) and a.has(Obj.O_OUT) else 2
+
+
+def _geometry(p: Problem, f: Frame, sp: dict[str, SpaceTiling], ratios, order,
+              promoted: bool) -> ArgGeometry:
+    a = f.arg
+    res = residency(a, promoted)
+    line = f.dims[f.line]
+    pad = _pads(f)
+    k, lines, last, step, tiles = 1, line.extent, line.extent, 0, ((0, line.extent, 0,
+                                                                     line.extent),)
+    if f.tiled is not None:
+        s = sp[f.tiled]
+        eff = ratios[f.tiled][a.KerArgName][0]
+        k = eff // s.extent
+        lines, step = k * s.tile + a.TileOverlap, k * s.tile
+        tiles = line_tiles(a, lines, step, s.count, k * s.last + a.TileOverlap,
+                           eff - k * s.extent, pad, line.extent)
+        last = tiles[-1][1]
+    walks = f.tiled is not None and res in ("tile", "onetile")
+    shape, last_shape = [], []
+    for i, d in enumerate(f.dims):
+        if res == "whole" or d.space is None:
+            full = part = d.extent
+        elif i == f.line:
+            full, part = max(t[3] for t in tiles), tiles[-1][3]
+        elif sp[d.space].kind == "par":
+            full, part = sp[d.space].tile, sp[d.space].last
+        else:
+            full = part = 1
+        shape.append(full)
+        last_shape.append(part)
+    row = math.prod(d.extent for d in f.dims if d.role in ("row", "item"))
+    # An argument whose own spaces have one tile each never changes: it moves once.
+    its = f.spaces if res == "tile" and math.prod(sp[s].count for s in f.spaces) > 1 else ()
+    if res == "dyn":
+        n = sp[f.group].count if f.group in sp else 1
+        shape = last_shape = [n, row]
+        its = (f.group,) if f.group in sp else ()
+    loops: tuple[str, ...] = ()
+    if its:
+        inner = max(order.index(s) for s in its)
+        loops = tuple(order[: inner + 1])
+    accesses = math.prod(sp[s].count for s in loops) if res == "tile" else 1
+    planes = math.prod(sp[s].count for s in its if sp[s].kind != "tiled")
+    return ArgGeometry(a, f, res, f.horizontal, walks, k, lines, last, step, pad, line.extent,
+                       row, tuple(shape), tuple(last_shape), loops, accesses,
+                       tuple(_OLD_ITERS[s] for s in its if s in _OLD_ITERS), planes, tiles)
+
+
+def line_tiles(a: KerArgT, lines: int, step: int, n: int, last: int, rem: int,
+               pad: tuple[int, int], extent: int) -> tuple[tuple[int, int, int, int], ...]:
+    """Per tile of the line dimension: (virtual start, virtual lines, real start, real
+    lines). Virtual lines count the padding; real ones are the plane's lines a tile moves.
+    The last tile holds its share of the reference extent; with padding it reaches the
+    padded extent's end (at most a full tile), with OBJ_CONSTRAINTS_PAD_REM it takes the
+    remainder too."""
+    pad_t, pad_b = pad
+    out = []
+    for i in range(n):
+        v = i * step
+        if i < n - 1:
+            c = lines
+        elif sum(pad):
+            c = min(lines, extent + pad_t + pad_b - v)
+        else:
+            c = last + (rem if a.Constraint & OBJ_CONSTRAINTS_PAD_REM else 0)
+        lo, hi = max(v - pad_t, 0), min(v - pad_t + c, extent)
+        out.append((v, c, lo, max(hi - lo, 0)))
+    return tuple(out)
+
+
+def _tiling(p: Problem, refs, tiles, layout, promoted: bool) -> Tiling:
+    geometry, places, used = layout
+    sp = _space_tilings(p, refs, tiles)
+    first = next((s for s in sp.values() if s.kind == "tiled"), None)
+    n, t, last = (first.count, first.tile, first.last) if first else (1, 1, 1)
+    if promoted:
+        n, t, last = 1, (first.extent if first else 1), (first.extent if first else 1)
+        sp = {k: (SpaceTiling(k, s.kind, s.extent, s.extent, 1, s.extent)
+                  if s.kind == "tiled" else s) for k, s in sp.items()}
+    return Tiling(p.name, n, t, last, MappingProxyType(places), MappingProxyType(geometry), used,
+                  p.budget, MappingProxyType(sp), promoted)
+
+
+def _never_fits(p: Problem, ratios, refs, choices) -> None:
+    """An argument whose smallest tile alone is over budget is named with its numbers."""
+    smallest = {k: (c[-1] if c else 1) for k, c in choices.items()}
+    geometry, places, _ = _layout(p, ratios, refs, smallest, promoted=False)
+    for f in p.frames:
+        pl, g = places[f.arg.KerArgName], geometry[f.arg.KerArgName]
+        if pl.footprint > p.budget:
+            raise TilingError(
+                f"{p.name}: argument {f.arg.KerArgName!r} can never fit: its smallest tile, "
+                f"{g.tile_shape[f.line] if g.residency != 'dyn' else g.lines} line(s) of "
+                f"{g.line_elems} x {f.elem} B = {pl.size} B x {pl.slots} slot(s), exceeds the "
+                f"L1 budget of {p.budget} B")

@@ -7,6 +7,10 @@
   have declared its basic kernels after the user kernel (the AutoTiler allows either order);
 - ``check_group`` when a group's calls are given (``UserKernelGroup``).
 
+Both generations of the model are checked alike: a newer generation's kernel (a
+``KernelIterSpace``, every argument a ``KerArgSpace``) by its spaces where an older one is
+checked by its ``KernelDimensions`` and ``KernelIterationOrder``.
+
 Each error names the user kernel, the call, the binding and the values involved.
 """
 
@@ -19,6 +23,7 @@ import numpy as np
 from .. import ir
 from ..errors import TilingError
 from .api import (
+    ITEM_SIZES,
     ORDER_2,
     TILE_HOR,
     TILE_VER,
@@ -26,28 +31,42 @@ from .api import (
     CallT,
     KerArgSel,
     KerArgT,
+    KerIter,
     KernelDimensionT,
     Obj,
     TCArg,
 )
-from .lower import c_dtype, home_shape
+from .lower import c_dtype
 from .solver import moves
+from .spaces import OLD_KEYS, Frame, Space, elem_size, frame, kernel_spaces
 
 # Selectors that read a tile's place in the plane: meaningless on an argument that is not cut
 # into tiles (its index and offset are always 0, its count is not its own).
 _TILE_PLACE = (KerArgSel.KER_ARG_NTILES, KerArgSel.KER_ARG_TILEINDEX,
                KerArgSel.KER_ARG_TILEOFFSET)
 _POINTER_SELECTORS = (KerArgSel.KER_ARG_TILE, KerArgSel.KER_ARG)
+# Selectors of a parametric space's tile: K_ArgPar(Name, Sel, Space) names the space.
+_PAR_SELECTORS = (KerArgSel.KER_ARG_PARTILE_SIZE, KerArgSel.KER_ARG_LOADEDPARTILE_SIZE)
 
 
 def show(b: Binding) -> str:
     """A binding as the model spells it: ``K_Arg('In', KER_ARG_TILE)``."""
+    if b.kind == "k_arg" and b.space is not None:
+        return f"K_ArgPar({b.name!r}, {KerArgSel(b.what).name}, {b.space.name})"
     if b.kind == "k_arg":
         return f"K_Arg({b.name!r}, {KerArgSel(b.what).name})"
     if b.kind == "c_arg":
         return f"C_Arg({b.name!r})"
     if b.kind == "c_arg_index":
         return f"C_ArgIndex({b.name!r}, {b.what.name}, {b.value})"
+    if b.kind == "iter_index":
+        return f"Ker_IteratorIndex({b.what.name})"
+    if b.kind == "usymb":
+        return f"UserSymb({b.name!r})"
+    if b.kind == "kdim":
+        return f"KerDim({('K_INP', 'K_OUTP', 'K_W', 'K_H')[b.value]})"
+    if b.kind == "ignore":
+        return "AT_IGNORE_ARG_BINDING"
     return f"Imm({b.value})"
 
 
@@ -104,42 +123,77 @@ def check_lib(name, call_type_ok: bool, cargs, par_arg_type, c_source, reference
 def check_kernel(uk, libs: Mapping[str, ir.Extern]) -> None:
     """A user kernel's declaration, and its calls of basic kernels already declared."""
     what = f"UserKernel {uk.name!r}"
-    if not isinstance(uk.dims, KernelDimensionT):
-        raise TilingError(f"{what}: KerDim must come from KernelDimensions(...), got "
-                          f"{uk.dims!r:.60}")
-    if uk.order not in ORDER_2.values():
-        raise TilingError(f"{what}: KerIter must come from KernelIterationOrder(...), got "
-                          f"{uk.order!r:.60}")
+    if uk.iter_space is None:
+        if not isinstance(uk.dims, KernelDimensionT):
+            raise TilingError(f"{what}: KerDim must come from KernelDimensions(...), got "
+                              f"{uk.dims!r:.60}")
+        if uk.order not in ORDER_2.values():
+            raise TilingError(f"{what}: KerIter must come from KernelIterationOrder(...), got "
+                              f"{uk.order!r:.60}")
     if uk.orientation not in (TILE_HOR, TILE_VER):
         raise TilingError(f"{what}: Orientation must be TILE_HOR or TILE_VER, got "
                           f"{uk.orientation!r}")
     cargs = _cargs(what, uk.cargs)
     kerargs: dict[str, KerArgT] = {}
-    bound: dict[str, str] = {}
     for a in uk.kerargs:
         if not isinstance(a, KerArgT):
             raise TilingError(f"{what}: KerArgs holds KerArg values; got {a!r:.80}")
         if a.KerArgName in kerargs:
             raise TilingError(f"{what}: kernel argument {a.KerArgName!r} is declared twice")
+        if (a.Space is None) != (uk.iter_space is None):
+            raise TilingError(f"{what}: KerArg {a.KerArgName!r} mixes the two generations: a "
+                              f"KernelIterSpace kernel gives every argument a KerArgSpace, a "
+                              f"KernelIterationOrder one none")
         kerargs[a.KerArgName] = a
+    for a in uk.kerargs:
+        if a.Alias is not None:
+            alias_target(uk.name, uk.kerargs, a)
+    spaces = kernel_spaces(uk.order, uk.dims, uk.iter_space)
+    frames: dict[str, Frame] = {}
+    bound: dict[str, str] = {}
+    for a in uk.kerargs:
         if a.CArgName:
-            _check_bound(what, a, cargs, bound, home_shape(a, uk.dims, uk.order))
+            _check_bound(what, a, cargs, bound)
         elif moves(a):
             raise TilingError(f"{what}: KerArg {a.KerArgName!r} (ObjType {a.ObjType:#x}) is "
                               f"moved to and from L1, so its home is a C argument: name it "
                               f"(CArgName), or make the argument a buffer (OBJ_BUFFER...)")
+        elif a.ItemSize not in ITEM_SIZES:
+            raise TilingError(f"{what}: KerArg {a.KerArgName!r} is bound to no C argument, so "
+                              f"its items are C scalars: ItemSize {a.ItemSize} is not the size "
+                              f"of one {ITEM_SIZES}")
+        f = frame(uk.name, a, spaces, uk.order, uk.dims, uk.orientation, elem_size(uk, a))
+        frames[a.KerArgName] = f
+        c = cargs.get(a.CArgName)
+        if c is not None and c.shape is not None and moves(a) and \
+                tuple(c.shape) != f.home_shape:
+            raise TilingError(f"{what}: C argument {c.ArgName!r} declares shape "
+                              f"{tuple(c.shape)} but KerArg {a.KerArgName!r} makes it "
+                              f"{f.home_shape} (planes x H x W); drop the shape or make them "
+                              f"agree")
     for call in uk.calls:
         if not isinstance(call, CallT):
             raise TilingError(f"{what}: Calls holds Call values; got {call!r:.80}")
         for k, b in enumerate(call.BindingList):
-            _check_binding(uk, call, k, b, cargs, kerargs)
+            _check_binding(uk, call, k, b, cargs, frames, spaces)
         if call.CallName in libs:
             _check_call(uk, call, libs[call.CallName], cargs, kerargs)
 
 
-def _check_bound(what: str, a: KerArgT, cargs: dict, bound: dict, shape: tuple) -> None:
-    """A kernel argument bound to a C argument: a pointer to items of its size, bound once,
-    whose declared shape (if any) is the argument's plane(s)."""
+def alias_target(kernel: str, kerargs: tuple, a: KerArgT) -> str:
+    """The name of the argument whose memory ``KerArgAliased`` argument ``a`` shares (its
+    Alias is a name or a position in ``KerArgs``)."""
+    names = [x.KerArgName for x in kerargs]
+    target = names[a.Alias] if isinstance(a.Alias, int) and 0 <= a.Alias < len(names) else a.Alias
+    if target not in names or target == a.KerArgName:
+        raise TilingError(f"UserKernel {kernel!r}: KerArgAliased {a.KerArgName!r} aliases "
+                          f"{a.Alias!r}, not another argument of the kernel ({names})")
+    return target
+
+
+def _check_bound(what: str, a: KerArgT, cargs: dict, bound: dict) -> None:
+    """A kernel argument bound to a C argument: a pointer to items of one or more of its
+    elements, bound once."""
     if a.CArgName not in cargs:
         raise TilingError(f"{what}: KerArg {a.KerArgName!r} is bound to unknown C argument "
                           f"{a.CArgName!r} (C arguments: {list(cargs)})")
@@ -153,29 +207,50 @@ def _check_bound(what: str, a: KerArgT, cargs: dict, bound: dict, shape: tuple) 
         raise TilingError(f"{what}: KerArg {a.KerArgName!r} is bound to C argument "
                           f"{c.ArgName!r} of type {c.ArgType!r}, which is no pointer")
     dt = c_dtype(c.ArgType)
-    if dt.itemsize != a.ItemSize:
+    if a.ItemSize % dt.itemsize:
         raise TilingError(f"{what}: KerArg {a.KerArgName!r} has ItemSize {a.ItemSize} but C "
                           f"argument {c.ArgName!r} ({c.ArgType}) points to {dt.name} "
-                          f"({dt.itemsize} B)")
-    if c.shape is not None and tuple(c.shape) != shape:
-        raise TilingError(f"{what}: C argument {c.ArgName!r} declares shape {tuple(c.shape)} "
-                          f"but KerArg {a.KerArgName!r} makes it {shape} (planes x H x W); "
-                          f"drop the shape or make them agree")
+                          f"({dt.itemsize} B); an item is one of them or several")
 
 
-def _check_binding(uk, call: CallT, k: int, b: Binding, cargs: dict, kerargs: dict) -> None:
+def _loops(uk, spaces: tuple[Space, ...]) -> str:
+    if uk.iter_space is not None:
+        return ", ".join(f"KER_ITER_{s.key.upper()}" for s in spaces)
+    return ", ".join(i.name for i in uk.order)
+
+
+def _walks(uk, spaces: tuple[Space, ...], it) -> bool:
+    """Whether the kernel has the loop ``it`` (an older iterator or a newer space)."""
+    key = it.key if isinstance(it, KerIter) else OLD_KEYS.get(it)
+    if uk.iter_space is None and not isinstance(it, KerIter):
+        return it in uk.order
+    return key in {s.key for s in spaces}
+
+
+def _check_binding(uk, call: CallT, k: int, b: Binding, cargs: dict, frames: dict,
+                   spaces: tuple[Space, ...]) -> None:
     """One binding against the user kernel's own names (no basic kernel needed)."""
     where = (f"UserKernel {uk.name!r}, call {call.CallName} ({call.CallLocation.name}), "
              f"binding {k} {show(b)}")
     if b.kind == "k_arg":
-        if b.name not in kerargs:
+        if b.name not in frames:
             raise TilingError(f"{where}: no kernel argument {b.name!r} (KerArgs: "
-                              f"{list(kerargs)})")
-        a = kerargs[b.name]
-        cut = a.has(Obj.O_TILED) or a.has(Obj.O_DYNTILE)
+                              f"{list(frames)})")
+        f = frames[b.name]
+        a = f.arg
+        cut = a.has(Obj.O_TILED) or a.has(Obj.O_DYNTILE) if a.Space is None else \
+            f.group is not None
         if b.what in _TILE_PLACE and not cut:
             raise TilingError(f"{where}: {b.name!r} is not tiled (ObjType {a.ObjType:#x} has "
-                              f"no O_TILED): it has no tile count, index or offset of its own")
+                              f"no O_TILED{'' if a.Space is None else ', no tiled space'}): it "
+                              f"has no tile count, index or offset of its own")
+        if b.what in _PAR_SELECTORS:
+            par = {s.key for s in spaces if s.kind != "tiled"}
+            if b.space is None or b.space.key not in par:
+                raise TilingError(f"{where}: {KerArgSel(b.what).name} is the tile of a "
+                                  f"parametric space of the kernel, named by K_ArgPar(Name, "
+                                  f"Sel, Space) (its untiled spaces: "
+                                  f"{sorted(par) or 'none'})")
     elif b.kind in ("c_arg", "c_arg_index"):
         if b.name not in cargs:
             raise TilingError(f"{where}: no C argument {b.name!r} (CArgs: {list(cargs)})")
@@ -183,10 +258,14 @@ def _check_binding(uk, call: CallT, k: int, b: Binding, cargs: dict, kerargs: di
             if not cargs[b.name].is_pointer:
                 raise TilingError(f"{where}: C argument {b.name!r} ({cargs[b.name].ArgType}) is "
                                   f"no pointer; C_ArgIndex subscripts a pointer")
-            if b.what not in uk.order:
-                raise TilingError(f"{where}: the kernel iterates over "
-                                  f"{', '.join(i.name for i in uk.order)}, not {b.what.name}: "
-                                  f"the index would always be 0")
+            if not _walks(uk, spaces, b.what):
+                raise TilingError(f"{where}: the kernel iterates over {_loops(uk, spaces)}, "
+                                  f"not {b.what.name}: the index would always be 0")
+    elif b.kind == "usymb":
+        symbols = dict(uk.dims.symbols)
+        if b.name not in symbols:
+            raise TilingError(f"{where}: no user symbol {b.name!r} (declared with "
+                              f"KernelDimensionsAndUserSymbols: {sorted(symbols) or 'none'})")
 
 
 def _is_pointer_binding(b: Binding, cargs: dict) -> bool:
@@ -204,6 +283,8 @@ def _check_call(uk, call: CallT, lib: ir.Extern, cargs: dict, kerargs: dict) -> 
                           f"({', '.join(n for _, n in lib.args)}), the call binds "
                           f"{len(call.BindingList)}")
     for k, (b, (ctype, pname)) in enumerate(zip(call.BindingList, lib.args)):
+        if b.kind == "ignore":  # AT_IGNORE_ARG_BINDING leaves the argument unset
+            continue
         where = f"{head}, binding {k} {show(b)} for {pname} ({ctype})"
         pointer = "*" in ctype
         if pointer != _is_pointer_binding(b, cargs):
@@ -213,7 +294,7 @@ def _check_call(uk, call: CallT, lib: ir.Extern, cargs: dict, kerargs: dict) -> 
         if want is None:
             continue
         if pointer:
-            size = kerargs[b.name].ItemSize if b.kind == "k_arg" else \
+            size = elem_size(uk, kerargs[b.name]) if b.kind == "k_arg" else \
                 c_dtype(cargs[b.name].ArgType).itemsize
             if size != want.itemsize:
                 raise TilingError(f"{where}: points to items of {size} B, but {pname} points "
