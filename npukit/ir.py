@@ -2,7 +2,10 @@
 
 A ``Program`` is a tree of statements over buffers that live in named memories:
 
-- ``Loop``: a hardware loop; its ``Var`` runs 0..count-1.
+- ``Loop``: a hardware loop; its ``Var`` runs 0..count-1. A ``parallel`` loop promises
+  that its iterations are independent (no iteration reads what another writes, and none
+  write the same element), so back ends may run them at once on the target's cores; the
+  sequential reading stays valid.
 - ``Copy``: a data flow between memories (one transfer engine), optionally only the first
   ``valid`` indices of dim 0 (lanes of a vector, rows of a tile; the rest is junk).
 - ``Append``: copy the first ``valid`` lanes of a vector to the row-major position
@@ -277,6 +280,7 @@ class Loop:
     var: Var
     body: tuple[Stmt, ...]
     label: str = ""
+    parallel: bool = False  # iterations independent: they may run at once on the cores
 
 
 @dataclass(frozen=True)
