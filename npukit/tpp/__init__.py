@@ -7,6 +7,7 @@ threads share; ``einsum`` lowers contractions to one optimized operation. Every 
 lowers to the one IR (``npukit.ir``): the C back end runs it, the simulator costs it.
 """
 
+from .einsum import einsum, einsum_operation
 from .errors import (
     OperationNotSupportedError,
     TppError,
@@ -21,5 +22,5 @@ from .primitives import BINARY, GEMMS, PRIMITIVES, UNARY, Primitive
 __all__ = [
     "BINARY", "GEMMS", "OperationNotSupportedError", "PRIMITIVES", "Primitive",
     "TensorOperation", "TppError", "UNARY", "WrongDimensionError", "WrongDtypeError",
-    "WrongExecTypeError", "WrongPrimitiveError",
+    "WrongExecTypeError", "WrongPrimitiveError", "einsum", "einsum_operation",
 ]

@@ -27,14 +27,6 @@ from .operation import Dim, TensorOperation, as_flat
 from .primitives import BINARY, Primitive
 
 
-def _reads_out_first(op: TensorOperation) -> bool:
-    """Whether out's old contents matter: a touch or main primitive reads it before
-    anything writes it (then out is an ``inout`` parameter)."""
-    if op.prim_first != "none":
-        return op.prim_first != "zero"
-    return op.prim_main in ("gemm", "brgemm", "none")
-
-
 def primitives(op: TensorOperation) -> dict[str, Primitive]:
     """The primitives the operation calls, by role: ``first``, ``main``, ``last``."""
     out = {}
@@ -95,8 +87,8 @@ class _Lowering:
         self.params: dict[str, tuple[ir.Buffer, Layout]] = {}
         for name in op.inputs:
             self.params[name] = self._param(name, dt, "in")
-        role = "inout" if _reads_out_first(op) else "out"
-        self.params["out"] = self._param("out", np.dtype("float32"), role)
+        # inout: touches and gemm read out, and elements between the blocks keep their values.
+        self.params["out"] = self._param("out", np.dtype("float32"), "inout")
         self.main = _main_scalars(op) if "main" in self.prims else None
         self.touch = _touch_scalars(op)
         # Loops: the non-prim dimensions in order, adjacent shared ones as one group.

@@ -89,6 +89,14 @@ class Roles:
         return dict(self.prims)[role]
 
 
+def dims_table(dims) -> str:
+    """Dimensions as a table: index, type, execution type, size, strides."""
+    head = f"  {'dim':>3}  {'type':<4}  {'exec':<6}  {'size':>6}  {'in0':>7}  {'in1':>7}  " \
+           f"{'out':>7}"
+    return "\n".join([head] + [f"  {k:>3}  {d.type:<4}  {d.exec:<6}  {d.size:>6}  {d.in0:>7}  "
+                                f"{d.in1:>7}  {d.out:>7}" for k, d in enumerate(dims)])
+
+
 def _is_int(x) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
@@ -137,7 +145,7 @@ class TensorOperation:
         self.dims = _check_dims(dim_types, exec_types, dim_sizes, strides_in0, strides_in1,
                                 strides_out)
         self.roles = _check_structure(self)
-        self.history = _history  # (operation before optimize, decisions) pairs
+        self.history = _history  # (table before an optimize, its decisions) per optimize
         self._programs: dict[str, ir.Program] = {}
 
     # -- the TPP text's configuration, as given ----------------------------------------------
@@ -198,18 +206,14 @@ class TensorOperation:
 
     def table(self) -> str:
         """The dimensions as a table: type, execution type, size and strides."""
-        head = f"  {'dim':>3}  {'type':<4}  {'exec':<6}  {'size':>6}  {'in0':>7}  {'in1':>7}  " \
-               f"{'out':>7}"
-        rows = [head] + [f"  {k:>3}  {d.type:<4}  {d.exec:<6}  {d.size:>6}  {d.in0:>7}  "
-                         f"{d.in1:>7}  {d.out:>7}" for k, d in enumerate(self.dims)]
-        return "\n".join(rows)
+        return dims_table(self.dims)
 
     def __str__(self) -> str:
         title = f"TensorOperation {self.dtype}: first {self.prim_first}, main " \
                 f"{self.prim_main}, last {self.prim_last}"
         parts = []
         for before, decisions in self.history:
-            parts += ["before optimize:", before.table(), "optimizer decisions:"] + \
+            parts += ["before optimize:", before, "optimizer decisions:"] + \
                 [f"  - {d}" for d in decisions] + ["after:"]
         return "\n".join([title] + parts + [self.table()])
 
@@ -373,7 +377,8 @@ def _block_roles(op: TensorOperation, prims: list[int]) -> Roles:
             if main in BINARY:
                 raise OperationNotSupportedError(
                     f"Transposition for {main} primitive is not supported: out has unit "
-                    f"stride along {_name(ni, dims[ni])}, the inputs along {_name(mi, dims[mi])}")
+                    f"stride along {_name(ni, dims[ni])}, the inputs along "
+                    f"{_name(mi, dims[mi])}")
             return Roles((("M", mi), ("N", ni)), trans=True, rows=ni, cols=mi)
     tensors = ", ".join(op.inputs + ("out",))
     raise WrongDimensionError(
