@@ -600,16 +600,19 @@ def _check_parallel_body(st: ir.Loop) -> None:
         return NotImplementedError(f"C back end: parallel loop {st.var.name} (`{st.label}`) "
                                    f"{what}; a parallel loop may only call basic kernels on "
                                    f"tensors")
-    for x in st.body:
-        if isinstance(x, ir.Loop):
-            _check_parallel_body(x)
-        elif not isinstance(x, ir.Call):
-            raise bad(f"holds a {type(x).__name__}")
-        elif x.fn.arg_type:
-            raise bad(f"calls {x.fn.name} with an argument struct")
-        elif any(isinstance(a, (ir.Ptr, ir.Deref)) and a.view.buffer.role == "internal"
-                 for a in x.args):
-            raise bad(f"passes an internal buffer to {x.fn.name}")
+
+    def visit(body) -> None:
+        for x in body:
+            if isinstance(x, ir.Loop):
+                visit(x.body)
+            elif not isinstance(x, ir.Call):
+                raise bad(f"holds a {type(x).__name__}")
+            elif x.fn.arg_type:
+                raise bad(f"calls {x.fn.name} with an argument struct")
+            elif any(isinstance(a, (ir.Ptr, ir.Deref)) and a.view.buffer.role == "internal"
+                     for a in x.args):
+                raise bad(f"passes an internal buffer to {x.fn.name}")
+    visit(st.body)
 
 
 def _internal(v: ir.View) -> bool:
