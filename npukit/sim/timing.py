@@ -153,7 +153,7 @@ class Timeline:
         # A parallel loop's iterations run on the target's cores at once: one step of the
         # schedule stands for one iteration on each core.
         n = math.ceil(st.var.count / self.prog.target.cores) if st.parallel else st.var.count
-        sig = self._signatures(st)
+        sig = self._signatures(st)[:n]
         snaps: list[np.ndarray] = []
         k = 0
         while k < n:
