@@ -131,53 +131,120 @@ static const float tpp_interp_sigmoid_table[33] = {{
 }}"""
 
 
+_INTERP_V16 = """\
+#if defined(__AVX512F__)
+/* 16 elements at once, bit for bit the steps above: the table sits in registers and is
+   read by permutation (T[k] from entries 0..31, T[k + 1] from entries 1..32). For every
+   number the min/max clamps give the scalar clamps' index; a NaN is put back at the end. */
+static inline void tpp_interp_sigmoid_v16(const float *x, float *y)
+{
+    const float *t = tpp_interp_sigmoid_table;
+    const __m512 v = _mm512_loadu_ps(x);
+    const __m512 xc = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-8.0f)),
+                                    _mm512_set1_ps(8.0f));
+    const __m512 i = _mm512_min_ps(_mm512_mul_ps(_mm512_add_ps(xc, _mm512_set1_ps(8.0f)),
+                                                 _mm512_set1_ps(2.0f)), _mm512_set1_ps(31.0f));
+    const __m512 whole = _mm512_roundscale_ps(i, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m512 frac = _mm512_sub_ps(i, whole);
+    const __m512i k = _mm512_cvttps_epi32(whole);
+    const __m512 lo = _mm512_permutex2var_ps(_mm512_loadu_ps(t), k, _mm512_loadu_ps(t + 16));
+    const __m512 hi = _mm512_permutex2var_ps(_mm512_loadu_ps(t + 1), k,
+                                             _mm512_loadu_ps(t + 17));
+    const __m512 val = _mm512_add_ps(lo, _mm512_mul_ps(frac, _mm512_sub_ps(hi, lo)));
+    _mm512_storeu_ps(y, _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), val, v));
+}
+#endif"""
+
+# Loops of the primitives use 512-bit vectors where the CPU has them: gcc's tuning for
+# recent Intel CPUs prefers 256-bit ones, and divisions and memory-bound loops gain.
+_WIDE = """\
+#ifndef NPK_TPP_WIDE
+#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#define NPK_TPP_WIDE __attribute__((target("prefer-vector-width=512")))
+#else
+#define NPK_TPP_WIDE
+#endif
+#endif"""
+
+
+def _row_function(name: str) -> str:
+    """``tpp_<name>_row(x, y, m)``: y[i] = f(x[i]) for i < m, x == y allowed."""
+    vector = ""
+    if name == "interp_sigmoid":
+        vector = """#if defined(__AVX512F__)
+    for (; i + 16 <= m; i += 16)
+        tpp_interp_sigmoid_v16(x + i, y + i);
+#endif
+"""
+    return f"""/* y[i] = f(x[i]) for i < m; in place (x == y) through one pointer, so that the loop
+   vectorises without an overlap check. */
+static inline void tpp_{name}_row(const float *x, float *y, int64_t m)
+{{
+    int64_t i = 0;
+{vector}    if (x == y) {{
+        for (; i < m; i++)
+            y[i] = tpp_{name}_op(y[i]);
+        return;
+    }}
+    for (; i < m; i++)
+        y[i] = tpp_{name}_op(x[i]);
+}}"""
+
+
 def unary_source(name: str, trans: bool) -> str:
     """C of unary primitive ``name``: ``void tpp_<name>[_trans](const float *a, float *b,
     int64_t m, int64_t n, int64_t lda, int64_t ldb)``."""
     fn = c_name(name, trans)
-    head = (f"static void {fn}(const float *a, float *b, int64_t m, int64_t n, int64_t lda, "
-            f"int64_t ldb)")
+    head = (f"NPK_TPP_WIDE static void {fn}(const float *a, float *b, int64_t m, int64_t n,\n"
+            f"{' ' * (26 + len(fn))}int64_t lda, int64_t ldb)")
     what = UNARY_DOC[name]
     if trans:
-        body = f"""/* TPP unary primitive {name}, transposed: B (n x m, leading dimension ldb) =
-   f(A)^T for A (m x n, leading dimension lda), f: {what}. In 16 x 16 tiles: a tile
-   of A is read down its columns while the same tile of B is written down its columns. */
+        body = f"""/* One block of the transposition, in tiles of 8 x 8: each row of B's tile is 8
+   contiguous elements, one from each of 8 columns of A. */
+static inline void tpp_{name}_trans_block(const float *a, float *b, int64_t m, int64_t n,
+{' ' * (41 + len(name))}int64_t lda, int64_t ldb)
+{{
+    for (int64_t i0 = 0; i0 < m; i0 += 8) {{
+        const int64_t ni = m - i0 < 8 ? m - i0 : 8;
+        for (int64_t j0 = 0; j0 < n; j0 += 8) {{
+            const int64_t nj = n - j0 < 8 ? n - j0 : 8;
+            for (int64_t i = 0; i < ni; i++) {{
+                for (int64_t j = 0; j < nj; j++)
+                    b[j0 + j + (i0 + i) * ldb] = tpp_{name}_op(a[i0 + i + (j0 + j) * lda]);
+            }}
+        }}
+    }}
+}}
+
+/* TPP unary primitive {name}, transposed: B (n x m, leading dimension ldb) =
+   f(A)^T for A (m x n, leading dimension lda), f: {what}. In blocks of 128 x 128, whose
+   lines stay in cache while they are read across and written along. */
 {head}
 {{
-    for (int64_t j0 = 0; j0 < n; j0 += 16) {{
-        const int64_t nj = n - j0 < 16 ? n - j0 : 16;
-        for (int64_t i0 = 0; i0 < m; i0 += 16) {{
-            const int64_t ni = m - i0 < 16 ? m - i0 : 16;
-            for (int64_t i = i0; i < i0 + ni; i++) {{
-                for (int64_t j = j0; j < j0 + nj; j++)
-                    b[j + i * ldb] = tpp_{name}_op(a[i + j * lda]);
-            }}
+    for (int64_t j1 = 0; j1 < n; j1 += 128) {{
+        const int64_t nj = n - j1 < 128 ? n - j1 : 128;
+        for (int64_t i1 = 0; i1 < m; i1 += 128) {{
+            const int64_t ni = m - i1 < 128 ? m - i1 : 128;
+            tpp_{name}_trans_block(a + i1 + j1 * lda, b + j1 + i1 * ldb, ni, nj, lda, ldb);
         }}
     }}
 }}"""
     else:
         body = f"""/* TPP unary primitive {name}: B = f(A) on an m x n block, A and B column-major
-   with leading dimensions lda and ldb; f: {what}. In place (a first or last
-   touch, a == b) it reads and writes through one pointer, so that the loop vectorises. */
+   with leading dimensions lda and ldb; f: {what}. */
 {head}
 {{
-    if (a == b && lda == ldb) {{
-        for (int64_t j = 0; j < n; j++) {{
-            float *y = b + j * ldb;
-            for (int64_t i = 0; i < m; i++)
-                y[i] = tpp_{name}_op(y[i]);
-        }}
-        return;
-    }}
-    for (int64_t j = 0; j < n; j++) {{
-        const float *x = a + j * lda;
-        float *y = b + j * ldb;
-        for (int64_t i = 0; i < m; i++)
-            y[i] = tpp_{name}_op(x[i]);
-    }}
+    for (int64_t j = 0; j < n; j++)
+        tpp_{name}_row(a + j * lda, b + j * ldb, m);
 }}"""
     headers = ("stdint.h", "math.h") if "sigmoid" in name else ("stdint.h",)
-    return "\n\n".join([_includes(*headers), _op_function(name), body])
+    parts = [_includes(*headers), _WIDE, _op_function(name)]
+    if trans:
+        return "\n\n".join(parts + [body])
+    if name == "interp_sigmoid":
+        parts += ["#if defined(__AVX512F__)\n" + _includes("immintrin.h") + "\n#endif",
+                  _INTERP_V16]
+    return "\n\n".join(parts + [_row_function(name), body])
 
 
 def binary_source(name: str) -> str:
@@ -187,6 +254,8 @@ def binary_source(name: str) -> str:
     what = BINARY_EXPR[name].replace("x", "A").replace("y", "B")
     return f"""{_includes("stdint.h")}
 
+{_WIDE}
+
 static inline float tpp_{name}_op(float x, float y)
 {{
     return {BINARY_EXPR[name]};
@@ -194,8 +263,8 @@ static inline float tpp_{name}_op(float x, float y)
 
 /* TPP binary primitive {name}: C = {what} elementwise on an m x n block; A, B, C
    column-major with leading dimensions lda, ldb, ldc (0 repeats one column). */
-static void {fn}(const float *a, const float *b, float *c, int64_t m, int64_t n,
-{" " * (13 + len(fn))}int64_t lda, int64_t ldb, int64_t ldc)
+NPK_TPP_WIDE static void {fn}(const float *a, const float *b, float *c, int64_t m,
+{" " * (26 + len(fn))}int64_t n, int64_t lda, int64_t ldb, int64_t ldc)
 {{
     for (int64_t j = 0; j < n; j++) {{
         const float *x = a + j * lda, *y = b + j * ldb;
