@@ -140,9 +140,25 @@ class _Job:
         return self._plan(base, dims), [flats[0], flats[1], out_flat]
 
     def _plan(self, base: dict, dims: list[Dim]) -> TensorOperation:
-        before = dims_table(dims)
-        return plan(base, dims, threads=self.threads, min_kernel_size=16,
-                    max_kernel_size=None, before=f"einsum {self.spec!r}:\n{before}")
+        """The optimized operation, planned once per layout (and its compiled program
+        with it): einsum on arrays laid out as before costs a dictionary lookup."""
+        key = (self.spec, tuple(base.items()), tuple(dims), self.threads)
+        if key not in _PLANS:
+            if len(_PLANS) >= 256:
+                _PLANS.clear()
+            try:
+                _PLANS[key] = plan(base, dims, threads=self.threads, min_kernel_size=16,
+                                   max_kernel_size=None,
+                                   before=f"einsum {self.spec!r}:\n{dims_table(dims)}")
+            except TppError as exc:
+                _PLANS[key] = exc
+        got = _PLANS[key]
+        if isinstance(got, TppError):
+            raise got
+        return got
+
+
+_PLANS: dict[tuple, TensorOperation | TppError] = {}
 
 
 def _operation(spec, ins, out_letters, arrays, out, sizes, threads):

@@ -237,11 +237,12 @@ class TensorOperation:
         """The operation lowered to the IR for ``target`` (a name or a ``Target``): flat
         parameters in0/in1/out, loops for the seq and shared dimensions (shared ones
         ``parallel``), calls of the generated primitives; cached per target name."""
-        tgt = _target(target) if isinstance(target, str) else target
-        prog = self._programs.get(tgt.name)
+        key = target if isinstance(target, str) else target.name
+        prog = self._programs.get(key)
         if prog is None:
             from .lower import lower
-            prog = self._programs[tgt.name] = lower(self, tgt)
+            tgt = _target(target) if isinstance(target, str) else target
+            prog = self._programs[key] = lower(self, tgt)
         return prog
 
     def c_source(self, target="torq") -> str:
