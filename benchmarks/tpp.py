@@ -32,6 +32,7 @@ import glob
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -187,17 +188,16 @@ def primitives(repeat: int, copy: float, fill: float, sizes=SIZES) -> list[tuple
             if unary:
                 for t in (False, True):
                     fn, ptrs = loops[name, t], (x.ctypes.data, y.ctypes.data)
-                    fns["tpp" if not t else "tppT"] = \
-                        (lambda fn=fn, ptrs=ptrs: fn(*ptrs, n, n, n, n, reps))
+                    fns["tpp" if not t else "tppT"] = partial(fn, *ptrs, n, n, n, n, reps)
                 fns["numpy"] = _numpy_unary(name, x, y, tmp)
                 tfn = _torch_unary(name, xt, yt)
             else:
                 fn = loops[name, False]
                 ptrs = (x.ctypes.data, x2.ctypes.data, y.ctypes.data)
-                fns["tpp"] = lambda fn=fn, ptrs=ptrs: fn(*ptrs, n, n, n, n, n, reps)
-                fns["numpy"] = (lambda f=_NP_BINARY[name]: f(x, x2, out=y))
+                fns["tpp"] = partial(fn, *ptrs, n, n, n, n, n, reps)
+                fns["numpy"] = partial(_NP_BINARY[name], x, x2, out=y)
                 tb = _torch_binary(name)
-                tfn = (lambda tb=tb: tb(xt, x2t, out=yt)) if tb else None
+                tfn = partial(tb, xt, x2t, out=yt) if tb else None
             if tfn is not None:
                 fns["torch"] = tfn
             t = medians(fns, repeat)
@@ -244,7 +244,7 @@ def operations(repeat: int, copy: float) -> None:
         for threads in (1, 2):
             set_threads(threads)
             op = _elementwise_op(name, n, threads)
-            t = medians({"op": lambda op=op: op(x, x2, y)}, repeat)["op"]
+            t = medians({"op": partial(op, x, x2, y)}, repeat)["op"]
             nbytes = n * n * 4 * (1 if name == "zero" else 3 if name in BINARY else 2)
             cells += f"{nbytes / t / 1e9:>14.1f}{nbytes / t / 1e9 / copy:>9.0%}"
         print(f"{name:<16}{cells}")
@@ -271,11 +271,10 @@ def gemm(repeat: int, shapes) -> dict[tuple, float]:
         for threads in (1, 2):
             set_threads(threads)
             op = ops[threads]
-            fns = {"tpp": lambda op=op: op(a, b, c_tpp),
-                   "numpy": lambda: np.matmul(a, b, out=c_np)}
+            fns = {"tpp": partial(op, a, b, c_tpp), "numpy": partial(np.matmul, a, b, out=c_np)}
             if torch is not None:
                 at, bt, ct = (torch.from_numpy(v) for v in (a, b, c_np.copy()))
-                fns["torch"] = lambda at=at, bt=bt, ct=ct: torch.matmul(at, bt, out=ct)
+                fns["torch"] = partial(torch.matmul, at, bt, out=ct)
             t = medians(fns, r)
             err = np.abs(c_tpp - c_np).max() / max(1.0, np.abs(c_np).max())
             assert err < 1e-4 * k ** 0.5, f"GEMM {m}x{n}x{k} differs from numpy by {err}"
@@ -324,11 +323,11 @@ def sigmoids(repeat: int) -> dict[int, float]:
     speedup = {}
     for threads in (1, 2):
         set_threads(threads)
-        fns = {name: (lambda op=_elementwise_op(name, n, threads): op(x, None, y))
+        fns = {name: partial(_elementwise_op(name, n, threads), x, None, y)
                for name in ("fast_sigmoid", "taylor_sigmoid", "interp_sigmoid")}
         if torch is not None:
             xt, yt = torch.from_numpy(x), torch.from_numpy(y.copy())
-            fns["torch"] = lambda: torch.sigmoid(xt, out=yt)
+            fns["torch"] = partial(torch.sigmoid, xt, out=yt)
         t = medians(fns, repeat)
         gbs = {k: 8 * n * n / v / 1e9 for k, v in t.items()}
         if "torch" in gbs:
