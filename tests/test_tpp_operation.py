@@ -278,3 +278,17 @@ def test_random_valid_operations_lower_and_match_the_oracle_on_the_simulator(op)
     res = prog.run("sim", **{b.name: args[b.name][:lay.shape[0]] for b, lay in prog.params})
     want = oracle(op, in0, in1, out)[:op.extent("out")]
     assert np.array_equal(res.outputs["out"].view(np.uint32), want.view(np.uint32))
+
+
+@settings(max_examples=4, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(op=operations(mains=["gemm", "brgemm", "identity", "add"], max_size=9))
+def test_random_operations_on_the_c_back_end_equal_the_simulator(op):
+    """The generated C of a few random operations (a fixed set, so the compile cache keeps
+    them) computes the simulator's bits."""
+    in0, in1, out = data(np.random.default_rng(9), op)
+    c = op(in0, in1, out.copy())[:op.extent("out")]
+    args = {"in0": in0, "in1": in1, "out": out.copy()}
+    prog = op.program()
+    sim = prog.run("sim", **{b.name: args[b.name][:lay.shape[0]] for b, lay in prog.params})
+    assert np.array_equal(c.view(np.uint32), sim.outputs["out"].view(np.uint32))

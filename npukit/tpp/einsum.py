@@ -246,7 +246,7 @@ def einsum_operation(spec: str, *arrays: np.ndarray, threads: int | None = None
     >>> op = einsum_operation("ik,kj->ij", np.ones((64, 32), np.float32),
     ...                       np.ones((32, 48), np.float32), threads=1)
     >>> op.prim_main, op.dim_sizes
-    ('gemm', (48, 64, 32))
+    ('gemm', (64, 48, 32))
     """
     if not 1 <= len(arrays) <= 2:
         raise WrongDimensionError(f"einsum_operation {spec!r}: one or two operands, got "

@@ -38,7 +38,7 @@ from .errors import (
     WrongExecTypeError,
     WrongPrimitiveError,
 )
-from .primitives import BINARY, UNARY, Primitive
+from .primitives import BINARY
 
 DIM_TYPES = ("c", "m", "n", "k")
 EXEC_TYPES = ("seq", "prim", "shared")
@@ -457,5 +457,5 @@ def spec(dt: str, size: int) -> Layout:
     return Layout((size,), _dtype(dt))
 
 
-__all__ = ["DIM_TYPES", "Dim", "EXEC_TYPES", "FIRST_TOUCH", "LAST_TOUCH", "MAIN", "Roles",
-           "TensorOperation", "UNARY", "Primitive", "host_threads"]
+__all__ = ["DIM_TYPES", "DTYPES", "Dim", "EXEC_TYPES", "FIRST_TOUCH", "LAST_TOUCH", "MAIN",
+           "Roles", "TensorOperation", "dims_table", "host_threads"]
