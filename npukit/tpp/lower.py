@@ -91,24 +91,17 @@ class _Lowering:
         self.params["out"] = self._param("out", np.dtype("float32"), "inout")
         self.main = _main_scalars(op) if "main" in self.prims else None
         self.touch = _touch_scalars(op)
-        # Loops: the non-prim dimensions in order, adjacent shared ones as one group.
+        # Loops: the non-prim dimensions in order (size 1: no loop), adjacent shared ones
+        # as one group.
         self.groups: list[list[int]] = []
         for k, d in enumerate(op.dims):
             if d.exec == "prim" or d.size == 1:
                 continue
-            if d.exec == "shared" and self.groups and op.dims[self.groups[-1][-1]].exec == \
-                    "shared" and self.groups[-1][-1] == self._prev_loop(k):
+            if d.exec == "shared" and self.groups and \
+                    op.dims[self.groups[-1][-1]].exec == "shared":
                 self.groups[-1].append(k)
             else:
                 self.groups.append([k])
-
-    def _prev_loop(self, k: int) -> int:
-        """The loop dimension before ``k`` (size-1 and prim dimensions are skipped)."""
-        for j in range(k - 1, -1, -1):
-            d = self.op.dims[j]
-            if d.exec != "prim" and d.size > 1:
-                return j
-        return -1
 
     def _param(self, name: str, dt: np.dtype, role: str) -> tuple[ir.Buffer, Layout]:
         size = self.op.extent(name)
