@@ -9,7 +9,8 @@ all of them alike. Sections:
 2. every primitive at the TPP text's sizes (50x50, 64x64, 512x512, 2048x2048): GFLOP/s
    (10^9 elements per second, as the TPP text counts unary and binary primitives) of the
    generated C called in a C loop, its transposed variant beside it, numpy's and torch's
-   closest spelling; at 2048x2048 the bandwidth and its fraction of copy (fill for zero);
+   closest spelling; at 2048x2048 the bandwidth and its fraction of copy (fill for zero),
+   measured in the same rounds as the row;
 3. unary and binary primitives as optimized ``TensorOperation``s on 2048x2048 at 1 and 2
    threads;
 4. GEMM (an optimized ``TensorOperation``, first touch zero) on squares 64 ... 2048 and odd
@@ -158,8 +159,9 @@ def _torch_binary(name: str):
             "min": torch.minimum, "max": torch.maximum}[name]
 
 
-def primitives(repeat: int, copy: float, fill: float, sizes=SIZES) -> list[tuple[str, float]]:
-    """Print one table per size; return (primitive, fraction of copy) at 2048."""
+def primitives(repeat: int, sizes=SIZES) -> list[tuple[str, float]]:
+    """Print one table per size; return (primitive, fraction of copy) at the largest, copy
+    (fill for zero) measured in the same rounds as the row."""
     fractions = []
     rng = np.random.default_rng(1)
     loops = {(name, t): c_loop(Primitive(name, trans_b=t)) for name in UNARY
@@ -200,6 +202,8 @@ def primitives(repeat: int, copy: float, fill: float, sizes=SIZES) -> list[tuple
                 tfn = partial(tb, xt, x2t, out=yt) if tb else None
             if tfn is not None:
                 fns["torch"] = tfn
+            if big:  # the reference bandwidth, measured in the same rounds
+                fns["ref"] = partial(y.fill, 0) if name == "zero" else partial(np.copyto, y, x)
             t = medians(fns, repeat)
             per = {k: (v / reps if k.startswith("tpp") else v) for k, v in t.items()}
             cells = [f"{e / per[k] / 1e9:>8.2f}" if k in per else f"{'-':>8}"
@@ -208,7 +212,7 @@ def primitives(repeat: int, copy: float, fill: float, sizes=SIZES) -> list[tuple
             if big:
                 nbytes = e * 4 * (1 if name == "zero" else 2 if unary else 3)
                 gbs = nbytes / per["tpp"] / 1e9
-                ref = fill if name == "zero" else copy
+                ref = e * 4 * (1 if name == "zero" else 2) / t["ref"] / 1e9
                 fractions.append((name, gbs / ref))
                 line += f"{gbs:>8.1f}{gbs / ref:>8.0%}" + (" (of fill)" if name == "zero" else "")
             print(line)
@@ -219,15 +223,15 @@ def primitives(repeat: int, copy: float, fill: float, sizes=SIZES) -> list[tuple
 
 def _elementwise_op(name: str, n: int, threads: int) -> TensorOperation:
     binary = name in BINARY
-    main, last = (name, "none") if binary or name == "identity" or "sigmoid" in name else \
-        ("identity", name)
-    op = TensorOperation("float32", "zero" if name == "zero" else "none",
-                         "none" if name == "zero" else main, last, ("c", "c"),
-                         ("prim", "prim"), (n, n), (1, n), (1, n) if binary else (0, 0), (1, n))
+    first, main, last = ("zero", "none", "none") if name == "zero" else \
+        ("none", name, "none") if binary or name == "identity" or "sigmoid" in name else \
+        ("none", "identity", name)
+    op = TensorOperation("float32", first, main, last, ("c", "c"), ("prim", "prim"), (n, n),
+                         (1, n), (1, n) if binary else (0, 0), (1, n))
     return op.optimize(threads=threads)
 
 
-def operations(repeat: int, copy: float) -> None:
+def operations(repeat: int) -> None:
     n = 2048
     rng = np.random.default_rng(2)
     x = (rng.standard_normal(n * n) * 4).astype(np.float32)
@@ -235,7 +239,8 @@ def operations(repeat: int, copy: float) -> None:
     y = np.empty_like(x)
     print(f"\nunary and binary TensorOperations at {n} x {n} (identity main with the unary "
           f"primitive as last touch, sigmoids and binaries as main; zero as first touch):"
-          f" GB/s and fraction of the one-thread copy bandwidth")
+          f" GB/s and fraction of the one-thread copy bandwidth measured in the same rounds;"
+          f" a last touch is a second pass over out")
     head = f"{'primitive':<16}" + "".join(f"{f'{t} thr GB/s':>14}{'of copy':>9}" for t in (1, 2))
     print(head)
     print("-" * len(head))
@@ -244,9 +249,11 @@ def operations(repeat: int, copy: float) -> None:
         for threads in (1, 2):
             set_threads(threads)
             op = _elementwise_op(name, n, threads)
-            t = medians({"op": partial(op, x, x2, y)}, repeat)["op"]
+            t = medians({"op": partial(op, x, x2, y), "copy": partial(np.copyto, y, x)},
+                        repeat)
             nbytes = n * n * 4 * (1 if name == "zero" else 3 if name in BINARY else 2)
-            cells += f"{nbytes / t / 1e9:>14.1f}{nbytes / t / 1e9 / copy:>9.0%}"
+            gbs, copy = nbytes / t["op"] / 1e9, 8 * n * n / t["copy"] / 1e9
+            cells += f"{gbs:>14.1f}{gbs / copy:>9.0%}"
         print(f"{name:<16}{cells}")
     set_threads(1)
 
@@ -351,8 +358,8 @@ def main() -> None:
     copy, fill = bandwidth(args.repeat)
     print(f"memory bandwidth, one thread, 2048 x 2048 float32: copy {copy:.1f} GB/s (read + "
           f"write), fill {fill:.1f} GB/s")
-    fractions = primitives(args.repeat, copy, fill, (64, 2048) if args.quick else SIZES)
-    operations(args.repeat, copy)
+    fractions = primitives(args.repeat, (64, 2048) if args.quick else SIZES)
+    operations(args.repeat)
     squares = (256, 1024) if args.quick else (64, 128, 256, 512, 1024, 2048)
     odd = [] if args.quick else [(1000, 1000, 1000), (513, 257, 1031), (4096, 48, 512)]
     ratios = gemm(args.repeat, [(s, s, s) for s in squares] + odd)

@@ -292,3 +292,20 @@ def test_random_operations_on_the_c_back_end_equal_the_simulator(op):
     prog = op.program()
     sim = prog.run("sim", **{b.name: args[b.name][:lay.shape[0]] for b, lay in prog.params})
     assert np.array_equal(c.view(np.uint32), sim.outputs["out"].view(np.uint32))
+
+
+def test_repeated_calls_see_new_data_and_new_flags():
+    """A call on the arrays of the last call reuses their checked flat views: it still reads
+    their current contents, and a flag changed since is checked again."""
+    op = tpp.TensorOperation(prim_main="identity", prim_last="increment", dim_types=("c", "c"),
+                             exec_types=("prim", "prim"), dim_sizes=(3, 2),
+                             strides_in0=(1, 3), strides_in1=(0, 0), strides_out=(1, 3))
+    a, out = np.zeros(6, np.float32), np.zeros(6, np.float32)
+    assert op(a, None, out).tolist() == [1.0] * 6
+    a[:] = 5
+    assert op(a, None, out).tolist() == [6.0] * 6
+    other = np.full(6, 2, np.float32)
+    assert op(other, None, out).tolist() == [3.0] * 6
+    out.flags.writeable = False
+    with pytest.raises(tpp.WrongDimensionError, match="read-only"):
+        op(other, None, out)

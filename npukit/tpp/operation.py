@@ -147,6 +147,7 @@ class TensorOperation:
         self.roles = _check_structure(self)
         self.history = _history  # (table before an optimize, its decisions) per optimize
         self._programs: dict[str, ir.Program] = {}
+        self._last_call = None  # the arrays of the last call and their flat views
 
     # -- the TPP text's configuration, as given ----------------------------------------------
 
