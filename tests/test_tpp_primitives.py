@@ -194,6 +194,21 @@ def test_gemm_within_the_summation_bound(name, ta, tb, m, n, k, br, seed):
     assert np.all(np.abs(got[block] - exact[block]) <= tol)
 
 
+@pytest.mark.parametrize("name", ["gemm", "brgemm"])
+def test_gemm_every_remainder_exact_on_integers(name):
+    """M and N from 1 to 17 with odd leading dimensions: exact on integer data, the canary
+    around and between the columns of C untouched."""
+    rng = np.random.default_rng(11)
+    for ta, tb in [(False, False), (True, True)]:
+        p = tpp.Primitive(name, trans_a=ta, trans_b=tb)
+        for m in range(1, 18):
+            for n in range(1, 18):
+                got, exact, _, block, _ = _gemm_case(p, m, n, 3 + (m * n) % 5, 2, rng,
+                                                     ints=True)
+                assert np.array_equal(got[block], exact[block].astype(np.float32)), (m, n)
+                assert np.all(_bits(got)[~block] == CANARY)
+
+
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, True)])
 def test_gemm_block_loops_with_a_small_blocking(ta, tb):
     """A blocking of 32 x 8 x 12 runs every loop of the packed GEMM (several MC, KC and NC
