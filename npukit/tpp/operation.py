@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import ir
 from ..dtypes import dtype as _dtype
+from ..errors import DTypeError
 from ..layout import Layout
 from ..machine import target as _target
 from .errors import (
@@ -262,8 +263,10 @@ class TensorOperation:
 # -- checks --------------------------------------------------------------------------------
 
 def _check_dtype(dtype, main) -> str:
-    name = dtype if isinstance(dtype, str) else getattr(dtype, "name", None) \
-        if isinstance(dtype, np.dtype) else None
+    try:  # a name or anything numpy reads as a dtype (np.float32, np.dtype("f4"), ...)
+        name = None if dtype is None or isinstance(dtype, bool) else _dtype(dtype).name
+    except (DTypeError, TypeError, ValueError):
+        name = None
     if name not in DTYPES:
         raise WrongDtypeError(f"TensorOperation: dtype {dtype!r} is not supported; the TPP "
                               f"tensor compiler takes {', '.join(DTYPES)}")
