@@ -175,7 +175,7 @@ class _Emitter:
         out.lines.append(self._header())
         out.line()
         if self.tasks:
-            out.line(FEATURE_MACRO)
+            out.lines.extend(FEATURE_MACRO.splitlines())
         if "NAN" in code or "INFINITY" in code:
             out.line("#include <math.h>")
         out.line("#include <stdint.h>")

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 # What a translation unit that uses the runtime must define before its first #include, so
 # that a strict -std=c99 build declares the POSIX functions.
-FEATURE_MACRO = "#define _POSIX_C_SOURCE 200809L  /* POSIX threads under -std=c99 */"
+FEATURE_MACRO = """\
+#define _POSIX_C_SOURCE 200809L  /* POSIX threads under -std=c99 */
+#define _DARWIN_C_SOURCE         /* and, on macOS, the count of online CPUs */"""
 
 SOURCE = r"""/* ---- Threads (npukit.c.threads) ----
    npk_parallel_for(n, body, ctx) runs body(ctx, begin, end) on contiguous chunks covering
@@ -57,8 +59,10 @@ static int64_t npk_threads(int64_t n)
     int64_t t = 1;
 #ifdef NPK_HAVE_THREADS
     static long cpus; /* online CPUs, asked once (a benign race: every thread gets the same) */
+#ifdef _SC_NPROCESSORS_ONLN
     if (cpus <= 0)
         cpus = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
     t = cpus > 0 ? cpus : 1;
     const char *cap = getenv("NPUKIT_THREADS");
     if (cap != NULL && *cap != '\0') {
