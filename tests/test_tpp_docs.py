@@ -14,5 +14,5 @@ def test_docs_blocks_run_and_show_real_output(capsys):
     namespace: dict = {}
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), namespace)
-    shown = re.search(r"prints\n\n```\n(.*?)```", text, re.S).group(1).strip()
+    shown = re.search(r"prints\n\n```text\n(.*?)```", text, re.S).group(1).strip()
     assert shown == str(namespace["fast"]).strip()
