@@ -333,9 +333,10 @@ def _micro_kernel(isa: tuple) -> str:
         "bp,",
         "                        float *restrict c, int64_t ldc, int64_t mr, int64_t nr)",
         "{"]
+    lines.append(f"    const {vt} zero = {zero};")
     for v in range(mv):
-        for j in range(0, nr, 4):
-            lines.append(f"    {vt} " + ", ".join(f"{x} = {zero}" for x in acc[v][j:j + 4]) + ";")
+        for j in range(0, nr, 6):
+            lines.append(f"    {vt} " + ", ".join(f"{x} = zero" for x in acc[v][j:j + 6]) + ";")
     lines += ["    for (int64_t p = 0; p < kc; p++) {"]
     lines.append("        const " + vt + " " + ", ".join(
         f"a{v} = {load.format(p=f'ap + {v * lanes}')}" for v in range(mv)) + ";")
@@ -477,7 +478,7 @@ static inline float tpp_bf16_to_f32(npk_bfloat16 h)
 /* Pack rows [0, mc) x steps [0, kc) of A (already offset to the block) into panels of
    NPK_MR rows, each stored step by step, rows past mc zero. */
 static void {fn}_pack_a(const {elem} *a, int64_t lda, int64_t mc, int64_t kc,
-                        float *restrict ap)
+{" " * (20 + len(fn))}float *restrict ap)
 {{
     for (int64_t i0 = 0; i0 < mc; i0 += NPK_MR, a += {"NPK_MR * lda" if trans_a else "NPK_MR"}) {{
         const int64_t mr = mc - i0 < NPK_MR ? mc - i0 : NPK_MR;
@@ -489,7 +490,7 @@ static void {fn}_pack_a(const {elem} *a, int64_t lda, int64_t mc, int64_t kc,
 /* Pack steps [0, kc) x columns [0, nc) of B into panels of NPK_NR columns, each stored
    step by step, columns past nc zero. */
 static void {fn}_pack_b(const {elem} *b, int64_t ldb, int64_t kc, int64_t nc,
-                        float *restrict bp)
+{" " * (20 + len(fn))}float *restrict bp)
 {{
     for (int64_t j0 = 0; j0 < nc; j0 += NPK_NR, b += {"NPK_NR" if trans_b else "NPK_NR * ldb"}) {{
         const int64_t nr = nc - j0 < NPK_NR ? nc - j0 : NPK_NR;
@@ -502,10 +503,12 @@ static void {fn}_pack_b(const {elem} *b, int64_t ldb, int64_t kc, int64_t nc,
    (mcb x kcb floats) and bp (kcb x ncb floats). Every element of C gets its products in
    order of r, then k, each block of k summed in registers and then added to C, whatever
    the block of C it falls in. */
-static void {fn}_blocked(const {elem} *a, const {elem} *b, float *c, int64_t m, int64_t n,
-                         int64_t k, int64_t br, int64_t lda, int64_t ldb, int64_t ldc,
-                         int64_t br_stride_a, int64_t br_stride_b, int64_t mcb, int64_t kcb,
-                         int64_t ncb, float *restrict ap, float *restrict bp)
+static void {fn}_blocked(const {elem} *a, const {elem} *b, float *c,
+{" " * (21 + len(fn))}int64_t m, int64_t n, int64_t k, int64_t br,
+{" " * (21 + len(fn))}int64_t lda, int64_t ldb, int64_t ldc,
+{" " * (21 + len(fn))}int64_t br_stride_a, int64_t br_stride_b,
+{" " * (21 + len(fn))}int64_t mcb, int64_t kcb, int64_t ncb,
+{" " * (21 + len(fn))}float *restrict ap, float *restrict bp)
 {{
     for (int64_t r = 0; r < br; r++) {{
         const {elem} *ar = a + r * br_stride_a, *brr = b + r * br_stride_b;
@@ -535,24 +538,26 @@ static void {fn}_blocked(const {elem} *a, const {elem} *b, float *c, int64_t m, 
    br_stride_a (m x k, lda), B_r = b + r * br_stride_b (k x n, ldb). The packing buffers
    come from the heap; if it has no room, small buffers on the stack and a small blocking
    do the same work more slowly. */
-static void {fn}(const {elem} *a, const {elem} *b, float *c, int64_t m, int64_t n,
-{" " * (13 + len(fn))}int64_t k, int64_t br, int64_t lda, int64_t ldb, int64_t ldc,
+static void {fn}(const {elem} *a, const {elem} *b, float *c,
+{" " * (13 + len(fn))}int64_t m, int64_t n, int64_t k, int64_t br,
+{" " * (13 + len(fn))}int64_t lda, int64_t ldb, int64_t ldc,
 {" " * (13 + len(fn))}int64_t br_stride_a, int64_t br_stride_b)
 {{
-    const int64_t mcb = {mc}, kcb = {kc};
+    /* Blocks no larger than the operands (rounded up to whole register tiles). */
+    const int64_t mcb = m < {mc} ? (m + NPK_MR - 1) / NPK_MR * NPK_MR : {mc};
     const int64_t ncb = n < {nc} ? (n + NPK_NR - 1) / NPK_NR * NPK_NR : {nc};
-    const int64_t kk = k < kcb ? k : kcb;
-    char *mem = (char *)malloc((size_t)((mcb + ncb) * kk) * sizeof(float) + 128);
+    const int64_t kcb = k < {kc} ? k : {kc};
+    char *mem = (char *)malloc((size_t)((mcb + ncb) * kcb) * sizeof(float) + 128);
     if (mem == NULL) {{
         float ap[NPK_MR * 64] NPK_TPP_ALIGNED, bp[NPK_NR * 64] NPK_TPP_ALIGNED;
-        {fn}_blocked(a, b, c, m, n, k, br, lda, ldb, ldc, br_stride_a, br_stride_b,
-{" " * (len(fn) + 17)}NPK_MR, 64, NPK_NR, ap, bp);
+        {fn}_blocked(a, b, c, m, n, k, br, lda, ldb, ldc,
+{" " * (len(fn) + 17)}br_stride_a, br_stride_b, NPK_MR, 64, NPK_NR, ap, bp);
         return;
     }}
     float *ap = (float *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);  /* 64-byte aligned */
-    float *bp = ap + (mcb * kk + 15) / 16 * 16;
-    {fn}_blocked(a, b, c, m, n, k, br, lda, ldb, ldc, br_stride_a, br_stride_b, mcb, kcb,
-{" " * (len(fn) + 13)}ncb, ap, bp);
+    float *bp = ap + (mcb * kcb + 15) / 16 * 16;
+    {fn}_blocked(a, b, c, m, n, k, br, lda, ldb, ldc,
+{" " * (len(fn) + 13)}br_stride_a, br_stride_b, mcb, kcb, ncb, ap, bp);
     free(mem);
 }}
 
