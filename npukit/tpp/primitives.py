@@ -306,12 +306,13 @@ class Primitive:
         s = self._check(arrays, scalars)
         flats = [_flat(a, x) for a, x in zip(arrays, self.arrays)]
         out = flats[-1]
-        same = self.kind == "unary" and flats[0] is not out and \
-            arrays[0] is arrays[-1] and s["lda"] == s["ldb"] and not self.trans_b
-        if not same and any(np.may_share_memory(out, x) for x in flats[:-1]):
-            flats[:-1] = [x.copy() for x in flats[:-1]]
-        if same:
+        # A unary primitive on one array with one leading dimension works in place (a
+        # touch); any other overlap of the output with an input reads a copy of the input.
+        if self.kind == "unary" and arrays[0] is arrays[-1] and s["lda"] == s["ldb"] and \
+                not self.trans_b:
             flats[0] = out
+        elif any(np.may_share_memory(out, x) for x in flats[:-1]):
+            flats[:-1] = [x.copy() for x in flats[:-1]]
         work = [np.require(x, requirements="A") for x in flats]
         _compiled(self)(*[x.ctypes.data for x in work], *[s[x] for x in self.scalars])
         if work[-1] is not out:
