@@ -22,25 +22,34 @@ Targets (reported, not asserted): GEMM 1024^3 at least 70% of OpenBLAS on 1 and 
 threads; unary and binary primitives at 2048x2048 at least 80% of the copy bandwidth; the
 fast sigmoid faster than torch.sigmoid at equal threads.
 
+Idle threads of every library sleep instead of spinning (``OPENBLAS_THREAD_TIMEOUT=4``,
+``OMP_WAIT_POLICY=PASSIVE`` for torch's OpenMP, unless already set): in interleaved runs a
+library whose threads keep spinning after its call takes the core the next contender's
+threads need. npukit's worker threads never spin (they sleep between loops).
+
 Run: python benchmarks/tpp.py [--repeat N] [--quick]
 """
 
 from __future__ import annotations
 
-import argparse
-import ctypes
-import glob
 import os
-import time
-from collections.abc import Callable
-from functools import partial
 
-import numpy as np
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # before numpy loads OpenBLAS
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads OpenMP
 
-from npukit.c import toolchain
-from npukit.lut import sigmoid as S
-from npukit.tpp import BINARY, UNARY, Primitive, TensorOperation, einsum_operation
-from npukit.tpp.csource import standalone
+import argparse  # noqa: E402
+import ctypes  # noqa: E402
+import glob  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from functools import partial  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from npukit.c import toolchain  # noqa: E402
+from npukit.lut import sigmoid as S  # noqa: E402
+from npukit.tpp import BINARY, UNARY, Primitive, TensorOperation, einsum_operation  # noqa: E402
+from npukit.tpp.csource import standalone  # noqa: E402
 
 try:
     import torch
@@ -353,7 +362,9 @@ def main() -> None:
     args = ap.parse_args()
     print(f"compiler: {toolchain.compiler()} {' '.join(toolchain.flags())}; "
           f"torch {'absent' if torch is None else torch.__version__}; "
-          f"medians of {args.repeat} interleaved rounds")
+          f"medians of {args.repeat} interleaved rounds; OPENBLAS_THREAD_TIMEOUT="
+          f"{os.environ['OPENBLAS_THREAD_TIMEOUT']}, OMP_WAIT_POLICY="
+          f"{os.environ['OMP_WAIT_POLICY']}")
     set_threads(1)
     copy, fill = bandwidth(args.repeat)
     print(f"memory bandwidth, one thread, 2048 x 2048 float32: copy {copy:.1f} GB/s (read + "

@@ -76,3 +76,37 @@ def test_cycle_model_runs_a_parallel_loop_on_the_cores():
                              (ir.Loop(loop.var, loop.body, loop.label),))
     serial = timeline(serial_prog).cycles
     assert (par, serial) == (7 * 11, 13 * 11)  # 10 cycles of work + 1 of ALU latency
+
+
+def test_loops_from_two_python_threads_and_a_forked_child(monkeypatch):
+    """Two Python threads running the same parallel loop at once (one gets the worker pool,
+    the other runs serially) both get the whole result; a child forked after the pool
+    started gets a pool of its own instead of waiting for its parent's workers."""
+    import os
+    import threading
+
+    monkeypatch.setenv("NPUKIT_THREADS", "2")
+    prog = _program(13, 5, nested=False)
+    want = np.array([i * 100 + j for i in range(13) for j in range(5)], np.float32)
+    outs = [np.full(65, np.nan, np.float32) for _ in range(2)]
+    ok = []
+
+    def worker(out):
+        for _ in range(200):
+            out[:] = np.nan
+            run_c(prog, {"out": out})
+            ok.append(np.array_equal(out, want))
+
+    threads = [threading.Thread(target=worker, args=(o,)) for o in outs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(ok) == 400 and all(ok)
+    pid = os.fork()
+    if pid == 0:  # the child: run the loop once more, exit 0 when right
+        out = np.full(65, np.nan, np.float32)
+        run_c(prog, {"out": out})
+        os._exit(0 if np.array_equal(out, want) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
