@@ -151,7 +151,7 @@ def test_results_do_not_depend_on_the_thread_count(monkeypatch):
     """The same operation with 1 and 2 threads, and the operations the optimizer makes for
     1 and 2 threads, give the same bits (random float data: no exact sums to hide a
     different summation order)."""
-    op = gemm_op(160, 160, 400, last="taylor_sigmoid")  # 20 MFLOP: worth two threads
+    op = gemm_op(256, 256, 512, last="taylor_sigmoid")  # 67 MFLOP: worth two threads
     rng = np.random.default_rng(6)
     a, b = (rng.standard_normal(op.extent(t)).astype(np.float32) for t in ("in0", "in1"))
     results = []

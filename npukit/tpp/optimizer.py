@@ -40,8 +40,10 @@ from .errors import TppError, WrongDimensionError
 from .operation import Dim, TensorOperation, _is_int, host_threads
 from .primitives import BINARY
 
-PARALLEL_MIN_FLOPS = 1 << 24  # gemm work (about 0.1 ms on one core) that pays for threads
-PARALLEL_MIN_BYTES = 1 << 21  # elementwise traffic that pays for threads
+# Work that pays for waking the worker threads (tens of microseconds in a virtual machine):
+# about half a millisecond on one core.
+PARALLEL_MIN_FLOPS = 1 << 26  # gemm: 67 MFLOP
+PARALLEL_MIN_BYTES = 1 << 23  # unary and binary: 8.4 MB read and written
 
 
 def _desc(d: Dim) -> str:
