@@ -283,13 +283,13 @@ def tensor_operations() -> list[tuple[str, bool | None]]:
     print(f"  relu(A B), {n}^3 float32, optimizer's {op.history[-1][1][-1]}")
     print(f"    matches numpy: {ok_gemm}; {2 * n**3 / t_op / 1e9:.1f} GFLOP/s, OpenBLAS "
           f"(np.matmul) {2 * n**3 / t_np / 1e9:.1f} GFLOP/s")
-    x = rng.standard_normal((8, 64, 256), dtype=np.float32)
-    w = rng.standard_normal((256, 128), dtype=np.float32)
+    x = rng.standard_normal((8, 128, 512), dtype=np.float32)
+    w = rng.standard_normal((512, 256), dtype=np.float32)
     y = tpp.einsum("abk,kc->abc", x, w)
     ok_einsum = bool(np.allclose(y, np.einsum("abk,kc->abc", x, w), atol=1e-3))
     t_ein = best(lambda: tpp.einsum("abk,kc->abc", x, w))
-    t_np = best(lambda: np.matmul(x.reshape(-1, 256), w))
-    flops = 2 * x.size * 128
+    t_np = best(lambda: np.matmul(x.reshape(-1, 512), w))
+    flops = 2 * x.size * 256
     ein = tpp.einsum_operation("abk,kc->abc", x, w)
     print(f"  einsum('abk,kc->abc') on {x.shape} x {w.shape}: one {ein.prim_main} operation, "
           f"{ein.history[-1][1][-1]}")
