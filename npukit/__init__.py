@@ -14,6 +14,7 @@ from .errors import (
     KernelError,
     LutError,
     ModelError,
+    NoCompilerError,
     NpukitError,
     OutOfBoundsError,
     ShapeError,
@@ -28,7 +29,8 @@ from .transfers import Transfer
 
 __all__ = [
     "CapacityError", "CompilerError", "DTypeError", "KernelError", "LData", "Layout",
-    "LutError", "ModelError", "MultiIndex", "NpukitError", "OutOfBoundsError", "Program", "Result",
+    "LutError", "ModelError", "MultiIndex", "NoCompilerError", "NpukitError", "OutOfBoundsError",
+    "Program", "Result",
     "ShapeError", "Target", "TargetError", "TilingError", "Transfer", "build", "dtype",
     "kernel", "load_target", "spec", "target", "targets",
 ]

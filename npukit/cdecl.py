@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .dtypes import dtype as _dtype
 from .errors import NpukitError, TilingError
 
 # The C types a C argument may have (pointers: may point to), and the dtype of one value.
@@ -41,7 +42,9 @@ C_TYPES = {
     "unsigned short": "uint16", "unsigned short int": "uint16", "Wordu16": "uint16",
     "uint16_t": "uint16", "int": "int32", "Word32": "int32", "int32_t": "int32",
     "unsigned int": "uint32", "unsigned": "uint32", "Wordu32": "uint32", "uint32_t": "uint32",
-    "float": "float32", "float _Complex": "complex64", "double": "float64",
+    "int64_t": "int64", "uint64_t": "uint64", "float": "float32",
+    "float _Complex": "complex64", "double": "float64",
+    "npk_float16": "float16", "npk_bfloat16": "bfloat16",  # npukit's own (npukit.c.ctype)
 }
 
 C_KEYWORDS = frozenset("""
@@ -86,7 +89,7 @@ class CType:
     @property
     def dtype(self) -> np.dtype:
         """The numpy dtype of one value (pointers: of what they point to)."""
-        return np.dtype(C_TYPES[self.base])
+        return _dtype(C_TYPES[self.base])
 
     @property
     def const(self) -> bool:

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import kernels as K
 from .easy import build, spec
+from .errors import CompilerError, NoCompilerError
 from .layout import Layout
 
 
@@ -21,6 +22,12 @@ class Check(NamedTuple):
 
     name: str
     ok: bool | None
+
+
+def _not_run(e: CompilerError) -> bool | None:
+    """A check the C back end could not run: skipped (None) when there is no C compiler,
+    failed (False) when there is one and it failed: that is a defect, never a skip."""
+    return None if isinstance(e, NoCompilerError) else False
 
 
 def summary(checks: list[Check]) -> str:
@@ -125,13 +132,12 @@ def _vanilla_cycles(n: int) -> int:
 def _c_agrees(prog, inputs, sim_out) -> tuple[str, bool | None]:
     """Run the C back end on the same inputs: 'same' when every output bit equals the
     simulator's; with the check's outcome (None: no C compiler)."""
-    from .errors import CompilerError
 
     out = np.zeros_like(sim_out)
     try:
         prog.run("c", **inputs, **{prog.params[-1][0].name: out})
     except CompilerError as e:
-        return f"no C: {str(e).splitlines()[0][:30]}", None
+        return f"no C: {str(e).splitlines()[0][:30]}", _not_run(e)
     same = out.tobytes() == sim_out.tobytes()
     return ("same" if same else "DIFFERS"), same
 
@@ -259,12 +265,11 @@ def _c_matches(run, mod, m, sim_out) -> tuple[str, bool | None]:
     """'same' when the C back end's output equals the simulator's bit for bit; for float
     results computed differently by the two (the FFT's C kernels vs numpy), 'close'; with
     the check's outcome (None: no C compiler)."""
-    from .errors import CompilerError
 
     try:
         ok, _, out = run(mod, m, "c")
     except CompilerError as e:
-        return f"no C: {str(e).splitlines()[0][:30]}", None
+        return f"no C: {str(e).splitlines()[0][:30]}", _not_run(e)
     if out.tobytes() == sim_out.tobytes():
         return "same", True
     scale = np.abs(sim_out).max()
@@ -335,13 +340,12 @@ def graph() -> list[Check]:
 
 
 def _c_graph_agrees(g, x, sim_out) -> tuple[str, bool | None]:
-    from .errors import CompilerError
 
     out = np.zeros_like(sim_out)
     try:
         g.run("c", Input0=x, Output0=out)
     except CompilerError as e:
-        return f"no C: {str(e).splitlines()[0][:30]}", None
+        return f"no C: {str(e).splitlines()[0][:30]}", _not_run(e)
     same = out.tobytes() == sim_out.tobytes()
     return ("same" if same else "DIFFERS"), same
 
@@ -381,7 +385,6 @@ def compass_dsl() -> list[Check]:
     from pathlib import Path
 
     from .dsl import build
-    from .errors import CompilerError
 
     path = Path(__file__).resolve().parent.parent / "examples" / "dsl" / "silu_fp16.py"
     if not path.exists():
@@ -402,8 +405,8 @@ def compass_dsl() -> list[Check]:
     try:
         prog.run("c", in0=x, out0=c)
         c_same = c.tobytes() == sim.tobytes()
-    except CompilerError:
-        c_same = None
+    except CompilerError as e:
+        c_same = _not_run(e)
     print(f"  simulator == numpy reading of the tutorial: {same};  C == simulator: "
           f"{'no C compiler' if c_same is None else c_same}")
     xf = x.astype(np.float64)
@@ -458,7 +461,6 @@ def onnx_model() -> list[Check]:
         print('  (needs the onnx and onnxruntime packages: pip install "npukit[onnx]")')
         return [Check("ONNX CNN: fused layers", None), Check("ONNX CNN: C = ONNX Runtime", None),
                 Check("ONNX CNN: C = sim", None)]
-    from .errors import CompilerError
     from .onnx import load
     from .onnx.check import compare, ort_run
 
@@ -480,8 +482,9 @@ def onnx_model() -> list[Check]:
         c = g.run("c", **x).outputs["y"]
     except CompilerError as e:
         print(f"  C: not run ({str(e).splitlines()[0][:40]})")
-        return [Check("ONNX CNN: fused layers", fused), Check("ONNX CNN: C = ONNX Runtime", None),
-                Check("ONNX CNN: C = sim", None)]
+        return [Check("ONNX CNN: fused layers", fused),
+                Check("ONNX CNN: C = ONNX Runtime", _not_run(e)),
+                Check("ONNX CNN: C = sim", _not_run(e))]
     cmp = compare("y", c, ref["y"])
     same = c.tobytes() == sim.outputs["y"].tobytes()
     print(f"  C vs ONNX Runtime: max relative error {cmp.max_rel:.1e} "
@@ -491,12 +494,64 @@ def onnx_model() -> list[Check]:
             Check("ONNX CNN: C = ONNX Runtime", cmp.within), Check("ONNX CNN: C = sim", same)]
 
 
+def tensor_operations() -> list[Check]:
+    """The TPP tensor compiler: a GEMM with a ReLU last touch and an einsum contraction,
+    each checked against numpy, timed beside OpenBLAS (np.matmul). Returns its checks
+    (not run when there is no C compiler)."""
+    _heading("Tensor operations (TPP tensor compiler) on the C back end")
+    import time
+
+    from . import tpp
+
+    def best(fn, repeat=5):
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    names = ("TPP gemm + relu last touch = numpy", "TPP einsum abk,kc->abc = numpy")
+    rng = np.random.default_rng(0)
+    n = 512
+    op = tpp.TensorOperation("float32", "zero", "gemm", "relu", ("m", "n", "k"), ("prim",) * 3,
+                             (n, n, n), (1, 0, n), (0, n, 1), (1, n, 0)).optimize()
+    a = rng.standard_normal(n * n, dtype=np.float32)  # column-major n x n blocks
+    b = rng.standard_normal(n * n, dtype=np.float32)
+    out, ref = np.empty(n * n, np.float32), np.empty((n, n), np.float32)
+    try:
+        op(a, b, out)
+    except CompilerError as exc:
+        print(f"  (C not run: {str(exc).splitlines()[0]})")
+        return [Check(name, _not_run(exc)) for name in names]
+    want = np.maximum(a.reshape(n, n).T.astype(np.float64) @ b.reshape(n, n).T, 0)
+    ok_gemm = bool(np.abs(out.reshape(n, n).T - want).max() < 1e-3)
+    t_op = best(lambda: op(a, b, out))
+    t_np = best(lambda: np.matmul(b.reshape(n, n), a.reshape(n, n), out=ref))
+    print(f"  relu(A B), {n}^3 float32, optimizer's {op.history[-1][1][-1]}")
+    print(f"    matches numpy: {ok_gemm}; {2 * n**3 / t_op / 1e9:.1f} GFLOP/s, OpenBLAS "
+          f"(np.matmul) {2 * n**3 / t_np / 1e9:.1f} GFLOP/s")
+    x = rng.standard_normal((8, 128, 512), dtype=np.float32)
+    w = rng.standard_normal((512, 256), dtype=np.float32)
+    y = tpp.einsum("abk,kc->abc", x, w)
+    ok_einsum = bool(np.allclose(y, np.einsum("abk,kc->abc", x, w), atol=1e-3))
+    t_ein = best(lambda: tpp.einsum("abk,kc->abc", x, w))
+    t_np = best(lambda: np.matmul(x.reshape(-1, 512), w))
+    flops = 2 * x.size * 256
+    ein = tpp.einsum_operation("abk,kc->abc", x, w)
+    print(f"  einsum('abk,kc->abc') on {x.shape} x {w.shape}: one {ein.prim_main} operation, "
+          f"{ein.history[-1][1][-1]}")
+    print(f"    matches numpy: {ok_einsum}; {flops / t_ein / 1e9:.1f} GFLOP/s, OpenBLAS "
+          f"{flops / t_np / 1e9:.1f} GFLOP/s")
+    return [Check(n, ok) for n, ok in zip(names, (ok_gemm, ok_einsum))]
+
+
 def demo() -> list[Check]:
     """Run every section, print the summary line and return every check."""
     from .lut.demo import demo as lut_demo
 
     print("npukit demo: one sequential description, every transfer derived, simulated and run.")
     checks = (layouts() + easykernel() + silu() + compass_dsl() + autotiler() + graph()
-              + onnx_model() + lut_demo())
+              + onnx_model() + tensor_operations() + lut_demo())
     print(f"\n{summary(checks)}")
     return checks

@@ -50,3 +50,7 @@ class ModelError(NpukitError, ValueError):
 
 class CompilerError(NpukitError):
     """The C compiler is missing or rejected the generated source."""
+
+
+class NoCompilerError(CompilerError):
+    """There is no C compiler to run (``NPUKIT_CC`` or ``cc`` is not on PATH)."""

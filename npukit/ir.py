@@ -9,6 +9,9 @@ A ``Program`` is a tree of statements over buffers that live in named memories:
   core id (the Compass DSL's ``get_local_id()``): each core owns its internal memories
   and the cores run at the same time (the timing model overlaps them); functionally the
   iterations run in order, core 0 first, as parallel work runs on a host.
+  A ``parallel`` loop promises that its iterations are independent (no iteration
+  reads what another writes, and none write the same element), so back ends may run
+  them at once on the target's cores; the sequential reading stays valid.
 - ``Copy``: a data flow between memories (one transfer engine), optionally only the first
   ``valid`` indices of dim 0 (lanes of a vector, rows of a tile; the rest is junk).
 - ``Append``: copy the first ``valid`` lanes of a vector to the row-major position
@@ -345,6 +348,7 @@ class Loop:
     body: tuple[Stmt, ...]
     label: str = ""
     cores: bool = False  # one iteration per core of the target; var is the core id
+    parallel: bool = False  # iterations independent: they may run at once on the cores
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,8 @@ def test_demo_prints_the_layouts_section(capsys):
 
 # The demo's self-checks: 3 layout views, 8 EasyKernel kernels x (numpy, C), the SiLU
 # table, 3 for the Compass DSL kernel, 5 AutoTiler ports x (numpy, C), 3 for the MNIST
-# graph, 3 for the ONNX model, 2 LUT claims.
-DEMO_CHECKS = 3 + 8 * 2 + 1 + 3 + 5 * 2 + 3 + 3 + 2
+# graph, 3 for the ONNX model, 2 tensor operations, 2 LUT claims.
+DEMO_CHECKS = 3 + 8 * 2 + 1 + 3 + 5 * 2 + 3 + 3 + 2 + 2
 # The EasyKernel kernels, the Compass DSL kernel, the AutoTiler ports, the MNIST graph, the
 # ONNX model (C against ONNX Runtime, C against the simulator).
 C_CHECKS = 8 + 1 + 5 + 1 + 2
@@ -122,7 +122,7 @@ def test_without_a_c_compiler_the_c_checks_are_skipped(capsys, monkeypatch):
     import npukit.c
 
     def no_compiler(prog, arrays, **kw):
-        raise nk.CompilerError("no C compiler found: install gcc")
+        raise nk.NoCompilerError("no C compiler found: install gcc")
 
     import npukit.tiler.graph_c
 
@@ -132,6 +132,21 @@ def test_without_a_c_compiler_the_c_checks_are_skipped(capsys, monkeypatch):
     last = capsys.readouterr().out.rstrip().splitlines()[-1]
     assert last.startswith(f"{DEMO_CHECKS - C_CHECKS} checks passed, {C_CHECKS} skipped "
                            f"(could not run: vanilla mul: C = sim, ")
+
+
+def test_a_compiler_that_fails_fails_the_demo_checks(capsys, monkeypatch):
+    """A C compiler that is there but rejects the code is a failure, never a skip."""
+    import npukit.c
+    import npukit.tiler.graph_c
+
+    def broken(prog, arrays, **kw):
+        raise nk.CompilerError("cc failed (exit 1) on the generated C")
+
+    monkeypatch.setattr(npukit.c, "run_c", broken)
+    monkeypatch.setattr(npukit.tiler.graph_c, "run_c", broken)
+    assert main(["demo"]) == 1
+    last = capsys.readouterr().out.rstrip().splitlines()[-1]
+    assert last.startswith(f"{C_CHECKS} of {DEMO_CHECKS} checks FAILED: vanilla mul: C = sim")
 
 
 def test_a_command_is_required(capsys):

@@ -12,7 +12,9 @@ one loop over elements straight from the parameter pointers (``npukit.c.fuse``).
 instructions are helper functions reading their table's ``static const`` image
 (``npukit.c.lut``); calls of basic kernels carry the kernels' own C and run parallel ones on
 each core in turn (``npukit.c.calls``), and so does a core loop (the Compass DSL's cores).
-A loop whose trip count is known at run time only counts to it.
+A loop whose trip count is known at run time only counts to it. A parallel loop
+(``ir.Loop(parallel=True)``) that calls basic kernels on tensors becomes a task function
+whose iteration range the host's threads share (``npukit.c.threads``).
 
 >>> import npukit as nk
 >>> from npukit import kernels as K
@@ -50,6 +52,8 @@ from .code import Writer, comment_text, wrap
 from .ctype import TYPEDEFS, c_type, is_float, literal, poison_literal
 from .fuse import ProgramInfo, fused_loop
 from .lut import lut_lane
+from .threads import FEATURE_MACRO
+from .threads import SOURCE as THREADS_SOURCE
 
 # C keywords, the standard names the generated code uses, and its own locals.
 _RESERVED = C_KEYWORDS | frozenset({
@@ -84,8 +88,11 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
     sources = list(dict.fromkeys(x for em in ems for x in em.sources))
     kernels = "\n\n".join(sources)
     out = Writer()
+    tasks = [x for em in ems for x in em.tasks]
     out.lines.append(header)
     out.line()
+    if tasks:
+        out.lines.extend(FEATURE_MACRO.splitlines())
     if re.search(r"\b(NAN|INFINITY|rintf?|fabsf)\b", code):
         out.line("#include <math.h>")
     out.line("#include <stdint.h>")
@@ -117,6 +124,12 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
             out.lines.extend(text.splitlines())
         out.line()
         out.lines.extend(_HIDDEN[1].splitlines())
+    if tasks:
+        out.line()
+        out.lines.extend(THREADS_SOURCE.splitlines())
+        for text in tasks:
+            out.line()
+            out.lines.extend(text.splitlines())
     for em, func in zip(ems, funcs):
         out.line()
         if len(ems) > 1:
@@ -226,6 +239,8 @@ class _Emitter:
         self.loops: list[ir.Var] = []
         self.structs: list[ArgStruct] = []  # argument structs of parallel basic kernels
         self.lut_names: dict[tuple, str] = {}  # LUT instruction -> its helper's name
+        self.tasks: list[str] = []  # task functions of parallel loops, in emission order
+        self.in_task = False  # emitting the body of a parallel loop
 
     # -- helpers used by the statement emitters and by fuse.py ---------------------------
 
@@ -434,6 +449,9 @@ class _Emitter:
             getattr(self, _STATEMENTS[kind])(st, w)
 
     def loop(self, st: ir.Loop, w: Writer) -> None:
+        if st.parallel and not self.in_task:
+            self.parallel_loop(st, w)
+            return
         if self.fuse and fused_loop(self, st, w):
             return
         name = self.names.bind(st.var)
@@ -459,6 +477,54 @@ class _Emitter:
         self.names.release(st.var)
         if end is not None:
             self.taken.discard(end)
+
+    def parallel_loop(self, st: ir.Loop, w: Writer) -> None:
+        """The loop's body as a task function over an iteration range, and a call of
+        ``npk_parallel_for`` that shares the range among the host's threads. The task gets
+        the tensors' pointers and the enclosing loop variables in a context struct; its
+        body may only call basic kernels on tensors (a thread has no internal memories of
+        its own)."""
+        _check_parallel_body(st)
+        k = len(self.tasks)
+        fn = _ident(f"npk_task{k}", self.taken, prefix_ok=True)
+        ctx_t, ctx = _ident(f"npk_task{k}_ctx", self.taken, prefix_ok=True), \
+            _ident(f"npk_ctx{k}", self.taken, prefix_ok=True)
+        outer = [self.names.of[v] for v in self.loops]
+        fields = [(f"{'const ' if b.role == 'in' else ''}{_elem_type(b.dtype)} *",
+                   self.ptr[key(b)]) for b, _ in self.prog.params]
+        name = self.names.bind(st.var)
+        body = Writer(2)
+        self.in_task = True
+        self.loops.append(st.var)
+        self.block(st.body, body)
+        self.loops.pop()
+        self.in_task = False
+        task = Writer()
+        task.comment(f"Task of parallel loop {name} ({st.var.count} iterations): iterations "
+                     f"[begin, end) of it, on one thread." + (f" {st.label}" if st.label else ""))
+        with task.block("typedef struct", attach=False):
+            for t, f in fields:
+                task.line(f"{t}{f};")
+            for v in outer:
+                task.line(f"int64_t {v};  /* enclosing loop variable */")
+        task.lines[-1] += f" {ctx_t};"
+        task.line()
+        task.line(f"static void {fn}(void *arg, int64_t begin, int64_t end)")
+        with task.block():
+            task.line(f"const {ctx_t} *ctx = (const {ctx_t} *)arg;")
+            for t, f in fields:
+                task.line(f"{t}restrict {f} = ctx->{f};")
+            for v in outer:
+                task.line(f"const int64_t {v} = ctx->{v};")
+            with task.block(f"for (int64_t {name} = begin; {name} < end; {name}++)"):
+                task.extend(body)
+        self.names.release(st.var)
+        self.tasks.append(task.text())
+        w.banner(f"Loop {name}: {st.var.count} iterations in parallel on the host's threads",
+                 st.label)
+        with w.block():
+            w.line(f"{ctx_t} {ctx} = {{{', '.join([f for _, f in fields] + outer)}}};")
+            w.line(f"npk_parallel_for({st.var.count}, {fn}, &{ctx});")
 
     def call(self, st: ir.Call, w: Writer) -> None:
         emit_call(self, st, w)
@@ -685,6 +751,28 @@ _ANY_ADDRESS = """\
 def _once(macro: str, text: str) -> str:
     """``text`` guarded so that two npukit headers in one file declare it once."""
     return f"#ifndef {macro}\n#define {macro}\n{text}\n#endif"
+
+
+def _check_parallel_body(st: ir.Loop) -> None:
+    """A parallel loop's body in C: loops and calls of basic kernels (without argument
+    structs) on tensors and constants, nothing that lives in the entry function."""
+    def bad(what: str) -> NotImplementedError:
+        return NotImplementedError(f"C back end: parallel loop {st.var.name} (`{st.label}`) "
+                                   f"{what}; a parallel loop may only call basic kernels on "
+                                   f"tensors")
+
+    def visit(body) -> None:
+        for x in body:
+            if isinstance(x, ir.Loop):
+                visit(x.body)
+            elif not isinstance(x, ir.Call):
+                raise bad(f"holds a {type(x).__name__}")
+            elif x.fn.arg_type:
+                raise bad(f"calls {x.fn.name} with an argument struct")
+            elif any(isinstance(a, (ir.Ptr, ir.Deref)) and a.view.buffer.role == "internal"
+                     for a in x.args):
+                raise bad(f"passes an internal buffer to {x.fn.name}")
+    visit(st.body)
 
 
 def _internal(v: ir.View) -> bool:

@@ -25,7 +25,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..errors import CompilerError
+from ..errors import CompilerError, NoCompilerError
 from . import cache
 from .cache import cache_dir
 
@@ -88,7 +88,7 @@ def resolve(cc: str) -> list[str]:
     cmd = _split(cc, "NPUKIT_CC")
     path = shutil.which(cmd[0]) if cmd else None
     if path is None:
-        raise CompilerError(
+        raise NoCompilerError(
             f"no C compiler: {cc!r} is not an executable on PATH. The C back end needs one: "
             f"install gcc (Debian/Ubuntu: `apt-get install gcc`, Fedora: `dnf install gcc`, "
             f"macOS: `xcode-select --install`) or point NPUKIT_CC at a C compiler.")

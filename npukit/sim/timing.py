@@ -5,6 +5,8 @@ bandwidth)`` on an engine; it starts when its unit is free, when the data it rea
 been written, and when the buffer slot it overwrites has been read by every consumer of
 its previous value (double-buffered buffers have two slots, so loads run ahead).
 
+A parallel loop (``ir.Loop(parallel=True)``) costs as many iterations as each core runs.
+
 Long loops reach a periodic steady state after a few iterations; the model then advances
 every clock and counter by the measured per-period increment instead of stepping through
 each iteration, as long as the iterations ahead cost the same (same valid lanes, same inner
@@ -182,6 +184,10 @@ class Timeline:
         if st.cores:
             self.cores(st, n)
             return
+        # A parallel loop's iterations run on the target's cores at once: one step of the
+        # schedule stands for one iteration on each core.
+        if st.parallel:
+            n = math.ceil(n / self.prog.target.cores)
         sig = self._signatures(st)[:n]
         snaps: list[np.ndarray] = []
         k = 0

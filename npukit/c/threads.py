@@ -1,0 +1,180 @@
+"""Threads for the C back end: the iterations of a parallel loop (``ir.Loop(parallel=True)``)
+run on the host's cores through one small C runtime function, ``npk_parallel_for``.
+
+``npk_parallel_for(n, body, ctx)`` calls ``body(ctx, begin, end)`` on contiguous chunks
+that cover ``[0, n)``, one chunk per thread: the calling thread runs the first chunk and
+then waits for the others. The thread count is the number of online CPUs, capped by the
+environment variable ``NPUKIT_THREADS`` (read at every call, so a Python process can
+change it between calls) and by ``n``. A call from inside a chunk runs serially on its
+thread (no nested threads).
+
+The other chunks run on a pool of POSIX threads that the translation unit starts on its
+first parallel loop and keeps: each waits (sleeping, never spinning) on a condition
+variable for the next loop, so a loop costs a wake-up instead of a thread creation (about
+a hundred microseconds in a virtual machine). One loop uses the pool at a time; a loop
+started while another runs (from a second Python thread) runs serially. A process forked
+after the pool started gets a pool of its own on its first loop. Without POSIX threads, or
+when a thread cannot be started, the chunks run on the calling thread, so the result
+never depends on threads being available.
+
+Chunks never share an iteration, so a loop whose iterations write disjoint data computes
+the same bits whatever the thread count.
+
+No compiler flag is needed: on glibc 2.34 and later the POSIX thread functions are in
+libc, and a Python process has them loaded in any case.
+
+>>> "npk_parallel_for" in SOURCE and "NPUKIT_THREADS" in SOURCE
+True
+"""
+
+from __future__ import annotations
+
+# What a translation unit that uses the runtime must define before its first #include, so
+# that a strict -std=c99 build declares the POSIX functions.
+FEATURE_MACRO = """\
+#define _POSIX_C_SOURCE 200809L  /* POSIX threads under -std=c99 */
+#define _DARWIN_C_SOURCE         /* and, on macOS, the count of online CPUs */"""
+
+SOURCE = r"""/* ---- Threads (npukit.c.threads) ----
+   npk_parallel_for(n, body, ctx) runs body(ctx, begin, end) on contiguous chunks covering
+   [0, n), one per thread; the calling thread runs the first chunk, a pool of sleeping
+   worker threads (started on the first loop, then kept) the others. Threads: the online
+   CPUs, capped by NPUKIT_THREADS and by n; a loop inside a chunk, or one started while
+   another runs, runs serially. Without POSIX threads everything runs here. */
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+#define NPK_HAVE_THREADS 1
+#endif
+#define NPK_MAX_THREADS 64
+
+typedef void (*npk_body_fn)(void *ctx, int64_t begin, int64_t end);
+
+static NPK_THREAD_LOCAL int npk_in_parallel; /* set while this thread runs a chunk */
+
+/* How many threads a loop of n iterations gets. */
+static int64_t npk_threads(int64_t n)
+{
+    int64_t t = 1;
+#ifdef NPK_HAVE_THREADS
+    static long cpus; /* online CPUs, asked once (a benign race: every thread gets the same) */
+#ifdef _SC_NPROCESSORS_ONLN
+    if (cpus <= 0)
+        cpus = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+    t = cpus > 0 ? cpus : 1;
+    const char *cap = getenv("NPUKIT_THREADS");
+    if (cap != NULL && *cap != '\0') {
+        long c = strtol(cap, NULL, 10);
+        if (c >= 1 && c < t)
+            t = c;
+    }
+#endif
+    if (t > NPK_MAX_THREADS)
+        t = NPK_MAX_THREADS;
+    if (t > n)
+        t = n;
+    return npk_in_parallel || t < 1 ? 1 : t;
+}
+
+#ifdef NPK_HAVE_THREADS
+/* The pool. Worker k (1, 2, ...) runs chunk k of every loop that has more than k chunks.
+   `round` counts the loops; a worker waits until it changes. */
+static struct {
+    pthread_mutex_t lock;  /* guards the fields below */
+    pthread_cond_t wake;   /* a new round: a loop for the workers */
+    pthread_cond_t done;   /* the last worker chunk of the round finished */
+    pid_t pid;             /* the process the workers belong to */
+    int64_t workers;       /* workers started */
+    unsigned long round;
+    npk_body_fn body;
+    void *ctx;
+    int64_t n, t, pending; /* the loop; worker chunks not finished yet */
+} npk_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
+static pthread_mutex_t npk_pool_busy = PTHREAD_MUTEX_INITIALIZER; /* one loop at a time */
+static unsigned long npk_worker_round[NPK_MAX_THREADS]; /* the round a worker starts after */
+
+static void *npk_worker(void *arg)
+{
+    const int64_t k = (int64_t)(intptr_t)arg;
+    npk_in_parallel = 1;
+    pthread_mutex_lock(&npk_pool.lock);
+    unsigned long seen = npk_worker_round[k];
+    for (;;) {
+        while (npk_pool.round == seen)
+            pthread_cond_wait(&npk_pool.wake, &npk_pool.lock);
+        seen = npk_pool.round;
+        if (k < npk_pool.t) {
+            const npk_body_fn body = npk_pool.body;
+            void *ctx = npk_pool.ctx;
+            const int64_t n = npk_pool.n, t = npk_pool.t;
+            pthread_mutex_unlock(&npk_pool.lock);
+            body(ctx, n * k / t, n * (k + 1) / t);
+            pthread_mutex_lock(&npk_pool.lock);
+            if (--npk_pool.pending == 0)
+                pthread_cond_signal(&npk_pool.done);
+        }
+    }
+    return NULL;
+}
+
+/* Workers 1 .. t-1, started as needed (called holding npk_pool_busy); how many there are. */
+static int64_t npk_start_workers(int64_t t)
+{
+    if (npk_pool.pid != getpid()) { /* the first loop, or a forked child: no workers yet */
+        pthread_mutex_init(&npk_pool.lock, NULL);
+        pthread_cond_init(&npk_pool.wake, NULL);
+        pthread_cond_init(&npk_pool.done, NULL);
+        npk_pool.pid = getpid();
+        npk_pool.workers = 0;
+    }
+    while (npk_pool.workers < t - 1) {
+        const int64_t k = npk_pool.workers + 1;
+        pthread_t id;
+        pthread_attr_t attr;
+        npk_worker_round[k] = npk_pool.round;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        const int failed = pthread_create(&id, &attr, npk_worker, (void *)(intptr_t)k);
+        pthread_attr_destroy(&attr);
+        if (failed)
+            break;
+        npk_pool.workers = k;
+    }
+    return npk_pool.workers;
+}
+#endif
+
+static void npk_parallel_for(int64_t n, npk_body_fn body, void *ctx)
+{
+    int64_t t = npk_threads(n);
+#ifdef NPK_HAVE_THREADS
+    if (t > 1 && pthread_mutex_trylock(&npk_pool_busy) == 0) {
+        const int64_t workers = npk_start_workers(t);
+        if (workers + 1 < t)
+            t = workers + 1;
+        pthread_mutex_lock(&npk_pool.lock);
+        npk_pool.body = body;
+        npk_pool.ctx = ctx;
+        npk_pool.n = n;
+        npk_pool.t = t;
+        npk_pool.pending = t - 1;
+        npk_pool.round++;
+        pthread_cond_broadcast(&npk_pool.wake);
+        pthread_mutex_unlock(&npk_pool.lock);
+        npk_in_parallel = 1;
+        body(ctx, 0, n / t);
+        npk_in_parallel = 0;
+        pthread_mutex_lock(&npk_pool.lock);
+        while (npk_pool.pending > 0)
+            pthread_cond_wait(&npk_pool.done, &npk_pool.lock);
+        pthread_mutex_unlock(&npk_pool.lock);
+        pthread_mutex_unlock(&npk_pool_busy);
+        return;
+    }
+#endif
+    (void)t;
+    body(ctx, 0, n);
+}"""

@@ -1,0 +1,26 @@
+"""The TPP tensor compiler: tensor operations built from processing primitives.
+
+A ``TensorOperation`` is a loop nest over typed dimensions (``c``, ``m``, ``n``, ``k``)
+around a generated primitive, with a first touch, a main primitive and a last touch;
+``optimize()`` splits, fuses and reorders its dimensions and picks the ones the host's
+threads share; ``einsum`` lowers contractions to one optimized operation. Every operation
+lowers to the one IR (``npukit.ir``): the C back end runs it, the simulator costs it.
+"""
+
+from .einsum import einsum, einsum_operation
+from .errors import (
+    OperationNotSupportedError,
+    TppError,
+    WrongDimensionError,
+    WrongDtypeError,
+    WrongExecTypeError,
+    WrongPrimitiveError,
+)
+from .operation import TensorOperation
+from .primitives import BINARY, GEMMS, PRIMITIVES, UNARY, Primitive
+
+__all__ = [
+    "BINARY", "GEMMS", "OperationNotSupportedError", "PRIMITIVES", "Primitive",
+    "TensorOperation", "TppError", "UNARY", "WrongDimensionError", "WrongDtypeError",
+    "WrongExecTypeError", "WrongPrimitiveError", "einsum", "einsum_operation",
+]

@@ -1,0 +1,112 @@
+"""Parallel loops in the C back end: their iterations run on threads (``npk_parallel_for``),
+``NPUKIT_THREADS`` caps them, the result does not depend on the count, nested parallel
+loops run serially inside a thread, and a body that needs the entry function's locals is
+refused. The cycle model runs one iteration per core at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import npukit as nk
+from npukit import ir
+from npukit.c.runtime import run_c
+from npukit.layout import Layout
+from npukit.sim.timing import timeline
+
+# A basic kernel that records which thread ran it: out[i] = i * 10 + (thread count seen).
+_SOURCE = """
+#include <stdint.h>
+static void fill(float *out, int64_t i, int64_t j)
+{
+    out[0] = (float)(i * 100 + j);
+}
+"""
+_FILL = ir.Extern("fill", (("float *", "out"), ("int64_t", "i"), ("int64_t", "j")), False,
+                  _SOURCE, lambda out, i, j: out.__setitem__(0, i * 100 + j),
+                  lambda **_: 10)
+
+
+def _program(outer: int, inner: int, nested: bool, body_extra=()) -> ir.Program:
+    tgt = nk.target("torq")
+    out = ir.Buffer("out", tgt.home, np.dtype("float32"), outer * inner, "out")
+    i, j = ir.Var("i", outer), ir.Var("j", inner)
+    view = ir.View(out, Layout((1,), "float32"), i * inner + j)
+    call = ir.Call(_FILL, (ir.Ptr(view), ir.Val(ir.affine(i)), ir.Val(ir.affine(j))), "fill")
+    inner_loop = ir.Loop(j, (call,) + tuple(body_extra), "inner", parallel=nested)
+    body = (ir.Loop(i, (inner_loop,), "outer", parallel=True),)
+    return ir.Program("threads", tgt, ((out, Layout((outer * inner,), "float32")),), (), body)
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "7"])
+def test_parallel_loop_result_does_not_depend_on_threads(threads, monkeypatch):
+    monkeypatch.setenv("NPUKIT_THREADS", threads)
+    prog = _program(13, 5, nested=True)
+    out = np.full(65, np.nan, np.float32)
+    run_c(prog, {"out": out})
+    want = np.array([i * 100 + j for i in range(13) for j in range(5)], np.float32)
+    assert np.array_equal(out, want)
+
+
+def test_parallel_loop_is_a_task_function():
+    src = _program(4, 3, nested=True).c_source()
+    # The outer loop is shared among threads; the nested one runs inside its task.
+    assert src.count("npk_parallel_for(4, npk_task0") == 1 and "npk_task1" not in src
+    assert "static void npk_task0(void *arg, int64_t begin, int64_t end)" in src
+    assert "for (int64_t i = begin; i < end; i++)" in src
+    assert src.index("#define _POSIX_C_SOURCE") < src.index("#include")
+
+
+def test_parallel_body_with_internal_memory_is_refused():
+    tgt = nk.target("torq")
+    buf = ir.Buffer("tmp", "IRAM", np.dtype("float32"), 4)
+    fill = ir.Fill(ir.View(buf, Layout((4,), "float32")), 0.0)
+    prog = _program(2, 2, nested=False, body_extra=(fill,))
+    prog = ir.Program(prog.name, tgt, prog.params, (buf,), prog.body)
+    with pytest.raises(NotImplementedError, match="parallel loop i .* holds a Fill"):
+        prog.c_source()
+
+
+def test_cycle_model_runs_a_parallel_loop_on_the_cores():
+    """Torq has two cores: 13 parallel iterations cost 7 steps; serial ones 13."""
+    par = timeline(_program(13, 1, nested=False)).cycles
+    serial_prog = _program(13, 1, nested=False)
+    loop = serial_prog.body[0]
+    serial_prog = ir.Program(serial_prog.name, serial_prog.target, serial_prog.params, (),
+                             (ir.Loop(loop.var, loop.body, loop.label),))
+    serial = timeline(serial_prog).cycles
+    assert (par, serial) == (7 * 11, 13 * 11)  # 10 cycles of work + 1 of ALU latency
+
+
+def test_loops_from_two_python_threads_and_a_forked_child(monkeypatch):
+    """Two Python threads running the same parallel loop at once (one gets the worker pool,
+    the other runs serially) both get the whole result; a child forked after the pool
+    started gets a pool of its own instead of waiting for its parent's workers."""
+    import os
+    import threading
+
+    monkeypatch.setenv("NPUKIT_THREADS", "2")
+    prog = _program(13, 5, nested=False)
+    want = np.array([i * 100 + j for i in range(13) for j in range(5)], np.float32)
+    outs = [np.full(65, np.nan, np.float32) for _ in range(2)]
+    ok = []
+
+    def worker(out):
+        for _ in range(200):
+            out[:] = np.nan
+            run_c(prog, {"out": out})
+            ok.append(np.array_equal(out, want))
+
+    threads = [threading.Thread(target=worker, args=(o,)) for o in outs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(ok) == 400 and all(ok)
+    pid = os.fork()
+    if pid == 0:  # the child: run the loop once more, exit 0 when right
+        out = np.full(65, np.nan, np.float32)
+        run_c(prog, {"out": out})
+        os._exit(0 if np.array_equal(out, want) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
