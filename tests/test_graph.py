@@ -451,3 +451,16 @@ def test_the_docs_code_runs():
     assert blocks
     for block in blocks:
         exec(compile(block, "docs/graph.md", "exec"), {})
+
+
+@pytest.mark.parametrize("size, match", [(48000.5, "must be an integer"), (True, "integer"),
+                                         ("48000", "integer"), (-1, r"must be in \[0")])
+def test_memory_device_sizes_are_whole_numbers(size, match):
+    m = Model(target="gap8")
+    with pytest.raises(TilingError, match=match):
+        m.SetMemoryDeviceInfos(1, AT_MEM_L1, size, "L1_Memory", 0, 0)
+
+
+def test_memory_device_locations_are_named():
+    with pytest.raises(TilingError, match="none of"):
+        Model(target="gap8").SetMemoryDeviceInfos(1, 999, 48000, "L1_Memory", 0, 0)

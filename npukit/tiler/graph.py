@@ -29,7 +29,7 @@ from ..layout import Layout
 from ..passes import _map_buffers, check
 from ..run import Result
 from . import planner as P
-from .api import Obj
+from .api import Obj, _enum, integer
 from .graph_api import (
     GRAPH_CTRL_DEFAULTS,
     L3_FLASHES,
@@ -142,27 +142,26 @@ class GraphModel:
                               f"(5 per device), got {len(Items)}")
         for k in range(Count):
             loc, size, base, const_file, ext = Items[5 * k:5 * k + 5]
-            loc = AT_MemLocation(loc)
+            loc = _enum("SetMemoryDeviceInfos", f"device {k}", AT_MemLocation, loc)
             if ext:
                 raise TilingError(f"SetMemoryDeviceInfos: {loc.name} is managed externally "
                                   f"(ExtManaged={ext}); npukit generates the device code")
             if loc in (AT_MemLocation.AT_MEM_UNDEF, AT_MemLocation.AT_MEM_L3_PRI1,
                        AT_MemLocation.AT_MEM_L3_PRI2):
                 raise TilingError(f"SetMemoryDeviceInfos: {loc.name} is not supported")
-            if int(size) < 0:
-                raise TilingError(f"SetMemoryDeviceInfos: {loc.name} size {size} is negative")
+            size = integer("SetMemoryDeviceInfos", f"{loc.name} size", size, 0, 1 << 40)
             if base and base != "0":
                 identifier(base, f"SetMemoryDeviceInfos: {loc.name} base name")
-            self._devices[loc] = (int(size), base if base and base != "0" else "",
+            self._devices[loc] = (size, base if base and base != "0" else "",
                                   const_file or "")
             if loc == AT_MemLocation.AT_MEM_L1:
-                self.l1_budget = int(size)
+                self.l1_budget = size
             elif loc == AT_MemLocation.AT_MEM_L2:
-                self.l2_budget = int(size)
+                self.l2_budget = size
             elif loc in L3_RAMS:
-                self.l3_budget = int(size)
+                self.l3_budget = size
             else:
-                self.l3_flash_budget = int(size)
+                self.l3_flash_budget = size
         self._tilings.clear()  # tilings depend on the L1 budget
 
     def AT_SetGraphCtrl(self, Ctrl: AT_GraphCtrl, Val) -> None:
