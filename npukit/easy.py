@@ -188,22 +188,20 @@ class LData(_Suggests):
         keys = key if isinstance(key, tuple) else (key,)
         out, kept = self, 0  # dims kept by the slices so far: the next key's dim
         for k in keys:
-            if kept == 0:
-                out = out._index1(k)
-            else:
-                out = out._index_at(kept, k)
+            out = out._index_at(kept, k)
             kept += isinstance(k, slice)
         return out
 
     def _index_at(self, d: int, k) -> LData:
-        """Key ``k`` on dim ``d`` > 0, after slices kept the dims before it."""
+        """Key ``k`` on dim ``d`` (the slices before it kept the dims in front)."""
         lay = self.layout
         if d >= lay.rank:
             raise OutOfBoundsError(f"tensor {self.name!r}: too many indices for its shape "
                                    f"{lay.shape}")
         if isinstance(k, slice):
             return replace(self, layout=lay[(slice(None),) * d + (k,)])
-        if lay.valid is not None and d >= lay.rank - lay.vdims:
+        vector = lay.valid is not None and d >= lay.rank - lay.vdims
+        if vector and d > 0:
             raise KernelError(f"tensor {self.name!r}: index the vector dims of {lay.shape} "
                               f"before slicing the dims in front of them")
         n = lay.shape[d]
@@ -218,39 +216,17 @@ class LData(_Suggests):
         if lo < 0 or hi >= n:
             raise OutOfBoundsError(f"tensor {self.name!r}: index {idx} takes values {lo}..{hi} "
                                    f"but dim {d} of {lay.shape} has {n} elements")
-        rest = Layout(lay.shape[:d] + lay.shape[d + 1:], lay.dtype,
-                      lay.strides[:d] + lay.strides[d + 1:], lay.offset, valid=lay.valid,
-                      vdims=lay.vdims)
-        return replace(self, layout=rest, offset=self.offset + idx * lay.strides[d])
-
-    def _index1(self, k) -> LData:
-        lay = self.layout
-        if lay.rank == 0:
-            raise OutOfBoundsError(f"tensor {self.name!r}: too many indices for its shape")
-        if isinstance(k, slice):
-            return replace(self, layout=lay[k])
-        n, s = lay.shape[0], lay.strides[0]
-        if not isinstance(k, (ir.Var, ir.Affine)):
-            k = as_int(k, f"tensor {self.name!r}: an index", OutOfBoundsError)
-            if not -n <= k < n:
-                raise OutOfBoundsError(f"tensor {self.name!r}: index {k} out of range for dim "
-                                       f"0 of {lay.shape} ({n} elements)")
-            k = int(k) % n
-        idx = ir.affine(k)
-        lo, hi = idx.bounds()
-        if lo < 0 or hi >= n:
-            raise OutOfBoundsError(f"tensor {self.name!r}: index {idx} takes values {lo}..{hi} "
-                                   f"but dim 0 of {lay.shape} has {n} elements")
         lanes, valid, vdims = self.lanes, lay.valid, lay.vdims
-        if valid is not None and lay.rank <= vdims:
+        if vector:
             if lay.rank == 1:
                 raise KernelError(f"tensor {self.name!r}: indexing single lanes of a vector")
             # Indexing the vector dim: lanes past the vectorized dimension's end are junk.
             lanes = ir.Lanes(valid, idx * lay.shape[1], lay.shape[1])
             valid, vdims = None, 0
-        rest = Layout(lay.shape[1:], lay.dtype, lay.strides[1:], lay.offset, valid=valid,
+        rest = Layout(lay.shape[:d] + lay.shape[d + 1:], lay.dtype,
+                      lay.strides[:d] + lay.strides[d + 1:], lay.offset, valid=valid,
                       vdims=vdims)
-        return replace(self, layout=rest, offset=self.offset + idx * s, lanes=lanes)
+        return replace(self, layout=rest, offset=self.offset + idx * lay.strides[d], lanes=lanes)
 
     def view(self) -> ir.View:
         return ir.View(self.buffer, Layout(self.layout.shape, self.layout.dtype,
