@@ -505,6 +505,10 @@ class _Emitter:
                           (f" {st.label}" if st.label else ""), [], loop, str(st.var.count),
                           1, w)
 
+    def fresh_local(self, name: str) -> str:
+        """A C identifier for a local of the entry function, distinct from every other."""
+        return _ident(name, self.taken, prefix_ok=True)
+
     def run_task(self, what: str, extra: list[tuple[str, str]], body: Writer, count: str,
                  grain: int, w: Writer) -> None:
         """A task function ``npk_task<k>(arg, begin, end)`` running ``body`` (code at depth 1
@@ -515,9 +519,9 @@ class _Emitter:
         names in the entry function."""
         fn = self.h.fresh("npk_task")
         ctx_t, ctx = f"{fn}_ctx", fn.replace("npk_task", "npk_ctx")
-        fields = [(f"{'const ' if b.role == 'in' else ''}{_elem_type(b.dtype)} *",
-                   self.ptr[key(b)]) for b, _ in self.prog.params]
-        fields += [("int64_t ", self.names.of[v]) for v in self.loops] + list(extra)
+        tensors = [(f"{'const ' if b.role == 'in' else ''}{_elem_type(b.dtype)} *",
+                    self.ptr[key(b)]) for b, _ in self.prog.params]
+        fields = tensors + [("int64_t ", self.names.of[v]) for v in self.loops] + list(extra)
         code = "\n".join(body.lines)  # what the body uses, of all the names above
         fields = [(t, f) for t, f in fields if re.search(rf"\b{f}\b", code)]
         task = Writer()
@@ -530,9 +534,10 @@ class _Emitter:
         task.line(f"static void {fn}(void *arg, int64_t begin, int64_t end)")
         with task.block():
             task.line(f"const {ctx_t} *ctx = (const {ctx_t} *)arg;")
-            for t, f in fields:
-                const = "" if t.endswith("*") or t.startswith("const ") else "const "
-                task.line(f"{const}{t}{'restrict ' if t.endswith('*') else ''}{f} = ctx->{f};")
+            for t, f in fields:  # tensors never overlap: restrict, as in the entry function
+                const = "" if "*" in t else "const "
+                qualifier = "restrict " if (t, f) in tensors else ""
+                task.line(f"{const}{t}{qualifier}{f} = ctx->{f};")
             task.extend(body)
         self.tasks.append(task.text())
         w.line(f"{ctx_t} {ctx} = {{{', '.join(f for _, f in fields)}}};")

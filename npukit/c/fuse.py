@@ -438,8 +438,11 @@ def _tabulate(em, plan: _Plan, loads: list, acts: list) -> _Table | None:
         return None
     src, out = loads[0].src.dtype, plan.out
     bits = 8 * src.itemsize
+    elements = plan.loop.var.count * plan.width  # at most, per run of the loop
+    if plan.lanes is not None:
+        elements = min(elements, plan.lanes.total)
     if bits > 16 or src.kind not in "iuf" and src.name != "bfloat16" or \
-            plan.loop.var.count * plan.width < 2 ** bits or out.dst.dtype.kind == "c":
+            elements < 2 ** bits or out.dst.dtype.kind == "c":
         return None
     name = em.h.fresh("npk_tab")
     unsigned = f"uint{bits}_t"
