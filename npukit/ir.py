@@ -64,6 +64,7 @@ the reference):
 
 from __future__ import annotations
 
+import functools
 import math
 import pickle
 from collections.abc import Iterator
@@ -490,6 +491,10 @@ class Program:
         return (f"<Program {self.name!r} for {self.target.name}: {len(self.params)} parameters, "
                 f"{len(self.buffers)} buffers, {count} statements; print() shows the IR>")
 
+    def __getstate__(self) -> dict:
+        """The fields, without what a back end keeps on the program (a compiled handle)."""
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
     def param(self, name: str) -> tuple[Buffer, Layout]:
         for b, lay in self.params:
             if b.name == name:
@@ -510,12 +515,24 @@ class Program:
         return transfers(self)
 
     def run(self, backend: str = "sim", **arrays):
-        from .run import run
-        return run(self, backend, **arrays)
+        return _runner().run(self, backend, **arrays)
+
+    def compile(self, backend: str = "c", *, fuse: bool = True):
+        """This program compiled for ``backend`` ("c"): a handle to call as ``fn(**arrays)``
+        or ``fn(a, b, ...)`` in parameter order, with less overhead per call than ``run``
+        (``npukit.c.runtime.Compiled``); kept for the life of the program."""
+        return _runner().compile_program(self, backend, fuse=fuse)
 
     def c_source(self) -> str:
         from .c import c_source
         return c_source(self)
+
+
+@functools.cache
+def _runner():
+    """npukit.run, imported on first use (it imports this module)."""
+    from . import run
+    return run
 
 
 def iteration_space(loops: tuple[Var, ...]) -> dict[Var, np.ndarray]:

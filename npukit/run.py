@@ -3,6 +3,7 @@ return a ``Result``. Every back end writes into the arrays it is given."""
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 
@@ -85,13 +86,28 @@ def _scalar(name: str, value, dt: np.dtype) -> np.ndarray:
 
 
 def run(prog: ir.Program, backend: str, **arrays) -> Result:
+    if backend == "c":  # the program's compiled handle checks the arrays (npukit.c.runtime)
+        return _c().run_c(prog, arrays)
     arrs = check_arrays(prog, arrays)
     if backend == "sim":
         return _run_sim(prog, arrs)
-    if backend == "c":
-        from .c import run_c
-        return run_c(prog, arrs)
     raise NpukitError(f"unknown backend {backend!r}; use 'sim' or 'c'")
+
+
+def compile_program(prog: ir.Program, backend: str = "c", *, fuse: bool = True):
+    """``prog`` compiled for ``backend`` ("c"): a handle called as ``fn(**arrays)`` or with
+    the arrays in parameter order (``npukit.c.runtime.Compiled``)."""
+    if backend != "c":
+        raise NpukitError(f"compile {prog.name}: backend {backend!r} has nothing to compile; "
+                          f"use 'c' (or run on the simulator with prog.run('sim', ...))")
+    return _c().compiled(prog, fuse)
+
+
+@functools.cache
+def _c():
+    """npukit.c, imported on first use (it imports this module)."""
+    from . import c
+    return c
 
 
 def _store_input(spec: Layout, image: np.ndarray, a: np.ndarray) -> None:

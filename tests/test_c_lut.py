@@ -114,8 +114,9 @@ def test_table_is_a_static_const_array_of_the_image():
     image = ", ".join(str(v) for v in lut.layout(2, 128)[:12])  # 8 per block, twice
     assert image == "-3, 5, 7, 100, 0, 0, 0, 0, -3, 5, 7, 100"
     assert f"static const int16_t lut_table[16] = {{\n    {image}," in src
-    assert "int64_t i = npk_clamp64((int64_t)p, 0, 3);" in src
-    assert "return (int32_t)(lut_table[i / 8 * 16 + i % 8]);" in src
+    # The index in 32 bits, saturated without branches; a block of 8 is a shift and a mask.
+    assert "int32_t i = (int32_t)p;\n    i = i < 0 ? 0 : i;\n    i = i > 3 ? 3 : i;" in src
+    assert "return (int32_t)(lut_table[(i >> 3) * 16 + (i & 7)]);" in src
 
 
 def test_silu_every_float16_input():

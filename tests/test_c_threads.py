@@ -51,7 +51,7 @@ def test_parallel_loop_result_does_not_depend_on_threads(threads, monkeypatch):
 def test_parallel_loop_is_a_task_function():
     src = _program(4, 3, nested=True).c_source()
     # The outer loop is shared among threads; the nested one runs inside its task.
-    assert src.count("npk_parallel_for(4, npk_task0") == 1 and "npk_task1" not in src
+    assert src.count("npk_parallel_for(4, 1, npk_task0") == 1 and "npk_task1" not in src
     assert "static void npk_task0(void *arg, int64_t begin, int64_t end)" in src
     assert "for (int64_t i = begin; i < end; i++)" in src
     assert src.index("#define _POSIX_C_SOURCE") < src.index("#include")

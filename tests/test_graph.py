@@ -119,6 +119,7 @@ def test_shrinking_l2_moves_weights_to_l3_and_keeps_the_results(mnist):
         model(l2=12000).graph("MnistCNN")
 
 
+@pytest.mark.c_once  # the C prints each layer: run it once
 def test_trace_prints_each_layer(mnist, capfd):
     ex, _, model = mnist
     g = model(trace=True).graph("MnistCNN")

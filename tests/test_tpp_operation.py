@@ -172,7 +172,7 @@ def test_lowering_is_loops_around_calls():
     calls = [st for st, _ in prog.walk() if isinstance(st, ir.Call)]
     assert [c.fn.name for c in calls] == ["tpp_identity_trans", "tpp_relu"]
     src = op.c_source()
-    assert "npk_parallel_for(3, npk_task0" in src and "tpp_identity_trans(" in src
+    assert "npk_parallel_for(3, 1, npk_task0" in src and "tpp_identity_trans(" in src
 
 
 def test_in1_may_be_none_for_a_unary_main():

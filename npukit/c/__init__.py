@@ -12,7 +12,8 @@ True
 """
 
 from .emit import c_header, c_source, entry_name
-from .runtime import run_c
+from .runtime import Compiled, compiled, run_c
 from .toolchain import sanitizer_env
 
-__all__ = ["c_header", "c_source", "entry_name", "run_c", "sanitizer_env"]
+__all__ = ["Compiled", "c_header", "c_source", "compiled", "entry_name", "run_c",
+           "sanitizer_env"]

@@ -86,6 +86,74 @@ static inline float npk_bf16_to_f32(npk_bfloat16 b)
     v.u = (uint32_t)b << 16;
     return v.f;
 }""", ()),
+    "npk_f16_from_bits": ("""\
+/* float16 bits -> float32, exact, in integer arithmetic (gcc vectorises it; it does not
+   vectorise _Float16 conversions): a normal number's exponent is rebiased, a subnormal
+   m * 2^-24 is computed from its integer m (no float32 subnormal is ever touched, so
+   flush-to-zero modes cannot change it), infinities and NaNs keep their payload. */
+static inline float npk_f16_from_bits(uint16_t h)
+{
+    const uint32_t em = (uint32_t)(h & 0x7FFFu) << 13; /* exponent and mantissa */
+    uint32_t u = em >= 0x0F800000u ? em | 0x7F800000u : em + 0x38000000u;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    f = em < 0x00800000u ? (float)(int32_t)(h & 0x3FFu) * 5.9604644775390625e-8f : f;
+    memcpy(&u, &f, sizeof u);
+    u |= (uint32_t)(h & 0x8000u) << 16; /* the sign */
+    memcpy(&f, &u, sizeof f);
+    return f;
+}""", ()),
+    "npk_f16_to_bits": ("""\
+/* float32 -> float16 bits, rounded to nearest even as a float16 conversion does (NaN: quiet,
+   payload kept, sign kept), in integer arithmetic that gcc vectorises: a normal result is
+   the rebiased exponent and mantissa plus half an ulp (ties to even), a subnormal one is
+   the low bits of |f| + 0.5, rounded by the float addition itself. */
+static inline uint16_t npk_f16_to_bits(float f)
+{
+    uint32_t x, t;
+    memcpy(&x, &f, sizeof x);
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    x &= 0x7FFFFFFFu;
+    float a;
+    memcpy(&a, &x, sizeof a);
+    a = a + 0.5f;
+    memcpy(&t, &a, sizeof t);
+    const uint32_t tiny = t - 0x3F000000u;                      /* |f| < 2^-14 */
+    const uint32_t normal = (x - 0x37FFF001u + ((x >> 13) & 1u)) >> 13;
+    const uint32_t big = x > 0x7F800000u ? 0x7E00u | ((x >> 13) & 0x3FFu) : 0x7C00u;
+    const uint32_t h = x >= 0x47800000u ? big : x < 0x38800000u ? tiny : normal;
+    return (uint16_t)(h | sign);
+}""", ()),
+    "npk_f16_round": ("""\
+/* float32 rounded to float16 (nearest even), as a float: the value a float16 lane holds. */
+static inline float npk_f16_round(float f) { return npk_f16_from_bits(npk_f16_to_bits(f)); }""",
+                      ("npk_f16_from_bits", "npk_f16_to_bits")),
+    "npk_f16_load_bits": ("""\
+/* The bits of a float16 tensor element (any address). */
+static inline uint16_t npk_f16_load_bits(const npk_float16_any *p)
+{
+    uint16_t h;
+    memcpy(&h, (const void *)p, sizeof h);
+    return h;
+}""", ()),
+    "npk_f16_load": ("""\
+/* A float16 tensor element as its exact float32 value. */
+static inline float npk_f16_load(const npk_float16_any *p)
+{
+    return npk_f16_from_bits(npk_f16_load_bits(p));
+}""", ("npk_f16_from_bits", "npk_f16_load_bits")),
+    "npk_f16_store_bits": ("""\
+/* Write float16 bits into a tensor element (any address). */
+static inline void npk_f16_store_bits(npk_float16_any *p, uint16_t h)
+{
+    memcpy((void *)p, &h, sizeof h);
+}""", ()),
+    "npk_f16_store": ("""\
+/* Store a float32 into a float16 tensor element, rounded to nearest even. */
+static inline void npk_f16_store(npk_float16_any *p, float f)
+{
+    npk_f16_store_bits(p, npk_f16_to_bits(f));
+}""", ("npk_f16_to_bits", "npk_f16_store_bits")),
     "npk_poison_complex64": ("""\
 /* The simulator's poison for complex64 lanes: 0xA5 in every byte. */
 static inline float _Complex npk_poison_complex64(void)
@@ -218,6 +286,14 @@ class Helpers:
     def __init__(self) -> None:
         self.used: dict[str, str] = {}
         self.extra: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self.counts: dict[str, int] = {}
+
+    def fresh(self, prefix: str) -> str:
+        """``prefix`` numbered 0, 1, ... across the translation unit (task functions and
+        tables of every program in it)."""
+        k = self.counts.get(prefix, 0)
+        self.counts[prefix] = k + 1
+        return f"{prefix}{k}"
 
     def define(self, name: str, text: str, deps: tuple[str, ...] = ()) -> str:
         """Register a helper written for this translation unit (a LUT instruction's), then

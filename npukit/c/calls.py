@@ -4,10 +4,23 @@ code makes them (the GAP AutoTiler).
 Each distinct non-empty ``Extern.c_source`` is emitted once, before the entry function, after
 a prelude of what GAP8 basic kernels rely on: the ``Word8`` ... ``Wordu32`` types and the
 cluster calls ``gap_coreid()``, ``gap_ncore()`` and ``gap_waitbarrier()``. On the host a
-parallel kernel runs on each of the target's cores in turn, core 0 first: ``gap_coreid()``
-says which one, ``gap_waitbarrier()`` has nothing to wait for (the cores before have
-finished, the ones after have not started). A kernel must therefore not rely on its cores
-running at the same time — the ports combine per-core partial results in the last core.
+parallel kernel runs on each of the target's cores, ``gap_coreid()`` saying which one:
+
+- when its cores need not run at the same time — its C has no ``gap_waitbarrier()`` but
+  as its very last statement, and calls no function that waits at one — they run on the
+  host's threads (``npk_parallel_for``; each thread takes a contiguous range of core ids,
+  ``gap_coreid()`` is thread-local), the dispatch returning when every core has: that
+  return is the barrier. A core must then write what no other core of the call reads or
+  writes, as on the target, where the cores run at once. Each thread takes at least
+  ``core_grain`` cores: all of them (one thread) unless the call's tensors and tiles hold
+  ``CALL_GRAIN`` elements or more, since waking a thread costs more than a small tile's
+  work (``NPUKIT_GRAIN`` overrides it, for tests);
+- a kernel that waits at a barrier in the middle (MatMax: each core stores its partial
+  maximum, waits, then the last core combines them) needs all its cores running at once,
+  more than the host has threads: its cores run one after the other, core 0 first, and
+  ``gap_waitbarrier()`` has nothing to wait for (the cores before have finished, the ones
+  after have not started), which gives the target's result for kernels that combine
+  per-core results after the barrier in the last core.
 
 A parallel kernel with an argument type (``arg_type``, the AutoTiler's ``ParArgTypeName``) is
 called as ``fn(KerArg)`` with a pointer to that struct, whose fields are named as its C
@@ -158,8 +171,10 @@ def emit_call(em, st: ir.Call, w: Writer) -> None:
     values = [_cast(str(parse_ctype(ctype, fn.name, CompilerError)), em.arg_value(a))
               for a, (ctype, _) in zip(st.args, fn.args)]
     cores = em.prog.target.cores
+    struct = None
     if fn.parallel and fn.arg_type:
         s = em.arg_struct(fn.arg_type)
+        struct = s.name
         for a, (_, name), v in zip(st.args, fn.args, values):
             if _invariant(a):
                 s.invariant.append((name, v))
@@ -173,9 +188,13 @@ def emit_call(em, st: ir.Call, w: Writer) -> None:
                  for k, v in enumerate(values)] or [head + ");"]
         width = max(len(x) for x in lines)
         calls = [f"{x:<{width}}  /* {name} */" for x, (_, name) in zip(lines, fn.args)] or lines
-    if fn.parallel:
+    if fn.parallel and not em.in_task and cores_independent(fn.name, em.sources):
+        _on_threads(em, st, values, struct, w)
+    elif fn.parallel:
         core = "npk_core_id"
-        w.comment(f"Dispatched on the {cores} cores, core 0 first, one after the other.")
+        w.comment(f"Dispatched on the {cores} cores, core 0 first, one after the other: "
+                  f"{fn.name} waits at a barrier before it returns, so its cores need to "
+                  f"run at once, which the host's threads cannot give them.")
         with w.block(f"for ({core} = 0; {core} < {cores}; {core}++)"):
             for line in calls:
                 w.line(line)
@@ -183,6 +202,87 @@ def emit_call(em, st: ir.Call, w: Writer) -> None:
     else:
         for line in calls:
             w.line(line)
+
+
+# The fewest elements of tensors and tiles a call must point to before its cores are shared
+# among the host's threads: a thread's wake-up costs more than a smaller tile's work.
+CALL_GRAIN = 1 << 16
+
+
+def _on_threads(em, st: ir.Call, values: list[str], struct: str | None, w: Writer) -> None:
+    """A parallel kernel's cores as a task over core ids that the host's threads share;
+    ``struct`` names its argument struct's pointer (set before), if it takes one."""
+    fn, cores = st.fn, em.prog.target.cores
+    extra: list[tuple[str, str]] = []
+    if struct is not None:
+        extra.append((f"{fn.arg_type} *", struct))
+        call = f"{fn.name}({struct});"
+    else:  # the arguments' values, computed here, passed to the task
+        names = [em.fresh_local(f"npk_arg_{name}") for _, name in fn.args]
+        for (ctype, _), name in zip(fn.args, names):
+            extra.append((f"{parse_ctype(ctype, fn.name, CompilerError)} ", name))
+        call = f"{fn.name}({', '.join(names)});"
+    pointed = sum(a.view.size for a in st.args if isinstance(a, ir.Ptr))
+    grain = 1 if pointed >= CALL_GRAIN else cores
+    body = Writer(1)
+    with body.block("for (int64_t core = begin; core < end; core++)"):
+        body.line("npk_core_id = (int)core;")
+        body.line(call)
+    body.line("npk_core_id = 0;")
+    w.comment(f"Dispatched on the {cores} cores, on the host's threads: {fn.name} does not "
+              f"wait at a barrier before it returns, so its cores need not run at once"
+              + ("" if grain == 1 else
+                 f" (its tiles hold {pointed} elements: fewer than {CALL_GRAIN}, so one "
+                 f"thread runs them, core 0 first)") + ".")
+    with w.block():
+        if struct is None:
+            for (t, name), v in zip(extra, values):
+                w.line(f"{t}{name} = {v};")
+        em.run_task(f"the dispatch of {fn.name}: cores [begin, end) of it, on one thread.",
+                    extra, body, str(cores), grain, w)
+
+
+def cores_independent(name: str, sources: list[str]) -> bool:
+    """True when the cores of parallel kernel ``name`` need not run at the same time: in the
+    C sources, the kernel's function waits at ``gap_waitbarrier`` at most as its last
+    statement and calls no function that waits at one.
+
+    >>> cores_independent("K", ["void K(int *p) { p[0] = 1; gap_waitbarrier(0); }"])
+    True
+    >>> cores_independent("K", ["void K(int *p) { gap_waitbarrier(0); p[0] = 1; }"])
+    False
+    """
+    bodies = function_bodies("\n".join(_uncommented(x) for x in sources))
+    body = bodies.get(name)
+    if body is None:
+        return False
+    inner = re.sub(r"\bgap_waitbarrier\s*\([^()]*\)\s*;\s*$", "", body.strip())
+    if _BARRIER.search(inner):
+        return False
+    waiting = {f for f, b in bodies.items() if f != name and _BARRIER.search(b)}
+    return not any(re.search(rf"\b{f}\s*\(", inner) for f in waiting)
+
+
+_BARRIER = re.compile(r"\bgap_waitbarrier\s*\(")
+
+
+def _uncommented(source: str) -> str:
+    return re.sub(r"/\*.*?\*/|//[^\n]*", " ", source, flags=re.S)
+
+
+def function_bodies(source: str) -> dict[str, str]:
+    """The functions ``source`` defines at file scope: name -> the text between its
+    braces."""
+    out = {}
+    for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*\{",
+                         source):
+        depth, k = 1, m.end()
+        while k < len(source) and depth:
+            depth += {"{": 1, "}": -1}.get(source[k], 0)
+            k += 1
+        if m.group(1) not in ("if", "for", "while", "switch"):
+            out.setdefault(m.group(1), source[m.end():k - 1])
+    return out
 
 
 def _invariant(a) -> bool:

@@ -59,6 +59,7 @@ from .threads import SOURCE as THREADS_SOURCE
 _RESERVED = C_KEYWORDS | frozenset({
     "memcpy", "memset", "size_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t",
     "uint32_t", "int64_t", "uint64_t", "bias", "scale",
+    "arg", "ctx", "begin", "end",  # the locals of task functions (npukit.c.threads)
 })
 
 
@@ -84,16 +85,16 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
     funcs = [em.function() for em in ems]
     consts = "\n\n".join(c for c in (em._constants() for em in ems) if c)
     helpers = ems[0].h.source()
-    code = "\n".join([consts, helpers, *funcs, tail])
+    tasks = [x for em in ems for x in em.tasks]
+    code = "\n".join([consts, helpers, *tasks, *funcs, tail])
     sources = list(dict.fromkeys(x for em in ems for x in em.sources))
     kernels = "\n\n".join(sources)
     out = Writer()
-    tasks = [x for em in ems for x in em.tasks]
     out.lines.append(header)
     out.line()
     if tasks:
         out.lines.extend(FEATURE_MACRO.splitlines())
-    if re.search(r"\b(NAN|INFINITY|rintf?|fabsf)\b", code):
+    if re.search(r"\b(NAN|INFINITY|rintf?|fabsf|floorf)\b", code):
         out.line("#include <math.h>")
     out.line("#include <stdint.h>")
     for inc in includes:
@@ -102,13 +103,13 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
         out.line("#include <string.h>")
     out.line()
     out.lines.extend(_PORTABILITY.splitlines())
+    dtypes = dict.fromkeys(b.dtype for em in ems for b, _ in em.prog.params if b.dtype.itemsize > 1)
+    anys = [f"typedef {c_type(dt)} {_elem_type(dt)} NPK_ANY_ADDRESS;" for dt in dtypes]
     for name, text in TYPEDEFS.items():
-        if re.search(rf"\b{name}\b", code + kernels):
+        if re.search(rf"\b{name}\b", "\n".join([code, kernels, *anys])):
             out.line()
             out.lines.extend(text.splitlines())
-    dtypes = dict.fromkeys(b.dtype for em in ems for b, _ in em.prog.params if b.dtype.itemsize > 1)
-    for dt in dtypes:
-        out.line(f"typedef {c_type(dt)} {_elem_type(dt)} NPK_ANY_ADDRESS;")
+    out.lines.extend(anys)
     for part in (consts, helpers):
         if part:
             out.line()
@@ -239,7 +240,7 @@ class _Emitter:
         self.loops: list[ir.Var] = []
         self.structs: list[ArgStruct] = []  # argument structs of parallel basic kernels
         self.lut_names: dict[tuple, str] = {}  # LUT instruction -> its helper's name
-        self.tasks: list[str] = []  # task functions of parallel loops, in emission order
+        self.tasks: list[str] = []  # task functions and tables' code, in emission order
         self.in_task = False  # emitting the body of a parallel loop
 
     # -- helpers used by the statement emitters and by fuse.py ---------------------------
@@ -485,13 +486,6 @@ class _Emitter:
         body may only call basic kernels on tensors (a thread has no internal memories of
         its own)."""
         _check_parallel_body(st)
-        k = len(self.tasks)
-        fn = _ident(f"npk_task{k}", self.taken, prefix_ok=True)
-        ctx_t, ctx = _ident(f"npk_task{k}_ctx", self.taken, prefix_ok=True), \
-            _ident(f"npk_ctx{k}", self.taken, prefix_ok=True)
-        outer = [self.names.of[v] for v in self.loops]
-        fields = [(f"{'const ' if b.role == 'in' else ''}{_elem_type(b.dtype)} *",
-                   self.ptr[key(b)]) for b, _ in self.prog.params]
         name = self.names.bind(st.var)
         body = Writer(2)
         self.in_task = True
@@ -499,32 +493,55 @@ class _Emitter:
         self.block(st.body, body)
         self.loops.pop()
         self.in_task = False
+        loop = Writer(1)
+        with loop.block(f"for (int64_t {name} = begin; {name} < end; {name}++)"):
+            loop.extend(body)
+        self.names.release(st.var)
+        w.banner(f"Loop {name}: {st.var.count} iterations in parallel on the host's threads",
+                 st.label)
+        with w.block():
+            self.run_task(f"parallel loop {name} ({st.var.count} iterations): iterations "
+                          f"[begin, end) of it, on one thread." +
+                          (f" {st.label}" if st.label else ""), [], loop, str(st.var.count),
+                          1, w)
+
+    def fresh_local(self, name: str) -> str:
+        """A C identifier for a local of the entry function, distinct from every other."""
+        return _ident(name, self.taken, prefix_ok=True)
+
+    def run_task(self, what: str, extra: list[tuple[str, str]], body: Writer, count: str,
+                 grain: int, w: Writer) -> None:
+        """A task function ``npk_task<k>(arg, begin, end)`` running ``body`` (code at depth 1
+        over ``begin``/``end``), and on ``w`` the call of ``npk_parallel_for`` that shares
+        ``[0, count)`` among the host's threads, at least ``grain`` iterations each. The task
+        sees the tensors' pointers, the enclosing loop variables and ``extra`` — (C type,
+        name) of locals of the entry function, copied into its context struct — under their
+        names in the entry function."""
+        fn = self.h.fresh("npk_task")
+        ctx_t, ctx = f"{fn}_ctx", fn.replace("npk_task", "npk_ctx")
+        tensors = [(f"{'const ' if b.role == 'in' else ''}{_elem_type(b.dtype)} *",
+                    self.ptr[key(b)]) for b, _ in self.prog.params]
+        fields = tensors + [("int64_t ", self.names.of[v]) for v in self.loops] + list(extra)
+        code = "\n".join(body.lines)  # what the body uses, of all the names above
+        fields = [(t, f) for t, f in fields if re.search(rf"\b{f}\b", code)]
         task = Writer()
-        task.comment(f"Task of parallel loop {name} ({st.var.count} iterations): iterations "
-                     f"[begin, end) of it, on one thread." + (f" {st.label}" if st.label else ""))
+        task.comment(f"Task of {what}")
         with task.block("typedef struct", attach=False):
             for t, f in fields:
                 task.line(f"{t}{f};")
-            for v in outer:
-                task.line(f"int64_t {v};  /* enclosing loop variable */")
         task.lines[-1] += f" {ctx_t};"
         task.line()
         task.line(f"static void {fn}(void *arg, int64_t begin, int64_t end)")
         with task.block():
             task.line(f"const {ctx_t} *ctx = (const {ctx_t} *)arg;")
-            for t, f in fields:
-                task.line(f"{t}restrict {f} = ctx->{f};")
-            for v in outer:
-                task.line(f"const int64_t {v} = ctx->{v};")
-            with task.block(f"for (int64_t {name} = begin; {name} < end; {name}++)"):
-                task.extend(body)
-        self.names.release(st.var)
+            for t, f in fields:  # tensors never overlap: restrict, as in the entry function
+                const = "" if "*" in t else "const "
+                qualifier = "restrict " if (t, f) in tensors else ""
+                task.line(f"{const}{t}{qualifier}{f} = ctx->{f};")
+            task.extend(body)
         self.tasks.append(task.text())
-        w.banner(f"Loop {name}: {st.var.count} iterations in parallel on the host's threads",
-                 st.label)
-        with w.block():
-            w.line(f"{ctx_t} {ctx} = {{{', '.join([f for _, f in fields] + outer)}}};")
-            w.line(f"npk_parallel_for({st.var.count}, {fn}, &{ctx});")
+        w.line(f"{ctx_t} {ctx} = {{{', '.join(f for _, f in fields)}}};")
+        w.line(f"npk_parallel_for({count}, {grain}, {fn}, &{ctx});")
 
     def call(self, st: ir.Call, w: Writer) -> None:
         emit_call(self, st, w)

@@ -5,13 +5,19 @@ instructions on them and stores or appends the result — the shape of every ele
 kernel — computes each element independently of the others. When nothing reads those
 internal buffers after the loop, the copies into them cannot change the result, so the
 loop and its lanes run as one C loop over elements, ``e = width·i + lane``, reading and
-writing the parameter pointers directly; gcc vectorises it. Lanes past the data (junk, to
-the simulator) are computed from the poison value wherever the IR stores them.
+writing the parameter pointers directly; gcc vectorises it, and the host's threads share
+the elements (``npukit.c.threads``: each element is computed on its own, so the result does
+not depend on how many threads there are). Lanes past the data (junk, to the simulator) are
+computed from the poison value wherever the IR stores them.
 
 A loop is fused only when all of this holds; otherwise the literal reading is emitted:
 
-- its body has no loops, only loads (tensor -> internal), ALU instructions without
-  accumulation, Act instructions, and one store or append (internal -> tensor);
+- its body holds loads (tensor -> internal), ALU instructions without accumulation, at most
+  one Act instruction (``rescale_clamp``, ``clamp`` or a LUT instruction reading a constant
+  table) and one store or append (internal -> tensor), possibly inside loops over
+  sub-vectors (``for av in s.iterate(p.dim(PData.Vectors))``: sub-vector ``v`` of width
+  ``w`` is lanes ``w·v .. w·v + w - 1`` of the whole vector, so the loop reads as its
+  statements on the whole vector);
 - each instruction reads lanes written earlier in the same iteration through the same view,
   except an Act's (bias, scale) pair, which no statement of the body writes;
 - no tensor is both read and written in the body, no internal buffer it writes is read
@@ -20,15 +26,29 @@ A loop is fused only when all of this holds; otherwise the literal reading is em
   loads keep the same valid lanes, which the output keeps or extends with junk;
 - an append lands at ``cursor + e`` on an evenly spaced output, or at a closed-form position
   when each iteration of the loops since the cursor's reset appends the same count.
+
+Lanes are carried in the narrowest C type that holds them exactly: an integer whose range
+is known (from its load's dtype, through ALU results and the Act's clamp) in int8, int16 or
+int32 (int8 x int8 products in 16-bit lanes), a float16 as its exact value in a float (its
+bits are read and rounded with integer arithmetic, which gcc vectorises where it does not
+vectorise ``_Float16`` conversions); a store skips the saturation a known range cannot
+reach.
+
+A LUT instruction whose only input is one tensor of 8 or 16 bits (float16, bfloat16,
+int16, ...) is a function of those bits alone: when the loop has at least as many elements
+as there are bit patterns, the whole chain is computed once per process for every pattern
+into a table (``npk_tab<k>``, by the same C code), and each element is one read of it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .. import ir
+from ..arith import act_bounds
+from ..layout import Layout
 from . import arith as A
 from .access import Access, affine_c, coalesce, join_sum, key, scaled
 from .code import Writer
@@ -54,6 +74,20 @@ class _Step:
     junk: str  # value in junk lanes (loads read poison there); "" as expr
     ctype: str = ""  # declares a local of this type, else assigns to target
     fast: str = ""  # value in 32-bit lanes, when the plan has a fast path
+    store: str = "{target} = {value};"  # how an output step writes its value
+
+
+@dataclass
+class _Table:
+    """A chain of one 8- or 16-bit input tabulated over every bit pattern (module doc)."""
+
+    name: str  # the static array, npk_tab<k>
+    bits: int
+    ctype: str  # its element type
+    key: str  # the bits of input element e, as an index
+    load: str  # the load step's value for bit pattern {k}
+    value: str  # the output's value as a table element
+    store: str  # the output step with value npk_tab[key]
 
 
 @dataclass
@@ -64,9 +98,11 @@ class _Plan:
     steps: list[_Step] = field(default_factory=list)
     skipped: list[ir.Buffer] = field(default_factory=list)
     invariants: list[str] = field(default_factory=list)  # C declarations before the loop
+    read: list[ir.Buffer] = field(default_factory=list)  # internal buffers the invariants read
     out: object = None  # the store or append
     junk_out: bool = False  # the output also writes lanes past the data
     fast_checks: list[str] = field(default_factory=list)  # when all hold, 32-bit lanes are exact
+    table: _Table | None = None
 
 
 class ProgramInfo:
@@ -133,16 +169,18 @@ def fused_loop(em, loop: ir.Loop, w: Writer) -> bool:
 
 
 def _plan(em, loop: ir.Loop) -> _Plan | None:
-    body, var = loop.body, loop.var
+    var = loop.var
+    if var.trips is not None or loop.cores:
+        return None  # element e = width·i + lane needs every iteration
+    body = _flat_body(loop.body)
     if not body or not all(isinstance(s, (ir.Copy, ir.Compute, ir.Append)) for s in body):
         return None
-    if var.trips is not None or loop.cores or any(s.op == "vgather" for s in body
-                                                  if isinstance(s, ir.Compute)):
-        return None  # element e = width·i + lane needs every iteration; a table is no lane
+    if any(s.op == "vgather" for s in body if isinstance(s, ir.Compute)):
+        return None  # a table indexed by lanes is no lane
     written = {s.dst.buffer.name for s in body if _internal(s.dst)}
     tensors_read = {v.buffer.name for s in body for v in _reads(s) if not _internal(v)}
     tensors_written = {s.dst.buffer.name for s in body if not _internal(s.dst)}
-    inside = {id(s) for s in body}
+    inside = {id(s) for s in _statements(loop.body)}  # as the IR has them
     if tensors_read & tensors_written or \
             any(em.info.readers.get(b, set()) - inside for b in written):
         return None
@@ -180,48 +218,254 @@ def _plan(em, loop: ir.Loop) -> _Plan | None:
             target = None if x is None else _out_target(em, plan, st)
             if target is None:
                 return None
-            plan.steps.append(_Step(st, target, A.convert(em.h, x, st.src.dtype, st.dst.dtype),
-                                    ""))
+            value, how = _stored(em, x, st.src.dtype, st.dst.dtype, ranges.get(st.src.buffer.name))
+            plan.steps.append(_Step(st, target, value, "", store=how))
             continue
         if not _lane_view(st.dst, width):
             return None
         dt = st.dst.dtype
+        ctype = _lane_type(dt)
         if isinstance(st, ir.Copy):
             s = _stream(em, st.src, var, width)
             if s is None or st.src.size != width or len(st.src.shape) > 1:
                 return None
-            x = A.convert(em.h, f"{s.ptr}[{_index(em, s, em.e)}]", st.src.dtype, dt)
+            x = _lane_convert(em, _read(em, s.ptr, _index(em, s, em.e), st.src.dtype),
+                              st.src.dtype, dt)
             junk, fast = f"{poison_literal(dt)} /* junk lane: the simulator's poison */", ""
             if dt.kind in "iu" and dt.itemsize <= 4:
                 ranges[st.dst.buffer.name] = int_range(dt)
         elif isinstance(st, ir.Compute) and not st.acc:
             srcs = list(st.srcs)
             pair = srcs.pop() if st.unit == "act" and st.op == "rescale_clamp" else None
+            table = srcs.pop() if st.unit == "act" and st.op in _LUT_OPS else None
+            if table is not None and table.buffer.role != "const":
+                return None
             xs = [lane(v) for v in srcs]
             if None in xs or (pair is not None and pair.buffer.name in written):
                 return None
+            if pair is not None and pair.buffer not in plan.read:
+                plan.read.append(pair.buffer)
             decl = Writer()
-            x, x_dt = em.lane_value(st, xs + ["<pair>"] * (pair is not None), decl)
+            x, x_dt = em.lane_value(st, xs + ["<pair>"] * (pair is not None)
+                                    + ["<table>"] * (table is not None), decl)
             plan.invariants += decl.lines
-            x = junk = fast = A.convert(em.h, x, x_dt, dt)
+            x = junk = fast = _lane_convert(em, x, x_dt, dt)
             known = [ranges.get(v.buffer.name) for v in srcs]
+            got = None
             if st.unit == "alu" and x_dt.kind == "i" and None not in known:
                 got = A.int_value_range(st.op, known)
-                if got is not None and x_dt == dt:
-                    ranges[st.dst.buffer.name] = got
-            elif pair is not None and x_dt.kind == "i" and known[0] and pair.dtype.kind in "iu":
-                got = A.rescale_clamp_fast(em.h, xs[0], known[0], dict(st.attrs),
-                                           em.prog.target.arith.rounding)
-                if got is not None:
-                    fast = A.convert(em.h, got[0], x_dt, dt)
-                    plan.fast_checks.append(got[1])
+                got = got if x_dt == dt else None
+                exact = None if got is None else _exact_alu(st.op, xs, got)
+                if exact is not None:
+                    x = junk = fast = exact  # no wrap-around to spell out: narrow lanes
+            elif st.unit == "act" and st.op in ("rescale_clamp", "clamp") and x_dt == dt and \
+                    x_dt.kind == "i":
+                got = act_bounds(st.attr("lo"), st.attr("hi"))
+            if pair is not None and x_dt.kind == "i" and known[0] and pair.dtype.kind in "iu":
+                quick = A.rescale_clamp_fast(em.h, xs[0], known[0], dict(st.attrs),
+                                             em.prog.target.arith.rounding)
+                if quick is not None:
+                    fast = A.convert(em.h, quick[0], x_dt, dt)
+                    plan.fast_checks.append(quick[1])
+            if got is not None:
+                ranges[st.dst.buffer.name] = got
+                ctype = _narrow(got)
         else:
             return None
         name = local(st.dst.buffer)
-        plan.steps.append(_Step(st, name, x, junk, c_type(dt), fast))
+        plan.steps.append(_Step(st, name, x, junk, ctype, fast))
         values[st.dst.buffer.name] = (st.dst, name)
     plan.skipped = [b for b in em.prog.buffers if b.name in written]
+    plan.table = _tabulate(em, plan, loads, acts)
     return plan
+
+
+_LUT_OPS = ("lookup", "linear_approx")
+
+
+def _statements(body):
+    for st in body:
+        yield st
+        if isinstance(st, ir.Loop):
+            yield from _statements(st.body)
+_F16 = np.dtype("float16")
+_F32 = np.dtype("float32")
+
+
+def _flat_body(body) -> tuple | None:
+    """``body`` with each loop over sub-vectors (of a vector written earlier in ``body``)
+    replaced by its statements on the whole vector; None when a loop is not of that form."""
+    out, whole = [], {}  # whole: buffer name -> the view of it written earlier in body
+    for st in body:
+        if not isinstance(st, ir.Loop):
+            out.append(st)
+            if isinstance(st, (ir.Copy, ir.Compute)) and _internal(st.dst):
+                whole[st.dst.buffer.name] = st.dst
+            continue
+        flat = _widen(st, whole)
+        if flat is None:
+            return None
+        out += flat
+    return tuple(out)
+
+
+def _widen(loop: ir.Loop, whole: dict) -> list | None:
+    """The statements of a loop over sub-vectors ``v`` of width ``w`` on the whole vectors:
+    a view at ``w·v`` into a vector written before the loop is that vector; a vector the loop
+    writes (at a fixed place) grows to the whole width; an output's valid lanes and position
+    ``w·v`` later widen likewise. None when the loop is of another form."""
+    v, m = loop.var, loop.var.count
+    if v.trips is not None or loop.cores or loop.parallel:
+        return None
+    own: dict[str, int] = {}  # buffers the loop writes -> their sub-vector width
+    out = []
+
+    def src(x: ir.View) -> ir.View | None:
+        if not _internal(x):
+            return None if v in x.offset.vars else x  # a constant table
+        if x.buffer.name in own:
+            return _grown(x, m) if v not in x.offset.vars else None
+        w = x.size
+        full = whole.get(x.buffer.name)
+        if full is None or _coeff(x.offset, v) != w or full.size != m * w or \
+                coalesce(full.layout) not in (((m * w, 1),), ()) or \
+                coalesce(x.layout) not in (((w, 1),), ()) or \
+                x.offset - v * w + x.layout.offset != full.offset + full.layout.offset:
+            return x if v not in x.offset.vars else None  # a pair read whole, or refused
+        return full
+
+    for st in loop.body:
+        if isinstance(st, ir.Compute) and not st.acc and _internal(st.dst):
+            srcs = [src(x) for x in st.srcs]
+            if None in srcs or v in st.dst.offset.vars:
+                return None
+            own[st.dst.buffer.name] = st.dst.size
+            out.append(replace(st, srcs=tuple(srcs), dst=_grown(st.dst, m)))
+        elif isinstance(st, (ir.Append, ir.Copy)) and not _internal(st.dst):
+            got = src(st.src)
+            valid = st.valid
+            if got is None or st.src.buffer.name not in own:
+                return None
+            if valid is not None:
+                w = valid.width
+                if _coeff(valid.start, v) != w:
+                    return None
+                valid = ir.Lanes(valid.total, valid.start - v * w, m * w)
+            dst = st.dst if isinstance(st, ir.Append) else _grown_output(st.dst, v, m)
+            if dst is None or (isinstance(st, ir.Append) and v in st.dst.offset.vars):
+                return None
+            out.append(replace(st, src=got, dst=dst, valid=valid))
+        else:
+            return None
+    return out
+
+
+def _grown(x: ir.View, m: int) -> ir.View:
+    """A lane view ``m`` times as wide, at the same place (the fused loop only names it)."""
+    return ir.View(x.buffer, Layout((m * x.size,), x.dtype, None, x.layout.offset), x.offset)
+
+
+def _grown_output(x: ir.View, v: ir.Var, m: int) -> ir.View | None:
+    """A tensor view ``ptr[base + c·v + s·k]``, k < w, with ``c = w·s``: the view of all ``m``
+    sub-vectors, ``ptr[base + s·k]``, k < m·w."""
+    dims = coalesce(x.layout)
+    w, s = (dims[0] if dims else (x.size, 1))
+    if len(dims) > 1 or _coeff(x.offset, v) != w * s:
+        return None
+    return ir.View(x.buffer, Layout((m * w,), x.dtype, (s,), x.layout.offset),
+                   x.offset - v * (w * s))
+
+
+def _lane_type(dt: np.dtype) -> str:
+    """The C type of a lane of ``dt``: a float16 lane is its exact value in a float."""
+    return "float" if dt == _F16 else c_type(dt)
+
+
+def _read(em, ptr: str, idx: str, dt: np.dtype) -> str:
+    """Element ``ptr[idx]`` of a tensor, a float16 read as its bits (a float)."""
+    if dt == _F16:
+        return f"{em.h.use('npk_f16_load')}(&{ptr}[{idx}])"
+    return f"{ptr}[{idx}]"
+
+
+def _lane_convert(em, x: str, src: np.dtype, dst: np.dtype) -> str:
+    """``arith.convert`` on lanes: float32 to float16 rounds with integer arithmetic."""
+    if dst == _F16 and src == _F32:
+        return f"{em.h.use('npk_f16_round')}({x})"
+    return A.convert(em.h, x, src, dst)
+
+
+def _stored(em, x: str, src: np.dtype, dst: np.dtype, known) -> tuple[str, str]:
+    """(value, statement format) of lane ``x`` stored into a ``dst`` tensor element: a
+    float16 element is written as bits; an integer whose known range fits ``dst`` needs no
+    saturation."""
+    if dst == _F16 and src in (_F16, _F32):
+        return x, f"{em.h.use('npk_f16_store')}(&{{target}}, {{value}});"
+    if known is not None and dst.kind in "iu" and \
+            int_range(dst)[0] <= known[0] and known[1] <= int_range(dst)[1]:
+        return f"({c_type(dst)})({x})", "{target} = {value};"
+    return A.convert(em.h, x, src, dst), "{target} = {value};"
+
+
+def _exact_alu(op: str, xs: list[str], got: tuple[int, int]) -> str | None:
+    """An integer ALU lane whose result range ``got`` is known: the exact C expression in
+    the narrowest type holding it (no wrap-around can happen)."""
+    t = c_type(np.dtype(_narrow_dtype(got)))
+    a = [f"(int32_t){x}" for x in xs]
+    if op == "pass":
+        return f"({t})({a[0]})"
+    if op in ("mul", "add", "sub"):
+        return f"({t})({a[0]} {A._SYMBOL[op]} {a[1]})"
+    return None  # max and min stay as they are
+
+
+def _narrow_dtype(r: tuple[int, int]) -> str:
+    for name in ("int8", "uint8", "int16", "uint16"):
+        lo, hi = int_range(np.dtype(name))
+        if lo <= r[0] and r[1] <= hi:
+            return name
+    return "int32"
+
+
+def _narrow(r: tuple[int, int]) -> str:
+    """The C type of the narrowest integer lane holding range ``r``."""
+    return c_type(np.dtype(_narrow_dtype(r)))
+
+
+def _tabulate(em, plan: _Plan, loads: list, acts: list) -> _Table | None:
+    """The table of a LUT chain on one 8- or 16-bit input (module doc), or None."""
+    if len(loads) != 1 or not acts or acts[0].op not in _LUT_OPS or plan.invariants:
+        return None
+    src, out = loads[0].src.dtype, plan.out
+    bits = 8 * src.itemsize
+    elements = plan.loop.var.count * plan.width  # at most, per run of the loop
+    if plan.lanes is not None:
+        elements = min(elements, plan.lanes.total)
+    if bits > 16 or src.kind not in "iuf" and src.name != "bfloat16" or \
+            elements < 2 ** bits or out.dst.dtype.kind == "c":
+        return None
+    name = em.h.fresh("npk_tab")
+    unsigned = f"uint{bits}_t"
+    pattern = f"({unsigned}){{k}}"  # bit pattern {k}, named when the table is filled
+    if src == _F16:
+        raw = f"{em.h.use('npk_f16_from_bits')}({pattern})"
+        key = f"{em.h.use('npk_f16_load_bits')}(&{{ptr}}[{{idx}}])"
+    else:
+        raw = pattern if src.kind == "u" or src.name == "bfloat16" else \
+            f"({c_type(src)}){pattern}"
+        key = f"({unsigned}){{ptr}}[{{idx}}]"
+    s = _stream(em, loads[0].src, plan.loop.var, plan.width)
+    key = key.format(ptr=s.ptr, idx=_index(em, s, em.e))
+    load = A.convert(em.h, raw, src, loads[0].dst.dtype)
+    last = plan.steps[-1]
+    dst = out.dst.dtype
+    if dst == _F16:
+        ctype = "uint16_t"
+        value = f"{em.h.use('npk_f16_to_bits')}({last.expr})"
+        store = f"{em.h.use('npk_f16_store_bits')}(&{{target}}, {{value}});"
+    else:
+        ctype, value, store = c_type(dst), last.expr, "{target} = {value};"
+    return _Table(name, bits, ctype, key, load, value, store)
 
 
 def _stream(em, view: ir.View, var: ir.Var, width: int) -> _Stream | None:
@@ -312,6 +556,11 @@ def _split(dims, counts: list[int]) -> list[int] | None:
     return list(reversed(out)) if not dims else None
 
 
+# The fewest elements a thread takes: below this, waking a second thread costs more than
+# the elements it would compute (NPUKIT_GRAIN overrides it at run time, see npukit.c.threads).
+GRAIN = 1 << 17
+
+
 def _emit(em, plan: _Plan, w: Writer) -> None:
     loop, width, e = plan.loop, plan.width, em.e
     full = loop.var.count * width
@@ -322,9 +571,11 @@ def _emit(em, plan: _Plan, w: Writer) -> None:
               f"{plan.out.dst.buffer.name} without the copies into {skipped}: nothing reads "
               f"those buffers after the loop, so skipping the copies cannot change the result.")
     live = str(full)
+    threaded = not em.in_task
     with w.block():
-        for line in plan.invariants:
-            w.line(line.strip())
+        if plan.junk_out or not threaded:
+            for line in plan.invariants:
+                w.line(line.strip())
         if plan.lanes is not None:
             k = plan.lanes.start - loop.var * width
             live = em.live
@@ -341,21 +592,77 @@ def _emit(em, plan: _Plan, w: Writer) -> None:
                    f"  /* appended: never past the end */")
             end_main = f"{em.h.use('npk_min64')}({live}, {em.n})" if plan.junk_out else em.n
             end_all = em.n
-        if plan.fast_checks:
-            with w.block(f"if ({' && '.join(plan.fast_checks)})"):
-                w.comment("32-bit lanes: exact for this bias and scale (see "
-                          "npk_rescale_fits_int32).")
-                _element_loop(w, plan, f"int64_t {e} = 0", f"{e} < {end_main}", fast=True)
-            with w.block("else", attach=True):
-                _element_loop(w, plan, f"int64_t {e} = 0", f"{e} < {end_main}")
+        if plan.table is not None:
+            _table_init(em, plan)
+            w.line(f"npk_once(&{plan.table.name}_once, {plan.table.name}_init);"
+                   f"  /* {plan.table.name}: every lane this loop can store */")
+        if threaded:
+            body = Writer(1)
+            for line in plan.invariants:
+                body.line(line.strip())
+            _main_loops(body, plan, f"int64_t {e} = begin", f"{e} < end")
+            extra = [(f"const {c_type(b.dtype)} *", em.ptr[key(b)]) for b in plan.read]
+            extra += [("int64_t ", cursor)] if cursor is not None else []
+            w.comment("The elements are shared among the host's threads: each is computed on "
+                      "its own, so the result does not depend on how they are shared.")
+            em.run_task(f"fused loop {loop.var.name}: elements [begin, end) of it, on one "
+                        f"thread.", extra, body, end_main, GRAIN, w)
         else:
-            _element_loop(w, plan, f"int64_t {e} = 0", f"{e} < {end_main}")
+            _main_loops(w, plan, f"int64_t {e} = 0", f"{e} < {end_main}")
         if plan.junk_out:
             w.comment("Lanes past the data: the IR stores them too, computed from the poison "
                       "the simulator leaves in junk lanes.")
             _element_loop(w, plan, f"int64_t {e} = {end_main}", f"{e} < {end_all}", junk=True)
         if cursor is not None:
             w.line(f"{cursor} += {em.n};")
+
+
+def _table_init(em, plan: _Plan) -> None:
+    """The static table of a tabulated loop and the function that fills it: the loop's own
+    steps on every bit pattern of its input."""
+    t, e = plan.table, em.e
+    src = plan.steps[0].stmt.src
+    out = Writer()
+    out.comment(f"Table of fused loop {plan.loop.var.name}: the value it stores for each of "
+                f"the {2 ** t.bits} bit patterns of its input (tensor {src.buffer.name}, "
+                f"{src.dtype.name}), computed by the loop's own code, once per process "
+                f"({t.name}_init). The loop then reads one entry per element.")
+    out.line(f"static {t.ctype} {t.name}[{2 ** t.bits}];")
+    out.line(f"static npk_once_t {t.name}_once = NPK_ONCE_INIT;")
+    out.line()
+    out.line(f"static void {t.name}_init(void)")
+    with out.block():
+        with out.block(f"for (int64_t {e} = 0; {e} < {2 ** t.bits}; {e}++)"):
+            for k, s in enumerate(plan.steps[:-1]):
+                if s.stmt.label:
+                    out.comment(s.stmt.label)
+                value = t.load.replace("{k}", e) if k == 0 else s.expr
+                out.line(f"const {s.ctype} {s.target} = {value};")
+            out.line(f"{t.name}[{e}] = {t.value};")
+    em.tasks.append(out.text())
+
+
+def _main_loops(w: Writer, plan: _Plan, init: str, cond: str) -> None:
+    """The loop over the elements that hold data: one read of the table when the loop has
+    one, in 32-bit lanes when the run-time checks allow it, else in the exact wide
+    arithmetic."""
+    if plan.table is not None:
+        t, out = plan.table, plan.steps[-1]
+        e = init.split()[1]
+        with w.block(f"for ({init}; {cond}; {e}++)"):
+            if out.stmt.label:
+                w.comment(out.stmt.label)
+            w.line(t.store.format(target=out.target, value=f"{t.name}[{t.key}]"))
+        return
+    if plan.fast_checks:
+        with w.block(f"if ({' && '.join(plan.fast_checks)})"):
+            w.comment("32-bit lanes: exact for this bias and scale (see "
+                      "npk_rescale_fits_int32).")
+            _element_loop(w, plan, init, cond, fast=True)
+        with w.block("else", attach=True):
+            _element_loop(w, plan, init, cond)
+    else:
+        _element_loop(w, plan, init, cond)
 
 
 def _element_loop(w: Writer, plan: _Plan, init: str, cond: str, junk: bool = False,
@@ -369,4 +676,4 @@ def _element_loop(w: Writer, plan: _Plan, init: str, cond: str, junk: bool = Fal
             if s.ctype:
                 w.line(f"const {s.ctype} {s.target} = {value};")
             else:
-                w.line(f"{s.target} = {value};")
+                w.line(s.store.format(target=s.target, value=value))

@@ -13,10 +13,17 @@ for 4 the second image repeats the first). Entry ``i`` therefore starts at scala
 An 8-bit value of a direct table is stored widened to 16 bits; a bfloat16 slope next to a
 float32 offset is stored as float32 with its low 16 bits zero.
 
+The index is computed in 32-bit integers whenever its range allows (always, for the
+designs of ``npukit.lut``), and a float ``linear_approx`` floors and saturates its index in
+float32 before converting it: branch-free code that gcc vectorises, reading the table with
+gather instructions where the ISA has them (AVX2, AVX-512).
+
 >>> entry_position("i", 1, 8)
 'i'
 >>> entry_position("i", 2, 8)
-'i / 8 * 16 + i % 8'
+'(i >> 3) * 16 + (i & 7)'
+>>> entry_position("i", 2, 6)
+'i / 6 * 12 + i % 6'
 """
 
 from __future__ import annotations
@@ -50,17 +57,35 @@ static inline int64_t npk_floor_index(float x)
 
 
 def entry_position(i: str, parallel: int, per: int) -> str:
-    """C expression of the image position (in entries) of entry ``i``."""
+    """C expression of the image position (in entries) of entry ``i`` (never negative: a
+    power-of-two block is a shift and a mask)."""
     if parallel == 1:
         return i
+    if per & (per - 1) == 0:
+        return f"({i} >> {per.bit_length() - 1}) * {2 * per} + ({i} & {per - 1})"
     return f"{i} / {per} * {2 * per} + {i} % {per}"
 
 
+def _fits32(lo: int, hi: int) -> bool:
+    return -2**31 <= lo and hi < 2**31
+
+
+def _index_range(a: dict, lo: int, hi: int) -> tuple[int, int]:
+    """Range of ``(x >> step_bits) + bias`` for x in [lo, hi]."""
+    return (lo >> a["step_bits"]) + a["bias"], (hi >> a["step_bits"]) + a["bias"]
+
+
+def _saturate32(i: str, n: int) -> list[str]:
+    """``i`` saturated to [0, n - 1] in int32 (branch-free)."""
+    return [f"{i} = {i} < 0 ? 0 : {i};", f"{i} = {i} > {n - 1} ? {n - 1} : {i};"]
+
+
 def lut_lane(h: Helpers, st: ir.Compute, p: str, table: str, base: int, name: str,
-             ) -> tuple[str, np.dtype]:
+             p_range: tuple[int, int] | None = None) -> tuple[str, np.dtype]:
     """One lane of Act ``lookup`` / ``linear_approx`` ``st`` on partial ``p``, reading the
     image from C array ``table`` starting at element ``base``: (C expression, result
-    dtype). ``name`` is the helper's C name (unique per instruction)."""
+    dtype). ``name`` is the helper's C name (unique per instruction); ``p_range``, when
+    known, bounds an integer ``p`` more tightly than its dtype."""
     a = dict(st.attrs)
     tdt = st.srcs[1].dtype
     p_dt = st.srcs[0].dtype
@@ -77,10 +102,23 @@ def lut_lane(h: Helpers, st: ir.Compute, p: str, table: str, base: int, name: st
         desc += (f", for {a['parallel']} parallel accesses: blocks of {per} entries "
                  f"({a['bank_bits']}-bit banks), each block twice")
     if st.op == "lookup":
-        return _lookup(h, st, a, p, p_dt, table, at, pos, desc, name)
+        return _lookup(h, st, a, p, p_dt, table, at, pos, desc, name, p_range)
     if st.op == "linear_approx":
         return _linear(h, st, a, p, p_dt, table, at, pos, desc, name)
     raise NotImplementedError(f"C back end: no rule for act.{st.op} (`{st.label}`)")
+
+
+def _floor_bounds(a: dict) -> tuple[int, int] | None:
+    """[lo, hi] such that saturating floor(x) to it leaves the saturated index of
+    ``linear_approx`` unchanged: below ``-bias·2^step_bits`` the index is 0, above
+    ``(entries-1-bias)·2^step_bits`` it is the last entry (and int32 clamps the floor first).
+    None when a bound is no float32 integer inside int32, or the bias is outside int32."""
+    s, b, n = a["step_bits"], a["bias"], a["entries"]
+    lo, hi = max(-b * 2**s, -2**31), (n - 1 - b) * 2**s
+    if not (_fits32(b, b) and _fits32(lo, hi)) or \
+            any(float(np.float32(v)) != v for v in (lo, hi)):
+        return None
+    return lo, hi
 
 
 def _index_line(a: dict, x: str) -> str:
@@ -89,28 +127,33 @@ def _index_line(a: dict, x: str) -> str:
     return shifted if a["bias"] == 0 else f"{shifted} + {int_literal(a['bias'])}"
 
 
-def _lookup(h, st, a, p, p_dt, table, at, pos, desc, name):
+def _lookup(h, st, a, p, p_dt, table, at, pos, desc, name, p_range):
     if p_dt.kind not in "iu":
         raise DTypeError(f"C back end: `{st.label}` looks up {p_dt.name} partials; lookup "
                          f"indexes with integers")
     n = a["entries"]
-    raw = _index_line(a, "(int64_t)p")
-    if a["oor"] == "saturate":
-        index = f"int64_t i = {h.use('npk_clamp64')}({raw}, 0, {n - 1});"
-        rule = "saturated to the table"
-    else:
-        index = f"int64_t i = ({raw}) & {n - 1};"
-        rule = f"its low bits kept (truncate: {n} is a power of two)"
+    p_lo, p_hi = p_range or (int(np.iinfo(p_dt).min), int(np.iinfo(p_dt).max))
+    if _fits32(*_index_range(a, p_lo, p_hi)) and _fits32(p_lo, p_hi):
+        raw = _index_line(a, "(int32_t)p")
+        index = [f"int32_t i = {raw};"]
+        index += _saturate32("i", n) if a["oor"] == "saturate" else [f"i = i & {n - 1};"]
+    else:  # the index needs 64 bits
+        raw = _index_line(a, "(int64_t)p")
+        index = [f"int64_t i = {h.use('npk_clamp64')}({raw}, 0, {n - 1});"
+                 if a["oor"] == "saturate" else f"int64_t i = ({raw}) & {n - 1};"]
+    rule = "saturated to the table" if a["oor"] == "saturate" else \
+        f"its low bits kept (truncate: {n} is a power of two)"
     vdt = st.srcs[1].dtype
     out_dt = _F32 if is_float(vdt) else _I32
     value = convert(h, f"{table}[{at}{pos}]", vdt, out_dt)
     head = block_comment(f"Act lookup `{st.label}`: {desc}. index = "
                          f"{_index_line(a, 'p')}, {rule}; the value widened to {out_dt.name}.")
+    lines = "\n".join("    " + x for x in index)
     text = f"""\
 {head}
 static inline {c_type(out_dt)} {name}({c_type(p_dt)} p)
 {{
-    {index}
+{lines}
     return {value};
 }}"""
     return f"{h.define(name, text)}({p})", out_dt
@@ -133,12 +176,25 @@ def _linear(h, st, a, p, p_dt, table, at, pos, desc, name):
         if a["scale_exp"]:
             scale = float_literal(2.0 ** a["scale_exp"], _F32)
             body.append(f"x = x * {scale};  /* 2^{a['scale_exp']}: exact, as ldexp (or inf) */")
-        raw = _index_line(a, f"{h.define('npk_floor_index', _FLOOR_INDEX)}(x)")
         slope = convert(h, f"{table}[{at}2 * pos]", tdt, _F32)
         offset = convert(h, f"{table}[{at}2 * pos + 1]", tdt, _F32)
-        body += [f"int64_t i = {h.use('npk_clamp64')}({raw}, 0, {n - 1});",
-                 f"int64_t pos = {pos};",
-                 f"float slope = {slope}, offset = {offset};",
+        bounds = _floor_bounds(a)
+        if bounds is not None:
+            fl, fh = (float_literal(v, _F32) for v in bounds)
+            body += [block_comment(f"floor(x), saturated to the floors whose index lies in "
+                                   f"the table; a NaN gives {fl} (its lane stays NaN through "
+                                   f"slope * x, whichever entry it reads).", 88),
+                     "float f = floorf(x);",
+                     f"f = f > {fl} ? f : {fl};",
+                     f"f = f < {fh} ? f : {fh};",
+                     f"int32_t i = {_index_line(a, '(int32_t)f')};",
+                     *_saturate32("i", n),
+                     f"int32_t pos = {pos};"]
+        else:  # floors beyond float32's exact integers or int32: in 64 bits
+            raw = _index_line(a, f"{h.define('npk_floor_index', _FLOOR_INDEX)}(x)")
+            body += [f"int64_t i = {h.use('npk_clamp64')}({raw}, 0, {n - 1});",
+                     f"int64_t pos = {pos};"]
+        body += [f"float slope = {slope}, offset = {offset};",
                  "float product = slope * x;  /* rounds to float32, then the sum rounds */",
                  "return product + offset;"]
         out_dt = _F32
@@ -155,22 +211,33 @@ def _linear(h, st, a, p, p_dt, table, at, pos, desc, name):
             body.append(f"x = x > {int_literal(hi)} ? {int_literal(hi)} : x;")
         body.append(f"x = {h.use('npk_clamp64')}(x, {info.min}, {info.max});  "
                     f"/* saturate to {in_dt.name}, the table's input */")
-        raw = _index_line(a, "x")
         mask = (1 << a["step_bits"]) - 1
-        shift = f"(INT64_C(1) << {a['shift_offset']})" if a["shift_offset"] else ""
-        offset = f"(int64_t){table}[{at}2 * pos + 1]" + (f" * {shift}" if shift else "")
         out_dt = _I32 if a["offset_dtype"] == "int8" else _I64  # acc32 / acc64
-        body += [f"int64_t i = {h.use('npk_clamp64')}({raw}, 0, {n - 1});",
-                 f"int64_t pos = {pos};",
-                 f"int64_t acc = (int64_t){table}[{at}2 * pos] * (x & {mask}) + {offset};"]
-        if out_dt == _I32:
-            body.append(f"return {h.use('npk_wrap32')}((uint32_t)acc);  /* acc32 */")
+        if _fits32(*_index_range(a, int(info.min), int(info.max))):
+            body += [f"const int32_t v = (int32_t)x;  /* {in_dt.name} */",
+                     f"int32_t i = {_index_line(a, 'v')};", *_saturate32("i", n),
+                     f"int32_t pos = {pos};"]
         else:
-            body.append("return acc;  /* acc64 */")
+            body += ["const int64_t v = x;",
+                     f"int64_t i = {h.use('npk_clamp64')}({_index_line(a, 'v')}, 0, {n - 1});",
+                     f"int64_t pos = {pos};"]
+        if out_dt == _I32:  # the low 32 bits of the 64-bit sum: unsigned 32-bit arithmetic
+            k = a["shift_offset"]  # from 2^32 up, offset * 2^k has no low bits
+            term = "" if k >= 32 else \
+                f" + (uint32_t){table}[{at}2 * pos + 1]" + (f" * (1u << {k})" if k else "")
+            body += [f"uint32_t acc = (uint32_t){table}[{at}2 * pos] * (uint32_t)(v & {mask})"
+                     f"{term};",
+                     f"return {h.use('npk_wrap32')}(acc);  /* acc32 */"]
+        else:
+            shift = f" * (INT64_C(1) << {a['shift_offset']})" if a["shift_offset"] else ""
+            body += [f"int64_t acc = (int64_t){table}[{at}2 * pos] * (v & {mask}) + "
+                     f"(int64_t){table}[{at}2 * pos + 1]{shift};",
+                     "return acc;  /* acc64 */"]
         rule = (f"index = {_index_line(a, 'x')} saturated to the table; "
-                f"slope * (x & {mask}) + offset * 2^{a['shift_offset']} in 64 bits (a "
-                f"multiplication: a negative offset cannot be shifted in C)")
-    lines = "\n".join("    " + x for x in body)
+                f"slope * (x & {mask}) + offset * 2^{a['shift_offset']} "
+                + ("in 64 bits (a multiplication: a negative offset cannot be shifted in C)"
+                   if out_dt == _I64 else "modulo 2^32 (acc32: the low bits of the exact sum)"))
+    lines = "\n".join("    " + x for b in body for x in b.splitlines())
     head = block_comment(f"Act linear_approx `{st.label}`: {desc}. {rule}.")
     text = f"""\
 {head}

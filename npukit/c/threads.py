@@ -1,12 +1,16 @@
-"""Threads for the C back end: the iterations of a parallel loop (``ir.Loop(parallel=True)``)
-run on the host's cores through one small C runtime function, ``npk_parallel_for``.
+"""Threads for the C back end: the iterations of a parallel loop (``ir.Loop(parallel=True)``),
+the elements of a fused streaming loop (``npukit.c.fuse``) and the cores of a parallel basic
+kernel (``npukit.c.calls``) run on the host's cores through one small C runtime function,
+``npk_parallel_for``.
 
-``npk_parallel_for(n, body, ctx)`` calls ``body(ctx, begin, end)`` on contiguous chunks
-that cover ``[0, n)``, one chunk per thread: the calling thread runs the first chunk and
-then waits for the others. The thread count is the number of online CPUs, capped by the
-environment variable ``NPUKIT_THREADS`` (read at every call, so a Python process can
-change it between calls) and by ``n``. A call from inside a chunk runs serially on its
-thread (no nested threads).
+``npk_parallel_for(n, grain, body, ctx)`` calls ``body(ctx, begin, end)`` on contiguous
+chunks that cover ``[0, n)``, one chunk per thread: the calling thread runs the first chunk
+and then waits for the others. The thread count is the number of online CPUs, capped by the
+environment variable ``NPUKIT_THREADS`` and so that each thread gets at least ``grain``
+iterations (``NPUKIT_GRAIN``, when set, replaces every loop's grain: ``NPUKIT_GRAIN=1``
+splits even the smallest loop, which the tests use). Both variables are read at every call,
+so a Python process can change them between calls. A call from inside a chunk runs serially
+on its thread (no nested threads).
 
 The other chunks run on a pool of POSIX threads that the translation unit starts on its
 first parallel loop and keeps: each waits (sleeping, never spinning) on a condition
@@ -36,10 +40,11 @@ FEATURE_MACRO = """\
 #define _DARWIN_C_SOURCE         /* and, on macOS, the count of online CPUs */"""
 
 SOURCE = r"""/* ---- Threads (npukit.c.threads) ----
-   npk_parallel_for(n, body, ctx) runs body(ctx, begin, end) on contiguous chunks covering
-   [0, n), one per thread; the calling thread runs the first chunk, a pool of sleeping
-   worker threads (started on the first loop, then kept) the others. Threads: the online
-   CPUs, capped by NPUKIT_THREADS and by n; a loop inside a chunk, or one started while
+   npk_parallel_for(n, grain, body, ctx) runs body(ctx, begin, end) on contiguous chunks
+   covering [0, n), one per thread; the calling thread runs the first chunk, a pool of
+   sleeping worker threads (started on the first loop, then kept) the others. Threads: the
+   online CPUs, capped by NPUKIT_THREADS and so that each gets at least grain iterations
+   (NPUKIT_GRAIN, when set, replaces grain); a loop inside a chunk, or one started while
    another runs, runs serially. Without POSIX threads everything runs here. */
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
@@ -54,8 +59,18 @@ typedef void (*npk_body_fn)(void *ctx, int64_t begin, int64_t end);
 
 static NPK_THREAD_LOCAL int npk_in_parallel; /* set while this thread runs a chunk */
 
-/* How many threads a loop of n iterations gets. */
-static int64_t npk_threads(int64_t n)
+#ifdef NPK_HAVE_THREADS
+/* A positive integer from environment variable `name`, or 0 when it is unset or not one. */
+static long npk_env_count(const char *name)
+{
+    const char *text = getenv(name);
+    const long c = text != NULL ? strtol(text, NULL, 10) : 0;
+    return c >= 1 ? c : 0;
+}
+#endif
+
+/* How many threads a loop of n iterations gets, each at least grain of them. */
+static int64_t npk_threads(int64_t n, int64_t grain)
 {
     int64_t t = 1;
 #ifdef NPK_HAVE_THREADS
@@ -65,15 +80,16 @@ static int64_t npk_threads(int64_t n)
         cpus = sysconf(_SC_NPROCESSORS_ONLN);
 #endif
     t = cpus > 0 ? cpus : 1;
-    const char *cap = getenv("NPUKIT_THREADS");
-    if (cap != NULL && *cap != '\0') {
-        long c = strtol(cap, NULL, 10);
-        if (c >= 1 && c < t)
-            t = c;
-    }
+    const long cap = npk_env_count("NPUKIT_THREADS"), fine = npk_env_count("NPUKIT_GRAIN");
+    if (cap >= 1 && cap < t)
+        t = cap;
+    if (fine >= 1)
+        grain = fine;
 #endif
     if (t > NPK_MAX_THREADS)
         t = NPK_MAX_THREADS;
+    if (grain > 1 && t > n / grain)
+        t = n / grain;
     if (t > n)
         t = n;
     return npk_in_parallel || t < 1 ? 1 : t;
@@ -92,7 +108,8 @@ static struct {
     npk_body_fn body;
     void *ctx;
     int64_t n, t, pending; /* the loop; worker chunks not finished yet */
-} npk_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
+} npk_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
+               0, 0, 0, NULL, NULL, 0, 0, 0};
 static pthread_mutex_t npk_pool_busy = PTHREAD_MUTEX_INITIALIZER; /* one loop at a time */
 static unsigned long npk_worker_round[NPK_MAX_THREADS]; /* the round a worker starts after */
 
@@ -147,9 +164,27 @@ static int64_t npk_start_workers(int64_t t)
 }
 #endif
 
-static void npk_parallel_for(int64_t n, npk_body_fn body, void *ctx)
+/* npk_once(&flag, init): the first caller runs init(); every caller returns after it ran
+   (a table the generated code fills once per process). */
+#ifdef NPK_HAVE_THREADS
+typedef pthread_once_t npk_once_t;
+#define NPK_ONCE_INIT PTHREAD_ONCE_INIT
+static inline void npk_once(npk_once_t *flag, void (*init)(void)) { pthread_once(flag, init); }
+#else
+typedef int npk_once_t;
+#define NPK_ONCE_INIT 0
+static inline void npk_once(npk_once_t *flag, void (*init)(void))
 {
-    int64_t t = npk_threads(n);
+    if (!*flag) {
+        init();
+        *flag = 1;
+    }
+}
+#endif
+
+static void npk_parallel_for(int64_t n, int64_t grain, npk_body_fn body, void *ctx)
+{
+    int64_t t = npk_threads(n, grain);
 #ifdef NPK_HAVE_THREADS
     if (t > 1 && pthread_mutex_trylock(&npk_pool_busy) == 0) {
         const int64_t workers = npk_start_workers(t);
