@@ -150,13 +150,13 @@ def _single_var(expr: ir.Affine) -> tuple[ir.Var, int] | None | bool:
     return None
 
 
-def _split_rows(total: int, c: int, b: int, n: int, rows: int):
+def _split_rows(total: int, c: int, b: int, n: int, rows: int) -> tuple[int, int]:
     """For ``u < n``, the rows ``clamp(total - c - b·u, 0, rows)`` (``b > 0``: they never
-    grow): (u_full, [(u, r) for the partial ones]) where every u < u_full has all rows and
-    every u past the partial ones none."""
+    grow): ``(u_full, u_zero)`` where every u < u_full has all rows, every u in u_full ..
+    u_zero - 1 the partial ``total - c - b·u`` rows, and every u from u_zero on none."""
     u_full = min(max((total - c - rows) // b + 1, 0), n)
     u_zero = min(max(-(-(total - c) // b), 0), n)
-    return u_full, [(u, min(max(total - c - b * u, 0), rows)) for u in range(u_full, u_zero)]
+    return u_full, max(u_zero, u_full)
 
 
 def copy_writes(view: ir.View, valid: ir.Lanes | None, loops) -> list[Box] | None:
@@ -177,12 +177,13 @@ def copy_writes(view: ir.View, valid: ir.Lanes | None, loops) -> list[Box] | Non
     if single is None or single[1] < 0:
         return None
     u, b = single
-    u_full, partial = _split_rows(valid.total, valid.start.const, b, u.count, rows)
-    if len(partial) > MAX_PIECES:
+    u_full, u_zero = _split_rows(valid.total, valid.start.const, b, u.count, rows)
+    if u_zero - u_full > MAX_PIECES:
         return None
+    partial = [(k, valid.total - valid.start.const - b * k) for k in range(u_full, u_zero)]
     others = [v for v in loops if v != u]
     out = [box(base, [(u_full, coeff.get(u, 0))] + _loop_dims(others, coeff)
-               + list(zip(shape, strides)))]
+               + _rows(shape, strides, rows))]
     out += [box(base + coeff.get(u, 0) * k, _loop_dims(others, coeff) + _rows(shape, strides, r))
             for k, r in partial]
     return _nonempty(out)
@@ -231,6 +232,8 @@ def lane_sum(lanes: ir.Lanes | None, width: int, loops) -> int | None:
     free = ir.points(tuple(v for v in loops if v not in used))
     # The starts over the used loops, coalesced (a bijection of their index points, so the
     # multiset of starts is kept): one (count, stride) dim means c, c + b, c + 2b, ... once.
+    if any(v.count == 0 for v in loops):
+        return 0
     coeff = dict(lanes.start.terms)
     canon = box(0, [(v.count, coeff[v]) for v in loops if v in used])
     c = lanes.start.const + canon.base
@@ -240,8 +243,9 @@ def lane_sum(lanes: ir.Lanes | None, width: int, loops) -> int | None:
     if len(canon.dims) != 1:
         return None
     (n, b), = canon.dims
-    u_full, partial = _split_rows(lanes.total, c, b, n, w)
-    return free * (u_full * w + sum(r for _, r in partial))
+    u_full, u_zero = _split_rows(lanes.total, c, b, n, w)
+    k = u_zero - u_full  # the partial ones: Σ (total - c - b·u) over u_full <= u < u_zero
+    return free * (u_full * w + k * (lanes.total - c) - b * (u_full + u_zero - 1) * k // 2)
 
 
 def append_pushes(st: ir.Append, loops) -> tuple[tuple[ir.Var, ...], int | None]:

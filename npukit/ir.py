@@ -536,10 +536,24 @@ def _runner():
 
 
 def iteration_space(loops: tuple[Var, ...]) -> dict[Var, np.ndarray]:
-    """Every point of a loop nest in row-major order: ``{var: int64 array}``."""
+    """Every point of a loop nest in row-major order: ``{var: int64 array}`` (memory grows
+    with the nest: see ``iteration_chunks``)."""
     counts = [v.count for v in loops]
     grids = np.indices(counts, dtype=np.int64).reshape(len(counts), -1) if counts else None
     return {v: grids[k] for k, v in enumerate(loops)} if counts else {}
+
+
+def iteration_chunks(loops: tuple[Var, ...], chunk: int = 1 << 16) -> Iterator[dict]:
+    """The points of a loop nest in row-major order, at most ``chunk`` at a time: an
+    iterator of ``{var: int64 array}``, so memory stays bounded whatever the trip counts."""
+    total = points(loops)
+    if not loops:
+        yield {}
+        return
+    counts = tuple(v.count for v in loops)
+    for k in range(0, total, chunk):
+        idx = np.unravel_index(np.arange(k, min(k + chunk, total), dtype=np.int64), counts)
+        yield dict(zip(loops, idx))
 
 
 def points(loops: tuple[Var, ...]) -> int:

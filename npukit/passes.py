@@ -12,6 +12,7 @@ import numpy as np
 from . import coverage, ir
 from .dtypes import is_float
 from .errors import CapacityError, DTypeError, KernelError, OutOfBoundsError, ShapeError
+from .extent import view_range
 from .layout import Layout
 
 # Elements an output may have for an element-by-element check of what the program writes,
@@ -144,28 +145,6 @@ def _check_written(name: str, spec: Layout, writers: list) -> None:
             f"by {labels}. Give the output the shape the kernel writes, or build with "
             f"npukit.spec(..., partial=True) to leave the rest unwritten (it keeps the "
             f"array's contents)")
-
-
-def view_range(view: ir.View, valid: ir.Lanes | None, loops: tuple[ir.Var, ...]) -> tuple[int, int]:
-    """(lowest, one past highest) element a view touches over its loop nest, counting only
-    the first ``valid`` indices of dim 0 when given."""
-    if valid is None or view.size == 0:
-        return view.bounds()
-    used = set(valid.start.vars + view.offset.vars)
-    env = ir.iteration_space(tuple(v for v in loops if v in used))
-    base = np.asarray(view.offset.eval(env)).reshape(-1)
-    count = np.asarray(valid.eval(env)).reshape(-1)
-    offs = view.element_offsets()
-    base, count = np.broadcast_arrays(base, count)
-    live = count > 0
-    if not live.any():
-        return view.bounds()[0], view.bounds()[0]
-    # Lane offsets are monotone only for non-negative strides; take extremes of the prefix.
-    lo_pref = np.minimum.accumulate(offs)
-    hi_pref = np.maximum.accumulate(offs)
-    inner = max(1, view.size // (view.shape[0] if view.shape else 1))
-    b, c = base[live], count[live] * inner - 1  # valid counts leading slices of dim 0
-    return int((b + lo_pref[c]).min()), int((b + hi_pref[c]).max()) + 1
 
 
 def _check_bounds(view: ir.View, valid, loops, label: str) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import ir
+from . import coverage, extent, ir
 from .errors import KernelError
 
 
@@ -109,11 +109,7 @@ def _describe_append(st: ir.Append, loops) -> Transfer:
     selecting loops, then the subtensor, and stops after the elements really written."""
     keys = tuple(v for v in loops if v in set(st.dst.offset.vars))
     view, eb = st.dst, st.dst.dtype.itemsize
-    env = ir.iteration_space(loops)
-    n = ir.points(loops)
-    want = np.broadcast_to(np.asarray(st.valid.eval(env)) if st.valid else st.src.size, (n,))
-    per_key = want.reshape(ir.points(keys), -1).sum(axis=1)
-    written = np.minimum(per_key, view.size)
+    written = np.minimum(_pushed(st, loops, keys), view.size)
     limit = None
     if (written < view.size).any():
         if (written[:-1] < view.size).any():
@@ -125,3 +121,31 @@ def _describe_append(st: ir.Append, loops) -> Transfer:
     strides = tuple(coeff[v] * eb for v in keys) + tuple(s * eb for s in view.layout.strides)
     return Transfer(view.buffer.name, st.src.buffer.memory, st.dst.buffer.memory, eb,
                     (view.layout.offset + view.offset.const) * eb, counts, strides, limit, st.label)
+
+
+def _pushed(st: ir.Append, loops, keys) -> np.ndarray:
+    """The lanes pushed per block of ``points(keys)`` consecutive iterations of ``loops``
+    (per subtensor when the selecting loops are the outer ones): ``[points(keys)]`` int64.
+    Every loop's full count runs (a descriptor does not know run-time trip counts)."""
+    nkeys, n = ir.points(keys), ir.points(tuple(loops))
+    if keys == tuple(loops[:len(keys)]) and not any(v.trips for v in loops):
+        pushed = None
+        inner = tuple(loops[len(keys):])
+        if st.valid is None or not set(st.valid.start.vars) & set(keys):
+            pushed = coverage.lane_sum(st.valid, st.valid.width if st.valid else st.src.size,
+                                       inner)
+        if pushed is not None:
+            return np.full(nkeys, pushed, np.int64)
+    if nkeys == 0:
+        return np.zeros(0, np.int64)
+    # No closed form: count iteration by iteration, a chunk at a time.
+    out, block, k = np.zeros(nkeys, np.int64), n // nkeys, 0
+    for env in ir.iteration_chunks(tuple(loops), extent.CHUNK):
+        size = next(iter(env.values())).size if env else 1
+        want = np.broadcast_to(np.asarray(st.valid.eval(env)) if st.valid else st.src.size,
+                               (size,)).astype(np.int64)
+        ids = np.arange(k, k + size) // block
+        firsts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+        out[ids[firsts]] += np.add.reduceat(want, firsts)
+        k += size
+    return out

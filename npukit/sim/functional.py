@@ -30,6 +30,11 @@ from .. import arith, ir
 from ..dtypes import is_float
 from ..errors import KernelError, NpukitError, OutOfBoundsError
 
+# Elements a batch may hold per internal buffer copy or operand (rows times elements per
+# row): a longer batched loop runs in chunks, so memory does not grow with the tensors.
+BATCH_ELEMENTS = 1 << 16
+OFFSETS_KEPT = 1 << 16  # elements of the largest view whose offsets are kept between chunks
+
 
 def poison(dt: np.dtype, shape) -> np.ndarray:
     """An array of the poison value: NaN for floats, True for masks, 0xA5 in every byte for
@@ -72,6 +77,11 @@ class Machine:
         self.env: dict[ir.Var, np.ndarray] = {}
         self.batch = _Batch([], 1)
         self.shared: dict[str, int] = {}  # buffer -> rows per state row (in-place loops)
+        self.offsets: dict[int, np.ndarray] = {}  # id(view) -> element offsets (_offsets)
+        self.weights: dict[int, int] = {}  # id(loop body) -> elements per row (_weight)
+        self.carry: dict | None = None  # a chunked loop's last rows (_chunked)
+        self.span = 0
+        self.seen: dict[int, int] = {}
 
     def run(self) -> None:
         self.block(self.prog.body)
@@ -87,15 +97,64 @@ class Machine:
         if n == 0:
             return
         shared = _batchable(st)
-        if shared is not None:
-            self._enter(st.var, n, shared)
-            self.block(st.body)
-            self._leave(st.var, n)
-        else:
+        per = self._weight(st.body) if shared is not None and self.batch.size == 1 else 0
+        if shared is None or per > BATCH_ELEMENTS:
             for k in range(n):
                 self.env[st.var] = np.full(self.batch.size, k, np.int64)
                 self.block(st.body)
             del self.env[st.var]
+        elif n * per > BATCH_ELEMENTS:
+            self._chunked(st, n, shared, BATCH_ELEMENTS // per)
+        else:
+            self._enter(st.var, n, shared)
+            self.block(st.body)
+            self._leave(st.var, n)
+
+    def _chunked(self, st: ir.Loop, n: int, shared: frozenset[str], step: int) -> None:
+        """Run a batched loop ``step`` iterations at a time, each chunk as the whole batch
+        would run them: every row starts from the state before the loop, and accumulations
+        and append cursors that span the loop continue from the previous chunk's last row."""
+        before = (dict(self.state), dict(self.cursors), dict(self.depth),
+                  dict(self.cursor_depth))
+        self.carry, self.span = {}, len(self.batch.axes)
+        for k0 in range(0, n, step):
+            if k0:
+                state, cursors, depth, cursor_depth = before
+                self.state = {k: self.state[k] if k in shared else v for k, v in state.items()}
+                self.cursors, self.depth = dict(cursors), dict(depth)
+                self.cursor_depth = dict(cursor_depth)
+            self.seen: dict[int, int] = {}
+            m = min(step, n - k0)
+            self._enter(st.var, m, shared, k0)
+            self.block(st.body)
+            self._leave(st.var, m)
+        self.carry = None
+
+    def _carried(self, st, depth: int, first: np.ndarray) -> tuple[np.ndarray, object]:
+        """What a group of rows since ``depth`` starts from: ``first``, or in a chunked loop
+        (``_chunked``) whose chunks the group spans, the previous chunk's last row. Also the
+        key under which to leave this chunk's last row for the next."""
+        if self.carry is None or depth > self.span:
+            return first, None
+        k = self.seen.get(id(st), 0)  # the same statement may run several times a chunk
+        self.seen[id(st)] = k + 1
+        key = (id(st), k)
+        return self.carry.get(key, first), key
+
+    def _weight(self, body) -> int:
+        """Elements one iteration of ``body`` holds per row of a batch: the internal
+        buffers' copies, the largest view, the rows of the loops inside (an upper bound:
+        ``BATCH_ELEMENTS`` of them bound the simulator's memory)."""
+        key = id(body)
+        if key not in self.weights:
+            w = sum(v.shape[1] for k, v in self.state.items() if k not in self.shared)
+            for x in body:
+                if isinstance(x, ir.Loop):
+                    w = max(w, x.var.count * self._weight(x.body))
+                else:
+                    w = max([w] + [v.size for v in _row_views(x)])
+            self.weights[key] = w
+        return self.weights[key]
 
     def _trips(self, var: ir.Var) -> int:
         """Iterations that run: every row of the batch runs as many (``_batchable`` batches
@@ -106,7 +165,8 @@ class Machine:
         assert t.size == 1, f"loop {var.name}: trip counts differ across a batch"
         return int(t[0])
 
-    def _enter(self, var: ir.Var, n: int, shared: frozenset[str] = frozenset()) -> None:
+    def _enter(self, var: ir.Var, n: int, shared: frozenset[str] = frozenset(),
+               first: int = 0) -> None:
         for k, v in self.state.items():
             if k in shared:
                 self.shared[k] = n
@@ -116,7 +176,7 @@ class Machine:
             self.cursors[k] = np.repeat(v, n)
         for k, v in self.env.items():
             self.env[k] = np.repeat(v, n)
-        self.env[var] = np.tile(np.arange(n, dtype=np.int64), self.batch.size)
+        self.env[var] = np.tile(np.arange(first, first + n, dtype=np.int64), self.batch.size)
         self.batch = _Batch(self.batch.axes + [n], self.batch.size * n)
 
     def _leave(self, var: ir.Var, n: int) -> None:
@@ -153,8 +213,18 @@ class Machine:
             return None
         return start
 
+    def _offsets(self, view: ir.View) -> np.ndarray:
+        """``view.element_offsets()``, kept for the views of vector size a batched loop
+        reads and writes chunk after chunk."""
+        got = self.offsets.get(id(view))
+        if got is None:
+            got = view.element_offsets()
+            if got.size <= OFFSETS_KEPT:
+                self.offsets[id(view)] = got
+        return got
+
     def read(self, view: ir.View, valid: np.ndarray | None = None) -> np.ndarray:
-        buf, offs = view.buffer, view.element_offsets()
+        buf, offs = view.buffer, self._offsets(view)
         if valid is not None and (valid >= (view.shape[0] if view.shape else 1)).all():
             valid = None
         if buf.name in self.shared:  # rows share one state row, each its own elements
@@ -183,7 +253,7 @@ class Machine:
         return out
 
     def write(self, view: ir.View, values: np.ndarray, live: np.ndarray | None = None) -> None:
-        buf, offs = view.buffer, view.element_offsets()
+        buf, offs = view.buffer, self._offsets(view)
         values = arith.convert(values, buf.dtype)
         if live is not None and live.all():
             live = None
@@ -235,7 +305,9 @@ class Machine:
     def copy(self, st: ir.Copy) -> None:
         valid = self._lanes(st.valid)
         vals = self.read(st.src, valid)
-        self.write(st.dst, vals, None if valid is None else _live(st.dst, valid))
+        rows = st.dst.shape[0] if st.dst.shape else 1
+        whole = valid is None or (valid >= rows).all()  # then every lane is live
+        self.write(st.dst, vals, None if whole else _live(st.dst, valid))
 
     def call(self, st: ir.Call) -> None:
         """Run the extern's numpy reference on views of the simulated memories. A pointer
@@ -289,27 +361,29 @@ class Machine:
         if want is None:
             want = np.full(self.batch.size, st.src.size, np.int64)
         d = self.cursor_depth[st.cursor]
-        c0 = self._groups(d, self.cursors[st.cursor])
+        c0, key = self._carried(st, d, self._groups(d, self.cursors[st.cursor]))
         v = self._groups(d, want)
         before = np.minimum(cap, c0 + np.cumsum(v, axis=1) - v).reshape(-1)
         after = np.minimum(cap, before + want)
+        if key is not None:
+            self.carry[key] = after[-1:]
         self.cursors[st.cursor] = after
         self.cursor_depth[st.cursor] = len(self.batch.axes)
         vals = arith.convert(self.read(st.src), st.dst.dtype)
         img, n = self.images[st.dst.buffer.name], vals.shape[1]
         base = self._base(st.dst) + before
-        offs = st.dst.element_offsets()
-        dense = self._block(np.zeros(1, np.int64), offs, img.size) is not None
+        lay = st.dst.layout
+        dense = lay.is_dense() and cap > 0 and 0 <= lay.offset and lay.offset + cap <= img.size
         whole = (after - before == n).all()
-        if dense and whole and self._block(base, offs[:n], img.size) is not None:
+        if dense and whole and self._block(base, lay.offset + np.arange(n), img.size) is not None:
             # Every append writes a whole vector right after the previous one.
-            start = int(base[0] + offs[0])
+            start = int(base[0] + lay.offset)
             img[start:start + vals.size] = vals.reshape(-1)
             return
         lane = np.arange(n)[None, :]
         live = lane < (after - before)[:, None]
         slot = np.minimum(before[:, None] + lane, max(cap - 1, 0))
-        pos = self._base(st.dst)[:, None] + offs[slot]
+        pos = self._base(st.dst)[:, None] + _offsets_at(lay, slot)
         img[pos[live]] = vals[live]
 
     def fill(self, st: ir.Fill) -> None:
@@ -381,10 +455,10 @@ class Machine:
             flat = self.state[table.buffer.name]
             rows = self._rows(table.buffer) if table.buffer.name in self.shared else \
                 np.arange(self.batch.size)
-            out = flat[rows[:, None], self._base(table)[:, None] + table.element_offsets()[pos]]
+            out = flat[rows[:, None], self._base(table)[:, None] + _offsets_at(table.layout, pos)]
         else:
             img = self.images[table.buffer.name]
-            out = img[self._base(table)[:, None] + table.element_offsets()[pos]]
+            out = img[self._base(table)[:, None] + _offsets_at(table.layout, pos)]
         return np.where(active, out, np.zeros((), out.dtype))
 
     def _accumulate(self, st: ir.Compute, x: np.ndarray) -> np.ndarray:
@@ -392,7 +466,8 @@ class Machine:
         combined, in loop order, with every contribution since."""
         how = st.attr("combine")
         d = self.depth[st.dst.buffer.name]
-        acc0 = self._groups(d, self.read(st.dst))[:, :1]
+        first = self._groups(d, self.read(st.dst))[:, :1]
+        acc0, key = self._carried(st, d, first)
         xs = self._groups(d, x)
         seq = np.concatenate([acc0, xs], axis=1)
         if seq.dtype == np.float32:
@@ -403,6 +478,8 @@ class Machine:
         else:
             ufunc = np.maximum if how == "max" else np.minimum
             out = ufunc.accumulate(seq, axis=1)[:, 1:]
+        if key is not None:
+            self.carry[key] = out[:, -1:].astype(first.dtype)
         return out.reshape(x.shape)
 
 
@@ -446,6 +523,30 @@ def _live(view: ir.View, valid: np.ndarray) -> np.ndarray:
     """[batch, elements] mask of the elements whose dim-0 index is below ``valid``."""
     inner = max(1, view.size // (view.shape[0] if view.shape else 1))
     return (np.arange(view.size) // inner)[None, :] < valid[:, None]
+
+
+def _offsets_at(lay, flat: np.ndarray) -> np.ndarray:
+    """The element offsets of the row-major positions ``flat`` of layout ``lay`` (what
+    ``element_offsets()[flat]`` holds, without listing every element)."""
+    if lay.is_dense():
+        return lay.offset + flat
+    out = np.full(flat.shape, lay.offset, np.int64)
+    for i, s in zip(np.unravel_index(flat, lay.shape), lay.strides):
+        out += i * s
+    return out
+
+
+def _row_views(st) -> list[ir.View]:
+    """The views a statement holds one copy of per row of a batch (a table it reads from
+    or a tensor it appends into is not copied)."""
+    if isinstance(st, ir.Copy):
+        return [st.src, st.dst]
+    if isinstance(st, ir.Append):
+        return [st.src]
+    if isinstance(st, ir.Compute):
+        table = {"vgather": 0, "lookup": 1, "linear_approx": 1}.get(st.op)
+        return [st.dst] + [v for k, v in enumerate(st.srcs) if k != table]
+    return [st.dst] if isinstance(st, ir.Fill) else []
 
 
 def _batchable(loop: ir.Loop) -> frozenset[str] | None:

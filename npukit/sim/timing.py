@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import ir
 from ..errors import KernelError
+from ..extent import Changes, changes
 from ..passes import memory_use
 
 MAX_EVENTS = 20000
@@ -188,7 +189,7 @@ class Timeline:
         # schedule stands for one iteration on each core.
         if st.parallel:
             n = math.ceil(n / self.prog.target.cores)
-        sig = self._signatures(st)[:n]
+        changes = self._changes(st) if self.fast_forward else None
         snaps: list[np.ndarray] = []
         k = 0
         while k < n:
@@ -197,10 +198,10 @@ class Timeline:
             snaps.append(self.s.copy())
             if len(snaps) > 5:
                 snaps.pop(0)
-            if self.fast_forward and len(snaps) == 5 and (sig[k - 4:k + 1] == sig[k]).all():
+            if self.fast_forward and len(snaps) == 5 and not changes.any_in(k - 3, k):
                 d1, d2 = snaps[4] - snaps[2], snaps[2] - snaps[0]
                 if np.array_equal(d1, d2):
-                    run_end = k + 1 + int(np.argmax(np.append(sig[k + 1:] != sig[k], True)))
+                    run_end = changes.next_after(k, n)
                     m = (run_end - 1 - k) // 2
                     m = self._cursor_safe(m, d1)
                     if m > 0:
@@ -242,28 +243,15 @@ class Timeline:
         room = cap - 2 * width - self.s[self.ix["cursor"]]
         return max(0, min(m, int(room // dc)))
 
-    def _signatures(self, st: ir.Loop) -> np.ndarray:
-        """One id per iteration; equal ids cost the same (same valid lanes everywhere, same
-        trip counts of inner loops)."""
+    def _changes(self, st: ir.Loop) -> Changes:
+        """The iterations whose cost may differ from the one before: where a valid lane
+        count or an inner loop's trip count changes (``npukit.extent``, in closed form)."""
         lanes = [x.valid for x, _ in _walk(st.body) if isinstance(x, (ir.Copy, ir.Append))
                  and x.valid is not None and st.var in x.valid.start.vars]
         lanes += [x.var.trips for x in _loops(st.body)
                   if x.var.trips is not None and st.var in x.var.trips.vars]
-        if not lanes:
-            return np.zeros(st.var.count, np.int64)
-        cols = []
-        inner = {v.var: v for v in _loops(st.body)}
-        for lane in lanes:
-            used = lane.start.vars if isinstance(lane, ir.Lanes) else lane.vars
-            vs = (st.var,) + tuple(v for v in used if v in inner)
-            env = dict(self.env)
-            env.update(ir.iteration_space(vs))
-            vals = np.broadcast_to(np.asarray(lane.eval(env)), (ir.points(vs),))
-            cols.append(vals.reshape(st.var.count, -1))
-        table = np.concatenate(cols, axis=1)
-        # Run ids: consecutive iterations with equal lanes share an id.
-        change = (table[1:] != table[:-1]).any(axis=1)
-        return np.concatenate([[0], np.cumsum(change)])
+        inner = tuple(dict.fromkeys(x.var for x in _loops(st.body)))
+        return Changes([c for lane in lanes for c in changes(lane, st.var, inner, self.env)])
 
     # -- one step ---------------------------------------------------------------------------
 
