@@ -202,7 +202,7 @@ def act_linear_approx(p: np.ndarray, lut, step_bits: int, bias: int, shift_offse
         if hi is not None:
             x = np.where(x > np.float32(hi), np.float32(hi), x)
         if scale_exp:
-            with np.errstate(over="ignore"):
+            with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN are results
                 x = np.ldexp(x, np.int32(scale_exp)).astype(np.float32)
         return linear_approx(lut, x.astype(np.float32), step_bits, bias, extended=True)
     x = p.astype(np.int64)

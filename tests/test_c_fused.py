@@ -167,3 +167,23 @@ def test_narrow_lanes():
     assert "output[cursor + e] = (int8_t)(qdata);" in s8 and "npk_sat_int8" not in s8
     assert "const uint16_t pdata = (uint16_t)((int32_t)idata * (int32_t)wdata);" in src("uint8")
     assert "const int32_t pdata = (int32_t)((int32_t)idata * (int32_t)wdata);" in src("int16")
+
+
+@pytest.mark.parametrize("out", ["uint8", "int8"])
+def test_inverted_clamp_bounds_saturate_at_the_store(out):
+    """out_min > out_max: every lane ends at out_max (clamped to out_min, then to out_max),
+    so the Act's range is [out_max, out_max], not [out_min, out_max]: -5 stored into uint8
+    saturates to 0 (the fuzzer's case 880 wrapped it to 251 in a narrow lane)."""
+    rng = np.random.default_rng(880)
+    x = rng.integers(-128, 128, 64, dtype=np.int8)
+    y = rng.integers(-128, 128, 64, dtype=np.int8)
+
+    def build(spec):
+        return nk.build(K.mul, input1=nk.spec((64,), "int8"), input2=nk.spec((64,), "int8"),
+                        bias_scale=nk.spec((2,), "int32"), output=spec, shift=8, out_min=5,
+                        out_max=-5)
+    got = check_against_sim(build, {"input1": x, "input2": y,
+                                    "bias_scale": np.array([3, 100], np.int32)},
+                            "output", (64,), out)
+    info = np.iinfo(out)
+    assert np.all(got == max(-5, info.min))  # the int32 -5, saturated by the store

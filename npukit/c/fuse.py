@@ -260,7 +260,8 @@ def _plan(em, loop: ir.Loop) -> _Plan | None:
                     x = junk = fast = exact  # no wrap-around to spell out: narrow lanes
             elif st.unit == "act" and st.op in ("rescale_clamp", "clamp") and x_dt == dt and \
                     x_dt.kind == "i":
-                got = act_bounds(st.attr("lo"), st.attr("hi"))
+                lo, hi = act_bounds(st.attr("lo"), st.attr("hi"))
+                got = (min(lo, hi), hi)  # lo > hi: every lane ends at hi (lo, then hi)
             if pair is not None and x_dt.kind == "i" and known[0] and pair.dtype.kind in "iu":
                 quick = A.rescale_clamp_fast(em.h, xs[0], known[0], dict(st.attrs),
                                              em.prog.target.arith.rounding)
