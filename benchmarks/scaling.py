@@ -3,10 +3,10 @@ Torq EasyKernel guide's int8 multiply at growing sizes.
 
     python benchmarks/scaling.py [--rounds N] [--sizes 1M,16M,256M] [--sim 16M]
 
-Build: medians of interleaved ``nk.build`` calls of four kernels (the bounds checks, the output-coverage
-check, the transfers and the cycle model all run at build time) at each size, with the peak
-of the memory Python and numpy allocate while building (``tracemalloc``; the build allocates
-no tensor). Simulation: the median time of ``prog.run("sim", ...)`` on inputs made before
+Build: medians of interleaved ``nk.build`` calls of four kernels at each size (the bounds
+checks, the output-coverage check, the transfers and the cycle model all run at build
+time), with the peak of the memory Python and numpy allocate while building
+(``tracemalloc``; the build allocates no tensor). Simulation: the median time of ``prog.run("sim", ...)`` on inputs made before
 timing, then, in a separate run, the peak memory it allocates beyond the arrays it is given.
 
 Goals (reported, not asserted): build time per element does not grow with the size (the

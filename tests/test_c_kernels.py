@@ -28,7 +28,8 @@ from npukit.run import check_arrays
 
 SETTINGS = settings(max_examples=7, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-CANARIES = {"int8": (0x5A, -0x3B), "uint8": (0x5A, 0xC5), "int16": (0x5A5A, -0x1234), "int32": (0x5A5A5A5A, -7),
+CANARIES = {"int8": (0x5A, -0x3B), "uint8": (0x5A, 0xC5), "int16": (0x5A5A, -0x1234),
+            "int32": (0x5A5A5A5A, -7),
             "int64": (0x5A5A5A5A5A5A, -9), "float32": (1234.5, -0.0), "float16": (1234.0, -0.0),
             "bfloat16": (1232.0, -0.0)}
 ACT_WIDTH = {"int8": 16, "int16": 4, "float32": 8}
