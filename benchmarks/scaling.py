@@ -6,8 +6,9 @@ Torq EasyKernel guide's int8 multiply at growing sizes.
 Build: medians of interleaved ``nk.build`` calls of four kernels at each size (the bounds
 checks, the output-coverage check, the transfers and the cycle model all run at build
 time), with the peak of the memory Python and numpy allocate while building
-(``tracemalloc``; the build allocates no tensor). Simulation: the median time of ``prog.run("sim", ...)`` on inputs made before
-timing, then, in a separate run, the peak memory it allocates beyond the arrays it is given.
+(``tracemalloc``; the build allocates no tensor). Simulation: the median time of
+``prog.run("sim", ...)`` on inputs made before timing, then, in a separate run, the peak
+memory it allocates beyond the arrays it is given.
 
 Goals (reported, not asserted): build time per element does not grow with the size (the
 256M build takes under 100 ms and under 100 MB); the simulator runs the 16M multiply in
