@@ -10,14 +10,16 @@ npukit (the compiled handle, ``prog.compile("c")``), a hand-written C loop of th
 arithmetic compiled with the back end's compiler and flags (on two threads as two halves),
 numpy's fastest spelling (ufuncs writing into preallocated arrays, whole or in chunks that
 stay in cache, whichever is faster; one thread), torch when installed, and in the same
-interleaving the copy (numpy ``copyto``) and triad (C loop) bandwidth. The first size is the
-issue's 16M elements; the second, when memory allows, a working set beyond the last-level
-cache (each table says which). Every output is preallocated and touched before timing, and
-all of them are checked to agree.
+interleaving the copy (numpy ``copyto``) and triad (C loop) bandwidth. The first size is
+16M elements; the second, when memory allows, the smallest power of two at which one run
+moves twice the last-level cache (each table says where its working set lies). Every
+output is preallocated and touched before timing, and all of them are checked to agree.
 
 Goals (reported, not asserted), at 16M elements: the int8 multiply within 1.1x of the
 hand-written loop on one thread and at least 1.7x faster on two threads than on one;
-float32 at least 2.5x faster than numpy.
+float32 within 1.1x of the hand-written loop on one thread and at least 2.5x faster than
+numpy (the float32 kernel is bound by memory bandwidth: how much faster than numpy it can
+be depends on how far numpy is from the bandwidth on the machine).
 """
 
 from __future__ import annotations
@@ -198,7 +200,9 @@ def report(name: str, n: int, got) -> list[str]:
                 goal(f"int8 mul at 16M at least 1.7x faster on 2 threads than on 1 "
                      f"({one / two:.2f}x)", one / two >= 1.7)]
     best_np = min(times[1]["numpy"], times[1]["chunks"])
-    return [goal(f"float32 at 16M at least 2.5x faster than numpy ({best_np / one:.1f}x)",
+    return [goal(f"float32 at 16M within 1.1x of the hand loop on 1 thread "
+                 f"({one / times[1]['hand']:.2f}x)", one <= 1.1 * times[1]["hand"]),
+            goal(f"float32 at 16M at least 2.5x faster than numpy ({best_np / one:.1f}x)",
                  best_np / one >= 2.5)]
 
 
@@ -210,15 +214,16 @@ def main(argv: list[str] | None = None) -> None:
                          "beyond the last-level cache, when memory allows)")
     args = ap.parse_args(argv)
     print(machine())
-    sizes = [int(s[:-1]) << 20 if s.endswith("M") else int(s)
-             for s in args.sizes.split(",")] if args.sizes else \
-        [16 << 20] + [m for m in [beyond_llc(4 * 8)] if m]
+    cases = {"int8 rescale-clamp mul (Torq EasyKernel)": (int8_case, 3, 2 + 5 + 4),
+             "float32 clip((a*b + bias)*scale)": (float32_case, 12, 8 + 5 * 4 + 4)}
     goals = []
-    for n in sizes:
-        goals += report("int8 rescale-clamp mul (Torq EasyKernel)", n,
-                        measure(int8_case, n, args.rounds))
-        goals += report("float32 clip((a*b + bias)*scale)", n,
-                        measure(float32_case, n, args.rounds))
+    for title, (case, moved, held) in cases.items():  # bytes per element: moved by a run,
+        # held by the inputs, every peer's output and numpy's partials
+        sizes = [int(s[:-1]) << 20 if s.endswith("M") else int(s)
+                 for s in args.sizes.split(",")] if args.sizes else \
+            [16 << 20] + [m for m in [beyond_llc(moved, held)] if m]
+        for n in sizes:
+            goals += report(title, n, measure(case, n, args.rounds))
     print()
     for g in goals:
         print(g)

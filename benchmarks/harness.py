@@ -24,6 +24,10 @@ import numpy as np
 
 from npukit.c import toolchain
 
+# torch's OpenMP workers spin for milliseconds after each operation: in an interleaved
+# loop they would take a CPU from whatever runs next. Waiting passively is what they do in
+# a process that does other work between torch calls (set OMP_WAIT_POLICY to override).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 try:  # optional: a peer when installed, never required
     import torch
 except ImportError:  # pragma: no cover - depends on the machine
@@ -157,15 +161,16 @@ def available_bytes() -> int:
     return 4 << 30
 
 
-def beyond_llc(bytes_per_element: int, budget_share: float = 0.25) -> int | None:
-    """The smallest power-of-two element count whose working set is twice the last-level
-    cache, or None when that would take more than ``budget_share`` of available memory
-    (the peers need their own outputs)."""
+def beyond_llc(moved: int, held: int, budget_share: float = 0.5) -> int | None:
+    """The smallest power-of-two element count at which one run moves (reads + writes) at
+    least twice the last-level cache, ``moved`` bytes per element, or None when the arrays
+    of every peer, ``held`` bytes per element, would take more than ``budget_share`` of the
+    available memory."""
     llc = llc_bytes() or (64 << 20)
     n = 1 << 20
-    while n * bytes_per_element < 2 * llc:
+    while n * moved < 2 * llc:
         n *= 2
-    return n if n * bytes_per_element <= budget_share * available_bytes() else None
+    return n if n * held <= budget_share * available_bytes() else None
 
 
 def goal(text: str, met: bool) -> str:

@@ -10,7 +10,7 @@ float64 is printed beside npukit's); a hand-written C gather loop giving npukit'
 65536-entry table of the kernel's result for every 16-bit input pattern (computed by the
 simulator), read once per element, compiled with the back end's compiler and flags, on two
 threads as two halves; numpy reading the same table (``np.take``, one thread). The first
-size is the issue's 16M elements; the second, when memory allows, a working set beyond the
+size is 16M elements; the second, when memory allows, a working set beyond the
 last-level cache (each table says which). Every output is preallocated and touched before
 timing; npukit, the gather loop and numpy are checked to give the same bits.
 
@@ -189,7 +189,8 @@ def main(argv: list[str] | None = None) -> None:
     print(machine())
     sizes = [int(s[:-1]) << 20 if s.endswith("M") else int(s)
              for s in args.sizes.split(",")] if args.sizes else \
-        [16 << 20] + [m for m in [beyond_llc(4 * 6)] if m]  # 6 arrays of up to 4 B
+        [16 << 20] + [m for m in [beyond_llc(2 + 2, 2 + 4 * 4)] if m]  # float16 in, out;
+    # held: the input and four outputs of up to 4 bytes
     goals = []
     for n in sizes:
         for kind in ("silu", "sigmoid"):

@@ -110,8 +110,9 @@ def test_silu_tabulated_on_every_float16_pattern():
     x = all16(F16)[::-1].copy()
     src = c_source(nk.build(K.silu_fp16, input=nk.spec((x.size,), F16),
                             output=nk.spec((x.size,), F16)))
-    assert "static uint16_t npk_tab0[65536];" in src
+    assert "static uint16_t npk_tab0[65536 + 1];" in src  # a gather reads 4 bytes
     assert "npk_once(&npk_tab0_once, npk_tab0_init);" in src
+    assert "npk_gather16_k16_e2(&input[e], &output[cursor + e], npk_tab0);" in src
     assert "npk_f16_store_bits(&output[cursor + e], npk_tab0[npk_f16_load_bits(&input[e])]);" \
         in src
     out = _silu(x.size, x)
@@ -187,3 +188,32 @@ def test_inverted_clamp_bounds_saturate_at_the_store(out):
                             "output", (64,), out)
     info = np.iinfo(out)
     assert np.all(got == max(-5, info.min))  # the int32 -5, saturated by the store
+
+
+@pytest.mark.parametrize("data, out, n", [("int8", "int8", 16 * 40 + 5), ("uint8", "int16", 300),
+                                          ("int16", "int32", 65536 + 9),
+                                          ("int16", "uint8", 65536 * 2 + 3)])
+@pytest.mark.parametrize("gather", [True, False])
+def test_tabulated_lookup_every_key_and_entry_size(data, out, n, gather, monkeypatch):
+    """A tabulated lookup reads sixteen entries at a time with an AVX-512 gather (8- and
+    16-bit keys; 1-, 2- and 4-byte entries, read as 4-byte words from a padded table) and
+    the rest one at a time; compiled with -DNPK_NO_GATHER, all one at a time. Both give the
+    simulator's bits, every key pattern included, lengths not a multiple of sixteen."""
+    if not gather:
+        monkeypatch.setenv("NPUKIT_CFLAGS", f"{toolchain.DEFAULT_CFLAGS} -DNPK_NO_GATHER")
+    rng = np.random.default_rng(n)
+    lut = Lut((rng.normal(size=37) * 100).astype(np.int16))
+    info = np.iinfo(data)
+    x = np.resize(np.arange(info.min, int(info.max) + 1).astype(data), n)
+    x = rng.permutation(x)
+
+    def build(spec):
+        return nk.build(lookup_kernel, input=nk.spec((n,), data), output=spec, lut=lut,
+                        step_bits=2, bias=0 if data == "uint8" else 8)
+    got = check_against_sim(build, {"input": x}, "output", (n,), out)
+    src = c_source(build(nk.spec((n,), out)))
+    size = np.dtype(out).itemsize
+    assert f"npk_gather16_k{info.bits}_e{size}(&input[e], &output[cursor + e], npk_tab0);" \
+        in src
+    assert f"[{2 ** info.bits}{f' + {4 // size - 1}' if size < 4 else ''}];" in src
+    assert len(np.unique(got)) > 20
