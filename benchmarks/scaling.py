@@ -4,9 +4,9 @@ Torq EasyKernel guide's int8 multiply at growing sizes.
     python benchmarks/scaling.py [--rounds N] [--sizes 1M,16M,256M] [--sim 16M]
 
 Build: medians of interleaved ``nk.build`` calls of four kernels at each size (the bounds
-checks, the output-coverage check, the transfers and the cycle model all run at build
-time), with the peak of the memory Python and numpy allocate while building
-(``tracemalloc``; the build allocates no tensor). Simulation: the median time of
+checks and the output-coverage check run at build time), with the peak of the memory Python
+and numpy allocate while building (``tracemalloc``; the build allocates no tensor), and of
+the cycle model on the built programs. Simulation: the median time of
 ``prog.run("sim", ...)`` on inputs made before timing, then, in a separate run, the peak
 memory it allocates beyond the arrays it is given.
 
@@ -26,6 +26,7 @@ from harness import goal, interleaved, machine
 
 import npukit as nk
 from npukit import kernels as K
+from npukit.sim.timing import timeline
 
 MB = 1 << 20
 
@@ -77,23 +78,30 @@ def main(argv: list[str] | None = None) -> None:
 
     times = interleaved({(k, n): (lambda f=f, n=n: f(n)) for k, f in KERNELS.items()
                          for n in sizes}, args.rounds)
-    print(f"\nnk.build, median of {args.rounds} interleaved rounds\n")
+    progs = {(k, n): f(n) for k, f in KERNELS.items() for n in sizes}
+    cycles = interleaved({kn: (lambda p=p: timeline(p)) for kn, p in progs.items()},
+                         args.rounds)
+    print(f"\nnk.build and the cycle model (npukit.sim.timing.timeline), medians of "
+          f"{args.rounds} interleaved rounds\n")
     width = max(map(len, KERNELS))
     print(f"{'kernel':<{width}}{'elements':>12}{'build ms':>10}{'ns / element':>14}"
-          f"{'peak MB':>9}")
-    print("-" * (width + 45))
+          f"{'peak MB':>9}{'cycle model ms':>16}")
+    print("-" * (width + 61))
     big, ratios, worst, worst_mem = max(sizes), [], 0.0, 0
     for k, f in KERNELS.items():
         for n in sizes:
             mem = peak_bytes(lambda f=f, n=n: f(n))
             t = times[k, n]
-            print(f"{k:<{width}}{n:>12}{t * 1e3:>10.2f}{t / n * 1e9:>14.4f}{mem / MB:>9.2f}")
+            print(f"{k:<{width}}{n:>12}{t * 1e3:>10.2f}{t / n * 1e9:>14.4f}{mem / MB:>9.2f}"
+                  f"{cycles[k, n] * 1e3:>16.2f}")
             if n == big:
                 worst, worst_mem = max(worst, t), max(worst_mem, mem)
         # Linear or better: 16x the elements may cost up to 16x (plus noise), not more.
-        ratios += [times[k, b] / times[k, a] / (b / a) for a, b in zip(sizes, sizes[1:])]
+        ratios += [t[k, b] / t[k, a] / (b / a) for a, b in zip(sizes, sizes[1:])
+                   for t in (times, cycles)]
     print()
-    print(goal(f"build time per element does not grow with the size (time ratio / size ratio "
+    print(goal(f"build and cycle model time per element do not grow with the size (time "
+               f"ratio / size ratio "
                f"between successive sizes, at most {max(ratios):.3f}; <= 1.2)",
                max(ratios) <= 1.2))
     print(goal(f"every build at {big} elements under 100 ms (at most {worst * 1e3:.1f} ms) and "
