@@ -581,13 +581,6 @@ def speed() -> list[Check]:
         fn, out = prog.compile("c"), np.empty_like(x)
         fn(x, out)  # the output's pages mapped before timing
 
-        def ms(f):
-            times = []
-            for _ in range(7):
-                t0 = time.perf_counter()
-                f()
-                times.append(time.perf_counter() - t0)
-            return 1e3 * sorted(times)[3]
         xf, tmp = x.astype(np.float32), np.empty(n, np.float32)
 
         def numpy_silu():  # float32 arithmetic, rounded to float16 once
@@ -596,9 +589,18 @@ def speed() -> list[Check]:
             np.add(tmp, 1, out=tmp)
             np.divide(xf, tmp, out=tmp)
             out[...] = tmp
-        one, two = (run_on(t, lambda: ms(lambda: fn(x, out))) for t in (1, 2))
-        print(f"    fn = prog.compile('c'): {one:.2f} ms on 1 thread, {two:.2f} ms on 2; "
-              f"numpy x / (1 + exp(-x)) in float32 {ms(numpy_silu):.2f} ms (medians of 7)")
+        cases = {"1": lambda: run_on(1, lambda: fn(x, out)),
+                 "2": lambda: run_on(2, lambda: fn(x, out)), "numpy": numpy_silu}
+        times = {k: [] for k in cases}
+        for _ in range(7):  # interleaved: each round sees the machine as the others do
+            for k, f in cases.items():
+                t0 = time.perf_counter()
+                f()
+                times[k].append(time.perf_counter() - t0)
+        ms = {k: 1e3 * float(np.median(v)) for k, v in times.items()}
+        print(f"    fn = prog.compile('c'): {ms['1']:.2f} ms on 1 thread, {ms['2']:.2f} ms on "
+              f"2; numpy x / (1 + exp(-x)) in float32 {ms['numpy']:.2f} ms (medians of 7 "
+              f"interleaved rounds)")
     from .sim.timing import timeline
 
     t0 = time.perf_counter()
