@@ -1,11 +1,11 @@
 """The generated C under AddressSanitizer and UndefinedBehaviorSanitizer.
 
 Python is not built with ASan, so each check runs in a subprocess started with the ASan
-runtime preloaded (``npukit.c.sanitizer_env()``): first every seed-000 kernel over several
+runtime preloaded (``npukit.c.sanitizer_env()``): first every Torq EasyKernel guide kernel over several
 shapes, strided sub-view outputs and unaligned arrays, then the AutoTiler ports (basic
 kernels in C, reads past the last tile that must move nothing) and the LUT kernels, which
 must all exit cleanly; then programs corrupted past the bounds pass, whose out-of-bounds
-write (a seed-000 kernel) or read (an AutoTiler tile) ASan must report.
+write (a Torq EasyKernel guide kernel) or read (an AutoTiler tile) ASan must report.
 """
 
 from __future__ import annotations
@@ -173,6 +173,27 @@ TILER = textwrap.dedent('''
     K.silu_fp16_on_cores(x, out, backend="c")
     K.silu_fp16_on_cores(x, want, backend="sim")
     assert out.tobytes() == want.tobytes()
+    # Tabulated LUT loops: sixteen entries a gather, read as 4-byte words from a padded
+    # table (2- and 1-byte entries), then a tail of single reads.
+    import sys
+    sys.path.insert(0, "tests")
+    from test_lut_kernels import lookup_kernel
+    from npukit.lut import Lut
+    x = np.concatenate([every, every[:5]])
+    prog = nk.build(K.silu_fp16, target="torq", input=nk.spec((x.size,), "float16"),
+                    output=nk.spec((x.size,), "float16"))
+    got, want = np.zeros_like(x), np.ones_like(x)
+    prog.run("c", input=x, output=got)
+    prog.run("sim", input=x, output=want)
+    assert np.array_equal(got, want, equal_nan=True)
+    keys = np.resize(np.arange(-32768, 32768).astype(np.int16), 65536 + 3)
+    prog = nk.build(lookup_kernel, target="torq", input=nk.spec((keys.size,), "int16"),
+                    output=nk.spec((keys.size,), "uint8"), step_bits=2, bias=8,
+                    lut=Lut((np.arange(37) * 7 - 100).astype(np.int16)))
+    got, want = np.zeros(keys.size, np.uint8), np.ones(keys.size, np.uint8)
+    prog.run("c", input=keys, output=got)
+    prog.run("sim", input=keys, output=want)
+    assert np.array_equal(got, want) and "npk_gather16_k16_e1" in prog.c_source()
     print("sanitized tiler and LUT runs: ok")
 ''')
 
@@ -244,7 +265,7 @@ def run_sanitized(script: str) -> subprocess.CompletedProcess:
                           text=True, timeout=600, check=False, cwd=ROOT)
 
 
-def test_seed_kernels_run_clean_under_sanitizers():
+def test_easykernel_kernels_run_clean_under_sanitizers():
     res = run_sanitized(KERNELS)
     assert res.returncode == 0, res.stderr[-4000:]
     assert "sanitized runs: ok" in res.stdout
