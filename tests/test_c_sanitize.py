@@ -1,8 +1,8 @@
 """The generated C under AddressSanitizer and UndefinedBehaviorSanitizer.
 
 Python is not built with ASan, so each check runs in a subprocess started with the ASan
-runtime preloaded (``npukit.c.sanitizer_env()``): first every Torq EasyKernel guide kernel over several
-shapes, strided sub-view outputs and unaligned arrays, then the AutoTiler ports (basic
+runtime preloaded (``npukit.c.sanitizer_env()``): first every Torq EasyKernel guide kernel
+over several shapes, strided sub-view outputs and unaligned arrays, then the AutoTiler ports (basic
 kernels in C, reads past the last tile that must move nothing) and the LUT kernels, which
 must all exit cleanly; then programs corrupted past the bounds pass, whose out-of-bounds
 write (a Torq EasyKernel guide kernel) or read (an AutoTiler tile) ASan must report.
