@@ -15,8 +15,10 @@ float32 offset is stored as float32 with its low 16 bits zero.
 
 The index is computed in 32-bit integers whenever its range allows (always, for the
 designs of ``npukit.lut``), and a float ``linear_approx`` floors and saturates its index in
-float32 before converting it: branch-free code, which gcc 12 still does not vectorise
-(large loops on 8- and 16-bit inputs read a table of results instead: ``npukit.c.fuse``).
+float32 before converting it: branch-free code that gcc vectorises, reading the table with
+gather instructions where the ISA has them (AVX2, AVX-512) — except a table of 8- or 16-bit
+entries, which gcc does not gather (large loops on 8- and 16-bit inputs read a table of
+results instead: ``npukit.c.fuse``).
 
 >>> entry_position("i", 1, 8)
 'i'
