@@ -30,10 +30,10 @@ import ctypes
 import numpy as np
 from harness import (
     at_threads,
-    beyond_llc,
     c_function,
     goal,
     machine,
+    sizes,
     split_in_two,
     stream_cases,
     torch,
@@ -219,10 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     goals = []
     for title, (case, moved, held) in cases.items():  # bytes per element: moved by a run,
         # held by the inputs, every peer's output and numpy's partials
-        sizes = [int(s[:-1]) << 20 if s.endswith("M") else int(s)
-                 for s in args.sizes.split(",")] if args.sizes else \
-            [16 << 20] + [m for m in [beyond_llc(moved, held)] if m]
-        for n in sizes:
+        for n in sizes(args.sizes, moved, held):
             goals += report(title, n, measure(case, n, args.rounds))
     print()
     for g in goals:

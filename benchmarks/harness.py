@@ -173,6 +173,21 @@ def beyond_llc(moved: int, held: int, budget_share: float = 0.5) -> int | None:
     return n if n * held <= budget_share * available_bytes() else None
 
 
+def element_count(text: str) -> int:
+    """An element count as written on a command line: '16M' is 16 * 2**20 (K, M, G)."""
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    return int(text.rstrip("KMGkmg")) * scale
+
+
+def sizes(text: str | None, moved: int, held: int) -> list[int]:
+    """The element counts of a ``--sizes`` argument ('16M,256M'); by default 16M and, when
+    memory allows, the count at which one run moves twice the last-level cache
+    (``beyond_llc(moved, held)``)."""
+    if text:
+        return [element_count(t) for t in text.split(",")]
+    return [16 << 20] + [m for m in [beyond_llc(moved, held)] if m]
+
+
 def goal(text: str, met: bool) -> str:
     return f"goal: {text}: {'met' if met else 'NOT met'}"
 

@@ -27,10 +27,10 @@ import ml_dtypes
 import numpy as np
 from harness import (
     at_threads,
-    beyond_llc,
     c_function,
     goal,
     machine,
+    sizes,
     split_in_two,
     torch,
     where,
@@ -187,12 +187,8 @@ def main(argv: list[str] | None = None) -> None:
                          "beyond the last-level cache, when memory allows)")
     args = ap.parse_args(argv)
     print(machine())
-    sizes = [int(s[:-1]) << 20 if s.endswith("M") else int(s)
-             for s in args.sizes.split(",")] if args.sizes else \
-        [16 << 20] + [m for m in [beyond_llc(2 + 2, 2 + 4 * 4)] if m]  # float16 in, out;
-    # held: the input and four outputs of up to 4 bytes
-    goals = []
-    for n in sizes:
+    goals = []  # moved: float16 in and out; held: the input and four outputs of 4 bytes
+    for n in sizes(args.sizes, 2 + 2, 2 + 4 * 4):
         for kind in ("silu", "sigmoid"):
             goals += report(kind, n, measure(kind, n, args.rounds))
     print()

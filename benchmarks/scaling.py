@@ -22,19 +22,13 @@ import time
 import tracemalloc
 
 import numpy as np
-from harness import goal, interleaved, machine
+from harness import element_count, goal, interleaved, machine
 
 import npukit as nk
 from npukit import kernels as K
 from npukit.sim.timing import timeline
 
 MB = 1 << 20
-
-
-def count(text: str) -> int:
-    """'16M' -> 16 * 2**20."""
-    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1].upper(), 1)
-    return int(text.rstrip("KMGkmg")) * scale
 
 
 def build(n: int, kern=K.mul):
@@ -74,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sim", default="16M", help="element count to simulate")
     args = ap.parse_args(argv)
     print(machine())
-    sizes = [count(s) for s in args.sizes.split(",")]
+    sizes = [element_count(s) for s in args.sizes.split(",")]
 
     times = interleaved({(k, n): (lambda f=f, n=n: f(n)) for k, f in KERNELS.items()
                          for n in sizes}, args.rounds)
@@ -107,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     print(goal(f"every build at {big} elements under 100 ms (at most {worst * 1e3:.1f} ms) and "
                f"100 MB (at most {worst_mem / MB:.1f} MB)", worst < 0.1 and worst_mem < 100 * MB))
 
-    n = count(args.sim)
+    n = element_count(args.sim)
     prog = build(n)
     rng = np.random.default_rng(0)
     a = rng.integers(-128, 128, n, dtype=np.int8)
