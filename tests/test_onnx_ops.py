@@ -52,6 +52,26 @@ def test_conv_pads_strides_dilations_groups_auto_pad(l1):
     assert max(c.max_rel for c in stats["c"].values()) < 1e-5
 
 
+def test_a_kernel_on_threads_is_called_with_its_argument_values():
+    """The cores of a convolution's basic kernel run on the host's threads; the task that
+    runs them writes the call with its arguments' values, so a 3x3 filter's Fx and Fy stay
+    the literal 3 that gcc specialises the kernel to (passed as variables through the
+    task's context, they made the 224x224 CNN of benchmarks/onnx_cnn.py 2x slower)."""
+    import re
+
+    import npukit.onnx
+
+    m, _ = conv_model()
+    src = npukit.onnx.load(m).c_source()
+    runs = re.findall(r"void npk_task\d+_run\((.*?)\)\n\{(.*?)\n\}", src, flags=re.S)
+    convs = [(params, body) for params, body in runs if "KerConvNpk_fl(" in body]
+    assert len(convs) >= len(CONVS)
+    for params, body in convs:
+        assert re.search(r"\(int\)\d+, +/\* Fx \*/", body) and \
+            re.search(r"\(int\)\d+, +/\* Fy \*/", body)
+        assert "Fx" not in params and "npk_arg" not in params
+
+
 def test_conv_1d_grouped_and_fused_activation_pooling():
     x = randn(1, 4, 12, 12)
     x1 = randn(1, 3, 20)

@@ -45,7 +45,9 @@ from dataclasses import dataclass, field
 from .. import ir
 from ..cdecl import identifier, parse_ctype
 from ..errors import CompilerError
+from .access import key
 from .code import Writer
+from .ctype import c_type
 
 _WORDS = (("Word8", "signed char"), ("Wordu8", "unsigned char"), ("Word16", "short int"),
           ("Wordu16", "unsigned short int"), ("Word32", "int"), ("Wordu32", "unsigned int"))
@@ -189,7 +191,7 @@ def emit_call(em, st: ir.Call, w: Writer) -> None:
         width = max(len(x) for x in lines)
         calls = [f"{x:<{width}}  /* {name} */" for x, (_, name) in zip(lines, fn.args)] or lines
     if fn.parallel and not em.in_task and cores_independent(fn.name, em.sources):
-        _on_threads(em, st, values, struct, w)
+        _on_threads(em, st, calls, struct, w)
     elif fn.parallel:
         core = "npk_core_id"
         w.comment(f"Dispatched on the {cores} cores, core 0 first, one after the other: "
@@ -209,25 +211,26 @@ def emit_call(em, st: ir.Call, w: Writer) -> None:
 CALL_GRAIN = 1 << 16
 
 
-def _on_threads(em, st: ir.Call, values: list[str], struct: str | None, w: Writer) -> None:
-    """A parallel kernel's cores as a task over core ids that the host's threads share;
-    ``struct`` names its argument struct's pointer (set before), if it takes one."""
+def _on_threads(em, st: ir.Call, calls: list[str], struct: str | None, w: Writer) -> None:
+    """A parallel kernel's cores as a task over core ids that the host's threads share:
+    ``calls`` (the call as written, its arguments' values computed in the task, so that gcc
+    specialises the kernel to the constant ones — a stride of 1, a 3x3 filter — as it does
+    where the cores run one after the other); ``struct`` names its argument struct's
+    pointer (set before), if it takes one."""
     fn, cores = st.fn, em.prog.target.cores
-    extra: list[tuple[str, str]] = []
+    # what the values read besides tensors and loop variables: internal memories (local
+    # arrays of the entry function, passed by address) and the struct
+    extra = [(f"{c_type(b.dtype, b.name)} *", em.ptr[key(b)]) for b in em.prog.buffers
+             if b.role == "internal"]
     if struct is not None:
         extra.append((f"{fn.arg_type} *", struct))
-        call = f"{fn.name}({struct});"
-    else:  # the arguments' values, computed here, passed to the task
-        names = [em.fresh_local(f"npk_arg_{name}") for _, name in fn.args]
-        for (ctype, _), name in zip(fn.args, names):
-            extra.append((f"{parse_ctype(ctype, fn.name, CompilerError)} ", name))
-        call = f"{fn.name}({', '.join(names)});"
     pointed = sum(a.view.size for a in st.args if isinstance(a, ir.Ptr))
     grain = 1 if pointed >= CALL_GRAIN else cores
     body = Writer(1)
     with body.block("for (int64_t core = begin; core < end; core++)"):
         body.line("npk_core_id = (int)core;")
-        body.line(call)
+        for line in calls:
+            body.line(line)
     body.line("npk_core_id = 0;")
     w.comment(f"Dispatched on the {cores} cores, on the host's threads: {fn.name} does not "
               f"wait at a barrier before it returns, so its cores need not run at once"
@@ -235,9 +238,6 @@ def _on_threads(em, st: ir.Call, values: list[str], struct: str | None, w: Write
                  f" (its tiles hold {pointed} elements: fewer than {CALL_GRAIN}, so one "
                  f"thread runs them, core 0 first)") + ".")
     with w.block():
-        if struct is None:
-            for (t, name), v in zip(extra, values):
-                w.line(f"{t}{name} = {v};")
         em.run_task(f"the dispatch of {fn.name}: cores [begin, end) of it, on one thread.",
                     extra, body, str(cores), grain, w)
 

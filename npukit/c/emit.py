@@ -505,10 +505,6 @@ class _Emitter:
                           (f" {st.label}" if st.label else ""), [], loop, str(st.var.count),
                           1, w)
 
-    def fresh_local(self, name: str) -> str:
-        """A C identifier for a local of the entry function, distinct from every other."""
-        return _ident(name, self.taken, prefix_ok=True)
-
     def run_task(self, what: str, extra: list[tuple[str, str]], body: Writer, count: str,
                  grain: int, w: Writer) -> None:
         """A task function ``npk_task<k>(arg, begin, end)`` running ``body`` (code at depth 1
@@ -522,7 +518,8 @@ class _Emitter:
         tensors = [(f"{'const ' if b.role == 'in' else ''}{_elem_type(b.dtype)} *",
                     self.ptr[key(b)]) for b, _ in self.prog.params]
         fields = tensors + [("int64_t ", self.names.of[v]) for v in self.loops] + list(extra)
-        code = "\n".join(body.lines)  # what the body uses, of all the names above
+        # what the body uses, of all the names above (a comment naming one is no use)
+        code = re.sub(r"/\*.*?\*/", "", "\n".join(body.lines), flags=re.S)
         fields = [(t, f) for t, f in fields if re.search(rf"\b{f}\b", code)]
         task = Writer()
         task.comment(f"Task of {what}")

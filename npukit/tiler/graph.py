@@ -347,6 +347,7 @@ class Graph:
         self.model, self.spec, self.name, self.target = model, spec, spec.name, model.target
         self.ctrl = dict(model._ctrl)
         self._report: GraphReport | None = None
+        self._c: str | None = None  # the generated C, made on first use
         base = [lower_node(model, n) for n, _ in spec.nodes]
         info = self._tensor_info(base)
         from_flash = bool(self.ctrl[AT_GraphCtrl.AT_GRAPH_CONST_EXEC_FROM_FLASH])
@@ -514,9 +515,12 @@ class Graph:
 
     def c_source(self) -> str:
         """The generated C of the graph: the layers' functions and
-        ``<Name>_Construct``/``<Name>``/``<Name>_Destruct``/``<Name>_Memory``."""
-        from .graph_c import c_source
-        return c_source(self)
+        ``<Name>_Construct``/``<Name>``/``<Name>_Destruct``/``<Name>_Memory`` (made once:
+        a graph does not change once planned)."""
+        if self._c is None:
+            from .graph_c import c_source
+            self._c = c_source(self)
+        return self._c
 
     def write(self, directory, c_name: str | None = None):
         """Write the C file and the flash file (the constants) into ``directory``; returns

@@ -558,7 +558,7 @@ def write(g, directory: str | os.PathLike, c_name: str | None = None) -> tuple[P
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     c_path = folder / (c_name or f"{g.name}Kernels.c")
-    c_path.write_text(c_source(g))
+    c_path.write_text(g.c_source())
     flash = folder / _Names(g).flash_file
     flash.write_bytes(g.flash_image())
     return c_path, flash
@@ -566,8 +566,7 @@ def write(g, directory: str | os.PathLike, c_name: str | None = None) -> tuple[P
 
 def run_c(g, args: dict[str, np.ndarray]) -> Result:
     """Construct, run and destruct the graph's compiled C on the arrays (already checked)."""
-    src = c_source(g)
-    so = toolchain.build(src)
+    so = toolchain.build(g.c_source())
     names = _Names(g)
     toolchain.load(so, g.name, len(g.args))  # checks the sanitizer runtime when needed
     lib = ctypes.CDLL(str(so))
