@@ -281,6 +281,8 @@ class _Emitter:
         out = Writer()
         out.lines.extend(self._signature().splitlines())
         with out.block():
+            if self.tasks:
+                out.line("npk_read_env();  /* NPUKIT_THREADS, NPUKIT_GRAIN: for this call */")
             out.extend(decls)
             out.extend(body)
         return out.text()

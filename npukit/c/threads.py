@@ -8,9 +8,9 @@ chunks that cover ``[0, n)``, one chunk per thread: the calling thread runs the 
 and then waits for the others. The thread count is the number of online CPUs, capped by the
 environment variable ``NPUKIT_THREADS`` and so that each thread gets at least ``grain``
 iterations (``NPUKIT_GRAIN``, when set, replaces every loop's grain: ``NPUKIT_GRAIN=1``
-splits even the smallest loop, which the tests use). Both variables are read at every call,
-so a Python process can change them between calls. A call from inside a chunk runs serially
-on its thread (no nested threads).
+splits even the smallest loop, which the tests use). Both variables are read when an entry
+function starts (``npk_read_env``), so a Python process can change them between calls. A
+call from inside a chunk runs serially on its thread (no nested threads).
 
 The other chunks run on a pool of POSIX threads that the translation unit starts on its
 first parallel loop and keeps: each waits (sleeping, never spinning) on a condition
@@ -67,12 +67,27 @@ static long npk_env_count(const char *name)
     const long c = text != NULL ? strtol(text, NULL, 10) : 0;
     return c >= 1 ? c : 0;
 }
+
+/* NPUKIT_THREADS and NPUKIT_GRAIN as they were when an entry function last started: read
+   there once (npk_read_env), not by every loop, whose getenv calls cost more than a small
+   tile's kernel call. Every thread reads the same values. */
+static long npk_env_cap, npk_env_grain;
 #endif
+
+static void npk_read_env(void)
+{
+#ifdef NPK_HAVE_THREADS
+    npk_env_cap = npk_env_count("NPUKIT_THREADS");
+    npk_env_grain = npk_env_count("NPUKIT_GRAIN");
+#endif
+}
 
 /* How many threads a loop of n iterations gets, each at least grain of them. */
 static int64_t npk_threads(int64_t n, int64_t grain)
 {
     int64_t t = 1;
+    if (npk_in_parallel)
+        return 1;
 #ifdef NPK_HAVE_THREADS
     static long cpus; /* online CPUs, asked once (a benign race: every thread gets the same) */
 #ifdef _SC_NPROCESSORS_ONLN
@@ -80,11 +95,10 @@ static int64_t npk_threads(int64_t n, int64_t grain)
         cpus = sysconf(_SC_NPROCESSORS_ONLN);
 #endif
     t = cpus > 0 ? cpus : 1;
-    const long cap = npk_env_count("NPUKIT_THREADS"), fine = npk_env_count("NPUKIT_GRAIN");
-    if (cap >= 1 && cap < t)
-        t = cap;
-    if (fine >= 1)
-        grain = fine;
+    if (npk_env_cap >= 1 && npk_env_cap < t)
+        t = npk_env_cap;
+    if (npk_env_grain >= 1)
+        grain = npk_env_grain;
 #endif
     if (t > NPK_MAX_THREADS)
         t = NPK_MAX_THREADS;
@@ -92,7 +106,7 @@ static int64_t npk_threads(int64_t n, int64_t grain)
         t = n / grain;
     if (t > n)
         t = n;
-    return npk_in_parallel || t < 1 ? 1 : t;
+    return t < 1 ? 1 : t;
 }
 
 #ifdef NPK_HAVE_THREADS
