@@ -90,6 +90,7 @@ class _Table:
     store: str  # the output step with value npk_tab[key]
     gather: str = ""  # reads sixteen entries at once (AVX-512), when input and output are dense
     key_at: str = ""  # with gather: the address of input element e
+    pad: int = 0  # entries past the last: a gather reads 4 bytes at each entry
 
 
 @dataclass
@@ -469,20 +470,20 @@ def _tabulate(em, plan: _Plan, loads: list, acts: list) -> _Table | None:
     else:
         ctype, value, store = c_type(dst), last.expr, "{target} = {value};"
     table = _Table(name, bits, ctype, key, load, value, store)
-    if s.stride == 1 and dst.itemsize in (1, 2, 4) and _dense_out(em, plan):
+    if s.stride == 1 and dst.itemsize in (1, 2, 4) and _out_stride(em, plan, plan.out) == 1:
         table = replace(table, gather=_gather_helper(em.h, bits, dst.itemsize),
-                        key_at=f"&{s.ptr}[{_index(em, s, em.e)}]")
+                        key_at=f"&{s.ptr}[{_index(em, s, em.e)}]", pad=4 // dst.itemsize - 1)
     return table
 
 
-def _dense_out(em, plan: _Plan) -> bool:
-    """True when the loop's element ``e + 1`` lands right after element ``e``."""
-    st = plan.out
+def _out_stride(em, plan: _Plan, st) -> int | None:
+    """How far apart the output's elements ``e`` and ``e + 1`` land: a store's stream
+    stride, an evenly spaced append's dim stride; None otherwise (a closed form)."""
     if isinstance(st, ir.Copy):
         s = _stream(em, st.dst, plan.loop.var, plan.width)
-        return s is not None and s.stride == 1
+        return None if s is None else s.stride
     a = em.acc(st.dst)
-    return len(a.dims) == 0 or len(a.dims) == 1 and a.dims[0][1] == 1  # at cursor + e
+    return None if len(a.dims) > 1 else a.dims[0][1] if a.dims else 1
 
 
 def _gather_helper(h, key_bits: int, size: int) -> str:
@@ -541,8 +542,8 @@ def _out_target(em, plan: _Plan, st) -> str | None:
     a = em.acc(st.dst)
     if var in st.dst.offset.vars or (st.valid is not None and st.valid.width != width):
         return None
-    if len(a.dims) <= 1:  # evenly spaced: position cursor + e
-        stride = a.dims[0][1] if a.dims else 1
+    stride = _out_stride(em, plan, st)
+    if stride is not None:  # evenly spaced: position cursor + e
         pos = f"{em.cursor[st.cursor]} + {em.e}"
         return f"{a.ptr}[{join_sum([affine_c(a.base, em.names, em.h), scaled(pos, stride)])}]"
     return _closed_form(em, plan, st, a)
@@ -658,7 +659,7 @@ def _emit(em, plan: _Plan, w: Writer) -> None:
         if plan.junk_out:
             w.comment("Lanes past the data: the IR stores them too, computed from the poison "
                       "the simulator leaves in junk lanes.")
-            _element_loop(w, plan, f"int64_t {e} = {end_main}", f"{e} < {end_all}", junk=True)
+            _element_loop(w, plan, e, end_main, end_all, junk=True)
         if cursor is not None:
             w.line(f"{cursor} += {em.n};")
 
@@ -673,9 +674,7 @@ def _table_init(em, plan: _Plan) -> None:
                 f"the {2 ** t.bits} bit patterns of its input (tensor {src.buffer.name}, "
                 f"{src.dtype.name}), computed by the loop's own code, once per process "
                 f"({t.name}_init). The loop then reads one entry per element.")
-    size = np.dtype(plan.out.dst.dtype).itemsize  # a gather reads 4 bytes at each entry:
-    pad = f" + {4 // size - 1}" if t.gather and size < 4 else ""  # padding past the last
-    out.line(f"static {t.ctype} {t.name}[{2 ** t.bits}{pad}];")
+    out.line(f"static {t.ctype} {t.name}[{2 ** t.bits}{f' + {t.pad}' if t.pad else ''}];")
     out.line(f"static npk_once_t {t.name}_once = NPK_ONCE_INIT;")
     out.line()
     out.line(f"static void {t.name}_init(void)")
@@ -694,11 +693,10 @@ def _main_loops(w: Writer, plan: _Plan, e: str, start: str, end: str) -> None:
     """The loop over elements ``e`` = ``start .. end - 1`` (those that hold data): one read
     of the table when the loop has one (sixteen at a time where the target has AVX-512), in
     32-bit lanes when the run-time checks allow it, else in the exact wide arithmetic."""
-    init, cond = f"int64_t {e} = {start}", f"{e} < {end}"
     if plan.table is not None:
         t, out = plan.table, plan.steps[-1]
         with w.block():
-            w.line(f"{init};")
+            w.line(f"int64_t {e} = {start};")
             if t.gather:
                 w.line("#if defined(__AVX512F__) && !defined(NPK_NO_GATHER)")
                 w.comment("Sixteen elements a step, one gather of table entries: the reads of "
@@ -706,7 +704,7 @@ def _main_loops(w: Writer, plan: _Plan, e: str, start: str, end: str) -> None:
                 with w.block(f"for (; {e} + 16 <= {end}; {e} += 16)"):
                     w.line(f"{t.gather}({t.key_at}, &{out.target}, {t.name});")
                 w.line("#endif")
-            with w.block(f"for (; {cond}; {e}++)"):
+            with w.block(f"for (; {e} < {end}; {e}++)"):
                 if out.stmt.label:
                     w.comment(out.stmt.label)
                 w.line(t.store.format(target=out.target, value=f"{t.name}[{t.key}]"))
@@ -715,17 +713,16 @@ def _main_loops(w: Writer, plan: _Plan, e: str, start: str, end: str) -> None:
         with w.block(f"if ({' && '.join(plan.fast_checks)})"):
             w.comment("32-bit lanes: exact for this bias and scale (see "
                       "npk_rescale_fits_int32).")
-            _element_loop(w, plan, init, cond, fast=True)
+            _element_loop(w, plan, e, start, end, fast=True)
         with w.block("else", attach=True):
-            _element_loop(w, plan, init, cond)
+            _element_loop(w, plan, e, start, end)
     else:
-        _element_loop(w, plan, init, cond)
+        _element_loop(w, plan, e, start, end)
 
 
-def _element_loop(w: Writer, plan: _Plan, init: str, cond: str, junk: bool = False,
+def _element_loop(w: Writer, plan: _Plan, e: str, start: str, end: str, junk: bool = False,
                   fast: bool = False) -> None:
-    e = init.split()[1]
-    with w.block(f"for ({init}; {cond}; {e}++)"):
+    with w.block(f"for (int64_t {e} = {start}; {e} < {end}; {e}++)"):
         for s in plan.steps:
             value = s.junk if junk and s.junk else s.fast if fast and s.fast else s.expr
             if s.stmt.label:
