@@ -24,8 +24,17 @@ from .errors import (
 from .ir import Program
 from .layout import Layout
 from .machine import Target, load_target, target, targets
-from .run import Result
+from .result import Result
 from .transfers import Transfer
+
+# The modules that run and render a Program register themselves with the IR when imported
+# (npukit.ir imports nothing above it): the back ends of Program.run and compile, the
+# simulator ("sim", the default) first, then C ("c"); str(prog), prog.c_source() and
+# prog.transfers() (npukit.transfers, imported above).
+# isort: off
+from . import run  # noqa: F401
+from . import c, ir_text  # noqa: F401
+# isort: on
 
 __all__ = [
     "CapacityError", "CompilerError", "DTypeError", "KernelError", "LData", "Layout",

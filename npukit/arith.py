@@ -148,11 +148,11 @@ def lut_from_image(values: np.ndarray, attrs: dict):
     """The ``Lut`` a flat image holds (the inverse of ``lut_image``)."""
     from .dtypes import dtype
     from .lut import Lut
-    from .lut.table import _storage_dtype
+    from .lut.table import entry_dtype
 
     odt = dtype(attrs["offset_dtype"])
     sdt = None if attrs["slope_dtype"] is None else dtype(attrs["slope_dtype"])
-    storage = _storage_dtype(odt, sdt)
+    storage = entry_dtype(odt, sdt)
     image = np.ascontiguousarray(values)
     if storage.names:
         image = image.view(storage)

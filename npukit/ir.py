@@ -64,15 +64,14 @@ the reference):
 
 from __future__ import annotations
 
-import functools
 import math
 import pickle
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import KernelError
+from .errors import KernelError, NpukitError
 from .layout import Layout
 
 # -- index expressions --------------------------------------------------------------------
@@ -483,8 +482,7 @@ class Program:
     bounds: tuple[tuple[str, int, int], ...] = ()
 
     def __str__(self) -> str:
-        from .ir_text import program_text
-        return program_text(self)
+        return _RENDERERS["text"](self)
 
     def __repr__(self) -> str:
         count = sum(1 for _ in self.walk())
@@ -511,28 +509,64 @@ class Program:
         return rec(self.body, ())
 
     def transfers(self):
-        from .transfers import transfers
-        return transfers(self)
+        """One ``npukit.Transfer`` per data flow (``npukit.transfers``)."""
+        return _RENDERERS["transfers"](self)
 
     def run(self, backend: str = "sim", **arrays):
-        return _runner().run(self, backend, **arrays)
+        """Run on ``backend`` ("sim" or "c"), writing into the arrays given: a
+        ``npukit.Result``."""
+        b = _BACKENDS.get(backend)
+        if b is None:
+            raise NpukitError(f"unknown backend {backend!r}; use "
+                              f"{' or '.join(map(repr, _BACKENDS))}")
+        return b.run(self, arrays)
 
     def compile(self, backend: str = "c", *, fuse: bool = True):
         """This program compiled for ``backend`` ("c"): a handle to call as ``fn(**arrays)``
         or ``fn(a, b, ...)`` in parameter order, with less overhead per call than ``run``
         (``npukit.c.runtime.Compiled``); kept for the life of the program."""
-        return _runner().compile_program(self, backend, fuse=fuse)
+        b = _BACKENDS.get(backend)
+        if b is None or b.compile is None:
+            compilers = " or ".join(repr(n) for n, c in _BACKENDS.items() if c.compile)
+            raise NpukitError(f"compile {self.name}: backend {backend!r} has nothing to "
+                              f"compile; use {compilers} (or run on the simulator with "
+                              f"prog.run('sim', ...))")
+        return b.compile(self, fuse)
 
     def c_source(self) -> str:
-        from .c import c_source
-        return c_source(self)
+        """The program as one C99 translation unit (``npukit.c.c_source``)."""
+        return _RENDERERS["c_source"](self)
 
 
-@functools.cache
-def _runner():
-    """npukit.run, imported on first use (it imports this module)."""
-    from . import run
-    return run
+# -- back ends and renderers --------------------------------------------------------------
+# The IR imports nothing above it. The modules that run a program and render it register
+# themselves here when npukit is imported (npukit/__init__.py imports them all), so the
+# methods of Program work whichever module a user imports first.
+
+@dataclass(frozen=True)
+class Backend:
+    """What ``Program.run(name, ...)`` calls: ``run(prog, arrays)`` returns a
+    ``npukit.Result``; a back end that compiles also has ``compile(prog, fuse)``, the
+    handle ``Program.compile`` returns."""
+
+    run: Callable
+    compile: Callable | None = None
+
+
+_BACKENDS: dict[str, Backend] = {}
+_RENDERERS: dict[str, Callable] = {}
+
+
+def register_backend(name: str, run: Callable, compile: Callable | None = None) -> None:
+    """Make ``name`` a back end of ``Program.run`` (and of ``Program.compile`` when it has
+    ``compile``)."""
+    _BACKENDS[name] = Backend(run, compile)
+
+
+def register_renderer(kind: str, fn: Callable) -> None:
+    """Make ``fn(prog)`` what a Program gives as ``kind``: ``"text"`` (``str(prog)``),
+    ``"c_source"`` (``prog.c_source()``) or ``"transfers"`` (``prog.transfers()``)."""
+    _RENDERERS[kind] = fn
 
 
 def iteration_space(loops: tuple[Var, ...]) -> dict[Var, np.ndarray]:

@@ -170,3 +170,6 @@ def _balanced(text: str) -> bool:
 
 def _is_int(text: str) -> bool:
     return text.lstrip("-").isdigit()
+
+
+ir.register_renderer("text", program_text)

@@ -149,3 +149,6 @@ def _pushed(st: ir.Append, loops, keys) -> np.ndarray:
         out[ids[firsts]] += np.add.reduceat(want, firsts)
         k += size
     return out
+
+
+ir.register_renderer("transfers", transfers)

@@ -3,7 +3,7 @@
 ``prog.compile("c")`` returns a ``Compiled``: the program's entry function, compiled (or
 found in the cache) once, with what checking an array against each parameter's spec needs
 worked out once — dtype, shape, byte strides, whether it is written. A call checks each
-array with a few comparisons (any mismatch goes through ``npukit.run.check_arrays``, which
+array with a few comparisons (any mismatch goes through ``npukit.result.check_arrays``, which
 raises the error naming the tensor), takes the arrays' data pointers (cached while the
 same arrays are passed again: numpy takes about a microsecond to report one), and calls the
 entry function. A scalar parameter passed as a Python ``int`` or ``float`` is written into
@@ -23,7 +23,7 @@ from .. import ir
 from ..dtypes import int_range, is_float
 from ..errors import NpukitError
 from ..layout import Layout
-from ..run import Result, check_arrays
+from ..result import Result, check_arrays
 from . import toolchain
 from .emit import c_source, entry_name
 

@@ -37,6 +37,7 @@ import numpy as np
 from .. import arith, ir
 from ..errors import CapacityError, DTypeError, KernelError, OutOfBoundsError
 from ..layout import Layout
+from ..poison import poison
 from .types import DType
 
 MAX_POINTS = 1 << 23  # iterations a build-time check may enumerate
@@ -652,7 +653,6 @@ class Tracer:
                 raise KernelError(f"{what}: r= gives the inactive lanes; it needs a mask=")
             return result
         if r is None:
-            from ..sim.functional import poison
             r = poison(result.type.elem, ()).item()
         return self.select(mask, result, r, what)
 

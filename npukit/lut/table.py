@@ -118,7 +118,7 @@ class Lut:
         >>> Lut(np.arange(4, dtype=np.int8)).storage_dtype()
         dtype('int16')
         """
-        return _storage_dtype(self.offset_dtype, self.slope_dtype)
+        return entry_dtype(self.offset_dtype, self.slope_dtype)
 
     def layout(self, parallel: int = 1,
                bank_bits: int = 128) -> np.ndarray | tuple[np.ndarray, ...]:
@@ -166,7 +166,7 @@ class Lut:
             raise LutError(f"size must be a positive entry count; got {size!r}")
         odt = _dtype(offset_dtype)
         sdt = None if slope_dtype is None else _dtype(slope_dtype)
-        storage = _storage_dtype(odt, sdt)
+        storage = entry_dtype(odt, sdt)
         if parallel == 4:
             if not isinstance(image, (tuple, list)) or len(image) != 2:
                 raise LutError("parallel=4 needs the image as a pair (ab, cd) of arrays, "
@@ -238,7 +238,9 @@ def _wide(dt: np.dtype, itemsize: int) -> np.dtype:
     raise LutError(f"no storage rule widens {dt} to {itemsize * 8} bits")
 
 
-def _storage_dtype(odt: np.dtype, sdt: np.dtype | None) -> np.dtype:
+def entry_dtype(odt: np.dtype, sdt: np.dtype | None) -> np.dtype:
+    """How one entry of a table with offsets ``odt`` (and slopes ``sdt``) is stored: what
+    ``Lut.storage_dtype`` returns, from the two types alone (to read a table image back)."""
     if sdt is None:
         if odt.itemsize != 1:
             return odt

@@ -27,24 +27,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import arith, ir
-from ..dtypes import is_float
 from ..errors import KernelError, NpukitError, OutOfBoundsError
+from ..poison import poison
 
 # Elements a batch may hold per internal buffer copy or operand (rows times elements per
 # row): a longer batched loop runs in chunks, so memory does not grow with the tensors.
 BATCH_ELEMENTS = 1 << 16
 OFFSETS_KEPT = 1 << 16  # elements of the largest view whose offsets are kept between chunks
-
-
-def poison(dt: np.dtype, shape) -> np.ndarray:
-    """An array of the poison value: NaN for floats, True for masks, 0xA5 in every byte for
-    integers."""
-    if is_float(dt):
-        return np.full(shape, np.nan, dtype=dt)
-    if dt == np.bool_:
-        return np.full(shape, True)
-    n = int(np.prod(shape, dtype=np.int64))
-    return np.full(n * dt.itemsize, 0xA5, np.uint8).view(dt).reshape(shape)
 
 
 @dataclass
