@@ -1069,23 +1069,10 @@ def build(k: Kernel, target: str | Target | None = None, /, **specs_and_attrs) -
         # A partial output keeps what the kernel does not write: it is read, in effect.
         role = ("inout" if read or partial else "out") if written else "in"
         params.append((replace(d.buffer, role=role), specs_and_attrs[d.name]))
-    prog = ir.Program(k.name, tgt, tuple(params), tuple(s.buffers), _rebind(body, params),
+    # views point at the parameter buffers with their final roles
+    final = {b.name: b for b, _ in params}
+    body = ir.map_buffers(body, lambda b: final[b.name] if b.name in final and
+                          b.role != "internal" else b)
+    prog = ir.Program(k.name, tgt, tuple(params), tuple(s.buffers), body,
                       tuple(sorted(attrs.items())), _source(k.fn))
     return check(prog)
-
-
-def _rebind(body: tuple, params: list) -> tuple:
-    """Point views at the parameter buffers with their final roles."""
-    by_name = {b.name: b for b, _ in params}
-
-    def fix_view(v):
-        return replace(v, buffer=by_name[v.buffer.name]) if v.buffer.name in by_name and \
-            v.buffer.role != "internal" else v
-
-    def fix(st):
-        if isinstance(st, ir.Loop):
-            return replace(st, body=tuple(fix(x) for x in st.body))
-        if isinstance(st, (ir.Copy, ir.Append)):
-            return replace(st, dst=fix_view(st.dst), src=fix_view(st.src))
-        return st
-    return tuple(fix(x) for x in body)

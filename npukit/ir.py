@@ -67,7 +67,7 @@ from __future__ import annotations
 import math
 import pickle
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -462,6 +462,36 @@ class Call:
 
 
 Stmt = Loop | Copy | Append | ResetCursor | Fill | Compute | Call
+
+
+def map_views(body: tuple[Stmt, ...], fn: Callable[[View], View]) -> tuple[Stmt, ...]:
+    """``body`` with every view of every statement replaced by ``fn(view)``: the operands
+    of copies, appends, fills and instructions, the pointer and dereferenced arguments of
+    calls, in loop bodies at any depth. Everything else (loops' variables and flags, labels,
+    lanes, attributes) is kept."""
+    def arg(a):
+        return a if isinstance(a, Val) else replace(a, view=fn(a.view))
+
+    def stmt(st):
+        if isinstance(st, Loop):
+            return replace(st, body=map_views(st.body, fn))
+        if isinstance(st, (Copy, Append)):
+            return replace(st, dst=fn(st.dst), src=fn(st.src))
+        if isinstance(st, Fill):
+            return replace(st, dst=fn(st.dst))
+        if isinstance(st, Compute):
+            return replace(st, dst=fn(st.dst), srcs=tuple(fn(v) for v in st.srcs))
+        if isinstance(st, Call):
+            return replace(st, args=tuple(arg(a) for a in st.args))
+        if isinstance(st, ResetCursor):
+            return st
+        raise TypeError(f"map_views: {type(st).__name__} is not an IR statement")
+    return tuple(stmt(st) for st in body)
+
+
+def map_buffers(body: tuple[Stmt, ...], fn: Callable[[Buffer], Buffer]) -> tuple[Stmt, ...]:
+    """``body`` with the buffer of every view replaced by ``fn(buffer)`` (``map_views``)."""
+    return map_views(body, lambda v: replace(v, buffer=fn(v.buffer)))
 
 
 @dataclass(frozen=True, repr=False)

@@ -215,22 +215,6 @@ def memory_use(bufs) -> int:
 
 
 def _map_buffers(prog: ir.Program, fn) -> ir.Program:
-    def view(v):
-        return replace(v, buffer=fn(v.buffer))
-
-    def arg(a):
-        return a if isinstance(a, ir.Val) else replace(a, view=view(a.view))
-
-    def stmt(st):
-        if isinstance(st, ir.Loop):
-            return replace(st, body=tuple(stmt(x) for x in st.body))
-        if isinstance(st, (ir.Copy, ir.Append)):
-            return replace(st, dst=view(st.dst), src=view(st.src))
-        if isinstance(st, ir.Fill):
-            return replace(st, dst=view(st.dst))
-        if isinstance(st, ir.Compute):
-            return replace(st, dst=view(st.dst), srcs=tuple(view(v) for v in st.srcs))
-        if isinstance(st, ir.Call):
-            return replace(st, args=tuple(arg(a) for a in st.args))
-        return st
-    return replace(prog, body=tuple(stmt(x) for x in prog.body))
+    """``prog`` with ``ir.map_buffers(prog.body, fn)`` (npukit.tiler.graph places and renames
+    a layer's buffers with it)."""
+    return replace(prog, body=ir.map_buffers(prog.body, fn))

@@ -252,7 +252,7 @@ def _assemble(tr: Tracer, kernel: PrimFunc, scalars: dict) -> ir.Program:
         new = b if b.memory != "vreg" else replace(b, name=tr.fresh(tr.reg_names[b.name]))
         rename[b.name] = new
         buffers.append(new)
-    body = trace.run_guarded(tr, tuple(_rebind(st, rename) for st in tr.blocks[0]))
+    body = trace.run_guarded(tr, ir.map_buffers(tr.blocks[0], lambda b: rename.get(b.name, b)))
     used = _used(body)
     source = "\n\n".join(_source(f) for f in tr.funcs)
     prog = ir.Program(kernel.name, tr.tgt, tuple(params),
@@ -267,22 +267,6 @@ def _source(fn) -> str:
         return textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):
         return f"# {fn.__name__}: no source text available"
-
-
-def _rebind(st, rename: dict[str, ir.Buffer]):
-    """``st`` with every view's buffer replaced by its final version (name, size, role)."""
-    def view(v: ir.View) -> ir.View:
-        return replace(v, buffer=rename.get(v.buffer.name, v.buffer))
-
-    if isinstance(st, ir.Loop):
-        return replace(st, body=tuple(_rebind(x, rename) for x in st.body))
-    if isinstance(st, ir.Copy):
-        return replace(st, dst=view(st.dst), src=view(st.src))
-    if isinstance(st, ir.Fill):
-        return replace(st, dst=view(st.dst))
-    if isinstance(st, ir.Compute):
-        return replace(st, dst=view(st.dst), srcs=tuple(view(v) for v in st.srcs))
-    return st
 
 
 def _used(body) -> set[str]:
