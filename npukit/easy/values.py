@@ -1,0 +1,264 @@
+"""The values an EasyKernel kernel handles: parameter specs (``spec``), tensor views in
+the home memory (``LData``) and data held in the Slice's internal memories (``Data``, named
+``IData``, ``WData``, ``BData``, ``PData``, ``QData`` in the Torq EasyKernel guide)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .. import ir
+from ..errors import KernelAttributeError, KernelError, OutOfBoundsError, ShapeError
+from ..layout import Layout, as_int, as_shape
+
+
+@dataclass(frozen=True, repr=False)
+class Spec(Layout):
+    """A parameter's layout that also carries ``partial``, an option only a parameter has;
+    ``spec(..., partial=True)`` makes one. It is a ``Layout`` everywhere else (its
+    transformations return plain Layouts)."""
+
+    partial: bool = field(default=False, kw_only=True)
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f", partial={self.partial})"
+
+
+def spec(shape: Sequence[int], dtype, strides: Sequence[int] | None = None,
+         offset: int = 0, *, partial: bool = False) -> Layout:
+    """Describe a kernel parameter: ``spec((1000,), "int8")``; an int shape is 1-D as in
+    numpy (``spec(1000, "int8")``). Strides and offset count elements from the start of the
+    tensor's buffer; strides must be non-negative. Shape, strides and offset are integers
+    (numpy integers too): ``ShapeError`` for floats and bools, which would be truncated.
+
+    Every element of an output must be written by the kernel, or ``build`` raises
+    ``ShapeError`` naming the first unwritten one. ``partial=True`` accepts an output the
+    kernel fills only in part: its unwritten elements keep the array's contents on every
+    back end (the parameter becomes read-and-written, role ``"inout"``)::
+
+        out = nk.spec((100,), "int8", partial=True)   # the kernel writes out[:64] only
+
+    It returns a ``Spec``, a Layout with the flag."""
+    lay = Layout(as_shape(shape, "spec: shape"), dtype,
+                 None if strides is None else as_shape(strides, "spec: strides"),
+                 as_int(offset, "spec: offset"))
+    if any(s < 0 for s in lay.strides):
+        raise ShapeError(f"spec: negative strides {lay.strides} are not supported")
+    if not isinstance(partial, (bool, np.bool_)):
+        raise ShapeError(f"spec: partial must be True or False, got {partial!r}")
+    if partial:
+        return Spec(lay.shape, lay.dtype, lay.strides, lay.offset, partial=True)
+    return lay
+
+
+def _no_such(owner: str, name: str, public) -> KernelAttributeError:
+    """The error for ``owner.name``: the closest public names first, then the rest."""
+    close = difflib.get_close_matches(name, public, n=3, cutoff=0.5)
+    close += [p for p in public if name.lower() in p and p not in close]
+    hint = f"did you mean {' or '.join(f'{owner}.{c}' for c in close[:3])}? " if close else ""
+    return KernelAttributeError(f"{owner} has no method {name!r}; {hint}it has: "
+                                f"{', '.join(public)}")
+
+
+class _Suggests:
+    """Mixin: a misspelt method name (``s.alu.add``) raises ``KernelError`` naming the right
+    one. ``_owner`` names the object as a kernel spells it."""
+
+    _owner = ""
+
+    def _public(self) -> list[str]:
+        return [n for n in dir(type(self)) if not n.startswith("_")]
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):  # copy, pickle and friends probe private names
+            raise AttributeError(name)
+        raise _no_such(self._owner, name, self._public())
+
+
+class MultiIndex(tuple):
+    """The index of a multi-iterator: one loop variable per dimension it consumes."""
+
+
+@dataclass(frozen=True)
+class LData(_Suggests):
+    """A tensor in the home memory (LRAM), seen through a layout; indexing with loop
+    variables makes a view whose position moves with the loop."""
+
+    buffer: ir.Buffer
+    layout: Layout
+    offset: ir.Affine
+    lanes: ir.Lanes | None = None
+    name: str = ""
+
+    # Queries, as in the guide.
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.layout.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.layout.dtype
+
+    @property
+    def rank(self) -> int:
+        return self.layout.rank
+
+    def dim(self, i: int) -> int:
+        return self.layout.dim(i)
+
+    def dims(self, begin: int = 0, end: int | None = None) -> tuple[int, ...]:
+        return self.layout.dims(begin, end)
+
+    def dense_dims(self) -> int:
+        return self.layout.dense_dims()
+
+    @property
+    def _owner(self) -> str:
+        return self.name or "tensor"
+
+    def _public(self) -> list[str]:
+        return ["shape", "dtype", "rank", "dim", "dims", "dense_dims", "vectorize", "fuse",
+                "broadcast_as", "permute", "layout", "name"]
+
+    # Tensor editing: each returns a new LData.
+    def vectorize(self, n: int, *, strided: bool = False) -> LData:
+        """Split the last dim into vectors of ``n`` lanes (``Layout.vectorize``); the last
+        dim must be dense or broadcast, or any stride with ``strided=True`` (a strided,
+        e.g. transposed, load). Row sums of an [M, N] ``x``, 16 rows at a time::
+
+            xt = x.permute((1, 0)).vectorize(16, strided=True)   # [N, ceil(M/16), 16]
+            for rv in s.iterate(xt.dim(1)):
+                for c in s.iterate(xt.dim(0)):
+                    p = s.alu.accumulate(s.iram.load(xt[c][rv]))
+                ...                                               # Act, then append
+
+        (``npukit.kernels.reduce_cols``)."""
+        return replace(self, layout=self.layout.vectorize(n, strided=strided))
+
+    def fuse(self, k: int) -> LData:
+        return replace(self, layout=self.layout.fuse(k))
+
+    def broadcast_as(self, other: LData | Layout | Sequence[int]) -> LData:
+        return replace(self, layout=self.layout.broadcast_as(
+            other.layout if isinstance(other, LData) else other))
+
+    def permute(self, order: Sequence[int]) -> LData:
+        return replace(self, layout=self.layout.permute(order))
+
+    def __getitem__(self, key) -> LData:
+        """numpy basic indexing, keys taken left to right: an index (an int, a loop
+        variable or an affine expression of them) drops its dim, a slice keeps it, so the
+        next key applies to the next dim: ``x[:, 1:5]`` slices dim 1, ``x[i, :, j]``."""
+        keys = key if isinstance(key, tuple) else (key,)
+        out, kept = self, 0  # dims kept by the slices so far: the next key's dim
+        for k in keys:
+            out = out._index_at(kept, k)
+            kept += isinstance(k, slice)
+        return out
+
+    def _index_at(self, d: int, k) -> LData:
+        """Key ``k`` on dim ``d`` (the slices before it kept the dims in front)."""
+        lay = self.layout
+        if d >= lay.rank:
+            raise OutOfBoundsError(f"tensor {self.name!r}: too many indices for its shape "
+                                   f"{lay.shape}")
+        if isinstance(k, slice):
+            return replace(self, layout=lay[(slice(None),) * d + (k,)])
+        vector = lay.valid is not None and d >= lay.rank - lay.vdims
+        if vector and d > 0:
+            raise KernelError(f"tensor {self.name!r}: index the vector dims of {lay.shape} "
+                              f"before slicing the dims in front of them")
+        n = lay.shape[d]
+        if not isinstance(k, (ir.Var, ir.Affine)):
+            k = as_int(k, f"tensor {self.name!r}: an index", OutOfBoundsError)
+            if not -n <= k < n:
+                raise OutOfBoundsError(f"tensor {self.name!r}: index {k} out of range for dim "
+                                       f"{d} of {lay.shape} ({n} elements)")
+            k = int(k) % n
+        idx = ir.affine(k)
+        lo, hi = idx.bounds()
+        if lo < 0 or hi >= n:
+            raise OutOfBoundsError(f"tensor {self.name!r}: index {idx} takes values {lo}..{hi} "
+                                   f"but dim {d} of {lay.shape} has {n} elements")
+        lanes, valid, vdims = self.lanes, lay.valid, lay.vdims
+        if vector:
+            if lay.rank == 1:
+                raise KernelError(f"tensor {self.name!r}: indexing single lanes of a vector")
+            # Indexing the vector dim: lanes past the vectorized dimension's end are junk.
+            lanes = ir.Lanes(valid, idx * lay.shape[1], lay.shape[1])
+            valid, vdims = None, 0
+        rest = Layout(lay.shape[:d] + lay.shape[d + 1:], lay.dtype,
+                      lay.strides[:d] + lay.strides[d + 1:], lay.offset, valid=valid,
+                      vdims=vdims)
+        return replace(self, layout=rest, offset=self.offset + idx * lay.strides[d], lanes=lanes)
+
+    def view(self) -> ir.View:
+        return ir.View(self.buffer, Layout(self.layout.shape, self.layout.dtype,
+                                           self.layout.strides, self.layout.offset), self.offset)
+
+
+@dataclass(frozen=True)
+class Data:
+    """A value held in an internal memory (IData, WData, BData, PData, QData in the guide).
+    ``in_pair`` is the (input, weight) dtype pair an ALU result came from."""
+
+    view: ir.View
+    lanes: ir.Lanes | None
+    kind: str
+    in_pair: tuple[str, str | None] = ("", None)
+    producer: object = None  # the _AluNode that made a PData
+    design: object = None  # the npukit.lut.Design a QData of a LUT instruction computes
+
+    Vectors = 0  # PData.Vectors: the dim that counts Act-width sub-vectors
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.view.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.view.dtype
+
+    @property
+    def size(self) -> int:
+        return self.view.size
+
+    def dim(self, i: int) -> int:
+        return self.view.layout.dim(i)
+
+    def __getitem__(self, av) -> Data:
+        """``pdata[av]``: the Act-width sub-vector ``av``."""
+        if self.kind != "PData" or self.view.layout.rank != 2:
+            raise KernelError(f"only PData is indexed by PData.Vectors; this is {self.kind}")
+        nv, w = self.view.shape
+        if not isinstance(av, (ir.Var, ir.Affine)):
+            av = as_int(av, "PData sub-vector index", OutOfBoundsError)
+        idx = ir.affine(av)
+        lo, hi = idx.bounds()
+        if lo < 0 or hi >= nv:
+            raise OutOfBoundsError(f"PData sub-vector index {idx} takes values {lo}..{hi} but "
+                                   f"the partials hold {nv} vectors of {w}")
+        v = self.view
+        sub = ir.View(v.buffer, Layout((w,), v.dtype, (1,), v.layout.offset), v.offset + idx * w)
+        used = self.producer.stmt.dst.size if self.producer else nv * w  # lanes the ALU wrote
+        return replace(self, view=sub, lanes=_sub_lanes(self.lanes, used, idx, w))
+
+
+IData = WData = BData = PData = QData = Data
+
+
+def _sub_lanes(lanes: ir.Lanes | None, used: int, idx: ir.Affine, w: int) -> ir.Lanes | None:
+    """The valid lanes of sub-vector ``idx`` (``w`` lanes) of partials whose first ``used``
+    lanes the ALU wrote (``lanes`` of them valid, or all): ``clamp(min(valid, used) -
+    idx·w, 0, w)``. When ``used`` is not a multiple of ``w`` the last sub-vector has junk
+    lanes past ``used`` even if the vector had none."""
+    if used % w == 0:
+        return lanes.sub(idx * w, w) if lanes else None
+    if lanes is None:
+        return ir.Lanes(used, idx * w, w)
+    # min(total - start, used) = used - max(start + used - total, 0): a Clamp atom.
+    cut = ir.affine(ir.Clamp(lanes.start + (used - lanes.total), 0, None))
+    return ir.Lanes(used, cut + idx * w, w)
