@@ -12,8 +12,6 @@ ROOT = Path(__file__).parent.parent / "npukit"
 # Cycles that remain, each with why it is still there; the list only shrinks. A cycle that
 # is gone must leave the list, a new or larger one fails.
 KNOWN_CYCLES = {
-    frozenset({"npukit.dsl.trace", "npukit.dsl.types"}):
-        "a Compass DSL type called as a constructor (S.fp16x16(1.0)) makes a traced value",
     frozenset({"npukit.tpp.lower", "npukit.tpp.operation", "npukit.tpp.optimizer"}):
         "TensorOperation lowers and optimizes itself; the modules below import it back",
     frozenset({"npukit.tiler.api", "npukit.tiler.api2"}):

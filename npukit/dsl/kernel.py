@@ -17,8 +17,9 @@ from ..layout import Layout
 from ..machine import Target
 from ..machine import target as _target
 from . import trace
-from .trace import Index, Ptr, Scalar, Tracer, Vec, _current, as_affine, error_site
+from .trace import Tracer, error_site
 from .types import DType, PtrType, is_type_name, is_vector_name
+from .values import Index, Ptr, Scalar, Vec, _current, as_affine
 
 
 class PrimFunc:

@@ -8,9 +8,9 @@ import numpy as np
 
 from .. import arith
 from ..errors import DTypeError, KernelError
-from .trace import Index, Ptr, Scalar, Vec, imax, imin, index, tracer
-from .trace import ceildiv as _ceildiv
 from .types import DType
+from .values import Index, Ptr, Scalar, Vec, imax, imin, index, tracer
+from .values import ceildiv as _ceildiv
 
 # -- cores ---------------------------------------------------------------------------------
 

@@ -64,11 +64,20 @@ class DType(str):
         return DType(self.elem.name if lanes == 1 else f"{self.elem.name}x{lanes}")
 
     def __call__(self, value=0):
-        from .trace import make_value
-        return make_value(self, value)
+        return _make_value(self, value)
 
     def __reduce__(self):
         return DType, (str(self),)
+
+
+_make_value = None  # what calling a type does: set by register_value_maker
+
+
+def register_value_maker(fn) -> None:
+    """Make ``fn(type, value)`` what calling a type does: ``npukit.dsl.values`` registers
+    its ``make_value`` (it imports this module, which therefore cannot import it back)."""
+    global _make_value
+    _make_value = fn
 
 
 def is_type_name(value) -> bool:

@@ -1,0 +1,427 @@
+"""The values a Compass DSL kernel computes with while it is traced (``npukit.dsl.trace``
+says how a kernel becomes IR):
+
+- ``Index``: a run-time integer, an ``ir.Affine`` index expression;
+- ``Scalar``: a typed constant known at build time, computed with the type's rounding;
+- ``Vec``: a vector value in an internal buffer of the target's ``vreg`` memory;
+- ``Ptr``: a pointer into a tensor, an ``S.alloc`` buffer or an ``S.alloc_const`` table.
+
+Vectors and pointers record their operations on the tracer of the kernel being built
+(``tracer()``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import arith, ir
+from ..errors import DTypeError, KernelError
+from ..layout import Layout
+from .types import DType, register_value_maker
+
+# the tracers of the kernels being built, innermost last (npukit.dsl.kernel pushes them)
+_current: list = []
+
+
+def tracer():
+    """The ``Tracer`` of the kernel being built; ``KernelError`` outside ``S.build``."""
+    if not _current:
+        raise KernelError("this Compass DSL operation only runs inside a kernel being built "
+                          "(npukit.dsl.build(kernel, ...)); it has no meaning on the host")
+    return _current[-1]
+
+
+# -- run-time integers -------------------------------------------------------------------
+
+def as_affine(x, what: str = "index") -> ir.Affine:
+    """An int, ``Index`` or integer ``Scalar`` as an index expression."""
+    if isinstance(x, Index):
+        return x.expr
+    if isinstance(x, Scalar) and x.type.elem.kind in "iu":
+        return ir.affine(int(x.value))
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise KernelError(f"{what}: expected an integer (a number, the local id or a loop "
+                          f"variable), got {_describe(x)}")
+    return ir.affine(int(x))
+
+
+def index(a: ir.Affine) -> int | Index:
+    """``a`` as a plain int when it is constant, else as an ``Index``."""
+    return a.const if not a.terms else Index(a)
+
+
+def imin(a, b):
+    ea, eb = as_affine(a, "S.min"), as_affine(b, "S.min")
+    if not ea.terms and not eb.terms:
+        return min(ea.const, eb.const)
+    d = ea - eb  # min(a, b) = a - clamp(a - b, 0, inf)
+    return index(ea - _clamp_atom(d, 0, None))
+
+
+def imax(a, b):
+    ea, eb = as_affine(a, "S.max"), as_affine(b, "S.max")
+    if not ea.terms and not eb.terms:
+        return max(ea.const, eb.const)
+    return index(eb + _clamp_atom(ea - eb, 0, None))
+
+
+def _clamp_atom(e: ir.Affine, lo, hi) -> ir.Affine:
+    """``clamp(e, lo, hi)`` as an index expression, folded when ``e``'s range allows."""
+    elo, ehi = e.bounds()
+    if (lo is None or elo >= lo) and (hi is None or ehi <= hi):
+        return e
+    if hi is not None and elo >= hi:
+        return ir.affine(hi)
+    if lo is not None and ehi <= lo:
+        return ir.affine(lo)
+    return ir.affine(ir.Clamp(e, lo, hi))
+
+
+def ceildiv(a, b):
+    """``ceil(a / b)`` for a positive constant ``b``."""
+    ea, eb = as_affine(a, "S.ceildiv"), as_affine(b, "S.ceildiv")
+    if eb.terms or eb.const <= 0:
+        raise KernelError(f"S.ceildiv({a}, {b}): the divisor must be a positive constant")
+    return index((ea + (eb.const - 1)) // eb.const) if ea.terms else -(-ea.const // eb.const)
+
+
+class Index:
+    """A run-time integer of a kernel (see the module docstring)."""
+
+    __slots__ = ("expr",)
+
+    def __init__(self, expr: ir.Affine):
+        self.expr = expr
+
+    def __add__(self, o):
+        return NotImplemented if isinstance(o, (Ptr, Vec)) else \
+            index(self.expr + as_affine(o, "+"))
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return index(self.expr - as_affine(o, "-"))
+
+    def __rsub__(self, o):
+        return index(as_affine(o, "-") - self.expr)
+
+    def __neg__(self):
+        return index(-self.expr)
+
+    def __mul__(self, o):
+        k = as_affine(o, "*")
+        if k.terms:
+            raise KernelError(f"({self}) * ({o}): a product of two run-time integers is not an "
+                              f"index expression npukit can track; multiply by a constant")
+        return index(self.expr * k.const)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o):
+        k = as_affine(o, "//")
+        if k.terms or k.const <= 0:
+            raise KernelError(f"({self}) // ({o}): divide by a positive constant")
+        return index(self.expr // k.const)
+
+    def __mod__(self, o):
+        k = as_affine(o, "%")
+        if k.terms or k.const <= 0:
+            raise KernelError(f"({self}) % ({o}): the modulus must be a positive constant")
+        return index(self.expr % k.const)
+
+    def __truediv__(self, o):
+        raise KernelError(f"({self}) / ({o}): a run-time integer divides with // or "
+                          f"S.ceildiv")
+
+    __rtruediv__ = __truediv__
+
+    def _no_value(self, *_):
+        raise KernelError(f"the run-time integer {self} has no value at build time: it cannot "
+                          f"steer Python (if, comparisons, int(), list indices); use S.min, "
+                          f"S.max, S.clip or masks instead")
+
+    __bool__ = __index__ = __int__ = __float__ = _no_value
+    __lt__ = __le__ = __gt__ = __ge__ = _no_value
+
+    def __eq__(self, o):
+        self._no_value()
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return str(self.expr)
+
+
+# -- build-time typed scalars ------------------------------------------------------------
+
+class Scalar:
+    """A typed constant (``S.fp32(510)``); arithmetic rounds to its type."""
+
+    __slots__ = ("type", "value")
+
+    def __init__(self, type_: DType, value):
+        self.type = type_
+        self.value = _convert(value, type_.element_of, "scalar")
+
+    def _other(self, o, what: str):
+        if isinstance(o, Scalar):
+            if o.type != self.type:
+                raise DTypeError(f"{what}: scalar type mismatch: {self.type} and {o.type}")
+            return o.value
+        if isinstance(o, (int, float, np.number, bool)):
+            return _convert(o, self.type, what)
+        return None
+
+    def _op(self, o, fn, what: str, flip: bool = False):
+        v = self._other(o, what)
+        if v is None:
+            return NotImplemented
+        a, b = (v, self.value) if flip else (self.value, v)
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(np.asarray(a), np.asarray(b)))
+        if self.type.elem.kind in "iu":
+            return Scalar(self.type, arith.wrap_to(out.astype(np.int64), self.type.elem)[()])
+        return Scalar(self.type, out.astype(self.type.elem)[()])
+
+    def __add__(self, o):
+        return self._op(o, np.add, "+")
+
+    def __radd__(self, o):
+        return self._op(o, np.add, "+", True)
+
+    def __sub__(self, o):
+        return self._op(o, np.subtract, "-")
+
+    def __rsub__(self, o):
+        return self._op(o, np.subtract, "-", True)
+
+    def __mul__(self, o):
+        return self._op(o, np.multiply, "*")
+
+    def __rmul__(self, o):
+        return self._op(o, np.multiply, "*", True)
+
+    def __truediv__(self, o):
+        return self._op(o, np.divide, "/")
+
+    def __rtruediv__(self, o):
+        return self._op(o, np.divide, "/", True)
+
+    def __neg__(self):
+        return Scalar(self.type, -self.value)
+
+    def __float__(self):
+        return float(self.value)
+
+    def __int__(self):
+        return int(self.value)
+
+    def _cmp(self, o, fn):
+        v = self._other(o, "comparison")
+        return NotImplemented if v is None else bool(fn(self.value, v))
+
+    def __lt__(self, o):
+        return self._cmp(o, np.less)
+
+    def __le__(self, o):
+        return self._cmp(o, np.less_equal)
+
+    def __gt__(self, o):
+        return self._cmp(o, np.greater)
+
+    def __ge__(self, o):
+        return self._cmp(o, np.greater_equal)
+
+    def __eq__(self, o):
+        return self._cmp(o, np.equal)
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return f"{self.type}({self.value})"
+
+
+def _convert(value, type_: DType, what: str):
+    """A Python or numpy number as a value of ``type_``'s element type: floats round to
+    nearest even; an integer type takes only integers it can hold."""
+    dt = type_.elem
+    if isinstance(value, Scalar):
+        value = value.value
+    if dt == np.bool_:
+        if not isinstance(value, (bool, np.bool_)):
+            raise DTypeError(f"{what}: a mask lane is True or False, got {value!r}")
+        return np.bool_(value)
+    if dt.kind == "f":
+        with np.errstate(over="ignore"):
+            return dt.type(value)
+    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+        raise DTypeError(f"{what}: {value!r} is not an integer, so it has no {dt.name} "
+                         f"value; cast it with S.cast")
+    info = np.iinfo(dt)
+    if not info.min <= int(value) <= info.max:
+        raise DTypeError(f"{what}: {value!r} does not fit {dt.name} "
+                         f"({info.min}..{info.max})")
+    return dt.type(int(value))
+
+
+# -- vectors and pointers ----------------------------------------------------------------
+
+class Vec:
+    """A vector value: a register of the target's ``vreg`` memory (see the module
+    docstring). Arithmetic operators and comparisons are the Compass DSL's."""
+
+    __slots__ = ("buf", "type", "loops")
+
+    def __init__(self, buf: ir.Buffer, type_: DType, loops: tuple[int, ...]):
+        self.buf, self.type, self.loops = buf, type_, loops
+
+    @property
+    def view(self) -> ir.View:
+        return ir.View(self.buf, Layout((self.type.lanes,), self.type.elem))
+
+    @property
+    def dtype(self) -> DType:
+        return self.type
+
+    def __add__(self, o):
+        return tracer().arith("vadd", self, o, "+")
+
+    def __radd__(self, o):
+        return tracer().arith("vadd", o, self, "+")
+
+    def __sub__(self, o):
+        return tracer().arith("vsub", self, o, "-")
+
+    def __rsub__(self, o):
+        return tracer().arith("vsub", o, self, "-")
+
+    def __mul__(self, o):
+        return tracer().arith("vmul", self, o, "*")
+
+    def __rmul__(self, o):
+        return tracer().arith("vmul", o, self, "*")
+
+    def __truediv__(self, o):
+        return tracer().arith("vdiv", self, o, "/")
+
+    def __rtruediv__(self, o):
+        return tracer().arith("vdiv", o, self, "/")
+
+    def __neg__(self):
+        return tracer().unary("vneg", self, "-")
+
+    def __and__(self, o):
+        return tracer().logic("vand", self, o, "&")
+
+    __rand__ = __and__
+
+    def __or__(self, o):
+        return tracer().logic("vor", self, o, "|")
+
+    __ror__ = __or__
+
+    def __xor__(self, o):
+        return tracer().logic("vxor", self, o, "^")
+
+    __rxor__ = __xor__
+
+    def __invert__(self):
+        return tracer().logic("vnot", self, None, "~")
+
+    def __lt__(self, o):
+        return tracer().compare("lt", self, o)
+
+    def __le__(self, o):
+        return tracer().compare("le", self, o)
+
+    def __gt__(self, o):
+        return tracer().compare("gt", self, o)
+
+    def __ge__(self, o):
+        return tracer().compare("ge", self, o)
+
+    def __eq__(self, o):
+        return tracer().compare("eq", self, o)
+
+    def __ne__(self, o):
+        return tracer().compare("ne", self, o)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise KernelError(f"a {self.type} vector has no truth value at build time: select "
+                          f"lanes with a mask (S.vsel, mask=...) instead of if/and/or")
+
+    def __repr__(self) -> str:
+        return f"<{self.type} {self.buf.name}>"
+
+
+class Ptr:
+    """A pointer: ``buf`` (the tensor or buffer), ``type`` (what it points at: a scalar or
+    a vector type), ``offset`` in elements of ``buf``, ``scope``; ``ptr + k`` steps ``k``
+    values of ``type``, ``ptr[i]`` loads the ``i``-th vector, ``ptr[i] = v`` stores it."""
+
+    __slots__ = ("buf", "type", "offset", "scope", "name")
+
+    def __init__(self, buf: ir.Buffer, type_: DType, offset: ir.Affine, scope: str, name: str):
+        self.buf, self.type, self.offset, self.scope, self.name = buf, type_, offset, scope, name
+
+    @property
+    def dtype(self) -> DType:
+        return self.type
+
+    def _moved(self, k, sign: int) -> Ptr:
+        step = as_affine(k, "pointer arithmetic") * (sign * self.type.lanes)
+        return Ptr(self.buf, self.type, self.offset + step, self.scope, self.name)
+
+    def __add__(self, k):
+        return self._moved(k, 1)
+
+    __radd__ = __add__
+
+    def __sub__(self, k):
+        return self._moved(k, -1)
+
+    def as_ptr(self, dtype) -> Ptr:
+        """The same address as a pointer to ``dtype`` values of the same element type
+        (``lsram_ptr.as_ptr("float16")`` on a ``float16x16`` buffer)."""
+        t = DType(dtype)
+        if t.elem != self.type.elem:
+            raise DTypeError(f"{self.name}.as_ptr({str(t)!r}): the pointer holds "
+                             f"{self.type.elem.name} elements; as_ptr changes the lanes, not "
+                             f"the element type ({self.type} -> {t})")
+        return Ptr(self.buf, t, self.offset, self.scope, self.name)
+
+    def __getitem__(self, i):
+        return tracer().load(self, i)
+
+    def __setitem__(self, i, value):
+        tracer().store(self, i, value)
+
+    def __repr__(self) -> str:
+        return f"<{self.scope} {self.type}* {self.name} + {self.offset}>"
+
+
+def make_value(type_: DType, value):
+    """``S.<type>(value)``: a vector with every lane ``value``, a typed scalar, or (for
+    ``S.i32``) an integer (run-time integers stay run-time)."""
+    if type_.is_vector:
+        return tracer().splat(type_, value)
+    if isinstance(value, Vec):
+        raise DTypeError(f"S.{type_}(...) of a {value.type} vector: use S.cast")
+    if type_ == "int32" and isinstance(value, (int, np.integer, Index)):
+        return index(as_affine(value, "S.i32"))
+    if isinstance(value, Index):
+        raise KernelError(f"S.{type_}({value}): a run-time integer is an int32 index; only "
+                          f"S.i32 takes it")
+    return Scalar(type_, value)
+
+
+register_value_maker(make_value)
+
+
+def _describe(x) -> str:
+    if isinstance(x, Vec):
+        return f"a {x.type} vector"
+    if isinstance(x, Ptr):
+        return f"a pointer to {x.type}"
+    return f"{type(x).__name__} {x!r}"
