@@ -48,11 +48,12 @@ import numpy as np
 
 from .. import ir
 from ..arith import act_bounds
+from ..dtypes import int_range
 from ..layout import Layout
 from . import arith as A
 from .access import Access, affine_c, coalesce, join_sum, key, scaled
 from .code import Writer
-from .ctype import c_type, int_range, poison_literal
+from .ctype import c_type, poison_literal
 
 
 @dataclass
