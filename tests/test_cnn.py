@@ -246,6 +246,24 @@ def test_exp_f32_is_close_to_exp():
     assert (np.abs(got - want) <= 2e-7 * (1 + np.abs(x)) * want + 2.0**-124).all()
 
 
+def test_the_two_float_exps_differ_only_in_where_they_flush_to_0():
+    """One exp2 polynomial (``exp2_f32``, the layer kernels' ``npk_exp2``) serves both
+    softmaxes; the GAP library's (``exp_f32``) flushes to 0 from ``floor(t) < -125``, the
+    layer kernels' only below ``t = -126``: on ``t`` in [-126, -125) they differ (a kept
+    drift: each equals its C)."""
+    x = (np.linspace(-130, 0, 130001) / np.log2(np.e)).astype(np.float32)
+    t = x * K.LOG2E  # in float32, as exp_f32 takes it
+    gap, layer = K.exp_f32(x), K.exp2_f32(t)
+    want = 2.0 ** t.astype(np.float64)  # the float64 oracle
+    kept = np.floor(t) >= -125
+    assert np.array_equal(gap[kept], layer[kept])
+    assert (np.abs(gap[kept] - want[kept]) <= 1e-6 * want[kept]).all()
+    assert (gap[~kept] == 0).all()
+    band = (t >= -126) & ~kept
+    assert band.sum() > 900 and (np.abs(layer[band] - want[band]) <= 1e-6 * want[band]).all()
+    assert (layer[t < -126] == 0).all()
+
+
 @pytest.mark.parametrize("dt,in_q,out_q", [("int16", 11, 15), ("int16", 15, 15),
                                            ("int16", 18, 15), ("int8", 4, 7)])
 def test_softmax_is_within_its_bound(dt, in_q, out_q):
