@@ -27,10 +27,12 @@ ALU_OPS = {
 COMBINE = {"add": lambda acc, x: acc + x, "max": np.maximum, "min": np.minimum}
 
 
-def wrap32(x: np.ndarray) -> np.ndarray:
-    """int64 -> int32 two's-complement wrap-around."""
-    return x.astype(np.int64).astype(np.uint32).view(np.int32) if x.ndim else \
-        np.int64(x).astype(np.uint32).view(np.int32)
+def wrap32(x) -> np.ndarray:
+    """Integers (an array, a numpy or Python scalar within int64) reduced modulo 2**32 to
+    int32, the 32-bit two's-complement wrap-around of the target's and GAP's accumulators:
+    ``wrap32(2**31 + 5) == -2**31 + 5``. A scalar gives an ``np.int32``."""
+    out = np.asarray(x, np.int64).astype(np.uint32).view(np.int32)
+    return out if out.ndim else out[()]
 
 
 def alu(op: str, srcs: list[np.ndarray], acc_dtype: np.dtype) -> np.ndarray:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ir
+from .layout import coalesce
 
 MAX_PIECES = 64  # boxes one statement may split into before enumeration takes over
 
@@ -74,13 +75,9 @@ def box(base: int, dims) -> Box | None:
             s = -s
         out.append((n, s))
     out.sort(key=lambda d: d[1])
-    merged: list[tuple[int, int]] = []
-    for n, s in out:
-        if merged and s == merged[-1][0] * merged[-1][1]:
-            merged[-1] = (merged[-1][0] * n, merged[-1][1])
-        else:
-            merged.append((n, s))
-    return Box(base, tuple(merged))
+    outer_first = out[::-1]
+    counts, strides = coalesce([n for n, _ in outer_first], [s for _, s in outer_first])
+    return Box(base, tuple(zip(counts[::-1], strides[::-1])))
 
 
 def _concat(a: Box, b: Box) -> Box | None:

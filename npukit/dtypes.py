@@ -1,4 +1,15 @@
-"""dtype names as numpy spells them, plus the ml_dtypes formats NPUs use."""
+"""dtype names as numpy spells them, plus the ml_dtypes formats NPUs use, and one table of
+what npukit knows about each element type it stores (``FACTS``).
+
+>>> FACTS["int8"].c_type, FACTS["int8"].gap_c_type, FACTS["int8"].range
+('int8_t', 'signed char', (-128, 127))
+>>> FACTS["bfloat16"].is_float, FACTS["bfloat16"].itemsize
+(True, 2)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
@@ -23,12 +34,62 @@ def dtype(spec) -> np.dtype:
                          f"{sorted(_EXTRA)}") from exc
 
 
-def is_float(dt: np.dtype) -> bool:
-    """True for IEEE-style floats, ml_dtypes formats included."""
+def is_float(dt) -> bool:
+    """True for IEEE-style floats, ml_dtypes formats (bfloat16, float8) included; ``dt`` is a
+    dtype or its name: ``is_float("bfloat16") and not is_float("int32")``."""
+    dt = dtype(dt)
     return dt.kind == "f" or dt.name in _EXTRA
 
 
-def int_range(dt: np.dtype) -> tuple[int, int]:
-    """The representable range of an integer dtype: ``int_range(dtype("int8")) == (-128, 127)``."""
-    info = np.iinfo(dt)
+def int_range(dt) -> tuple[int, int]:
+    """The representable range of an integer dtype (or its name):
+    ``int_range("int8") == (-128, 127)``."""
+    info = np.iinfo(dtype(dt))
     return int(info.min), int(info.max)
+
+
+@dataclass(frozen=True)
+class DTypeFacts:
+    """One element type as the back ends spell it: ``c_type`` the C99 type npukit's C
+    declares an element with, ``gap_c_type`` the GAP AutoTiler CNN library's spelling
+    (``None`` where that library has no kernels for it)."""
+
+    name: str
+    c_type: str
+    gap_c_type: str | None = None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return dtype(self.name)
+
+    @property
+    def is_float(self) -> bool:
+        return is_float(self.dtype)
+
+    @property
+    def range(self) -> tuple[int, int] | None:
+        """``int_range`` of an integer type, ``None`` for floats, complex and bool."""
+        return int_range(self.dtype) if self.dtype.kind in "iu" else None
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+
+FACTS = {f.name: f for f in (
+    DTypeFacts("int8", "int8_t", "signed char"),
+    DTypeFacts("uint8", "uint8_t", "unsigned char"),
+    DTypeFacts("int16", "int16_t", "short int"),
+    DTypeFacts("uint16", "uint16_t"),
+    DTypeFacts("int32", "int32_t", "int"),
+    DTypeFacts("uint32", "uint32_t"),
+    DTypeFacts("int64", "int64_t"),
+    DTypeFacts("uint64", "uint64_t"),
+    DTypeFacts("float16", "npk_float16"),  # gcc's _Float16 (npukit.c.ctype.TYPEDEFS)
+    DTypeFacts("bfloat16", "npk_bfloat16"),  # its 16 bits in a uint16_t
+    DTypeFacts("float32", "float", "float"),
+    DTypeFacts("float64", "double"),
+    DTypeFacts("complex64", "float _Complex"),
+    DTypeFacts("complex128", "double _Complex"),
+    DTypeFacts("bool", "uint8_t"),  # a mask lane: 0 or 1
+)}

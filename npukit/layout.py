@@ -53,6 +53,33 @@ def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def chains(outer: tuple[int, int], inner: tuple[int, int]) -> bool:
+    """Dims ``outer = (m, t)`` and ``inner = (n, s)`` walk what the one dim ``(m·n, s)``
+    walks when ``t == n·s``: the outer stride steps over the whole inner dim."""
+    return outer[1] == inner[0] * inner[1]
+
+
+def coalesce(shape: Sequence[int], strides: Sequence[int]) -> tuple[tuple[int, ...],
+                                                                      tuple[int, ...]]:
+    """The (shape, strides) with the fewest dims that walks the same offsets in the same
+    (row-major) order, CuTe's ``coalesce``: size-1 dims dropped, then, from the innermost
+    dim out, dim ``i`` merged into dim ``i+1`` as ``(shape[i]·shape[i+1], strides[i+1])``
+    when ``strides[i] == shape[i+1]·strides[i+1]`` (``chains``). No dims is one offset.
+
+    >>> coalesce((2, 1, 3, 4), (12, 9, 4, 1))
+    ((24,), (1,))
+    >>> coalesce((2, 5, 7), (100, 7, 1))
+    ((2, 35), (100, 1))
+    """
+    merged: list[tuple[int, int]] = []  # innermost first
+    for dim in reversed([d for d in zip(shape, strides) if d[0] != 1]):
+        if merged and chains(dim, merged[-1]):
+            merged[-1] = (dim[0] * merged[-1][0], merged[-1][1])
+        else:
+            merged.append(dim)
+    return tuple(n for n, _ in reversed(merged)), tuple(s for _, s in reversed(merged))
+
+
 @dataclass(frozen=True)
 class Layout:
     """An n-d view of a flat buffer: element ``idx`` lives at ``offset + Σ idx[k]·strides[k]``.

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from npukit import TilingError
+from npukit.dtypes import int_range
 from npukit.tiler import *
 from npukit.tiler import cnn_kernels as K
 
@@ -65,12 +66,12 @@ def conv_layer(x, w, b, c):
         acc = shift(b, qi + qw - qb)[:, None, None] + np.einsum("cyxij,ocij->oyx", win, ww)
         v = rnd(wrap32(acc), qi + qw - qo)
     else:  # single precision: normalise and saturate after each input plane
-        lo, hi = K.type_range(c["dt"])
+        lo, hi = int_range(c["dt"])
         v = np.clip(shift(b, qo - qb), lo, hi)[:, None, None] * np.ones(win.shape[1:3], np.int64)
         for ci in range(win.shape[0]):
             s = np.einsum("yxij,oij->oyx", win[ci], ww[:, ci])
             v = np.clip(rnd(wrap32(v * 2 ** (qi + qw - qo) + s), qi + qw - qo), lo, hi)
-    lo, hi = (0, np.inf) if flt else K.type_range(c["dt"])
+    lo, hi = (0, np.inf) if flt else int_range(c["dt"])
     if c["act"] == KOP_RELU:
         lo = 0
     elif c["act"] == KOP_RELUN:
@@ -86,7 +87,7 @@ def conv_layer(x, w, b, c):
     if flt:
         return pw.sum(axis=(-1, -2)) / (f * f)
     return np.clip(rnd(pw.sum(axis=(-1, -2)) * ((1 << 16) // (f * f)), 16),
-                   *K.type_range(c["dt"]))
+                   *int_range(c["dt"]))
 
 
 # -- random layers ----------------------------------------------------------------------------
@@ -223,7 +224,7 @@ def test_linear_layer(dt):
         w = rng.integers(-lim, lim, (13, 100)).astype(dt)
         b = rng.integers(-lim, lim, 13).astype(dt)
         acc = shift(b, q[0] + q[1] - q[2]) + w.astype(np.int64) @ x.astype(np.int64)
-        want = np.clip(rnd(wrap32(acc), q[0] + q[1] - q[3]), 0, K.type_range(dt)[1])
+        want = np.clip(rnd(wrap32(acc), q[0] + q[1] - q[3]), 0, int_range(dt)[1])
     outs = [run_layer(m, "Lin", be, In=x.reshape(1, -1), Filter=w, Bias=b.reshape(-1, 1))["Out"]
             for be in ("sim", "c")]
     assert outs[0].tobytes() == outs[1].tobytes()
@@ -245,6 +246,24 @@ def test_exp_f32_is_close_to_exp():
     assert (np.abs(got - want) <= 2e-7 * (1 + np.abs(x)) * want + 2.0**-124).all()
 
 
+def test_the_two_float_exps_differ_only_in_where_they_flush_to_0():
+    """One exp2 polynomial (``exp2_f32``, the layer kernels' ``npk_exp2``) serves both
+    softmaxes; the GAP library's (``exp_f32``) flushes to 0 from ``floor(t) < -125``, the
+    layer kernels' only below ``t = -126``: on ``t`` in [-126, -125) they differ (a kept
+    drift: each equals its C)."""
+    x = (np.linspace(-130, 0, 130001) / np.log2(np.e)).astype(np.float32)
+    t = x * K.LOG2E  # in float32, as exp_f32 takes it
+    gap, layer = K.exp_f32(x), K.exp2_f32(t)
+    want = 2.0 ** t.astype(np.float64)  # the float64 oracle
+    kept = np.floor(t) >= -125
+    assert np.array_equal(gap[kept], layer[kept])
+    assert (np.abs(gap[kept] - want[kept]) <= 1e-6 * want[kept]).all()
+    assert (gap[~kept] == 0).all()
+    band = (t >= -126) & ~kept
+    assert band.sum() > 900 and (np.abs(layer[band] - want[band]) <= 1e-6 * want[band]).all()
+    assert (layer[t < -126] == 0).all()
+
+
 @pytest.mark.parametrize("dt,in_q,out_q", [("int16", 11, 15), ("int16", 15, 15),
                                            ("int16", 18, 15), ("int8", 4, 7)])
 def test_softmax_is_within_its_bound(dt, in_q, out_q):
@@ -254,7 +273,7 @@ def test_softmax_is_within_its_bound(dt, in_q, out_q):
     size = np.dtype(dt).itemsize
     n = 10
     m.CNN_SoftMax("Sm", 0, size, size, in_q, out_q, 0, 0, n, KOP_SOFTMAX)
-    lo, hi = K.type_range(dt)
+    lo, hi = int_range(dt)
     worst = 0.0
     for k in range(20):
         x = rng.integers(lo // (1 if k % 2 else 8), hi // (1 if k % 2 else 8), n).astype(dt)

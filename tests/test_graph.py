@@ -7,6 +7,7 @@ what it does not support, with the names and numbers involved."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import re
 import runpy
 from pathlib import Path
@@ -20,6 +21,7 @@ from test_cnn import conv_layer
 from npukit import CapacityError, ShapeError, TilingError
 from npukit.c import toolchain
 from npukit.tiler import *
+from npukit.tiler.planner import Placement
 
 EX = Path(__file__).parent.parent / "examples" / "graph"
 DOC_STATIC = {"Step2Weights": (0, 102400), "Step3Weights": (102400, 20480),
@@ -60,6 +62,20 @@ def test_mnist_reproduces_the_documents_l2_plan(mnist):
                                                   "LinearLayerReLU_0", "SoftMax_0"]
     assert g.memory["L1"].dynamic == max(layer.tiling.l1_used for layer in g.layers) <= 48000
     assert g.flash_image()[122880:124480] == g.constants["Step1Weights"].tobytes()
+
+
+def test_a_graph_tensor_is_the_plans_placement_plus_its_declaration(mnist):
+    _, _, model = mnist
+    g = model().graph("MnistCNN")
+    assert g.tensors.keys() == g.plan.tensors.keys()
+    for name, t in g.tensors.items():
+        place = {f.name: getattr(t, f.name) for f in dataclasses.fields(Placement)}
+        assert Placement(**place) == g.plan.tensors[name]
+        assert t.size == t.count * t.dtype.itemsize  # bytes of its elements
+    w = g.tensors["Step1Weights"]  # 32 5x5 int16 filters, in L2 at the document's offset
+    assert (w.kind, w.ctype, w.dtype, w.count) == ("const", "short int *__restrict__",
+                                                   np.dtype("int16"), 800)
+    assert (w.memory, w.area, w.offset, w.size) == ("L2", "static", 122880, 1600)
 
 
 def test_the_constructor_allocates_exactly_them(mnist):

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import npukit as nk
 from npukit import DTypeError, Layout, NpukitError, OutOfBoundsError, ShapeError
+from npukit.layout import coalesce
 
 PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -386,6 +387,42 @@ def test_transposed_vectorize():
     assert lay[1][1].valid == 1 and lay[1][1].view(np.arange(20, dtype=np.int8))[0] == 11
     with pytest.raises(ShapeError, match=r"strided must be True or False, got 'yes'"):
         Layout((3, 5), "int8").vectorize(2, strided="yes")
+
+
+# Layouts from ``specs`` (dense runs, gaps, broadcast, negative and arbitrary strides) and
+# from a few small strides, where equal, chaining and overlapping neighbours are common.
+small_layouts = st.integers(0, 5).flatmap(lambda rank: st.tuples(
+    st.lists(st.integers(0, 4), min_size=rank, max_size=rank),
+    st.lists(st.sampled_from([-2, -1, 0, 1, 2, 3, 4, 6, 12]), min_size=rank, max_size=rank)))
+layouts = st.one_of(specs(last_dim=st.integers(0, 6)).map(lambda s: (s.shape, s.strides)),
+                    small_layouts)
+
+
+@PROPS
+@given(layouts)
+def test_coalesce_walks_the_same_addresses_in_the_same_order(layout):
+    shape, strides = coalesce(*layout)
+    want = addresses(tuple(layout[0]), layout[1], 5).ravel()
+    assert addresses(shape, strides, 5).ravel().tolist() == want.tolist()
+
+
+@PROPS
+@given(layouts)
+def test_coalesce_leaves_no_size_1_dim_and_no_pair_that_chains(layout):
+    shape, strides = coalesce(*layout)
+    assert len(shape) == len(strides) <= len(layout[0])
+    assert 1 not in shape
+    assert not any(strides[i] == shape[i + 1] * strides[i + 1] for i in range(len(shape) - 1))
+    assert coalesce(shape, strides) == (shape, strides)
+
+
+def test_coalesce_examples():
+    assert coalesce((2, 5, 7), (35, 7, 1)) == ((70,), (1,))  # dense: one run
+    assert coalesce((2, 5, 7), (100, 7, 1)) == ((2, 35), (100, 1))  # a gap between rows
+    assert coalesce((3, 4), (1, 3)) == ((3, 4), (1, 3))  # column-major: another order
+    assert coalesce((4, 1, 3), (0, 9, 0)) == ((12,), (0,))  # broadcast dims chain too
+    assert coalesce((1, 1), (5, 2)) == ((), ())  # one offset
+    assert coalesce((2, 3), (4, 4)) == ((2, 3), (4, 4))  # overlapping dims stay apart
 
 
 # -- the seed's examples ---------------------------------------------------------------------

@@ -1,13 +1,13 @@
 """Where a view's elements live, as C index expressions.
 
-A view's element ``k`` (row-major) sits at ``base + Σ idx_d·stride_d``; ``coalesce`` merges
-dims that step evenly, so most views become one run ``base + k·stride`` and the emitted
-loops stay simple enough for gcc to vectorise.
+A view's element ``k`` (row-major) sits at ``base + Σ idx_d·stride_d``; ``coalesced`` merges
+dims that step evenly (``npukit.layout.coalesce``), so most views become one run
+``base + k·stride`` and the emitted loops stay simple enough for gcc to vectorise.
 
 >>> from npukit.layout import Layout
->>> coalesce(Layout((2, 5, 7), "int8", (100, 10, 1)))
+>>> coalesced(Layout((2, 5, 7), "int8", (100, 10, 1)))
 ((2, 100), (5, 10), (7, 1))
->>> coalesce(Layout((2, 5, 7), "int8"))
+>>> coalesced(Layout((2, 5, 7), "int8"))
 ((70, 1),)
 """
 
@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from .. import ir
-from ..layout import Layout
+from ..layout import Layout, coalesce
 from .arith import Helpers
 
 
@@ -28,21 +28,9 @@ def key(buf: ir.Buffer) -> tuple[str, bool]:
     return buf.name, buf.role in ("in", "out", "inout")
 
 
-def coalesce(lay: Layout) -> tuple[tuple[int, int], ...]:
-    """(count, stride) per dim, outermost first, without size-1 dims, neighbours merged when
-    the outer stride is the inner count times the inner stride."""
-    out: list[tuple[int, int]] = []
-    for n, s in zip(lay.shape, lay.strides):
-        if n == 1:
-            continue
-        out.append((n, s))
-    merged: list[tuple[int, int]] = []
-    for n, s in reversed(out):
-        if merged and s == merged[-1][0] * merged[-1][1]:
-            merged[-1] = (n * merged[-1][0], merged[-1][1])
-        else:
-            merged.append((n, s))
-    return tuple(reversed(merged))
+def coalesced(lay: Layout) -> tuple[tuple[int, int], ...]:
+    """(count, stride) per dim of ``npukit.layout.coalesce`` of ``lay``, outermost first."""
+    return tuple(zip(*coalesce(lay.shape, lay.strides)))
 
 
 def injective(dims: tuple[tuple[int, int], ...]) -> bool:
@@ -76,7 +64,7 @@ class Access:
 def access(view: ir.View, ptr: str, origin: int = 0) -> Access:
     """``view`` addressed from ``ptr``, which points at element ``origin`` of its buffer."""
     base = view.offset + (view.layout.offset - origin)
-    return Access(ptr, base, coalesce(view.layout))
+    return Access(ptr, base, coalesced(view.layout))
 
 
 # Object-like macros of the headers the generated code includes (<stdint.h>, <string.h>,

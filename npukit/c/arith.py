@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..arith import act_bounds
+from ..dtypes import int_range, is_float
 from ..errors import DTypeError
-from .ctype import c_type, float_literal, int_literal, int_range, is_bf16, is_float
+from .ctype import c_type, float_literal, int_literal, is_bf16
 
 _F32 = np.dtype("float32")
 

@@ -16,19 +16,10 @@ import math
 
 import numpy as np
 
-from ..dtypes import dtype
-from ..dtypes import is_float as _is_float
+from ..dtypes import FACTS, dtype, is_float
 from ..errors import DTypeError
 
-_C_TYPES = {
-    "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "uint16": "uint16_t",
-    "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint64": "uint64_t",
-    "float16": "npk_float16", "bfloat16": "npk_bfloat16", "float32": "float",
-    "float64": "double", "complex64": "float _Complex", "complex128": "double _Complex",
-    "bool": "uint8_t",  # a mask lane: 0 or 1
-}
-
-# The typedefs the names above need, emitted once before their first use.
+# The typedefs the C types of ``npukit.dtypes.FACTS`` need, emitted once before their first use.
 TYPEDEFS = {
     "npk_float16": """\
 /* float16: gcc's _Float16 (IEEE binary16; conversions round to nearest even). */
@@ -45,16 +36,11 @@ def c_type(dt: np.dtype, what: str = "") -> str:
     """The C type holding one element of ``dt``; ``DTypeError`` for dtypes the C back end
     does not support (``what`` names the tensor or buffer in the message)."""
     try:
-        return _C_TYPES[dt.name]
+        return FACTS[dt.name].c_type
     except KeyError:
         where = f" ({what})" if what else ""
         raise DTypeError(f"C back end: no C type for dtype {dt.name}{where}; supported: "
-                         f"{', '.join(_C_TYPES)}") from None
-
-
-def is_float(dt: np.dtype) -> bool:
-    """Real floating-point types, bfloat16 included (not complex)."""
-    return _is_float(dt)
+                         f"{', '.join(FACTS)}") from None
 
 
 def is_bf16(dt: np.dtype) -> bool:
@@ -121,6 +107,7 @@ def poison_literal(dt: np.dtype) -> str:
     return int_literal(int(np.full(dt.itemsize, 0xA5, np.uint8).view(dt)[0]))
 
 
-def int_range(dt: np.dtype) -> tuple[int, int]:
-    info = np.iinfo(dt)
-    return int(info.min), int(info.max)
+def hex_float(v: float) -> str:
+    """The float32 C constant of ``v`` in C99's exact hexadecimal notation:
+    ``hex_float(0.75) == '0x1.8000000000000p-1f'``."""
+    return float(v).hex() + "f"

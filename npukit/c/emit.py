@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import ir
 from ..cdecl import C_KEYWORDS
+from ..dtypes import is_float
 from . import arith as A
 from .access import (
     Access,
@@ -49,7 +50,7 @@ from .access import (
 )
 from .calls import PRELUDE_NAMES, ArgStruct, defined_names, emit_call, extern_sources, prelude
 from .code import Writer, comment_text, wrap
-from .ctype import TYPEDEFS, c_type, is_float, literal, poison_literal
+from .ctype import TYPEDEFS, c_type, literal, poison_literal
 from .fuse import ProgramInfo, fused_loop
 from .lut import lut_lane
 from .threads import FEATURE_MACRO

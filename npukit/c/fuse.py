@@ -48,11 +48,12 @@ import numpy as np
 
 from .. import ir
 from ..arith import act_bounds
+from ..dtypes import int_range
 from ..layout import Layout
 from . import arith as A
-from .access import Access, affine_c, coalesce, join_sum, key, scaled
+from .access import Access, affine_c, coalesced, join_sum, key, scaled
 from .code import Writer
-from .ctype import c_type, int_range, poison_literal
+from .ctype import c_type, poison_literal
 
 
 @dataclass
@@ -146,7 +147,7 @@ def _internal(v: ir.View) -> bool:
 def _lane_view(v: ir.View, width: int) -> bool:
     """An internal view whose lane ``l`` is element ``l`` of one fixed run."""
     return _internal(v) and not v.offset.terms and v.size == width and \
-        coalesce(v.layout) in (((width, 1),), ()) and len(v.shape) <= 1
+        coalesced(v.layout) in (((width, 1),), ()) and len(v.shape) <= 1
 
 
 def _coeff(a: ir.Affine, var: ir.Var) -> int | None:
@@ -332,8 +333,8 @@ def _widen(loop: ir.Loop, whole: dict) -> list | None:
         w = x.size
         full = whole.get(x.buffer.name)
         if full is None or _coeff(x.offset, v) != w or full.size != m * w or \
-                coalesce(full.layout) not in (((m * w, 1),), ()) or \
-                coalesce(x.layout) not in (((w, 1),), ()) or \
+                coalesced(full.layout) not in (((m * w, 1),), ()) or \
+                coalesced(x.layout) not in (((w, 1),), ()) or \
                 x.offset - v * w + x.layout.offset != full.offset + full.layout.offset:
             return x if v not in x.offset.vars else None  # a pair read whole, or refused
         return full
@@ -372,7 +373,7 @@ def _grown(x: ir.View, m: int) -> ir.View:
 def _grown_output(x: ir.View, v: ir.Var, m: int) -> ir.View | None:
     """A tensor view ``ptr[base + c·v + s·k]``, k < w, with ``c = w·s``: the view of all ``m``
     sub-vectors, ``ptr[base + s·k]``, k < m·w."""
-    dims = coalesce(x.layout)
+    dims = coalesced(x.layout)
     w, s = (dims[0] if dims else (x.size, 1))
     if len(dims) > 1 or _coeff(x.offset, v) != w * s:
         return None

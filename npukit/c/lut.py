@@ -34,10 +34,11 @@ import numpy as np
 
 from .. import ir
 from ..arith import linear_bounds
+from ..dtypes import is_float
 from ..errors import DTypeError
 from .arith import Helpers, convert
 from .code import block_comment
-from .ctype import c_type, float_literal, int_literal, is_float
+from .ctype import c_type, float_literal, int_literal
 
 _F32, _I32, _I64 = np.dtype("float32"), np.dtype("int32"), np.dtype("int64")
 

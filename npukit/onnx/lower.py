@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..cdecl import C_KEYWORDS
+from ..dtypes import int_range
 from ..errors import ModelError
 from ..tiler import cnn_more as G
 from ..tiler import cnn_more_kernels as K
@@ -35,8 +36,6 @@ from ..tiler.graph_api import (
 from ..tiler.model import Model
 from .reader import Net, Node, QConst
 
-C_TYPES = {"float32": "float *", "int8": "signed char *", "uint8": "unsigned char *",
-           "int32": "int *"}
 ACTS = {"Relu": K.ACT_RELU, "LeakyRelu": K.ACT_LEAKY, "Clip": K.ACT_CLIP,
         "Sigmoid": K.ACT_SIGMOID, "Tanh": K.ACT_TANH}
 BINARY = {"Add": K.BIN_ADD, "Sub": K.BIN_SUB, "Mul": K.BIN_MUL, "Div": K.BIN_DIV}
@@ -185,7 +184,7 @@ class Lowering:
     def const(self, values: np.ndarray, hint: str) -> str:
         """A new graph constant holding ``values``."""
         values = np.ascontiguousarray(values)
-        if values.dtype.name not in C_TYPES:
+        if values.dtype.name not in K.CODES:
             raise ModelError(f"constant {hint!r}: dtype {values.dtype} cannot be a graph tensor")
         name = c_name(hint, "W_", self.taken)
         self.decls[name] = Decl(name, "const", values.dtype, values.size, None, values)
@@ -331,7 +330,7 @@ class Lowering:
             G.unary(self.m, lname, in_dt=d.dtype, out_dt=d.dtype, Rows=rows, Cols=cols,
                     Op=K.ACT_NONE)
         else:
-            lo, hi = K.type_range(d.dtype)
+            lo, hi = int_range(d.dtype)
             G.unary(self.m, lname, in_dt=d.dtype, out_dt=d.dtype, Rows=rows, Cols=cols,
                     Op=0, P0=lo, P1=hi)
         self.add(lname, "Copy", [], f"{d.size} values to output {o!r}", [src], [name])
@@ -613,7 +612,7 @@ class Lowering:
     def _act(self, n: Node) -> None:
         dt = self.dtype(n.inputs[0])
         if n.op == "Relu" and dt in (np.int8, np.uint8):  # max(x, 0) on integers (opset 14)
-            hi = K.type_range(dt)[1]
+            hi = int_range(dt)[1]
             return self._unary(n, dt, dt, 0, 0, hi, f"clamp to [0, {hi}]")
         if dt != np.float32:
             raise ModelError(f"{n.where()}: {n.op} on {self.dtype(n.inputs[0])} data outside a "
@@ -1057,7 +1056,7 @@ class Lowering:
             fill = _f(value)
         else:
             fill = int(n.attrs.get("qvalue", round(value)))
-            lo_, hi_ = K.type_range(dt)
+            lo_, hi_ = int_range(dt)
             if not lo_ <= fill <= hi_ or float(fill) != value and "qvalue" not in n.attrs:
                 raise ModelError(f"{n.where()}: constant value {value} for {dt} data")
         todo = [(ax, pads[i], pads[i + len(axes)]) for i, ax in enumerate(axes)
@@ -1089,7 +1088,7 @@ class Lowering:
     def declare(self) -> None:
         """CreateGraph, AddNode and CloseGraph on the model."""
         def info(d: Decl):
-            ctype = C_TYPES[d.dtype.name]
+            ctype = K.c_type(d.dtype) + " *"
             big = d.size * d.dtype.itemsize > self.m.l2_budget // 2
             l3 = AT_MemLocation.AT_MEM_L3_DEFAULTRAM if big else AT_MemLocation.AT_MEM_L2
             if d.kind == "const":

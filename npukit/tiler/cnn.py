@@ -23,6 +23,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from ..dtypes import int_range
 from ..errors import TilingError
 from . import cnn_kernels as K
 from .api import (
@@ -122,7 +123,7 @@ def _bounds(name: str, gen: str, act: KernelOper, out_dt: np.dtype, out_q: int) 
         if act == KOP_RELUN:
             raise TilingError(f"{gen} {name!r}: KOP_RELUN needs fixed point data")
         return (0, 0) if act == KOP_RELU else (-1, 0)
-    lo, hi = K.type_range(out_dt)
+    lo, hi = int_range(out_dt)
     if act == KOP_RELU:
         return 0, hi
     if act == KOP_RELUN:

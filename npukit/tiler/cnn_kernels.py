@@ -28,10 +28,12 @@ from functools import cache
 
 import numpy as np
 
+from ..arith import wrap32
+from ..c.ctype import hex_float
+from ..dtypes import FACTS, int_range, is_float
 from ..errors import DTypeError
 
 CODES = {"int8": "fps", "int16": "fp", "int32": "fpd", "float32": "fl"}
-C_TYPES = {"int8": "signed char", "int16": "short int", "int32": "int", "float32": "float"}
 POOL_NONE, POOL_MAX, POOL_AVG = 0, 1, 2
 
 
@@ -54,27 +56,15 @@ def suffix(*dtypes: np.dtype) -> str:
 
 
 def c_type(dt: np.dtype) -> str:
+    """The GAP spelling of ``dt``'s C type (``npukit.dtypes.FACTS``) for the types these
+    kernels support."""
     name = np.dtype(dt).name
-    if name not in C_TYPES:
-        raise DTypeError(f"CNN basic kernels: no C type for {name}; supported: {list(C_TYPES)}")
-    return C_TYPES[name]
-
-
-def is_float(dt: np.dtype) -> bool:
-    return np.dtype(dt).kind == "f"
-
-
-def type_range(dt: np.dtype) -> tuple[int, int]:
-    info = np.iinfo(np.dtype(dt))
-    return int(info.min), int(info.max)
+    if name not in CODES:
+        raise DTypeError(f"CNN basic kernels: no C type for {name}; supported: {list(CODES)}")
+    return FACTS[name].gap_c_type
 
 
 # -- fixed-point helpers, shared by every numpy reference ---------------------------------
-
-def wrap32(x: np.ndarray) -> np.ndarray:
-    """int64 values reduced modulo 2**32 to int32 (a 32-bit accumulator that wraps)."""
-    return ((np.asarray(x, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int64)
-
 
 def at_norm(x: np.ndarray, n: int) -> np.ndarray:
     """GAP's ``AT_NORM``: ``(x + 2**(n-1)) >> n`` for ``n > 0``, ``x`` for ``n == 0``."""
@@ -124,7 +114,7 @@ def set_bias(bias_dt: str, acc_dt: str) -> BasicKernel:
         if np.dtype(acc_dt).itemsize == 4:
             value = f"    long long B = {b};\n    {ta} V = ({ta})(unsigned int)B;  /* wraps */"
         else:
-            lo, hi = type_range(acc_dt)
+            lo, hi = int_range(acc_dt)
             value = (f"    long long B = {b};\n"
                      f"    {ta} V = ({ta})(B < {lo} ? {lo} : B > {hi} ? {hi} : B);")
     src = f"""\
@@ -143,7 +133,7 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
         if np.dtype(acc_dt).itemsize == 4:
             v = wrap32(v)
         else:
-            v = np.clip(v, *type_range(acc_dt))
+            v = np.clip(v, *int_range(acc_dt))
         Out[:W * H] = v
 
     return BasicKernel(name, args, False, src, reference, lambda W, H, **_: W * H)
@@ -178,7 +168,7 @@ def conv(in_dt: str, filter_dt: str, acc_dt: str, width: int) -> BasicKernel:
         store = "Out[y * Wc + x] = (int)(unsigned int)Acc;  /* wraps at 32 bits */"
         unused = "    (void)Norm;\n"
     else:
-        lo, hi = type_range(acc_dt)
+        lo, hi = int_range(acc_dt)
         acc_t, start = "long long", "(long long)Out[y * Wc + x] * (1LL << Norm)"
         term = "Acc += (long long)V * Filter[fy * Fx + fx];"
         store = (f"long long A = (int)(unsigned int)Acc;  /* a 32-bit accumulator */\n"
@@ -233,7 +223,7 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
         elif dp:
             out[...] = wrap32(acc)
         else:
-            out[...] = np.clip(at_norm(wrap32(acc), Norm), *type_range(acc_dt))
+            out[...] = np.clip(at_norm(wrap32(acc), Norm), *int_range(acc_dt))
 
     def cost(Wc, Hc, Fx, Fy, **_):
         return math.ceil(Wc * Hc * Fx * Fy / width) + 4 * Hc
@@ -274,7 +264,7 @@ def pool_act(conv_dt: str, out_dt: str) -> BasicKernel:
             Out[y * Wo + x] = Oper == 2 ? S / (float)(Fx * Fy) : M;"""
         unused = "    (void)Norm;\n    (void)UB;\n"
     else:
-        lo, hi = type_range(out_dt)
+        lo, hi = int_range(out_dt)
         body = f"""\
             long long M = 0, S = 0;
             for (int fy = 0; fy < Fy; fy++) {{
@@ -331,7 +321,7 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
             if flt:
                 res = s / np.float32(Fx * Fy)
             else:
-                res = np.clip(at_norm(s * ((1 << 16) // (Fx * Fy)), 16), *type_range(out_dt))
+                res = np.clip(at_norm(s * ((1 << 16) // (Fx * Fy)), 16), *int_range(out_dt))
         else:
             res = m
         Out[:Ho * Wo] = res.reshape(-1)
@@ -405,9 +395,9 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
 
 EXP_TAYLOR = tuple(round(32768 / math.factorial(n)) for n in range(9))  # Q15 1/n!
 EXP_INT = tuple(round(math.exp(-k) * 2**30) for k in range(12))  # Q30 e^-k
-# 2**f on [0, 1) as a degree-8 polynomial in float32: (ln 2)^n / n!
-EXP2_POLY = tuple(float(np.float32(math.log(2) ** n / math.factorial(n))) for n in range(9))
-LOG2E = float(np.float32(1 / math.log(2)))
+# 2**f on [0, 1): the degree-8 Taylor polynomial of e**(f ln 2), float32 coefficients.
+EXP2_POLY = tuple(np.float32(math.log(2) ** n / math.factorial(n)) for n in range(9))
+LOG2E = np.float32(1 / math.log(2))
 
 
 def exp_q15(x: np.ndarray) -> np.ndarray:
@@ -429,22 +419,32 @@ def exp_q15(x: np.ndarray) -> np.ndarray:
     return np.where(k < 12, at_norm(p * table[np.minimum(k, 12)], 30), 0)
 
 
-def exp_f32(x: np.ndarray) -> np.ndarray:
-    """``e**x`` for float32 ``x <= 0``: ``2**t`` with ``t = x * log2(e)`` split into
-    ``k = floor(t)`` (an exact power of two; 0 when ``k < -125``) and a fraction (the
-    polynomial), every step in float32."""
-    t = np.maximum(np.asarray(x, np.float32) * np.float32(LOG2E), np.float32(-200))
-    k = np.floor(t)
-    f = t - k
-    p = np.float32(EXP2_POLY[-1])
+def exp2_f32(t: np.ndarray) -> np.ndarray:
+    """``2**t`` in float32: ``2**floor(t)`` from its bits times the polynomial of the
+    fraction; 0 below -126, infinity from 128. The float exp of every basic kernel (the C
+    helpers ``npk_exp2`` and the softmax's ``EXP_F32`` compute the same)."""
+    t = np.asarray(t, np.float32)
+    with np.errstate(invalid="ignore"):
+        return _exp2(t)
+
+
+def _exp2(t: np.ndarray) -> np.ndarray:
+    k = np.floor(np.clip(t, np.float32(-126), np.float32(127)))
+    f = np.clip(t, np.float32(-126), np.float32(127)) - k
+    p = np.full(f.shape, EXP2_POLY[-1], np.float32)
     for c in EXP2_POLY[-2::-1]:
-        p = np.float32(c) + f * p
-    scaled = np.ldexp(p, np.maximum(k, -125).astype(np.int32)).astype(np.float32)
-    return np.where(k < -125, np.float32(0), scaled)
+        p = c + f * p
+    scale = ((k.astype(np.int32) + 127) << 23).view(np.float32)
+    out = (p * scale).astype(np.float32)
+    out = np.where(t < np.float32(-126), np.float32(0), out)
+    return np.where(t >= np.float32(128), np.float32(np.inf), out).astype(np.float32)
 
 
-def _hexf(v: float) -> str:
-    return float(v).hex() + "f"
+def exp_f32(x: np.ndarray) -> np.ndarray:
+    """``e**x`` for float32 ``x <= 0`` as the softmax computes it: ``exp2_f32(t)`` with
+    ``t = x * log2(e)``, 0 when ``floor(t) < -125``."""
+    t = np.maximum(np.asarray(x, np.float32) * LOG2E, np.float32(-200))
+    return np.where(np.floor(t) < -125, np.float32(0), exp2_f32(t))
 
 
 @cache
@@ -462,16 +462,16 @@ def softmax(in_dt: str, out_dt: str) -> BasicKernel:
     if flt:
         poly = "P"
         for c in EXP2_POLY[-2::-1]:
-            poly = f"({_hexf(c)} + F * {poly})" if poly != "P" else f"({_hexf(c)} + F * P)"
+            poly = f"({hex_float(c)} + F * {poly})" if poly != "P" else f"({hex_float(c)} + F * P)"
         helper = f"""\
     /* e**x for x <= 0: 2**T with T = x * log2(e) = K + F, K = floor(T): 2**F by a
        polynomial, 2**K from its float bits; 0 when K < -125. */
 #define NPK_EXP_F32(X, R) do {{ \\
-        float T = (X) * {_hexf(LOG2E)}; \\
+        float T = (X) * {hex_float(LOG2E)}; \\
         T = T > -200.0f ? T : -200.0f; \\
         float K = (float)(int)T; \\
         if (K > T) K = K - 1.0f; \\
-        float F = T - K, P = {_hexf(EXP2_POLY[-1])}; \\
+        float F = T - K, P = {hex_float(EXP2_POLY[-1])}; \\
         union {{ unsigned int U; float V; }} S; \\
         P = {poly}; \\
         S.U = (unsigned int)((int)K + 127 > 0 ? (int)K + 127 : 0) << 23; \\
@@ -495,7 +495,7 @@ def softmax(in_dt: str, out_dt: str) -> BasicKernel:
     }}
 #undef NPK_EXP_F32"""
     else:
-        hi = type_range(out_dt)[1]
+        hi = int_range(out_dt)[1]
         taylor = ", ".join(str(c) for c in EXP_TAYLOR)
         ints = ", ".join(str(c) for c in EXP_INT)
         body = f"""\
@@ -551,6 +551,6 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
         q = align(d, 15 - Norm)
         e = exp_q15(q)
         inv = (1 << 30) // int(e.sum())
-        Out[:N] = np.minimum(at_norm(e * inv, 30 - OutQ), type_range(out_dt)[1])
+        Out[:N] = np.minimum(at_norm(e * inv, 30 - OutQ), int_range(out_dt)[1])
 
     return BasicKernel(name, args, False, src, reference, lambda N, **_: 60 * N)

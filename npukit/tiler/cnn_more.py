@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import is_float
 from ..errors import TilingError
 from . import cnn_kernels as CK
 from . import cnn_more_kernels as K
@@ -125,7 +126,7 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
     [OutFeat] (float32 or int32), Scale [OutFeat] float32 (integers: the requantisation
     scale ``x_scale * w_scale / y_scale``), Out [OutFeat, Ho, Wo]; the convolution output is
     Wc x Hc. Integer outputs are clamped to [Lo, Hi] (the activation, folded)."""
-    flt = K.is_float(out_dt)
+    flt = is_float(out_dt)
     acc_dt = "float32" if flt else "int32"
     bias_dt = acc_dt
     _check(Name, "pooling after an integer convolution must be a max pooling",
@@ -230,7 +231,7 @@ def global_pool(m, Name: str, *, dt, C: int, Width: int, Height: int, InZp: int 
     """``Name(In, Out)``: the average of each of the C planes of In [C, Height, Width] into
     Out [C]; the plane is summed tile by tile (``global_sum``), then divided or requantised
     (``global_out``)."""
-    acc = "float32" if K.is_float(dt) else "int32"
+    acc = "float32" if is_float(dt) else "int32"
     dt = np.dtype(dt).name
     s, o = _lib(m, K.global_sum(dt)), _lib(m, K.global_out(dt))
     item = np.dtype(dt).itemsize
@@ -340,7 +341,7 @@ def matmul(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c: str 
     (float32) or the int32 bias (integers) being ``c``: ``"column"`` [N], ``"element"`` [M, N],
     ``"row"`` [M] or ``"scalar"`` [1]. Each output row is an out-plane; B, C, Scale and Out are
     cut in vertical tiles of columns. Integers: Scale [N] or [1] float32."""
-    flt = K.is_float(out_dt)
+    flt = is_float(out_dt)
     k = _lib(m, K.matmul(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
                          _width(m, a_dt)))
     ver = OBJ_CONSTRAINTS_TILE_VER
@@ -393,7 +394,7 @@ def softmax(m, Name: str, *, Outer: int, D: int, Inner: int, dt="float32",
     [Outer, D, Inner]: along rows (tiles of rows) when Inner is 1, else along the columns of
     vertical tiles of each [D, Inner] plane. float32, or ONNX Runtime's QLinearSoftmax on
     int8/uint8 with its 256-entry exp table (``cnn_more_kernels.qsoftmax``)."""
-    quant = not K.is_float(dt)
+    quant = not is_float(dt)
     k = _lib(m, K.qsoftmax(np.dtype(dt).name) if quant else K.softmax("float32"))
     item = np.dtype(dt).itemsize
     if Inner == 1:

@@ -27,11 +27,13 @@ from functools import cache
 
 import numpy as np
 
+from ..arith import wrap32
+from ..c.ctype import hex_float
+from ..dtypes import FACTS, int_range, is_float
 from ..errors import DTypeError
-from .cnn_kernels import BasicKernel, _rows, wrap32
+from .cnn_kernels import EXP2_POLY, LOG2E, BasicKernel, _rows, exp2_f32
 
 CODES = {"int8": "fps", "uint8": "u8", "int32": "fpd", "float32": "fl"}
-C_TYPES = {"int8": "signed char", "uint8": "unsigned char", "int32": "int", "float32": "float"}
 
 # Activation codes (float layers; integer layers fold their activation into a clamp).
 ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP, ACT_SIGMOID, ACT_TANH = range(6)
@@ -44,9 +46,6 @@ POOL_NONE, POOL_MAX, POOL_AVG = 0, 1, 2
 # Padding modes (ONNX Pad).
 PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP = range(4)
 
-LOG2E = np.float32(1 / math.log(2))
-# 2**f on [0, 1): the degree-8 Taylor polynomial of e**(f ln 2), float32 coefficients.
-EXP2_POLY = tuple(np.float32(math.log(2) ** n / math.factorial(n)) for n in range(9))
 # log2(m) = T * sum_k c_k S**k with T = (m-1)/(m+1), S = T*T: c_k = (2 / ln 2) / (2k + 1).
 LOG2_POLY = tuple(np.float32(2 / math.log(2) / (2 * k + 1)) for k in range(8))
 TANH_POLY = (np.float32(-1 / 3), np.float32(2 / 15), np.float32(-17 / 315))
@@ -67,17 +66,10 @@ def suffix(*dtypes) -> str:
 
 
 def c_type(dt) -> str:
+    """The GAP spelling of ``dt``'s C type (``npukit.dtypes.FACTS``) for the types these
+    kernels support."""
     code(dt)
-    return C_TYPES[np.dtype(dt).name]
-
-
-def is_float(dt) -> bool:
-    return np.dtype(dt).kind == "f"
-
-
-def type_range(dt) -> tuple[int, int]:
-    info = np.iinfo(np.dtype(dt))
-    return int(info.min), int(info.max)
+    return FACTS[np.dtype(dt).name].gap_c_type
 
 
 # -- shared arithmetic: numpy twins of the C helpers ----------------------------------------
@@ -110,26 +102,6 @@ def quantize(x: np.ndarray, scale, zp: int, lo: int, hi: int) -> np.ndarray:
     v = np.asarray(x, np.float32) / np.float32(scale)
     v = np.minimum(np.maximum(v, np.float32(lo - zp)), np.float32(hi - zp))
     return rne(v).astype(np.int64) + zp
-
-
-def exp2_f32(t: np.ndarray) -> np.ndarray:
-    """``2**t`` in float32: ``2**floor(t)`` from its bits times the polynomial of the
-    fraction; 0 below -126, infinity from 128."""
-    t = np.asarray(t, np.float32)
-    with np.errstate(invalid="ignore"):
-        return _exp2(t)
-
-
-def _exp2(t: np.ndarray) -> np.ndarray:
-    k = np.floor(np.clip(t, np.float32(-126), np.float32(127)))
-    f = np.clip(t, np.float32(-126), np.float32(127)) - k
-    p = np.full(f.shape, EXP2_POLY[-1], np.float32)
-    for c in EXP2_POLY[-2::-1]:
-        p = c + f * p
-    scale = ((k.astype(np.int32) + 127) << 23).view(np.float32)
-    out = (p * scale).astype(np.float32)
-    out = np.where(t < np.float32(-126), np.float32(0), out)
-    return np.where(t >= np.float32(128), np.float32(np.inf), out).astype(np.float32)
 
 
 def log2_f32(v: np.ndarray) -> np.ndarray:
@@ -191,14 +163,10 @@ def activate(v: np.ndarray, act: int, p0: int, p1: int) -> np.ndarray:
     return v
 
 
-def _hexf(v) -> str:
-    return float(v).hex() + "f"
-
-
 def _horner(coefs, var: str, acc: str) -> str:
     """C statements: ``acc = c_n; acc = c_{n-1} + var * acc; ...`` (float32 Horner)."""
-    lines = [f"{acc} = {_hexf(coefs[-1])};"]
-    lines += [f"{acc} = {_hexf(c)} + {var} * {acc};" for c in coefs[-2::-1]]
+    lines = [f"{acc} = {hex_float(coefs[-1])};"]
+    lines += [f"{acc} = {hex_float(c)} + {var} * {acc};" for c in coefs[-2::-1]]
     return " ".join(lines)
 
 
@@ -266,19 +234,19 @@ static inline float npk_log2(float V)
 }}
 static inline float npk_sigmoid(float X)
 {{
-    float A = X < 0.0f ? -X : X, E = npk_exp2(-A * {_hexf(LOG2E)});
+    float A = X < 0.0f ? -X : X, E = npk_exp2(-A * {hex_float(LOG2E)});
     return X >= 0.0f ? 1.0f / (1.0f + E) : E / (1.0f + E);
 }}
 static inline float npk_tanh(float X)
 {{
     float A = X < 0.0f ? -X : X, S = X * X, P, E, R;
     if (A < 0.0625f) {{
-        P = {_hexf(TANH_POLY[2])};
-        P = {_hexf(TANH_POLY[1])} + S * P;
-        P = {_hexf(TANH_POLY[0])} + S * P;
+        P = {hex_float(TANH_POLY[2])};
+        P = {hex_float(TANH_POLY[1])} + S * P;
+        P = {hex_float(TANH_POLY[0])} + S * P;
         return X + X * (S * P);
     }}
-    E = npk_exp2(-(A + A) * {_hexf(LOG2E)});
+    E = npk_exp2(-(A + A) * {hex_float(LOG2E)});
     R = (1.0f - E) / (1.0f + E);
     return X < 0.0f ? -R : R;
 }}
@@ -553,7 +521,7 @@ def pool(dt: str) -> BasicKernel:
             else Out[y * Wo + x] = N == 0 ? 0.0f : S / (float)(CountPad ? Nh * Nw : N);"""
         unused = _unused("InScale", "InZp", "OutScale", "OutZp")
     else:
-        lo, hi = type_range(dt)
+        lo, hi = int_range(dt)
         body = f"""\
             int M = {lo}, N = 0;
             float S = 0.0f, Q;
@@ -605,7 +573,7 @@ void {name}({_sig(args)})
             m = np.full((OutRows, Wo), np.float32(-3.40282347e+38), np.float32)
             s = np.zeros((OutRows, Wo), np.float32)
         else:
-            m = np.full((OutRows, Wo), type_range(dt)[0], np.int64)
+            m = np.full((OutRows, Wo), int_range(dt)[0], np.int64)
             s = np.zeros((OutRows, Wo), np.float32)
             xs_, ys_ = bits_f32(InScale), bits_f32(OutScale)
         n = np.zeros((OutRows, Wo), np.int64)
@@ -639,7 +607,7 @@ void {name}({_sig(args)})
             div = np.full_like(n, Fx * Fy) if CountPad else n
             avg = np.where(n == 0, np.float32(0), s / np.maximum(div, 1).astype(np.float32))
             q = rne(avg / ys_ + np.float32(OutZp))
-            lo, hi = type_range(dt)
+            lo, hi = int_range(dt)
             out[...] = np.clip(q, lo, hi).astype(np.int64)
 
     def cost(Wo, OutRows, Fx, Fy, **_):
@@ -693,7 +661,7 @@ def global_out(dt: str) -> BasicKernel:
     if flt:
         body = _unused("InZp", "Scale", "OutZp") + "    Out[0] = Sum[0] / (float)Count;"
     else:
-        lo, hi = type_range(dt)
+        lo, hi = int_range(dt)
         body = (f"    Out[0] = ({t})npk_requant((int)((unsigned int)Sum[0] - (unsigned int)"
                 f"(InZp * Count)), npk_f32(Scale), OutZp, {lo}, {hi});")
     src = f"""\
@@ -709,7 +677,7 @@ void {name}({_sig(args)})
             Out[0] = Sum[0] / np.float32(Count)
         else:
             Out[0] = requant(wrap32(int(Sum[0]) - InZp * Count), bits_f32(Scale), OutZp,
-                             *type_range(dt))
+                             *int_range(dt))
 
     return BasicKernel(name, args, False, src, reference, lambda **_: 20)
 
@@ -732,7 +700,7 @@ def unary(in_dt: str, out_dt: str, width: int) -> BasicKernel:
         body = ("    float A0 = npk_f32(P0), A1 = npk_f32(P1);\n"
                 "    for (int i = First; i < Last; i++) Out[i] = npk_act(In[i], Op, A0, A1);")
     elif fi:
-        lo, hi = type_range(out_dt)
+        lo, hi = int_range(out_dt)
         body = (f"    float Sc = npk_f32(P0), Lf = (float)({lo} - P1), Hf = (float)({hi} - P1);\n"
                 f"    (void)Op;\n"
                 f"    for (int i = First; i < Last; i++) {{\n"
@@ -766,7 +734,7 @@ void {name}({_sig(args)})
         if fi and fo:
             Out[:N] = activate(x, Op, P0, P1)
         elif fi:
-            Out[:N] = quantize(x, bits_f32(P0), P1, *type_range(out_dt))
+            Out[:N] = quantize(x, bits_f32(P0), P1, *int_range(out_dt))
         elif fo:
             Out[:N] = (x.astype(np.int64) - P1).astype(np.float32) * bits_f32(P0)
         else:
@@ -994,7 +962,7 @@ void {name}({_sig(args)})
         float *Y = Out + g * Sg, M = X[0], S = 0.0f;
         for (int i = 1; i < D; i++) M = X[i * Sd] > M ? X[i * Sd] : M;
         for (int i = 0; i < D; i++) {{
-            Y[i * Sd] = npk_exp2((X[i * Sd] - M) * {_hexf(LOG2E)});
+            Y[i * Sd] = npk_exp2((X[i * Sd] - M) * {hex_float(LOG2E)});
             S = S + Y[i * Sd];
         }}
         for (int i = 0; i < D; i++) Y[i * Sd] = Y[i * Sd] / S;
@@ -1023,7 +991,7 @@ def qsoftmax(dt: str) -> BasicKernel:
     with ``Ys = floor(1 / y_scale)`` (bits), saturated."""
     name = f"KerQSoftmaxNpk_{suffix(dt)}"
     t = c_type(dt)
-    lo, hi = type_range(dt)
+    lo, hi = int_range(dt)
     args = ((f"const {t} *__restrict__", "In"), (f"{t} *__restrict__", "Out"), ("int", "G"),
             ("int", "Sg"), ("int", "D"), ("int", "Sd"), ("const float *__restrict__", "Table"),
             ("int", "Ys"), ("int", "Zp"))

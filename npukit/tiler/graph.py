@@ -56,23 +56,15 @@ class GraphSpec:
 
 
 @dataclass(frozen=True)
-class GraphTensor:
-    """A tensor of the graph and where the plan put it: ``memory`` "L2", "L3", "L3_FLASH"
-    or "ARG"; ``area`` "static" or "dynamic"; ``offset`` in that area (a constant left in
-    flash: in the flash image); ``flash`` its offset in the flash image (constants);
-    ``live`` the first and last layer using it."""
+class GraphTensor(P.Placement):
+    """A tensor of the graph: where the plan put it (the fields of ``planner.Placement``:
+    ``name``, ``memory``, ``area``, ``offset``, ``size``, ``flash``, ``live``) and how the
+    graph declares it."""
 
-    name: str
     kind: str  # "arg", "const" or "local"
     ctype: str
     dtype: np.dtype
     count: int
-    memory: str
-    area: str | None
-    offset: int | None
-    size: int
-    flash: int | None
-    live: tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -373,9 +365,9 @@ class Graph:
                             spec.args[n].in_l3) for n in spec.args]
         self.plan = P.plan(self.name, tensors, layers, budgets, estimate, transfer)
         self.tensors = MappingProxyType({
-            n: GraphTensor(n, spec.args[n].kind, str(parse_ctype(spec.args[n].ArgType)),
-                           info[n][0], info[n][2], p.memory, p.area, p.offset, p.size, p.flash,
-                           p.live)
+            n: GraphTensor(**vars(p), kind=spec.args[n].kind,
+                           ctype=str(parse_ctype(spec.args[n].ArgType)), dtype=info[n][0],
+                           count=info[n][2])
             for n, p in self.plan.tensors.items()})
         self.layers = tuple(self._layer(i, n, binds) for i, (n, binds) in enumerate(spec.nodes))
         l1 = max(layer.tiling.l1_used for layer in self.layers)

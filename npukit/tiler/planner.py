@@ -78,8 +78,9 @@ class Budgets:
 class Placement:
     """Where a tensor lives: ``memory`` "L2", "L3", "L3_FLASH" or "ARG"; ``area`` "static"
     or "dynamic" (L2 and L3 RAM); ``offset`` in that area (in the flash image for a constant
-    left in flash); ``flash`` its offset in the flash image (constants); ``live`` the first
-    and last layer using it."""
+    left in flash); ``size`` its bytes; ``flash`` its offset in the flash image (constants);
+    ``live`` the first and last layer using it. A graph's tensors (``GraphTensor``) are
+    placements with their C declaration added."""
 
     name: str
     memory: str

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..c.ctype import TYPEDEFS, literal
+from ..dtypes import FACTS
 from ..lut.sigmoid import SIGMOID_TABLE, TAYLOR_CONSTANTS
 
 F32 = np.dtype("float32")
@@ -384,8 +385,8 @@ def _gemm_kernel_block() -> str:
 
 
 GEMM_DTYPES = ("float32", "bfloat16", "float16")
-_ELEM = {"float32": ("float", "{x}"), "bfloat16": ("npk_bfloat16", "tpp_bf16_to_f32({x})"),
-         "float16": ("npk_float16", "(float)({x})")}
+# How a gemm reads one element of A or B into float (its C type: ``npukit.dtypes.FACTS``).
+_TO_FLOAT = {"float32": "{x}", "bfloat16": "tpp_bf16_to_f32({x})", "float16": "(float)({x})"}
 
 
 def gemm_name(trans_a: bool, trans_b: bool, dtype: str, blocking=None, br: bool = False) -> str:
@@ -406,7 +407,7 @@ def gemm_source(trans_a: bool, trans_b: bool, dtype: str = "float32", blocking=N
     n x k), C is m x n, all column-major; T is float, or bfloat16 / float16 read into
     float32 as they are packed. ``blocking`` = (MC, KC, NC) replaces the instruction set's.
     """
-    elem, conv = _ELEM[dtype]
+    elem, conv = FACTS[dtype].c_type, _TO_FLOAT[dtype]
     fn = gemm_name(trans_a, trans_b, dtype, blocking, br=True)
     gemm = gemm_name(trans_a, trans_b, dtype, blocking)
     a_at = "a[p + i * lda]" if trans_a else "a[i + p * lda]"
@@ -573,7 +574,7 @@ def standalone(source: str, dtypes: tuple[str, ...] = ()) -> str:
     """A primitive's source compiled on its own: the typedefs its element types need."""
     head = ["#include <stdint.h>"]
     for dt in dtypes:
-        name = _ELEM.get(dt, ("float",))[0]
+        name = FACTS[dt].c_type
         if name in TYPEDEFS:
             head.append(TYPEDEFS[name])
     return "\n".join(head) + "\n\n" + source

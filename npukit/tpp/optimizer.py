@@ -36,6 +36,7 @@ import itertools
 import math
 from dataclasses import replace
 
+from ..layout import chains
 from .errors import TppError, WrongDimensionError
 from .operation import Dim, TensorOperation, _is_int, host_threads
 from .primitives import BINARY
@@ -68,13 +69,15 @@ def _make(base: dict, dims: list[Dim], history: tuple) -> TensorOperation:
 
 
 def _fuse(dims: list[Dim], tensors: tuple[str, ...], lo: int, log: list[str]) -> list[Dim]:
-    """Fuse contiguous pairs of one type until none is left."""
+    """Fuse pairs of dims of one type until none is left: any two dims, in either order, whose
+    strides chain (``npukit.layout.chains``) in every tensor, the rule of
+    ``npukit.layout.coalesce`` applied to all tensors at once."""
     dims = list(dims)
     while True:
         pair = next(((i, j) for i, j in itertools.permutations(range(len(dims)), 2)
                      if dims[i].type == dims[j].type and all(
-                         dims[i].stride(t) == dims[j].size * dims[j].stride(t)
-                         for t in tensors)), None)
+                         chains((dims[i].size, dims[i].stride(t)),
+                                (dims[j].size, dims[j].stride(t))) for t in tensors)), None)
         if pair is None:
             return dims
         i, j = pair

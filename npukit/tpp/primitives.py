@@ -41,6 +41,7 @@ import numpy as np
 
 from .. import ir
 from ..c import toolchain
+from ..dtypes import FACTS
 from ..dtypes import dtype as _dtype
 from ..errors import OutOfBoundsError
 from ..lut import sigmoid as _sig
@@ -190,8 +191,7 @@ class Primitive:
     @property
     def c_args(self) -> tuple[tuple[str, str], ...]:
         """(C type, name) of each argument, in order."""
-        elem = {"float32": "float", "bfloat16": "npk_bfloat16",
-                "float16": "npk_float16"}[self.dtype]
+        elem = FACTS[self.dtype].c_type
         if self.kind == "unary":
             ptrs = (("const float *", "a"), ("float *", "b"))
         else:
