@@ -18,16 +18,13 @@ import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..cdecl import comment_text
+
 
 def wrap(s: str, width: int = 88) -> str:
     """``s`` broken into lines of at most ``width`` characters (its own line breaks kept)."""
     return "\n".join(x for line in s.splitlines()
                      for x in textwrap.wrap(line, max(width, 40), break_on_hyphens=False) or [""])
-
-
-def comment_text(s: str) -> str:
-    """``s`` made safe inside ``/* */``."""
-    return s.replace("*/", "* /").replace("/*", "/ *")
 
 
 def block_comment(text: str, width: int = 92) -> str:
