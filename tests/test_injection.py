@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_cli_build import KERNELS  # its kernels file: clamp_half
 
 import npukit as nk
 from npukit.c import sanitizer_env, toolchain
@@ -268,22 +269,11 @@ def test_onnx_names_stay_in_the_project(kind, in_tmp):
 
 # -- npukit build -o -------------------------------------------------------------------------
 
-KERNEL = '''\
-import npukit as nk
-
-
-@nk.kernel
-def clamp_half(s, x, y, *, lo, hi):
-    xv = x.vectorize(s.act.width(x.dtype))
-    for i in s.iterate(xv.dim(0)):
-        p = s.alu.accumulate(s.iram.load(xv[i]))
-        s.append(y, s.act.clamp(p, lo, hi))
-'''
 
 
 @pytest.mark.parametrize("out", ["k.h", "./k.h", "k", "", "sub/"])
 def test_build_header_never_overwrites_the_c_file(out, in_tmp, capsys):
-    (in_tmp / "k.py").write_text(KERNEL)
+    (in_tmp / "k.py").write_text(KERNELS)
     (in_tmp / "sub").mkdir()
     before = tree(in_tmp)
     rc = main(["build", "k.py:clamp_half", "--spec", "x=100:float16", "--spec", "y=100:float16",
