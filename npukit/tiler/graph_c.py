@@ -264,7 +264,7 @@ class _Generator:
             w.comment("The name of each graph node (AT_GRAPH_PRODUCE_NODE_NAMES).")
             w.line(f"const char *{name}[{len(g.layers)}] = {{")
             for layer in g.layers:
-                w.line(f'    "{layer.name}",')
+                w.line(f"    {c_string(layer.name)},")
             w.line("};")
         if g.ctrl[AT_GraphCtrl.AT_GRAPH_PRODUCE_OPERINFOS]:
             name = g.ctrl[AT_GraphCtrl.AT_GRAPH_PRODUCE_OPERINFOS_CVAR_NAME]
@@ -272,7 +272,8 @@ class _Generator:
                       "(AT_GRAPH_PRODUCE_OPERINFOS); 0 for a user kernel no CNN generator made.")
             w.line(f"const unsigned int {name}[{len(g.layers)}] = {{")
             for layer in g.layers:
-                w.line(f"    {g.model._cnn_ops.get(layer.name, 0)},  /* {layer.name} */")
+                w.line(f"    {g.model._cnn_ops.get(layer.name, 0)},  "
+                       f"/* {comment_text(layer.name)} */")
             w.line("};")
         return w.text()
 
