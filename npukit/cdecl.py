@@ -1,8 +1,11 @@
-"""C names and C types as the GAP AutoTiler's vocabulary spells them, checked.
+"""What a user's text may become in generated C and in the files written next to it.
 
-A ``TCArg("short int * __restrict__", "In")`` or a basic kernel's name ends up in generated
-C, so nothing is pasted as written: a name must be a C identifier, a type must parse into a
-closed set of types, and the C back end writes the type back from what was parsed.
+A ``TCArg("short int * __restrict__", "In")``, a basic kernel's name, a flash file's name or
+a tensor's name ends up in generated files, so nothing is pasted as written: a name must be
+a C identifier (``identifier``), a type must parse into a closed set of types and is written
+back from what was parsed (``parse_ctype``), a file name must be a plain name that stays in
+its folder (``file_name``), and any other text is escaped for where it goes: a C comment
+(``comment_text``) or a C string literal (``c_string``). Every writer of C uses these.
 
 Names: ASCII letters, digits and ``_``, not starting with a digit, not a C keyword (C99, C11,
 C23, and ``asm``), not starting with ``__`` (the compiler's own names: ``__attribute__``).
@@ -22,6 +25,9 @@ optionally one pointer level whose ``*`` may be followed by ``const``, ``volatil
 Traceback (most recent call last):
     ...
 npukit.errors.TilingError: C type 'int; system': ';' cannot appear in a C type ...
+
+File names: ASCII letters, digits, ``_``, ``.`` and ``-``, starting with a letter, a digit or
+``_`` (so no directory, no ``..``, no absolute path, no quote, space or control character).
 """
 
 from __future__ import annotations
@@ -58,6 +64,8 @@ _POINTEE_QUALIFIERS = ("const", "volatile")
 _POINTER_QUALIFIERS = ("const", "volatile", "restrict", "__restrict__")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\*|\S")
+_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def identifier(name: object, what: str, error: type[NpukitError] = TilingError) -> str:
@@ -74,6 +82,48 @@ def identifier(name: object, what: str, error: type[NpukitError] = TilingError) 
                                                        "belong to the compiler"
         raise error(f"{what} {name!r} cannot be a C name: it is {why}")
     return name
+
+
+def file_name(name: object, what: str, error: type[NpukitError] = TilingError) -> str:
+    """``name`` when it is a plain file name (grammar in the module docstring), safe in a
+    folder, a C string, an ``#include`` line and a Makefile; else ``error`` naming ``what``.
+
+    >>> file_name("Mnist_L3_Flash_Const.dat", "flash file name")
+    'Mnist_L3_Flash_Const.dat'
+    >>> file_name("../x.dat", "flash file name")
+    Traceback (most recent call last):
+        ...
+    npukit.errors.TilingError: flash file name '../x.dat': give a plain file name ...
+    """
+    if not isinstance(name, str) or not _FILE_NAME.fullmatch(name):
+        raise error(f"{what} {name!r}: give a plain file name (ASCII letters, digits, _ . -, "
+                    f"not starting with . or -; no directory, no quote, space or control "
+                    f"character)")
+    return name
+
+
+def comment_text(s: str) -> str:
+    """``s`` made safe inside ``/* */``: control characters (a line break, NUL, which the
+    compiler drops) become spaces, ``*/`` and ``/*`` are broken apart.
+
+    >>> comment_text("In */ system(0); /*")
+    'In * / system(0); / *'
+    """
+    return _CONTROL.sub(" ", s).replace("*/", "* /").replace("/*", "/ *")
+
+
+def c_string(text: str) -> str:
+    """``text`` as a C string literal: printable ASCII as is (but ``\\``, ``"`` and ``?``,
+    which could start a trigraph, escaped), every other byte of its UTF-8 in octal.
+
+    >>> print(c_string('x.dat", &E); system("'))
+    "x.dat\\042, &E); system(\\042"
+    """
+    out = []
+    for b in text.encode():
+        ch = chr(b)
+        out.append(ch if 32 <= b < 127 and ch not in '\\"?' else f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
 
 
 @dataclass(frozen=True)

@@ -49,12 +49,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         from .c import c_header, c_source, entry_name
 
+        c_path, h_path = output_paths(args.output)
         kern = load_kernel(args.kernel)
         specs = dict(parse_spec(text) for text in args.spec)
         attrs = dict(parse_attr(text) for text in args.attr)
         prog = build(kern, target=args.target, **specs, **attrs)
-        c_path = Path(args.output)
-        h_path = c_path.with_suffix(".h")
         source, header = c_source(prog), c_header(prog)
         try:
             c_path.write_text(source)
@@ -67,6 +66,23 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {c_path} ({source.count(chr(10))} lines) and {h_path}: "
           f"void {entry_name(prog)}({', '.join(b.name for b, _ in prog.params)})")
     return 0
+
+
+def output_paths(output: str) -> tuple[Path, Path]:
+    """(C path, header path) for ``-o OUTPUT``: the header is OUTPUT with the suffix ``.h``;
+    refused when that is the C file itself (``-o k.h``), which the header would overwrite.
+
+    >>> output_paths("out/mul.c")
+    (PosixPath('out/mul.c'), PosixPath('out/mul.h'))
+    """
+    c_path = Path(output)
+    if c_path.name in ("", "..") or output.endswith("/"):
+        raise KernelError(f"-o {output!r}: give the path of a C file, e.g. mul.c")
+    h_path = c_path.with_suffix(".h")
+    if h_path.resolve() == c_path.resolve():
+        raise KernelError(f"-o {output!r}: the header would be written over the C file (the "
+                          f"header is OUTPUT with the suffix .h); name the C file OUT.c")
+    return c_path, h_path
 
 
 def load_kernel(ref: str) -> Kernel:

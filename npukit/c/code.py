@@ -14,20 +14,20 @@ for (int64_t i0 = 0; i0 < 4; i0++) {
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from ..cdecl import comment_text
+
+_LITERAL = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'')  # C string, char literals
 
 
 def wrap(s: str, width: int = 88) -> str:
     """``s`` broken into lines of at most ``width`` characters (its own line breaks kept)."""
     return "\n".join(x for line in s.splitlines()
                      for x in textwrap.wrap(line, max(width, 40), break_on_hyphens=False) or [""])
-
-
-def comment_text(s: str) -> str:
-    """``s`` made safe inside ``/* */``."""
-    return s.replace("*/", "* /").replace("/*", "/ *")
 
 
 def block_comment(text: str, width: int = 92) -> str:
@@ -45,19 +45,27 @@ def block_comment(text: str, width: int = 92) -> str:
 def break_call(line: str, width: int = 100) -> list[str]:
     """``line`` as is when its code fits ``width``, else broken after the commas between the
     arguments of its first call, each continuation aligned after that call's ``(``; a
-    trailing ``/* comment */`` stays on the last line. Comments are never broken here.
+    trailing ``/* comment */`` stays on the last line. Comments and string and character
+    literals are never broken here (their commas and parentheses are not the call's).
 
     >>> break_call("    f(aaaa, bbbb, cccc);  /* x */", 16)
     ['    f(aaaa,', '      bbbb,', '      cccc);  /* x */']
+    >>> break_call('    f("a, (b", c);', 12)
+    ['    f("a, (b",', '      c);']
     """
-    code, _, comment = line.partition("  /*")
+    # the line with each literal's inside blanked: where the code's own commas are
+    blank = _LITERAL.sub(lambda m: m.group()[0] + "_" * (len(m.group()) - 2) + m.group()[0],
+                         line)
+    end = blank.find("  /*")
+    end = len(line) if end < 0 else end
+    code, comment = line[:end], line[end + 4:]
     if len(code) <= width or line.lstrip().startswith(("/*", "*")):
         return [line]
-    start = code.find("(")
+    start = blank.find("(", 0, end)
     if start < 0:
         return [line]
     cuts, depth = [], 0
-    for k, ch in enumerate(code[start:], start):
+    for k, ch in enumerate(blank[start:end], start):
         depth += ch in "([{"
         depth -= ch in ")]}"
         if ch == "," and depth == 1:

@@ -33,7 +33,7 @@ from contextlib import nullcontext
 import numpy as np
 
 from .. import ir
-from ..cdecl import C_KEYWORDS
+from ..cdecl import C_KEYWORDS, comment_text
 from ..dtypes import is_float
 from . import arith as A
 from .access import (
@@ -49,7 +49,7 @@ from .access import (
     simplify,
 )
 from .calls import PRELUDE_NAMES, ArgStruct, defined_names, emit_call, extern_sources, prelude
-from .code import Writer, comment_text, wrap
+from .code import Writer, wrap
 from .ctype import TYPEDEFS, c_type, literal, poison_literal
 from .fuse import ProgramInfo, fused_loop
 from .lut import lut_lane

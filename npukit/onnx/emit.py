@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..c.code import Writer
+from ..cdecl import c_string
 
 NPY_DESCR = {"float32": "<f4", "int8": "|i1", "uint8": "|u1", "int32": "<i4"}
 
@@ -32,7 +33,8 @@ static long npy_read(const char *Path, const char *Descr, void *Data, long Bytes
     unsigned char Pre[10];
     char Header[4096], Want[64];
     unsigned long Len;
-    long Elems = 1, Got;
+    size_t Elems = 1, Dim;
+    long Got;
     const char *S;
     FILE *F = fopen(Path, "rb");
     if (!F) { fprintf(stderr, "cannot open %s\n", Path); return -1; }
@@ -64,13 +66,26 @@ static long npy_read(const char *Path, const char *Descr, void *Data, long Bytes
     }
     S = strstr(Header, "'shape': (");
     if (!S) { fclose(F); return -1; }
-    for (S += 10; *S && *S != ')'; S++)
-        if (*S >= '0' && *S <= '9') {
-            Elems *= strtol(S, (char **)&S, 10);
-            S--;
+    /* The product of the dims, in size_t: a dim or a product past SIZE_MAX is refused
+       before it is computed (no wrap-around can make a hostile shape match Count). */
+    for (S += 10; *S && *S != ')'; S++) {
+        if (*S < '0' || *S > '9') continue;
+        for (Dim = 0; *S >= '0' && *S <= '9'; S++) {
+            if (Dim > (SIZE_MAX - (size_t)(*S - '0')) / 10) break;
+            Dim = Dim * 10 + (size_t)(*S - '0');
         }
-    if (Elems != Count) {
-        fprintf(stderr, "%s: %ld values, the model's input has %ld\n", Path, Elems, Count);
+        if ((*S >= '0' && *S <= '9') || (Dim != 0 && Elems > SIZE_MAX / Dim)) {
+            fprintf(stderr, "%s: the shape in the header has more values than a size_t "
+                    "counts\n", Path);
+            fclose(F);
+            return -1;
+        }
+        Elems *= Dim;
+        S--;
+    }
+    if (Elems != (size_t)Count) {
+        fprintf(stderr, "%s: %lu values, the model's input has %ld\n", Path,
+                (unsigned long)Elems, Count);
         fclose(F);
         return -1;
     }
@@ -137,13 +152,15 @@ def _shape(shape) -> str:
 def main_c(g) -> str:
     """``main.c``: read the inputs, construct, run, destruct, write the outputs."""
     ports = {p.cname: (name, p) for name, p in list(g.inputs.items()) + list(g.outputs.items())}
+    stems = npy_stems(g)
     args = [t for t in g.graph.args]
     name = g.name
     w = Writer()
     w.lines += [f"/* Runs graph {name} (imported by npukit from an ONNX model) on .npy inputs.",
                 " * Usage: ./model [INPUT_DIR [OUTPUT_DIR]] (default: inputs outputs); the flash",
                 f" * file {name}_L3_Flash_Const.dat is read from the current directory. */",
-                "#include <stdio.h>", "#include <stdlib.h>", "#include <string.h>",
+                "#include <stdint.h>", "#include <stdio.h>", "#include <stdlib.h>",
+                "#include <string.h>",
                 f'#include "{name}Kernels.h"', _NPY_C]
     w.line("int main(int argc, char **argv)")
     with w.block():
@@ -159,7 +176,8 @@ def main_c(g) -> str:
             w.line(f"{ctype} *{t.name} = ({ctype} *) malloc({max(t.size, 1)});")
             w.line(f"if (!{t.name}) return 1;")
             if onnx_name in g.inputs:
-                w.line(f'snprintf(Path, sizeof Path, "%s/%s.npy", InDir, "{_file(onnx_name)}");')
+                w.line(f'snprintf(Path, sizeof Path, "%s/%s.npy", InDir, '
+                       f"{c_string(stems[onnx_name])});")
                 w.line(f'if (npy_read(Path, "{NPY_DESCR[p.dtype.name]}", {t.name}, {t.size}, '
                        f"{t.count}) != 0) return 1;")
         w.comment("Construct (allocate L1/L2/L3, open the flash file, copy the promoted "
@@ -175,10 +193,11 @@ def main_c(g) -> str:
             onnx_name, p = ports[t.name]
             if onnx_name not in g.outputs:
                 continue
-            w.line(f'snprintf(Path, sizeof Path, "%s/%s.npy", OutDir, "{_file(onnx_name)}");')
+            w.line(f'snprintf(Path, sizeof Path, "%s/%s.npy", OutDir, '
+                   f"{c_string(stems[onnx_name])});")
             w.line(f'if (npy_write(Path, "{NPY_DESCR[p.dtype.name]}", "{_shape(p.shape)}", '
                    f"{t.name}, {t.size}) != 0) return 1;")
-            w.line(f'printf("%s %s fnv1a %08lx\\n", "{_c_str(onnx_name)}", "{p.dtype.name} '
+            w.line(f'printf("%s %s fnv1a %08lx\\n", {c_string(onnx_name)}, "{p.dtype.name} '
                    f'{_shape(p.shape)}", fnv1a({t.name}, {t.size}));')
         for t in args:
             w.line(f"free({t.name});")
@@ -186,21 +205,28 @@ def main_c(g) -> str:
     return w.text() + "\n"
 
 
-def _file(name: str) -> str:
-    """A file name for a tensor: its ONNX name with anything but letters, digits, ``.``, ``-``
-    and ``_`` replaced."""
+def npy_stems(g) -> dict[str, str]:
+    """The name of each input's and output's ``.npy`` file without ``.npy``, by ONNX name:
+    the name with anything but ASCII letters, digits, ``.``, ``-`` and ``_`` replaced by
+    ``_``; one that would then be taken (also by one differing only in case) gets ``_2``,
+    ``_3``, ... in the order the model lists its inputs, then its outputs.
+
+    >>> from types import SimpleNamespace as NS
+    >>> npy_stems(NS(inputs={"x": 0}, outputs={"y 1": 0, "y_1": 0, "Y_1": 0}))
+    {'x': 'x', 'y 1': 'y_1', 'y_1': 'y_1_2', 'Y_1': 'Y_1_3'}
+    """
     import re
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
-
-
-def _c_str(text: str) -> str:
-    """``text`` inside a C string literal: printable ASCII as is (but ``\\``, ``"`` and
-    ``?``, which could start a trigraph, escaped), every other byte in octal."""
-    out = []
-    for b in text.encode():
-        ch = chr(b)
-        out.append(ch if 32 <= b < 127 and ch not in '\\"?' else f"\\{b:03o}")
-    return "".join(out)
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for name in dict.fromkeys([*g.inputs, *g.outputs]):
+        base = re.sub(r"[^A-Za-z0-9._-]", "_", name) or "_"
+        stem, k = base, 1
+        while stem.casefold() in taken:
+            k += 1
+            stem = f"{base}_{k}"
+        taken.add(stem.casefold())
+        out[name] = stem
+    return out
 
 
 def header(g) -> str:
@@ -219,6 +245,8 @@ def header(g) -> str:
 
 MAKEFILE = """\
 # Builds and runs graph {name} (generated by npukit from an ONNX model).
+# The .npy file of each input (in inputs/) and output (in outputs/ and expected/):
+{files}
 # -ffp-contract=off keeps every float32 operation rounded on its own, as npukit compiles it.
 CC ?= cc
 CFLAGS ?= -O2
@@ -258,11 +286,14 @@ def emit(g, directory, inputs: dict[str, np.ndarray] | None = None,
     inputs = inputs if inputs is not None else random_inputs(g)
     if expected is None:
         expected = g.run("c", **inputs).outputs
+    stems = npy_stems(g)
     for sub, arrays in (("inputs", inputs), ("expected", expected)):
         (folder / sub).mkdir(exist_ok=True)
         for n, a in arrays.items():
-            write_npy(folder / sub / f"{_file(n)}.npy", a)
-    checks = "\n".join(f"\tcmp outputs/{_file(n)}.npy expected/{_file(n)}.npy"
+            write_npy(folder / sub / f"{stems[n]}.npy", a)
+    checks = "\n".join(f"\tcmp outputs/{stems[n]}.npy expected/{stems[n]}.npy"
                        for n in g.outputs)
-    (folder / "Makefile").write_text(MAKEFILE.format(name=g.name, checks=checks))
+    listing = "\n".join(f"#   {stems[n]}.npy: {'input' if n in g.inputs else 'output'} "
+                        f"{ascii(n)}" for n in stems)
+    (folder / "Makefile").write_text(MAKEFILE.format(name=g.name, checks=checks, files=listing))
     return folder

@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import ir
-from ..cdecl import parse_ctype
+from ..cdecl import comment_text, parse_ctype
 from ..errors import TilingError
 from .lower import VAR_NAMES
 
@@ -298,7 +298,8 @@ class KernelC:
             g = t.geometry[name]
             space = g.frame.tiled or ("Buffer" if g.residency != "tile" else "-")
             shape = "x".join(str(n) for n in g.tile_shape)
-            out.append(f"{TAB}Ker Arg: {name}, Tiled Space: {space}, {g.residency}, tile "
+            out.append(f"{TAB}Ker Arg: {comment_text(name)}, Tiled Space: {comment_text(space)}, "
+                       f"{g.residency}, tile "
                        f"[{shape}] elements, L1 offset {p.offset}, {p.size} B x {p.slots} "
                        f"slot(s){f' {p.pitch} B apart' if p.slots > 1 else ''}")
         out.append(f"{TAB}======================== End Ker Arg Iter Spaces "
@@ -309,7 +310,7 @@ class KernelC:
         ind = TAB * depth
         for st in body:
             if isinstance(st, ir.Loop):
-                v, space = self.var_names[st.var.name], self.spaces[st.var.name]
+                v, space = self.var_names[st.var.name], comment_text(self.spaces[st.var.name])
                 out.append(f"{ind}for ({v}=0; {v}<{st.var.count}; {v}++) {{ /* Iteration on "
                            f"{space} */")
                 self.block(st.body, depth + 1, out)
@@ -336,7 +337,7 @@ class KernelC:
         size, stride, length = self.chunks(st, ext, loc)
         if size == "0" or self.guard == "0":  # a case of this transfer that moves nothing here
             return
-        arg = st.label.split()[-1]
+        arg = comment_text(st.label.split()[-1])  # a KerArg's name: only in comments
         key = ("R:" if inbound else "W:") + arg
         seen = key in self.events
         evt = self.events.setdefault(key, f"Dma{'R' if inbound else 'W'}_Evt"
@@ -346,7 +347,7 @@ class KernelC:
         slots = loc.buffer.slots if loc.buffer.memory == "L1" else 1
         later = st.label.startswith(("Read Next Tile", "Read First Tile")) if inbound else \
             st.label.startswith("Write Tile") and slots > 1
-        out.append(f"{ind}/* {st.label} */")
+        out.append(f"{ind}/* {comment_text(st.label)} */")
         if inbound and seen:
             out.append(f"{ind}AT_{lvl}_WAIT(0, &{evt}); /* Wait previous DMA {what} {arg} */")
         elif later and not inbound:
@@ -407,7 +408,7 @@ class KernelC:
         if fn.parallel and not fn.arg_type:
             raise TilingError(f"{self.name}: parallel basic kernel {fn.name} has no argument "
                               f"struct (ParArgTypeName): GAP C dispatches it with one")
-        out.append(f"{ind}/*====================== {st.label.split(':')[0]} "
+        out.append(f"{ind}/*====================== {comment_text(st.label.split(':')[0])} "
                    f"=========================*/")
         values = [f"({parse_ctype(ctype)}) ({self.value(a)})" for a, (ctype, _) in
                   zip(st.args, fn.args)]

@@ -23,7 +23,7 @@ from types import MappingProxyType
 import numpy as np
 
 from .. import ir
-from ..cdecl import identifier, parse_ctype
+from ..cdecl import file_name, identifier, parse_ctype
 from ..errors import NpukitError, ShapeError, TilingError
 from ..layout import Layout
 from ..passes import _map_buffers, check
@@ -144,6 +144,8 @@ class GraphModel:
             size = integer("SetMemoryDeviceInfos", f"{loc.name} size", size, 0, 1 << 40)
             if base and base != "0":
                 identifier(base, f"SetMemoryDeviceInfos: {loc.name} base name")
+            if const_file:  # the constants file, read and written next to the graph's C
+                file_name(const_file, f"SetMemoryDeviceInfos: {loc.name} constants file name")
             self._devices[loc] = (size, base if base and base != "0" else "",
                                   const_file or "")
             if loc == AT_MemLocation.AT_MEM_L1:

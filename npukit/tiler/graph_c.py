@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from ..c import toolchain
-from ..c.code import Writer, comment_text, wrap
+from ..c.code import Writer, wrap
 from ..c.emit import c_unit, param_type
+from ..cdecl import c_string, comment_text, file_name
 from ..errors import NpukitError
 from ..run import Result
 from .graph_api import DEVICES, L3_FLASHES, L3_RAMS, ArgDirection, AT_GraphCtrl, AT_MemLocation
@@ -263,7 +264,7 @@ class _Generator:
             w.comment("The name of each graph node (AT_GRAPH_PRODUCE_NODE_NAMES).")
             w.line(f"const char *{name}[{len(g.layers)}] = {{")
             for layer in g.layers:
-                w.line(f'    "{layer.name}",')
+                w.line(f"    {c_string(layer.name)},")
             w.line("};")
         if g.ctrl[AT_GraphCtrl.AT_GRAPH_PRODUCE_OPERINFOS]:
             name = g.ctrl[AT_GraphCtrl.AT_GRAPH_PRODUCE_OPERINFOS_CVAR_NAME]
@@ -271,7 +272,8 @@ class _Generator:
                       "(AT_GRAPH_PRODUCE_OPERINFOS); 0 for a user kernel no CNN generator made.")
             w.line(f"const unsigned int {name}[{len(g.layers)}] = {{")
             for layer in g.layers:
-                w.line(f"    {g.model._cnn_ops.get(layer.name, 0)},  /* {layer.name} */")
+                w.line(f"    {g.model._cnn_ops.get(layer.name, 0)},  "
+                       f"/* {comment_text(layer.name)} */")
             w.line("};")
         return w.text()
 
@@ -289,7 +291,8 @@ class _Generator:
         w.line("int Error;")
         if self.has_flash:
             w.line(f"{n.flash_macro}_CONF_INIT(&{n.flash}Conf, {n.flash_loc}, 0);")
-            w.line(f'{n.flash_macro}_OPEN(&{n.flash}, &{n.flash}Conf, "{n.flash_file}", &Error);')
+            w.line(f"{n.flash_macro}_OPEN(&{n.flash}, &{n.flash}Conf, {c_string(n.flash_file)}, "
+                   f"&Error);")
             w.line("if (Error) return 1;")
         if self.has_ram:
             w.line(f"{n.ram_macro}_CONF_INIT(&{n.ram}Conf, {n.ram_loc}, 0);")
@@ -556,8 +559,8 @@ def _flash_dir(g, name: str) -> Path:
 def write(g, directory: str | os.PathLike, c_name: str | None = None) -> tuple[Path, Path]:
     """Write the graph's C file and its flash file into ``directory``: (C path, flash path)."""
     folder = Path(directory)
+    c_path = folder / file_name(c_name or f"{g.name}Kernels.c", "C file name")
     folder.mkdir(parents=True, exist_ok=True)
-    c_path = folder / (c_name or f"{g.name}Kernels.c")
     c_path.write_text(g.c_source())
     flash = folder / _Names(g).flash_file
     flash.write_bytes(g.flash_image())

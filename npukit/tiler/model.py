@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .. import ir
-from ..cdecl import identifier
+from ..cdecl import file_name, identifier
 from ..errors import TilingError
 from ..machine import Target
 from ..machine import target as _target
@@ -235,8 +235,10 @@ class Model(GraphModel, CNNGenerators):
         if int(LibKernelFileCount) != len(names):
             raise TilingError(f"SetUsedFilesNames: {LibKernelFileCount} headers announced, "
                               f"{len(names)} given")
-        self.settings.std_types = StdTypedefsName or ""
-        self.settings.headers = tuple(_file_name(n) for n in names)
+        self.settings.std_types = file_name(StdTypedefsName, "SetUsedFilesNames: standard "
+                                            "types header") if StdTypedefsName else ""
+        self.settings.headers = tuple(file_name(n, "SetUsedFilesNames: kernel header")
+                                      for n in names)
 
     def SetGeneratedFilesNames(self, *names: str) -> None:
         """``(Kernels.c, Kernels.h)``, or the older generation's four names ``(KernelsInit.c,
@@ -244,7 +246,7 @@ class Model(GraphModel, CNNGenerators):
         if len(names) not in (2, 4):
             raise TilingError(f"SetGeneratedFilesNames: give two names (.c, .h) or four, got "
                               f"{len(names)}")
-        names = tuple(_file_name(n) for n in names)
+        names = tuple(file_name(n, "SetGeneratedFilesNames: file name") for n in names)
         self.settings.files = names[-2:]
         self.settings.init_files = names[:2] if len(names) == 4 else None
 
@@ -309,14 +311,6 @@ class Model(GraphModel, CNNGenerators):
             raise TilingError(f"{name}: L3 arguments need {l2} B of L2 staging, over the L2 "
                               f"budget of {self.l2_budget} B")
         return check(prog)
-
-
-def _file_name(name: str) -> str:
-    """A generated file's name: a plain file name, written into C #include lines."""
-    import re
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", name):
-        raise TilingError(f"file name {name!r}: give a plain file name (letters, digits, _ . -)")
-    return name
 
 
 __all__ = ["Model"]
