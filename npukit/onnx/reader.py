@@ -150,6 +150,7 @@ def _infer(model):
     for _ in range(len(model.graph.node) + 1):
         try:
             model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+            model = _ceil_pools(model, shape_inference)
         except Exception as exc:
             raise ModelError(f"ONNX shape inference failed on the model: "
                              f"{str(exc).splitlines()[0]}") from None
@@ -171,8 +172,66 @@ def _infer(model):
 
 
 def _pool_size(size: int, k: int, s: int, d: int, pads: tuple[int, int], ceil: bool) -> int:
+    """Output length of a pooling window, as ONNX Runtime computes it: with ceil_mode a last
+    window that would start in the end padding is dropped."""
     span = size + pads[0] + pads[1] - d * (k - 1) - 1
-    return (-(-span // s) if ceil else span // s) + 1
+    if not ceil:
+        return span // s + 1
+    out = -(-span // s) + 1
+    return out - 1 if (out - 1) * s >= size + pads[0] else out
+
+
+def _ceil_pools(model, shape_inference):
+    """``model`` with the shapes ONNX Runtime gives the outputs of MaxPool and AveragePool
+    with ceil_mode=1 (ONNX shape inference keeps a last window that starts in the end
+    padding; ONNX Runtime drops it): inferred again on a copy whose such pools have
+    ceil_mode=0 and end pads that give the same length, the shapes copied back."""
+    known = _infos(model)
+    copy, changed = None, False
+    for k, node in enumerate(model.graph.node):
+        a = _attrs(node)
+        x = known.get(node.input[0], (0, None))[1] if node.input else None
+        if node.op_type not in ("MaxPool", "AveragePool") or not a.get("ceil_mode", 0) or \
+                a.get("auto_pad", "NOTSET") not in ("NOTSET", "") or x is None or \
+                not all(isinstance(d, int) for d in x):
+            continue
+        n = len(a["kernel_shape"])
+        st, dil = a.get("strides", [1] * n), a.get("dilations", [1] * n)
+        pads = list(a.get("pads", [0] * 2 * n))
+        ends, drops = [], False
+        for i in range(n):
+            size, k_, eff = x[2 + i], a["kernel_shape"][i], dil[i] * (a["kernel_shape"][i] - 1) + 1
+            out = _pool_size(size, k_, st[i], dil[i], (pads[i], pads[i + n]), True)
+            span = size + pads[i] + pads[i + n] - eff
+            drops |= out != -(-span // st[i]) + 1
+            # the end padding with which the floor formula gives ``out``
+            ends.append(max((out - 1) * st[i] + eff - size - pads[i], 0))
+        if not drops:
+            continue
+        if copy is None:
+            copy = type(model)()
+            copy.CopyFrom(model)
+            del copy.graph.value_info[:]
+            for o in copy.graph.output:  # shapes given by ONNX shape inference, recomputed
+                o.type.tensor_type.ClearField("shape")
+        target = copy.graph.node[k]
+        for attr in target.attribute:
+            if attr.name == "ceil_mode":
+                attr.i = 0
+            if attr.name == "pads":
+                attr.ints[n:] = ends
+        if "pads" not in a:
+            from onnx import helper
+            target.attribute.append(helper.make_attribute("pads", [0] * n + ends))
+        changed = True
+    if not changed:
+        return model
+    typed = shape_inference.infer_shapes(copy, strict_mode=True, data_prop=True)
+    del model.graph.value_info[:]
+    model.graph.value_info.extend(typed.graph.value_info)
+    for o, t in zip(model.graph.output, typed.graph.output):
+        o.type.CopyFrom(t.type)
+    return model
 
 
 def _ms_shape(node, known: dict, inits: dict):
