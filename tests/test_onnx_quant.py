@@ -207,3 +207,54 @@ def test_quantized_tables_are_the_function_rounded_once():
     assert np.abs(out - want).max() <= 0.5 + 1e-6  # rounded to the nearest step
     ref, _ = ort_run(m, {"x": x})
     assert compare("y", out.astype(np.uint8).reshape(1, 256), ref["y"]).within
+
+
+def quantize(m, inputs, act, tmp_path):
+    """``m`` quantized by ONNX Runtime's quantize_static (QDQ format) on 8 random inputs."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self):
+            r = np.random.default_rng(7)
+            self.data = iter([{k: r.uniform(-2, 2, v.shape).astype(np.float32)
+                               for k, v in inputs.items()} for _ in range(8)])
+
+        def get_next(self):
+            return next(self.data, None)
+
+    onnx.save(m, tmp_path / "float.onnx")
+    quantize_static(str(tmp_path / "float.onnx"), str(tmp_path / "q.onnx"), Calibration(),
+                    quant_format=QuantFormat.QDQ, weight_type=QuantType.QInt8,
+                    activation_type=QuantType.QUInt8 if act == "u8" else QuantType.QInt8)
+    return onnx.load(tmp_path / "q.onnx")
+
+
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_qdq_softmax_over_an_axis_of_one_value(act, tmp_path):
+    """Each softmax normalizes a single value: ONNX Runtime's QLinearSoftmax gives
+    floor(1 / y_scale) (its table times that overflows float32; the quotient first does not)."""
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 9)).astype(np.float32)
+    m = quantize(model([node("Softmax", ["x"], ["y"], axis=0)], {"x": x}, ["y"], opset=13),
+                 {"x": x}, act, tmp_path)
+    g, stats, _ = against_ort(m, {"x": x}, ("c", "sim"))
+    assert "QLinearSoftmax" in [info.ops for info in g.layers]
+    assert stats["c"]["y"].exact == 1.0
+
+
+@pytest.mark.parametrize("alpha,beta", [(0.7, 1.0), (0.7, 0.5), (1.0, 0.5), (1.0, 1.0)])
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_qdq_gemm_alpha_beta_bit_exact(alpha, beta, act, tmp_path):
+    """ONNX Runtime computes alpha * (A B) + C: a bias scaled by alpha with the product
+    (28-50 steps off before) is wrong; every output matches ONNX Runtime's exactly."""
+    r = np.random.default_rng(3)
+    x = r.uniform(-1, 1, (3, 8)).astype(np.float32)
+    w, b = r.normal(size=(8, 5)).astype(np.float32), r.normal(size=5).astype(np.float32)
+    m = model([node("Gemm", ["x", "w", "b"], ["y"], alpha=alpha, beta=beta)], {"x": x}, ["y"],
+              dict(w=w, b=b), opset=13)
+    _, stats, _ = against_ort(quantize(m, {"x": x}, act, tmp_path), {"x": x}, ("c", "sim"))
+    assert stats["c"]["y"].exact == 1.0
