@@ -48,6 +48,7 @@ class _Builder:
     def __init__(self, r: np.random.Generator):
         self.r, self.nodes, self.inits, self.ops, self.k = r, [], {}, [], 0
         self.dropped = False  # a pooling whose shape ONNX and ONNX Runtime see differently
+        self.shapes: list[tuple[str, list[int]]] = []  # the tensors so far
 
     def name(self, what: str) -> str:
         self.k += 1
@@ -75,15 +76,17 @@ def _spatial(b: _Builder, x: str, shape: list[int], op: str) -> tuple[str, list[
         pad = int(r.integers(0, k // 2 + 1))
         s = int(r.choice([1, 1, 2]))
         depthwise = k == 3 and r.random() < 0.3
-        O = C if depthwise else int(r.integers(2, 7))
-        w = r.normal(size=(O, 1 if depthwise else C, k, k)) * (0.6 / k)
-        ins = [x, b.const(w)] + ([b.const(r.normal(size=O) * 0.2)] if r.random() < 0.8 else [])
+        out_ch = C if depthwise else int(r.integers(2, 7))
+        w = r.normal(size=(out_ch, 1 if depthwise else C, k, k)) * (0.6 / k)
+        ins = [x, b.const(w)]
+        if r.random() < 0.8:
+            ins.append(b.const(r.normal(size=out_ch) * 0.2))
         y = b.add("Conv", ins, kernel_shape=[k, k], pads=[pad] * 4, strides=[s, s],
                   group=C if depthwise else 1)
         H, W = (H + 2 * pad - k) // s + 1, (W + 2 * pad - k) // s + 1
         if r.random() < 0.4:
             y = b.add("Relu", [y])
-        return y, [1, O, H, W]
+        return y, [1, out_ch, H, W]
     if op == "Pool":
         kind = str(r.choice(["MaxPool", "AveragePool"]))
         k, s = (2, 2) if r.random() < 0.6 else (3, int(r.choice([1, 2])))
@@ -104,7 +107,10 @@ def _spatial(b: _Builder, x: str, shape: list[int], op: str) -> tuple[str, list[
         return y, [1, C, size(H), size(W)]
     if op == "Tanh":
         return b.add("Tanh", [x]), shape
-    other = b.const(r.normal(size=(1, C, 1, 1)) * 0.5) if r.random() < 0.5 else x
+    # a residual from an earlier tensor of this shape, else a constant per channel
+    earlier = [t for t, s in b.shapes if s == shape and t != x]
+    other = str(r.choice(earlier)) if earlier and r.random() < 0.7 else \
+        b.const(r.normal(size=(1, C, 1, 1)) * 0.5)
     return b.add("Add", [x, other]), shape
 
 
@@ -115,12 +121,14 @@ def generate(number: int) -> Case:
     b = _Builder(r)
     first = [1, int(r.integers(2, 5)), int(r.integers(4, 10)), int(r.integers(4, 10))]
     t, shape = "x", first
+    b.shapes.append((t, shape))
     for k in range(int(r.integers(1, 4))):
         if min(shape[2:]) < 3:
             break
         # a Conv first: ONNX Runtime's tool leaves a model of a lone pooling in float
         op = "Conv" if k == 0 else str(r.choice(["Conv", "Pool", "Pool", "Tanh", "Add"]))
         t, shape = _spatial(b, t, shape, op)
+        b.shapes.append((t, shape))
     # (a Gemm after a pooling that drops a window would have weights of the wrong size for
     # ONNX shape inference, which ONNX Runtime's quantization tool runs)
     if r.random() < 0.7 and not b.dropped:
@@ -134,6 +142,10 @@ def generate(number: int) -> Case:
             t = b.add("MatMul", [t, b.const(w)])
         if r.random() < 0.5:
             t = b.add("Softmax", [t], axis=-1)
+            if r.random() < 0.4:  # folded into the softmax's output scale by the tool
+                t = b.add("Relu", [t]) if r.random() < 0.5 else \
+                    b.add("Clip", [t, b.const(np.array(r.uniform(0, 0.1))),
+                                   b.const(np.array(r.uniform(0.3, 1)))])
     b.nodes[-1].output[0] = "y"
     data = r.uniform(-1, 1, first).astype(np.float32)
     m = model(b.nodes, {"x": data}, ["y"], b.inits, opset=13)

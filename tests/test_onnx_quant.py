@@ -258,3 +258,26 @@ def test_qdq_gemm_alpha_beta_bit_exact(alpha, beta, act, tmp_path):
               dict(w=w, b=b), opset=13)
     _, stats, _ = against_ort(quantize(m, {"x": x}, act, tmp_path), {"x": x}, ("c", "sim"))
     assert stats["c"]["y"].exact == 1.0
+
+
+@pytest.mark.parametrize("tail", ["Relu", "Clip"])
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_qdq_softmax_then_relu_or_clip(tail, act, tmp_path):
+    """ONNX Runtime's tool folds a Relu or Clip after a Softmax into the softmax's output
+    scale (below 1/256); over 3 values the largest table entry times 1/y_scale
+    overflows float32, which gave 0 (up to 255 steps off) before. Every element matches
+    ONNX Runtime's QLinearSoftmax exactly."""
+    x = np.random.default_rng(6).uniform(-3, 3, (4, 3)).astype(np.float32)
+    x[0] = [4, -4, -4]  # one value carries the whole sum
+    nodes = [node("Softmax", ["x"], ["s"], axis=-1)]
+    inits = {}
+    if tail == "Relu":
+        nodes.append(node("Relu", ["s"], ["y"]))
+    else:
+        nodes.append(node("Clip", ["s", "lo", "hi"], ["y"]))
+        inits = dict(lo=np.float32(0.0), hi=np.float32(0.3))
+    m = quantize(model(nodes, {"x": x}, ["y"], inits, opset=13), {"x": x / 8}, act, tmp_path)
+    g, stats, _ = against_ort(m, {"x": x}, ("c", "sim"))
+    assert "QLinearSoftmax" in [info.ops for info in g.layers]
+    assert g.output_steps["y"] < 1 / 256
+    assert stats["c"]["y"].exact == 1.0
