@@ -281,3 +281,39 @@ def test_qdq_softmax_then_relu_or_clip(tail, act, tmp_path):
     assert "QLinearSoftmax" in [info.ops for info in g.layers]
     assert g.output_steps["y"] < 1 / 256
     assert stats["c"]["y"].exact == 1.0
+
+
+@pytest.mark.parametrize("dt", [np.uint8, np.int8], ids=["u8", "s8"])
+def test_qdq_clip_with_min_above_max_gives_max(dt):
+    """ONNX's Clip is min(max(x, lo), hi): with lo > hi every value is hi, in a QDQ model
+    too (a clamp to the quantized hi, or a table when the output parameters differ)."""
+    zp = 128 if dt == np.uint8 else 0
+    inits = dict(s=np.float32(0.02), z=np.array(zp, dt), s2=np.float32(0.01),
+                 z2=np.array(zp, dt), lo=np.float32(0.5), hi=np.float32(-0.2))
+    nodes = [node("DequantizeLinear", ["x", "s", "z"], ["d"]),
+             node("Clip", ["d", "lo", "hi"], ["c"]),
+             node("QuantizeLinear", ["c", "s", "z"], ["y"]),
+             node("Clip", ["d", "lo", "hi"], ["c2"]),
+             node("QuantizeLinear", ["c2", "s2", "z2"], ["y2"])]
+    x = ints(dt, (2, 50))
+    m = model(nodes, {"x": x}, ["y", "y2"], inits, opset=13)
+    g, stats, outs = against_ort(m, {"x": x}, ("c", "sim"))
+    assert {"QuantizeLinear", "DequantizeLinear"}.isdisjoint(info.ops for info in g.layers)
+    assert (outs["c"]["y"].astype(int) == zp - 10).all()  # -0.2 / 0.02
+    assert (outs["c"]["y2"].astype(int) == zp - 20).all()
+    assert min(c.exact for c in stats["c"].values()) == 1.0
+
+
+@pytest.mark.parametrize("count_pad", [0, 1])
+def test_qlinearaveragepool_ceil_mode_shape(count_pad):
+    """ONNX Runtime's QLinearAveragePool with ceil_mode=1 drops a last window that would
+    start in the end padding: H=3, pads 1, kernel 2, stride 2 gives 2 rows."""
+    x = ints(np.uint8, (1, 3, 3, 9))
+    inits = dict(xs=np.float32(0.03), xz=np.uint8(120), ys=np.float32(0.02), yz=np.uint8(125))
+    m = model([node("QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"],
+                    domain="com.microsoft", kernel_shape=[2, 2], strides=[2, 2],
+                    pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=count_pad)],
+              {"x": x}, ["y"], inits, opset=13, extra_opsets=[MS])
+    _, stats, outs = against_ort(m, {"x": x}, ("c", "sim"))
+    assert outs["c"]["y"].shape == (1, 3, 2, 5)
+    assert stats["c"]["y"].exact >= 0.9
