@@ -262,3 +262,15 @@ def test_clip_with_min_above_max_gives_max(opset):
               dict(lo=np.float32(0.5), hi=np.float32(-0.2)), opset=opset)
     _, _, outs = against_ort(m, {"x": x}, ("c", "sim"))
     assert (outs["c"]["y"] == np.float32(-0.2)).all()
+
+
+def test_ceil_mode_pools_in_a_chain():
+    """The second pooling reads the first's ONNX Runtime shape (2 rows, not 3) and drops a
+    window of its own: [1, 2, 3, 9] -> [1, 2, 2, 5] -> [1, 2, 1, 3]."""
+    x = np.random.default_rng(8).normal(size=(1, 2, 3, 9)).astype(np.float32)
+    m = model([node("MaxPool", ["x"], ["p"], kernel_shape=[2, 2], strides=[2, 2],
+                    pads=[1, 1, 1, 1], ceil_mode=1),
+               node("AveragePool", ["p"], ["y"], kernel_shape=[2, 2], strides=[2, 2],
+                    pads=[0, 0, 1, 1], ceil_mode=1, count_include_pad=1)], {"x": x}, ["y"])
+    _, _, outs = against_ort(m, {"x": x}, ("c", "sim"))
+    assert outs["c"]["y"].shape == (1, 2, 1, 3)
