@@ -10,7 +10,6 @@ tests/test_onnx_fuzz.py (a few dozen models) and benchmarks/qdq_fuzz.py (hundred
 
 from __future__ import annotations
 
-import logging
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime
-from onnx_helpers import model, node
+from onnx_helpers import model, node, quantize_qdq
 
 import npukit.onnx
 from npukit.onnx.check import Comparison, compare, ort_run
@@ -155,30 +154,11 @@ def generate(number: int) -> Case:
 
 def quantize(case: Case, folder: Path) -> onnx.ModelProto:
     """The case's model quantized by ONNX Runtime's quantize_static on 8 random inputs."""
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
-
-    class Calibration(CalibrationDataReader):
-        def __init__(self):
-            r = np.random.default_rng(case.number + 2)
-            shape = case.inputs["x"].shape
-            self.data = iter([{"x": r.uniform(-1, 1, shape).astype(np.float32)}
-                              for _ in range(8)])
-
-        def get_next(self):
-            return next(self.data, None)
-
-    logging.getLogger().setLevel(logging.ERROR)  # the tool's advice to pre-process
-    onnx.save(case.float_model, folder / "float.onnx")
-    quantize_static(str(folder / "float.onnx"), str(folder / "qdq.onnx"), Calibration(),
-                    quant_format=QuantFormat.QDQ, per_channel=case.per_channel,
-                    activation_type=QuantType.QUInt8 if case.activations == "u8"
-                    else QuantType.QInt8, weight_type=QuantType.QInt8)
-    return onnx.load(folder / "qdq.onnx")
+    r = np.random.default_rng(case.number + 2)
+    shape = case.inputs["x"].shape
+    return quantize_qdq(case.float_model,
+                        [{"x": r.uniform(-1, 1, shape).astype(np.float32)} for _ in range(8)],
+                        folder, case.activations, case.per_channel)
 
 
 def check(case: Case, backend: str = "sim") -> list[Comparison]:

@@ -10,8 +10,7 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-import onnx  # noqa: E402
-from onnx_helpers import MS, against_ort, expose, model, node  # noqa: E402
+from onnx_helpers import MS, against_ort, expose, model, node, quantize_qdq  # noqa: E402
 
 import npukit.onnx  # noqa: E402
 from npukit.onnx.check import compare, ort_run  # noqa: E402
@@ -117,32 +116,14 @@ def float_cnn():
 @pytest.fixture(scope="module")
 def qdq_models(tmp_path_factory):
     """The float CNN quantized by onnxruntime.quantization.quantize_static (QDQ format) with
-    a calibration reader over 16 random inputs, in three flavours."""
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
-
-    class Calibration(CalibrationDataReader):
-        def __init__(self):
-            r = np.random.default_rng(7)
-            self.data = iter([{"x": r.uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32)}
-                              for _ in range(16)])
-
-        def get_next(self):
-            return next(self.data, None)
-
+    a calibration reader over 16 random inputs, in two flavours."""
+    r = np.random.default_rng(7)
+    data = [{"x": r.uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32)} for _ in range(16)]
     d = tmp_path_factory.mktemp("qdq")
-    onnx.save(float_cnn(), d / "float.onnx")
     out = {}
-    for name, act, per_channel in (("u8-per-tensor", QuantType.QUInt8, False),
-                                   ("s8-per-channel", QuantType.QInt8, True)):
-        quantize_static(str(d / "float.onnx"), str(d / f"{name}.onnx"), Calibration(),
-                        quant_format=QuantFormat.QDQ, activation_type=act,
-                        weight_type=QuantType.QInt8, per_channel=per_channel)
-        out[name] = onnx.load(d / f"{name}.onnx")
+    for name, act, per_channel in (("u8-per-tensor", "u8", False),
+                                   ("s8-per-channel", "s8", True)):
+        out[name] = quantize_qdq(float_cnn(), data, d, act, per_channel)
     return out
 
 
@@ -211,27 +192,9 @@ def test_quantized_tables_are_the_function_rounded_once():
 
 def quantize(m, inputs, act, tmp_path):
     """``m`` quantized by ONNX Runtime's quantize_static (QDQ format) on 8 random inputs."""
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
-
-    class Calibration(CalibrationDataReader):
-        def __init__(self):
-            r = np.random.default_rng(7)
-            self.data = iter([{k: r.uniform(-2, 2, v.shape).astype(np.float32)
-                               for k, v in inputs.items()} for _ in range(8)])
-
-        def get_next(self):
-            return next(self.data, None)
-
-    onnx.save(m, tmp_path / "float.onnx")
-    quantize_static(str(tmp_path / "float.onnx"), str(tmp_path / "q.onnx"), Calibration(),
-                    quant_format=QuantFormat.QDQ, weight_type=QuantType.QInt8,
-                    activation_type=QuantType.QUInt8 if act == "u8" else QuantType.QInt8)
-    return onnx.load(tmp_path / "q.onnx")
+    r = np.random.default_rng(7)
+    return quantize_qdq(m, [{k: r.uniform(-2, 2, v.shape).astype(np.float32)
+                             for k, v in inputs.items()} for _ in range(8)], tmp_path, act)
 
 
 @pytest.mark.parametrize("act", ["u8", "s8"])
