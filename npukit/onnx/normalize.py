@@ -520,4 +520,3 @@ def normalize(net: Net, fuse_qdq: bool = True) -> dict[str, str]:
         qdq(net)
     net.nodes = _live(net, net.nodes)
     return alias
-

@@ -1046,8 +1046,9 @@ void {name}({_sig(args)})
         for (int i = 1; i < D; i++) M = X[i * Sd] > M ? X[i * Sd] : M;
         for (int i = 0; i < D; i++) S = S + Table[255 - (M - X[i * Sd])];
         for (int i = 0; i < D; i++) {{
-            /* E * Y overflows when one value carries the whole sum (a group of one): then
-               E / S first, as ONNX Runtime's result is. */
+            /* E * Y overflows float when one value carries most of the sum and Y is large
+               (a group of one; a Relu or Clip after the softmax narrows y_scale): then E / S
+               first, which gives ONNX Runtime's result. */
             float E = Table[255 - (M - X[i * Sd])], P = E * Y;
             int Q = (int)npk_rne(P <= 3.40282347e38f ? P / S : (E / S) * Y) + Zp;
             O[i * Sd] = ({t})(Q < {lo} ? {lo} : Q > {hi} ? {hi} : Q);
