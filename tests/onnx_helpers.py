@@ -3,6 +3,9 @@ Runtime (the oracle for what a model computes)."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 import numpy as np
 import onnx
 from onnx import TensorProto
@@ -71,3 +74,32 @@ def against_ort(m, inputs: dict[str, np.ndarray], backends=("c",), **load_kw):
         for k in a:
             assert a[k].tobytes() == b[k].tobytes(), f"{k}: simulator and C differ"
     return g, stats, outs
+
+
+def quantize_qdq(m: onnx.ModelProto, calibration: list[dict], folder: Path, act: str = "u8",
+                 per_channel: bool = False) -> onnx.ModelProto:
+    """``m`` quantized by ONNX Runtime's own tool (``quantize_static``, QDQ format, int8
+    weights) with ``act`` ("u8" or "s8") activations, calibrated on the input dicts
+    ``calibration``; the files go to ``folder``."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self):
+            self.data = iter(calibration)
+
+        def get_next(self):
+            return next(self.data, None)
+
+    logging.getLogger().setLevel(logging.ERROR)  # the tool's advice to pre-process
+    onnx.save(m, folder / "float.onnx")
+    out = folder / f"qdq-{act}-{'channel' if per_channel else 'tensor'}.onnx"
+    quantize_static(str(folder / "float.onnx"), str(out), Calibration(),
+                    quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                    activation_type=QuantType.QUInt8 if act == "u8" else QuantType.QInt8,
+                    weight_type=QuantType.QInt8)
+    return onnx.load(out)

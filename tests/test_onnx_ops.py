@@ -239,3 +239,38 @@ def test_softmax_axes_lrn_and_batchnorm():
         "BatchNormalization (scale)", "BatchNormalization (shift)"]
     old = model([node("Softmax", ["x"], ["y"], axis=2)], {"x": x}, ["y"], opset=11)
     against_ort(old, {"x": x})  # opset 11: softmax over the flattened trailing axes
+
+
+@pytest.mark.parametrize("op,count_pad", [("MaxPool", 0), ("AveragePool", 0),
+                                          ("AveragePool", 1)])
+def test_ceil_mode_drops_the_window_that_starts_in_the_end_padding(op, count_pad):
+    """H=3, pads 1, kernel 2, stride 2, ceil_mode=1: ONNX Runtime gives 2 rows (a third
+    window would start in the end padding), not ONNX shape inference's 3."""
+    x = np.random.default_rng(4).normal(size=(1, 3, 3, 9)).astype(np.float32)
+    attrs = dict(count_include_pad=count_pad) if op == "AveragePool" else {}
+    m = model([node(op, ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1],
+                    ceil_mode=1, **attrs)], {"x": x}, ["y"])
+    _, _, outs = against_ort(m, {"x": x}, ("c", "sim"))
+    assert outs["c"]["y"].shape == (1, 3, 2, 5)
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_clip_with_min_above_max_gives_max(opset):
+    """ONNX's Clip is min(max(x, lo), hi): with lo > hi every value is hi."""
+    x = np.random.default_rng(5).normal(size=(1, 3, 4, 4)).astype(np.float32)
+    m = model([node("Clip", ["x", "lo", "hi"], ["y"])], {"x": x}, ["y"],
+              dict(lo=np.float32(0.5), hi=np.float32(-0.2)), opset=opset)
+    _, _, outs = against_ort(m, {"x": x}, ("c", "sim"))
+    assert (outs["c"]["y"] == np.float32(-0.2)).all()
+
+
+def test_ceil_mode_pools_in_a_chain():
+    """The second pooling reads the first's ONNX Runtime shape (2 rows, not 3) and drops a
+    window of its own: [1, 2, 3, 9] -> [1, 2, 2, 5] -> [1, 2, 1, 3]."""
+    x = np.random.default_rng(8).normal(size=(1, 2, 3, 9)).astype(np.float32)
+    m = model([node("MaxPool", ["x"], ["p"], kernel_shape=[2, 2], strides=[2, 2],
+                    pads=[1, 1, 1, 1], ceil_mode=1),
+               node("AveragePool", ["p"], ["y"], kernel_shape=[2, 2], strides=[2, 2],
+                    pads=[0, 0, 1, 1], ceil_mode=1, count_include_pad=1)], {"x": x}, ["y"])
+    _, _, outs = against_ort(m, {"x": x}, ("c", "sim"))
+    assert outs["c"]["y"].shape == (1, 2, 1, 3)

@@ -10,8 +10,7 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-import onnx  # noqa: E402
-from onnx_helpers import MS, against_ort, expose, model, node  # noqa: E402
+from onnx_helpers import MS, against_ort, expose, model, node, quantize_qdq  # noqa: E402
 
 import npukit.onnx  # noqa: E402
 from npukit.onnx.check import compare, ort_run  # noqa: E402
@@ -117,32 +116,14 @@ def float_cnn():
 @pytest.fixture(scope="module")
 def qdq_models(tmp_path_factory):
     """The float CNN quantized by onnxruntime.quantization.quantize_static (QDQ format) with
-    a calibration reader over 16 random inputs, in three flavours."""
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
-
-    class Calibration(CalibrationDataReader):
-        def __init__(self):
-            r = np.random.default_rng(7)
-            self.data = iter([{"x": r.uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32)}
-                              for _ in range(16)])
-
-        def get_next(self):
-            return next(self.data, None)
-
+    a calibration reader over 16 random inputs, in two flavours."""
+    r = np.random.default_rng(7)
+    data = [{"x": r.uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32)} for _ in range(16)]
     d = tmp_path_factory.mktemp("qdq")
-    onnx.save(float_cnn(), d / "float.onnx")
     out = {}
-    for name, act, per_channel in (("u8-per-tensor", QuantType.QUInt8, False),
-                                   ("s8-per-channel", QuantType.QInt8, True)):
-        quantize_static(str(d / "float.onnx"), str(d / f"{name}.onnx"), Calibration(),
-                        quant_format=QuantFormat.QDQ, activation_type=act,
-                        weight_type=QuantType.QInt8, per_channel=per_channel)
-        out[name] = onnx.load(d / f"{name}.onnx")
+    for name, act, per_channel in (("u8-per-tensor", "u8", False),
+                                   ("s8-per-channel", "s8", True)):
+        out[name] = quantize_qdq(float_cnn(), data, d, act, per_channel)
     return out
 
 
@@ -207,3 +188,100 @@ def test_quantized_tables_are_the_function_rounded_once():
     assert np.abs(out - want).max() <= 0.5 + 1e-6  # rounded to the nearest step
     ref, _ = ort_run(m, {"x": x})
     assert compare("y", out.astype(np.uint8).reshape(1, 256), ref["y"]).within
+
+
+def quantize(m, inputs, act, tmp_path):
+    """``m`` quantized by ONNX Runtime's quantize_static (QDQ format) on 8 random inputs."""
+    r = np.random.default_rng(7)
+    return quantize_qdq(m, [{k: r.uniform(-2, 2, v.shape).astype(np.float32)
+                             for k, v in inputs.items()} for _ in range(8)], tmp_path, act)
+
+
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_qdq_softmax_over_an_axis_of_one_value(act, tmp_path):
+    """Each softmax normalizes a single value: ONNX Runtime's QLinearSoftmax gives
+    floor(1 / y_scale) (its table times that overflows float32; the quotient first does not)."""
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 9)).astype(np.float32)
+    m = quantize(model([node("Softmax", ["x"], ["y"], axis=0)], {"x": x}, ["y"], opset=13),
+                 {"x": x}, act, tmp_path)
+    g, stats, _ = against_ort(m, {"x": x}, ("c", "sim"))
+    assert "QLinearSoftmax" in [info.ops for info in g.layers]
+    assert stats["c"]["y"].exact == 1.0
+
+
+@pytest.mark.parametrize("alpha,beta,bias", [(0.7, 1.0, True), (0.7, 0.5, True),
+                                             (1.0, 0.5, True), (1.0, 1.0, True),
+                                             (0.7, 1.0, False)])
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_qdq_gemm_alpha_beta_bit_exact(alpha, beta, bias, act, tmp_path):
+    """ONNX Runtime computes alpha * (A B) + C: a bias scaled by alpha with the product
+    (11-16 steps off before) is wrong; every output matches ONNX Runtime's exactly. Without
+    a bias alpha goes into the integer layer's scale."""
+    r = np.random.default_rng(3)
+    x = r.uniform(-1, 1, (6, 8)).astype(np.float32)
+    w, b = r.normal(size=(8, 5)).astype(np.float32), r.normal(size=5).astype(np.float32)
+    m = model([node("Gemm", ["x", "w", "b"] if bias else ["x", "w"], ["y"], alpha=alpha,
+                    beta=beta)], {"x": x}, ["y"], dict(w=w, b=b) if bias else dict(w=w),
+              opset=13)
+    g, stats, _ = against_ort(quantize(m, {"x": x}, act, tmp_path), {"x": x}, ("c", "sim"))
+    assert ("QLinearMatMul" in [info.ops for info in g.layers]) == (alpha == 1 or not bias)
+    assert stats["c"]["y"].exact == 1.0
+
+
+@pytest.mark.parametrize("tail", ["Relu", "Clip"])
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_qdq_softmax_then_relu_or_clip(tail, act, tmp_path):
+    """ONNX Runtime's tool folds a Relu or Clip after a Softmax into the softmax's output
+    scale (below 1/256); over 3 values the largest table entry times 1/y_scale
+    overflows float32, which gave 0 (up to 255 steps off) before. Every element matches
+    ONNX Runtime's QLinearSoftmax exactly."""
+    x = np.random.default_rng(6).uniform(-3, 3, (4, 3)).astype(np.float32)
+    x[0] = [4, -4, -4]  # one value carries the whole sum
+    nodes = [node("Softmax", ["x"], ["s"], axis=-1)]
+    inits = {}
+    if tail == "Relu":
+        nodes.append(node("Relu", ["s"], ["y"]))
+    else:
+        nodes.append(node("Clip", ["s", "lo", "hi"], ["y"]))
+        inits = dict(lo=np.float32(0.0), hi=np.float32(0.3))
+    m = quantize(model(nodes, {"x": x}, ["y"], inits, opset=13), {"x": x / 8}, act, tmp_path)
+    g, stats, _ = against_ort(m, {"x": x}, ("c", "sim"))
+    assert "QLinearSoftmax" in [info.ops for info in g.layers]
+    assert g.output_steps["y"] < 1 / 256
+    assert stats["c"]["y"].exact == 1.0
+
+
+@pytest.mark.parametrize("dt", [np.uint8, np.int8], ids=["u8", "s8"])
+def test_qdq_clip_with_min_above_max_gives_max(dt):
+    """ONNX's Clip is min(max(x, lo), hi): with lo > hi every value is hi, in a QDQ model
+    too (a clamp to the quantized hi, or a table when the output parameters differ)."""
+    zp = 128 if dt == np.uint8 else 0
+    inits = dict(s=np.float32(0.02), z=np.array(zp, dt), s2=np.float32(0.01),
+                 z2=np.array(zp, dt), lo=np.float32(0.5), hi=np.float32(-0.2))
+    nodes = [node("DequantizeLinear", ["x", "s", "z"], ["d"]),
+             node("Clip", ["d", "lo", "hi"], ["c"]),
+             node("QuantizeLinear", ["c", "s", "z"], ["y"]),
+             node("Clip", ["d", "lo", "hi"], ["c2"]),
+             node("QuantizeLinear", ["c2", "s2", "z2"], ["y2"])]
+    x = ints(dt, (2, 50))
+    m = model(nodes, {"x": x}, ["y", "y2"], inits, opset=13)
+    g, stats, outs = against_ort(m, {"x": x}, ("c", "sim"))
+    assert {"QuantizeLinear", "DequantizeLinear"}.isdisjoint(info.ops for info in g.layers)
+    assert (outs["c"]["y"].astype(int) == zp - 10).all()  # -0.2 / 0.02
+    assert (outs["c"]["y2"].astype(int) == zp - 20).all()
+    assert min(c.exact for c in stats["c"].values()) == 1.0
+
+
+@pytest.mark.parametrize("count_pad", [0, 1])
+def test_qlinearaveragepool_ceil_mode_shape(count_pad):
+    """ONNX Runtime's QLinearAveragePool with ceil_mode=1 drops a last window that would
+    start in the end padding: H=3, pads 1, kernel 2, stride 2 gives 2 rows."""
+    x = ints(np.uint8, (1, 3, 3, 9))
+    inits = dict(xs=np.float32(0.03), xz=np.uint8(120), ys=np.float32(0.02), yz=np.uint8(125))
+    m = model([node("QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"],
+                    domain="com.microsoft", kernel_shape=[2, 2], strides=[2, 2],
+                    pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=count_pad)],
+              {"x": x}, ["y"], inits, opset=13, extra_opsets=[MS])
+    _, stats, outs = against_ort(m, {"x": x}, ("c", "sim"))
+    assert outs["c"]["y"].shape == (1, 3, 2, 5)
+    assert stats["c"]["y"].exact >= 0.9

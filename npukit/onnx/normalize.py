@@ -286,13 +286,19 @@ def _clip_bounds(net: Net, act: Node) -> tuple[float | None, float | None]:
     if act.op == "Relu":
         return 0.0, None
     if "min" in act.attrs or "max" in act.attrs:  # Clip-6
-        return act.attrs.get("min"), act.attrs.get("max")
+        return _ordered(act.attrs.get("min"), act.attrs.get("max"))
     lo = net.consts[act.inputs[1]] if len(act.inputs) > 1 and act.inputs[1] else None
     hi = net.consts[act.inputs[2]] if len(act.inputs) > 2 and act.inputs[2] else None
     for k in (1, 2):
         if k < len(act.inputs) and act.inputs[k] and act.inputs[k] not in net.consts:
             raise ModelError(f"{act.where()}: its bound {act.inputs[k]!r} must be a constant")
-    return (None if lo is None else float(lo)), (None if hi is None else float(hi))
+    return _ordered(None if lo is None else float(lo), None if hi is None else float(hi))
+
+
+def _ordered(lo: float | None, hi: float | None) -> tuple[float | None, float | None]:
+    """Clip bounds as ONNX applies them, min(max(x, lo), hi): with lo > hi every value
+    becomes hi, as the bounds [hi, hi] give."""
+    return (hi if lo is not None and hi is not None and lo > hi else lo), hi
 
 
 def _act_then_q(net: Net, g: _Graph, t: str):
@@ -379,8 +385,11 @@ def qdq(net: Net) -> None:
         elif n.op in ("MatMul", "Gemm"):
             a = _dq(net, g, n.inputs[0])
             gemm = n.op == "Gemm"
-            if gemm and (n.attrs.get("transA", 0) or
-                         (len(n.inputs) > 2 and n.inputs[2] and n.attrs.get("beta", 1.0) != 1.0)):
+            biased = gemm and len(n.inputs) > 2 and n.inputs[2]
+            # ONNX Runtime computes alpha * (A B) + C: a bias added before the one scaling
+            # of the sum would be multiplied by alpha too, so such a Gemm stays in float.
+            if gemm and (n.attrs.get("transA", 0) or (biased and (
+                    n.attrs.get("beta", 1.0) != 1.0 or n.attrs.get("alpha", 1.0) != 1.0))):
                 continue
             w = _wq(net, n.inputs[1], (1,) if not n.attrs.get("transB", 0) else (0,))
             bdq = None if w is not None else _dq(net, g, n.inputs[1])

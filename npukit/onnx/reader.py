@@ -149,7 +149,7 @@ def _infer(model):
 
     for _ in range(len(model.graph.node) + 1):
         try:
-            model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+            model = _infer_once(model, shape_inference)
         except Exception as exc:
             raise ModelError(f"ONNX shape inference failed on the model: "
                              f"{str(exc).splitlines()[0]}") from None
@@ -171,8 +171,77 @@ def _infer(model):
 
 
 def _pool_size(size: int, k: int, s: int, d: int, pads: tuple[int, int], ceil: bool) -> int:
+    """Output length of a pooling window, as ONNX Runtime computes it: with ceil_mode a last
+    window that would start in the end padding is dropped."""
     span = size + pads[0] + pads[1] - d * (k - 1) - 1
-    return (-(-span // s) if ceil else span // s) + 1
+    if not ceil:
+        return span // s + 1
+    out = -(-span // s) + 1
+    return out - 1 if (out - 1) * s >= size + pads[0] else out
+
+
+def _ceil_pools(model) -> list[int]:
+    """Indices of the MaxPool and AveragePool nodes with ceil_mode=1 and explicit pads."""
+    return [k for k, node in enumerate(model.graph.node)
+            if node.op_type in ("MaxPool", "AveragePool") and
+            _attrs(node).get("ceil_mode", 0) and
+            _attrs(node).get("auto_pad", "NOTSET") in ("NOTSET", "")]
+
+
+def _infer_once(model, shape_inference):
+    """Strict ONNX shape inference, with ONNX Runtime's lengths for pooling with ceil_mode=1
+    (ONNX shape inference keeps a last window that would start in the end padding; ONNX
+    Runtime drops it): such pools are inferred as ceil_mode=0 with the end pads that give
+    ONNX Runtime's length, then get their attributes back. Pools in a chain are settled one
+    after the other from the input."""
+    pools = _ceil_pools(model)
+    if not pools:
+        return shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    work = type(model)()
+    work.CopyFrom(model)
+    ms = {o for node in model.graph.node if node.domain == MS_DOMAIN for o in node.output}
+    kept = [vi for vi in work.graph.value_info if vi.name in ms]  # shapes npukit gave
+    del work.graph.value_info[:]
+    work.graph.value_info.extend(kept)
+    for o in work.graph.output:  # shapes ONNX shape inference wrote, inferred again
+        o.type.tensor_type.ClearField("shape")
+    for _ in range(len(pools)):
+        known = _infos(shape_inference.infer_shapes(work, strict_mode=False, data_prop=True))
+        if not any([_as_ort_pool(model.graph.node[k], work.graph.node[k], known)
+                    for k in pools]):
+            break
+    typed = shape_inference.infer_shapes(work, strict_mode=True, data_prop=True)
+    for k in pools:
+        del typed.graph.node[k].attribute[:]
+        typed.graph.node[k].attribute.extend(model.graph.node[k].attribute)
+    return typed
+
+
+def _as_ort_pool(node, target, known: dict) -> bool:
+    """Sets ``target`` (a copy of the pooling ``node``) to ceil_mode=0 with the end pads
+    that give ONNX Runtime's output length, once its input shape is known; True if that
+    changed it."""
+    from onnx import helper
+
+    x = known.get(node.input[0], (0, None))[1]
+    if x is None or not all(isinstance(d, int) for d in x):
+        return False
+    a = _attrs(node)
+    k = a["kernel_shape"]
+    n = len(k)
+    st, dil = a.get("strides", [1] * n), a.get("dilations", [1] * n)
+    pads = list(a.get("pads", [0] * 2 * n))
+    ends = []
+    for i in range(n):
+        out = _pool_size(x[2 + i], k[i], st[i], dil[i], (pads[i], pads[i + n]), True)
+        # the end padding with which the floor formula gives ``out``
+        ends.append(max((out - 1) * st[i] + dil[i] * (k[i] - 1) + 1 - x[2 + i] - pads[i], 0))
+    attrs = {**_attrs(target), "ceil_mode": 0, "pads": pads[:n] + ends}
+    if attrs == _attrs(target):
+        return False
+    del target.attribute[:]
+    target.attribute.extend(helper.make_attribute(key, v) for key, v in attrs.items())
+    return True
 
 
 def _ms_shape(node, known: dict, inits: dict):

@@ -988,7 +988,8 @@ def qsoftmax(dt: str) -> BasicKernel:
     """ONNX Runtime's QLinearSoftmax: ``G`` groups of ``D`` integers (group g at ``g*Sg + i*Sd``):
     with M the group's maximum, ``e_i = Table[255 - (M - x_i)]`` (``Table[k] = exp((k - 255 +
     shift) * x_scale)`` in float32), ``S`` their sum in order, ``y_i = rne(e_i * Ys / S) + Zp``
-    with ``Ys = floor(1 / y_scale)`` (bits), saturated."""
+    with ``Ys = floor(1 / y_scale)`` (bits), saturated; ``rne(e_i / S * Ys)`` where ``e_i * Ys``
+    overflows."""
     name = f"KerQSoftmaxNpk_{suffix(dt)}"
     t = c_type(dt)
     lo, hi = int_range(dt)
@@ -1013,7 +1014,11 @@ void {name}({_sig(args)})
         for (int i = 1; i < D; i++) M = X[i * Sd] > M ? X[i * Sd] : M;
         for (int i = 0; i < D; i++) S = S + Table[255 - (M - X[i * Sd])];
         for (int i = 0; i < D; i++) {{
-            int Q = (int)npk_rne((Table[255 - (M - X[i * Sd])] * Y) / S) + Zp;
+            /* E * Y overflows float when one value carries most of the sum and Y is large
+               (a group of one; a Relu or Clip after the softmax narrows y_scale): then E / S
+               first, which gives ONNX Runtime's result. */
+            float E = Table[255 - (M - X[i * Sd])], P = E * Y;
+            int Q = (int)npk_rne(P <= 3.40282347e38f ? P / S : (E / S) * Y) + Zp;
             O[i * Sd] = ({t})(Q < {lo} ? {lo} : Q > {hi} ? {hi} : Q);
         }}
     }}
@@ -1028,7 +1033,10 @@ void {name}({_sig(args)})
         s = np.zeros(G, np.float32)
         for i in range(D):
             s = s + e[:, i]
-        q = rne((e * bits_f32(Ys)) / s[:, None]).astype(np.int64) + Zp
+        with np.errstate(over="ignore", invalid="ignore"):
+            p = e * bits_f32(Ys)
+            q = np.where(np.isfinite(p), p / s[:, None], (e / s[:, None]) * bits_f32(Ys))
+        q = rne(q).astype(np.int64) + Zp
         Out[idx] = np.clip(q, lo, hi)
 
     return BasicKernel(name, args, True, src, reference, lambda G, D, **_: 8 * G * D)
