@@ -63,6 +63,47 @@ def test_demo_ends_with_a_summary_of_every_check(capsys):
     out = capsys.readouterr().out
     assert out.rstrip().splitlines()[-1] == f"{DEMO_CHECKS} checks passed"
     assert "MISMATCH" not in out and "DIFFERS" not in out and "FAILS" not in out
+    # Every speed is a median of interleaved rounds with their range, never one sample.
+    spread = r"[\d.e+]+ ms \([\d.e+]+-[\d.e+]+\)"
+    assert len(re.findall(spread, out)) == 4 + 3 + 2
+    assert re.search(rf"fn = prog.compile\('c'\): {spread} on 1 thread, {spread} on 2", out)
+    assert re.search(rf"^    {spread}, OpenBLAS \(np.matmul\) {spread}$", out, re.MULTILINE)
+    assert "GFLOP/s" not in out
+
+
+def test_demo_sections_are_listed_and_run_one_at_a_time(capsys):
+    from npukit.demo import SECTIONS
+
+    assert main(["demo", "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == list(SECTIONS) and len(listed) >= 10
+    assert main(["demo", "layouts"]) == 0
+    out = capsys.readouterr().out
+    assert "== Layouts" in out and "== EasyKernel" not in out and "== Lookup" not in out
+    assert out.rstrip().splitlines()[-1] == "3 checks passed"
+    assert main(["demo", "lut"]) == 0
+    out = capsys.readouterr().out
+    assert "== Lookup tables" in out and "== Layouts" not in out
+    assert out.rstrip().splitlines()[-1] == "2 checks passed"
+    with pytest.raises(SystemExit) as err:
+        main(["demo", "nope"])
+    assert err.value.code == 2
+    msg = capsys.readouterr().err
+    assert "invalid choice: 'nope'" in msg and all(f"'{name}'" in msg for name in SECTIONS)
+
+
+def help_text(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as err:
+        main([*argv, "--help"])
+    assert err.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_help_is_plain_text_and_demo_has_a_description(capsys):
+    top, demo = help_text([], capsys), help_text(["demo"], capsys)
+    assert "``" not in top and "``" not in demo
+    assert "Write, tile, verify and generate compute kernels for NPUs" in top
+    assert "A tour of every capability" in demo and "--list" in demo and "SECTION" in demo
 
 
 def test_a_wrong_kernel_result_fails_the_demo(capsys, monkeypatch):
