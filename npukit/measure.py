@@ -25,7 +25,7 @@ class Spread(NamedTuple):
         """``"12.3 ms (11.9-14.0)"``: the median, then the range of the rounds.
 
         >>> Spread(0.0123, 0.0119, 0.014).ms()
-        '12.3 ms (11.9-14.0)'
+        '12.3 ms (11.9-14)'
         """
         return f"{1e3 * self.median:.3g} ms ({1e3 * self.low:.3g}-{1e3 * self.high:.3g})"
 
