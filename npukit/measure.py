@@ -22,7 +22,7 @@ class Spread(NamedTuple):
     high: float
 
     def ms(self) -> str:
-        """``"12.3 ms (11.9-14.0)"``: the median, then the range of the rounds.
+        """``"12.3 ms (11.9-14)"``: the median, then the range of the rounds.
 
         >>> Spread(0.0123, 0.0119, 0.014).ms()
         '12.3 ms (11.9-14)'
