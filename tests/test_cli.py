@@ -38,7 +38,7 @@ def test_targets_lists_every_target_with_its_memories(capsys):
 
 
 def test_demo_prints_the_layouts_section(capsys):
-    assert main(["demo"]) == 0
+    assert main(["demo", "layouts"]) == 0
     out = capsys.readouterr().out
     assert "== Layouts" in out
     seed = nk.Layout((5, 3, 3, 2), "int8")
@@ -58,6 +58,7 @@ DEMO_CHECKS = 3 + 8 * 2 + 1 + 3 + 5 * 2 + 3 + 3 + 2 + 2 + 2
 C_CHECKS = 8 + 1 + 5 + 1 + 2 + 2
 
 
+@pytest.mark.slow
 def test_demo_ends_with_a_summary_of_every_check(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
@@ -106,6 +107,7 @@ def test_help_is_plain_text_and_demo_has_a_description(capsys):
     assert "A tour of every capability" in demo and "--list" in demo and "SECTION" in demo
 
 
+@pytest.mark.slow
 def test_a_wrong_kernel_result_fails_the_demo(capsys, monkeypatch):
     from npukit import kernels as K
 
@@ -123,6 +125,7 @@ def test_a_wrong_kernel_result_fails_the_demo(capsys, monkeypatch):
     assert out.rstrip().splitlines()[-1] == f"1 of {DEMO_CHECKS} checks FAILED: vanilla mul: numpy"
 
 
+@pytest.mark.slow
 def test_a_failed_lut_claim_fails_the_demo(capsys, monkeypatch):
     import npukit.lut.demo as lut_demo
     from npukit.lut.sigmoid import ApproxError
@@ -135,6 +138,7 @@ def test_a_failed_lut_claim_fails_the_demo(capsys, monkeypatch):
     assert out.rstrip().endswith("FAILED: LUT: 33-entry sigmoid table within 0.01")
 
 
+@pytest.mark.slow
 def test_c_that_differs_from_the_simulator_fails_the_demo(capsys, monkeypatch):
     import npukit.c
     import npukit.tiler.graph_c
@@ -160,6 +164,7 @@ def test_c_that_differs_from_the_simulator_fails_the_demo(capsys, monkeypatch):
     assert out.count("DIFFERS") == C_CHECKS - 1  # the DSL section says "False"
 
 
+@pytest.mark.slow
 def test_without_a_c_compiler_the_c_checks_are_skipped(capsys, monkeypatch):
     import npukit.c
 
@@ -176,6 +181,7 @@ def test_without_a_c_compiler_the_c_checks_are_skipped(capsys, monkeypatch):
                            f"(could not run: vanilla mul: C = sim, ")
 
 
+@pytest.mark.slow
 def test_a_compiler_that_fails_fails_the_demo_checks(capsys, monkeypatch):
     """A C compiler that is there but rejects the code is a failure, never a skip."""
     import npukit.c

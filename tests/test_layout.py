@@ -217,6 +217,7 @@ def test_dense_dims_matches_reference(spec):
 
 @PROPS
 @given(spec=specs(), data=st.data())
+@pytest.mark.slow
 def test_indexing_matches_numpy(spec, data):
     buf = spec.buffer()
     arr = spec.oracle(buf)
@@ -226,6 +227,7 @@ def test_indexing_matches_numpy(spec, data):
 
 @PROPS
 @given(spec=specs(min_rank=1), data=st.data())
+@pytest.mark.slow
 def test_chained_int_indexing_matches_multi_index(spec, data):
     buf = spec.buffer()
     arr = spec.oracle(buf)
@@ -240,6 +242,7 @@ def test_chained_int_indexing_matches_multi_index(spec, data):
 
 @PROPS
 @given(spec=specs(), data=st.data())
+@pytest.mark.slow
 def test_permute_is_transpose(spec, data):
     buf = spec.buffer()
     rank = len(spec.shape)
@@ -251,6 +254,7 @@ def test_permute_is_transpose(spec, data):
 
 @PROPS
 @given(spec=specs(min_rank=1), data=st.data())
+@pytest.mark.slow
 def test_split_is_reshape_of_one_axis(spec, data):
     buf = spec.buffer()
     rank = len(spec.shape)
@@ -264,6 +268,7 @@ def test_split_is_reshape_of_one_axis(spec, data):
 
 @PROPS
 @given(spec=specs(), data=st.data())
+@pytest.mark.slow
 def test_reshape_exactly_when_numpy_needs_no_copy(spec, data):
     buf = spec.buffer()
     arr = spec.oracle(buf)
@@ -281,6 +286,7 @@ def test_reshape_exactly_when_numpy_needs_no_copy(spec, data):
 
 @PROPS
 @given(spec=specs(), data=st.data())
+@pytest.mark.slow
 def test_broadcast_as_is_broadcast_to(spec, data):
     buf = spec.buffer()
     lead = tuple(data.draw(st.lists(st.integers(1, 4), max_size=2)))
@@ -318,6 +324,7 @@ def test_fuse_is_reshape_of_dense_inner_dims(spec, data):
 @PROPS
 @given(spec=specs(min_rank=1, last=(1, 1, 0), last_dim=st.integers(1, 40)),
        n=st.integers(1, 12), data=st.data())
+@pytest.mark.slow
 def test_vectorize_valid_part_is_the_original(spec, n, data):
     buf = spec.buffer(pad=n)  # the last vector may run n - 1 elements past the data
     arr = spec.oracle(buf)
@@ -362,6 +369,7 @@ def test_vectorize_refuses_a_strided_last_dim(spec, n):
 @PROPS
 @given(spec=specs(min_rank=1, last=(2, 3, 5), last_dim=st.integers(1, 30)),
        n=st.integers(1, 12))
+@pytest.mark.slow
 def test_strided_vectorize_valid_part_is_the_original(spec, n):
     """``vectorize(n, strided=True)``: lane k of vector i is element i*n + k of the last
     dim, whatever its stride; lanes past its end are junk (``valid``)."""

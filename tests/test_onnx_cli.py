@@ -51,6 +51,7 @@ def test_run_prints_the_plan_the_layers_and_the_check(small, capsys):
     assert out.count("(within <= 0.0001 relative)") == 2
 
 
+@pytest.mark.slow
 def test_run_with_an_input_file_emit_and_trace(small, tmp_path, capsys):
     d, x = small
     proj, trace = tmp_path / "proj", tmp_path / "run.json"

@@ -80,6 +80,7 @@ def test_other_reduce_means_are_refused_by_name(shape, axes, match):
     assert re.search(match, msg), msg
 
 
+@pytest.mark.slow
 def test_the_pytorch_example_of_the_docs(tmp_path, monkeypatch):
     """docs/onnx.md's pytorch_cnn.py: both exporters, both models within 1e-4 of torch."""
     pytest.importorskip("torch")
