@@ -515,6 +515,9 @@ class Program:
         return transfers(self)
 
     def run(self, backend: str = "sim", **arrays):
+        """Run on ``backend`` ("sim": the simulator with its cycle model; "c": the generated
+        C) with one array per parameter by name, outputs written in place; returns a
+        ``Result`` (``outputs``, ``cycles``, ``report``, ``wall_time``; docs/reference.md)."""
         return _runner().run(self, backend, **arrays)
 
     def compile(self, backend: str = "c", *, fuse: bool = True):
