@@ -25,6 +25,7 @@ from .ir import Program
 from .layout import Layout
 from .machine import Target, load_target, target, targets
 from .result import Result
+from .sequencing import sequence
 from .transfers import Transfer
 
 # The modules that run and render a Program register themselves with the IR when imported
@@ -41,5 +42,5 @@ __all__ = [
     "LutError", "ModelError", "MultiIndex", "NoCompilerError", "NpukitError", "OutOfBoundsError",
     "Program", "Result",
     "ShapeError", "Target", "TargetError", "TilingError", "Transfer", "build", "dtype",
-    "kernel", "load_target", "spec", "target", "targets",
+    "kernel", "load_target", "sequence", "spec", "target", "targets",
 ]

@@ -31,9 +31,13 @@ def _targets(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .demo import demo
+    from .demo import demo, sections
 
-    return 1 if any(c.ok is False for c in demo()) else 0
+    if args.list:
+        print(sections())
+        return 0
+    return 1 if any(c.ok is False for c in demo([args.section] if args.section else None)) \
+        else 0
 
 
 def version() -> str:
@@ -47,11 +51,26 @@ def version() -> str:
         return "unknown (not installed: pip install -e .)"
 
 
+# What ``npukit --help`` says first: plain text, as argparse prints it.
+DESCRIPTION = ("Write, tile, verify and generate compute kernels for NPUs. 'npukit demo' tours "
+               "every capability; 'npukit COMMAND --help' describes each command.")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="npukit", description=__doc__)
+    parser = argparse.ArgumentParser(prog="npukit", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"npukit {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="show what npukit does, section by section")
+    from .demo import SECTIONS
+
+    demo = sub.add_parser(
+        "demo", help="show what npukit does, section by section",
+        description="A tour of every capability, each section checking its own results "
+                    "(against numpy, the simulator, ONNX Runtime) and the run ending with a "
+                    "summary of the checks; exit status 1 when one failed. Without SECTION, "
+                    "every section in order.")
+    demo.add_argument("section", nargs="?", choices=list(SECTIONS), metavar="SECTION",
+                      help="run only this section (--list names them)")
+    demo.add_argument("--list", action="store_true", help="list the sections and exit")
     demo.set_defaults(func=_demo)
     sub.add_parser("targets", help="list the built-in targets").set_defaults(func=_targets)
     from .lut.cli import register as register_lut

@@ -47,6 +47,11 @@ def summary(checks: list[Check]) -> str:
                    if skipped else "")
 
 
+# Rounds of each timing: every speed the demo prints is the median of as many interleaved
+# runs, with the lowest and highest (npukit.measure.interleaved).
+ROUNDS = 7
+
+
 def _heading(title: str) -> None:
     print(f"\n== {title} " + "=" * max(0, 74 - len(title)))
 
@@ -496,20 +501,11 @@ def onnx_model() -> list[Check]:
 
 def tensor_operations() -> list[Check]:
     """The TPP tensor compiler: a GEMM with a ReLU last touch and an einsum contraction,
-    each checked against numpy, timed beside OpenBLAS (np.matmul). Returns its checks
-    (not run when there is no C compiler)."""
+    each checked against numpy, timed beside OpenBLAS (np.matmul) in interleaved rounds.
+    Returns its checks (not run when there is no C compiler)."""
     _heading("Tensor operations (TPP tensor compiler) on the C back end")
-    import time
-
     from . import tpp
-
-    def best(fn, repeat=5):
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        return min(times)
+    from .measure import interleaved
 
     names = ("TPP gemm + relu last touch = numpy", "TPP einsum abk,kc->abc = numpy")
     rng = np.random.default_rng(0)
@@ -526,23 +522,23 @@ def tensor_operations() -> list[Check]:
         return [Check(name, _not_run(exc)) for name in names]
     want = np.maximum(a.reshape(n, n).T.astype(np.float64) @ b.reshape(n, n).T, 0)
     ok_gemm = bool(np.abs(out.reshape(n, n).T - want).max() < 1e-3)
-    t_op = best(lambda: op(a, b, out))
-    t_np = best(lambda: np.matmul(b.reshape(n, n), a.reshape(n, n), out=ref))
-    print(f"  relu(A B), {n}^3 float32, optimizer's {op.history[-1][1][-1]}")
-    print(f"    matches numpy: {ok_gemm}; {2 * n**3 / t_op / 1e9:.1f} GFLOP/s, OpenBLAS "
-          f"(np.matmul) {2 * n**3 / t_np / 1e9:.1f} GFLOP/s")
     x = rng.standard_normal((8, 128, 512), dtype=np.float32)
     w = rng.standard_normal((512, 256), dtype=np.float32)
     y = tpp.einsum("abk,kc->abc", x, w)
     ok_einsum = bool(np.allclose(y, np.einsum("abk,kc->abc", x, w), atol=1e-3))
-    t_ein = best(lambda: tpp.einsum("abk,kc->abc", x, w))
-    t_np = best(lambda: np.matmul(x.reshape(-1, 512), w))
-    flops = 2 * x.size * 256
     ein = tpp.einsum_operation("abk,kc->abc", x, w)
+    t = interleaved({"gemm": lambda: op(a, b, out),
+                     "gemm numpy": lambda: np.matmul(b.reshape(n, n), a.reshape(n, n), out=ref),
+                     "einsum": lambda: tpp.einsum("abk,kc->abc", x, w),
+                     "einsum numpy": lambda: np.matmul(x.reshape(-1, 512), w)}, ROUNDS)
+    print(f"  relu(A B), {n}^3 float32, optimizer's {op.history[-1][1][-1]}; matches numpy: "
+          f"{ok_gemm}")
+    print(f"    {t['gemm'].ms()}, OpenBLAS (np.matmul) {t['gemm numpy'].ms()}")
     print(f"  einsum('abk,kc->abc') on {x.shape} x {w.shape}: one {ein.prim_main} operation, "
-          f"{ein.history[-1][1][-1]}")
-    print(f"    matches numpy: {ok_einsum}; {flops / t_ein / 1e9:.1f} GFLOP/s, OpenBLAS "
-          f"{flops / t_np / 1e9:.1f} GFLOP/s")
+          f"{ein.history[-1][1][-1]}; matches numpy: {ok_einsum}")
+    print(f"    {t['einsum'].ms()}, OpenBLAS {t['einsum numpy'].ms()}")
+    print(f"  times: medians of {ROUNDS} interleaved rounds (lowest-highest); on a shared "
+          f"machine they move from run to run")
     return [Check(n, ok) for n, ok in zip(names, (ok_gemm, ok_einsum))]
 
 
@@ -552,7 +548,8 @@ def speed() -> list[Check]:
     either way), called through a compiled handle; ``nk.build`` at 256M elements."""
     _heading("Speed: fused LUT loops on host threads, compiled handles, linear builds")
     import os
-    import time
+
+    from .measure import interleaved
 
     def run_on(threads: int, fn):
         saved = os.environ.get("NPUKIT_THREADS")
@@ -589,39 +586,63 @@ def speed() -> list[Check]:
             np.add(tmp, 1, out=tmp)
             np.divide(xf, tmp, out=tmp)
             out[...] = tmp
-        cases = {"1": lambda: run_on(1, lambda: fn(x, out)),
-                 "2": lambda: run_on(2, lambda: fn(x, out)), "numpy": numpy_silu}
-        times = {k: [] for k in cases}
-        for _ in range(7):  # interleaved: each round sees the machine as the others do
-            for k, f in cases.items():
-                t0 = time.perf_counter()
-                f()
-                times[k].append(time.perf_counter() - t0)
-        ms = {k: 1e3 * float(np.median(v)) for k, v in times.items()}
-        print(f"    fn = prog.compile('c'): {ms['1']:.2f} ms on 1 thread, {ms['2']:.2f} ms on "
-              f"2; numpy x / (1 + exp(-x)) in float32 {ms['numpy']:.2f} ms (medians of 7 "
-              f"interleaved rounds)")
+        t = interleaved({"1": lambda: run_on(1, lambda: fn(x, out)),
+                         "2": lambda: run_on(2, lambda: fn(x, out)), "numpy": numpy_silu},
+                        ROUNDS)
+        print(f"    fn = prog.compile('c'): {t['1'].ms()} on 1 thread, {t['2'].ms()} on 2; "
+              f"numpy x / (1 + exp(-x)) in float32 {t['numpy'].ms()}")
+        print(f"    (medians of {ROUNDS} interleaved rounds, lowest-highest)")
     from .sim.timing import timeline
 
-    t0 = time.perf_counter()
-    big = build(K.mul, target="torq", input1=spec((1 << 28,), "int8"),
-                input2=spec((1 << 28,), "int8"), bias_scale=spec((2,), "int32"),
-                output=spec((1 << 28,), "int8"), shift=6, out_min=-128, out_max=127)
-    t1 = time.perf_counter()
-    cycles = timeline(big).cycles
-    t2 = time.perf_counter()
-    print(f"  nk.build of the int8 multiply on {1 << 28} elements: {1e3 * (t1 - t0):.1f} ms "
+    def build_big():
+        return build(K.mul, target="torq", input1=spec((1 << 28,), "int8"),
+                     input2=spec((1 << 28,), "int8"), bias_scale=spec((2,), "int32"),
+                     output=spec((1 << 28,), "int8"), shift=6, out_min=-128, out_max=127)
+
+    big = build_big()
+    t = interleaved({"build": build_big, "cycles": lambda: timeline(big)}, ROUNDS)
+    print(f"  nk.build of the int8 multiply on {1 << 28} elements: {t['build'].ms()} "
           f"(bounds and coverage checked from the index expressions); its cycle model: "
-          f"{cycles} cycles in {1e3 * (t2 - t1):.1f} ms")
+          f"{timeline(big).cycles} cycles in {t['cycles'].ms()}")
     return checks
 
 
-def demo() -> list[Check]:
-    """Run every section, print the summary line and return every check."""
+def _lut() -> list[Check]:
+    """The LUT section (``npukit.lut.demo``, imported when it runs)."""
     from .lut.demo import demo as lut_demo
 
+    return lut_demo()
+
+
+# ``npukit demo SECTION`` runs one; ``npukit demo`` runs them all, in this order.
+SECTIONS = {
+    "layouts": (layouts, "layouts as values: vectorize, fuse, broadcast (EasyKernel)"),
+    "easykernel": (easykernel, "the Torq EasyKernel guide's kernels, simulated and in C"),
+    "silu": (silu, "the float16 SiLU by a 512-entry table on two Torq slices"),
+    "dsl": (compass_dsl, "the Compass DSL tutorial's kernel on the simulated Zhouyi core"),
+    "autotiler": (autotiler, "the GAP AutoTiler's user kernels: tilings, cycles, C"),
+    "graph": (graph, "the GAP AutoTiler's MNIST graph: memory plan, layers, C"),
+    "onnx": (onnx_model, "an ONNX CNN imported, run and checked against ONNX Runtime"),
+    "tpp": (tensor_operations, "TPP tensor operations: GEMM + ReLU, einsum, vs OpenBLAS"),
+    "speed": (speed, "the C back end at speed: fused LUT loops, threads, linear builds"),
+    "lut": (_lut, "lookup tables designed and measured (AIE API, TPP, Compass DSL)"),
+}
+
+
+def sections() -> str:
+    """One line per section of ``SECTIONS``: its name and what it shows.
+
+    >>> print(sections().splitlines()[0])
+    layouts     layouts as values: vectorize, fuse, broadcast (EasyKernel)
+    """
+    return "\n".join(f"{name:<12}{text}" for name, (_, text) in SECTIONS.items())
+
+
+def demo(only: list[str] | None = None) -> list[Check]:
+    """Run every section (or those named in ``only``, keys of ``SECTIONS``), print the
+    summary line and return every check."""
     print("npukit demo: one sequential description, every transfer derived, simulated and run.")
-    checks = (layouts() + easykernel() + silu() + compass_dsl() + autotiler() + graph()
-              + onnx_model() + tensor_operations() + speed() + lut_demo())
+    checks = [c for name, (fn, _) in SECTIONS.items() if only is None or name in only
+              for c in fn()]
     print(f"\n{summary(checks)}")
     return checks

@@ -543,8 +543,9 @@ class Program:
         return _RENDERERS["transfers"](self)
 
     def run(self, backend: str = "sim", **arrays):
-        """Run on ``backend`` ("sim" or "c"), writing into the arrays given: a
-        ``npukit.Result``."""
+        """Run on ``backend`` ("sim": the simulator with its cycle model; "c": the generated
+        C) with one array per parameter by name, outputs written in place; returns a
+        ``Result`` (``outputs``, ``cycles``, ``report``, ``wall_time``; docs/reference.md)."""
         b = _BACKENDS.get(backend)
         if b is None:
             raise NpukitError(f"unknown backend {backend!r}; use "

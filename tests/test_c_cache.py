@@ -82,6 +82,7 @@ def test_damaged_entry_is_rebuilt(damage, compiles):
     assert cache.problem(so.parent, so.name[:32])[1] is None
 
 
+@pytest.mark.slow
 def test_truncated_entry_does_not_crash_a_new_process(compiles, tmp_path):
     """A process that maps a truncated shared object dies of SIGBUS: the entry is checked
     first. Run in a subprocess so that a failure cannot kill pytest."""

@@ -27,7 +27,8 @@ except CompilerError as exc:  # no compiler, or one without the ASan runtime
     ENV, WHY = None, str(exc)
 
 ROOT = Path(__file__).parent.parent
-pytestmark = pytest.mark.skipif(ENV is None, reason=f"no AddressSanitizer runtime: {WHY}")
+pytestmark = [pytest.mark.skipif(ENV is None, reason=f"no AddressSanitizer runtime: {WHY}"),
+              pytest.mark.slow]  # each program compiled and run under the sanitizers
 
 KERNELS = textwrap.dedent('''
     import numpy as np, npukit as nk

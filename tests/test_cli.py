@@ -38,7 +38,7 @@ def test_targets_lists_every_target_with_its_memories(capsys):
 
 
 def test_demo_prints_the_layouts_section(capsys):
-    assert main(["demo"]) == 0
+    assert main(["demo", "layouts"]) == 0
     out = capsys.readouterr().out
     assert "== Layouts" in out
     seed = nk.Layout((5, 3, 3, 2), "int8")
@@ -58,13 +58,56 @@ DEMO_CHECKS = 3 + 8 * 2 + 1 + 3 + 5 * 2 + 3 + 3 + 2 + 2 + 2
 C_CHECKS = 8 + 1 + 5 + 1 + 2 + 2
 
 
+@pytest.mark.slow
 def test_demo_ends_with_a_summary_of_every_check(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert out.rstrip().splitlines()[-1] == f"{DEMO_CHECKS} checks passed"
     assert "MISMATCH" not in out and "DIFFERS" not in out and "FAILS" not in out
+    # Every speed is a median of interleaved rounds with their range, never one sample.
+    spread = r"[\d.e+]+ ms \([\d.e+]+-[\d.e+]+\)"
+    assert len(re.findall(spread, out)) == 4 + 3 + 2
+    assert re.search(rf"fn = prog.compile\('c'\): {spread} on 1 thread, {spread} on 2", out)
+    assert re.search(rf"^    {spread}, OpenBLAS \(np.matmul\) {spread}$", out, re.MULTILINE)
+    assert "GFLOP/s" not in out
 
 
+def test_demo_sections_are_listed_and_run_one_at_a_time(capsys):
+    from npukit.demo import SECTIONS
+
+    assert main(["demo", "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == list(SECTIONS) and len(listed) >= 10
+    assert main(["demo", "layouts"]) == 0
+    out = capsys.readouterr().out
+    assert "== Layouts" in out and "== EasyKernel" not in out and "== Lookup" not in out
+    assert out.rstrip().splitlines()[-1] == "3 checks passed"
+    assert main(["demo", "lut"]) == 0
+    out = capsys.readouterr().out
+    assert "== Lookup tables" in out and "== Layouts" not in out
+    assert out.rstrip().splitlines()[-1] == "2 checks passed"
+    with pytest.raises(SystemExit) as err:
+        main(["demo", "nope"])
+    assert err.value.code == 2
+    msg = capsys.readouterr().err
+    assert "invalid choice: 'nope'" in msg and all(f"'{name}'" in msg for name in SECTIONS)
+
+
+def help_text(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as err:
+        main([*argv, "--help"])
+    assert err.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_help_is_plain_text_and_demo_has_a_description(capsys):
+    top, demo = help_text([], capsys), help_text(["demo"], capsys)
+    assert "``" not in top and "``" not in demo
+    assert "Write, tile, verify and generate compute kernels for NPUs" in top
+    assert "A tour of every capability" in demo and "--list" in demo and "SECTION" in demo
+
+
+@pytest.mark.slow
 def test_a_wrong_kernel_result_fails_the_demo(capsys, monkeypatch):
     from npukit import kernels as K
 
@@ -82,6 +125,7 @@ def test_a_wrong_kernel_result_fails_the_demo(capsys, monkeypatch):
     assert out.rstrip().splitlines()[-1] == f"1 of {DEMO_CHECKS} checks FAILED: vanilla mul: numpy"
 
 
+@pytest.mark.slow
 def test_a_failed_lut_claim_fails_the_demo(capsys, monkeypatch):
     import npukit.lut.demo as lut_demo
     from npukit.lut.sigmoid import ApproxError
@@ -94,6 +138,7 @@ def test_a_failed_lut_claim_fails_the_demo(capsys, monkeypatch):
     assert out.rstrip().endswith("FAILED: LUT: 33-entry sigmoid table within 0.01")
 
 
+@pytest.mark.slow
 def test_c_that_differs_from_the_simulator_fails_the_demo(capsys, monkeypatch):
     import npukit.c
     import npukit.tiler.graph_c
@@ -119,6 +164,7 @@ def test_c_that_differs_from_the_simulator_fails_the_demo(capsys, monkeypatch):
     assert out.count("DIFFERS") == C_CHECKS - 1  # the DSL section says "False"
 
 
+@pytest.mark.slow
 def test_without_a_c_compiler_the_c_checks_are_skipped(capsys, monkeypatch):
     import npukit.c
 
@@ -135,6 +181,7 @@ def test_without_a_c_compiler_the_c_checks_are_skipped(capsys, monkeypatch):
                            f"(could not run: vanilla mul: C = sim, ")
 
 
+@pytest.mark.slow
 def test_a_compiler_that_fails_fails_the_demo_checks(capsys, monkeypatch):
     """A C compiler that is there but rejects the code is a failure, never a skip."""
     import npukit.c

@@ -179,6 +179,7 @@ def test_convolution_layers_match_numpy(c):
 @settings(max_examples=10, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(conv_cases())
+@pytest.mark.slow
 def test_convolution_layers_in_c_equal_the_simulator(c):
     try:
         m = build_conv(c)

@@ -128,6 +128,7 @@ def span(lay: Layout, off: ir.Affine) -> int:
 
 @PROPS
 @given(data=st.data())
+@pytest.mark.slow
 def test_copy_writes_what_the_simulator_writes(data):
     loops = data.draw(loop_nests())
     lay, off = data.draw(views(loops))
@@ -149,6 +150,7 @@ def test_copy_writes_what_the_simulator_writes(data):
 
 @PROPS
 @given(data=st.data())
+@pytest.mark.slow
 def test_append_writes_what_the_simulator_writes(data):
     loops = data.draw(loop_nests())
     keys = data.draw(st.integers(0, len(loops)))

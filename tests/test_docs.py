@@ -135,6 +135,27 @@ def toml_keys(raw: dict) -> set[tuple[str, str]]:
     return keys
 
 
+def test_the_reference_covers_programs_results_and_reports():
+    import dataclasses
+
+    from npukit.sim.timing import Report
+
+    page = (ROOT / "docs" / "reference.md").read_text()
+    section = page[page.index("## Programs, results and reports"):]
+    hidden = {"events", "events_dropped", "skipped_iterations"}  # drawn by save_trace
+    for name in [f.name for f in dataclasses.fields(Report) if f.name not in hidden] + [
+            "roofline_cycles", "microseconds", "save_trace", "save_png", "outputs",
+            "wall_time", "transfers", "c_source", "compile"]:
+        assert re.search(rf"[`.]{name}\b", section), name
+    assert nk.Program.run.__doc__ and "Result" in nk.Program.run.__doc__
+
+
+def test_the_targets_page_names_every_built_in_target():
+    page = (ROOT / "docs" / "targets.md").read_text()
+    for name in nk.targets():
+        assert f"`npukit/targets/{name}.toml`" in page, name
+
+
 def test_the_targets_page_explains_every_key_of_a_target_file():
     import tomllib
 
@@ -151,8 +172,8 @@ def test_the_targets_page_explains_every_key_of_a_target_file():
 
 @pytest.mark.parametrize("name", ["npukit", "npukit.machine", "npukit.layout", "npukit.easy",
                                   "npukit.kernels", "npukit.demo", "npukit.cli_build",
-                                  "npukit.tiler", "npukit.tiler.spaces", "npukit.tiler.api2",
-                                  "npukit.dtypes"])
+                                  "npukit.measure", "npukit.sequencing", "npukit.tiler",
+                                  "npukit.tiler.spaces", "npukit.tiler.api2", "npukit.dtypes"])
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS,
                              extraglobs={"np": np})

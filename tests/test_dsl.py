@@ -67,6 +67,7 @@ def silu_reading(x: np.ndarray) -> np.ndarray:
 # (one element past a chunk) and the last TEC 16382; 98307 gives 24577 (not a multiple of
 # 16) and 24576; 196609 gives three whole chunks and one element, the last TEC 49150.
 @pytest.mark.parametrize("n", [63488, 65537, 98307, 196609])
+@pytest.mark.slow
 def test_tutorial_silu_all_finite_inputs_sim_c_numpy(n):
     x = np.resize(FINITE, n)  # every finite float16 value, then again from the start
     prog = S.build(SILU.silu_fp16, target="compass", n=n)
@@ -81,7 +82,8 @@ def test_tutorial_silu_all_finite_inputs_sim_c_numpy(n):
         assert res.report.core_cycles[3] < res.report.core_cycles[0]
 
 
-@pytest.mark.parametrize("n", [1, 3, 5, 17, 1000])
+@pytest.mark.parametrize("n", [17, *(pytest.param(n, marks=pytest.mark.slow)
+                                    for n in (1, 3, 5, 1000))])
 def test_tutorial_silu_small_n(n):
     """n below the TEC count leaves TECs idle; n not a multiple of 16 leaves junk lanes. C
     runs every finite input through the program, the simulator a sample of the batches."""
@@ -130,6 +132,7 @@ def test_both_back_ends_implement_every_vector_op():
     assert set(arith.VEC_OPS) == set(c_arith.VEC_OPS)
 
 
+@pytest.mark.slow
 def test_demo_section_checks_hold(capsys):
     from npukit.demo import compass_dsl
 
@@ -167,7 +170,8 @@ def gelu_reading(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 4, x, y)
 
 
-@pytest.mark.parametrize("n", [5, 63488, 65537, 98307])
+@pytest.mark.parametrize("n", [5, *(pytest.param(n, marks=pytest.mark.slow)
+                                    for n in (63488, 65537, 98307))])
 def test_gelu_kernel_sim_c_numpy(n):
     """5: TECs of 2 and 1 element and an idle one; 63488: every finite input, two halves
     per TEC; 65537: TECs of 16385 = two full halves and one element, so the last pair
@@ -182,6 +186,7 @@ def test_gelu_kernel_sim_c_numpy(n):
     assert res.cycles == max(res.report.core_cycles)
 
 
+@pytest.mark.slow
 def test_gelu_double_buffering_hides_dma_behind_compute():
     """With 4 halves per TEC, the middle 6 of its 8 transfers run while it computes."""
     n = 4 * 4 * 8192

@@ -11,7 +11,12 @@ import pytest
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").rglob("*.py"))
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+# The larger examples are in the slow set (pytest -m "not slow" leaves them out).
+SLOW = {"mnist", "mnist_l2_budget", "gelu_fp16", "silu_fp16"}
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW
+                                  else p for p in EXAMPLES], ids=[p.stem for p in EXAMPLES])
 def test_example_runs(path, capsys):
     runpy.run_path(str(path), run_name="__main__")
     assert "assert" in path.read_text()  # the script checks itself

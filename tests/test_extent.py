@@ -6,6 +6,7 @@ and clamp atoms, negative coefficients and empty loops."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -72,6 +73,7 @@ def loop_nests(draw, max_loops=3, empty=True):
 
 @PROPS
 @given(data=st.data())
+@pytest.mark.slow
 def test_view_range_is_the_enumerated_range(data):
     loops = data.draw(loop_nests())
     shape = tuple(data.draw(st.lists(st.integers(1, 5), max_size=3)))
@@ -117,6 +119,7 @@ def test_view_range_of_a_long_loop_is_exact_at_its_ends(data):
 
 @PROPS
 @given(data=st.data())
+@pytest.mark.slow
 def test_changes_are_the_enumerated_changes(data):
     loops = data.draw(loop_nests(max_loops=4))
     if not loops:

@@ -30,6 +30,7 @@ def outcomes() -> dict[int, list]:
     return {seed: check(generate(seed), range(DATA_SETS)) for seed in range(PROGRAMS)}
 
 
+@pytest.mark.slow  # builds and runs the PROGRAMS random programs
 def test_back_ends_agree_bit_for_bit(outcomes):
     """No program raises anything but an NpukitError at build, none fails to run, and on
     every data set the back ends agree with each other and with numpy."""
@@ -37,6 +38,7 @@ def test_back_ends_agree_bit_for_bit(outcomes):
     assert not bad, "\n".join(bad[:20])
 
 
+@pytest.mark.slow
 def test_the_fuzzer_covers_the_kernel_language(outcomes):
     """The generated programs reach every ALU and Act instruction, store and append,
     sub-vector loops, accumulation, float and integer partials; most of them build and
@@ -69,6 +71,7 @@ def agreeing(outcomes, word: str) -> int:
     raise AssertionError(f"no program of the suite uses {word}")
 
 
+@pytest.mark.slow
 def test_the_harness_sees_a_wrong_simulator(outcomes, monkeypatch):
     """The fuzzer's own check: a simulator whose clamp is off by one disagrees with C."""
     seed = agreeing(outcomes, "act.clamp")
@@ -78,6 +81,7 @@ def test_the_harness_sees_a_wrong_simulator(outcomes, monkeypatch):
     assert got[0].status == "disagree" and "!= sim" in got[0].detail, got
 
 
+@pytest.mark.slow
 def test_the_harness_sees_an_unwritten_output(outcomes, monkeypatch):
     """A simulator that appends nothing leaves its poison in the output: C differs."""
     seed = agreeing(outcomes, "s.append")

@@ -96,6 +96,7 @@ def test_the_constructor_allocates_exactly_them(mnist):
     assert got == [g.memory["L1"].dynamic, 124692, 11264, 0, 0, 0]
 
 
+@pytest.mark.slow
 def test_mnist_on_both_back_ends_within_the_bound(mnist):
     ex, w, model = mnist
     g = model().graph("MnistCNN")
@@ -115,6 +116,7 @@ def test_mnist_on_both_back_ends_within_the_bound(mnist):
     assert res.report.construct_cycles > 124692  # the promotions: one byte per cycle
 
 
+@pytest.mark.slow
 def test_shrinking_l2_moves_weights_to_l3_and_keeps_the_results(mnist):
     ex, _, model = mnist
     x = ex["digits"](1, seed=3)[0]
@@ -136,6 +138,7 @@ def test_shrinking_l2_moves_weights_to_l3_and_keeps_the_results(mnist):
 
 
 @pytest.mark.c_once  # the C prints each layer: run it once
+@pytest.mark.slow
 def test_trace_prints_each_layer(mnist, capfd):
     ex, _, model = mnist
     g = model(trace=True).graph("MnistCNN")
@@ -150,6 +153,7 @@ def _signatures(src: str) -> list[str]:
     return [" ".join(s.split()) for s in re.findall(r"^int MnistCNN\w*\([^)]*\)", src, re.M)]
 
 
+@pytest.mark.slow
 def test_warm_constructors(mnist, tmp_path):
     ex, _, model = mnist
     x = ex["digits"](1, seed=4)[0]
@@ -193,6 +197,7 @@ def test_warm_constructors(mnist, tmp_path):
     assert lib.MnistCNN_Destruct(0) == 0
 
 
+@pytest.mark.slow
 def test_node_names_and_operations(mnist):
     _, _, model = mnist
     m = model()
@@ -224,6 +229,7 @@ def test_a_model_from_the_four_budgets():
         (48000, 307200, 8388608, 20971520)
 
 
+@pytest.mark.slow
 def test_preferred_l3_devices_name_the_generated_code(mnist):
     ex, _, model = mnist
     m = model(l2=30000)
@@ -323,6 +329,7 @@ def chain_graph(c):
 @settings(max_examples=16, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(chains())
+@pytest.mark.slow
 def test_random_chains_equal_numpy_on_both_back_ends(c):
     try:
         m, x, weights = chain_graph(c)

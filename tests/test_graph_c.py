@@ -59,6 +59,7 @@ CONFIGS = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_the_configurations_cover_every_plan_kind():
     ns = {}
     exec(compile(CONFIGS, "configs", "exec"), ns)
@@ -72,6 +73,7 @@ def test_the_configurations_cover_every_plan_kind():
     assert [f.source for f in l3.fetches] == ["L3"]
 
 
+@pytest.mark.slow
 def test_generated_c_has_no_warnings(tmp_path):
     ns = {}
     exec(compile(CONFIGS, "configs", "exec"), ns)
@@ -102,6 +104,7 @@ SANITIZED = CONFIGS + textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_graph_c_runs_clean_under_sanitizers():
     try:
         env = sanitizer_env()
@@ -114,6 +117,7 @@ def test_graph_c_runs_clean_under_sanitizers():
     assert "runtime error" not in res.stderr and "AddressSanitizer" not in res.stderr
 
 
+@pytest.mark.slow
 def test_tensors_the_plan_overlaps_share_bytes(tmp_path):
     """Run the graph on a plan that puts OutputStep3 over OutputStep2 while layer 1 reads
     the one and writes the other: both back ends compute something else. The areas are
@@ -146,6 +150,7 @@ CORRUPTED = CONFIGS + textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_a_dynamic_area_smaller_than_the_plan_is_caught():
     try:
         env = sanitizer_env()
@@ -211,6 +216,7 @@ def float_and_int8_graphs():
     return out
 
 
+@pytest.mark.slow
 def test_float_and_int8_graphs(tmp_path):
     cc = toolchain.resolve(toolchain.compiler())
     for g, x in float_and_int8_graphs():

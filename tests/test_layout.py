@@ -218,6 +218,7 @@ def test_dense_dims_matches_reference(spec):
 
 @PROPS
 @given(spec=specs(), data=st.data())
+@pytest.mark.slow
 def test_indexing_matches_numpy(spec, data):
     buf = spec.buffer()
     arr = spec.oracle(buf)
@@ -227,6 +228,7 @@ def test_indexing_matches_numpy(spec, data):
 
 @PROPS
 @given(spec=specs(min_rank=1), data=st.data())
+@pytest.mark.slow
 def test_chained_int_indexing_matches_multi_index(spec, data):
     buf = spec.buffer()
     arr = spec.oracle(buf)
@@ -241,6 +243,7 @@ def test_chained_int_indexing_matches_multi_index(spec, data):
 
 @PROPS
 @given(spec=specs(), data=st.data())
+@pytest.mark.slow
 def test_permute_is_transpose(spec, data):
     buf = spec.buffer()
     rank = len(spec.shape)
@@ -252,6 +255,7 @@ def test_permute_is_transpose(spec, data):
 
 @PROPS
 @given(spec=specs(min_rank=1), data=st.data())
+@pytest.mark.slow
 def test_split_is_reshape_of_one_axis(spec, data):
     buf = spec.buffer()
     rank = len(spec.shape)
@@ -265,6 +269,7 @@ def test_split_is_reshape_of_one_axis(spec, data):
 
 @PROPS
 @given(spec=specs(), data=st.data())
+@pytest.mark.slow
 def test_reshape_exactly_when_numpy_needs_no_copy(spec, data):
     buf = spec.buffer()
     arr = spec.oracle(buf)
@@ -282,6 +287,7 @@ def test_reshape_exactly_when_numpy_needs_no_copy(spec, data):
 
 @PROPS
 @given(spec=specs(), data=st.data())
+@pytest.mark.slow
 def test_broadcast_as_is_broadcast_to(spec, data):
     buf = spec.buffer()
     lead = tuple(data.draw(st.lists(st.integers(1, 4), max_size=2)))
@@ -319,6 +325,7 @@ def test_fuse_is_reshape_of_dense_inner_dims(spec, data):
 @PROPS
 @given(spec=specs(min_rank=1, last=(1, 1, 0), last_dim=st.integers(1, 40)),
        n=st.integers(1, 12), data=st.data())
+@pytest.mark.slow
 def test_vectorize_valid_part_is_the_original(spec, n, data):
     buf = spec.buffer(pad=n)  # the last vector may run n - 1 elements past the data
     arr = spec.oracle(buf)
@@ -363,6 +370,7 @@ def test_vectorize_refuses_a_strided_last_dim(spec, n):
 @PROPS
 @given(spec=specs(min_rank=1, last=(2, 3, 5), last_dim=st.integers(1, 30)),
        n=st.integers(1, 12))
+@pytest.mark.slow
 def test_strided_vectorize_valid_part_is_the_original(spec, n):
     """``vectorize(n, strided=True)``: lane k of vector i is element i*n + k of the last
     dim, whatever its stride; lanes past its end are junk (``valid``)."""

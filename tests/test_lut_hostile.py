@@ -60,6 +60,7 @@ def _fns():
        in_dtype=st.one_of(st.sampled_from([None, "int8", "int16", "uint8", "bfloat16"]), HOSTILE),
        out_dtype=st.one_of(st.sampled_from([None, "int8", "int16", "int32", "float32"]), HOSTILE),
        method=st.one_of(st.sampled_from(["sample", "minimax"]), HOSTILE))
+@pytest.mark.slow
 def test_design_never_raises_raw(fn, lo, hi, entries, kind, in_dtype, out_dtype, method):
     survives(L.design, fn, lo, hi, entries, kind, in_dtype, out_dtype, method)
 
@@ -71,6 +72,7 @@ DESIGNS = [L.design("tanh", -4, 4, 64), L.design("sigmoid", -8, 8, 33, kind="lin
 
 @SETTINGS
 @given(d=st.sampled_from(DESIGNS), x=HOSTILE, points=HOSTILE)
+@pytest.mark.slow
 def test_design_methods_never_raise_raw(d, x, points):
     for method in (d.quantize, d.dequantize, d.evaluate, d.reference, d.ulp, d.sweep):
         survives(method, x)
@@ -92,6 +94,7 @@ TABLES = [L.Lut(np.arange(8, dtype=np.int16)), L.Lut(np.arange(5, dtype=np.int8)
            [np.array([-3, 0, 7], np.int8), np.array([1, 9], np.int16),
             np.array([2**64 - 1], np.uint64), np.array([-2**63], np.int64)])),
        step=HOSTILE, bias=HOSTILE, extra=HOSTILE)
+@pytest.mark.slow
 def test_semantics_never_raise_raw(lut, x, step, bias, extra):
     survives(L.parallel_lookup, lut, x, step, bias, extra)
     survives(L.parallel_lookup, lut, x, 0, bias)

@@ -468,6 +468,7 @@ def test_silu_table_follows_seed_004():
 
 @SETTINGS
 @given(n=st.integers(1, 300), stride=st.integers(1, 3), seed=st.integers(0, 2**31))
+@pytest.mark.slow
 def test_silu_any_length_over_cores(n, stride, seed):
     rng = np.random.default_rng(seed)
     x = (rng.normal(size=n) * 6).astype(np.float16)

@@ -115,6 +115,7 @@ def _inputs(rng, dt, step_bits, bias, n):
 
 @settings(max_examples=200, deadline=None)
 @given(st.data())
+@pytest.mark.slow
 def test_parallel_lookup_matches_the_scalar_reading(data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     index_dt = np.dtype(data.draw(st.sampled_from(INDEX_DTYPES)))
@@ -201,6 +202,7 @@ def _bf16_inputs(rng, step_bits, bias, n):
 
 @settings(max_examples=200, deadline=None)
 @given(st.data())
+@pytest.mark.slow
 def test_linear_approx_matches_the_scalar_reading(data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     row = data.draw(st.sampled_from(LINEAR_TYPES))

@@ -139,6 +139,7 @@ def test_linear_int16_pairs_interleave_four_entries_per_128_bit_bank():
 
 @settings(max_examples=150, deadline=None)
 @given(st.data())
+@pytest.mark.slow
 def test_layout_round_trips(data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     n = data.draw(st.integers(1, 70))

@@ -51,6 +51,7 @@ def test_run_prints_the_plan_the_layers_and_the_check(small, capsys):
     assert out.count("(within <= 0.0001 relative)") == 2
 
 
+@pytest.mark.slow
 def test_run_with_an_input_file_emit_and_trace(small, tmp_path, capsys):
     d, x = small
     proj, trace = tmp_path / "proj", tmp_path / "run.json"
@@ -124,3 +125,28 @@ def test_bad_arguments_are_one_line(small, capsys):
 def test_sizes_read_as_bytes_with_binary_suffixes():
     assert (size("48000"), size("300K"), size("8M"), size("1g"), size("64KB")) == (
         48000, 300 * 1024, 8 << 20, 1 << 30, 64 << 10)
+
+
+def test_a_quantized_output_is_judged_in_lsb_by_compare_as_by_the_cli(tmp_path, capsys):
+    """A float output a DequantizeLinear makes: ``g.compare`` and ``--check`` print the
+    same line, within 1 LSB of its scale; the plain float tolerance would say 1e-4."""
+    from npukit.onnx.check import compare, ort_run, random_inputs
+
+    inits = {"xs": np.float32(0.05), "xz": np.uint8(128), "ys": np.float32(0.02),
+             "yz": np.uint8(100), "hw": np.array([2, 3], np.int64)}
+    nodes = [node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             node("DequantizeLinear", ["q", "xs", "xz"], ["d"]),
+             node("ReduceMean", ["d", "hw"], ["r"], keepdims=0),
+             node("QuantizeLinear", ["r", "ys", "yz"], ["rq"]),
+             node("DequantizeLinear", ["rq", "ys", "yz"], ["y"])]
+    onnx.save(model(nodes, {"x": np.zeros((1, 4, 5, 5), np.float32)}, ["y"], inits, opset=18),
+              tmp_path / "q.onnx")
+    g = npukit.onnx.load(tmp_path / "q.onnx")
+    x = random_inputs(g)
+    ours = g.run("c", **x).outputs["y"]
+    ref, _ = ort_run(tmp_path / "q.onnx", x)
+    line = str(g.compare("y", ours, ref["y"]))
+    assert "LSB of 0.02" in line and line.endswith("(within <= 1 LSB)")
+    assert "relative)" in str(compare("y", ours, ref["y"]))  # without the output's step
+    assert main(["run", str(tmp_path / "q.onnx"), "--check", "--no-cycles"]) == 0
+    assert line in capsys.readouterr().out

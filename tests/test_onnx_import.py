@@ -181,6 +181,7 @@ def test_outputs_passed_are_written_in_place_and_missing_ones_allocated():
     assert (want >= 0).all() and want.max() > 0  # a ReLU of nonzero data
 
 
+@pytest.mark.slow
 def test_a_ten_layer_cnn_with_weights_over_l2_streams_them_from_l3():
     """The suite's smaller version of the 224x224 benchmark (benchmarks/onnx_cnn.py): ten
     convolutions whose 6.3 MB of weights far exceed a 96 KB L2: the constants stay in
@@ -249,6 +250,7 @@ def test_transpose_steps_compose_to_the_permutation(shape, rnd):
     assert (cur == a.transpose(perm).reshape(-1)).all()
 
 
+@pytest.mark.slow
 def test_the_generated_c_compiles_without_warnings(tmp_path):
     """Every kind of layer an import makes (float and integer), compiled with
     -std=c99 -pedantic -Wall -Wextra -Wshadow -Werror."""
@@ -277,6 +279,7 @@ def test_the_generated_c_compiles_without_warnings(tmp_path):
         assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 def test_a_model_exported_from_torch(tmp_path):
     """Only when torch is installed (never required): a small network exported with
     torch.onnx.export imports and matches ONNX Runtime."""

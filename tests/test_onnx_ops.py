@@ -43,6 +43,7 @@ def conv_model():
 
 
 @pytest.mark.parametrize("l1", [64000, 1500], ids=["whole-planes", "row-tiles"])
+@pytest.mark.slow
 def test_conv_pads_strides_dilations_groups_auto_pad(l1):
     m, x = conv_model()
     g, stats, _ = against_ort(m, x, ("c", "sim"), l1_budget=l1)
@@ -72,6 +73,7 @@ def test_a_kernel_on_threads_is_called_with_its_argument_values():
         assert "Fx" not in params and "npk_arg" not in params
 
 
+@pytest.mark.slow
 def test_conv_1d_grouped_and_fused_activation_pooling():
     x = randn(1, 4, 12, 12)
     x1 = randn(1, 3, 20)
@@ -115,6 +117,7 @@ POOLS = [("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]
 
 
 @pytest.mark.parametrize("l1", [64000, 1200], ids=["whole-planes", "row-tiles"])
+@pytest.mark.slow
 def test_pooling_pads_ceil_mode_dilations_count_include_pad(l1):
     x = randn(1, 3, 11, 13)
     nodes = [node(op, ["x"], [f"y{i}"], **a) for i, (op, a) in enumerate(POOLS)]
@@ -122,6 +125,7 @@ def test_pooling_pads_ceil_mode_dilations_count_include_pad(l1):
     against_ort(m, {"x": x}, ("c", "sim"), l1_budget=l1)
 
 
+@pytest.mark.slow
 def test_activations_on_a_wide_range():
     x = np.concatenate([np.linspace(-30, 30, 601), RNG.normal(size=399) * 0.01]).astype(
         np.float32).reshape(1, 1000)
@@ -147,6 +151,7 @@ def test_clip_with_attributes_in_opset_6():
     against_ort(m, {"x": x})
 
 
+@pytest.mark.slow
 def test_gemm_and_matmul_variants():
     a, at = randn(6, 20), randn(20, 6)
     b, bt = randn(20, 9), randn(9, 20)
@@ -185,6 +190,7 @@ def test_elementwise_broadcasting():
     assert any(info.ops == "Add+Relu" for info in g.layers)
 
 
+@pytest.mark.slow
 def test_concat_transpose_pad_and_views():
     x = randn(1, 3, 5, 7)
     inits = {"p1": np.array([0, 0, 1, 2, 0, 0, 3, 1], np.int64),
@@ -218,6 +224,7 @@ def test_concat_transpose_pad_and_views():
     assert sum(info.ops == "Copy" for info in g.layers) == 3
 
 
+@pytest.mark.slow
 def test_softmax_axes_lrn_and_batchnorm():
     x = randn(1, 4, 6, 5)
     inits = {"s": randn(4), "b": randn(4), "mu": randn(4), "var": RNG.uniform(

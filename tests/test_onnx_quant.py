@@ -32,6 +32,7 @@ def zero(dt, v):
 
 @pytest.mark.parametrize("xdt,wdt", [(np.uint8, np.uint8), (np.uint8, np.int8),
                                      (np.int8, np.int8)], ids=["u8u8", "u8s8", "s8s8"])
+@pytest.mark.slow
 def test_qlinearconv_per_tensor_per_channel_strides_pads_groups(xdt, wdt):
     nodes, inits, outs = [], {}, []
     cases = [(False, [1, 1, 1, 1], [1, 1], 1), (True, [1, 1, 1, 1], [1, 1], 1),
@@ -128,6 +129,7 @@ def qdq_models(tmp_path_factory):
 
 
 @pytest.mark.parametrize("flavour", ["u8-per-tensor", "s8-per-channel"])
+@pytest.mark.slow
 def test_qdq_cnn_from_quantize_static_runs_in_integers(qdq_models, flavour):
     qm = qdq_models[flavour]
     x = {"x": np.random.default_rng(99).uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32)}
@@ -149,6 +151,7 @@ def test_qdq_cnn_from_quantize_static_runs_in_integers(qdq_models, flavour):
     assert np.mean([c.exact for c in quantized]) >= 0.99
 
 
+@pytest.mark.slow
 def test_qdq_model_as_written_in_float32(qdq_models):
     """dtype="float32": the QuantizeLinear and DequantizeLinear nodes stay layers around
     float operations, as ONNX Runtime runs the model without its graph optimizations."""

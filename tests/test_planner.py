@@ -112,6 +112,7 @@ def attempt(tensors, layers, b):
 
 @settings(max_examples=300, deadline=None)
 @given(chains(), budgets, st.data())
+@pytest.mark.slow
 def test_random_chains(chain, b, data):
     tensors, layers = chain
     p = attempt(tensors, layers, b)

@@ -500,6 +500,7 @@ def models(draw):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(model=models(), ref=st.sampled_from([copy_all, None, lambda *a: a[0][10**6]]))
+@pytest.mark.slow
 def test_hostile_models_fail_with_npukit_errors_only(model, ref):
     karg, cargs, lib, binds, dims, order, budget = model
     m = built(lambda: Model(l1_budget=budget))

@@ -260,6 +260,7 @@ _JUNK = st.one_of(st.integers(-3, 70), st.sampled_from(["c", "m", "n", "k", "seq
        last=st.one_of(st.sampled_from(["none", "relu"]), _JUNK),
        dtype=st.one_of(st.sampled_from(["float32", "bfloat16"]), _JUNK),
        lists=st.lists(st.one_of(st.lists(_JUNK, max_size=4), _JUNK), min_size=6, max_size=6))
+@pytest.mark.slow
 def test_hostile_configurations_raise_only_npukit_errors(main, first, last, dtype, lists):
     try:
         op = tpp.TensorOperation(dtype, first, main, last, *lists)

@@ -72,6 +72,7 @@ def check_rules(op, threads: int, lo: int, hi: int | None) -> None:
 @PROPS
 @given(op=operations(), threads=st.integers(1, 3), lo=st.integers(1, 6),
        hi=st.one_of(st.none(), st.integers(6, 12)))
+@pytest.mark.slow
 def test_optimized_operations_compute_the_same_bits(op, threads, lo, hi):
     opt = op.optimize(threads=threads, min_kernel_size=lo, max_kernel_size=hi)
     check_rules(opt, threads, lo, hi)

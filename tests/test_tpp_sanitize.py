@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
-from test_c_sanitize import pytestmark, run_sanitized  # noqa: F401  (skips without ASan)
+from test_c_sanitize import pytestmark, run_sanitized  # noqa: F401  (skips without ASan; slow)
 
 SCRIPT = textwrap.dedent('''
     import numpy as np

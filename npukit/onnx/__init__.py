@@ -76,6 +76,14 @@ class OnnxGraph:
         """The simulator's cycle model of a run (``npukit.tiler.graph.GraphReport``)."""
         return self.graph.report()
 
+    def compare(self, name: str, ours: np.ndarray, ref: np.ndarray):
+        """Output ``name`` against ONNX Runtime's ``ref`` as ``npukit run --check`` compares
+        it (``npukit.onnx.check.compare``): integers and the float outputs a
+        DequantizeLinear makes within 1 LSB, other floats within 1e-4 relative."""
+        from .check import compare
+
+        return compare(name, ours, ref, self.output_steps.get(name))
+
     def __str__(self) -> str:
         """The memory plan and the layers (as ``npukit run`` prints them, without cycles)."""
         from .cli import layer_table, plan_table

@@ -3,6 +3,8 @@
 - ``Identity``, ``Dropout`` (inference) and same-type ``Cast`` become aliases;
 - ``BatchNormalization`` after a ``Conv`` whose output it alone reads is folded into the
   convolution's weights and bias;
+- ``ReduceMean`` over the two spatial axes of a 4-D tensor (PyTorch's dynamo exporter writes
+  ``adaptive_avg_pool2d`` to 1x1 so) becomes ``GlobalAveragePool``;
 - quantized operations become integer operations (``Q*`` ops, attributes below): the
   ``QLinearConv``, ``QLinearMatMul``, ``QLinearAdd``, ``QLinearMul``, ``QGemm``,
   ``QLinearAveragePool``, ``QLinearGlobalAveragePool``, ``QLinearSigmoid``,
@@ -131,6 +133,25 @@ def fold_batchnorm(net: Net) -> None:
         conv.attrs["_folded"] = [*conv.attrs.get("_folded", []), bn.name]
         drop.add(id(bn))
     net.nodes = [n for n in net.nodes if id(n) not in drop]
+
+
+def reduce_mean_as_pool(net: Net) -> None:
+    """``ReduceMean`` over axes {2, 3} of a 4-D tensor is ``GlobalAveragePool``. With
+    ``keepdims=0`` the pooling writes the [N, C] output directly: dropping two axes of size 1
+    leaves the same bytes. Any other ``ReduceMean`` is refused."""
+    for n in net.nodes:
+        if n.op != "ReduceMean":
+            continue
+        shape = net.info[n.inputs[0]].shape if n.inputs[0] in net.info else None
+        if len(n.inputs) > 1 and n.inputs[1]:  # opset 18: the axes are an input
+            axes = _scalar(net, n, 1, "axes").reshape(-1).tolist()
+        else:
+            axes = n.attrs.get("axes", [])
+        if shape is None or len(shape) != 4 or sorted(a % 4 for a in axes) != [2, 3]:
+            raise ModelError(f"{n.where()}: npukit runs ReduceMean only over axes [2, 3] of a "
+                             f"4-D tensor (a global average pooling), not axes {axes} of "
+                             f"{n.inputs[0]!r} of shape {shape}")
+        n.op, n.inputs, n.attrs = "GlobalAveragePool", n.inputs[:1], {}
 
 
 # -- explicit quantized operators -------------------------------------------------------------
@@ -515,6 +536,7 @@ def normalize(net: Net, fuse_qdq: bool = True) -> dict[str, str]:
     ``fuse_qdq`` QDQ patterns stay float operations between their Q and DQ layers."""
     alias = aliases(net)
     fold_batchnorm(net)
+    reduce_mean_as_pool(net)
     explicit_quantized(net)
     if fuse_qdq:
         qdq(net)

@@ -16,11 +16,11 @@ from .errors import (
     WrongExecTypeError,
     WrongPrimitiveError,
 )
-from .operation import TensorOperation
+from .operation import TensorOperation, strides_of
 from .primitives import BINARY, GEMMS, PRIMITIVES, UNARY, Primitive
 
 __all__ = [
     "BINARY", "GEMMS", "OperationNotSupportedError", "PRIMITIVES", "Primitive",
     "TensorOperation", "TppError", "UNARY", "WrongDimensionError", "WrongDtypeError",
-    "WrongExecTypeError", "WrongPrimitiveError", "einsum", "einsum_operation",
+    "WrongExecTypeError", "WrongPrimitiveError", "einsum", "einsum_operation", "strides_of",
 ]

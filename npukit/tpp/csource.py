@@ -276,6 +276,32 @@ NPK_TPP_WIDE static void {fn}(const float *a, const float *b, float *c, int64_t 
 }}"""
 
 
+def bias_source() -> str:
+    """C of the bias load: ``void tpp_bias(const float *a, float *b, int64_t m, int64_t n,
+    int64_t inca, int64_t lda, int64_t ldb)``, ``B(i, j) = A[i * inca + j * lda]`` (the
+    ``identity`` operation; a stride of 0 broadcasts)."""
+    return f"""{_includes("stdint.h")}
+
+{_WIDE}
+
+{_op_function("identity")}
+
+/* TPP bias load (libxsmm's identity with a broadcast): B = A on an m x n block, B
+   column-major with leading dimension ldb, A(i, j) at a[i * inca + j * lda]: inca = 0
+   repeats one row (a value per column), lda = 0 one column (a value per row), both 0 one
+   value. */
+NPK_TPP_WIDE static void tpp_bias(const float *a, float *b, int64_t m, int64_t n,
+                                  int64_t inca, int64_t lda, int64_t ldb)
+{{
+    for (int64_t j = 0; j < n; j++) {{
+        const float *x = a + j * lda;
+        float *y = b + j * ldb;
+        for (int64_t i = 0; i < m; i++)
+            y[i] = tpp_identity_op(x[i * inca]);
+    }}
+}}"""
+
+
 # -- GEMM ------------------------------------------------------------------------------------
 
 # (#if condition, comment, vector type, lanes, vectors per column of the tile, NR, blocking

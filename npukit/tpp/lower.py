@@ -32,7 +32,7 @@ def primitives(op: TensorOperation) -> dict[str, Primitive]:
     """The primitives the operation calls, by role: ``first``, ``main``, ``last``."""
     out = {}
     if op.prim_first != "none":
-        out["first"] = Primitive(op.prim_first)
+        out["first"] = Primitive(op.prim_first)  # "bias": the identity with a row stride
     r = op.roles
     if op.prim_main in ("gemm", "brgemm"):
         out["main"] = Primitive(op.prim_main, trans_a=r.trans_a, trans_b=r.trans_b,
@@ -74,9 +74,11 @@ def _main_scalars(op: TensorOperation) -> tuple[str, dict[str, int], tuple[str, 
 
 
 def _touch_scalars(op: TensorOperation) -> dict[str, int]:
-    """The touches' block: rows along out's unit stride, columns the other prim dim."""
+    """The touches' block: rows along out's unit stride, columns the other prim dim (and
+    the bias's strides along them: ``inca``, ``bias_ld``)."""
     rows, cols = op.dims[op.roles.rows], op.dims[op.roles.cols]
-    return dict(m=rows.size, n=cols.size, lda=cols.out, ldb=cols.out)
+    return dict(m=rows.size, n=cols.size, lda=cols.out, ldb=cols.out, inca=rows.bias,
+                bias_ld=cols.bias)
 
 
 class _Lowering:
@@ -88,6 +90,8 @@ class _Lowering:
         self.params: dict[str, tuple[ir.Buffer, Layout]] = {}
         for name in op.inputs:
             self.params[name] = self._param(name, dt, "in")
+        if op.prim_first == "bias":
+            self.params["bias"] = self._param("bias", np.dtype("float32"), "in")
         # inout: touches and gemm read out, and elements between the blocks keep their values.
         self.params["out"] = self._param("out", np.dtype("float32"), "inout")
         self.main = _main_scalars(op) if "main" in self.prims else None
@@ -123,7 +127,12 @@ class _Lowering:
         touch_args = (self._ptr("out", idx), self._ptr("out", idx)) + \
             tuple(ir.Val(ir.affine(self.touch[s])) for s in ("m", "n", "lda", "ldb"))
         if first and "first" in self.prims:
-            out.append(ir.Call(self.externs["first"], touch_args,
+            args = touch_args
+            if self.op.prim_first == "bias":
+                args = (self._ptr("bias", idx), self._ptr("out", idx)) + tuple(
+                    ir.Val(ir.affine(self.touch[s])) for s in ("m", "n", "inca", "bias_ld",
+                                                                "ldb"))
+            out.append(ir.Call(self.externs["first"], args,
                                f"first touch {self.op.prim_first} on {block}"))
         if self.main is not None:
             name, s, (a, b) = self.main
@@ -189,13 +198,13 @@ def lower(op: TensorOperation, tgt) -> ir.Program:
     return _Lowering(op, tgt).program()
 
 
-def run(op: TensorOperation, in0, in1, out) -> np.ndarray:
+def run(op: TensorOperation, in0, in1, out, bias=None) -> np.ndarray:
     """Run ``op`` on the C back end (see ``TensorOperation.__call__``). The flat views of
     the arrays last passed are kept (with weak references to the arrays): called again on
     the same arrays, the checks and views are not redone and the C back end finds their
     pointers in its own cache, which keeps a call of a small operation cheap."""
     prog = op.program()
-    given = {"in0": in0, "in1": in1, "out": out}
+    given = {"in0": in0, "in1": in1, "out": out, "bias": bias}
     names = [buf.name for buf, _ in prog.params]
     key = tuple((a.dtype, a.shape, a.strides, a.flags.writeable)
                 if isinstance(a := given[n], np.ndarray) else None for n in names)

@@ -47,7 +47,10 @@ DTYPES = ("float32", "bfloat16", "float16")
 SIGMOIDS = ("fast_sigmoid", "taylor_sigmoid", "interp_sigmoid")
 # The TPP text's allowed primitives per touch (section 7.3.3), with its sigmoids (7.4.2)
 # added where an activation belongs: as the main primitive and as the last touch.
-FIRST_TOUCH = ("none", "zero", "relu", "square", "reciprocal", "increment", "decrement")
+# "bias": out's block loaded from a fourth tensor, ``bias``, read through ``strides_bias``
+# (libxsmm's identity with a broadcast: a stride 0 repeats the bias along that dimension).
+FIRST_TOUCH = ("none", "zero", "bias", "relu", "square", "reciprocal", "increment",
+               "decrement")
 MAIN = ("none", "identity", "brgemm", "gemm", "add", "sub", "mul", "div", "min", "max") + \
     SIGMOIDS
 LAST_TOUCH = ("none", "relu", "square", "reciprocal", "increment", "decrement") + SIGMOIDS
@@ -58,7 +61,8 @@ _MAX_STRIDE = 1 << 40
 
 @dataclass(frozen=True)
 class Dim:
-    """One dimension: type, execution type, size and its stride in in0, in1 and out."""
+    """One dimension: type, execution type, size and its stride in in0, in1, out and the
+    bias of a ``bias`` first touch."""
 
     type: str
     exec: str
@@ -66,6 +70,7 @@ class Dim:
     in0: int
     in1: int
     out: int
+    bias: int = 0
 
     def stride(self, tensor: str) -> int:
         return getattr(self, tensor)
@@ -90,12 +95,14 @@ class Roles:
         return dict(self.prims)[role]
 
 
-def dims_table(dims) -> str:
-    """Dimensions as a table: index, type, execution type, size, strides."""
+def dims_table(dims, bias: bool = False) -> str:
+    """Dimensions as a table: index, type, execution type, size, strides (the bias's too
+    with ``bias``)."""
     head = f"  {'dim':>3}  {'type':<4}  {'exec':<6}  {'size':>6}  {'in0':>7}  {'in1':>7}  " \
-           f"{'out':>7}"
+           f"{'out':>7}" + (f"  {'bias':>7}" if bias else "")
     return "\n".join([head] + [f"  {k:>3}  {d.type:<4}  {d.exec:<6}  {d.size:>6}  {d.in0:>7}  "
-                                f"{d.in1:>7}  {d.out:>7}" for k, d in enumerate(dims)])
+                                f"{d.in1:>7}  {d.out:>7}" + (f"  {d.bias:>7}" if bias else "")
+                                for k, d in enumerate(dims)])
 
 
 def _is_int(x) -> bool:
@@ -139,12 +146,16 @@ class TensorOperation:
     def __init__(self, dtype: str = "float32", prim_first: str = "none",
                  prim_main: str = "none", prim_last: str = "none", dim_types=(),
                  exec_types=(), dim_sizes=(), strides_in0=(), strides_in1=(),
-                 strides_out=(), *, _history: tuple = ()):
+                 strides_out=(), strides_bias=None, *, _history: tuple = ()):
         self.dtype = _check_dtype(dtype, prim_main)
         self.prim_first, self.prim_main, self.prim_last = _check_primitives(
             prim_first, prim_main, prim_last)
+        if (strides_bias is None) != (prim_first != "bias"):
+            raise WrongDimensionError("TensorOperation: strides_bias goes with "
+                                      "prim_first='bias' (the bias tensor's strides), and "
+                                      f"only with it; prim_first is {prim_first!r}")
         self.dims = _check_dims(dim_types, exec_types, dim_sizes, strides_in0, strides_in1,
-                                strides_out)
+                                strides_out, strides_bias)
         self.roles = _check_structure(self)
         self.history = _history  # (table before an optimize, its decisions) per optimize
         self._programs: dict[str, ir.Program] = {}
@@ -176,13 +187,18 @@ class TensorOperation:
     def strides_out(self) -> tuple[int, ...]:
         return tuple(d.out for d in self.dims)
 
+    @property
+    def strides_bias(self) -> tuple[int, ...] | None:
+        return tuple(d.bias for d in self.dims) if self.prim_first == "bias" else None
+
     def config(self) -> dict:
         """The constructor's arguments: ``TensorOperation(**op.config())`` rebuilds it."""
         return dict(dtype=self.dtype, prim_first=self.prim_first, prim_main=self.prim_main,
                     prim_last=self.prim_last, dim_types=self.dim_types,
                     exec_types=self.exec_types, dim_sizes=self.dim_sizes,
                     strides_in0=self.strides_in0, strides_in1=self.strides_in1,
-                    strides_out=self.strides_out)
+                    strides_out=self.strides_out) | \
+            ({"strides_bias": self.strides_bias} if self.prim_first == "bias" else {})
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -208,7 +224,7 @@ class TensorOperation:
 
     def table(self) -> str:
         """The dimensions as a table: type, execution type, size and strides."""
-        return dims_table(self.dims)
+        return dims_table(self.dims, self.prim_first == "bias")
 
     def __str__(self) -> str:
         title = f"TensorOperation {self.dtype}: first {self.prim_first}, main " \
@@ -251,13 +267,13 @@ class TensorOperation:
         """The C translation unit the C back end compiles for this operation."""
         return self.program(target).c_source()
 
-    def __call__(self, in0, in1, out) -> np.ndarray:
-        """Run the operation on the C back end: ``in0``, ``in1`` and ``out`` are any numpy
-        arrays read as flat element buffers (contiguous, at least ``extent`` elements; an
-        input the main primitive does not read may be None); ``out`` is written in place
-        and returned."""
+    def __call__(self, in0, in1, out, bias=None) -> np.ndarray:
+        """Run the operation on the C back end: ``in0``, ``in1``, ``out`` (and ``bias`` for
+        a ``bias`` first touch) are any numpy arrays read as flat element buffers
+        (contiguous, at least ``extent`` elements; an input the main primitive does not
+        read may be None); ``out`` is written in place and returned."""
         from .lower import run
-        return run(self, in0, in1, out)
+        return run(self, in0, in1, out, bias)
 
 
 # -- checks --------------------------------------------------------------------------------
@@ -286,16 +302,17 @@ def _check_primitives(first, main, last) -> tuple[str, str, str]:
     return first, main, last
 
 
-def _check_dims(dim_types, exec_types, dim_sizes, s0, s1, so) -> tuple[Dim, ...]:
+def _check_dims(dim_types, exec_types, dim_sizes, s0, s1, so, sb=None) -> tuple[Dim, ...]:
     lists = {"dim_types": dim_types, "exec_types": exec_types, "dim_sizes": dim_sizes,
-             "strides_in0": s0, "strides_in1": s1, "strides_out": so}
+             "strides_in0": s0, "strides_in1": s1, "strides_out": so,
+             "strides_bias": (0,) * len(_seq("dim_types", dim_types)) if sb is None else sb}
     lists = {k: _seq(k, v) for k, v in lists.items()}
     lengths = {k: len(v) for k, v in lists.items()}
     if len(set(lengths.values())) != 1 or lengths["dim_types"] == 0:
         raise WrongDimensionError(f"TensorOperation: every list needs one entry per dimension "
                                   f"(at least one); lengths {lengths}")
     dims = []
-    for k, (t, e, n, a, b, c) in enumerate(zip(*lists.values())):
+    for k, (t, e, n, a, b, c, z) in enumerate(zip(*lists.values())):
         if not isinstance(t, str) or t not in DIM_TYPES:
             raise WrongDimensionError(f"dimension {k}: type {t!r} is not one of "
                                       f"{', '.join(DIM_TYPES)}")
@@ -305,11 +322,14 @@ def _check_dims(dim_types, exec_types, dim_sizes, s0, s1, so) -> tuple[Dim, ...]
         if not _is_int(n) or not 1 <= n <= _MAX_SIZE:
             raise WrongDimensionError(f"dimension {k} ({t}): size {n!r} must be an integer in "
                                       f"[1, 2^31]")
-        for name, s in (("in0", a), ("in1", b), ("out", c)):
+        for name, s in (("in0", a), ("in1", b), ("out", c), ("bias", z)):
             if not _is_int(s) or not 0 <= s <= _MAX_STRIDE:
                 raise WrongDimensionError(f"dimension {k} ({t}): {name} stride {s!r} must be an "
                                           f"integer in [0, 2^40] (elements)")
-        dims.append(Dim(t, e, int(n), int(a), int(b), int(c)))
+        if t == "k" and z != 0 and n > 1:
+            raise WrongDimensionError(f"dimension {k} (k): bias stride {z}, but the bias of "
+                                      f"an output block cannot move along a summed dimension")
+        dims.append(Dim(t, e, int(n), int(a), int(b), int(c), int(z)))
     return tuple(dims)
 
 
@@ -457,9 +477,39 @@ def as_flat(a, name: str, dt: np.dtype, need: int, *, write: bool = False) -> np
     return flat[:need]
 
 
+def strides_of(a: np.ndarray, axes: str, dims: str) -> tuple[int, ...]:
+    """The strides, in elements of ``a``'s flat buffer, of an operation's dimensions:
+    ``axes`` names each axis of ``a`` by a letter, ``dims`` each dimension of the operation
+    (its ``strides_in0``, ``strides_in1`` or ``strides_out``); a letter ``a`` lacks has
+    stride 0 (the dimension does not move in ``a``). Row-major numpy arrays need no
+    transposing by hand: the TPP text's column-major strides are these numbers.
+
+    >>> a = np.zeros((64, 32), np.float32)                 # A[m, k], row-major
+    >>> strides_of(a, "mk", "mnk")
+    (32, 0, 1)
+    >>> strides_of(a.T, "km", "mnk")                       # a transposed view: the same
+    (32, 0, 1)
+    """
+    if not isinstance(a, np.ndarray):
+        raise WrongDtypeError(f"strides_of takes a numpy array, got {type(a).__name__}")
+    if not isinstance(axes, str) or len(axes) != a.ndim or len(set(axes)) != a.ndim:
+        raise WrongDimensionError(f"strides_of: axes {axes!r} must name each of the {a.ndim} "
+                                  f"axes of an array of shape {a.shape} by its own letter")
+    if not (a.flags.c_contiguous or a.flags.f_contiguous):
+        raise WrongDimensionError(f"strides_of: the array (shape {a.shape}, strides "
+                                  f"{a.strides} B) is not contiguous; the operation reads "
+                                  f"arrays as flat element buffers")
+    missing = sorted(set(axes) - set(dims))
+    if missing:
+        raise WrongDimensionError(f"strides_of: axes {', '.join(missing)} of {axes!r} are no "
+                                  f"dimension of {dims!r}")
+    step = dict(zip(axes, (s // a.itemsize for s in a.strides)))
+    return tuple(step.get(d, 0) for d in dims)
+
+
 def spec(dt: str, size: int) -> Layout:
     return Layout((size,), _dtype(dt))
 
 
 __all__ = ["DIM_TYPES", "DTYPES", "Dim", "EXEC_TYPES", "FIRST_TOUCH", "LAST_TOUCH", "MAIN",
-           "Roles", "TensorOperation", "dims_table", "host_threads"]
+           "Roles", "TensorOperation", "dims_table", "host_threads", "strides_of"]

@@ -62,10 +62,12 @@ def _tensors(main: str) -> tuple[str, ...]:
 
 
 def _make(base: dict, dims: list[Dim], history: tuple) -> TensorOperation:
+    bias = [d.bias for d in dims] if base["prim_first"] == "bias" else None
     return TensorOperation(**base, dim_types=[d.type for d in dims],
                            exec_types=[d.exec for d in dims], dim_sizes=[d.size for d in dims],
                            strides_in0=[d.in0 for d in dims], strides_in1=[d.in1 for d in dims],
-                           strides_out=[d.out for d in dims], _history=history)
+                           strides_out=[d.out for d in dims], strides_bias=bias,
+                           _history=history)
 
 
 def _fuse(dims: list[Dim], tensors: tuple[str, ...], lo: int, log: list[str]) -> list[Dim]:
@@ -122,8 +124,8 @@ def _prim_choices(base: dict, dims: list[Dim]) -> list[tuple[int, tuple[int, ...
 def _split(d: Dim, outer: int) -> tuple[Dim, Dim]:
     """``d`` as ``outer`` iterations of a block of ``d.size / outer``."""
     inner = d.size // outer
-    return (replace(d, size=outer, in0=d.in0 * inner, in1=d.in1 * inner, out=d.out * inner),
-            replace(d, size=inner))
+    return (replace(d, size=outer, in0=d.in0 * inner, in1=d.in1 * inner, out=d.out * inner,
+                    bias=d.bias * inner), replace(d, size=inner))
 
 
 def plan(base: dict, dims: list[Dim], *, threads: int, min_kernel_size: int,
@@ -131,7 +133,7 @@ def plan(base: dict, dims: list[Dim], *, threads: int, min_kernel_size: int,
     """The optimized operation for the configuration ``base`` (dtype and primitives) over
     ``dims`` (their execution types are chosen anew)."""
     main = base["prim_main"]
-    tensors = _tensors(main)
+    tensors = _tensors(main) + (("bias",) if base["prim_first"] == "bias" else ())
     log: list[str] = []
     # 1. Drop size-1 dimensions.
     kept = [d for d in dims if d.size > 1]

@@ -11,6 +11,9 @@ is ``a[i + j * lda]`` of the flat buffer.
 - ``gemm``: ``c += a b`` (``a`` m x k, ``b`` k x n, ``c`` m x n); arguments
   ``(a, b, c, m, n, k, lda, ldb, ldc)``; ``trans_a`` / ``trans_b`` read ``a`` / ``b``
   stored transposed; float32, bfloat16 or float16 inputs, float32 ``c``;
+- ``bias``: ``b = a`` read with a row stride too: ``b(i, j) = a[i * inca + j * lda]``
+  (libxsmm's identity with a broadcast flag: ``inca = 0`` repeats a row, ``lda = 0`` a
+  column, both a scalar); arguments ``(a, b, m, n, inca, lda, ldb)``;
 - ``brgemm``: ``c += sum_r a_r b_r`` over ``br`` pairs ``a_r = a + r * br_stride_a``,
   ``b_r = b + r * br_stride_b``; arguments ``(a, b, c, m, n, k, br, lda, ldb, ldc,
   br_stride_a, br_stride_b)``.
@@ -56,7 +59,7 @@ from .errors import (
 UNARY = tuple(csource.UNARY_DOC)
 BINARY = tuple(csource.BINARY_EXPR)
 GEMMS = ("gemm", "brgemm")
-PRIMITIVES = UNARY + BINARY + GEMMS
+PRIMITIVES = UNARY + BINARY + GEMMS + ("bias",)
 
 _F32 = np.float32
 
@@ -84,17 +87,19 @@ BINARY_REF = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.d
 
 _SCALARS = {
     "unary": ("m", "n", "lda", "ldb"),
+    "bias": ("m", "n", "inca", "lda", "ldb"),
     "binary": ("m", "n", "lda", "ldb", "ldc"),
     "gemm": ("m", "n", "k", "lda", "ldb", "ldc"),
     "brgemm": ("m", "n", "k", "br", "lda", "ldb", "ldc", "br_stride_a", "br_stride_b"),
 }
-_ARRAYS = {"unary": ("a", "b"), "binary": ("a", "b", "c"), "gemm": ("a", "b", "c"),
+_ARRAYS = {"unary": ("a", "b"), "bias": ("a", "b"), "binary": ("a", "b", "c"),
+           "gemm": ("a", "b", "c"),
            "brgemm": ("a", "b", "c")}
 
 
 def kind(name: str) -> str:
-    """``"unary"``, ``"binary"``, ``"gemm"`` or ``"brgemm"``; ``WrongPrimitiveError`` for a
-    name that is no TPP primitive."""
+    """``"unary"``, ``"binary"``, ``"bias"``, ``"gemm"`` or ``"brgemm"``;
+    ``WrongPrimitiveError`` for a name that is no TPP primitive."""
     if not isinstance(name, str) or name not in PRIMITIVES:
         raise WrongPrimitiveError(f"unknown TPP primitive {name!r}; the primitives are "
                                   f"{', '.join(PRIMITIVES)}")
@@ -142,7 +147,10 @@ class Primitive:
             raise OperationNotSupportedError(f"Transposition for {self.name} primitive is not "
                                              f"supported (binary primitives are never "
                                              f"transposed)")
-        if k in ("unary", "binary") and self.trans_a:
+        if k == "bias" and self.trans_b:
+            raise OperationNotSupportedError("Transposition for bias primitive is not "
+                                             "supported (its strides say where it reads)")
+        if k in ("unary", "binary", "bias") and self.trans_a:
             raise OperationNotSupportedError(f"primitive {self.name} has no trans_a: only gemm "
                                              f"and brgemm read a transposed input a")
         allowed = csource.GEMM_DTYPES if k in GEMMS else ("float32",)
@@ -178,6 +186,8 @@ class Primitive:
             return csource.gemm_source(self.trans_a, self.trans_b, self.dtype, self.blocking)
         if self.kind == "unary":
             return csource.unary_source(self.name, self.trans_b)
+        if self.kind == "bias":
+            return csource.bias_source()
         return csource.binary_source(self.name)
 
     @property
@@ -192,7 +202,7 @@ class Primitive:
     def c_args(self) -> tuple[tuple[str, str], ...]:
         """(C type, name) of each argument, in order."""
         elem = FACTS[self.dtype].c_type
-        if self.kind == "unary":
+        if self.kind in ("unary", "bias"):
             ptrs = (("const float *", "a"), ("float *", "b"))
         else:
             ptrs = ((f"const {elem} *", "a"), (f"const {elem} *", "b"), ("float *", "c"))
@@ -212,6 +222,10 @@ class Primitive:
         if self.kind == "unary":
             s.setdefault("lda", m)
             s.setdefault("ldb", n if self.trans_b else m)
+        elif self.kind == "bias":
+            s.setdefault("inca", 1)
+            s.setdefault("lda", m)
+            s.setdefault("ldb", m)
         elif self.kind == "binary":
             for ld in ("lda", "ldb", "ldc"):
                 s.setdefault(ld, m)
@@ -233,6 +247,9 @@ class Primitive:
         if self.kind == "unary":
             out = (n, m) if self.trans_b else (m, n)
             return {"a": footprint(m, n, s["lda"]), "b": footprint(*out, s["ldb"])}
+        if self.kind == "bias":
+            return {"a": (m - 1) * s["inca"] + (n - 1) * s["lda"] + 1,
+                    "b": footprint(m, n, s["ldb"])}
         if self.kind == "binary":
             return {x: footprint(m, n, s[f"ld{x}"]) for x in "abc"}
         k, br = s["k"], s.get("br", 1)
@@ -255,6 +272,11 @@ class Primitive:
                 x = _view(a, m, n, 1, s["lda"])
                 y = _view(b, m, n, s["ldb"], 1) if self.trans_b else _view(b, m, n, 1, s["ldb"])
                 y[...] = UNARY_REF[self.name](x)
+                return b
+            if self.kind == "bias":
+                a, b = arrays
+                _view(b, m, n, 1, s["ldb"])[...] = UNARY_REF["identity"](
+                    _view(a, m, n, s["inca"], s["lda"]))
                 return b
             if self.kind == "binary":
                 a, b, c = arrays
@@ -288,7 +310,8 @@ class Primitive:
         on): ``ceil(m / width) * n`` instructions, times ``k * br`` for gemm, ``width`` the
         unit's vector width for the dtypes."""
         unit = next(iter(target.units.values()))
-        pair = (self.dtype, None) if self.kind == "unary" else (self.dtype, self.dtype)
+        pair = (self.dtype, None) if self.kind in ("unary", "bias") else \
+            (self.dtype, self.dtype)
         width = unit.width(*pair)
         gemm = self.kind in GEMMS
 
@@ -342,14 +365,15 @@ class Primitive:
                 raise WrongDimensionError(f"primitive {self.name}: {x} = {v} is outside "
                                           f"[{low}, 2^40)")
         rows = s["n"] if self.kind == "unary" and self.trans_b else s["m"]
-        ld_out = "ldb" if self.kind == "unary" else "ldc"
+        ld_out = "ldb" if self.kind in ("unary", "bias") else "ldc"
         cols = s["m"] if self.kind == "unary" and self.trans_b else s["n"]
         if cols > 1 and s[ld_out] < rows:
             raise WrongDimensionError(f"primitive {self.name}: output leading dimension "
                                       f"{ld_out} = {s[ld_out]} is below its {rows} rows: "
                                       f"columns would overlap")
         for (name, need), a in zip(self.spans(**s).items(), arrays):
-            want = "float32" if name == names[-1] or self.kind == "unary" else self.dtype
+            want = "float32" if name == names[-1] or self.kind != "binary" and \
+                self.kind not in GEMMS else self.dtype
             if not isinstance(a, np.ndarray):
                 raise WrongDtypeError(f"primitive {self.name}: {name} must be a numpy array, "
                                       f"got {type(a).__name__}")

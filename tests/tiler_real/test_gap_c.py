@@ -19,6 +19,7 @@ MAIN = [c for c in C.CASES[:13] if not c.xfail]  # one kernel per generator and 
 
 
 @pytest.mark.parametrize("case", MAIN, ids=[c.name for c in MAIN])
+@pytest.mark.slow
 def test_gap_c_runs_equal_to_numpy(case):
     m, kernel = case.build()
     run = gap_c.host_function(m, kernel)

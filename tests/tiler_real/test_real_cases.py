@@ -60,7 +60,7 @@ def scalar(prog, name, value):
     return np.array(value, prog.param(name)[0].dtype)
 
 
-@pytest.mark.parametrize("backend", ["sim", "c"])
+@pytest.mark.parametrize("backend", ["sim", pytest.param("c", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("case", C.CASES, ids=[c.name for c in C.CASES])
 def test_runs_equal_to_numpy(case, backend):
     """Every case runs right, the ones whose tiling the rules miss too (with npukit's)."""
