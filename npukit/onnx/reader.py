@@ -303,6 +303,22 @@ def _qconst(node, values: list) -> QConst | None:
     return QConst(x, scale, zp, axis % max(x.ndim, 1))
 
 
+def _initializer(t) -> np.ndarray:
+    """An initializer's values; ``ModelError`` when their count does not fill its dims."""
+    from onnx import helper, numpy_helper
+
+    try:
+        return numpy_helper.to_array(t)
+    except ValueError:
+        if t.HasField("raw_data"):
+            held = len(t.raw_data) // helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+        else:
+            held = len(getattr(t, helper.tensor_dtype_to_field(t.data_type)))
+        raise ModelError(f"initializer {t.name!r}: dims {list(t.dims)} need "
+                         f"{int(np.prod(t.dims, dtype=np.int64))} values, it holds {held}"
+                         ) from None
+
+
 def read(model, input_shapes: dict | None = None) -> Net:
     """The ``Net`` of an ONNX model (a path or a ``ModelProto``); ``input_shapes`` overrides
     input dimensions (symbolic ones become 1 otherwise)."""
@@ -313,7 +329,7 @@ def read(model, input_shapes: dict | None = None) -> Net:
     versions = {o.domain or "": o.version for o in opsets}
     opset = versions.get("", versions.get("ai.onnx", 0))
     g = model.graph
-    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    consts = {t.name: _initializer(t) for t in g.initializer}
     inputs = [vi for vi in g.input if vi.name not in consts]
     _fix_inputs(model, inputs, input_shapes)
     infos = _infos(_infer(model))

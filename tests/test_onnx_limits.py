@@ -1,0 +1,70 @@
+"""Limits and malformed models of the ONNX front end: each refused at once with a
+``NpukitError`` that names the tensor or node and the sizes involved, never a raw exception
+or minutes of work; and the ``npukit run`` arguments checked before anything is planned."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+import onnx  # noqa: E402
+from onnx import TensorProto  # noqa: E402
+from onnx import helper as h  # noqa: E402
+from onnx_helpers import model, node  # noqa: E402
+
+import npukit.onnx  # noqa: E402
+from npukit import ModelError  # noqa: E402
+from npukit.cli import main  # noqa: E402
+
+RNG = np.random.default_rng(19)
+
+
+def test_an_initializer_with_too_few_values_is_named_with_its_dims_and_count():
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, 4])
+    w.float_data.extend([1.5, -2.0])
+    g = h.make_graph([h.make_node("Add", ["x", "w"], ["y"])], "m",
+                     [h.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
+                     [h.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])], [w])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    with pytest.raises(ModelError, match=r"initializer 'w': dims \[4, 4\] need 16 values, "
+                                         r"it holds 2"):
+        npukit.onnx.load(m)
+
+
+@pytest.fixture
+def relu(tmp_path):
+    """relu.onnx: Relu of x [2, 8] (float32), and an input for it."""
+    x = RNG.uniform(-1, 1, (2, 8)).astype(np.float32)
+    onnx.save(model([node("Relu", ["x"], ["y"])], {"x": x}, ["y"]), tmp_path / "relu.onnx")
+    return tmp_path, x
+
+
+def test_run_reads_an_input_from_an_npz_file_by_name_or_its_only_array(relu, capsys):
+    d, x = relu
+    np.savez(d / "named.npz", other=-x, x=x)
+    np.savez(d / "only.npz", values=x)
+    for f in ("named.npz", "only.npz"):
+        assert main(["run", str(d / "relu.onnx"), "--no-cycles", "--input",
+                     f"x={d / f}"]) == 0
+        out = capsys.readouterr().out
+        first = np.array2string(np.maximum(x, 0).reshape(-1)[:4], precision=5, separator=", ")
+        assert f"y: float32 [2, 8], min 0, max {np.maximum(x, 0).max():.6g}, first {first}" \
+            in out
+    np.savez(d / "two.npz", a=x, b=x)
+    assert main(["run", str(d / "relu.onnx"), "--input", f"x={d / 'two.npz'}"]) == 2
+    assert "holds ['a', 'b'], none named 'x'" in capsys.readouterr().err
+
+
+def test_run_checks_inputs_before_planning(relu, capsys):
+    d, x = relu
+    np.save(d / "wrong.npy", x.reshape(4, 4))
+    assert main(["run", str(d / "relu.onnx"), "--input", f"x={d / 'wrong.npy'}"]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""  # no plan, no layers, no simulation printed before the refusal
+    err = cap.err.strip().splitlines()
+    assert len(err) == 1
+    assert "input 'x' is float32 (2, 8), the file holds float32 (4, 4)" in err[0]
+    assert main(["run", str(d / "relu.onnx"), "--input", f"z={d / 'wrong.npy'}"]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and "with NAME one of ['x']" in cap.err
