@@ -11,11 +11,12 @@ pytest.importorskip("onnxruntime")
 import onnx  # noqa: E402
 from onnx import TensorProto  # noqa: E402
 from onnx import helper as h  # noqa: E402
-from onnx_helpers import model, node  # noqa: E402
+from onnx_helpers import against_ort, model, node  # noqa: E402
 
 import npukit.onnx  # noqa: E402
 from npukit import ModelError  # noqa: E402
 from npukit.cli import main  # noqa: E402
+from npukit.onnx.check import compare, ort_run  # noqa: E402
 
 RNG = np.random.default_rng(19)
 
@@ -68,3 +69,32 @@ def test_run_checks_inputs_before_planning(relu, capsys):
     assert main(["run", str(d / "relu.onnx"), "--input", f"z={d / 'wrong.npy'}"]) == 2
     cap = capsys.readouterr()
     assert cap.out == "" and "with NAME one of ['x']" in cap.err
+
+
+def test_equal_nan_and_infinity_positions_compare_as_equal():
+    ref = np.array([[1.0, np.nan, -np.inf], [np.inf, 2.0, -4.0]], np.float32)
+    c = compare("y", ref.copy(), ref)
+    assert c.within and c.max_abs == 0 and c.max_rel == 0 and c.exact == 1
+    near = ref.copy()
+    near[1, 2] = -4.0002  # the finite part sets the scale: 4 * 1e-4 allows 0.0004
+    assert compare("y", near, ref).within
+    for k, v in ((1, 3.0), (2, np.inf), (3, np.nan), (0, np.nan)):
+        moved = ref.copy()
+        moved.reshape(-1)[k] = v
+        assert not compare("y", moved, ref).within, (k, v)
+
+
+def test_a_negative_dequantize_scale_steps_by_its_magnitude():
+    x = RNG.uniform(-1, 1, (4, 8)).astype(np.float32)
+    m = model([node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+               node("DequantizeLinear", ["q", "s", "z"], ["d"]), node("Relu", ["d"], ["r"]),
+               node("QuantizeLinear", ["r", "s2", "z"], ["q2"]),
+               node("DequantizeLinear", ["q2", "s2", "z"], ["y"])], {"x": x}, ["y"],
+              {"s": np.float32(-0.01), "s2": np.float32(-0.02), "z": np.int8(3)}, opset=13)
+    g, stats, _ = against_ort(m, {"x": x})  # asserts every output within one step
+    assert g.output_steps["y"] == pytest.approx(-0.02)
+    c = stats["c"]["y"]
+    assert c.step == pytest.approx(0.02) and "of 0.02)" in str(c)
+    ref, _ = ort_run(m, {"x": x})
+    off = ref["y"] + np.float32(0.03)  # 1.5 steps off everywhere
+    assert not compare("y", off, ref["y"], g.output_steps["y"]).within

@@ -6,7 +6,8 @@ Tolerances (docs/onnx.md): float32 outputs within ``FLOAT_TOL = 1e-4`` relative,
 against the output's largest magnitude (``max |ours - ort| <= 1e-4 * max |ort|``: npukit
 sums in its own order, ONNX Runtime in its blocked GEMM order, so elements near zero carry
 a tiny absolute error that a per-element ratio would magnify); integer outputs within
-``INT_TOL = 1`` unit of the last place.
+``INT_TOL = 1`` unit of the last place. NaN where ONNX Runtime has NaN, and the same
+infinity where it has one, count as equal.
 """
 
 from __future__ import annotations
@@ -54,9 +55,15 @@ def compare(name: str, ours: np.ndarray, ref: np.ndarray,
     if ours.shape != ref.shape:
         raise NpukitError(f"output {name!r}: shape {ours.shape}, ONNX Runtime gives {ref.shape}")
     integer = ref.dtype.kind in "iu"
-    diff = np.abs(ours.astype(np.float64) - ref.astype(np.float64))
+    step = abs(step) if step else step  # a negative DequantizeLinear scale steps as much
+    o, r = ours.astype(np.float64), ref.astype(np.float64)
+    # NaN where ONNX Runtime has NaN, and the same infinity where it has one, are equal.
+    same = (np.isnan(o) & np.isnan(r)) | (np.isinf(r) & (o == r))
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN: unequal unless ``same``
+        diff = np.where(same, 0.0, np.abs(o - r))
     max_abs = float(diff.max()) if diff.size else 0.0
-    scale = float(np.abs(ref.astype(np.float64)).max()) if ref.size else 0.0
+    finite = np.abs(r[np.isfinite(r)])
+    scale = float(finite.max()) if finite.size else 0.0
     max_rel = max_abs / scale if scale else max_abs
     if ref.size:
         u = np.dtype(f"u{ref.dtype.itemsize}")
