@@ -98,3 +98,45 @@ def test_a_negative_dequantize_scale_steps_by_its_magnitude():
     ref, _ = ort_run(m, {"x": x})
     off = ref["y"] + np.float32(0.03)  # 1.5 steps off everywhere
     assert not compare("y", off, ref["y"], g.output_steps["y"]).within
+
+
+FOLD_K = np.array([1.5], np.float32)
+
+
+@pytest.mark.parametrize("nodes, inits, what", [
+    ([node("ConstantOfShape", ["s"], ["e"])], {"s": np.array([2 ** 31], np.int64)},
+     r"node 'ConstantOfShape' \(ConstantOfShape\): its constant output 'e' of shape "
+     r"\[2147483648\] would take 8589934592 B, over the 268435456 B"),
+    ([node("Expand", ["k", "s"], ["e"])], {"k": FOLD_K, "s": np.array([65536] * 2, np.int64)},
+     r"node 'Expand' \(Expand\): its constant output 'e' of shape \[65536, 65536\] would "
+     r"take 17179869184 B"),
+    # The shape is itself folded first: refused from the inferred shape, in the folding.
+    ([node("Concat", ["a", "b"], ["s"], axis=0), node("Expand", ["k", "s"], ["e"])],
+     {"k": FOLD_K, "a": np.array([65536], np.int64), "b": np.array([65536], np.int64)},
+     r"\(Expand\): its constant output 'e' of shape \[65536, 65536\] would take 17179869184"),
+    ([node("Tile", ["k", "s"], ["e"])], {"k": FOLD_K, "s": np.array([2 ** 27], np.int64)},
+     r"\(Tile\): its constant output 'e' of shape \[134217728\] would take 536870912 B"),
+])
+def test_a_folded_constant_over_the_limit_is_refused_before_it_is_allocated(nodes, inits,
+                                                                               what):
+    import tracemalloc
+
+    x = np.zeros((1,), np.float32)
+    m = model([*nodes, node("Add", ["x", "e"], ["y"])], {"x": x}, ["y"], inits)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ModelError, match=what):
+            npukit.onnx.load(m)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20  # nothing near the constant's size was allocated
+
+
+def test_a_folded_constant_under_the_limit_still_folds():
+    x = RNG.uniform(-1, 1, (1, 3)).astype(np.float32)
+    m = model([node("ConstantOfShape", ["s"], ["c"], value=onnx.numpy_helper.from_array(
+        np.array([0.25], np.float32))), node("Add", ["x", "c"], ["y"])], {"x": x}, ["y"],
+        {"s": np.array([2, 3], np.int64)})
+    g, _, outs = against_ort(m, {"x": x})
+    np.testing.assert_array_equal(outs["c"]["y"], np.broadcast_to(x + np.float32(0.25), (2, 3)))
