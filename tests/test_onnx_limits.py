@@ -14,7 +14,7 @@ from onnx import helper as h  # noqa: E402
 from onnx_helpers import against_ort, model, node  # noqa: E402
 
 import npukit.onnx  # noqa: E402
-from npukit import ModelError  # noqa: E402
+from npukit import CapacityError, ModelError  # noqa: E402
 from npukit.cli import main  # noqa: E402
 from npukit.onnx.check import compare, ort_run  # noqa: E402
 
@@ -140,3 +140,10 @@ def test_a_folded_constant_under_the_limit_still_folds():
         {"s": np.array([2, 3], np.int64)})
     g, _, outs = against_ort(m, {"x": x})
     np.testing.assert_array_equal(outs["c"]["y"], np.broadcast_to(x + np.float32(0.25), (2, 3)))
+
+
+def test_a_relu_over_the_largest_memory_is_refused_at_once():
+    m = model([node("Relu", ["x"], ["y"])], {"x": np.zeros((1, 4), np.float32)}, ["y"])
+    with pytest.raises(CapacityError, match=r"L0_Relu: argument 'In' \(.* = 8589934592 B\) is "
+                                            r"larger than the largest memory of gap8"):
+        npukit.onnx.load(m, input_shapes={"x": (1, 2 ** 31)})
