@@ -147,3 +147,35 @@ def test_a_relu_over_the_largest_memory_is_refused_at_once():
     with pytest.raises(CapacityError, match=r"L0_Relu: argument 'In' \(.* = 8589934592 B\) is "
                                             r"larger than the largest memory of gap8"):
         npukit.onnx.load(m, input_shapes={"x": (1, 2 ** 31)})
+
+
+def concat_model(n: int) -> onnx.ModelProto:
+    ins = {f"x{i}": np.zeros((1, 4), np.float32) for i in range(n)}
+    return model([node("Concat", list(ins), ["y"], axis=1)], ins, ["y"])
+
+
+def test_a_concat_of_many_inputs_builds_in_work_linear_in_their_count():
+    import cProfile
+    import pstats
+
+    def calls(n: int) -> int:
+        """Python function calls to import a concat of n inputs and generate its C."""
+        m = concat_model(n)
+        prof = cProfile.Profile()
+        prof.enable()
+        npukit.onnx.load(m).c_source()
+        prof.disable()
+        return pstats.Stats(prof).total_calls
+
+    calls(8)  # first-use work (imports, caches) out of the way
+    w = [calls(n) for n in (40, 80, 120)]
+    # Linear work grows by the same amount from 80 to 120 inputs as from 40 to 80; work
+    # per task over every tensor (before) grew by 26% more.
+    assert w[2] - w[1] <= 1.02 * (w[1] - w[0]), w
+
+
+def test_a_concat_of_many_inputs_matches_onnx_runtime():
+    ins = {f"x{i}": RNG.uniform(-1, 1, (1, 3)).astype(np.float32) for i in range(64)}
+    m = model([node("Concat", list(ins), ["y"], axis=1)], ins, ["y"])
+    _, _, outs = against_ort(m, ins)
+    np.testing.assert_array_equal(outs["c"]["y"], np.concatenate(list(ins.values()), axis=1))
