@@ -179,3 +179,53 @@ def test_a_concat_of_many_inputs_matches_onnx_runtime():
     m = model([node("Concat", list(ins), ["y"], axis=1)], ins, ["y"])
     _, _, outs = against_ort(m, ins)
     np.testing.assert_array_equal(outs["c"]["y"], np.concatenate(list(ins.values()), axis=1))
+
+
+def _relu4(x):
+    return model([node("Relu", ["x"], ["y"])], {"x": x}, ["y"])
+
+
+def _duplicate_output(m):
+    m.graph.output.append(m.graph.output[0])
+
+
+def _opset_99(m):
+    m.opset_import[0].version = 99
+
+
+def _empty_batch(m):
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 0
+
+
+@pytest.mark.parametrize("spoil, what", [
+    (_duplicate_output, r"output 'y' is listed twice among the graph's outputs"),
+    (_opset_99, r"the model imports opset 99 of the ONNX operators; the newest this onnx "
+                r"package defines is \d+"),
+    (_empty_batch, r"input 'x': dimension 0 is 0 \(\[0, 3, 4, 4\]\), an empty tensor"),
+])
+def test_what_the_onnx_specification_refuses_is_refused_with_its_name(spoil, what):
+    m = _relu4(np.ones((1, 3, 4, 4), np.float32))
+    spoil(m)
+    with pytest.raises(ModelError, match=what):
+        npukit.onnx.load(m)
+
+
+def test_lrn_of_size_0_is_refused_with_its_node():
+    m = model([node("LRN", ["x"], ["y"], size=0)], {"x": np.ones((1, 3, 4, 4), np.float32)},
+              ["y"])
+    with pytest.raises(ModelError, match=r"node 'LRN_0' \(LRN\): size=0; ONNX's LRN sums over "
+                                         r"size >= 1 channels"):
+        npukit.onnx.load(m)
+
+
+def test_check_reports_onnx_runtimes_refusal_in_one_line(tmp_path, capsys):
+    m = _relu4(RNG.uniform(-1, 1, (1, 3, 4, 4)).astype(np.float32))
+    m.ir_version = 99  # npukit reads it; ONNX Runtime loads IR versions it knows only
+    onnx.save(m, tmp_path / "ir99.onnx")
+    assert main(["run", str(tmp_path / "ir99.onnx"), "--no-cycles", "--check"]) == 1
+    cap = capsys.readouterr()
+    assert "Host run (C back end):" in cap.out and "y: float32 [1, 3, 4, 4]" in cap.out
+    err = cap.err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("npukit run: --check: ONNX Runtime refused the model: ")
+    assert "Unsupported model IR version: 99" in err[0]

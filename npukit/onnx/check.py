@@ -12,6 +12,7 @@ infinity where it has one, count as equal.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -21,6 +22,17 @@ from ..errors import NpukitError
 
 FLOAT_TOL = 1e-4
 INT_TOL = 1
+
+
+class RuntimeRefusal(NpukitError):
+    """ONNX Runtime refused a model (or its inputs) that npukit imported and ran."""
+
+
+def _refused(exc: Exception) -> RuntimeRefusal:
+    """ONNX Runtime's error on one line, without its status code and source locations."""
+    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", " ".join(str(exc).split()))
+    text = re.sub(r"/onnxruntime_src/\S+:\d+ ", "", text)
+    return RuntimeRefusal(f"ONNX Runtime refused the model: {text}")
 
 
 @dataclass(frozen=True)
@@ -83,7 +95,8 @@ def compare(name: str, ours: np.ndarray, ref: np.ndarray,
 
 def ort_session(model, threads: int = 1):
     """An ONNX Runtime CPU session of ``model`` (a path or a ModelProto) on ``threads``
-    threads; ``NpukitError`` when onnxruntime is not installed."""
+    threads; ``NpukitError`` when onnxruntime is not installed, ``RuntimeRefusal`` when it
+    refuses the model."""
     try:
         import onnxruntime as ort
     except ImportError:
@@ -92,9 +105,12 @@ def ort_session(model, threads: int = 1):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
+    opts.log_severity_level = 4  # its refusals reach the user as one line (RuntimeRefusal)
     data = model.SerializeToString() if hasattr(model, "SerializeToString") else str(model)
-    return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+    try:
+        return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's Fail, InvalidGraph, ... (no common base)
+        raise _refused(exc) from None
 
 
 def ort_run(model, inputs: dict[str, np.ndarray], threads: int = 1,
@@ -105,7 +121,10 @@ def ort_run(model, inputs: dict[str, np.ndarray], threads: int = 1,
     best = float("inf")
     for _ in range(max(repeat, 1)):
         t0 = time.perf_counter()
-        outs = sess.run(names, inputs)
+        try:
+            outs = sess.run(names, inputs)
+        except Exception as exc:
+            raise _refused(exc) from None
         best = min(best, time.perf_counter() - t0)
     return dict(zip(names, outs)), best
 

@@ -130,6 +130,10 @@ def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
         elif dims is None:
             raise ModelError(f"input {vi.name!r}: the model gives no shape; pass "
                              f"input_shapes={{{vi.name!r}: (...)}}")
+        elif 0 in dims:
+            raise ModelError(f"input {vi.name!r}: dimension {dims.index(0)} is 0 ({dims}), an "
+                             f"empty tensor; npukit computes on non-empty ones (input_shapes "
+                             f"gives other dimensions)")
         else:
             want = tuple(d if isinstance(d, int) and d > 0 else 1 for d in dims)
         shape = vi.type.tensor_type.shape
@@ -384,12 +388,22 @@ def read(model, input_shapes: dict | None = None) -> Net:
     """The ``Net`` of an ONNX model (a path or a ``ModelProto``); ``input_shapes`` overrides
     input dimensions (symbolic ones become 1 otherwise)."""
     from onnx import helper, numpy_helper
+    from onnx.defs import onnx_opset_version
 
     model = _load(model)
     opsets = list(model.opset_import)
     versions = {o.domain or "": o.version for o in opsets}
     opset = versions.get("", versions.get("ai.onnx", 0))
+    newest = onnx_opset_version()
+    if opset > newest:
+        raise ModelError(f"the model imports opset {opset} of the ONNX operators; the newest "
+                         f"this onnx package defines is {newest}")
     g = model.graph
+    seen = set()
+    for vi in g.output:
+        if vi.name in seen:
+            raise ModelError(f"output {vi.name!r} is listed twice among the graph's outputs")
+        seen.add(vi.name)
     consts = {t.name: _initializer(t) for t in g.initializer}
     inputs = [vi for vi in g.input if vi.name not in consts]
     _fix_inputs(model, inputs, input_shapes)
