@@ -45,9 +45,7 @@ from dataclasses import dataclass, field
 from .. import ir
 from ..cdecl import identifier, parse_ctype
 from ..errors import CompilerError
-from .access import key
 from .code import Writer
-from .ctype import c_type
 
 _WORDS = (("Word8", "signed char"), ("Wordu8", "unsigned char"), ("Word16", "short int"),
           ("Wordu16", "unsigned short int"), ("Word32", "int"), ("Wordu32", "unsigned int"))
@@ -220,8 +218,11 @@ def _on_threads(em, st: ir.Call, calls: list[str], struct: str | None, w: Writer
     fn, cores = st.fn, em.prog.target.cores
     # what the values read besides tensors and loop variables: internal memories (local
     # arrays of the entry function, passed by address) and the struct
-    extra = [(f"{c_type(b.dtype, b.name)} *", em.ptr[key(b)]) for b in em.prog.buffers
-             if b.role == "internal"]
+    # (the internal memories the call's lines name: looked up from their words, as a concat
+    # of n inputs has n calls over n memories)
+    words = set(re.findall(r"\w+", "\n".join(calls)))
+    extra = [em.internal_fields[i] for i in sorted(
+        em.internal_at[w] for w in words if w in em.internal_at)]
     if struct is not None:
         extra.append((f"{fn.arg_type} *", struct))
     pointed = sum(a.view.size for a in st.args if isinstance(a, ir.Ptr))

@@ -223,12 +223,22 @@ class _Emitter:
         for buf, spec in prog.params:
             self.ptr[key(buf)] = _ident(buf.name, taken)
             self.origin[key(buf)] = spec.offset
+        # (C pointer type, name) of every tensor, the fields a task may take; by name, its
+        # place among them
+        self.tensor_fields = [(f"{'const ' if b.role == 'in' else ''}{_elem_type(b.dtype)} *",
+                               self.ptr[key(b)]) for b, _ in prog.params]
+        self.tensor_at = {f: i for i, (_, f) in enumerate(self.tensor_fields)}
         for buf in prog.buffers:
             # Buffers the front end placed (AutoTiler L1/L2 slots) are named by memory.
             placed = buf.slot_len or buf.address is not None
             self.ptr[key(buf)] = _ident(f"{buf.memory}_{buf.name}" if placed else buf.name,
                                         taken)
             self.origin[key(buf)] = 0
+        # (C pointer type, name) of the internal memories: locals a parallel call's task
+        # may read
+        self.internal_fields = [(f"{c_type(b.dtype)} *", self.ptr[key(b)])
+                                for b in prog.buffers if b.role == "internal"]
+        self.internal_at = {f: i for i, (_, f) in enumerate(self.internal_fields)}
         cursors = dict.fromkeys(st.cursor for st, _ in prog.walk()
                                 if isinstance(st, (ir.ResetCursor, ir.Append)))
         self.cursor = {c: _ident(c, taken) for c in cursors}
@@ -518,12 +528,16 @@ class _Emitter:
         names in the entry function."""
         fn = self.h.fresh("npk_task")
         ctx_t, ctx = f"{fn}_ctx", fn.replace("npk_task", "npk_ctx")
-        tensors = [(f"{'const ' if b.role == 'in' else ''}{_elem_type(b.dtype)} *",
-                    self.ptr[key(b)]) for b, _ in self.prog.params]
-        fields = tensors + [("int64_t ", self.names.of[v]) for v in self.loops] + list(extra)
-        # what the body uses, of all the names above (a comment naming one is no use)
+        # What the body uses, of the tensors, the loop variables and ``extra`` (a comment
+        # naming one is no use): looked up from the body's words, so that the work grows
+        # with the body, not with every tensor per task (a concat of n inputs has n tasks).
         code = re.sub(r"/\*.*?\*/", "", "\n".join(body.lines), flags=re.S)
-        fields = [(t, f) for t, f in fields if re.search(rf"\b{f}\b", code)]
+        words = set(re.findall(r"\w+", code))
+        tensors = [self.tensor_fields[i] for i in sorted(
+            self.tensor_at[w] for w in words if w in self.tensor_at)]
+        fields = tensors + [(t, f) for t, f in [("int64_t ", self.names.of[v])
+                                                for v in self.loops] + list(extra)
+                            if f in words]
         task = Writer()
         task.comment(f"Task of {what}")
         with task.block("typedef struct", attach=False):

@@ -6,11 +6,13 @@ Tolerances (docs/onnx.md): float32 outputs within ``FLOAT_TOL = 1e-4`` relative,
 against the output's largest magnitude (``max |ours - ort| <= 1e-4 * max |ort|``: npukit
 sums in its own order, ONNX Runtime in its blocked GEMM order, so elements near zero carry
 a tiny absolute error that a per-element ratio would magnify); integer outputs within
-``INT_TOL = 1`` unit of the last place.
+``INT_TOL = 1`` unit of the last place. NaN where ONNX Runtime has NaN, and the same
+infinity where it has one, count as equal.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -20,6 +22,17 @@ from ..errors import NpukitError
 
 FLOAT_TOL = 1e-4
 INT_TOL = 1
+
+
+class RuntimeRefusal(NpukitError):
+    """ONNX Runtime refused a model (or its inputs) that npukit imported and ran."""
+
+
+def _refused(exc: Exception) -> RuntimeRefusal:
+    """ONNX Runtime's error on one line, without its status code and source locations."""
+    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", " ".join(str(exc).split()))
+    text = re.sub(r"/onnxruntime_src/\S+:\d+ ", "", text)
+    return RuntimeRefusal(f"ONNX Runtime refused the model: {text}")
 
 
 @dataclass(frozen=True)
@@ -54,9 +67,15 @@ def compare(name: str, ours: np.ndarray, ref: np.ndarray,
     if ours.shape != ref.shape:
         raise NpukitError(f"output {name!r}: shape {ours.shape}, ONNX Runtime gives {ref.shape}")
     integer = ref.dtype.kind in "iu"
-    diff = np.abs(ours.astype(np.float64) - ref.astype(np.float64))
+    step = abs(step) if step else step  # a negative DequantizeLinear scale steps as much
+    o, r = ours.astype(np.float64), ref.astype(np.float64)
+    # NaN where ONNX Runtime has NaN, and the same infinity where it has one, are equal.
+    same = (np.isnan(o) & np.isnan(r)) | (np.isinf(r) & (o == r))
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN: unequal unless ``same``
+        diff = np.where(same, 0.0, np.abs(o - r))
     max_abs = float(diff.max()) if diff.size else 0.0
-    scale = float(np.abs(ref.astype(np.float64)).max()) if ref.size else 0.0
+    finite = np.abs(r[np.isfinite(r)])
+    scale = float(finite.max()) if finite.size else 0.0
     max_rel = max_abs / scale if scale else max_abs
     if ref.size:
         u = np.dtype(f"u{ref.dtype.itemsize}")
@@ -76,7 +95,8 @@ def compare(name: str, ours: np.ndarray, ref: np.ndarray,
 
 def ort_session(model, threads: int = 1):
     """An ONNX Runtime CPU session of ``model`` (a path or a ModelProto) on ``threads``
-    threads; ``NpukitError`` when onnxruntime is not installed."""
+    threads; ``NpukitError`` when onnxruntime is not installed, ``RuntimeRefusal`` when it
+    refuses the model."""
     try:
         import onnxruntime as ort
     except ImportError:
@@ -85,9 +105,12 @@ def ort_session(model, threads: int = 1):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
+    opts.log_severity_level = 4  # its refusals reach the user as one line (RuntimeRefusal)
     data = model.SerializeToString() if hasattr(model, "SerializeToString") else str(model)
-    return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+    try:
+        return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's Fail, InvalidGraph, ... (no common base)
+        raise _refused(exc) from None
 
 
 def ort_run(model, inputs: dict[str, np.ndarray], threads: int = 1,
@@ -98,7 +121,10 @@ def ort_run(model, inputs: dict[str, np.ndarray], threads: int = 1,
     best = float("inf")
     for _ in range(max(repeat, 1)):
         t0 = time.perf_counter()
-        outs = sess.run(names, inputs)
+        try:
+            outs = sess.run(names, inputs)
+        except Exception as exc:
+            raise _refused(exc) from None
         best = min(best, time.perf_counter() - t0)
     return dict(zip(names, outs)), best
 

@@ -945,6 +945,9 @@ class Lowering:
         if "size" not in n.attrs:
             raise ModelError(f"{n.where()}: the attribute size is required")
         size = int(n.attrs["size"])
+        if size < 1:
+            raise ModelError(f"{n.where()}: size={size}; ONNX's LRN sums over size >= 1 "
+                             f"channels")
         alpha = np.float32(n.attrs.get("alpha", 1e-4))
         C, cols = s[1], int(np.prod(s[2:]))
         name = self.layer("LRN")

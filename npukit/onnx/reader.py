@@ -20,6 +20,9 @@ ONNX_TYPE_NAMES = {0: "undefined", 1: "float", 2: "uint8", 3: "int8", 4: "uint16
                    6: "int32", 7: "int64", 8: "string", 9: "bool", 10: "float16", 11: "double",
                    12: "uint32", 13: "uint64", 16: "bfloat16"}
 MS_DOMAIN = "com.microsoft"
+# The largest constant npukit computes while folding (docs/onnx.md): a node whose output
+# would be larger is refused before anything is allocated.
+MAX_FOLDED_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,10 @@ def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
         elif dims is None:
             raise ModelError(f"input {vi.name!r}: the model gives no shape; pass "
                              f"input_shapes={{{vi.name!r}: (...)}}")
+        elif 0 in dims:
+            raise ModelError(f"input {vi.name!r}: dimension {dims.index(0)} is 0 ({dims}), an "
+                             f"empty tensor; npukit computes on non-empty ones (input_shapes "
+                             f"gives other dimensions)")
         else:
             want = tuple(d if isinstance(d, int) and d > 0 else 1 for d in dims)
         shape = vi.type.tensor_type.shape
@@ -372,19 +379,104 @@ def _qconst(node, values: list) -> QConst | None:
     return QConst(x, scale, zp, axis % max(x.ndim, 1))
 
 
+def _foldable(node, values: list, infos: dict) -> None:
+    """Refuse a node whose constant output would exceed ``MAX_FOLDED_BYTES``, from its
+    inferred shape or, for the operators that make large tensors from small ones, from its
+    inputs' values (before anything is allocated)."""
+    from onnx import helper
+
+    for k, out in enumerate(node.output):
+        et, dims = infos.get(out, (0, None))
+        if et and dims is not None and all(isinstance(d, int) for d in dims):
+            made = dims, helper.tensor_dtype_to_np_dtype(et).itemsize
+        else:
+            made = _made_shape(node, values) if k == 0 else None
+        if made is None:
+            continue
+        size = int(np.prod(made[0], dtype=object)) * made[1]
+        if size > MAX_FOLDED_BYTES:
+            raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): its "
+                             f"constant output {out!r} of shape {list(made[0])} would take "
+                             f"{size} B, over the {MAX_FOLDED_BYTES} B npukit folds")
+
+
+def _large_constants(g, consts: dict) -> None:
+    """Refuse an over-large ConstantOfShape, Expand or Tile of initializers and ``Constant``
+    values before shape inference, whose data propagation would materialize it."""
+    from onnx import numpy_helper
+
+    known = dict(consts)
+    for node in g.node:
+        if node.op_type == "Constant":
+            value = next((a.t for a in node.attribute if a.name == "value"), None)
+            if value is not None:
+                known[node.output[0]] = numpy_helper.to_array(value)
+        elif node.input and all(x in known for x in node.input if x):
+            _foldable(node, [known.get(x) for x in node.input], {})
+
+
+def _made_shape(node, values: list) -> tuple[list, int] | None:
+    """(output shape, bytes per element) of ConstantOfShape, Expand or Tile on constant
+    inputs."""
+    from onnx import numpy_helper
+
+    try:
+        if node.op_type == "ConstantOfShape":
+            value = next((a.t for a in node.attribute if a.name == "value"), None)
+            item = 4 if value is None else numpy_helper.to_array(value).itemsize
+            return [int(d) for d in np.asarray(values[0]).reshape(-1)], item
+        x = np.asarray(values[0])
+        if node.op_type == "Expand":
+            return list(np.broadcast_shapes(x.shape, tuple(
+                int(d) for d in np.asarray(values[1]).reshape(-1)))), x.itemsize
+        if node.op_type == "Tile":
+            return [int(a) * int(b) for a, b in zip(x.shape, np.asarray(values[1]).reshape(-1))
+                    ], x.itemsize
+    except ValueError:  # shapes that do not broadcast: the evaluator names the problem
+        return None
+    return None
+
+
+def _initializer(t) -> np.ndarray:
+    """An initializer's values; ``ModelError`` when their count does not fill its dims."""
+    from onnx import helper, numpy_helper
+
+    try:
+        return numpy_helper.to_array(t)
+    except ValueError:
+        if t.HasField("raw_data"):
+            held = len(t.raw_data) // helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+        else:
+            held = len(getattr(t, helper.tensor_dtype_to_field(t.data_type)))
+        raise ModelError(f"initializer {t.name!r}: dims {list(t.dims)} need "
+                         f"{int(np.prod(t.dims, dtype=np.int64))} values, it holds {held}"
+                         ) from None
+
+
 def read(model, input_shapes: dict | None = None) -> Net:
     """The ``Net`` of an ONNX model (a path or a ``ModelProto``); ``input_shapes`` overrides
     input dimensions (symbolic ones become 1 otherwise)."""
     from onnx import helper, numpy_helper
+    from onnx.defs import onnx_opset_version
 
     model = _load(model)
     opsets = list(model.opset_import)
     versions = {o.domain or "": o.version for o in opsets}
     opset = versions.get("", versions.get("ai.onnx", 0))
+    newest = onnx_opset_version()
+    if opset > newest:
+        raise ModelError(f"the model imports opset {opset} of the ONNX operators; the newest "
+                         f"this onnx package defines is {newest}")
     g = model.graph
-    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    seen = set()
+    for vi in g.output:
+        if vi.name in seen:
+            raise ModelError(f"output {vi.name!r} is listed twice among the graph's outputs")
+        seen.add(vi.name)
+    consts = {t.name: _initializer(t) for t in g.initializer}
     inputs = [vi for vi in g.input if vi.name not in consts]
     _fix_inputs(model, inputs, input_shapes)
+    _large_constants(g, consts)
     infos = _infos(_infer(model))
     qconsts: dict[str, QConst] = {}
     kept = []
@@ -407,6 +499,7 @@ def read(model, input_shapes: dict | None = None) -> Net:
                 continue
         if all(x in consts for x in ins):
             values = [consts[x] if x else None for x in node.input]
+            _foldable(node, values, infos)
             outs = _evaluate(node, values, opsets)
             for name, v in zip(node.output, outs):
                 consts[name] = v

@@ -131,6 +131,9 @@ class KernelLowering:
         self.l1: dict[str, ir.Buffer] = {}
         self.l2: dict[str, ir.Buffer] = {}
         self.carg = {c.ArgName: c for c in uk.cargs}
+        self.bound: dict[str, list] = {}  # C argument -> the KerArgs bound to it
+        for a in uk.kerargs:
+            self.bound.setdefault(a.CArgName, []).append(a)
         self._params()
         self._buffers()
 
@@ -146,7 +149,7 @@ class KernelLowering:
             if not isinstance(target_name, str):
                 continue
             dt = c_dtype(c.ArgType)
-            bound = [a for a in self.uk.kerargs if a.CArgName == c.ArgName and moves(a)]
+            bound = [a for a in self.bound.get(c.ArgName, ()) if moves(a)]
             if not c.is_pointer:
                 shape = ()
             elif bound:
@@ -177,7 +180,7 @@ class KernelLowering:
                               f"(its KerArg W, H, planes or TCArg shape)")
 
     def _role(self, carg: str) -> str:
-        bound = [a for a in self.uk.kerargs if a.CArgName == carg]
+        bound = self.bound.get(carg, [])
         if not bound:
             # A basic kernel may write through a pointer it is given, unless C says const.
             c = self.carg[carg]
@@ -528,7 +531,8 @@ class KernelLowering:
         geos = {a.KerArgName: self.geo(a) for a in moved}
         once = [a for a in moved if geos[a.KerArgName].residency == "whole"
                 or not geos[a.KerArgName].loops]
-        tiled = [a for a in moved if a not in once]
+        once_names = {a.KerArgName for a in once}  # a set: a kernel may have thousands
+        tiled = [a for a in moved if a.KerArgName not in once_names]
         reads = [a for a in tiled if a.has(Obj.O_IN)]
         writes = [a for a in tiled if a.has(Obj.O_OUT)]
         multi = {a.KerArgName for a in tiled if self.t.args[a.KerArgName].slots > 1}

@@ -9,12 +9,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .. import ir
 from ..cdecl import file_name, identifier
-from ..errors import TilingError
+from ..errors import CapacityError, TilingError
 from ..machine import Target
 from ..machine import target as _target
 from ..passes import check
@@ -272,6 +273,7 @@ class Model(GraphModel, CNNGenerators):
             uk = self._kernel(name)
             check_calls(uk, self.libs)
             spaces, frames = kernel_frames(uk)
+            _fits_target(name, frames, self.target)
             self._tilings[name] = solve(Problem(
                 name, spaces, frames, self.l1_budget, self.settings.promote,
                 "old" if uk.iter_space is None else "new"))
@@ -313,4 +315,18 @@ class Model(GraphModel, CNNGenerators):
         return check(prog)
 
 
+def _fits_target(name: str, frames, target: Target) -> None:
+    """An argument larger than the target's largest memory can live nowhere: refused before
+    the solver enumerates tile sizes for it."""
+    big = max(target.memories.values(), key=lambda m: m.size)
+    for f in frames:
+        size = math.prod(f.shape) * f.elem
+        if size > big.size:
+            raise CapacityError(
+                f"{name}: argument {f.arg.KerArgName!r} ({' x '.join(map(str, f.shape))} x "
+                f"{f.elem} B = {size} B) is larger than the largest memory of {target.name}, "
+                f"{big.name} of {big.size} B")
+
+
 __all__ = ["Model"]
+

@@ -193,15 +193,20 @@ def solve(p: Problem) -> Tiling:
         whole = _layout(p, ratios, refs, full, promoted=True)
         if whole[2] <= p.budget:
             return _tiling(p, refs, full, whole, promoted=True)
+    pars = {s.key: _par_sizes(s) for s in p.spaces if s.kind == "par"}
+    # Before enumerating: an argument whose smallest tile, one slot of it, is over budget
+    # fails every tiling (a huge tensor has millions of tile sizes to try).
+    _never_fits(p, ratios, refs, {**{key: _smallest(p, ratios, key, refs[key]) for key in refs},
+                                  **{key: c[-1] for key, c in pars.items()}}, one_slot=True)
     choices = {key: _sizes(p, ratios, key, refs[key]) for key in refs}
-    choices.update({s.key: _par_sizes(s) for s in p.spaces if s.kind == "par"})
+    choices.update(pars)
     smallest = None
     for tiles in _candidates(p, choices):
         layout = _layout(p, ratios, refs, tiles, promoted=False)
         if layout[2] <= p.budget:
             return _tiling(p, refs, tiles, layout, promoted=False)
         smallest = layout[2] if smallest is None else min(smallest, layout[2])
-    _never_fits(p, ratios, refs, choices)
+    _never_fits(p, ratios, refs, {k: (c[-1] if c else 1) for k, c in choices.items()})
     need = f"; the smallest admissible tiling needs {smallest} B" if smallest else \
         "; no tile size satisfies the constraints"
     raise TilingError(f"{p.name}: nothing fits the L1 budget of {p.budget} B{need}")
@@ -249,6 +254,16 @@ def _sizes(p: Problem, ratios, key: str, ref: int) -> list[int]:
                 _admissible(f.arg, ratios[key][f.arg.KerArgName][0] // ref * t) for f in frames):
             out.append(t)
     return out
+
+
+def _smallest(p: Problem, ratios, key: str, ref: int) -> int:
+    """The smallest admissible tile size of a tiled space (the last of ``_sizes``; 1 when
+    none is), found from 1 up."""
+    frames = [f for f in p.frames if f.tiled == key]
+    if any(f.arg.Constraint & OBJ_CONSTRAINTS_ONEPREFTILE for f in frames):
+        return ref
+    return next((t for t in range(1, ref + 1) if math.ceil(ref / t) == 1 or all(
+        _admissible(f.arg, ratios[key][f.arg.KerArgName][0] // ref * t) for f in frames)), 1)
 
 
 def _admissible(a: KerArgT, step: int) -> bool:
@@ -488,15 +503,17 @@ def _tiling(p: Problem, refs, tiles, layout, promoted: bool) -> Tiling:
                   p.budget, MappingProxyType(sp), promoted)
 
 
-def _never_fits(p: Problem, ratios, refs, choices) -> None:
-    """An argument whose smallest tile alone is over budget is named with its numbers."""
-    smallest = {k: (c[-1] if c else 1) for k, c in choices.items()}
+def _never_fits(p: Problem, ratios, refs, smallest: dict[str, int],
+                one_slot: bool = False) -> None:
+    """An argument whose smallest tile alone is over budget is named with its numbers (with
+    ``one_slot``, one slot of it: a bound no tiling can beat)."""
     geometry, places, _ = _layout(p, ratios, refs, smallest, promoted=False)
     for f in p.frames:
         pl, g = places[f.arg.KerArgName], geometry[f.arg.KerArgName]
-        if pl.footprint > p.budget:
+        slots = 1 if one_slot else pl.slots
+        if (pl.size if one_slot else pl.footprint) > p.budget:
             raise TilingError(
                 f"{p.name}: argument {f.arg.KerArgName!r} can never fit: its smallest tile, "
                 f"{g.tile_shape[f.line] if g.residency != 'dyn' else g.lines} line(s) of "
-                f"{g.line_elems} x {f.elem} B = {pl.size} B x {pl.slots} slot(s), exceeds the "
+                f"{g.line_elems} x {f.elem} B = {pl.size} B x {slots} slot(s), exceeds the "
                 f"L1 budget of {p.budget} B")

@@ -195,10 +195,10 @@ def _frame_new(kernel: str, a: KerArgT, spaces: tuple[Space, ...], hor: bool, k:
     return Frame(a, planes + _plane(None, hor, a.H, a.W, k), None, None, hor, elem)
 
 
-def elem_size(uk, a: KerArgT) -> int:
+def elem_size(cargs: dict, a: KerArgT) -> int:
     """Bytes of the C element an argument's pointer has (its item size when it is bound to
-    no pointer)."""
-    c = next((c for c in uk.cargs if c.ArgName == a.CArgName), None)
+    no pointer); ``cargs`` maps the kernel's C argument names to them."""
+    c = cargs.get(a.CArgName)
     return parse_ctype(c.ArgType).dtype.itemsize if c is not None and c.is_pointer else \
         a.ItemSize
 
@@ -206,5 +206,6 @@ def elem_size(uk, a: KerArgT) -> int:
 def kernel_frames(uk) -> tuple[tuple[Space, ...], tuple[Frame, ...]]:
     """A user kernel's spaces and its arguments' frames, whichever generation wrote it."""
     spaces = kernel_spaces(uk.order, uk.dims, uk.iter_space)
+    cargs = {c.ArgName: c for c in reversed(uk.cargs)}  # the first of a name, as C binds
     return spaces, tuple(frame(uk.name, a, spaces, uk.order, uk.dims, uk.orientation,
-                               elem_size(uk, a)) for a in uk.kerargs)
+                               elem_size(cargs, a)) for a in uk.kerargs)

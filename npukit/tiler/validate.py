@@ -162,7 +162,7 @@ def check_kernel(uk, libs: Mapping[str, ir.Extern]) -> None:
             raise TilingError(f"{what}: KerArg {a.KerArgName!r} is bound to no C argument, so "
                               f"its items are C scalars: ItemSize {a.ItemSize} is not the size "
                               f"of one {ITEM_SIZES}")
-        f = frame(uk.name, a, spaces, uk.order, uk.dims, uk.orientation, elem_size(uk, a))
+        f = frame(uk.name, a, spaces, uk.order, uk.dims, uk.orientation, elem_size(cargs, a))
         frames[a.KerArgName] = f
         c = cargs.get(a.CArgName)
         if c is not None and c.shape is not None and moves(a) and \
@@ -294,7 +294,7 @@ def _check_call(uk, call: CallT, lib: ir.Extern, cargs: dict, kerargs: dict) -> 
         if want is None:
             continue
         if pointer:
-            size = elem_size(uk, kerargs[b.name]) if b.kind == "k_arg" else \
+            size = elem_size(cargs, kerargs[b.name]) if b.kind == "k_arg" else \
                 c_dtype(cargs[b.name].ArgType).itemsize
             if size != want.itemsize:
                 raise TilingError(f"{where}: points to items of {size} B, but {pname} points "
