@@ -28,7 +28,7 @@ from npukit import NpukitError  # noqa: E402
 def parse(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=int, default=300, help="models to generate")
-    ap.add_argument("--seed", type=int, default=0, help="the first model number")
+    ap.add_argument("--seed", dest="first", type=int, default=0, help="the first model number")
     ap.add_argument("--backend", default="sim", choices=("sim", "c"))
     ap.add_argument("--replay", type=int, default=None, metavar="MODEL",
                     help="print one model's operations and outcome")
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     outputs, exact, worst, bad = 0, [], 0.0, []
     by_act = {}
-    for k in range(args.seed, args.seed + args.models):
+    for k in range(args.first, args.first + args.models):
         case = generate(k)
         try:
             results = check(case, args.backend)
