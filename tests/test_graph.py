@@ -64,6 +64,16 @@ def test_mnist_reproduces_the_documents_l2_plan(mnist):
     assert g.flash_image()[122880:124480] == g.constants["Step1Weights"].tobytes()
 
 
+def test_printing_a_graph_shows_each_layers_tiles(mnist):
+    _, _, model = mnist
+    g = model().graph("MnistCNN")
+    text = str(g)
+    for layer in g.layers:
+        t = layer.tiling
+        assert re.search(rf"^  {layer.name} +{t.n_tiles} x {t.tile} +{t.l1_used}$", text,
+                         re.M), layer.name
+
+
 def test_a_graph_tensor_is_the_plans_placement_plus_its_declaration(mnist):
     _, _, model = mnist
     g = model().graph("MnistCNN")

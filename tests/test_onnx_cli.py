@@ -3,6 +3,7 @@ Runtime, ``--emit`` (a C project that builds with make and reproduces the output
 bit), ``--trace``, ``--input``, and one line for a model npukit cannot import."""
 
 import json
+import re
 import shutil
 import subprocess
 
@@ -150,3 +151,21 @@ def test_a_quantized_output_is_judged_in_lsb_by_compare_as_by_the_cli(tmp_path, 
     assert "relative)" in str(compare("y", ours, ref["y"]))  # without the output's step
     assert main(["run", str(tmp_path / "q.onnx"), "--check", "--no-cycles"]) == 0
     assert line in capsys.readouterr().out
+
+
+def test_the_plan_shows_whole_onnx_names(tmp_path):
+    """A tensor's C name keeps 40 characters of its ONNX name; the plan shows the whole ONNX
+    name beside it."""
+    x = RNG.normal(size=(1, 3, 8, 8)).astype(np.float32)
+    mid = "a_rather_long_intermediate_tensor_name_from_an_exporter/Conv_output_0"
+    inits = {"w": (RNG.normal(size=(4, 3, 3, 3)) * 0.3).astype(np.float32),
+             "w2": (RNG.normal(size=(4, 4, 3, 3)) * 0.3).astype(np.float32)}
+    nodes = [node("Conv", ["x", "w"], [mid], pads=[1, 1, 1, 1]),
+             node("Conv", [mid, "w2"], ["c"], pads=[1, 1, 1, 1]), node("Relu", ["c"], ["r"]),
+             node("MaxPool", ["r"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
+    onnx.save(model(nodes, {"x": x}, ["y"], inits, opset=13), tmp_path / "m.onnx")
+    g = npukit.onnx.load(str(tmp_path / "m.onnx"), target="gap8")
+    text = str(g)
+    assert f"({mid!r})" in text
+    assert [info.ops for info in g.layers] == ["Conv", "Conv+Relu+MaxPool"]
+    assert re.search(r"^  L1_\w+ +Conv\+Relu\+MaxPool +\d+ x \d+ ", text, re.M), text

@@ -58,6 +58,8 @@ class OnnxGraph:
             d = next(d for d in decl.values() if d.onnx == o and d.kind in ("out", "inout"))
             self.outputs[o] = Port(d.cname, net.info[o].shape, d.dtype)
         self.target = graph.target
+        # Each planned tensor's ONNX name: a C name keeps only 40 characters of it.
+        self.onnx_names = {c: o for o, c in lowering.of.items()}
         # The LSB of each float output a DequantizeLinear makes from integers.
         self.output_steps = {o: lowering.steps[lowering.alias.get(o, o)] for o in net.outputs
                              if lowering.alias.get(o, o) in lowering.steps}

@@ -110,8 +110,10 @@ def _read_array(spec: str, name: str, path: str) -> np.ndarray:
 
 
 def plan_table(g) -> str:
-    """The memory plan: every tensor's memory, area, offset and size; totals per memory."""
-    names = {p.cname: n for n, p in list(g.inputs.items()) + list(g.outputs.items())}
+    """The memory plan: every tensor's memory, area, offset and size, and the ONNX name it
+    stands for where its C name differs; totals per memory."""
+    names = dict(g.onnx_names)
+    names.update({p.cname: n for n, p in list(g.inputs.items()) + list(g.outputs.items())})
     width = max([len(t) for t in g.tensors] + [6]) + 2
     rows = [f"Memory plan of graph {g.name} on {g.target.name}:"]
     for level, a in g.memory.items():
@@ -122,7 +124,7 @@ def plan_table(g) -> str:
     for t in g.tensors.values():
         off = "" if t.offset is None else str(t.offset)
         live = f"{t.live[0]}" if t.live[0] == t.live[1] else f"{t.live[0]}..{t.live[1]}"
-        note = f"  ({names[t.name]!r})" if t.name in names else ""
+        note = f"  ({names[t.name]!r})" if names.get(t.name, t.name) != t.name else ""
         rows.append(f"  {t.name:<{width}}{t.memory:<10}{t.area or '':<9}{off:>9}{t.size:>10}  "
                     f"{live}{note}")
     for f in g.graph.fetches:
@@ -134,8 +136,9 @@ def plan_table(g) -> str:
 def layer_table(g, cycles: dict | None) -> str:
     """Per layer: what it computes, its tiles, L1 bytes, streamed operands, cycles."""
     width = max(len(info.name) for info in g.layers) + 2
+    ops = max([len(info.ops) for info in g.layers] + [len("computes")]) + 2
     rows = [f"Layers ({len(g.layers)}):",
-            f"  {'layer':<{width}}{'computes':<28}{'tiles':>12}{'L1 B':>8}{'cycles':>12}  "
+            f"  {'layer':<{width}}{'computes':<{ops}}{'tiles':>12}{'L1 B':>8}{'cycles':>12}  "
             f"details"]
     for info, layer in zip(g.layers, g.graph.layers):
         t = layer.tiling
@@ -143,7 +146,7 @@ def layer_table(g, cycles: dict | None) -> str:
         c = "" if cycles is None else str(cycles.get(info.name, ""))
         streamed = f"; streams {', '.join(sorted(layer.streamed))} from L3" if layer.streamed \
             else ""
-        rows.append(f"  {info.name:<{width}}{info.ops[:27]:<28}{tiles:>12}{t.l1_used:>8}"
+        rows.append(f"  {info.name:<{width}}{info.ops:<{ops}}{tiles:>12}{t.l1_used:>8}"
                     f"{c:>12}  {info.detail}{streamed}")
     return "\n".join(rows)
 

@@ -474,19 +474,25 @@ class Graph:
 
     def __str__(self) -> str:
         m = self.memory
+        names = max([len(t) for t in self.tensors] + [len("tensor")]) + 2
         rows = [f"graph {self.name} on {self.target.name}: L2 {m['L2'].static} B static + "
                 f"{m['L2'].dynamic} B dynamic of {m['L2'].budget} B; L1 {m['L1'].dynamic} of "
                 f"{m['L1'].budget} B; L3 {m['L3'].static} + {m['L3'].dynamic} B; flash "
                 f"{m['L3_FLASH'].static} B",
-                f"  {'tensor':<16}{'memory':<10}{'area':<9}{'offset':>8}{'size':>9}  layers"]
+                f"  {'tensor':<{names}}{'memory':<10}{'area':<9}{'offset':>8}{'size':>9}  layers"]
         for t in self.tensors.values():
             off = "" if t.offset is None else str(t.offset)
             live = f"{t.live[0]}" if t.live[0] == t.live[1] else f"{t.live[0]}..{t.live[1]}"
-            rows.append(f"  {t.name:<16}{t.memory:<10}{t.area or '':<9}{off:>8}{t.size:>9}  "
+            rows.append(f"  {t.name:<{names}}{t.memory:<10}{t.area or '':<9}{off:>8}{t.size:>9}  "
                         f"{live}")
         for f in self.fetches:
             rows.append(f"  fetch {f.tensor} from {f.source} into dynamic L2 at {f.offset} "
                         f"before layer {f.at} ({self.layers[f.at].name})")
+        width = max(len(layer.name) for layer in self.layers) + 2
+        rows.append(f"  {'layer':<{width}}{'tiles':>14}{'L1 B':>9}")
+        for layer in self.layers:
+            tiles = f"{layer.tiling.n_tiles} x {layer.tiling.tile}"
+            rows.append(f"  {layer.name:<{width}}{tiles:>14}{layer.tiling.l1_used:>9}")
         for layer in self.layers:
             if layer.streamed:
                 rows.append(f"  layer {layer.name} streams {', '.join(sorted(layer.streamed))} "
