@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import json
 import re
 import runpy
 from pathlib import Path
@@ -104,6 +105,32 @@ def test_the_constructor_allocates_exactly_them(mnist):
     lib.MnistCNN_Memory.restype = ctypes.c_int
     got = [lib.MnistCNN_Memory(k) for k in range(6)]
     assert got == [g.memory["L1"].dynamic, 124692, 11264, 0, 0, 0]
+
+
+def test_a_runs_report_saves_a_trace_with_one_span_per_layer(mnist, tmp_path):
+    ex, _, model = mnist
+    g = model().graph("MnistCNN")
+    x = ex["digits"](1, seed=3)[0]
+    res = g.run("sim", Input0=x, Output0=np.full(10, -1, np.int16))
+    res.report.save_trace(str(tmp_path / "g.json"))
+    trace = json.loads((tmp_path / "g.json").read_text())
+    rows = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"}
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert all({"name", "pid", "tid", "ts", "dur"} <= e.keys() for e in spans)
+    layers = [e for e in spans if rows[e["tid"]] == "layers"]
+    assert [e["name"] for e in layers] == [layer.name for layer in g.layers]
+    assert [e["dur"] for e in layers] == list(res.report.layers.values())
+    assert layers[-1]["ts"] + layers[-1]["dur"] <= res.report.cycles
+    steps = [e for e in spans if rows[e["tid"]] != "layers"]
+    for layer in layers:  # every layer has its own steps inside its span
+        inside = [e for e in steps if layer["ts"] <= e["ts"]
+                  and e["ts"] + e["dur"] <= layer["ts"] + layer["dur"]]
+        assert inside, layer["name"]
+    assert sum(1 for e in steps if not any(
+        lay["ts"] <= e["ts"] < lay["ts"] + lay["dur"] for lay in layers)) == 0
+    pytest.importorskip("matplotlib")
+    res.report.save_png(str(tmp_path / "g.png"))
+    assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.slow
@@ -479,12 +506,14 @@ def test_close_and_plan_errors(tmp_path):
         graph(ConstInfo(np.ones(32), 1, 1, 16, 0), budget=40)
 
 
-def test_the_docs_code_runs():
+def test_the_docs_code_runs(tmp_path, monkeypatch):
     text = (Path(__file__).parent.parent / "docs" / "graph.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert blocks
+    monkeypatch.chdir(tmp_path)  # the page's blocks run in order and write files
+    namespace: dict = {}
     for block in blocks:
-        exec(compile(block, "docs/graph.md", "exec"), {})
+        exec(compile(block, "docs/graph.md", "exec"), namespace)
 
 
 @pytest.mark.parametrize("size, match", [(48000.5, "must be an integer"), (True, "integer"),

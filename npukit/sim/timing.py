@@ -69,23 +69,27 @@ class Report:
         """``cycles`` as time at the target's clock."""
         return self.cycles / self.clock_mhz
 
-    def save_trace(self, path: str) -> None:
+    def save_trace(self, path: str, above: list = ()) -> None:
         """Write the timeline as Chrome trace-event JSON (open in Perfetto); one thread per
-        unit, 1 cycle = 1 µs of trace time."""
-        units = sorted({e[0] for e in self.events})
+        unit, 1 cycle = 1 µs of trace time. ``above``: (row, label, start, end) spans drawn on
+        rows of their own before the units' (a graph's layers)."""
+        rows = list(dict.fromkeys(e[0] for e in above))
+        units = rows + sorted({e[0] for e in self.events})
         tid = {u: k for k, u in enumerate(units)}
         ev = [{"name": "thread_name", "ph": "M", "pid": 0, "tid": tid[u], "args": {"name": u}}
               for u in units]
         ev += [{"name": label or unit, "ph": "X", "pid": 0, "tid": tid[unit], "ts": s,
-                "dur": e - s, "args": {"statement": label}} for unit, label, s, e in self.events]
+                "dur": e - s, "args": {"statement": label}}
+               for unit, label, s, e in list(above) + self.events]
         meta = {"cycles": self.cycles, "events_dropped": self.events_dropped,
                 "skipped_iterations": self.skipped_iterations,
                 "note": "steady-state iterations skipped by the model are not drawn"}
         with open(path, "w") as f:
             json.dump({"traceEvents": ev, "displayTimeUnit": "ns", "otherData": meta}, f)
 
-    def save_png(self, path: str) -> None:
-        """Draw the timeline (one row per unit) as a PNG; needs matplotlib (``npukit[plot]``)."""
+    def save_png(self, path: str, above: list = ()) -> None:
+        """Draw the timeline (one row per unit) as a PNG; needs matplotlib (``npukit[plot]``).
+        ``above``: (row, label, start, end) spans drawn, labelled, on rows above the units."""
         try:
             import matplotlib
             matplotlib.use("Agg")
@@ -93,12 +97,16 @@ class Report:
         except ImportError as exc:
             from ..errors import NpukitError
             raise NpukitError("save_png needs matplotlib: pip install 'npukit[plot]'") from exc
-        units = list(dict.fromkeys(e[0] for e in self.events))
+        events = list(above) + self.events
+        units = list(dict.fromkeys(e[0] for e in events))
         fig, ax = plt.subplots(figsize=(10, 0.5 + 0.45 * len(units)))
         for row, unit in enumerate(units):
-            spans = [(s, e - s) for u, _, s, e in self.events if u == unit]
+            spans = [(s, e - s) for u, _, s, e in events if u == unit]
             ax.broken_barh(spans, (row - 0.4, 0.8), color=f"C{row % 10}", edgecolor="white",
                            linewidth=0.5)
+        for unit, label, s, e in above:
+            ax.text((s + e) / 2, units.index(unit), label, ha="center", va="center",
+                    fontsize=6, clip_on=True)
         ax.set_yticks(range(len(units)), units)
         ax.invert_yaxis()
         ax.set_xlabel("cycle")

@@ -89,10 +89,25 @@ class GraphReport:
     layers: Mapping[str, int]
     construct_cycles: int
     timeline: object  # npukit.sim.timing.Report
+    spans: Mapping[str, tuple[int, int]]  # each layer's (start, end) cycle on the timeline
 
     @property
     def bytes_moved(self) -> dict[str, int]:
         return dict(self.timeline.bytes_moved)
+
+    def save_trace(self, path: str) -> None:
+        """Write the run as Chrome trace-event JSON (open in Perfetto): one span per layer,
+        named by the layer, on the first row; its tiles' transfers and compute steps on one
+        row per unit beneath, 1 cycle = 1 µs of trace time."""
+        self.timeline.save_trace(path, self._layer_events())
+
+    def save_png(self, path: str) -> None:
+        """Draw the run as a PNG: a row of layers above one row per unit; needs matplotlib
+        (``npukit[plot]``)."""
+        self.timeline.save_png(path, self._layer_events())
+
+    def _layer_events(self) -> list[tuple[str, str, int, int]]:
+        return [("layers", name, s, e) for name, (s, e) in self.spans.items()]
 
     def __str__(self) -> str:
         rows = [f"{self.cycles} cycles ({self.construct_cycles} more in the constructor)"]
@@ -642,7 +657,7 @@ class Graph:
         prog, segments = self.program()
         tl = Timeline(prog)
         ix, s = tl.ix, tl.s
-        layers, t0 = {}, 0
+        layers, spans, t0 = {}, {}, 0
         for (fetch, body), layer in zip(segments, self.layers):
             tl.block(fetch)
             pending = int(s[ix["end"]])
@@ -654,9 +669,11 @@ class Graph:
                 s[ix[f"free:{u}"]] = max(s[ix[f"free:{u}"]], t1)
             s[ix["end"]] = max(t1, pending)
             layers[layer.name] = t1 - t0
+            spans[layer.name] = (t0, t1)
             t0 = t1
         report = tl.report()
-        return GraphReport(report.cycles, MappingProxyType(layers), cc, report)
+        return GraphReport(report.cycles, MappingProxyType(layers), cc, report,
+                           MappingProxyType(spans))
 
     def program(self) -> tuple[ir.Program, list[tuple[tuple, tuple]]]:
         """The whole run as one IR program, every tensor but the graph's arguments a buffer
