@@ -527,3 +527,42 @@ def test_memory_device_sizes_are_whole_numbers(size, match):
 def test_memory_device_locations_are_named():
     with pytest.raises(TilingError, match="none of"):
         Model(target="gap8").SetMemoryDeviceInfos(1, 999, 48000, "L1_Memory", 0, 0)
+
+
+def _mnist_layers(keywords: bool) -> Model:
+    """The MNIST example's four user kernels, by GAP's argument names or by position."""
+    m = Model(target="gap8", l1_budget=48000)
+    m.LoadCNNLibrary()
+    sizes = (2, 2, 2, 2)
+    if not keywords:
+        m.CNN_ConvolutionPoolReLU("C", 0, *sizes, 12, 14, 14, 12, 1, 1, 1, 1, 32, 64, 12, 12,
+                                  KOP_CONV_DP, 5, 5, 1, 1, 1, 1, 0,
+                                  KOP_MAXPOOL, 2, 2, 1, 1, 2, 2, 0, KOP_RELU)
+        m.CNN_LinearReLU("L", 0, *sizes, 12, 12, 8, 11, 2, 2, 2, 2, 1024, 10, KOP_LINEAR,
+                         KOP_NONE)
+        m.CNN_SoftMax("S", 0, 2, 2, 15, 15, 1, 1, 10, KOP_SOFTMAX)
+        return m
+    m.CNN_ConvolutionPoolReLU(
+        Name="C", Ctrl=0, In_DataSize=2, Filter_DataSize=2, Bias_DataSize=2, Out_DataSize=2,
+        In_Q=12, Filter_Q=14, Bias_Q=14, Out_Q=12, In_InL3=1, Filter_InL3=1, Bias_InL3=1,
+        Out_InL3=1, InFeat=32, OutFeat=64, Width=12, Height=12,
+        ConvOper=KOP_CONV_DP, Fcx=5, Fcy=5, Dcx=1, Dcy=1, Scx=1, Scy=1, ConvPad=0,
+        PoolOper=KOP_MAXPOOL, Fpx=2, Fpy=2, Dpx=1, Dpy=1, Spx=2, Spy=2, PoolPad=0,
+        ReLUOper=KOP_RELU)
+    m.CNN_LinearReLU(Name="L", Ctrl=0, In_DataSize=2, Filter_DataSize=2, Bias_DataSize=2,
+                     Out_DataSize=2, In_Q=12, Filter_Q=12, Bias_Q=8, Out_Q=11, In_InL3=2,
+                     Filter_InL3=2, Bias_InL3=2, Out_InL3=2, InDim=1024, OutDim=10,
+                     LinearOper=KOP_LINEAR, ReLUOper=KOP_NONE)
+    m.CNN_SoftMax(Name="S", Ctrl=0, In_DataSize=2, Out_DataSize=2, In_Q=15, Out_Q=15,
+                  In_InL3=1, Out_InL3=1, Dim=10, SoftMaxOper=KOP_SOFTMAX)
+    return m
+
+
+def test_generators_take_gaps_argument_names():
+    by_name, by_position = _mnist_layers(True), _mnist_layers(False)
+    for kernel in ("C", "L", "S"):
+        assert by_name.tiling(kernel) == by_position.tiling(kernel)
+        assert by_name.program(kernel) == by_position.program(kernel)
+    with pytest.raises(TypeError, match="Fcz"):
+        by_name.CNN_SoftMax(Name="X", Ctrl=0, In_DataSize=2, Out_DataSize=2, In_Q=15, Out_Q=15,
+                            In_InL3=1, Out_InL3=1, Dim=10, SoftMaxOper=KOP_SOFTMAX, Fcz=3)
