@@ -203,7 +203,9 @@ class CNNGenerators:
         """A convolution (``KOP_CONV`` or ``KOP_CONV_DP``), then an optional pooling
         (``KOP_MAXPOOL``, ``KOP_AVGPOOL`` or ``KOP_NONE``), then an optional activation. The
         user kernel ``Name(In, Filter, Bias, Out)``: In [InFeat, Height, Width], Filter
-        [OutFeat, InFeat, Fcy, Fcx], Bias [OutFeat], Out [OutFeat, Ho, Wo]."""
+        [OutFeat, InFeat, Fcy, Fcx], Bias [OutFeat], Out [OutFeat, Ho, Wo].
+        The arguments, by position or by the names of GAP's ``CNN_Generators.h``, are
+        tabled in docs/graph.md."""
         gen = "CNN_ConvolutionPoolReLU"
         self._need_library(gen, Name)
         _ctrl(Name, gen, Ctrl)
@@ -316,7 +318,9 @@ class CNNGenerators:
             InDim: int, OutDim: int,
             LinearOper: KernelOper, ReLUOper: KernelOper) -> None:
         """A linear layer then an optional activation: ``Name(In, Filter, Bias, Out)``, In
-        [InDim], Filter [OutDim, InDim], Bias [OutDim], Out [OutDim]."""
+        [InDim], Filter [OutDim, InDim], Bias [OutDim], Out [OutDim]. The
+        arguments, by position or by the names of GAP's ``CNN_Generators.h``, are tabled in
+        docs/graph.md."""
         gen = "CNN_LinearReLU"
         self._need_library(gen, Name)
         _ctrl(Name, gen, Ctrl)
@@ -364,7 +368,8 @@ class CNNGenerators:
     def CNN_SoftMax(self, Name: str, Ctrl, In_DataSize, Out_DataSize, In_Q: int, Out_Q: int,
                     In_InL3: int, Out_InL3: int, Dim: int, SoftMaxOper: KernelOper) -> None:
         """A softmax over ``Dim`` inputs in Q``In_Q``, outputs in Q``Out_Q`` (Q15 for int16,
-        Q7 for int8 in GAP's library): ``Name(In, Out)``."""
+        Q7 for int8 in GAP's library): ``Name(In, Out)``. The arguments, by position or by
+        the names of GAP's ``CNN_Generators.h``, are tabled in docs/graph.md."""
         gen = "CNN_SoftMax"
         self._need_library(gen, Name)
         _ctrl(Name, gen, Ctrl)
