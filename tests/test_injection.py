@@ -184,6 +184,7 @@ def matadd(kerarg: str):
     return m
 
 
+@pytest.mark.slow  # compiles the GAP-style files once a payload
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 @pytest.mark.parametrize("kind", KINDS)
 def test_kerarg_names_stay_in_gap_c_comments(kind, in_tmp):
@@ -246,6 +247,7 @@ def test_outputs_whose_names_sanitize_alike_get_files_of_their_own(in_tmp):
     assert r.returncode != 0 and "y_1_2.npy" in r.stdout + r.stderr
 
 
+@pytest.mark.slow  # builds and runs one ONNX project a payload
 @needs_make
 @pytest.mark.parametrize("kind", KINDS)
 def test_onnx_names_stay_in_the_project(kind, in_tmp):
@@ -303,6 +305,7 @@ def _npy(path: Path, shape: str, data: bytes) -> None:
                      + data)
 
 
+@pytest.mark.slow  # sanitizer builds
 @pytest.mark.skipif(SAN_ENV is None, reason=f"no AddressSanitizer runtime: {SAN_WHY}")
 @pytest.mark.parametrize("shape", ["(4294967296, 4294967296, 1, 24)",
                                    "(18446744073709551616, 24)", "(1, 2, 3, 4)",
