@@ -423,6 +423,8 @@ def gemm_name(trans_a: bool, trans_b: bool, dtype: str, blocking=None, br: bool 
     return f"tpp_{'brgemm' if br else 'gemm'}_{flags}_{dtype}{tail}"
 
 
+# A C template over 120 lines: the packed, blocked GEMM of one variant reads top to bottom as
+# the C it writes (pack A, pack B, micro-kernel, edges), so it stays one function.
 def gemm_source(trans_a: bool, trans_b: bool, dtype: str = "float32", blocking=None) -> str:
     """C of the gemm and brgemm primitives of one variant (one text defines both):
 
