@@ -611,7 +611,7 @@ def _lut() -> list[Check]:
     """The LUT section (``npukit.lut.demo``, imported when it runs)."""
     from .lut.demo import demo as lut_demo
 
-    return lut_demo()
+    return [Check(name, held) for name, held in lut_demo()]
 
 
 # ``npukit demo SECTION`` runs one; ``npukit demo`` runs them all, in this order.

@@ -18,8 +18,6 @@ KNOWN_CYCLES = {
         "the AutoTiler vocabulary split over two modules that use each other",
     frozenset({"npukit.tiler.graph", "npukit.tiler.graph_c"}):
         "a graph runs its C, and the C writer reads the graph's records",
-    frozenset({"npukit.demo", "npukit.lut.demo"}):
-        "the demo runs the LUT demo, which reports through the demo's checks",
 }
 
 IR_MAY_IMPORT = {"npukit.dtypes", "npukit.errors", "npukit.layout", "npukit.arith"}
