@@ -7,6 +7,10 @@ threads share; ``einsum`` lowers contractions to one optimized operation. Every 
 lowers to the one IR (``npukit.ir``): the C back end runs it, the simulator costs it.
 """
 
+# The optimizer and the lowering register themselves as the operation's passes.
+# isort: off
+from . import lower, optimizer  # noqa: F401
+# isort: on
 from .einsum import einsum, einsum_operation
 from .errors import (
     OperationNotSupportedError,

@@ -24,7 +24,7 @@ from .. import ir
 from ..c.runtime import run_c
 from ..dtypes import dtype as _dtype
 from ..layout import Layout
-from .operation import Dim, TensorOperation, as_flat
+from .operation import Dim, TensorOperation, as_flat, register_pass
 from .primitives import BINARY, Primitive
 
 
@@ -219,3 +219,7 @@ def run(op: TensorOperation, in0, in1, out, bias=None) -> np.ndarray:
 
 
 __all__ = ["Dim", "lower", "primitives", "run"]
+
+
+register_pass("lower", lower)
+register_pass("run", run)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,6 +125,17 @@ def host_threads() -> int:
     if cap.isdigit() and int(cap) >= 1:
         n = min(n, int(cap))
     return max(1, n)
+
+
+# The passes over an operation (npukit.tpp.optimizer: "optimize"; npukit.tpp.lower: "lower",
+# "run") import this module; they register here when npukit.tpp is imported, so that this
+# module imports neither of them.
+_PASSES: dict[str, Callable] = {}
+
+
+def register_pass(name: str, fn: Callable) -> None:
+    """Make ``fn`` the operation's pass ``name`` (called by the modules that define them)."""
+    _PASSES[name] = fn
 
 
 class TensorOperation:
@@ -245,8 +257,7 @@ class TensorOperation:
                  max_kernel_size: int | None = None) -> TensorOperation:
         """A new operation computing the same result faster: the TPP tensor compiler's
         optimizer (``npukit.tpp.optimizer``). Its decisions print with the operation."""
-        from .optimizer import optimize
-        return optimize(self, threads=threads, min_kernel_size=min_kernel_size,
+        return _PASSES["optimize"](self, threads=threads, min_kernel_size=min_kernel_size,
                         max_kernel_size=max_kernel_size)
 
     # -- the IR ------------------------------------------------------------------------------
@@ -258,9 +269,8 @@ class TensorOperation:
         key = target if isinstance(target, str) else target.name
         prog = self._programs.get(key)
         if prog is None:
-            from .lower import lower
             tgt = _target(target) if isinstance(target, str) else target
-            prog = self._programs[key] = lower(self, tgt)
+            prog = self._programs[key] = _PASSES["lower"](self, tgt)
         return prog
 
     def c_source(self, target="torq") -> str:
@@ -272,8 +282,7 @@ class TensorOperation:
         a ``bias`` first touch) are any numpy arrays read as flat element buffers
         (contiguous, at least ``extent`` elements; an input the main primitive does not
         read may be None); ``out`` is written in place and returned."""
-        from .lower import run
-        return run(self, in0, in1, out, bias)
+        return _PASSES["run"](self, in0, in1, out, bias)
 
 
 # -- checks --------------------------------------------------------------------------------

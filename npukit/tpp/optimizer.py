@@ -38,7 +38,7 @@ from dataclasses import replace
 
 from ..layout import chains
 from .errors import TppError, WrongDimensionError
-from .operation import Dim, TensorOperation, _is_int, host_threads
+from .operation import Dim, TensorOperation, _is_int, host_threads, register_pass
 from .primitives import BINARY
 
 # Work that pays for waking the worker threads (tens of microseconds in a virtual machine):
@@ -278,3 +278,6 @@ def optimize(op: TensorOperation, *, threads: int | None = None, min_kernel_size
             ("dtype", "prim_first", "prim_main", "prim_last")}
     return plan(base, list(op.dims), threads=int(threads), min_kernel_size=int(min_kernel_size),
                 max_kernel_size=max_kernel_size, history=op.history, before=op.table())
+
+
+register_pass("optimize", optimize)
