@@ -173,7 +173,8 @@ def test_the_targets_page_explains_every_key_of_a_target_file():
 @pytest.mark.parametrize("name", ["npukit", "npukit.machine", "npukit.layout", "npukit.easy",
                                   "npukit.kernels", "npukit.demo", "npukit.cli_build",
                                   "npukit.measure", "npukit.sequencing", "npukit.tiler",
-                                  "npukit.tiler.spaces", "npukit.tiler.api2", "npukit.dtypes"])
+                                  "npukit.tiler.spaces", "npukit.tiler.api_spaces",
+                                  "npukit.dtypes"])
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS,
                              extraglobs={"np": np})

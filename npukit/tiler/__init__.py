@@ -16,8 +16,8 @@ constants are names of this module.
 """
 
 from .api import *
-from .api import OBJ, Constraint, KerArgSel, KerIter, Loc, Obj
-from .api2 import (
+from .api import OBJ, Constraint, KerArgSel, KerArgSpace, KerIter, Loc, Obj
+from .api_spaces import (
     ALWAYS_INLINE,
     KER_OPT_BUFFER_PROMOTE,
     KER_OPT_NONE,
@@ -28,7 +28,6 @@ from .api2 import (
     IterParSpace,
     IterTiledSpace,
     KerArgAliased,
-    KerArgSpace,
     KernelIterSpace,
 )
 from .cnn import *

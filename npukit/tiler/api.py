@@ -444,7 +444,7 @@ class KerArgT:
     PreferedTileSize: int = 0
     CArgName: str | None = None
     NextPlaneUpdate: int = 0
-    # Additions beyond the documented KerArg (npukit.tiler.api2 and the 2-D variants):
+    # Additions beyond the documented KerArg (npukit.tiler.api_spaces and the 2-D variants):
     Pad: tuple[int, int, int, int] = (0, 0, 0, 0)  # left, right, top, bottom padding (items)
     Stride2D: int = 0  # KerArg2D: the data plane is W / Stride2D planes of Stride2D items
     Space: tuple | None = None  # newer generation: KerArgSpace, outer to inner
@@ -470,10 +470,9 @@ def KerArg(KerArgName: str, ObjType: int, W: int, H: int, ItemSize: int, TileOve
 
     The newer generation's ``KerArg(Name, KerArgSpace(...), ObjType, W, H, ItemSize,
     TileOverlap, Constraint, PreferedTileSize, CArgName)`` is accepted too: a
-    ``KerArgSpace`` in second place selects it (``npukit.tiler.api2``)."""
-    from . import api2
-    if isinstance(ObjType, api2.KerArgSpaceT):
-        return api2.kerarg(KerArgName, ObjType, W, H, ItemSize, TileOverlap, Constraint,
+    ``KerArgSpace`` in second place selects it (``npukit.tiler.api_spaces``)."""
+    if isinstance(ObjType, KerArgSpaceT):
+        return kerarg(KerArgName, ObjType, W, H, ItemSize, TileOverlap, Constraint,
                            PreferedTileSize, CArgName, NextPlaneUpdate, *more)
     if more:
         raise TilingError(f"KerArg {KerArgName!r}: {len(more)} arguments too many (an older "
@@ -545,10 +544,10 @@ def KerArg2DP(KerArgName: str, ObjType: int, W: int, H: int, Stride: int, PadL: 
 def KerArgP(KerArgName: str, ObjType, W: int, H: int, *args) -> KerArgT:
     """A padded argument. Older form: ``KerArgP(Name, ObjType, W, H, PadL, PadR, PadT, PadB,
     ItemSize, TileOverlap, Constraint, PreferedTileSize, CArgName, NextPlaneUpdate)``; the
-    newer one (a ``KerArgSpace`` second) is ``npukit.tiler.api2.KerArgP``."""
-    from . import api2
-    if isinstance(ObjType, api2.KerArgSpaceT):
-        return api2.KerArgP(KerArgName, ObjType, W, H, *args)
+    newer one (a ``KerArgSpace`` second): ``KerArgP(Name, KerArgSpace, ObjType, W, H, UsedW,
+    UsedH, PadTile, PadExec, ItemSize, ...)``."""
+    if isinstance(ObjType, KerArgSpaceT):
+        return _kerarg_p_spaces(KerArgName, ObjType, W, H, *args)
     if not 5 <= len(args) <= 10:
         raise TilingError(f"KerArgP {KerArgName!r}: give PadL, PadR, PadT, PadB, ItemSize and "
                           f"at most TileOverlap, Constraint, PreferedTileSize, CArgName, "
@@ -564,9 +563,8 @@ def KerArgPad(KerArgName: str, ObjType, W: int, H: int, *args) -> KerArgT:
     ``KerArgPad(Name, ObjType, W, H, BottomBuffer, TopBuffer, ItemSize, TileOverlap,
     Constraint, PreferedTileSize, CArgName, NextPlaneUpdate)``; a ``KerArgSpace`` second
     selects the newer one."""
-    from . import api2
-    if isinstance(ObjType, api2.KerArgSpaceT):
-        return api2.KerArgPad(KerArgName, ObjType, W, H, *args)
+    if isinstance(ObjType, KerArgSpaceT):
+        return _kerarg_pad_spaces(KerArgName, ObjType, W, H, *args)
     if not 3 <= len(args) <= 8:
         raise TilingError(f"KerArgPad {KerArgName!r}: give BottomBuffer, TopBuffer, ItemSize "
                           f"and at most TileOverlap, Constraint, PreferedTileSize, CArgName, "
@@ -639,3 +637,77 @@ def KernelIterationOrder(Dim: _Iter, *Order: _Iter) -> tuple[_Iter, ...]:
                           f"order 2 is supported (tiles outside in-planes): "
                           f"{[tuple(k.name for k in o) for o in ORDER_2]}")
     return ORDER_2[key]
+
+
+# -- the newer generation's argument spaces (npukit.tiler.api_spaces holds the rest) ----
+
+def _space(what: str, IterSpace) -> KerIter:
+    try:
+        return KerIter(IterSpace)
+    except ValueError:
+        raise TilingError(f"{what}: {IterSpace!r} is not an iteration space (KER_ITER_TILE0.."
+                          f"KER_ITER_TILE2, KER_ITER_D0..KER_ITER_D3)") from None
+
+
+@dataclass(frozen=True)
+class KerArgSpaceT:
+    spaces: tuple[KerIter, ...]
+
+
+def KerArgSpace(*spaces) -> KerArgSpaceT:
+    """The spaces a kernel argument walks, outer to inner; they order its dimensions in
+    memory (``KerArgSpace(2, D1, T0)``: ``D1`` planes of the W x H data plane)."""
+    items = tuple(_space("KerArgSpace", s) for s in _counted("KerArgSpace", spaces))
+    if not items:
+        raise TilingError("KerArgSpace: give at least one space")
+    if len(set(items)) != len(items):
+        raise TilingError(f"KerArgSpace{tuple(s.name for s in items)}: a space is listed twice")
+    return KerArgSpaceT(items)
+
+
+def _check_space(name: str, space) -> tuple[str, ...]:
+    if not isinstance(space, KerArgSpaceT):
+        raise TilingError(f"kernel argument {name!r}: the second argument is KerArgSpace(...), "
+                          f"got {space!r:.60}")
+    return tuple(s.key for s in space.spaces)
+
+
+def kerarg(KerArgName: str, KerArgSpace: KerArgSpaceT, ObjType: int, W: int, H: int,
+           ItemSize: int, TileOverlap: int = 0, Constraint: int = 0, PreferedTileSize: int = 0,
+           CArgName: str | None = None) -> KerArgT:
+    """``KerArg`` of the newer generation (what ``KerArg`` does given a ``KerArgSpace``)."""
+    space = _check_space(KerArgName, KerArgSpace)
+    return replace(_kerarg(KerArgName, ObjType, W, H, ItemSize, TileOverlap, Constraint,
+                           PreferedTileSize, CArgName), Space=space)
+
+
+def _kerarg_p_spaces(KerArgName: str, KerArgSpace: KerArgSpaceT, ObjType: int, W: int, H: int,
+            UsedW: int, UsedH: int, PadTile, PadExec, ItemSize: int, TileOverlap: int = 0,
+            Constraint: int = 0, PreferedTileSize: int = 0,
+            CArgName: str | None = None) -> KerArgT:
+    """A padded argument: tiles are cut as if ``PadTile`` (left, right, top, bottom) items
+    surrounded the plane; lines outside it are not moved. ``UsedW`` x ``UsedH`` is the part
+    the kernel reads."""
+    a = kerarg(KerArgName, KerArgSpace, ObjType, W, H, ItemSize, TileOverlap, Constraint,
+               PreferedTileSize, CArgName)
+    used = (integer(f"KerArgP {KerArgName!r}", "UsedW", UsedW),
+            integer(f"KerArgP {KerArgName!r}", "UsedH", UsedH))
+    if not (0 < used[0] <= a.W and 0 < used[1] <= a.H):
+        raise TilingError(f"KerArgP {KerArgName!r}: used {UsedW} x {UsedH} must lie in the "
+                          f"{W} x {H} plane")
+    _pads(f"KerArgP {KerArgName!r} PadExec", PadExec)
+    return replace(a, Pad=_pads(f"KerArgP {KerArgName!r} PadTile", PadTile),
+                   Used=used)
+
+
+def _kerarg_pad_spaces(KerArgName: str, KerArgSpace: KerArgSpaceT, ObjType: int, W: int, H: int,
+              BottomBuffer: int, TopBuffer: int, ItemSize: int, TileOverlap: int = 0,
+              Constraint: int = 0, PreferedTileSize: int = 0,
+              CArgName: str | None = None) -> KerArgT:
+    """An argument whose L1 tile keeps ``BottomBuffer`` items before and ``TopBuffer`` after
+    the data moved in (a delay line)."""
+    what = f"KerArgPad {KerArgName!r}"
+    buffers = (integer(what, "BottomBuffer", BottomBuffer), integer(what, "TopBuffer", TopBuffer))
+    a = kerarg(KerArgName, KerArgSpace, ObjType, W, H, ItemSize, TileOverlap, Constraint,
+               PreferedTileSize, CArgName)
+    return replace(a, Buffers=buffers)

@@ -142,7 +142,7 @@ class Model(GraphModel, CNNGenerators):
         generation: ``UserKernel(Name, KernelDimensions(...), KernelIterationOrder(...),
         Orientation, CArgs, Calls, KerArgs)``; newer: ``UserKernel(Name,
         KernelIterSpace(...), Orientation, CArgs, Calls, KerArgs)``."""
-        from .api2 import KernelIterSpaceT
+        from .api_spaces import KernelIterSpaceT
         iter_space = None
         if isinstance(KerDim, KernelIterSpaceT):
             if KerArg is not None:
@@ -201,7 +201,7 @@ class Model(GraphModel, CNNGenerators):
     def SetKernelOpts(self, On: int, Off: int) -> None:
         """Turn kernel optimisations on and off: ``KER_OPT_BUFFER_PROMOTE`` (every argument
         one L1 buffer when they all fit whole; on by default)."""
-        from .api2 import KER_OPT_BUFFER_PROMOTE
+        from .api_spaces import KER_OPT_BUFFER_PROMOTE
         On, Off = integer("SetKernelOpts", "On", On), integer("SetKernelOpts", "Off", Off)
         if Off & KER_OPT_BUFFER_PROMOTE:
             self.settings.promote = False

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import TilingError
-from .api import KerArgT, KerIter, _counted, _kerarg, _pads, integer
+from .api import KerArgSpaceT, KerArgT, KerIter, _counted, _space, integer, kerarg
 
 
 @dataclass(frozen=True)
@@ -31,14 +31,6 @@ class IterSpaceT:
     kind: str
     dim: int = 0
     pref: int = 1
-
-
-def _space(what: str, IterSpace) -> KerIter:
-    try:
-        return KerIter(IterSpace)
-    except ValueError:
-        raise TilingError(f"{what}: {IterSpace!r} is not an iteration space (KER_ITER_TILE0.."
-                          f"KER_ITER_TILE2, KER_ITER_D0..KER_ITER_D3)") from None
 
 
 def IterTiledSpace(IterSpace: KerIter) -> IterSpaceT:
@@ -95,70 +87,6 @@ def KernelIterSpace(*spaces) -> KernelIterSpaceT:
     if not items:
         raise TilingError("KernelIterSpace: give at least one space")
     return KernelIterSpaceT(tuple(items))
-
-
-@dataclass(frozen=True)
-class KerArgSpaceT:
-    spaces: tuple[KerIter, ...]
-
-
-def KerArgSpace(*spaces) -> KerArgSpaceT:
-    """The spaces a kernel argument walks, outer to inner; they order its dimensions in
-    memory (``KerArgSpace(2, D1, T0)``: ``D1`` planes of the W x H data plane)."""
-    items = tuple(_space("KerArgSpace", s) for s in _counted("KerArgSpace", spaces))
-    if not items:
-        raise TilingError("KerArgSpace: give at least one space")
-    if len(set(items)) != len(items):
-        raise TilingError(f"KerArgSpace{tuple(s.name for s in items)}: a space is listed twice")
-    return KerArgSpaceT(items)
-
-
-def _check_space(name: str, space) -> tuple[str, ...]:
-    if not isinstance(space, KerArgSpaceT):
-        raise TilingError(f"kernel argument {name!r}: the second argument is KerArgSpace(...), "
-                          f"got {space!r:.60}")
-    return tuple(s.key for s in space.spaces)
-
-
-def kerarg(KerArgName: str, KerArgSpace: KerArgSpaceT, ObjType: int, W: int, H: int,
-           ItemSize: int, TileOverlap: int = 0, Constraint: int = 0, PreferedTileSize: int = 0,
-           CArgName: str | None = None) -> KerArgT:
-    """``KerArg`` of the newer generation (what ``KerArg`` does given a ``KerArgSpace``)."""
-    space = _check_space(KerArgName, KerArgSpace)
-    return replace(_kerarg(KerArgName, ObjType, W, H, ItemSize, TileOverlap, Constraint,
-                           PreferedTileSize, CArgName), Space=space)
-
-
-def KerArgP(KerArgName: str, KerArgSpace: KerArgSpaceT, ObjType: int, W: int, H: int,
-            UsedW: int, UsedH: int, PadTile, PadExec, ItemSize: int, TileOverlap: int = 0,
-            Constraint: int = 0, PreferedTileSize: int = 0,
-            CArgName: str | None = None) -> KerArgT:
-    """A padded argument: tiles are cut as if ``PadTile`` (left, right, top, bottom) items
-    surrounded the plane; lines outside it are not moved. ``UsedW`` x ``UsedH`` is the part
-    the kernel reads."""
-    a = kerarg(KerArgName, KerArgSpace, ObjType, W, H, ItemSize, TileOverlap, Constraint,
-               PreferedTileSize, CArgName)
-    used = (integer(f"KerArgP {KerArgName!r}", "UsedW", UsedW),
-            integer(f"KerArgP {KerArgName!r}", "UsedH", UsedH))
-    if not (0 < used[0] <= a.W and 0 < used[1] <= a.H):
-        raise TilingError(f"KerArgP {KerArgName!r}: used {UsedW} x {UsedH} must lie in the "
-                          f"{W} x {H} plane")
-    _pads(f"KerArgP {KerArgName!r} PadExec", PadExec)
-    return replace(a, Pad=_pads(f"KerArgP {KerArgName!r} PadTile", PadTile),
-                   Used=used)
-
-
-def KerArgPad(KerArgName: str, KerArgSpace: KerArgSpaceT, ObjType: int, W: int, H: int,
-              BottomBuffer: int, TopBuffer: int, ItemSize: int, TileOverlap: int = 0,
-              Constraint: int = 0, PreferedTileSize: int = 0,
-              CArgName: str | None = None) -> KerArgT:
-    """An argument whose L1 tile keeps ``BottomBuffer`` items before and ``TopBuffer`` after
-    the data moved in (a delay line)."""
-    what = f"KerArgPad {KerArgName!r}"
-    buffers = (integer(what, "BottomBuffer", BottomBuffer), integer(what, "TopBuffer", TopBuffer))
-    a = kerarg(KerArgName, KerArgSpace, ObjType, W, H, ItemSize, TileOverlap, Constraint,
-               PreferedTileSize, CArgName)
-    return replace(a, Buffers=buffers)
 
 
 def KerArgAliased(KerArgName: str, KerArgSpace: KerArgSpaceT, Alias, ObjType: int, W: int,
