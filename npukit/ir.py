@@ -545,7 +545,7 @@ class Program:
     def run(self, backend: str = "sim", **arrays):
         """Run on ``backend`` ("sim": the simulator with its cycle model; "c": the generated
         C) with one array per parameter by name, outputs written in place; returns a
-        ``Result`` (``outputs``, ``cycles``, ``report``, ``wall_time``; docs/reference.md)."""
+        ``Result`` (``outputs``, ``cycles``, ``report``, ``wall_time``; docs/kernel-language.md)."""
         b = _BACKENDS.get(backend)
         if b is None:
             raise NpukitError(f"unknown backend {backend!r}; use "

@@ -98,7 +98,7 @@ def test_the_blocks_of_a_page_run_in_order(path, tmp_path, monkeypatch, capsys):
 
 def width_table(name: str) -> str:
     """The Markdown table of a target's vector widths, one column per unit, as
-    docs/reference.md shows it (paste it there when a target file changes)."""
+    docs/kernel-language.md shows it (paste it there when a target file changes)."""
     units = list(nk.target(name).units.values())
     pairs = list(dict.fromkeys(p for u in units for p in u.widths))
     rows = ["| input dtype | weight dtype | " + " | ".join(f"`{u.name}`" for u in units) + " |",
@@ -110,9 +110,9 @@ def width_table(name: str) -> str:
 
 @pytest.mark.parametrize("name", nk.targets())
 def test_reference_width_tables_match_the_target_files(name):
-    text = (ROOT / "docs" / "reference.md").read_text()
+    text = (ROOT / "docs" / "kernel-language.md").read_text()
     table = width_table(name)
-    assert f"### {name}\n\n{table}\n" in text, f"docs/reference.md, ### {name}:\n{table}"
+    assert f"### {name}\n\n{table}\n" in text, f"docs/kernel-language.md, ### {name}:\n{table}"
     # Every width of every unit is in the table, in its unit's column.
     units = list(nk.target(name).units.values())
     for u in units:
@@ -140,7 +140,7 @@ def test_the_reference_covers_programs_results_and_reports():
 
     from npukit.sim.timing import Report
 
-    page = (ROOT / "docs" / "reference.md").read_text()
+    page = (ROOT / "docs" / "kernel-language.md").read_text()
     section = page[page.index("## Programs, results and reports"):]
     hidden = {"events", "events_dropped", "skipped_iterations"}  # drawn by save_trace
     for name in [f.name for f in dataclasses.fields(Report) if f.name not in hidden] + [
