@@ -114,7 +114,7 @@ void {name}({c_signature(args)})
 }}"""
 
     def reference(In, W, H, Table, Out, Offset, *, core_id, core_count):
-        from ..lut import Lut, parallel_lookup
+        from ...lut import Lut, parallel_lookup
         N = W * H
         if core_id or N <= 0:
             return
