@@ -44,7 +44,7 @@ LAYER_CODES = {"int8": "fps", "uint8": "u8", "int32": "fpd", "float32": "fl"}
 
 # Activation codes (float layers; integer layers fold their activation into a clamp).
 ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP, ACT_SIGMOID, ACT_TANH = range(6)
-# Pooling operations.
+# Pooling operations (the CNN library's and the layers').
 POOL_NONE, POOL_MAX, POOL_AVG = 0, 1, 2
 # log2(m) = T * sum_k c_k S**k with T = (m-1)/(m+1), S = T*T: c_k = (2 / ln 2) / (2k + 1).
 LOG2_POLY = tuple(np.float32(2 / math.log(2) / (2 * k + 1)) for k in range(8))
@@ -134,6 +134,8 @@ def zero_window(x: np.ndarray, top: int, left: int, rows: int, cols: int) -> np.
     out[top:top + h, left:left + w] = x
     return out
 
+# -- float32 exp, shared by the softmaxes and the layer helpers ----------------------------
+
 # 2**f on [0, 1): the degree-8 Taylor polynomial of e**(f ln 2), float32 coefficients.
 EXP2_POLY = tuple(np.float32(math.log(2) ** n / math.factorial(n)) for n in range(9))
 LOG2E = np.float32(1 / math.log(2))
@@ -167,7 +169,7 @@ def exp_f32(x: np.ndarray) -> np.ndarray:
     return np.where(np.floor(t) < -125, np.float32(0), exp2_f32(t))
 
 
-# -- shared arithmetic: numpy twins of the C helpers ----------------------------------------
+# -- layer arithmetic: numpy twins of the C helpers (HELPERS) --------------------------------
 
 def f32_bits(v: float) -> int:
     """The IEEE-754 bits of ``float32(v)`` as a signed int (how a float parameter travels)."""
@@ -175,6 +177,7 @@ def f32_bits(v: float) -> int:
 
 
 def bits_f32(b: int) -> np.float32:
+    """The float32 whose IEEE-754 bits are ``b`` (``f32_bits`` inverted)."""
     return np.array(b, np.int32).view(np.float32)[()]
 
 
@@ -361,11 +364,15 @@ static inline float npk_act(float V, int Act, float P0, float P1)
 #endif"""
 
 
+# -- C text shared by the kernels' templates -------------------------------------------------
+
 def c_signature(args) -> str:
+    """A C parameter list from ``(C type, C name)`` pairs."""
     return ", ".join(f"{t} {n}" for t, n in args)
 
 
 def c_unused(*names: str) -> str:
+    """C statements marking parameters a variant of a kernel does not read."""
     return "".join(f"    (void){n};\n" for n in names)
 
 
