@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from npukit import TilingError
 from npukit.dtypes import int_range
 from npukit.tiler import *
-from npukit.tiler import cnn_kernels as K
+from npukit.tiler.basic_kernels import common, softmax
 
 # -- the semantics, independently -----------------------------------------------------------
 
@@ -234,15 +234,15 @@ def test_linear_layer(dt):
 
 def test_exp_q15_is_within_one_lsb_everywhere():
     x = -np.arange(0, 13 * 2**15, dtype=np.int64)
-    err = np.abs(K.exp_q15(x) - np.exp(x / 2**15) * 2**15)
-    assert err.max() <= 1 and K.exp_q15(np.zeros(1, np.int64))[0] == 2**15
+    err = np.abs(softmax.exp_q15(x) - np.exp(x / 2**15) * 2**15)
+    assert err.max() <= 1 and softmax.exp_q15(np.zeros(1, np.int64))[0] == 2**15
 
 
 def test_exp_f32_is_close_to_exp():
     """Relative error below 2e-7 (1 + |x|): the float32 rounding of x * log2(e) grows with
     |x|; results below 2**-125 are 0."""
     x = np.linspace(-90, 0, 100001).astype(np.float32)
-    got = K.exp_f32(x).astype(np.float64)
+    got = softmax.exp_f32(x).astype(np.float64)
     want = np.exp(x.astype(np.float64))
     assert (np.abs(got - want) <= 2e-7 * (1 + np.abs(x)) * want + 2.0**-124).all()
 
@@ -253,8 +253,8 @@ def test_the_two_float_exps_differ_only_in_where_they_flush_to_0():
     layer kernels' only below ``t = -126``: on ``t`` in [-126, -125) they differ (a kept
     drift: each equals its C)."""
     x = (np.linspace(-130, 0, 130001) / np.log2(np.e)).astype(np.float32)
-    t = x * K.LOG2E  # in float32, as exp_f32 takes it
-    gap, layer = K.exp_f32(x), K.exp2_f32(t)
+    t = x * common.LOG2E  # in float32, as exp_f32 takes it
+    gap, layer = softmax.exp_f32(x), common.exp2_f32(t)
     want = 2.0 ** t.astype(np.float64)  # the float64 oracle
     kept = np.floor(t) >= -125
     assert np.array_equal(gap[kept], layer[kept])

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..cdecl import C_KEYWORDS
-from ..dtypes import int_range
+from ..dtypes import int_range, is_float
 from ..errors import ModelError
 from ..tiler import cnn_more as G
-from ..tiler import cnn_more_kernels as K
+from ..tiler.basic_kernels import common, elementwise, movement
+from ..tiler.basic_kernels import softmax as softmax_kernels
 from ..tiler.graph_api import (
     ArgDirection,
     ArgScope,
@@ -36,9 +37,10 @@ from ..tiler.graph_api import (
 from ..tiler.model import Model
 from .reader import Net, Node, QConst
 
-ACTS = {"Relu": K.ACT_RELU, "LeakyRelu": K.ACT_LEAKY, "Clip": K.ACT_CLIP,
-        "Sigmoid": K.ACT_SIGMOID, "Tanh": K.ACT_TANH}
-BINARY = {"Add": K.BIN_ADD, "Sub": K.BIN_SUB, "Mul": K.BIN_MUL, "Div": K.BIN_DIV}
+ACTS = {"Relu": common.ACT_RELU, "LeakyRelu": common.ACT_LEAKY, "Clip": common.ACT_CLIP,
+        "Sigmoid": common.ACT_SIGMOID, "Tanh": common.ACT_TANH}
+BINARY = {"Add": elementwise.BIN_ADD, "Sub": elementwise.BIN_SUB, "Mul": elementwise.BIN_MUL,
+          "Div": elementwise.BIN_DIV}
 VIEW_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
 MAX_COLS = 1024  # the longest row an elementwise layer's view gets
 
@@ -81,7 +83,7 @@ def c_name(text: str, prefix: str, taken: set[str]) -> str:
 
 
 def _f(v) -> int:
-    return K.f32_bits(v)
+    return common.f32_bits(v)
 
 
 def _ints(node: Node, key: str, n: int, default: int) -> list[int]:
@@ -184,7 +186,7 @@ class Lowering:
     def const(self, values: np.ndarray, hint: str) -> str:
         """A new graph constant holding ``values``."""
         values = np.ascontiguousarray(values)
-        if values.dtype.name not in K.CODES:
+        if values.dtype.name not in common.LAYER_CODES:
             raise ModelError(f"constant {hint!r}: dtype {values.dtype} cannot be a graph tensor")
         name = c_name(hint, "W_", self.taken)
         self.decls[name] = Decl(name, "const", values.dtype, values.size, None, values)
@@ -328,7 +330,7 @@ class Lowering:
         lname = self.layer("Copy")
         if d.dtype == np.float32:
             G.unary(self.m, lname, in_dt=d.dtype, out_dt=d.dtype, Rows=rows, Cols=cols,
-                    Op=K.ACT_NONE)
+                    Op=common.ACT_NONE)
         else:
             lo, hi = int_range(d.dtype)
             G.unary(self.m, lname, in_dt=d.dtype, out_dt=d.dtype, Rows=rows, Cols=cols,
@@ -386,7 +388,7 @@ class Lowering:
         hp = max(pt + H, need)
         name = self.layer("PadRows")
         G.pad_axis(self.m, name, dt=dt, Outer=C, D=H, Inner=W, PadBegin=pt,
-                   PadEnd=hp - pt - H, Value=(0 if K.is_float(dt) else zero))
+                   PadEnd=hp - pt - H, Value=(0 if is_float(dt) else zero))
         out = self.local(f"{n.outputs[0]}_padrows", dt, C * hp * W)
         self.add(name, "Pad rows", [], f"{C}x{H}x{W} -> {C}x{hp}x{W} ({pt} above, "
                  f"{hp - pt - H} below) for {n.name}", [x], [out])
@@ -476,10 +478,10 @@ class Lowering:
             fpy, fpx = pool.attrs["kernel_shape"]
             spy, spx = pool.attrs.get("strides", [1, 1])
             _, Ho, Wo = self.chw(pool, pool.outputs[0])
-            poper = K.POOL_MAX if pool.op == "MaxPool" else K.POOL_AVG
+            poper = common.POOL_MAX if pool.op == "MaxPool" else common.POOL_AVG
         else:
             fpy = fpx = spy = spx = 1
-            Ho, Wo, poper = Hc, Wc, K.POOL_NONE
+            Ho, Wo, poper = Hc, Wc, common.POOL_NONE
         fe = dy * (kh - 1) + 1
         need = sy * spy * Ho + max(sy * (fpy - spy - 1) + fe, 0)
         zx = n.attrs["x"][1] if quant else 0
@@ -515,7 +517,7 @@ class Lowering:
                 n.inputs[2] else np.zeros(O, np.float32)
             if n.inputs[2:3] and n.inputs[2] and n.inputs[2] not in self.net.consts:
                 raise ModelError(f"{n.where()}: the bias {n.inputs[2]!r} must be a constant")
-            code, ap = self.act_params(act) if act is not None else (K.ACT_NONE, (0, 0))
+            code, ap = self.act_params(act) if act is not None else (common.ACT_NONE, (0, 0))
             G.conv_pool_act(self.m, name, in_dt="float32", w_dt="float32", out_dt="float32",
                             Act=code, ActParams=ap, **params)
             ins = [src, wname, self.const(bias, f"{n.name}_bias")]
@@ -556,7 +558,7 @@ class Lowering:
             q = dict(InScale=_f(xs), InZp=xz, OutScale=_f(ys), OutZp=yz)
         G.pool(self.m, name, dt=dt, C=C, Width=W, Height=hp, in_tiled=tiled, Hreal=H, PadT=pt,
                PadL=pl, PadB=pb, PadR=pr, Fx=kernel[1], Fy=kernel[0], Sx=st[1], Sy=st[0],
-               Dx=dil[1], Dy=dil[0], Wo=Wo, Ho=Ho, Oper=K.POOL_AVG if avg else K.POOL_MAX,
+               Dx=dil[1], Dy=dil[0], Wo=Wo, Ho=Ho, Oper=common.POOL_AVG if avg else common.POOL_MAX,
                CountPad=int(n.attrs.get("count_include_pad", 0)), **q)
         detail = (f"{kernel[0]}x{kernel[1]} s{st[0]}x{st[1]} d{dil[0]}x{dil[1]} pads "
                   f"{list(pads)} ceil_mode={n.attrs.get('ceil_mode', 0)}, {C}x{H}x{W} -> "
@@ -651,7 +653,8 @@ class Lowering:
         if out_dt not in (np.int8, np.uint8):
             raise ModelError(f"{n.where()}: output type {out_dt} (npukit quantizes to int8 and "
                              f"uint8)")
-        self._unary(n, "float32", out_dt, K.UN_QUANT, _f(s), z, f"scale {s:g}, zero point {z}")
+        self._unary(n, "float32", out_dt, elementwise.UN_QUANT, _f(s), z,
+                    f"scale {s:g}, zero point {z}")
 
     def op_DequantizeLinear(self, n: Node) -> None:
         s, z = self._per_tensor(n, "dequantize")
@@ -660,7 +663,8 @@ class Lowering:
             raise ModelError(f"{n.where()}: input type {in_dt} (npukit dequantizes int8 and "
                              f"uint8)")
         self.steps[n.outputs[0]] = float(s)
-        self._unary(n, in_dt, "float32", K.UN_DEQUANT, _f(s), z, f"scale {s:g}, zero point {z}")
+        self._unary(n, in_dt, "float32", elementwise.UN_DEQUANT, _f(s), z,
+                    f"scale {s:g}, zero point {z}")
 
     def op_QLut(self, n: Node) -> None:
         """An 8-bit function as a 256-entry table (npukit.lut): entry x holds
@@ -674,7 +678,7 @@ class Lowering:
         real = (xs_ - xz).astype(np.float32) * np.float32(xs)
         f = lut_function(n)
         y = np.asarray(f(real.astype(np.float64)), np.float64).astype(np.float32)
-        table = K.quantize(y, ys, yz, int(info_out.min), int(info_out.max)).astype(out_dt)
+        table = common.quantize(y, ys, yz, int(info_out.min), int(info_out.max)).astype(out_dt)
         Lut(table)  # checks the table as npukit.lut does
         size = self.info(n.outputs[0]).size
         rows, cols = _rows_cols(size, self.max_cols)
@@ -711,7 +715,7 @@ class Lowering:
                                  f"DequantizeLinear/QuantizeLinear pair is not supported")
         nodes, ops, out = [n], n.op, n.outputs[0]
         act = self.fusable_act(out, False)
-        code, ap = K.ACT_NONE, (0, 0)
+        code, ap = common.ACT_NONE, (0, 0)
         if act is not None:
             code, ap = self.act_params(act)
             nodes.append(act)
@@ -732,7 +736,7 @@ class Lowering:
             if not last:
                 self.net.info[out] = self.net.info[n.outputs[0]]
             step = Node("Add", f"{n.name}_{k}", [acc, t], [out], {})
-            self._binary_layer(step, acc, t, out, [n] if last else [], K.BIN_ADD, "Sum")
+            self._binary_layer(step, acc, t, out, [n] if last else [], elementwise.BIN_ADD, "Sum")
             acc = out
 
     def op_QAdd(self, n: Node) -> None:
@@ -743,7 +747,7 @@ class Lowering:
         info = np.iinfo(self.dtype(n.outputs[0]))
         lo, hi = n.attrs.get("lo", int(info.min)), n.attrs.get("hi", int(info.max))
         a, b = (self._int_operand(n, t) for t in n.inputs)
-        self._binary_layer(n, a, b, n.outputs[0], [n], K.BIN_QADD, "QLinearAdd",
+        self._binary_layer(n, a, b, n.outputs[0], [n], elementwise.BIN_QADD, "QLinearAdd",
                            P=(_f(ra), _f(rb), _f(fixed)), Za=za, Zb=zb, Zout=zy, Lo=lo, Hi=hi)
 
     def op_QMul(self, n: Node) -> None:
@@ -752,7 +756,7 @@ class Lowering:
         info = np.iinfo(self.dtype(n.outputs[0]))
         lo, hi = n.attrs.get("lo", int(info.min)), n.attrs.get("hi", int(info.max))
         a, b = (self._int_operand(n, t) for t in n.inputs)
-        self._binary_layer(n, a, b, n.outputs[0], [n], K.BIN_QMUL, "QLinearMul",
+        self._binary_layer(n, a, b, n.outputs[0], [n], elementwise.BIN_QMUL, "QLinearMul",
                            P=(_f(ratio), 0, 0), Za=za, Zb=zb, Zout=zy, Lo=lo, Hi=hi)
 
     def _int_operand(self, n: Node, t: str) -> str:
@@ -835,7 +839,7 @@ class Lowering:
         M, K_, N = self._mk(n, self.shape(a), self.shape(b))
         nodes, ops, out = [n], n.op, n.outputs[0]
         act = self.fusable_act(out, False)
-        code, ap = K.ACT_NONE, (0, 0)
+        code, ap = common.ACT_NONE, (0, 0)
         if act is not None:
             code, ap = self.act_params(act)
             nodes.append(act)
@@ -927,7 +931,7 @@ class Lowering:
         ins = [self.tensor(x)]
         if quant:
             (xs, _), (ys, yz) = n.attrs["x"], n.attrs["y"]
-            ins.append(self.const(K.qsoftmax_table(xs, d), f"{n.name}_exp"))
+            ins.append(self.const(softmax_kernels.qsoftmax_table(xs, d), f"{n.name}_exp"))
             G.softmax(self.m, name, Outer=outer, D=d, Inner=inner, dt=self.dtype(x),
                       Ys=_f(np.floor(np.float32(1) / np.float32(ys))), Zp=yz)
         else:
@@ -982,9 +986,9 @@ class Lowering:
         self.net.consts[ka] = a.astype(np.float32).reshape(shape)
         self.net.consts[kb] = (beta - mean * a).astype(np.float32).reshape(shape)
         self._binary_layer(Node("Mul", n.name, [x, ka], [mul], {}), x, ka, mul, [],
-                           K.BIN_MUL, "BatchNormalization (scale)")
+                           elementwise.BIN_MUL, "BatchNormalization (scale)")
         self._binary_layer(Node("Add", n.name, [mul, kb], n.outputs, {}), mul, kb,
-                           n.outputs[0], [n], K.BIN_ADD, "BatchNormalization (shift)")
+                           n.outputs[0], [n], elementwise.BIN_ADD, "BatchNormalization (shift)")
 
     # -- data movement -----------------------------------------------------------------------
 
@@ -1050,12 +1054,12 @@ class Lowering:
         if len(pads) != 2 * len(axes):
             raise ModelError(f"{n.where()}: {len(pads)} pads for {len(axes)} axes")
         mode = n.attrs.get("mode", "constant")
-        modes = {"constant": K.PAD_CONSTANT, "reflect": K.PAD_REFLECT, "edge": K.PAD_EDGE,
-                 "wrap": K.PAD_WRAP}
+        modes = {"constant": movement.PAD_CONSTANT, "reflect": movement.PAD_REFLECT,
+                 "edge": movement.PAD_EDGE, "wrap": movement.PAD_WRAP}
         if mode not in modes:
             raise ModelError(f"{n.where()}: mode={mode!r}; npukit pads with {list(modes)}")
         dt = self.dtype(x)
-        if K.is_float(dt):
+        if is_float(dt):
             fill = _f(value)
         else:
             fill = int(n.attrs.get("qvalue", round(value)))
@@ -1091,7 +1095,7 @@ class Lowering:
     def declare(self) -> None:
         """CreateGraph, AddNode and CloseGraph on the model."""
         def info(d: Decl):
-            ctype = K.c_type(d.dtype) + " *"
+            ctype = common.layer_c_type(d.dtype) + " *"
             big = d.size * d.dtype.itemsize > self.m.l2_budget // 2
             l3 = AT_MemLocation.AT_MEM_L3_DEFAULTRAM if big else AT_MemLocation.AT_MEM_L2
             if d.kind == "const":

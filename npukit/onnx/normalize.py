@@ -299,7 +299,7 @@ def _clamp_of(net: Net, act: Node | None, y, dt) -> tuple[int, int]:
 
 
 def _quant1(v: float, s, z: int, info) -> int:
-    from ..tiler.cnn_more_kernels import quantize
+    from ..tiler.basic_kernels.common import quantize
     return int(quantize(np.float32(v), s, z, int(info.min), int(info.max)))
 
 

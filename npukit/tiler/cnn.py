@@ -1,5 +1,5 @@
 """The GAP AutoTiler's CNN generators (``CNN_Generators.h``): each call creates one user kernel
-with the model's tiler, its calls going to the CNN basic kernels of ``cnn_kernels``.
+with the model's tiler, its calls going to the CNN basic kernels of ``basic_kernels``.
 
 - ``CNN_ConvolutionPoolReLU``: iteration order (out-plane, tile, in-plane), horizontal tiles
   of the output rows; an input tile holds its output tile's receptive field (tiles overlap
@@ -25,7 +25,6 @@ import numpy as np
 
 from ..dtypes import int_range
 from ..errors import TilingError
-from . import cnn_kernels as K
 from .api import (
     CALL_PARALLEL,
     CALL_SEQUENTIAL,
@@ -56,6 +55,7 @@ from .api import (
     Obj,
     TCArg,
 )
+from .basic_kernels import common, convolution, linear, pooling, softmax
 
 
 class KernelOper(IntEnum):
@@ -167,8 +167,9 @@ class CNNGenerators:
         for dt in ("int16", "int8", "float32"):
             acc = "float32" if dt == "float32" else "int32"
             w = self._simd(dt)
-            for k in (K.set_bias(dt, acc), K.conv(dt, dt, acc, w), K.pool_act(acc, dt),
-                      K.linear(dt, dt, dt, dt, w), K.softmax(dt, dt)):
+            for k in (convolution.set_bias(dt, acc), convolution.conv(dt, dt, acc, w),
+                      pooling.pool_act(acc, dt), linear.linear(dt, dt, dt, dt, w),
+                      softmax.softmax(dt, dt)):
                 self._lib(k)
 
     def _simd(self, dt) -> int:
@@ -176,7 +177,7 @@ class CNNGenerators:
         key = (np.dtype(dt).name, np.dtype(dt).name)
         return unit.widths.get(key, 1)
 
-    def _lib(self, k: K.BasicKernel) -> str:
+    def _lib(self, k: common.BasicKernel) -> str:
         if k.name not in self.libs:
             self.LibKernel(k.name, CALL_PARALLEL if k.parallel else CALL_SEQUENTIAL,
                            CArgs(*(TCArg(t, n) for t, n in k.args)), "", c_source=k.c_source,
@@ -256,10 +257,11 @@ class CNNGenerators:
             norm_bias = Out_Q - Bias_Q
             norm_conv = _norm(Name, gen, "In_Q + Filter_Q - Out_Q", Filter_Q + In_Q - Out_Q)
             norm_out = 0
-        set_bias = self._lib(K.set_bias(dts["Bias"].name, acc_dt.name))
-        conv = self._lib(K.conv(dts["In"].name, dts["Filter"].name, acc_dt.name, w))
-        pool = self._lib(K.pool_act(acc_dt.name, dts["Out"].name))
-        oper = {KOP_NONE: K.POOL_NONE, KOP_MAXPOOL: K.POOL_MAX, KOP_AVGPOOL: K.POOL_AVG}[PoolOper]
+        set_bias = self._lib(convolution.set_bias(dts["Bias"].name, acc_dt.name))
+        conv = self._lib(convolution.conv(dts["In"].name, dts["Filter"].name, acc_dt.name, w))
+        pool = self._lib(pooling.pool_act(acc_dt.name, dts["Out"].name))
+        oper = {KOP_NONE: common.POOL_NONE, KOP_MAXPOOL: common.POOL_MAX,
+                KOP_AVGPOOL: common.POOL_AVG}[PoolOper]
         # Tiles are horizontal bands of output rows. A band of T output rows needs Spy*T
         # convolution rows (plus the pooling's overlap) and Scy*Spy*T input rows (plus the
         # filter's reach); the input's declared overlap also covers rows no output uses.
@@ -273,10 +275,10 @@ class CNNGenerators:
             KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
             TILE_HOR,
             CArgs(4,
-                TCArg(f"{K.c_type(dts['In'])} * __restrict__", "In"),
-                TCArg(f"{K.c_type(dts['Filter'])} * __restrict__", "Filter"),
-                TCArg(f"{K.c_type(dts['Bias'])} * __restrict__", "Bias"),
-                TCArg(f"{K.c_type(dts['Out'])} * __restrict__", "Out")),
+                TCArg(f"{common.c_type(dts['In'])} * __restrict__", "In"),
+                TCArg(f"{common.c_type(dts['Filter'])} * __restrict__", "Filter"),
+                TCArg(f"{common.c_type(dts['Bias'])} * __restrict__", "Bias"),
+                TCArg(f"{common.c_type(dts['Out'])} * __restrict__", "Out")),
             Calls(3,
                 Call(set_bias, LOC_IN_PLANE_PROLOG, Bindings(6,
                     K_Arg("ConvOut", KER_ARG_TILE), K_Arg("ConvOut", KER_ARG_TILE_W),
@@ -335,7 +337,7 @@ class CNNGenerators:
         lb, ub = _bounds(Name, gen, ReLUOper, dts["Out"], Out_Q)
         norm = 0 if flt else _norm(Name, gen, "In_Q + Filter_Q - Out_Q", Filter_Q + In_Q - Out_Q)
         norm_bias = 0 if flt else Filter_Q + In_Q - Bias_Q
-        lin = self._lib(K.linear(dts["In"].name, dts["Filter"].name, dts["Bias"].name,
+        lin = self._lib(linear.linear(dts["In"].name, dts["Filter"].name, dts["Bias"].name,
                                  dts["Out"].name, self._simd(dts["In"])))
         item = {k: d.itemsize for k, d in dts.items()}
         self.UserKernel(Name,
@@ -343,10 +345,10 @@ class CNNGenerators:
             KernelIterationOrder(KER_DIM2, KER_TILE),
             TILE_HOR,
             CArgs(4,
-                TCArg(f"{K.c_type(dts['In'])} * __restrict__", "In"),
-                TCArg(f"{K.c_type(dts['Filter'])} * __restrict__", "Filter"),
-                TCArg(f"{K.c_type(dts['Bias'])} * __restrict__", "Bias"),
-                TCArg(f"{K.c_type(dts['Out'])} * __restrict__", "Out")),
+                TCArg(f"{common.c_type(dts['In'])} * __restrict__", "In"),
+                TCArg(f"{common.c_type(dts['Filter'])} * __restrict__", "Filter"),
+                TCArg(f"{common.c_type(dts['Bias'])} * __restrict__", "Bias"),
+                TCArg(f"{common.c_type(dts['Out'])} * __restrict__", "Out")),
             Calls(1,
                 Call(lin, LOC_INNER_LOOP, Bindings(10,
                     K_Arg("In", KER_ARG_TILE), Imm(InDim), K_Arg("Filter", KER_ARG_TILE),
@@ -385,14 +387,14 @@ class CNNGenerators:
                                   f"{dts['Out'].name}, got {Out_Q}")
             if not 0 <= In_Q <= 30:
                 raise TilingError(f"{gen} {Name!r}: In_Q must be 0..30, got {In_Q}")
-        sm = self._lib(K.softmax(dts["In"].name, dts["Out"].name))
+        sm = self._lib(softmax.softmax(dts["In"].name, dts["Out"].name))
         self.UserKernel(Name,
             KernelDimensions(1, Dim, 1, 1),
             KernelIterationOrder(KER_DIM2, KER_TILE),
             TILE_HOR,
             CArgs(2,
-                TCArg(f"{K.c_type(dts['In'])} * __restrict__", "In"),
-                TCArg(f"{K.c_type(dts['Out'])} * __restrict__", "Out")),
+                TCArg(f"{common.c_type(dts['In'])} * __restrict__", "In"),
+                TCArg(f"{common.c_type(dts['Out'])} * __restrict__", "Out")),
             Calls(1,
                 Call(sm, LOC_INNER_LOOP, Bindings(5,
                     K_Arg("In", KER_ARG_TILE), Imm(Dim), Imm(In_Q), K_Arg("Out", KER_ARG_TILE),

@@ -1,6 +1,6 @@
 """Layer generators beyond the GAP AutoTiler's CNN library, in its style: each call creates
 one user kernel of a ``Model`` with the tiler's vocabulary (``UserKernel``, ``KerArg``,
-``Call``), its calls going to the basic kernels of ``cnn_more_kernels``. The model's tiler
+``Call``), its calls going to the basic kernels of ``basic_kernels``. The model's tiler
 picks the tiles, the graph planner places the tensors, both back ends run them.
 
 Generators are functions of the model (``conv_pool_act(m, "Conv0", ...)``), so they add no
@@ -37,8 +37,6 @@ import numpy as np
 
 from ..dtypes import is_float
 from ..errors import TilingError
-from . import cnn_kernels as CK
-from . import cnn_more_kernels as K
 from .api import (
     KER_ARG_TILE,
     KER_ARG_TILE_H,
@@ -71,13 +69,23 @@ from .api import (
     Obj,
     TCArg,
 )
+from .basic_kernels import (
+    common,
+    convolution,
+    elementwise,
+    linear,
+    movement,
+    normalisation,
+    pooling,
+)
+from .basic_kernels import softmax as softmax_kernels
 
 IN_DB = Obj.O_IN | Obj.O_DB
 OUT_DB = Obj.O_OUT | Obj.O_DB
 
 
 def _ptr(dt, const: bool = False) -> str:
-    return f"{'const ' if const else ''}{K.c_type(dt)} *__restrict__"
+    return f"{'const ' if const else ''}{common.layer_c_type(dt)} *__restrict__"
 
 
 def _lib(m, k) -> str:
@@ -116,9 +124,9 @@ def _check(name: str, what: str, ok: bool) -> None:
 def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: int, Width: int,
                   Height: int, in_tiled: bool, Hreal: int, PadT: int, PadL: int, Fcx: int,
                   Fcy: int, Dcx: int = 1, Dcy: int = 1, Scx: int = 1, Scy: int = 1, Wc: int,
-                  Hc: int, depthwise: bool = False, PoolOper: int = K.POOL_NONE, Fpx: int = 1,
+                  Hc: int, depthwise: bool = False, PoolOper: int = common.POOL_NONE, Fpx: int = 1,
                   Fpy: int = 1, Spx: int = 1, Spy: int = 1, Wo: int, Ho: int,
-                  Act: int = K.ACT_NONE, ActParams: tuple[int, int] = (0, 0), Zin: int = 0,
+                  Act: int = common.ACT_NONE, ActParams: tuple[int, int] = (0, 0), Zin: int = 0,
                   Zw: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0) -> None:
     """The user kernel ``Name(In, Filter, Bias[, Scale], Out)``: In [InFeat, Height, Width]
     (``in_tiled``: rows already padded, ``PadT`` of them on top, ``Hreal`` real ones; else
@@ -130,7 +138,7 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
     acc_dt = "float32" if flt else "int32"
     bias_dt = acc_dt
     _check(Name, "pooling after an integer convolution must be a max pooling",
-           flt or PoolOper in (K.POOL_NONE, K.POOL_MAX))
+           flt or PoolOper in (common.POOL_NONE, common.POOL_MAX))
     fe = Dcy * (Fcy - 1) + 1
     k_in = Scy * Spy
     ov_in = Height - k_in * Ho
@@ -141,9 +149,10 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
     hc_decl = Spy * (Ho - 1) + Fpy
     _check(Name, f"pooling window {Fpy} smaller than its stride {Spy}", Fpy >= Spy)
     quant = [] if flt else [TCArg(_ptr("float32"), "Scale")]
-    conv = _lib(m, K.conv(np.dtype(in_dt).name, np.dtype(w_dt).name, _width(m, in_dt)))
-    set_bias = _lib(m, CK.set_bias(bias_dt, acc_dt))
-    out = _lib(m, K.conv_out(acc_dt, np.dtype(out_dt).name))
+    conv = _lib(m, convolution.layer_conv(np.dtype(in_dt).name, np.dtype(w_dt).name,
+                                          _width(m, in_dt)))
+    set_bias = _lib(m, convolution.set_bias(bias_dt, acc_dt))
+    out = _lib(m, convolution.conv_out(acc_dt, np.dtype(out_dt).name))
     in_flags = IN_DB | (Obj.O_3D | Obj.O_4D if depthwise else Obj.O_3D)
     in_row0 = K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT)
     if flt:
@@ -205,7 +214,7 @@ def pool(m, Name: str, *, dt, C: int, Width: int, Height: int, in_tiled: bool, H
     if in_tiled:
         _check(Name, f"the input plane has {Height} rows, the {Ho} output rows need "
                f"{Sy * Ho + fe - Sy}: pad its rows first", ov_in >= max(fe - Sy, 0))
-    k = _lib(m, K.pool(np.dtype(dt).name))
+    k = _lib(m, pooling.pool(np.dtype(dt).name))
     item = np.dtype(dt).itemsize
     m.UserKernel(Name,
         KernelDimensions(1, Width, Height, C),
@@ -233,7 +242,7 @@ def global_pool(m, Name: str, *, dt, C: int, Width: int, Height: int, InZp: int 
     (``global_out``)."""
     acc = "float32" if is_float(dt) else "int32"
     dt = np.dtype(dt).name
-    s, o = _lib(m, K.global_sum(dt)), _lib(m, K.global_out(dt))
+    s, o = _lib(m, pooling.global_sum(dt)), _lib(m, pooling.global_out(dt))
     item = np.dtype(dt).itemsize
     m.UserKernel(Name,
         KernelDimensions(1, Width, Height, C),
@@ -261,8 +270,8 @@ def global_pool(m, Name: str, *, dt, C: int, Width: int, Height: int, InZp: int 
 def unary(m, Name: str, *, in_dt, out_dt, Rows: int, Cols: int, Op: int, P0: int = 0,
           P1: int = 0) -> None:
     """``Name(In, Out)``: ``Out = f(In)`` elementwise on a [Rows, Cols] view (see
-    ``cnn_more_kernels.unary``), tiles of rows."""
-    k = _lib(m, K.unary(np.dtype(in_dt).name, np.dtype(out_dt).name, _width(m, in_dt)))
+    ``basic_kernels.elementwise.unary``), tiles of rows."""
+    k = _lib(m, elementwise.unary(np.dtype(in_dt).name, np.dtype(out_dt).name, _width(m, in_dt)))
     m.UserKernel(Name,
         KernelDimensions(1, Cols, Rows, 1), KernelIterationOrder(KER_DIM2, KER_TILE), TILE_HOR,
         CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(out_dt), "Out")),
@@ -279,7 +288,7 @@ def unary(m, Name: str, *, in_dt, out_dt, Rows: int, Cols: int, Op: int, P0: int
 def lut(m, Name: str, *, in_dt, out_dt, Rows: int, Cols: int) -> None:
     """``Name(In, Table, Out)``: ``Out = Table[In + offset]`` on a [Rows, Cols] view; the
     table has 256 entries (offset 128 for int8 inputs)."""
-    k = _lib(m, K.lut(np.dtype(in_dt).name, np.dtype(out_dt).name))
+    k = _lib(m, elementwise.lut(np.dtype(in_dt).name, np.dtype(out_dt).name))
     offset = 128 if np.dtype(in_dt) == np.int8 else 0
     m.UserKernel(Name,
         KernelDimensions(1, Cols, Rows, 1), KernelIterationOrder(KER_DIM2, KER_TILE), TILE_HOR,
@@ -307,12 +316,12 @@ def _bcast_arg(name: str, dt, planes: int, rows: int, cols: int, full: tuple[boo
 
 def binary(m, Name: str, *, a_dt, b_dt, out_dt, Planes: int, Rows: int, Cols: int,
            a_full: tuple[bool, bool, bool], b_full: tuple[bool, bool, bool], Op: int,
-           Act: int = K.ACT_NONE, P: tuple[int, int, int] = (0, 0, 0), Za: int = 0,
+           Act: int = common.ACT_NONE, P: tuple[int, int, int] = (0, 0, 0), Za: int = 0,
            Zb: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0) -> None:
     """``Name(A, B, Out)``: ``Out[p][r][c] = op(A, B)`` on [Planes, Rows, Cols]; ``a_full`` and
     ``b_full`` say along which dimensions each operand varies (else it is broadcast). Tiles
     of rows; per-plane operands follow the out-plane iterator."""
-    k = _lib(m, K.binary(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
+    k = _lib(m, elementwise.binary(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
                          _width(m, out_dt)))
     ka, (ar, ac) = _bcast_arg("A", a_dt, Planes, Rows, Cols, a_full)
     kb, (br, bc) = _bcast_arg("B", b_dt, Planes, Rows, Cols, b_full)
@@ -334,7 +343,7 @@ def binary(m, Name: str, *, a_dt, b_dt, out_dt, Planes: int, Rows: int, Cols: in
 # -- matrix products --------------------------------------------------------------------------
 
 def matmul(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c: str | None = None,
-           Alpha: int = 0, Beta: int = 0, Act: int = K.ACT_NONE, ActParams=(0, 0), Za: int = 0,
+           Alpha: int = 0, Beta: int = 0, Act: int = common.ACT_NONE, ActParams=(0, 0), Za: int = 0,
            Zb: int = 0, scale_per_column: bool = False, Zout: int = 0, Lo: int = 0,
            Hi: int = 0) -> None:
     """``Name(A, B[, C][, Scale], Out)``: Out [M, N] = A [M, K] x B [K, N], Gemm's ``C``
@@ -342,7 +351,7 @@ def matmul(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c: str 
     ``"row"`` [M] or ``"scalar"`` [1]. Each output row is an out-plane; B, C, Scale and Out are
     cut in vertical tiles of columns. Integers: Scale [N] or [1] float32."""
     flt = is_float(out_dt)
-    k = _lib(m, K.matmul(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
+    k = _lib(m, linear.matmul(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
                          _width(m, a_dt)))
     ver = OBJ_CONSTRAINTS_TILE_VER
     cdt = "float32" if flt else "int32"
@@ -393,9 +402,10 @@ def softmax(m, Name: str, *, Outer: int, D: int, Inner: int, dt="float32",
     """``Name(In, Out)`` (integers: ``Name(In, Table, Out)``): softmax along the middle axis of
     [Outer, D, Inner]: along rows (tiles of rows) when Inner is 1, else along the columns of
     vertical tiles of each [D, Inner] plane. float32, or ONNX Runtime's QLinearSoftmax on
-    int8/uint8 with its 256-entry exp table (``cnn_more_kernels.qsoftmax``)."""
+    int8/uint8 with its 256-entry exp table (``basic_kernels.softmax.qsoftmax``)."""
     quant = not is_float(dt)
-    k = _lib(m, K.qsoftmax(np.dtype(dt).name) if quant else K.softmax("float32"))
+    k = _lib(m, softmax_kernels.qsoftmax(np.dtype(dt).name) if quant
+             else softmax_kernels.layer_softmax("float32"))
     item = np.dtype(dt).itemsize
     if Inner == 1:
         order, dims = KernelIterationOrder(KER_DIM2, KER_TILE), KernelDimensions(1, D, Outer, 1)
@@ -424,7 +434,7 @@ def lrn(m, Name: str, *, Planes: int, C: int, Cols: int, Lo: int, Hi: int, Alpha
         Beta: int, Bias: int) -> None:
     """``Name(In, Out)``: ONNX LRN across the C rows of each [C, Cols] plane (vertical
     tiles, so every tile holds all the channels of its columns)."""
-    k = _lib(m, K.lrn())
+    k = _lib(m, normalisation.lrn())
     ver = OBJ_CONSTRAINTS_TILE_VER
     m.UserKernel(Name, KernelDimensions(1, Cols, C, Planes), _plane_order(Planes), TILE_HOR,
         CArgs(TCArg(_ptr("float32", True), "In"), TCArg(_ptr("float32"), "Out")),
@@ -443,13 +453,13 @@ def lrn(m, Name: str, *, Planes: int, C: int, Cols: int, Lo: int, Hi: int, Alpha
 # -- data movement ----------------------------------------------------------------------------
 
 def pad_axis(m, Name: str, *, dt, Outer: int, D: int, Inner: int, PadBegin: int, PadEnd: int,
-             Mode: int = K.PAD_CONSTANT, Value: int = 0) -> None:
+             Mode: int = movement.PAD_CONSTANT, Value: int = 0) -> None:
     """``Name(In, Out)``: [Outer, D, Inner] -> [Outer, D + PadBegin + PadEnd, Inner] (negative
     pads crop): tiles of rows along Outer when Inner is 1, else vertical tiles of each
     [D, Inner] plane (every tile holds the whole padded axis)."""
     d2 = D + PadBegin + PadEnd
     _check(Name, f"padding leaves {d2} values along the axis", d2 >= 1)
-    k = _lib(m, K.pad_axis(np.dtype(dt).name))
+    k = _lib(m, movement.pad_axis(np.dtype(dt).name))
     item = np.dtype(dt).itemsize
     if Inner == 1:
         order, dims = KernelIterationOrder(KER_DIM2, KER_TILE), KernelDimensions(1, D, Outer, 1)
@@ -479,7 +489,7 @@ def concat(m, Name: str, *, dt, Outer: int, Ds: tuple[int, ...], Inner: int) -> 
     """``Name(In0, In1, ..., Out)``: [Outer, D_k, Inner] inputs concatenated along the middle
     axis: tiles of rows along Outer when Inner is 1, else vertical tiles of each plane; one
     block copy per input."""
-    k = _lib(m, K.copy2d(np.dtype(dt).name))
+    k = _lib(m, movement.copy2d(np.dtype(dt).name))
     item = np.dtype(dt).itemsize
     total = sum(Ds)
     names = [f"In{i}" for i in range(len(Ds))]
@@ -518,7 +528,7 @@ def transpose(m, Name: str, *, dt, Planes: int, A: int, B: int, I: int) -> None:
     """``Name(In, Out)``: [Planes, A, B, I] -> [Planes, B, A, I]. The longer of A and B is
     tiled: horizontal tiles of its rows on one side, vertical tiles of its columns on the
     other."""
-    k = _lib(m, K.transpose(np.dtype(dt).name))
+    k = _lib(m, movement.transpose(np.dtype(dt).name))
     item = np.dtype(dt).itemsize
     hor, ver = OBJ_CONSTRAINTS_TILE_HOR, OBJ_CONSTRAINTS_TILE_VER
     if B >= A:

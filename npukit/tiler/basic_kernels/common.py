@@ -1,0 +1,395 @@
+"""The helpers every basic kernel shares: the ``BasicKernel`` record, GAP's type codes and
+C type spellings, fixed-point arithmetic (GAP's ``AT_NORM``, bias alignment, ONNX Runtime's
+requantisation, rounding to nearest even) and float32 arithmetic without libm (``exp2``,
+``log2``, sigmoid, tanh, the activations), each as a numpy function next to the C helper that
+computes the same values.
+
+Two families of basic kernels use them:
+
+- **the CNN library kernels** of the GAP AutoTiler (``npukit.tiler.cnn``), fixed point as
+  GAP's ``CNN_BasicKernels*.c``: products summed in a 32-bit accumulator that wraps;
+  ``AT_NORM(x, n) = (x + 2**(n-1)) >> n``; a bias in Q``b`` aligned to the accumulator's
+  Q``(i+w)`` by a shift of ``i+w-b`` (rounded, ``AT_NORM``, when negative); results clipped to
+  ``[LB, UB]`` as ``CNN_SetUpperLowerBounds`` sets them; taps outside the input read 0. Types
+  ``CODES``: ``fp`` int16, ``fps`` int8, ``fpd`` int32, ``fl`` float32.
+- **the layer kernels** (``npukit.tiler.cnn_more``, the ONNX lowering), float32, int8 or uint8:
+  float32 operations round to float32 in a stated order (the C is compiled with
+  ``-ffp-contract=off``); integer products of zero-point-corrected values are summed in a
+  wrapping int32 accumulator and requantised as ONNX Runtime's ``MlasRequantizeOutput``:
+  ``q = clamp(rne(float(acc) * scale)) + zero_point``. Float parameters travel as their
+  IEEE-754 bits in ``int`` arguments (``f32_bits``). Types ``LAYER_CODES``: ``fl`` float32,
+  ``fps`` int8, ``u8`` uint8, ``fpd`` int32; their C helpers (``HELPERS``) are defined once
+  behind an include guard.
+
+A kernel is named like GAP's (``KerConvDP_fp``; mixed types list each operand's code). Every
+kernel is self-contained C, so a translation unit carries only the kernels it calls.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...c.ctype import hex_float
+from ...dtypes import FACTS
+from ...errors import DTypeError
+
+# GAP's type codes: the CNN library kernels (Q-format fixed point, float32) ...
+CODES = {"int8": "fps", "int16": "fp", "int32": "fpd", "float32": "fl"}
+# ... and npukit's layer kernels (scale and zero point, float32).
+LAYER_CODES = {"int8": "fps", "uint8": "u8", "int32": "fpd", "float32": "fl"}
+
+# Activation codes (float layers; integer layers fold their activation into a clamp).
+ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP, ACT_SIGMOID, ACT_TANH = range(6)
+# Pooling operations (the CNN library's and the layers').
+POOL_NONE, POOL_MAX, POOL_AVG = 0, 1, 2
+# log2(m) = T * sum_k c_k S**k with T = (m-1)/(m+1), S = T*T: c_k = (2 / ln 2) / (2k + 1).
+LOG2_POLY = tuple(np.float32(2 / math.log(2) / (2 * k + 1)) for k in range(8))
+TANH_POLY = (np.float32(-1 / 3), np.float32(2 / 15), np.float32(-17 / 315))
+RNE_MAGIC = np.float32(12582912.0)  # 1.5 * 2**23
+
+
+@dataclass(frozen=True)
+class BasicKernel:
+    """A basic kernel as ``Model.LibKernel`` takes it."""
+
+    name: str
+    args: tuple[tuple[str, str], ...]  # (C type, C name)
+    parallel: bool
+    c_source: str
+    reference: Callable
+    cost: Callable
+
+
+def suffix(*dtypes: np.dtype) -> str:
+    """GAP's type suffix: one code when every operand has the same type, else one each."""
+    codes = [CODES[np.dtype(d).name] for d in dtypes]
+    return codes[0] if len(set(codes)) == 1 else "_".join(codes)
+
+
+def c_type(dt: np.dtype) -> str:
+    """The GAP spelling of ``dt``'s C type (``npukit.dtypes.FACTS``) for the types these
+    kernels support."""
+    name = np.dtype(dt).name
+    if name not in CODES:
+        raise DTypeError(f"CNN basic kernels: no C type for {name}; supported: {list(CODES)}")
+    return FACTS[name].gap_c_type
+
+
+def layer_code(dt) -> str:
+    """The layer kernels' GAP type code of ``dt`` (``LAYER_CODES``)."""
+    name = np.dtype(dt).name
+    if name not in LAYER_CODES:
+        raise DTypeError(f"npukit layers: no kernels for {name}; "
+                         f"supported: {list(LAYER_CODES)}")
+    return LAYER_CODES[name]
+
+
+def layer_suffix(*dtypes) -> str:
+    """The layer kernels' GAP type suffix: one code when every operand has the same type, else
+    one each."""
+    codes = [layer_code(d) for d in dtypes]
+    return codes[0] if len(set(codes)) == 1 else "_".join(codes)
+
+
+def layer_c_type(dt) -> str:
+    """The GAP spelling of ``dt``'s C type (``npukit.dtypes.FACTS``) for the types the layer
+    kernels support."""
+    layer_code(dt)
+    return FACTS[np.dtype(dt).name].gap_c_type
+
+
+# -- fixed-point helpers, shared by every numpy reference ---------------------------------
+
+def at_norm(x: np.ndarray, n: int) -> np.ndarray:
+    """GAP's ``AT_NORM``: ``(x + 2**(n-1)) >> n`` for ``n > 0``, ``x`` for ``n == 0``."""
+    x = np.asarray(x, np.int64)
+    return (x + (1 << (n - 1))) >> n if n > 0 else x
+
+
+def align(x: np.ndarray, shift: int) -> np.ndarray:
+    """A value moved ``shift`` bits up (exact, ``* 2**shift``) or down (``AT_NORM``)."""
+    x = np.asarray(x, np.int64)
+    return x * (1 << shift) if shift >= 0 else at_norm(x, -shift)
+
+
+C_ALIGN = ("(NormBias >= 0 ? (long long){b} * (1LL << NormBias)\n"
+           "                     : ((long long){b} + (1LL << (-NormBias - 1))) >> -NormBias)")
+
+
+def share_rows(core_var: str = "Rows") -> str:
+    """C lines sharing ``Rows`` rows among the cores: ``First`` .. ``Last`` for this core."""
+    return (f"    int Chunk = ({core_var} + gap_ncore() - 1) / gap_ncore();\n"
+            f"    int First = gap_coreid() * Chunk;\n"
+            f"    int Last = First + Chunk < {core_var} ? First + Chunk : {core_var};")
+
+
+def zero_window(x: np.ndarray, top: int, left: int, rows: int, cols: int) -> np.ndarray:
+    """``x`` placed at (top, left) in a zero array of at least rows x cols (zero padding)."""
+    h, w = x.shape
+    out = np.zeros((max(rows, top + h), max(cols, left + w)), x.dtype)
+    out[top:top + h, left:left + w] = x
+    return out
+
+# -- float32 exp, shared by the softmaxes and the layer helpers ----------------------------
+
+# 2**f on [0, 1): the degree-8 Taylor polynomial of e**(f ln 2), float32 coefficients.
+EXP2_POLY = tuple(np.float32(math.log(2) ** n / math.factorial(n)) for n in range(9))
+LOG2E = np.float32(1 / math.log(2))
+
+
+def exp2_f32(t: np.ndarray) -> np.ndarray:
+    """``2**t`` in float32: ``2**floor(t)`` from its bits times the polynomial of the
+    fraction; 0 below -126, infinity from 128. The float exp of every basic kernel (the C
+    helpers ``npk_exp2`` and the softmax's ``EXP_F32`` compute the same)."""
+    t = np.asarray(t, np.float32)
+    with np.errstate(invalid="ignore"):
+        return _exp2(t)
+
+
+def _exp2(t: np.ndarray) -> np.ndarray:
+    k = np.floor(np.clip(t, np.float32(-126), np.float32(127)))
+    f = np.clip(t, np.float32(-126), np.float32(127)) - k
+    p = np.full(f.shape, EXP2_POLY[-1], np.float32)
+    for c in EXP2_POLY[-2::-1]:
+        p = c + f * p
+    scale = ((k.astype(np.int32) + 127) << 23).view(np.float32)
+    out = (p * scale).astype(np.float32)
+    out = np.where(t < np.float32(-126), np.float32(0), out)
+    return np.where(t >= np.float32(128), np.float32(np.inf), out).astype(np.float32)
+
+
+def exp_f32(x: np.ndarray) -> np.ndarray:
+    """``e**x`` for float32 ``x <= 0`` as the softmax computes it: ``exp2_f32(t)`` with
+    ``t = x * log2(e)``, 0 when ``floor(t) < -125``."""
+    t = np.maximum(np.asarray(x, np.float32) * LOG2E, np.float32(-200))
+    return np.where(np.floor(t) < -125, np.float32(0), exp2_f32(t))
+
+
+# -- layer arithmetic: numpy twins of the C helpers (HELPERS) --------------------------------
+
+def f32_bits(v: float) -> int:
+    """The IEEE-754 bits of ``float32(v)`` as a signed int (how a float parameter travels)."""
+    return int(np.array(v, np.float32).view(np.int32))
+
+
+def bits_f32(b: int) -> np.float32:
+    """The float32 whose IEEE-754 bits are ``b`` (``f32_bits`` inverted)."""
+    return np.array(b, np.int32).view(np.float32)[()]
+
+
+def rne(v: np.ndarray) -> np.ndarray:
+    """Round to nearest, ties to even, in float32 (``(v + 1.5*2**23) - 1.5*2**23``; |v| < 2**22)."""
+    v = np.asarray(v, np.float32)
+    return (v + RNE_MAGIC) - RNE_MAGIC
+
+
+def requant(acc: np.ndarray, scale, zp: int, lo: int, hi: int) -> np.ndarray:
+    """ONNX Runtime's requantisation: ``clamp(float(acc) * scale, lo - zp, hi - zp)`` rounded
+    to nearest even, plus ``zp`` (int64 result)."""
+    v = np.asarray(acc, np.int64).astype(np.int32).astype(np.float32) * np.float32(scale)
+    v = np.minimum(np.maximum(v, np.float32(lo - zp)), np.float32(hi - zp))
+    return rne(v).astype(np.int64) + zp
+
+
+def quantize(x: np.ndarray, scale, zp: int, lo: int, hi: int) -> np.ndarray:
+    """ONNX Runtime's QuantizeLinear: ``x / scale`` clamped, rounded to nearest even, plus zp."""
+    v = np.asarray(x, np.float32) / np.float32(scale)
+    v = np.minimum(np.maximum(v, np.float32(lo - zp)), np.float32(hi - zp))
+    return rne(v).astype(np.int64) + zp
+
+
+def log2_f32(v: np.ndarray) -> np.ndarray:
+    """``log2(v)`` for positive normal float32 ``v``: the exponent plus the atanh series of
+    the mantissa taken in [sqrt(1/2), sqrt(2))."""
+    v = np.asarray(v, np.float32)
+    u = v.view(np.uint32)
+    e = (u >> 23).astype(np.int32) - 127
+    m = ((u & np.uint32(0x007FFFFF)) | np.uint32(0x3F800000)).view(np.float32)
+    big = m > np.float32(1.41421356)
+    m = np.where(big, m * np.float32(0.5), m)
+    e = e + big
+    t = (m - np.float32(1)) / (m + np.float32(1))
+    s = t * t
+    p = np.full(s.shape, LOG2_POLY[-1], np.float32)
+    for c in LOG2_POLY[-2::-1]:
+        p = c + s * p
+    return (e.astype(np.float32) + t * p).astype(np.float32)
+
+
+def sigmoid_f32(x: np.ndarray) -> np.ndarray:
+    """``1 / (1 + e**-x)`` with ``e**-|x|`` from ``exp2_f32``."""
+    x = np.asarray(x, np.float32)
+    e = exp2_f32(-np.abs(x) * LOG2E)
+    r = np.float32(1) / (np.float32(1) + e)
+    return np.where(x >= 0, r, e / (np.float32(1) + e)).astype(np.float32)
+
+
+def tanh_f32(x: np.ndarray) -> np.ndarray:
+    """``tanh``: an odd Taylor polynomial below 1/16, ``(1 - e) / (1 + e)`` with
+    ``e = e**(-2|x|)`` above."""
+    x = np.asarray(x, np.float32)
+    a = np.abs(x)
+    s = x * x
+    p = TANH_POLY[2]
+    p = TANH_POLY[1] + s * p
+    p = TANH_POLY[0] + s * p
+    small = x + x * (s * p)
+    e = exp2_f32(-(a + a) * LOG2E)
+    big = (np.float32(1) - e) / (np.float32(1) + e)
+    big = np.where(x < 0, -big, big)
+    return np.where(a < np.float32(0.0625), small, big).astype(np.float32)
+
+
+def activate(v: np.ndarray, act: int, p0: int, p1: int) -> np.ndarray:
+    """A float activation (``ACT_*``) with its parameters as bits."""
+    v = np.asarray(v, np.float32)
+    if act == ACT_RELU:
+        return np.where(v > 0, v, np.float32(0))
+    if act == ACT_LEAKY:
+        return np.where(v >= 0, v, v * bits_f32(p0))
+    if act == ACT_CLIP:
+        lo, hi = bits_f32(p0), bits_f32(p1)
+        return np.where(v < lo, lo, np.where(v > hi, hi, v)).astype(np.float32)
+    if act == ACT_SIGMOID:
+        return sigmoid_f32(v)
+    if act == ACT_TANH:
+        return tanh_f32(v)
+    return v
+
+
+def horner_c(coefs, var: str, acc: str) -> str:
+    """C statements: ``acc = c_n; acc = c_{n-1} + var * acc; ...`` (float32 Horner)."""
+    lines = [f"{acc} = {hex_float(coefs[-1])};"]
+    lines += [f"{acc} = {hex_float(c)} + {var} * {acc};" for c in coefs[-2::-1]]
+    return " ".join(lines)
+
+
+HELPERS = f"""\
+#ifndef NPK_LAYER_HELPERS
+#define NPK_LAYER_HELPERS
+/* ---- Helpers of npukit's layer kernels (float32 only, no libm: the same operations as the
+   numpy references) ---- */
+/* A float parameter travels as its IEEE-754 bits in an int. */
+static inline float npk_f32(int Bits)
+{{
+    union {{ int I; float F; }} U;
+    U.I = Bits;
+    return U.F;
+}}
+/* Round to nearest, ties to even, for |V| < 2^22: (V + 1.5*2^23) - 1.5*2^23. */
+static inline float npk_rne(float V)
+{{
+    return (V + 12582912.0f) - 12582912.0f;
+}}
+/* ONNX Runtime's requantisation: clamp(float(Acc) * Scale, Lo - Zp, Hi - Zp), rounded to
+   nearest even, plus Zp. */
+static inline int npk_requant(int Acc, float Scale, int Zp, int Lo, int Hi)
+{{
+    float V = (float)Acc * Scale, L = (float)(Lo - Zp), H = (float)(Hi - Zp);
+    V = V < L ? L : V > H ? H : V;
+    return (int)npk_rne(V) + Zp;
+}}
+/* 2^T: 2^floor(T) from its bits times a degree-8 polynomial of the fraction; 0 below -126,
+   infinity from 128. */
+static inline float npk_exp2(float T)
+{{
+    union {{ unsigned int U; float F; }} S;
+    float C = T < -126.0f ? -126.0f : T > 127.0f ? 127.0f : T, K = (float)(int)C, F, P;
+    if (K > C) K = K - 1.0f;
+    F = C - K;
+    {horner_c(EXP2_POLY, "F", "P")}
+    S.U = (unsigned int)((int)K + 127) << 23;
+    if (T < -126.0f) return 0.0f;
+    if (T >= 128.0f) {{
+        S.U = 0x7F800000u;
+        return S.F;
+    }}
+    return P * S.F;
+}}
+/* log2(V) for a positive normal V: its exponent plus the atanh series of its mantissa in
+   [sqrt(1/2), sqrt(2)). */
+static inline float npk_log2(float V)
+{{
+    union {{ unsigned int U; float F; }} B;
+    int E;
+    float M, T, S, P;
+    B.F = V;
+    E = (int)(B.U >> 23) - 127;
+    B.U = (B.U & 0x007FFFFFu) | 0x3F800000u;
+    M = B.F;
+    if (M > 1.41421356f) {{
+        M = M * 0.5f;
+        E = E + 1;
+    }}
+    T = (M - 1.0f) / (M + 1.0f);
+    S = T * T;
+    {horner_c(LOG2_POLY, "S", "P")}
+    return (float)E + T * P;
+}}
+static inline float npk_sigmoid(float X)
+{{
+    float A = X < 0.0f ? -X : X, E = npk_exp2(-A * {hex_float(LOG2E)});
+    return X >= 0.0f ? 1.0f / (1.0f + E) : E / (1.0f + E);
+}}
+static inline float npk_tanh(float X)
+{{
+    float A = X < 0.0f ? -X : X, S = X * X, P, E, R;
+    if (A < 0.0625f) {{
+        P = {hex_float(TANH_POLY[2])};
+        P = {hex_float(TANH_POLY[1])} + S * P;
+        P = {hex_float(TANH_POLY[0])} + S * P;
+        return X + X * (S * P);
+    }}
+    E = npk_exp2(-(A + A) * {hex_float(LOG2E)});
+    R = (1.0f - E) / (1.0f + E);
+    return X < 0.0f ? -R : R;
+}}
+/* A float activation: 0 none, 1 ReLU, 2 LeakyReLU(P0), 3 clip to [P0, P1], 4 sigmoid,
+   5 tanh. */
+static inline float npk_act(float V, int Act, float P0, float P1)
+{{
+    switch (Act) {{
+    case 1: return V > 0.0f ? V : 0.0f;
+    case 2: return V >= 0.0f ? V : V * P0;
+    case 3: return V < P0 ? P0 : V > P1 ? P1 : V;
+    case 4: return npk_sigmoid(V);
+    case 5: return npk_tanh(V);
+    default: return V;
+    }}
+}}
+#endif"""
+
+
+# -- C text shared by the kernels' templates -------------------------------------------------
+
+def c_signature(args) -> str:
+    """A C parameter list from ``(C type, C name)`` pairs."""
+    return ", ".join(f"{t} {n}" for t, n in args)
+
+
+def c_unused(*names: str) -> str:
+    """C statements marking parameters a variant of a kernel does not read."""
+    return "".join(f"    (void){n};\n" for n in names)
+
+
+def _ceil_div_pos(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def tap_range(W: int, Wo: int, S: int, off: int) -> tuple[int, int]:
+    """Output columns x with 0 <= x*S + off < W (off = fx*D - PadL)."""
+    x0 = 0 if off >= 0 else _ceil_div_pos(-off, S)
+    b = W - 1 - off
+    x1 = 0 if b < 0 else min(Wo, b // S + 1)
+    return x0, max(x0, x1)
+
+
+C_TAP_RANGE = """\
+            int Off = fx * Dx - PadL, X0, X1;
+            X0 = Off >= 0 ? 0 : (-Off + Sx - 1) / Sx;
+            X1 = W - 1 - Off < 0 ? 0 : (W - 1 - Off) / Sx + 1;
+            X1 = X1 < Wo ? X1 : Wo;"""

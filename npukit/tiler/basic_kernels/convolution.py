@@ -1,0 +1,351 @@
+"""Convolution basic kernels, each C template next to its numpy reference: the CNN library's
+bias set-up (``set_bias``) and fixed-point/float32 convolution (``conv``), and the layer
+kernels' plane convolution (``layer_conv``) with its requantising or activating output
+(``conv_out``). Arithmetic: see ``common``.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import numpy as np
+
+from ...arith import wrap32
+from ...dtypes import int_range, is_float
+from .common import (
+    C_ALIGN,
+    C_TAP_RANGE,
+    HELPERS,
+    POOL_AVG,
+    BasicKernel,
+    activate,
+    align,
+    at_norm,
+    c_signature,
+    c_type,
+    c_unused,
+    layer_c_type,
+    layer_suffix,
+    requant,
+    share_rows,
+    suffix,
+    tap_range,
+    zero_window,
+)
+
+# -- set bias -------------------------------------------------------------------------------
+
+@cache
+def set_bias(bias_dt: str, acc_dt: str) -> BasicKernel:
+    """``Out[0 .. W*H) = Bias[Index]`` aligned to the accumulator: shifted by ``NormBias``
+    and wrapped to int32 (double precision) or saturated to the output type."""
+    name = f"KerSetBias_{suffix(bias_dt, acc_dt)}"
+    tb, ta = c_type(bias_dt), c_type(acc_dt)
+    args = ((f"{ta} * __restrict__", "Out"), ("int", "W"), ("int", "H"),
+            (f"const {tb} * __restrict__", "Bias"), ("int", "Index"), ("int", "NormBias"))
+    if is_float(acc_dt):
+        value = "    float V = Bias[Index];\n    (void)NormBias;"
+    else:
+        b = C_ALIGN.format(b="Bias[Index]")
+        if np.dtype(acc_dt).itemsize == 4:
+            value = f"    long long B = {b};\n    {ta} V = ({ta})(unsigned int)B;  /* wraps */"
+        else:
+            lo, hi = int_range(acc_dt)
+            value = (f"    long long B = {b};\n"
+                     f"    {ta} V = ({ta})(B < {lo} ? {lo} : B > {hi} ? {hi} : B);")
+    src = f"""\
+void {name}({', '.join(f'{t} {n}' for t, n in args)})
+{{
+    /* Every element of the tile starts at the bias of output plane Index. */
+{value}
+    for (int i = 0; i < W * H; i++) Out[i] = V;
+}}"""
+
+    def reference(Out, W, H, Bias, Index, NormBias):
+        if is_float(acc_dt):
+            Out[:W * H] = Bias[Index]
+            return
+        v = align(np.int64(Bias[Index]), NormBias)
+        if np.dtype(acc_dt).itemsize == 4:
+            v = wrap32(v)
+        else:
+            v = np.clip(v, *int_range(acc_dt))
+        Out[:W * H] = v
+
+    return BasicKernel(name, args, False, src, reference, lambda W, H, **_: W * H)
+
+
+# -- convolution ----------------------------------------------------------------------------
+
+@cache
+def conv(in_dt: str, filter_dt: str, acc_dt: str, width: int) -> BasicKernel:
+    """One input plane's contribution to ``Hc`` rows of ``Wc`` accumulators. Double precision
+    (``acc_dt`` int32): ``Out += sum`` wrapping at 32 bits. Single precision (``acc_dt`` the
+    output type): ``Out = clip(AT_NORM((Out << Norm) + sum, Norm))``, the sum taken at 32 bits,
+    as GAP's ``KerConv*_fp`` does. float32: ``Out += In * Filter`` tap by tap, in (fy, fx)
+    order. Taps outside the ``H`` x ``W`` tile read 0."""
+    dp = np.dtype(acc_dt).itemsize == 4 and not is_float(acc_dt)
+    flt = is_float(acc_dt)
+    kind = "" if flt else ("DP" if dp else "SP")
+    name = f"KerConv{kind}_{suffix(in_dt, filter_dt) if dp else suffix(in_dt, filter_dt, acc_dt)}"
+    ti, tf, ta = c_type(in_dt), c_type(filter_dt), c_type(acc_dt)
+    args = ((f"const {ti} * __restrict__", "In"), ("int", "W"), ("int", "H"),
+            (f"const {tf} * __restrict__", "Filter"), (f"{ta} * __restrict__", "Out"),
+            ("int", "Wc"), ("int", "Hc"), ("int", "Fx"), ("int", "Fy"), ("int", "Sx"),
+            ("int", "Sy"), ("int", "Dx"), ("int", "Dy"), ("int", "PadL"), ("int", "PadT"),
+            ("int", "Norm"))
+    if flt:
+        acc_t, start = "float", "Out[y * Wc + x]"
+        term, store = "Acc = Acc + V * Filter[fy * Fx + fx];", "Out[y * Wc + x] = Acc;"
+        unused = "    (void)Norm;\n"
+    elif dp:
+        acc_t, start = "long long", "Out[y * Wc + x]"
+        term = "Acc += (long long)V * Filter[fy * Fx + fx];"
+        store = "Out[y * Wc + x] = (int)(unsigned int)Acc;  /* wraps at 32 bits */"
+        unused = "    (void)Norm;\n"
+    else:
+        lo, hi = int_range(acc_dt)
+        acc_t, start = "long long", "(long long)Out[y * Wc + x] * (1LL << Norm)"
+        term = "Acc += (long long)V * Filter[fy * Fx + fx];"
+        store = (f"long long A = (int)(unsigned int)Acc;  /* a 32-bit accumulator */\n"
+                 f"                A = Norm > 0 ? (A + (1LL << (Norm - 1))) >> Norm : A;\n"
+                 f"                Out[y * Wc + x] = ({ta})(A < {lo} ? {lo} : "
+                 f"A > {hi} ? {hi} : A);")
+        unused = ""
+    zero = "0.0f" if flt else "0"
+    src = f"""\
+void {name}({', '.join(f'{t} {n}' for t, n in args)})
+{{
+    /* Out[y][x] accumulates In[y*Sy - PadT + fy*Dy][x*Sx - PadL + fx*Dx] * Filter[fy][fx]
+       over the Fy x Fx taps; a tap outside the H x W tile reads 0. Rows are shared among
+       the cores. */
+{unused}    int Rows = Hc;
+{share_rows()}
+    for (int y = First; y < Last; y++)
+        for (int x = 0; x < Wc; x++) {{
+            {acc_t} Acc = {start};
+            for (int fy = 0; fy < Fy; fy++) {{
+                int iy = y * Sy - PadT + fy * Dy;
+                for (int fx = 0; fx < Fx; fx++) {{
+                    int ix = x * Sx - PadL + fx * Dx;
+                    {ti} V = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? In[iy * W + ix] : {zero};
+                    {term}
+                }}
+            }}
+            {{
+                {store}
+            }}
+        }}
+}}"""
+
+    def reference(In, W, H, Filter, Out, Wc, Hc, Fx, Fy, Sx, Sy, Dx, Dy, PadL, PadT, Norm, *,
+                  core_id, core_count):
+        if core_id or Hc <= 0 or Wc <= 0:
+            return  # core 0 does every core's rows at once
+        rows, cols = (Hc - 1) * Sy + (Fy - 1) * Dy + 1, (Wc - 1) * Sx + (Fx - 1) * Dx + 1
+        x = In[:W * H].reshape(H, W)
+        x = zero_window(x if flt else x.astype(np.int64), PadT, PadL, rows, cols)
+        f = Filter[:Fy * Fx].reshape(Fy, Fx)
+        out = Out[:Hc * Wc].reshape(Hc, Wc)
+        acc = out.copy() if flt else (out.astype(np.int64) if dp else
+                                      out.astype(np.int64) * (1 << Norm))
+        for fy in range(Fy):
+            for fx in range(Fx):
+                win = x[fy * Dy:fy * Dy + (Hc - 1) * Sy + 1:Sy,
+                        fx * Dx:fx * Dx + (Wc - 1) * Sx + 1:Sx]
+                acc = acc + win * (f[fy, fx] if flt else np.int64(f[fy, fx]))
+        if flt:
+            out[...] = acc
+        elif dp:
+            out[...] = wrap32(acc)
+        else:
+            out[...] = np.clip(at_norm(wrap32(acc), Norm), *int_range(acc_dt))
+
+    def cost(Wc, Hc, Fx, Fy, **_):
+        return math.ceil(Wc * Hc * Fx * Fy / width) + 4 * Hc
+
+    return BasicKernel(name, args, True, src, reference, cost)
+
+
+# -- convolution ------------------------------------------------------------------------------
+
+@cache
+def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
+    """One input plane's contribution to ``OutRows`` rows of ``Wo`` accumulators:
+    ``Acc[y][x] += In(p, x*Sx - PadL + fx*Dx) * Filter[fy][fx]`` over the taps in (fy, fx)
+    order, ``p = (OutRow0 + y)*Sy + fy*Dy`` a row of the padded input (real row ``p - PadT``),
+    found at line ``p - InRow0`` of the tile. Taps on padding (rows outside ``[0, Hreal)``,
+    columns outside ``[0, W)``) add nothing. Integers: ``(In - Zin) * (Filter - Zw)`` summed
+    in a wrapping int32 accumulator; float32: ``Acc + In * Filter`` tap by tap."""
+    flt = is_float(in_dt)
+    acc_dt = "float32" if flt else "int32"
+    name = f"KerConvNpk_{layer_suffix(in_dt, w_dt)}"
+    ti, tw, ta = layer_c_type(in_dt), layer_c_type(w_dt), layer_c_type(acc_dt)
+    args = ((f"const {ti} *__restrict__", "In"), ("int", "W"), ("int", "InRow0"),
+            ("int", "InRows"), ("int", "Hreal"), ("int", "PadT"),
+            (f"const {tw} *__restrict__", "Filter"), (f"{ta} *__restrict__", "Acc"),
+            ("int", "Wo"), ("int", "OutRow0"), ("int", "OutRows"), ("int", "Fx"), ("int", "Fy"),
+            ("int", "Sx"), ("int", "Sy"), ("int", "Dx"), ("int", "Dy"), ("int", "PadL"),
+            ("int", "Zin"), ("int", "Zw"))
+    if flt:
+        wt, term, unused = "float Wt = Filter[fy * Fx + fx];", "A[x] = A[x] + Row[x * Sx] * Wt;", \
+            c_unused("Zin", "Zw")
+    else:
+        wt = "int Wt = (int)Filter[fy * Fx + fx] - Zw;"
+        term = ("A[x] = (int)((unsigned int)A[x] + (unsigned int)(((int)Row[x * Sx] - Zin) * "
+                "Wt));  /* wraps */")
+        unused = ""
+    src = f"""\
+{HELPERS}
+void {name}({c_signature(args)})
+{{
+    /* Acc[y][x] accumulates the taps (fy, fx) in order: input row p = (OutRow0 + y)*Sy +
+       fy*Dy of the padded plane (line p - InRow0 of the tile, real row p - PadT), column
+       x*Sx - PadL + fx*Dx. Taps on padding add nothing. Rows are shared among the cores. */
+{unused}    int Rows = OutRows;
+{share_rows()}
+    for (int fy = 0; fy < Fy; fy++)
+        for (int fx = 0; fx < Fx; fx++) {{
+            {wt}
+{C_TAP_RANGE}
+            for (int y = First; y < Last; y++) {{
+                int P = (OutRow0 + y) * Sy + fy * Dy, L = P - InRow0;
+                {ta} *A = Acc + y * Wo;
+                const {ti} *Row;
+                if (P - PadT < 0 || P - PadT >= Hreal || L < 0 || L >= InRows) continue;
+                Row = In + L * W + Off;
+                for (int x = X0; x < X1; x++) {term}
+            }}
+        }}
+}}"""
+
+    def reference(In, W, InRow0, InRows, Hreal, PadT, Filter, Acc, Wo, OutRow0, OutRows, Fx,
+                  Fy, Sx, Sy, Dx, Dy, PadL, Zin, Zw, *, core_id, core_count):
+        if core_id or OutRows <= 0:
+            return
+        acc = Acc[:OutRows * Wo].reshape(OutRows, Wo)
+        work = acc.copy() if flt else acc.astype(np.int64)
+        x = In[:InRows * W].reshape(InRows, W)
+        x = x if flt else x.astype(np.int64) - Zin
+        f = Filter[:Fy * Fx].reshape(Fy, Fx)
+        f = f if flt else f.astype(np.int64) - Zw
+        ys = np.arange(OutRows)
+        for fy in range(Fy):
+            p = (OutRow0 + ys) * Sy + fy * Dy
+            lines = p - InRow0
+            ok = (p - PadT >= 0) & (p - PadT < Hreal) & (lines >= 0) & (lines < InRows)
+            rows = ys[ok]
+            for fx in range(Fx):
+                x0, x1 = tap_range(W, Wo, Sx, fx * Dx - PadL)
+                if x0 >= x1 or not rows.size:
+                    continue
+                cols = np.arange(x0, x1) * Sx + fx * Dx - PadL
+                win = x[lines[ok][:, None], cols[None, :]]
+                work[rows[:, None], np.arange(x0, x1)[None, :]] += win * f[fy, fx]
+        acc[...] = work if flt else wrap32(work)
+
+    def cost(Wo, OutRows, Fx, Fy, **_):
+        return math.ceil(Wo * OutRows * Fx * Fy / width) + 4 * OutRows * Fy
+
+    return BasicKernel(name, args, True, src, reference, cost)
+
+
+@cache
+def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
+    """From a tile of convolution accumulators to output rows: each accumulator becomes
+    ``act(acc)`` (float32) or ``requant(acc, Scale[Index], Zout, Lo, Hi)`` (integers, the
+    activation folded in the clamp), then an optional pooling without padding (``Oper`` 1 max,
+    2 average over the window's existing rows and columns, float32 only) over ``Fy`` x ``Fx``
+    windows at strides ``Sy``, ``Sx``. Accumulator line ``c - AccRow0`` holds convolution row
+    ``c``; rows from ``Hc`` on do not exist (a ceil-mode window's end)."""
+    flt = is_float(acc_dt)
+    name = f"KerConvOutNpk_{layer_suffix(acc_dt, out_dt)}"
+    ta, to = layer_c_type(acc_dt), layer_c_type(out_dt)
+    args = [(f"const {ta} *__restrict__", "Acc"), ("int", "Wc"), ("int", "AccRow0"),
+            ("int", "Hc"), (f"{to} *__restrict__", "Out"), ("int", "Wo"), ("int", "OutRow0"),
+            ("int", "OutRows"), ("int", "Fx"), ("int", "Fy"), ("int", "Sx"), ("int", "Sy"),
+            ("int", "Oper")]
+    if flt:
+        args += [("int", "Act"), ("int", "P0"), ("int", "P1")]
+        value = "float V = npk_act(Acc[L * Wc + cx], Act, A0, A1);"
+        init = "float A0 = npk_f32(P0), A1 = npk_f32(P1);\n"
+        decl, first = "float M = 0.0f, S = 0.0f;", "M = N == 0 || V > M ? V : M;\n" \
+            "                        S = S + V;"
+        store = "Out[y * Wo + x] = Oper == 2 ? S / (float)N : M;"
+    else:
+        args += [("const float *__restrict__", "Scale"), ("int", "Index"), ("int", "Zout"),
+                 ("int", "Lo"), ("int", "Hi")]
+        value = "int V = npk_requant(Acc[L * Wc + cx], Sc, Zout, Lo, Hi);"
+        init = "float Sc = Scale[Index];\n    (void)Oper;\n"
+        decl, first = "int M = 0;", "M = N == 0 || V > M ? V : M;"
+        store = f"Out[y * Wo + x] = ({to})M;"
+    args = tuple(args)
+    src = f"""\
+{HELPERS}
+void {name}({c_signature(args)})
+{{
+    /* Out[y][x] pools (Oper 0: none, 1: max, 2: average) the activated accumulators of its
+       window: convolution rows (OutRow0 + y)*Sy + fy below Hc, columns x*Sx + fx below Wc.
+       Rows are shared among the cores. */
+    {init}    int Rows = OutRows;
+{share_rows()}
+    for (int y = First; y < Last; y++)
+        for (int x = 0; x < Wo; x++) {{
+            {decl}
+            int N = 0;
+            for (int fy = 0; fy < Fy; fy++) {{
+                int cy = (OutRow0 + y) * Sy + fy, L = cy - AccRow0;
+                if (cy >= Hc) break;
+                for (int fx = 0; fx < Fx; fx++) {{
+                    int cx = x * Sx + fx;
+                    if (cx < Wc) {{
+                        {value}
+                        {first}
+                        N++;
+                    }}
+                }}
+            }}
+            {store}
+        }}
+}}"""
+
+    def reference(Acc, Wc, AccRow0, Hc, Out, Wo, OutRow0, OutRows, Fx, Fy, Sx, Sy, Oper, *rest,
+                  core_id, core_count):
+        if core_id or OutRows <= 0:
+            return
+        lines = min(Acc.size // Wc, (OutRow0 + OutRows - 1) * Sy + Fy - AccRow0)
+        acc = Acc[:lines * Wc].reshape(lines, Wc)
+        if flt:
+            act, p0, p1 = rest
+            v = activate(acc, act, p0, p1)
+        else:
+            scale, index, zout, lo, hi = rest
+            v = requant(acc, scale[index], zout, lo, hi)
+        out = Out[:OutRows * Wo].reshape(OutRows, Wo)
+        m = s = None
+        n = np.zeros((OutRows, Wo), np.int64)
+        ys, xs = OutRow0 + np.arange(OutRows), np.arange(Wo)
+        for fy in range(Fy):
+            cy = ys * Sy + fy
+            okr = cy < Hc
+            for fx in range(Fx):
+                cx = xs * Sx + fx
+                okc = cx < Wc
+                ok = okr[:, None] & okc[None, :]
+                w = v[np.clip(cy - AccRow0, 0, lines - 1)[:, None], np.minimum(cx, Wc - 1)[None, :]]
+                if m is None:
+                    m, s = w.copy(), w.copy()
+                else:
+                    m = np.where(ok & (w > m), w, m)
+                    s = np.where(ok, s + w, s) if flt else s
+                n += ok
+        if flt and Oper == POOL_AVG:
+            out[...] = s / n.astype(np.float32)
+        else:
+            out[...] = m
+
+    def cost(Wo, OutRows, Fx, Fy, **_):
+        return Wo * OutRows * (Fx * Fy + 4)
+
+    return BasicKernel(name, args, True, src, reference, cost)

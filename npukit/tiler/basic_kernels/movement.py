@@ -1,0 +1,150 @@
+"""Data-movement basic kernels of the layer kernels, each C template next to its numpy
+reference: padding one axis (``pad_axis``, ONNX Pad's modes), 2-D copies (``copy2d``) and
+transposition (``transpose``).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from ...dtypes import is_float
+from .common import (
+    HELPERS,
+    BasicKernel,
+    bits_f32,
+    c_signature,
+    layer_c_type,
+    layer_suffix,
+    share_rows,
+)
+
+# Padding modes (ONNX Pad).
+PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP = range(4)
+
+
+# -- data movement ----------------------------------------------------------------------------
+
+@cache
+def pad_axis(dt: str) -> BasicKernel:
+    """``N`` vectors of ``Len`` values (element stride ``Stride``; vector starts ``InStep``
+    apart) become vectors of ``Len2`` (starts ``OutStep`` apart): ``Out[i] = In[i - PadBegin]``
+    inside, else by ``Mode``: ``PAD_CONSTANT`` (``Value``: bits for float32), ``PAD_REFLECT``
+    (mirror without repeating the edge), ``PAD_EDGE``, ``PAD_WRAP`` — ONNX Pad's modes. A
+    negative ``PadBegin`` crops."""
+    flt = is_float(dt)
+    name = f"KerPadAxisNpk_{layer_suffix(dt)}"
+    t = layer_c_type(dt)
+    args = ((f"const {t} *__restrict__", "In"), (f"{t} *__restrict__", "Out"), ("int", "N"),
+            ("int", "Len"), ("int", "Len2"), ("int", "Stride"), ("int", "InStep"),
+            ("int", "OutStep"), ("int", "PadBegin"), ("int", "Mode"), ("int", "Value"))
+    value = "npk_f32(Value)" if flt else f"({t})Value"
+    src = f"""\
+{HELPERS}
+void {name}({c_signature(args)})
+{{
+    /* Out[v][i] = In[v][i - PadBegin] inside the input, else the mode's value (0 constant,
+       1 reflect, 2 edge, 3 wrap); the vectors are shared among the cores. */
+    {t} Fill = {value};
+    int Rows = N;
+{share_rows()}
+    for (int v = First; v < Last; v++)
+        for (int i = 0; i < Len2; i++) {{
+            int S = i - PadBegin;
+            if (S < 0 || S >= Len) {{
+                if (Mode == 0) {{
+                    Out[v * OutStep + i * Stride] = Fill;
+                    continue;
+                }}
+                if (Mode == 2) S = S < 0 ? 0 : Len - 1;
+                else if (Mode == 3) S = ((S % Len) + Len) % Len;
+                else if (Len == 1) S = 0;
+                else while (S < 0 || S >= Len) S = S < 0 ? -S : 2 * (Len - 1) - S;
+            }}
+            Out[v * OutStep + i * Stride] = In[v * InStep + S * Stride];
+        }}
+}}"""
+
+    def reference(In, Out, N, Len, Len2, Stride, InStep, OutStep, PadBegin, Mode, Value, *,
+                  core_id, core_count):
+        if core_id or N <= 0:
+            return
+        s = np.arange(Len2) - PadBegin
+        inside = (s >= 0) & (s < Len)
+        if Mode == PAD_EDGE:
+            s = np.clip(s, 0, Len - 1)
+        elif Mode == PAD_WRAP:
+            s = s % Len
+        elif Mode == PAD_REFLECT and Len == 1:
+            s = np.zeros_like(s)
+        elif Mode == PAD_REFLECT:
+            while ((s < 0) | (s >= Len)).any():
+                s = np.where(s < 0, -s, np.where(s >= Len, 2 * (Len - 1) - s, s))
+        s = np.clip(s, 0, max(Len - 1, 0))
+        v = np.arange(N)[:, None]
+        vals = In[v * InStep + s[None, :] * Stride]
+        if Mode == PAD_CONSTANT:
+            fill = bits_f32(Value) if flt else Value
+            vals = np.where(inside[None, :], vals, fill)
+        Out[v * OutStep + np.arange(Len2)[None, :] * Stride] = vals
+
+    return BasicKernel(name, args, True, src, reference, lambda N, Len2, **_: N * Len2 + N)
+
+
+@cache
+def copy2d(dt: str) -> BasicKernel:
+    """``Out[(RowOff + r)*OutPitch + ColOff + c] = In[r*InPitch + c]`` for a ``Rows`` x
+    ``Cols`` block (a concatenation's input placed in its output tile)."""
+    name = f"KerCopy2DNpk_{layer_suffix(dt)}"
+    t = layer_c_type(dt)
+    args = ((f"const {t} *__restrict__", "In"), ("int", "Rows"), ("int", "Cols"),
+            ("int", "InPitch"), (f"{t} *__restrict__", "Out"), ("int", "OutPitch"),
+            ("int", "RowOff"), ("int", "ColOff"))
+    src = f"""\
+void {name}({c_signature(args)})
+{{
+    /* The Rows x Cols block In goes to Out at (RowOff, ColOff); rows are shared among the
+       cores. */
+    int N = Rows;
+{share_rows("N")}
+    for (int r = First; r < Last; r++)
+        for (int c = 0; c < Cols; c++)
+            Out[(RowOff + r) * OutPitch + ColOff + c] = In[r * InPitch + c];
+}}"""
+
+    def reference(In, Rows, Cols, InPitch, Out, OutPitch, RowOff, ColOff, *, core_id,
+                  core_count):
+        if core_id or Rows <= 0 or Cols <= 0:
+            return
+        r, c = np.arange(Rows)[:, None], np.arange(Cols)[None, :]
+        Out[(RowOff + r) * OutPitch + ColOff + c] = In[r * InPitch + c]
+
+    return BasicKernel(name, args, True, src, reference, lambda Rows, Cols, **_: Rows * Cols)
+
+
+@cache
+def transpose(dt: str) -> BasicKernel:
+    """``Out[b][a*I + i] = In[a][b*I + i]``: an ``A`` x ``B`` block of ``I``-value items
+    transposed (In row pitch ``B*I``, Out row pitch ``A*I``)."""
+    name = f"KerTransposeNpk_{layer_suffix(dt)}"
+    t = layer_c_type(dt)
+    args = ((f"const {t} *__restrict__", "In"), ("int", "A"), ("int", "B"), ("int", "I"),
+            (f"{t} *__restrict__", "Out"))
+    src = f"""\
+void {name}({c_signature(args)})
+{{
+    /* Out[b][a][i] = In[a][b][i]; the output rows are shared among the cores. */
+    int N = B;
+{share_rows("N")}
+    for (int b = First; b < Last; b++)
+        for (int a = 0; a < A; a++)
+            for (int i = 0; i < I; i++) Out[(b * A + a) * I + i] = In[(a * B + b) * I + i];
+}}"""
+
+    def reference(In, A, B, I, Out, *, core_id, core_count):  # noqa: E741
+        if core_id or A <= 0 or B <= 0:
+            return
+        Out[:A * B * I] = In[:A * B * I].reshape(A, B, I).transpose(1, 0, 2).reshape(-1)
+
+    return BasicKernel(name, args, True, src, reference, lambda A, B, I, **_: A * B * I)  # noqa: E741
