@@ -7,7 +7,7 @@ import pytest
 import npukit.tiler.solver as solver
 from npukit import CapacityError, TilingError
 from npukit.tiler import Model
-from npukit.tiler import cnn_more as G
+from npukit.tiler import layer_generators as G
 
 
 def relu(m, rows: int, cols: int) -> None:

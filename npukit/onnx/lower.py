@@ -1,5 +1,5 @@
 """Lowering a normalized ``Net`` to an AutoTiler graph: one user kernel per layer (a fused
-group of ONNX operations), made by the generators of ``npukit.tiler.cnn_more``; tensors
+group of ONNX operations), made by the generators of ``npukit.tiler.layer_generators``; tensors
 declared with ``TCArgInfo`` (graph inputs and outputs as arguments, weights as constants,
 the rest as locals), the layers connected with ``AddNode``. The model's planner and tiler
 do the rest, as for a hand-written AutoTiler model.
@@ -21,7 +21,7 @@ import numpy as np
 from ..cdecl import C_KEYWORDS
 from ..dtypes import int_range, is_float
 from ..errors import ModelError
-from ..tiler import cnn_more as G
+from ..tiler import layer_generators as G
 from ..tiler.basic_kernels import common, elementwise, movement
 from ..tiler.basic_kernels import softmax as softmax_kernels
 from ..tiler.graph_api import (

@@ -12,8 +12,8 @@ Two families of basic kernels use them:
   Q``(i+w)`` by a shift of ``i+w-b`` (rounded, ``AT_NORM``, when negative); results clipped to
   ``[LB, UB]`` as ``CNN_SetUpperLowerBounds`` sets them; taps outside the input read 0. Types
   ``CODES``: ``fp`` int16, ``fps`` int8, ``fpd`` int32, ``fl`` float32.
-- **the layer kernels** (``npukit.tiler.cnn_more``, the ONNX lowering), float32, int8 or uint8:
-  float32 operations round to float32 in a stated order (the C is compiled with
+- **the layer kernels** (``npukit.tiler.layer_generators``, the ONNX lowering), float32, int8
+  or uint8: float32 operations round to float32 in a stated order (the C is compiled with
   ``-ffp-contract=off``); integer products of zero-point-corrected values are summed in a
   wrapping int32 accumulator and requantised as ONNX Runtime's ``MlasRequantizeOutput``:
   ``q = clamp(rne(float(acc) * scale)) + zero_point``. Float parameters travel as their
