@@ -87,6 +87,30 @@ def test_linear_approx_float(data, nbanks):
     assert np.isnan(out[2]) and len(np.unique(out[6:])) > 50
 
 
+@pytest.mark.parametrize("step_bits, bias, data", [(-2, 16, BF16), (-7, 300, BF16),
+                                                    (-2, -(2**25), np.float32)])
+def test_linear_approx_negative_step_bits(step_bits, bias, data):
+    """index = floor(x * 2^-step_bits) + bias, saturated; the third case's table ends are no
+    float32 integers, which takes the 64-bit index path (float32 partials near 2^23 step by
+    1, so its floors step by 4)."""
+    rng = np.random.default_rng(-step_bits)
+    n = 64
+    lut = Lut((rng.normal(size=n) * 4).astype(np.float32), rng.normal(size=n).astype(BF16))
+    cells = rng.uniform(-bias - 3, n - bias + 3, 200)
+    x = np.ldexp(cells, step_bits).astype(data)
+    x[:7] = [np.inf, -np.inf, np.nan, 3e38, -0.0, np.ldexp(-bias, step_bits),
+             np.ldexp(n - 1 - bias, step_bits)]
+    out = run(linear_kernel, x, "float32", banks(4), lut=lut, step_bits=step_bits, bias=bias)
+    # Independent reading in float64 and float32 (the bfloat16 product is exact in float32).
+    with np.errstate(invalid="ignore", over="ignore"):
+        floor = np.floor(np.nan_to_num(x.astype(np.float64), nan=0.0) * 2.0**-step_bits)
+        index = np.clip(floor + bias, 0, n - 1).astype(np.int64)
+        want = (lut.slopes[index].astype(np.float32) * x.astype(np.float32)
+                + lut.offsets[index])
+    assert out.tobytes() == want.tobytes()
+    assert len(np.unique(index)) > n // 8  # the inputs reach much of the table
+
+
 @pytest.mark.parametrize("fn, lo, hi, entries, kw", DESIGNS,
                          ids=[f"{d[0]}-{d[4]['kind']}-{d[4].get('in_dtype', 'bf16')}"
                               for d in DESIGNS])

@@ -114,9 +114,10 @@ def lut_lane(h: Helpers, st: ir.Compute, p: str, table: str, base: int, name: st
 def _floor_bounds(a: dict) -> tuple[int, int] | None:
     """[lo, hi] such that saturating floor(x) to it leaves the saturated index of
     ``linear_approx`` unchanged: below ``-bias·2^step_bits`` the index is 0, above
-    ``(entries-1-bias)·2^step_bits`` it is the last entry (and int32 clamps the floor first).
+    ``(entries-1-bias)·2^step_bits`` it is the last entry (and int32 clamps the floor first);
+    a negative step_bits bounds floor(x · 2^-step_bits) as step_bits 0 does floor(x).
     None when a bound is no float32 integer inside int32, or the bias is outside int32."""
-    s, b, n = a["step_bits"], a["bias"], a["entries"]
+    s, b, n = max(a["step_bits"], 0), a["bias"], a["entries"]
     lo, hi = max(-b * 2**s, -2**31), (n - 1 - b) * 2**s
     if not (_fits32(b, b) and _fits32(lo, hi)) or \
             any(float(np.float32(v)) != v for v in (lo, hi)):
@@ -125,9 +126,21 @@ def _floor_bounds(a: dict) -> tuple[int, int] | None:
 
 
 def _index_line(a: dict, x: str) -> str:
-    """``(x >> step_bits) + bias`` as C, without the parts that do nothing."""
-    shifted = x if a["step_bits"] == 0 else f"({x} >> {a['step_bits']})"
+    """``(x >> step_bits) + bias`` as C, without the parts that do nothing (a negative
+    ``step_bits`` scales the float input instead: ``_index_input``)."""
+    shifted = x if a["step_bits"] <= 0 else f"({x} >> {a['step_bits']})"
     return shifted if a["bias"] == 0 else f"{shifted} + {int_literal(a['bias'])}"
+
+
+def _index_input(a: dict) -> tuple[str, list[str]]:
+    """The float value whose floor indexes ``linear_approx``, and the C lines computing it:
+    ``x``, or for a negative ``step_bits`` ``x * 2^-step_bits`` (exact in float32, or inf,
+    which saturates the index like any large value)."""
+    s = a["step_bits"]
+    if s >= 0:
+        return "x", []
+    scale = float_literal(2.0 ** -s, _F32)
+    return "xi", [f"float xi = x * {scale};  /* step_bits {s}: floor(x * 2^{-s}) indexes */"]
 
 
 def _lookup(h, st, a, p, p_dt, table, at, pos, desc, name, p_range):
@@ -181,27 +194,29 @@ def _linear(h, st, a, p, p_dt, table, at, pos, desc, name):
             body.append(f"x = x * {scale};  /* 2^{a['scale_exp']}: exact, as ldexp (or inf) */")
         slope = convert(h, f"{table}[{at}2 * pos]", tdt, _F32)
         offset = convert(h, f"{table}[{at}2 * pos + 1]", tdt, _F32)
+        xi, scale_lines = _index_input(a)
+        body += scale_lines
         bounds = _floor_bounds(a)
         if bounds is not None:
             fl, fh = (float_literal(v, _F32) for v in bounds)
             body += [block_comment(f"floor(x), saturated to the floors whose index lies in "
                                    f"the table; a NaN gives {fl} (its lane stays NaN through "
                                    f"slope * x, whichever entry it reads).", 88),
-                     "float f = floorf(x);",
+                     f"float f = floorf({xi});",
                      f"f = f > {fl} ? f : {fl};",
                      f"f = f < {fh} ? f : {fh};",
                      f"int32_t i = {_index_line(a, '(int32_t)f')};",
                      *_saturate32("i", n),
                      f"int32_t pos = {pos};"]
         else:  # floors beyond float32's exact integers or int32: in 64 bits
-            raw = _index_line(a, f"{h.define('npk_floor_index', _FLOOR_INDEX)}(x)")
+            raw = _index_line(a, f"{h.define('npk_floor_index', _FLOOR_INDEX)}({xi})")
             body += [f"int64_t i = {h.use('npk_clamp64')}({raw}, 0, {n - 1});",
                      f"int64_t pos = {pos};"]
         body += [f"float slope = {slope}, offset = {offset};",
                  "float product = slope * x;  /* rounds to float32, then the sum rounds */",
                  "return product + offset;"]
         out_dt = _F32
-        rule = (f"index = {_index_line(a, 'floor(x)')} saturated to the table; "
+        rule = (f"index = {_index_line(a, f'floor({xi})')} saturated to the table; "
                 f"slope * x + offset in float32")
     else:
         in_dt = np.dtype(a["in_dtype"])
