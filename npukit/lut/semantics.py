@@ -216,8 +216,9 @@ def linear_approx(lut: Lut, x, step_bits: int, bias: int = 0,
     The product of two bfloat16 values is exact in float32, so the one rounding is the
     float32 addition (round to nearest even). Rules (``LutError`` otherwise): the types form
     a row of ``LINEAR_TYPES``; ``step_bits`` is at least that row's minimum (for the float
-    form ``MIN_FLOAT_STEP_BITS``) and leaves one index bit; ``bias`` fits a C ``int``; ``0 <= shift_offset`` and ``offset << shift_offset``
-    fits the accumulator with a sign bit to spare; ``shift_offset`` is 0 for bfloat16.
+    form ``MIN_FLOAT_STEP_BITS``) and leaves one index bit; ``bias`` fits a C ``int``;
+    ``0 <= shift_offset`` and ``offset << shift_offset`` fits the accumulator with a sign
+    bit to spare; ``shift_offset`` is 0 for bfloat16.
     ``extended=True`` also accepts float32 input (``EXTENDED_LINEAR_TYPES``): the same float
     formula, with the product rounded to float32 before the sum (exact for inputs of at most
     16 significant bits).
