@@ -16,7 +16,7 @@ from test_lut_kernels import DESIGNS, ints, linear_kernel, lookup_kernel, random
 import npukit as nk
 from npukit import kernels as K
 from npukit.c import c_source
-from npukit.lut import Lut, design, linear_approx, parallel_lookup
+from npukit.lut import ROUNDING_MODES, Lut, design, linear_approx, parallel_lookup, to_vector
 from npukit.machine import LutBanks
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -85,6 +85,29 @@ def test_linear_approx_float(data, nbanks):
     out = run(linear_kernel, x, "float32", banks(nbanks), lut=lut, step_bits=1, bias=25,
               scale_exp=2, clamp=clamp)
     assert np.isnan(out[2]) and len(np.unique(out[6:])) > 50
+
+
+@pytest.mark.parametrize("rounding", ROUNDING_MODES)
+@pytest.mark.parametrize("data, values, vector, shift, saturation", [
+    ("int8", "int8", "int8", 2, "saturate"), ("int16", "int16", "int16", 3, "none"),
+    ("int16", "int32", "uint8", 4, "saturate"), ("int8", "int8", "int8", 1, "symmetric"),
+    ("int16", "int32", "int32", 0, "none")])
+def test_linear_approx_to_vector(data, values, vector, shift, saturation, rounding):
+    """compute(x).to_vector<vector>(shift) under every rounding mode: the simulator and both C
+    readings equal npukit.lut.to_vector of the accumulator; ties and saturation occur."""
+    rng = np.random.default_rng(shift + len(rounding))
+    lut = Lut(ints(rng, 37, values), ints(rng, 37, values))
+    x = ints(rng, 300, data)
+    step_bits = {"int8": 3, "int16": 9}[data]
+    out = run(linear_kernel, x, "int32", banks(2), lut=lut, step_bits=step_bits, bias=18,
+              shift_offset=2, to_vector=(vector, shift, rounding, saturation))
+    acc = linear_approx(lut, x, step_bits, 18, 2)
+    assert out.tobytes() == to_vector(acc, vector, shift, rounding, saturation).astype(
+        np.int32).tobytes()
+    if shift:
+        assert np.any((acc & ((1 << shift) - 1)) == 1 << (shift - 1))   # ties
+    info = np.iinfo(vector)
+    assert np.any(acc >> shift > info.max) or np.any(acc >> shift < info.min)  # out of range
 
 
 @pytest.mark.parametrize("step_bits, bias, data", [(-2, 16, BF16), (-7, 300, BF16),

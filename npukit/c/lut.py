@@ -143,6 +143,40 @@ def _index_input(a: dict) -> tuple[str, list[str]]:
     return "xi", [f"float xi = x * {scale};  /* step_bits {s}: floor(x * 2^{-s}) indexes */"]
 
 
+# When each aie::rounding_mode takes floor + 1, in C: t the accumulator, n = t >> shift,
+# r = the dropped bits, h = half of the step (npukit.lut.accum).
+_ROUND_UP = {"ceil": "r != 0", "symmetric_floor": "r != 0 && t < 0",
+             "symmetric_ceil": "r != 0 && t >= 0", "positive_inf": "r >= h",
+             "negative_inf": "r > h", "symmetric_inf": "r > h || (r == h && t >= 0)",
+             "symmetric_zero": "r > h || (r == h && t < 0)",
+             "conv_even": "r > h || (r == h && (n & 1))",
+             "conv_odd": "r > h || (r == h && !(n & 1))"}
+
+
+def _to_vector_lines(h: Helpers, tv: tuple) -> list[str]:
+    """C lines returning ``to_vector(t, dtype, shift, rounding, saturation)`` in int32
+    (``npukit.lut.to_vector``), from the accumulator ``t``."""
+    dt, shift, rounding, saturation = tv
+    info = np.iinfo(dt)
+    if shift == 0:
+        lines = ["int64_t n = t;"]
+    elif rounding == "floor":
+        lines = [f"int64_t n = t >> {shift};  /* rounded floor */"]
+    else:
+        up = _ROUND_UP[rounding]
+        lines = [f"int64_t n = t >> {shift};",
+                 f"const int64_t r = t & {int_literal((1 << shift) - 1)};  /* dropped bits */"]
+        if "h" in up.split():
+            lines.append(f"const int64_t h = {int_literal(1 << (shift - 1))};  /* a half */")
+        lines.append(f"n += ({up});  /* rounded {rounding} */")
+    if saturation == "none":  # the low bits: through the unsigned type, then two's complement
+        ctype = c_type(np.dtype(dt))
+        return lines + [f"return ({ctype})(u{ctype.lstrip('u')})(uint64_t)n;  /* wraps */"]
+    lo = -int(info.max) if saturation == "symmetric" else int(info.min)
+    return lines + [f"return (int32_t){h.use('npk_clamp64')}(n, {int_literal(lo)}, "
+                    f"{int_literal(int(info.max))});  /* saturation {saturation} */"]
+
+
 def _lookup(h, st, a, p, p_dt, table, at, pos, desc, name, p_range):
     if p_dt.kind not in "iu":
         raise DTypeError(f"C back end: `{st.label}` looks up {p_dt.name} partials; lookup "
@@ -239,6 +273,7 @@ def _linear(h, st, a, p, p_dt, table, at, pos, desc, name):
             body += ["const int64_t v = x;",
                      f"int64_t i = {h.use('npk_clamp64')}({_index_line(a, 'v')}, 0, {n - 1});",
                      f"int64_t pos = {pos};"]
+        acc_name = "acc32" if out_dt == _I32 else "acc64"
         if out_dt == _I32:  # the low 32 bits of the 64-bit sum: unsigned 32-bit arithmetic
             k = a["shift_offset"]  # from 2^32 up, offset * 2^k has no low bits
             term = "" if k >= 32 else \
@@ -251,10 +286,19 @@ def _linear(h, st, a, p, p_dt, table, at, pos, desc, name):
             body += [f"int64_t acc = (int64_t){table}[{at}2 * pos] * (v & {mask}) + "
                      f"(int64_t){table}[{at}2 * pos + 1]{shift};",
                      "return acc;  /* acc64 */"]
+        if a.get("to_vector") is not None:  # the accumulator goes on to to_vector
+            body[-1] = body[-1].replace("return ", "const int64_t t = ", 1)
+            body += _to_vector_lines(h, a["to_vector"])
+            out_dt = _I32
         rule = (f"index = {_index_line(a, 'x')} saturated to the table; "
                 f"slope * (x & {mask}) + offset * 2^{a['shift_offset']} "
                 + ("in 64 bits (a multiplication: a negative offset cannot be shifted in C)"
-                   if out_dt == _I64 else "modulo 2^32 (acc32: the low bits of the exact sum)"))
+                   if acc_name == "acc64" else
+                   "modulo 2^32 (acc32: the low bits of the exact sum)"))
+        if a.get("to_vector") is not None:
+            dt, s_, rnd, sat = a["to_vector"]
+            rule += (f"; then to_vector<{dt}>({s_}): rounded {rnd}, saturation {sat}, "
+                     f"returned in int32")
     lines = "\n".join("    " + x for b in body for x in b.splitlines())
     head = block_comment(f"Act linear_approx `{st.label}`: {desc}. {rule}.")
     text = f"""\

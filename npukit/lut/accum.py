@@ -94,3 +94,26 @@ def to_vector(acc, dtype, shift: int = 0, rounding: str = "floor",
     elif saturation == "symmetric":
         q = np.clip(q, -int(info.max), int(info.max))
     return q.astype(out)  # saturation "none": the low bits, a two's complement wrap
+
+
+# The vectors a kernel's Act converts to: its result is int32.
+KERNEL_VECTOR_DTYPES = ("int8", "uint8", "int16", "uint16", "int32")
+
+
+def kernel_to_vector(args, acc: np.ndarray) -> tuple:
+    """``s.act.linear_approx``'s ``to_vector=(dtype, shift, rounding, saturation)`` checked
+    against the accumulator ``acc`` (a probe of its dtype) and completed with the defaults:
+    ``(dtype name, shift, rounding, saturation)``."""
+    if not isinstance(args, tuple) or not 1 <= len(args) <= 4:
+        raise LutError(f"to_vector={args!r} must be a tuple (dtype, shift, rounding, "
+                       f"saturation), trailing items optional")
+    full = tuple(args) + (0, "floor", "none")[len(args) - 1:]
+    if acc.dtype.kind == "f":
+        raise LutError("to_vector converts an integer accumulator; a float linear_approx's "
+                       "result is rounded by the store into its tensor")
+    to_vector(acc, *full)  # the AIE API's rules, with their numbers
+    name = np.dtype(full[0]).name
+    if name not in KERNEL_VECTOR_DTYPES:
+        raise LutError(f"to_vector dtype {name}: a kernel's Act result is int32, so it takes "
+                       f"{KERNEL_VECTOR_DTYPES}")
+    return (name, int(full[1]), full[2], full[3])
