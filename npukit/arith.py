@@ -186,7 +186,7 @@ def act_lookup(p: np.ndarray, lut, step_bits: int, bias: int, oor: str) -> np.nd
 
 
 def act_linear_approx(p: np.ndarray, lut, step_bits: int, bias: int, shift_offset: int,
-                      lo, hi, scale_exp: int, in_dtype) -> np.ndarray:
+                      lo, hi, scale_exp: int, in_dtype, to_vector=None) -> np.ndarray:
     """Act ``linear_approx``: condition the partial, then ``linear_approx``.
 
     Float32 partials: ``x = p``; ``x = lo if x < lo``; ``x = hi if x > hi`` (NaN passes);
@@ -194,8 +194,10 @@ def act_linear_approx(p: np.ndarray, lut, step_bits: int, bias: int, shift_offse
     input (``EXTENDED_LINEAR_TYPES``). Integer partials: the same clamps in 64 bits (a bound
     beyond int64 acts as the int64 limit: ``linear_bounds``), then saturation to
     ``in_dtype`` (int8 or int16, the table's input type), then the integer formula. Returns
-    the accumulator: float32, int32 (acc32) or int64 (acc64)."""
+    the accumulator: float32, int32 (acc32) or int64 (acc64); with ``to_vector`` (dtype,
+    shift, rounding, saturation), ``npukit.lut.to_vector`` of it in int32."""
     from .lut import linear_approx
+    from .lut import to_vector as convert_acc
 
     if p.dtype == np.float32:
         x = p
@@ -213,7 +215,8 @@ def act_linear_approx(p: np.ndarray, lut, step_bits: int, bias: int, shift_offse
         x = np.where(x < lo, np.int64(lo), x)
     if hi is not None:
         x = np.where(x > hi, np.int64(hi), x)
-    return linear_approx(lut, convert(x, np.dtype(in_dtype)), step_bits, bias, shift_offset)
+    acc = linear_approx(lut, convert(x, np.dtype(in_dtype)), step_bits, bias, shift_offset)
+    return acc if to_vector is None else convert_acc(acc, *to_vector).astype(np.int32)
 
 
 # -- element-wise vector instructions (the Compass DSL's vector builtins) -------------------

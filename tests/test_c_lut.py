@@ -16,7 +16,7 @@ from test_lut_kernels import DESIGNS, ints, linear_kernel, lookup_kernel, random
 import npukit as nk
 from npukit import kernels as K
 from npukit.c import c_source
-from npukit.lut import Lut, design, linear_approx, parallel_lookup
+from npukit.lut import ROUNDING_MODES, Lut, design, linear_approx, parallel_lookup, to_vector
 from npukit.machine import LutBanks
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -85,6 +85,53 @@ def test_linear_approx_float(data, nbanks):
     out = run(linear_kernel, x, "float32", banks(nbanks), lut=lut, step_bits=1, bias=25,
               scale_exp=2, clamp=clamp)
     assert np.isnan(out[2]) and len(np.unique(out[6:])) > 50
+
+
+@pytest.mark.parametrize("rounding", ROUNDING_MODES)
+@pytest.mark.parametrize("data, values, vector, shift, saturation", [
+    ("int8", "int8", "int8", 2, "saturate"), ("int16", "int16", "int16", 3, "none"),
+    ("int16", "int32", "uint8", 4, "saturate"), ("int8", "int8", "int8", 1, "symmetric"),
+    ("int16", "int32", "int32", 0, "none")])
+def test_linear_approx_to_vector(data, values, vector, shift, saturation, rounding):
+    """compute(x).to_vector<vector>(shift) under every rounding mode: the simulator and both C
+    readings equal npukit.lut.to_vector of the accumulator; ties and saturation occur."""
+    rng = np.random.default_rng(shift + len(rounding))
+    lut = Lut(ints(rng, 37, values), ints(rng, 37, values))
+    x = ints(rng, 300, data)
+    step_bits = {"int8": 3, "int16": 9}[data]
+    out = run(linear_kernel, x, "int32", banks(2), lut=lut, step_bits=step_bits, bias=18,
+              shift_offset=2, to_vector=(vector, shift, rounding, saturation))
+    acc = linear_approx(lut, x, step_bits, 18, 2)
+    assert out.tobytes() == to_vector(acc, vector, shift, rounding, saturation).astype(
+        np.int32).tobytes()
+    if shift:
+        assert np.any((acc & ((1 << shift) - 1)) == 1 << (shift - 1))   # ties
+    info = np.iinfo(vector)
+    assert np.any(acc >> shift > info.max) or np.any(acc >> shift < info.min)  # out of range
+
+
+@pytest.mark.parametrize("step_bits, bias, data", [(-2, 16, BF16), (-7, 300, BF16),
+                                                    (-2, -(2**25), np.float32)])
+def test_linear_approx_negative_step_bits(step_bits, bias, data):
+    """index = floor(x * 2^-step_bits) + bias, saturated; the third case's table ends are no
+    float32 integers, which takes the 64-bit index path (float32 partials near 2^23 step by
+    1, so its floors step by 4)."""
+    rng = np.random.default_rng(-step_bits)
+    n = 64
+    lut = Lut((rng.normal(size=n) * 4).astype(np.float32), rng.normal(size=n).astype(BF16))
+    cells = rng.uniform(-bias - 3, n - bias + 3, 200)
+    x = np.ldexp(cells, step_bits).astype(data)
+    x[:7] = [np.inf, -np.inf, np.nan, 3e38, -0.0, np.ldexp(-bias, step_bits),
+             np.ldexp(n - 1 - bias, step_bits)]
+    out = run(linear_kernel, x, "float32", banks(4), lut=lut, step_bits=step_bits, bias=bias)
+    # Independent reading in float64 and float32 (the bfloat16 product is exact in float32).
+    with np.errstate(invalid="ignore", over="ignore"):
+        floor = np.floor(np.nan_to_num(x.astype(np.float64), nan=0.0) * 2.0**-step_bits)
+        index = np.clip(floor + bias, 0, n - 1).astype(np.int64)
+        want = (lut.slopes[index].astype(np.float32) * x.astype(np.float32)
+                + lut.offsets[index])
+    assert out.tobytes() == want.tobytes()
+    assert len(np.unique(index)) > n // 8  # the inputs reach much of the table
 
 
 @pytest.mark.parametrize("fn, lo, hi, entries, kw", DESIGNS,

@@ -52,14 +52,15 @@ def lookup_kernel(s, input, output, *, lut, vector="alu", step_bits=None, bias=N
 
 @nk.kernel
 def linear_kernel(s, input, output, *, lut, vector="alu", step_bits=None, bias=None,
-                  shift_offset=None, clamp=None, scale_exp=None):
+                  shift_offset=None, clamp=None, scale_exp=None, to_vector=None):
     width = s.alu.i_width(input.dtype) if vector == "alu" else s.act.width(input.dtype)
     x = input.vectorize(width)
     for i in s.iterate(x.dims(0, -1)):
         p = s.alu.accumulate(s.iram.load(x[i]))
         for av in s.iterate(p.dim(PData.Vectors)):
             s.append(output, s.act.linear_approx(p[av], lut, step_bits, bias, shift_offset,
-                                                 clamp=clamp, scale_exp=scale_exp))
+                                                 clamp=clamp, scale_exp=scale_exp,
+                                                 to_vector=to_vector))
 
 
 def strided_output(shape, dtype, stride, gap=2, pad=3):
@@ -720,3 +721,29 @@ def test_output_range_is_every_value_the_output_takes(fn, row, entries, method):
                                        else "int64"}[kind])
     text = d.describe()
     assert f"output  {d.result_dtype}" in text and f"values {values.min():.0f}.." in text
+
+
+@pytest.mark.parametrize("lut, data, to_vector, words", [
+    (Lut(np.ones(8, np.int8), np.ones(8, np.int8)), "int8", ("uint32", 2),
+     ["to_vector dtype uint32", "int32"]),
+    (Lut(np.ones(8, np.int8), np.ones(8, np.int8)), "int8", ("int8", 32),
+     ["shift=32", "[0, 32)", "acc32"]),
+    (Lut(np.ones(8, np.int16), np.ones(8, np.int16)), "int16", ("int8", 3, "nearest"),
+     ["rounding='nearest'"]),
+    (Lut(np.ones(8, np.int8), np.ones(8, np.int8)), "int8", ["int8"], ["must be a tuple"]),
+    (Lut(np.ones(8, np.float32), np.ones(8, BF16)), "bfloat16", ("int8",),
+     ["integer accumulator"]),
+])
+def test_linear_approx_to_vector_rules(lut, data, to_vector, words):
+    with pytest.raises(nk.LutError) as err:
+        nk.build(linear_kernel, TORQ, input=nk.spec((64,), _dt(data)),
+                 output=nk.spec((64,), "int32"), lut=lut, step_bits=3, to_vector=to_vector)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_linear_approx_to_vector_refuses_a_design():
+    d = design("sigmoid", -8, 8, 33, kind="linear", in_dtype="int16", out_dtype="int16")
+    with pytest.raises(nk.LutError, match="a Design's result already has its meaning"):
+        nk.build(linear_kernel, TORQ, input=nk.spec((64,), np.int16),
+                 output=nk.spec((64,), "int32"), lut=d, to_vector=("int8", 4))

@@ -74,8 +74,12 @@ def ref_linear_float(offsets, slopes, x, step_bits, bias):
     out = []
     for v in x:
         v = float(v)
-        floor = min(max(math.floor(v), -(2**31)), 2**31 - 1)
-        index = min(max((floor >> step_bits) + bias, 0), n - 1)
+        if step_bits < 0:  # the AIE API's conversion with -step_bits fraction bits
+            floor = min(max(math.floor(Fraction(v) * 2**-step_bits), -(2**31)), 2**31 - 1)
+            index = min(max(floor + bias, 0), n - 1)
+        else:
+            floor = min(max(math.floor(v), -(2**31)), 2**31 - 1)
+            index = min(max((floor >> step_bits) + bias, 0), n - 1)
         exact = Fraction(float(slopes[index])) * Fraction(v) + Fraction(float(offsets[index]))
         out.append(round_to_float32(exact))
     return out
@@ -191,10 +195,13 @@ def _linear_table(rng, row, n, float32_slopes=False):
 def _bf16_inputs(rng, step_bits, bias, n):
     """Inputs that land at and beyond both table ends, fractional and integral, +-0."""
     ends = []
+    cell = 2.0 ** min(step_bits, 0)  # the inputs between two floors that may index apart
     for k in (-bias - 1, -bias, n - 1 - bias, n - bias):
-        base = float(k << step_bits)
-        ends += [base, base - 0.5, base + 0.25, base - 2.0**-9, base + 2.0**-9]
-    near = rng.uniform(float((-bias - 3) << step_bits), float((n - bias + 3) << step_bits), 100)
+        base = math.ldexp(k, step_bits)
+        ends += [base, base - cell / 2, base + cell / 4, base - cell * 2.0**-9,
+                 base + cell * 2.0**-9]
+    near = rng.uniform(math.ldexp(-bias - 3, step_bits), math.ldexp(n - bias + 3, step_bits),
+                       100)
     wide = rng.normal(size=20) * 1e6
     x = np.concatenate([ends, near, wide, [0.0, -0.0, 3e38, -3e38, 1e-40]])
     return x.astype(BF16)
@@ -208,7 +215,7 @@ def test_linear_approx_matches_the_scalar_reading(data):
     row = data.draw(st.sampled_from(LINEAR_TYPES))
     n = data.draw(st.integers(1, 300))
     if row.accumulator == "accfloat":
-        step_bits = data.draw(st.integers(0, 8))
+        step_bits = data.draw(st.integers(-12, 8))
         bias = data.draw(st.integers(-300, 300))
         lut = _linear_table(rng, row, n, float32_slopes=data.draw(st.booleans()))
         x = _bf16_inputs(rng, step_bits, bias, n)
@@ -247,6 +254,20 @@ def test_linear_approx_float_example_by_hand_and_nan():
     # floor: -4, -1, -1, 0, 1, 9 -> index 0, 0, 0, 1, 2, 2 (clamped)
     assert got[:6].tolist() == [-0.75, 0.5, 0.75, 2.0, 6.5, 21.0]
     assert np.isnan(got[6]) and got[7] == np.inf
+
+
+def test_linear_approx_negative_step_bits_by_hand():
+    # mlir-aie's bfloat16 tanh reads its table with step_bits -2: cells of width 1/4.
+    lut = Lut(np.array([1.0, 2.0, 3.0, 4.0], np.float32), np.array([0.5, -1.0, 2.0, 4.0], BF16))
+    x = np.array([-0.25, -0.0078125, 0.0, 0.2421875, 0.25, 0.5, 0.75, 100.0, -np.inf, np.inf,
+                  np.nan], BF16)
+    got = linear_approx(lut, x, -2, 1)
+    # floor(4x) + 1: -1+1, -1+1, 0+1, 0+1, 1+1, 2+1, 3+1 (clamped), clamped, 0, 3
+    assert got[:8].tolist() == [1.0 - 0.125, 1.0 - 0.00390625, 2.0, 2.0 - 0.2421875,
+                                3.0 + 0.5, 4.0 + 2.0, 4.0 + 3.0, 4.0 + 400.0]
+    assert got[8] == -np.inf and got[9] == np.inf and np.isnan(got[10])
+    # one step_bits lower halves the cells: floor(8x) for x = 0.125 is 1
+    assert linear_approx(lut, np.array([0.125], BF16), -3).tolist() == [2.0 - 0.125]
 
 
 def test_float32_slopes_with_zero_low_bits_equal_bfloat16_slopes():
@@ -291,7 +312,9 @@ def test_linear_approx_minimum_step_bits(row):
     (lambda: Lut(np.ones(4, np.float32), np.ones(4, BF16)), (np.ones(2, BF16), 0, 0, 1),
      ["shift_offset=1", "must be 0 for bfloat16"]),
     (lambda: Lut(np.ones(4, np.float32), np.ones(4, BF16)), (np.ones(2, BF16), 32),
-     ["step_bits=32", "[0, 32)"]),
+     ["step_bits=32", "[-127, 32)"]),
+    (lambda: Lut(np.ones(4, np.float32), np.ones(4, BF16)), (np.ones(2, BF16), -128),
+     ["step_bits=-128", "[-127, 32)", "2**-step_bits must be a float32"]),
     (lambda: Lut(np.ones(4, np.int16), np.ones(4, np.int16)), (np.ones(2, np.int16), 3, 2**31),
      ["bias=2147483648", "32-bit int"]),
 ])

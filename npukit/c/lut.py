@@ -114,9 +114,10 @@ def lut_lane(h: Helpers, st: ir.Compute, p: str, table: str, base: int, name: st
 def _floor_bounds(a: dict) -> tuple[int, int] | None:
     """[lo, hi] such that saturating floor(x) to it leaves the saturated index of
     ``linear_approx`` unchanged: below ``-bias·2^step_bits`` the index is 0, above
-    ``(entries-1-bias)·2^step_bits`` it is the last entry (and int32 clamps the floor first).
+    ``(entries-1-bias)·2^step_bits`` it is the last entry (and int32 clamps the floor first);
+    a negative step_bits bounds floor(x · 2^-step_bits) as step_bits 0 does floor(x).
     None when a bound is no float32 integer inside int32, or the bias is outside int32."""
-    s, b, n = a["step_bits"], a["bias"], a["entries"]
+    s, b, n = max(a["step_bits"], 0), a["bias"], a["entries"]
     lo, hi = max(-b * 2**s, -2**31), (n - 1 - b) * 2**s
     if not (_fits32(b, b) and _fits32(lo, hi)) or \
             any(float(np.float32(v)) != v for v in (lo, hi)):
@@ -125,9 +126,55 @@ def _floor_bounds(a: dict) -> tuple[int, int] | None:
 
 
 def _index_line(a: dict, x: str) -> str:
-    """``(x >> step_bits) + bias`` as C, without the parts that do nothing."""
-    shifted = x if a["step_bits"] == 0 else f"({x} >> {a['step_bits']})"
+    """``(x >> step_bits) + bias`` as C, without the parts that do nothing (a negative
+    ``step_bits`` scales the float input instead: ``_index_input``)."""
+    shifted = x if a["step_bits"] <= 0 else f"({x} >> {a['step_bits']})"
     return shifted if a["bias"] == 0 else f"{shifted} + {int_literal(a['bias'])}"
+
+
+def _index_input(a: dict) -> tuple[str, list[str]]:
+    """The float value whose floor indexes ``linear_approx``, and the C lines computing it:
+    ``x``, or for a negative ``step_bits`` ``x * 2^-step_bits`` (exact in float32, or inf,
+    which saturates the index like any large value)."""
+    s = a["step_bits"]
+    if s >= 0:
+        return "x", []
+    scale = float_literal(2.0 ** -s, _F32)
+    return "xi", [f"float xi = x * {scale};  /* step_bits {s}: floor(x * 2^{-s}) indexes */"]
+
+
+# When each aie::rounding_mode takes floor + 1, in C: t the accumulator, n = t >> shift,
+# r = the dropped bits, h = half of the step (npukit.lut.accum).
+_ROUND_UP = {"ceil": "r != 0", "symmetric_floor": "r != 0 && t < 0",
+             "symmetric_ceil": "r != 0 && t >= 0", "positive_inf": "r >= h",
+             "negative_inf": "r > h", "symmetric_inf": "r > h || (r == h && t >= 0)",
+             "symmetric_zero": "r > h || (r == h && t < 0)",
+             "conv_even": "r > h || (r == h && (n & 1))",
+             "conv_odd": "r > h || (r == h && !(n & 1))"}
+
+
+def _to_vector_lines(h: Helpers, tv: tuple) -> list[str]:
+    """C lines returning ``to_vector(t, dtype, shift, rounding, saturation)`` in int32
+    (``npukit.lut.to_vector``), from the accumulator ``t``."""
+    dt, shift, rounding, saturation = tv
+    info = np.iinfo(dt)
+    if shift == 0:
+        lines = ["int64_t n = t;"]
+    elif rounding == "floor":
+        lines = [f"int64_t n = t >> {shift};  /* rounded floor */"]
+    else:
+        up = _ROUND_UP[rounding]
+        lines = [f"int64_t n = t >> {shift};",
+                 f"const int64_t r = t & {int_literal((1 << shift) - 1)};  /* dropped bits */"]
+        if "h" in up.split():
+            lines.append(f"const int64_t h = {int_literal(1 << (shift - 1))};  /* a half */")
+        lines.append(f"n += ({up});  /* rounded {rounding} */")
+    if saturation == "none":  # the low bits: through the unsigned type, then two's complement
+        ctype = c_type(np.dtype(dt))
+        return lines + [f"return ({ctype})(u{ctype.lstrip('u')})(uint64_t)n;  /* wraps */"]
+    lo = -int(info.max) if saturation == "symmetric" else int(info.min)
+    return lines + [f"return (int32_t){h.use('npk_clamp64')}(n, {int_literal(lo)}, "
+                    f"{int_literal(int(info.max))});  /* saturation {saturation} */"]
 
 
 def _lookup(h, st, a, p, p_dt, table, at, pos, desc, name, p_range):
@@ -181,27 +228,29 @@ def _linear(h, st, a, p, p_dt, table, at, pos, desc, name):
             body.append(f"x = x * {scale};  /* 2^{a['scale_exp']}: exact, as ldexp (or inf) */")
         slope = convert(h, f"{table}[{at}2 * pos]", tdt, _F32)
         offset = convert(h, f"{table}[{at}2 * pos + 1]", tdt, _F32)
+        xi, scale_lines = _index_input(a)
+        body += scale_lines
         bounds = _floor_bounds(a)
         if bounds is not None:
             fl, fh = (float_literal(v, _F32) for v in bounds)
             body += [block_comment(f"floor(x), saturated to the floors whose index lies in "
                                    f"the table; a NaN gives {fl} (its lane stays NaN through "
                                    f"slope * x, whichever entry it reads).", 88),
-                     "float f = floorf(x);",
+                     f"float f = floorf({xi});",
                      f"f = f > {fl} ? f : {fl};",
                      f"f = f < {fh} ? f : {fh};",
                      f"int32_t i = {_index_line(a, '(int32_t)f')};",
                      *_saturate32("i", n),
                      f"int32_t pos = {pos};"]
         else:  # floors beyond float32's exact integers or int32: in 64 bits
-            raw = _index_line(a, f"{h.define('npk_floor_index', _FLOOR_INDEX)}(x)")
+            raw = _index_line(a, f"{h.define('npk_floor_index', _FLOOR_INDEX)}({xi})")
             body += [f"int64_t i = {h.use('npk_clamp64')}({raw}, 0, {n - 1});",
                      f"int64_t pos = {pos};"]
         body += [f"float slope = {slope}, offset = {offset};",
                  "float product = slope * x;  /* rounds to float32, then the sum rounds */",
                  "return product + offset;"]
         out_dt = _F32
-        rule = (f"index = {_index_line(a, 'floor(x)')} saturated to the table; "
+        rule = (f"index = {_index_line(a, f'floor({xi})')} saturated to the table; "
                 f"slope * x + offset in float32")
     else:
         in_dt = np.dtype(a["in_dtype"])
@@ -224,6 +273,7 @@ def _linear(h, st, a, p, p_dt, table, at, pos, desc, name):
             body += ["const int64_t v = x;",
                      f"int64_t i = {h.use('npk_clamp64')}({_index_line(a, 'v')}, 0, {n - 1});",
                      f"int64_t pos = {pos};"]
+        acc_name = "acc32" if out_dt == _I32 else "acc64"
         if out_dt == _I32:  # the low 32 bits of the 64-bit sum: unsigned 32-bit arithmetic
             k = a["shift_offset"]  # from 2^32 up, offset * 2^k has no low bits
             term = "" if k >= 32 else \
@@ -236,10 +286,19 @@ def _linear(h, st, a, p, p_dt, table, at, pos, desc, name):
             body += [f"int64_t acc = (int64_t){table}[{at}2 * pos] * (v & {mask}) + "
                      f"(int64_t){table}[{at}2 * pos + 1]{shift};",
                      "return acc;  /* acc64 */"]
+        if a.get("to_vector") is not None:  # the accumulator goes on to to_vector
+            body[-1] = body[-1].replace("return ", "const int64_t t = ", 1)
+            body += _to_vector_lines(h, a["to_vector"])
+            out_dt = _I32
         rule = (f"index = {_index_line(a, 'x')} saturated to the table; "
                 f"slope * (x & {mask}) + offset * 2^{a['shift_offset']} "
                 + ("in 64 bits (a multiplication: a negative offset cannot be shifted in C)"
-                   if out_dt == _I64 else "modulo 2^32 (acc32: the low bits of the exact sum)"))
+                   if acc_name == "acc64" else
+                   "modulo 2^32 (acc32: the low bits of the exact sum)"))
+        if a.get("to_vector") is not None:
+            dt, s_, rnd, sat = a["to_vector"]
+            rule += (f"; then to_vector<{dt}>({s_}): rounded {rnd}, saturation {sat}, "
+                     f"returned in int32")
     lines = "\n".join("    " + x for b in body for x in b.splitlines())
     head = block_comment(f"Act linear_approx `{st.label}`: {desc}. {rule}.")
     text = f"""\

@@ -228,7 +228,8 @@ class _Act(_Unit):
 
     def linear_approx(self, p: Data, lut, step_bits: int | None = None,
                       bias: int | None = None, shift_offset: int | None = None, *,
-                      clamp: tuple | None = None, scale_exp: int | None = None) -> Data:
+                      clamp: tuple | None = None, scale_exp: int | None = None,
+                      to_vector: tuple | None = None) -> Data:
         """Linear approximation, the AIE API's ``linear_approx`` on the partials ``p``. First the
         input is conditioned (``lo, hi = clamp``, either may be ``None``)::
 
@@ -265,9 +266,18 @@ class _Act(_Unit):
         tensors holding ``design.quantize(x)``, ``q`` is then ``design.evaluate(x)`` (times
         ``2**out_frac_bits`` for integer outputs), bit for bit. ``LutError`` for a rule of
         the AIE API (minimum ``step_bits``, ``shift_offset`` range, ...), mixed integer and
-        float operands, or data that does not fit the table's input type."""
+        float operands, or data that does not fit the table's input type.
+
+        ``to_vector=(dtype, shift, rounding, saturation)`` (trailing items may be left out)
+        converts an integer ``q`` as the AIE API's ``compute(x).to_vector<dtype>(shift)``
+        does: ``npukit.lut.to_vector(q, dtype, shift, rounding, saturation)``, every
+        ``aie::rounding_mode`` and ``aie::saturation_mode``; ``dtype`` is int8, uint8, int16,
+        uint16 or int32, and the result is its value in int32. With a ``Lut`` only."""
         self._partials("linear_approx", p)
         table, d = self._table("linear_approx", lut, "linear")
+        if to_vector is not None and d is not None:
+            raise LutError("Act linear_approx: to_vector converts a bare Lut's accumulator; a "
+                           "Design's result already has its meaning (pass design.lut)")
         if d is not None:
             given = [n for n, v in (("step_bits", step_bits), ("bias", bias),
                                     ("shift_offset", shift_offset), ("clamp", clamp),
@@ -313,9 +323,16 @@ class _Act(_Unit):
 
         probe = linear_approx(table, np.zeros(1, in_dt), step_bits, bias, shift_offset,
                               extended=True)  # the AIE API's rules, with their numbers
-        q = self._table_op("linear_approx", p, table, probe.dtype, step_bits=int(step_bits),
+        out_dt = probe.dtype
+        if to_vector is not None:
+            from ..lut.accum import kernel_to_vector
+
+            to_vector = kernel_to_vector(to_vector, probe)
+            out_dt = np.dtype(np.int32)
+        q = self._table_op("linear_approx", p, table, out_dt, step_bits=int(step_bits),
                            bias=int(bias), shift_offset=int(shift_offset), lo=lo, hi=hi,
-                           scale_exp=int(scale_exp), in_dtype=in_dt.name)
+                           scale_exp=int(scale_exp), in_dtype=in_dt.name,
+                           **({} if to_vector is None else {"to_vector": to_vector}))
         return replace(q, design=d)
 
     @staticmethod

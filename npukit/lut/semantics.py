@@ -14,7 +14,10 @@ in the accumulator type; floating-point form::
     index = (int(floor(x)) >> step_bits) + bias
     out   = slope[index] * x + offset[index]
 
-in ``accfloat``. ``>>`` is an arithmetic (flooring) shift. The index of ``linear_approx`` is
+in ``accfloat``. The floating-point form also takes a negative ``step_bits`` (mlir-aie's
+bfloat16 ``tanh`` uses -2): the AIE API converts the input to an integer with
+``-step_bits`` fraction bits, so ``index = int(floor(x * 2**-step_bits)) + bias``: cells of
+width ``2**step_bits``. ``>>`` is an arithmetic (flooring) shift. The index of ``linear_approx`` is
 clamped to the table: the AIE API gives no policy for it, and clamping is ``parallel_lookup``'s
 default.
 
@@ -65,6 +68,10 @@ class LinearType:
     def __str__(self) -> str:
         return f"{self.input}/{self.offset}/{self.slope} ({self.accumulator})"
 
+
+# The float form's lowest step_bits: 2**-step_bits must be a float32, so that x * 2**-step_bits
+# is exact in float32 (or overflows to inf, which saturates the index like any large value).
+MIN_FLOAT_STEP_BITS = -127
 
 LINEAR_TYPES = (
     LinearType("int8", "int8", "int8", "acc32", 32, 2),
@@ -203,11 +210,15 @@ def linear_approx(lut: Lut, x, step_bits: int, bias: int = 0,
         index = clamp((int(floor(x)) >> step_bits) + bias, 0, size - 1)
         out   = slope[index] * x + offset[index]
 
+    where a negative ``step_bits`` indexes by ``int(floor(x * 2**-step_bits))`` (the AIE
+    API's float-to-integer conversion with ``-step_bits`` fraction bits).
+
     The product of two bfloat16 values is exact in float32, so the one rounding is the
     float32 addition (round to nearest even). Rules (``LutError`` otherwise): the types form
-    a row of ``LINEAR_TYPES``; ``step_bits`` is at least that row's minimum and leaves one
-    index bit; ``bias`` fits a C ``int``; ``0 <= shift_offset`` and ``offset << shift_offset``
-    fits the accumulator with a sign bit to spare; ``shift_offset`` is 0 for bfloat16.
+    a row of ``LINEAR_TYPES``; ``step_bits`` is at least that row's minimum (for the float
+    form ``MIN_FLOAT_STEP_BITS``) and leaves one index bit; ``bias`` fits a C ``int``;
+    ``0 <= shift_offset`` and ``offset << shift_offset`` fits the accumulator with a sign
+    bit to spare; ``shift_offset`` is 0 for bfloat16.
     ``extended=True`` also accepts float32 input (``EXTENDED_LINEAR_TYPES``): the same float
     formula, with the product rounded to float32 before the sum (exact for inputs of at most
     16 significant bits).
@@ -215,17 +226,24 @@ def linear_approx(lut: Lut, x, step_bits: int, bias: int = 0,
     >>> t = Lut(np.array([0, 8, 16], np.int8), np.array([2, 2, 0], np.int8))
     >>> linear_approx(t, np.array([0, 3, 5, 100], np.int8), step_bits=2).tolist()
     [0, 6, 10, 16]
+    >>> f = Lut(np.arange(4, dtype=np.float32), np.zeros(4, ml_dtypes.bfloat16))
+    >>> linear_approx(f, np.array([0.2, 0.25, 0.5, 0.75], ml_dtypes.bfloat16), -2).tolist()
+    [0.0, 1.0, 2.0, 3.0]
     """
     x = array(x)
     row = linear_type(lut, x.dtype, extended)
     step_bits = _int_param("step_bits", step_bits)
     bias = _int_param("bias", bias)
     shift_offset = _int_param("shift_offset", shift_offset)
-    bits = 32 if row.accumulator == "accfloat" else x.dtype.itemsize * 8
-    if not row.min_step_bits <= step_bits < bits:
-        raise LutError(f"step_bits={step_bits} must lie in [{row.min_step_bits}, {bits}) for "
-                       f"{row}: the minimum step_bits of the AIE API's table is "
-                       f"{row.min_step_bits}, and at least one index bit must remain")
+    floating = row.accumulator == "accfloat"
+    bits = 32 if floating else x.dtype.itemsize * 8
+    least = MIN_FLOAT_STEP_BITS if floating else row.min_step_bits
+    if not least <= step_bits < bits:
+        why = ("a negative step_bits indexes by floor(x * 2**-step_bits), and 2**-step_bits "
+               "must be a float32" if floating else
+               f"the minimum step_bits of the AIE API's table is {row.min_step_bits}")
+        raise LutError(f"step_bits={step_bits} must lie in [{least}, {bits}) for {row}: "
+                       f"{why}, and at least one index bit must remain")
     if not -(1 << 31) <= bias < (1 << 31):
         raise LutError(f"bias={bias} must fit a 32-bit int")
     n = lut.size
@@ -234,10 +252,12 @@ def linear_approx(lut: Lut, x, step_bits: int, bias: int = 0,
             raise LutError(f"shift_offset={shift_offset} must be 0 for {x.dtype} input: the "
                            "floating-point form adds the offset unshifted")
         xf = x.astype(np.float32)
-        floor = np.floor(xf).astype(np.float64)
+        # x * 2**-step_bits for a negative step_bits is exact in float64.
+        scaled = np.ldexp(xf.astype(np.float64), -min(step_bits, 0))
+        floor = np.floor(scaled)
         # int(floor(x)) as a 32-bit int; NaN picks entry 0 and stays NaN through slope * x.
         floor = np.clip(np.nan_to_num(floor, nan=0.0), -(1 << 31), (1 << 31) - 1)
-        index = np.clip((floor.astype(np.int64) >> step_bits) + bias, 0, n - 1)
+        index = np.clip((floor.astype(np.int64) >> max(step_bits, 0)) + bias, 0, n - 1)
         slope = lut.slopes[index].astype(ml_dtypes.bfloat16).astype(np.float32)
         with np.errstate(over="ignore", invalid="ignore"):
             return slope * xf + lut.offsets[index]

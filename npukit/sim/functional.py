@@ -422,7 +422,8 @@ class Machine:
         if st.op == "lookup":
             return arith.act_lookup(p, lut, a["step_bits"], a["bias"], a["oor"])
         return arith.act_linear_approx(p, lut, a["step_bits"], a["bias"], a["shift_offset"],
-                                       a["lo"], a["hi"], a["scale_exp"], a["in_dtype"])
+                                       a["lo"], a["hi"], a["scale_exp"], a["in_dtype"],
+                                       a.get("to_vector"))
 
     def _gather(self, st: ir.Compute) -> np.ndarray:
         """``vgather``: lane k reads ``table[indices[k]]`` (0 where the mask is false); an
