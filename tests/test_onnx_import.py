@@ -17,7 +17,8 @@ from onnx_helpers import against_ort, model, node  # noqa: E402
 
 import npukit.onnx  # noqa: E402
 from npukit import DTypeError, ModelError, ShapeError  # noqa: E402
-from npukit.onnx.lower import broadcast_view, transpose_steps  # noqa: E402
+from npukit.onnx.lowering.elementwise import broadcast_view  # noqa: E402
+from npukit.onnx.lowering.shape import transpose_steps  # noqa: E402
 
 RNG = np.random.default_rng(2)
 

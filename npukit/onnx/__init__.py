@@ -158,7 +158,7 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
     the model leaves symbolic (1 otherwise). ``ModelError`` names the node, operator,
     attribute and value npukit cannot import."""
     from ..tiler.model import Model
-    from .lower import Lowering, c_name
+    from .lowering import c_name, lower
     from .normalize import normalize
     from .reader import read
 
@@ -173,7 +173,5 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
     # Not a name the C library or the emitted main.c defines.
     gname = c_name(base, "", {"main", "malloc", "free", "exit", "abort", "printf", "memcpy",
                               "memset", "fopen", "fclose", "fread", "fwrite", "snprintf"})
-    low = Lowering(net, alias, m, gname)
-    low.run()
-    low.declare()
+    low = lower(net, alias, m, gname)
     return OnnxGraph(m, m.graph(gname), low, net, dtype is None)

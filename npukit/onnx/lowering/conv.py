@@ -1,0 +1,139 @@
+"""Conv and QLinearConv, with the activation and the pooling they absorb."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ModelError
+from ...tiler import layer_generators as G
+from ...tiler.basic_kernels import common
+from ..reader import Node, QConst
+from .context import Lowering, int_list
+from .windows import input_rows, window_pads
+
+
+def conv(ctx: Lowering, n: Node, quant: bool) -> None:
+    x = n.inputs[0]
+    C, H, W = ctx.chw(n, x)
+    rank = len(ctx.shape(x)) - 2
+    if quant:
+        wq: QConst = n.attrs["w"]
+        w = wq.values
+    else:
+        if n.inputs[1] not in ctx.net.consts:
+            raise ModelError(f"{n.where()}: the weights {n.inputs[1]!r} must be a constant")
+        w = ctx.net.consts[n.inputs[1]].astype(np.float32)
+    if w.ndim != rank + 2:
+        raise ModelError(f"{n.where()}: weights of shape {w.shape} for a {rank}-D input")
+    if rank == 1:
+        w = w[:, :, None, :]
+    O, Cg, kh, kw = w.shape  # noqa: E741
+    ks = n.attrs.get("kernel_shape")
+    if ks is not None and list(ks) != list(w.shape[2:] if rank == 2 else w.shape[3:]):
+        raise ModelError(f"{n.where()}: kernel_shape={list(ks)} but the weights are "
+                         f"{list(w.shape)}")
+    dil = int_list(n, "dilations", rank, 1)
+    st = int_list(n, "strides", rank, 1)
+    (dy, dx), (sy, sx) = ((1, dil[0]), (1, st[0])) if rank == 1 else (dil, st)
+    group = int(n.attrs.get("group", 1))
+    if C % group or O % group or Cg != C // group:
+        raise ModelError(f"{n.where()}: group={group} with {C} input channels and weights "
+                         f"{list(w.shape)}")
+    out_t = n.outputs[0]
+    _, Hc, Wc = ctx.chw(n, out_t) if len(ctx.shape(out_t)) in (3, 4) else (0, 0, 0)
+    pads = window_pads(n, rank, [kh, kw], [dy, dx], [sy, sx], H, W, Hc, Wc)
+    pt, pl, pb, pr = pads
+    want_h = (H + pt + pb - (dy * (kh - 1) + 1)) // sy + 1
+    want_w = (W + pl + pr - (dx * (kw - 1) + 1)) // sx + 1
+    if (want_h, want_w) != (Hc, Wc):
+        raise ModelError(f"{n.where()}: output {Hc}x{Wc} but the attributes give "
+                         f"{want_h}x{want_w}")
+    depthwise = group == C and O == C and Cg == 1 and group > 1
+    zw = 0
+    if quant:
+        zps = np.unique(wq.zero_point)
+        if zps.size != 1:
+            raise ModelError(f"{n.where()}: per-channel weight zero points {zps.tolist()} "
+                             f"differ; npukit takes one zero point for the weights")
+        zw = int(zps[0])
+    if group > 1 and not depthwise:
+        dense = np.full((O, C, kh, kw), zw, w.dtype) if quant else \
+            np.zeros((O, C, kh, kw), np.float32)
+        og = O // group
+        for gi in range(group):
+            dense[gi * og:(gi + 1) * og, gi * Cg:(gi + 1) * Cg] = w[gi * og:(gi + 1) * og]
+        w = dense
+    # Fusion: an activation and a pooling without padding that alone read the output.
+    nodes, ops = [n], ["QLinearConv" if quant else "Conv"]
+    if n.attrs.get("_folded"):
+        ops[0] += "+BatchNormalization"
+    t = out_t
+    act = ctx.fusable_act(t, quant)
+    if act is not None:
+        nodes.append(act)
+        ops.append(act.op)
+        t = act.outputs[0]
+    pool = ctx.fusable_pool(t, quant)
+    if pool is not None:
+        nodes.append(pool)
+        ops.append(pool.op)
+        t = pool.outputs[0]
+        if act is None and pool.op == "MaxPool":
+            a2 = ctx.fusable_act(t, quant)
+            if a2 is not None and not (a2.op == "LeakyRelu" and
+                                       a2.attrs.get("alpha", 0.01) < 0):
+                act = a2
+                nodes.append(a2)
+                ops.append(a2.op)
+                t = a2.outputs[0]
+    if pool is not None:
+        fpy, fpx = pool.attrs["kernel_shape"]
+        spy, spx = pool.attrs.get("strides", [1, 1])
+        _, Ho, Wo = ctx.chw(pool, pool.outputs[0])
+        poper = common.POOL_MAX if pool.op == "MaxPool" else common.POOL_AVG
+    else:
+        fpy = fpx = spy = spx = 1
+        Ho, Wo, poper = Hc, Wc, common.POOL_NONE
+    fe = dy * (kh - 1) + 1
+    need = sy * spy * Ho + max(sy * (fpy - spy - 1) + fe, 0)
+    zx = n.attrs["x"][1] if quant else 0
+    # L1 besides the input planes at one output row: filters (two slots), bias and
+    # scale, an output row (two slots), the accumulator rows of one pooled row.
+    rest = (2 * kh * kw * w.dtype.itemsize + 8 * O + 2 * Wo * ctx.dtype(x).itemsize
+            + 4 * Wc * fpy + 32)
+    src, tiled, hp = input_rows(ctx, n, ctx.tensor(x), C, H, W, ctx.dtype(x), pt, need,
+                                      zx, rest)
+    name = ctx.layer("Conv")
+    params = dict(InFeat=C, OutFeat=O, Width=W, Height=hp, in_tiled=tiled, Hreal=H,
+                  PadT=pt, PadL=pl, Fcx=kw, Fcy=kh, Dcx=dx, Dcy=dy, Scx=sx, Scy=sy, Wc=Wc,
+                  Hc=Hc, depthwise=depthwise, PoolOper=poper, Fpx=fpx, Fpy=fpy, Spx=spx,
+                  Spy=spy, Wo=Wo, Ho=Ho)
+    wname = ctx.const(w, f"{n.name}_weights")
+    if quant:
+        sx_, zx = n.attrs["x"]
+        sy_, zy = n.attrs["y"]
+        sw = np.broadcast_to(np.asarray(wq.scale, np.float32).reshape(-1), (O,))
+        scale = (np.float32(sx_) * sw.astype(np.float32)) / np.float32(sy_)
+        bias = n.attrs.get("bias")
+        bias = np.zeros(O, np.int32) if bias is None else np.asarray(bias, np.int32)
+        lo, hi = n.attrs.get("lo"), n.attrs.get("hi")
+        info = np.iinfo(ctx.dtype(t))
+        lo = int(info.min) if lo is None else lo
+        hi = int(info.max) if hi is None else hi
+        G.conv_pool_act(ctx.m, name, in_dt=ctx.dtype(x), w_dt=w.dtype,
+                        out_dt=ctx.dtype(t), Zin=zx, Zw=zw, Zout=zy, Lo=lo, Hi=hi, **params)
+        ins = [src, wname, ctx.const(bias, f"{n.name}_bias"),
+               ctx.const(scale.astype(np.float32), f"{n.name}_scale")]
+    else:
+        bias = ctx.net.consts[n.inputs[2]].astype(np.float32) if len(n.inputs) > 2 and \
+            n.inputs[2] else np.zeros(O, np.float32)
+        if n.inputs[2:3] and n.inputs[2] and n.inputs[2] not in ctx.net.consts:
+            raise ModelError(f"{n.where()}: the bias {n.inputs[2]!r} must be a constant")
+        code, ap = ctx.act_params(act) if act is not None else (common.ACT_NONE, (0, 0))
+        G.conv_pool_act(ctx.m, name, in_dt="float32", w_dt="float32", out_dt="float32",
+                        Act=code, ActParams=ap, **params)
+        ins = [src, wname, ctx.const(bias, f"{n.name}_bias")]
+    kind = "depthwise " if depthwise else (f"grouped({group}) " if group > 1 else "")
+    detail = (f"{kind}{kh}x{kw} s{sy}x{sx} d{dy}x{dx} pads {list(pads)}, {C}->{O} ch, "
+              f"{H}x{W} -> {Ho}x{Wo}" + ("" if tiled else ", whole input planes"))
+    ctx.add(name, "+".join(ops), nodes, detail, ins, [ctx.output(t)])

@@ -1,0 +1,154 @@
+"""Matrix products: Gemm, MatMul and QLinearMatMul (and the transposes Gemm needs)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ModelError
+from ...tiler import layer_generators as G
+from ...tiler.basic_kernels import common
+from ...tiler.basic_kernels.common import f32_bits
+from ..reader import Node, QConst
+from .context import Lowering
+
+
+def transposed(ctx: Lowering, n: Node, t: str) -> str:
+    """A 2-D tensor transposed by a layer (a constant is transposed here)."""
+    if t in ctx.net.consts:
+        name = f"{t}__T"
+        ctx.net.consts[name] = np.ascontiguousarray(ctx.net.consts[t].T)
+        return name
+    r, c = ctx.shape(t)
+    out = f"{t}__T_{n.name}"
+    ctx.net.info[out] = type(ctx.info(t))((c, r), ctx.dtype(t))
+    name = ctx.layer("Transpose")
+    G.transpose(ctx.m, name, dt=ctx.dtype(t), Planes=1, A=r, B=c, I=1)
+    ctx.add(name, "Transpose", [], f"[{r}, {c}] -> [{c}, {r}] for {n.name}",
+             [ctx.tensor(t)], [ctx.output(out)])
+    return out
+
+
+def gemm(ctx: Lowering, n: Node) -> None:
+    a, b = n.inputs[0], n.inputs[1]
+    for t in (a, b):
+        if len(ctx.shape(t)) != 2:
+            raise ModelError(f"{n.where()}: input {t!r} has shape {ctx.shape(t)}; Gemm "
+                             f"takes 2-D matrices")
+    if n.attrs.get("transA", 0):
+        a = transposed(ctx, n, a)
+    if n.attrs.get("transB", 0):
+        b = transposed(ctx, n, b)
+    c = n.inputs[2] if len(n.inputs) > 2 and n.inputs[2] else None
+    float_matmul(ctx, n, a, b, c, float(n.attrs.get("alpha", 1.0)),
+                 float(n.attrs.get("beta", 1.0)))
+
+
+def matmul(ctx: Lowering, n: Node) -> None:
+    float_matmul(ctx, n, n.inputs[0], n.inputs[1], None, 1.0, 1.0)
+
+
+def mk_sizes(n: Node, a_shape, b_shape) -> tuple[int, int, int]:
+    if len(b_shape) == 1:
+        b_shape = (b_shape[0], 1)
+    if len(b_shape) > 2 and any(d != 1 for d in b_shape[:-2]):
+        raise ModelError(f"{n.where()}: a batched right operand {list(b_shape)} is not "
+                         f"supported (npukit multiplies by one [K, N] matrix)")
+    k, nn = b_shape[-2], b_shape[-1]
+    m = int(np.prod(a_shape[:-1])) if len(a_shape) > 1 else 1
+    if a_shape[-1] != k:
+        raise ModelError(f"{n.where()}: shapes {list(a_shape)} and {list(b_shape)} do not "
+                         f"multiply")
+    return m, k, nn
+
+
+def c_kind(ctx: Lowering, n: Node, c: str, M: int, N: int) -> str:
+    s = ctx.shape(c)
+    size = int(np.prod(s))
+    if size == 1:
+        return "scalar"
+    s2 = (1,) * (2 - len(s)) + tuple(s)
+    if len(s2) > 2:
+        raise ModelError(f"{n.where()}: C of shape {list(s)} does not broadcast to [M, N]")
+    if s2 == (1, N):
+        return "column"
+    if s2 == (M, 1):
+        return "row"
+    if s2 == (M, N):
+        return "element"
+    raise ModelError(f"{n.where()}: C of shape {list(s)} does not broadcast to [{M}, {N}]")
+
+
+def float_matmul(ctx: Lowering, n: Node, a: str, b: str, c: str | None, alpha: float,
+                 beta: float) -> None:
+    for t in (a, b) + ((c,) if c else ()):
+        if ctx.dtype(t) != np.float32:
+            raise ModelError(f"{n.where()}: {n.op} of {ctx.dtype(t)} tensors outside a "
+                             f"DequantizeLinear/QuantizeLinear pair is not supported")
+    M, K_, N = mk_sizes(n, ctx.shape(a), ctx.shape(b))
+    nodes, ops, out = [n], n.op, n.outputs[0]
+    act = ctx.fusable_act(out, False)
+    code, ap = common.ACT_NONE, (0, 0)
+    if act is not None:
+        code, ap = ctx.act_params(act)
+        nodes.append(act)
+        ops, out = f"{n.op}+{act.op}", act.outputs[0]
+    ckind = c_kind(ctx, n, c, M, N) if c else None
+    name = ctx.layer(n.op)
+    G.matmul(ctx.m, name, a_dt="float32", b_dt="float32", out_dt="float32", M=M, K_=K_, N=N,
+             c=ckind, Alpha=f32_bits(alpha), Beta=f32_bits(beta), Act=code, ActParams=ap)
+    ins = [ctx.tensor(a), ctx.tensor(b)] + ([ctx.tensor(c)] if c else [])
+    detail = f"[{M}, {K_}] x [{K_}, {N}]" + (f" + C ({ckind})" if c else "") + \
+        (f", alpha {alpha:g}" if alpha != 1 else "") + (f", beta {beta:g}" if c and beta != 1
+                                                         else "")
+    ctx.add(name, ops, nodes, detail, ins, [ctx.output(out)])
+
+
+def qmatmul(ctx: Lowering, n: Node) -> None:
+    a = n.inputs[0]
+    sa, za = n.attrs["a"]
+    sy, zy = n.attrs["y"]
+    alpha = np.float32(n.attrs.get("alpha", 1.0))
+    if "w" in n.attrs:
+        wq: QConst = n.attrs["w"]
+        bvals = wq.values
+        if bvals.ndim != 2:
+            raise ModelError(f"{n.where()}: weights of shape {list(bvals.shape)}; npukit "
+                             f"multiplies by one [K, N] matrix")
+        zps = np.unique(wq.zero_point)
+        if zps.size != 1:
+            raise ModelError(f"{n.where()}: per-column weight zero points differ "
+                             f"({zps.tolist()})")
+        zb = int(zps[0])
+        sb = np.asarray(wq.scale, np.float32).reshape(-1)
+        b_name, b_shape = ctx.const(bvals, f"{n.name}_weights"), bvals.shape
+        b_dt = bvals.dtype
+    else:
+        bt = n.inputs[1]
+        sb_, zb = n.attrs["b"]
+        sb = np.asarray([sb_], np.float32)
+        b_name, b_shape, b_dt = ctx.tensor(bt), ctx.shape(bt), ctx.dtype(bt)
+    M, K_, N = mk_sizes(n, ctx.shape(a), b_shape)
+    scale = ((alpha * np.float32(sa)) * sb) / np.float32(sy) if alpha != 1 else \
+        (np.float32(sa) * sb) / np.float32(sy)
+    per_col = scale.size > 1
+    if per_col and scale.size != N:
+        raise ModelError(f"{n.where()}: {scale.size} weight scales for {N} columns")
+    info = np.iinfo(ctx.dtype(n.outputs[0]))
+    lo, hi = n.attrs.get("lo", int(info.min)), n.attrs.get("hi", int(info.max))
+    bias = n.attrs.get("bias")
+    ckind = None
+    ins = [ctx.tensor(a), b_name]
+    if bias is not None:
+        bias = np.asarray(bias, np.int32)
+        ckind = "scalar" if bias.size == 1 else ("column" if bias.size == N else None)
+        if ckind is None:
+            raise ModelError(f"{n.where()}: a bias of shape {list(bias.shape)} for {N} "
+                             f"columns")
+        ins.append(ctx.const(bias.reshape(-1), f"{n.name}_bias"))
+    ins.append(ctx.const(scale.astype(np.float32).reshape(-1), f"{n.name}_scale"))
+    name = ctx.layer("QMatMul")
+    G.matmul(ctx.m, name, a_dt=ctx.dtype(a), b_dt=b_dt, out_dt=ctx.dtype(n.outputs[0]),
+             M=M, K_=K_, N=N, c=ckind, Za=za, Zb=zb, scale_per_column=per_col, Zout=zy,
+             Lo=lo, Hi=hi)
+    ctx.add(name, "QLinearMatMul", [n], f"[{M}, {K_}] x [{K_}, {N}]", ins,
+             [ctx.output(n.outputs[0])])

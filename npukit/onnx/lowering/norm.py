@@ -1,0 +1,63 @@
+"""Normalisation: LRN, and BatchNormalization that no convolution absorbed (a scale and a
+shift layer)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import ModelError
+from ...tiler import layer_generators as G
+from ...tiler.basic_kernels import elementwise
+from ...tiler.basic_kernels.common import f32_bits
+from ..reader import Node
+from .context import Lowering
+from .elementwise import binary_layer
+
+
+def lrn(ctx: Lowering, n: Node) -> None:
+    x = n.inputs[0]
+    s = ctx.shape(x)
+    if ctx.dtype(x) != np.float32 or len(s) < 3 or s[0] != 1:
+        raise ModelError(f"{n.where()}: LRN takes float32 [1, C, ...] data, got "
+                         f"{ctx.dtype(x)} {list(s)}")
+    if "size" not in n.attrs:
+        raise ModelError(f"{n.where()}: the attribute size is required")
+    size = int(n.attrs["size"])
+    if size < 1:
+        raise ModelError(f"{n.where()}: size={size}; ONNX's LRN sums over size >= 1 "
+                         f"channels")
+    alpha = np.float32(n.attrs.get("alpha", 1e-4))
+    C, cols = s[1], int(np.prod(s[2:]))
+    name = ctx.layer("LRN")
+    G.lrn(ctx.m, name, Planes=1, C=C, Cols=cols, Lo=(size - 1) // 2, Hi=math.ceil(
+        (size - 1) / 2), AlphaOverSize=f32_bits(alpha / np.float32(size)),
+        Beta=f32_bits(n.attrs.get("beta", 0.75)), Bias=f32_bits(n.attrs.get("bias", 1.0)))
+    ctx.add(name, "LRN", [n], f"size {size} over {C} channels of {cols}", [ctx.tensor(x)],
+             [ctx.output(n.outputs[0])])
+
+
+def batch_norm(ctx: Lowering, n: Node) -> None:
+    if n.attrs.get("spatial", 1) != 1:
+        raise ModelError(f"{n.where()}: spatial={n.attrs['spatial']} (statistics per "
+                         f"element) is not supported")
+    if n.attrs.get("training_mode", 0) or len([o for o in n.outputs if o]) > 1:
+        raise ModelError(f"{n.where()}: training mode (running statistics outputs) is not "
+                         f"supported")
+    x = n.inputs[0]
+    s = ctx.shape(x)
+    if any(t not in ctx.net.consts for t in n.inputs[1:5]):
+        raise ModelError(f"{n.where()}: scale, B, mean and var must be constants")
+    scale, beta, mean, var = (ctx.net.consts[t].astype(np.float64) for t in n.inputs[1:5])
+    a = scale / np.sqrt(var + n.attrs.get("epsilon", 1e-5))
+    shape = (s[1],) + (1,) * (len(s) - 2)
+    mul = f"{n.name}__bn_mul"
+    ctx.net.info[mul] = ctx.net.info[n.outputs[0]]
+    ka, kb = f"{n.name}__bn_a", f"{n.name}__bn_b"
+    ctx.net.consts[ka] = a.astype(np.float32).reshape(shape)
+    ctx.net.consts[kb] = (beta - mean * a).astype(np.float32).reshape(shape)
+    binary_layer(ctx, Node("Mul", n.name, [x, ka], [mul], {}), x, ka, mul, [],
+                       elementwise.BIN_MUL, "BatchNormalization (scale)")
+    binary_layer(ctx, Node("Add", n.name, [mul, kb], n.outputs, {}), mul, kb,
+                       n.outputs[0], [n], elementwise.BIN_ADD, "BatchNormalization (shift)")

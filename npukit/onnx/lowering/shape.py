@@ -1,0 +1,157 @@
+"""Data movement: layout operations (names for the same bytes), Concat, Transpose, Pad,
+and Cast (refused: npukit keeps each tensor's type)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...dtypes import int_range, is_float
+from ...errors import ModelError
+from ...tiler import layer_generators as G
+from ...tiler.basic_kernels import movement
+from ...tiler.basic_kernels.common import f32_bits
+from ..reader import Node
+from .context import Lowering
+
+
+def view(ctx: Lowering, n: Node) -> None:
+    src = ctx.tensor(n.inputs[0])
+    ctx.of[ctx.alias.get(n.outputs[0], n.outputs[0])] = src
+    ctx.done.add(id(n))
+
+
+def cast(ctx: Lowering, n: Node) -> None:
+    raise ModelError(f"{n.where()}: to={n.attrs.get('to')} casts {ctx.dtype(n.inputs[0])} "
+                     f"to {ctx.dtype(n.outputs[0])}; npukit keeps each tensor's type (a "
+                     f"Cast to the same type is dropped)")
+
+
+def concat(ctx: Lowering, n: Node) -> None:
+    ins = [t for t in n.inputs if t]
+    out = n.outputs[0]
+    s = ctx.info(out).shape
+    axis = int(n.attrs.get("axis", 0 if ctx.net.opset < 4 else None))
+    if not -len(s) <= axis < len(s):
+        raise ModelError(f"{n.where()}: axis={axis} for rank {len(s)}")
+    axis %= len(s)
+    dts = {ctx.dtype(t) for t in ins}
+    if len(dts) != 1:
+        raise ModelError(f"{n.where()}: inputs of types {sorted(map(str, dts))}")
+    outer, inner = int(np.prod(s[:axis])), int(np.prod(s[axis + 1:]))
+    ds = tuple(ctx.shape(t)[axis] for t in ins)
+    keep = [(t, d) for t, d in zip(ins, ds) if d > 0]
+    name = ctx.layer("Concat")
+    G.concat(ctx.m, name, dt=dts.pop(), Outer=outer, Ds=tuple(d for _, d in keep),
+             Inner=inner)
+    ctx.add(name, "Concat", [n], f"{len(keep)} inputs along axis {axis} ({list(ds)})",
+             [ctx.tensor(t) for t, _ in keep], [ctx.output(out)])
+
+
+def transpose(ctx: Lowering, n: Node) -> None:
+    x, out = n.inputs[0], n.outputs[0]
+    s = ctx.shape(x)
+    perm = list(n.attrs.get("perm", list(range(len(s)))[::-1]))
+    if sorted(perm) != list(range(len(s))):
+        raise ModelError(f"{n.where()}: perm={perm} is not a permutation of {len(s)} axes")
+    steps = transpose_steps(s, perm)
+    dt = ctx.dtype(x)
+    cur = ctx.tensor(x)
+    if not steps:
+        return view(ctx, n)
+    for k, (P, A, B, I) in enumerate(steps):  # noqa: E741
+        last = k == len(steps) - 1
+        name = ctx.layer("Transpose")
+        G.transpose(ctx.m, name, dt=dt, Planes=P, A=A, B=B, I=I)
+        dst = ctx.output(out) if last else ctx.local(f"{out}_step{k}", dt,
+                                                       int(np.prod(s)))
+        ctx.add(name, "Transpose", [n] if last else [],
+                 f"perm {perm}: [{P}, {A}, {B}, {I}] -> [{P}, {B}, {A}, {I}]", [cur], [dst])
+        cur = dst
+
+
+def pad(ctx: Lowering, n: Node) -> None:
+    x, out = n.inputs[0], n.outputs[0]
+    s = ctx.shape(x)
+    rank = len(s)
+    if "pads" in n.attrs:  # Pad-2
+        pads = list(n.attrs["pads"])
+        value = float(n.attrs.get("value", 0.0))
+        axes = list(range(rank))
+    else:
+        if n.inputs[1] not in ctx.net.consts:
+            raise ModelError(f"{n.where()}: pads {n.inputs[1]!r} must be a constant")
+        pads = [int(v) for v in ctx.net.consts[n.inputs[1]].reshape(-1)]
+        value = float(ctx.net.consts[n.inputs[2]].reshape(-1)[0]) \
+            if len(n.inputs) > 2 and n.inputs[2] else 0.0
+        if len(n.inputs) > 3 and n.inputs[3]:
+            axes = [int(a) % rank for a in ctx.net.consts[n.inputs[3]].reshape(-1)]
+        else:
+            axes = list(range(rank))
+    if len(pads) != 2 * len(axes):
+        raise ModelError(f"{n.where()}: {len(pads)} pads for {len(axes)} axes")
+    mode = n.attrs.get("mode", "constant")
+    modes = {"constant": movement.PAD_CONSTANT, "reflect": movement.PAD_REFLECT,
+             "edge": movement.PAD_EDGE, "wrap": movement.PAD_WRAP}
+    if mode not in modes:
+        raise ModelError(f"{n.where()}: mode={mode!r}; npukit pads with {list(modes)}")
+    dt = ctx.dtype(x)
+    if is_float(dt):
+        fill = f32_bits(value)
+    else:
+        fill = int(n.attrs.get("qvalue", round(value)))
+        lo_, hi_ = int_range(dt)
+        if not lo_ <= fill <= hi_ or float(fill) != value and "qvalue" not in n.attrs:
+            raise ModelError(f"{n.where()}: constant value {value} for {dt} data")
+    todo = [(ax, pads[i], pads[i + len(axes)]) for i, ax in enumerate(axes)
+            if pads[i] or pads[i + len(axes)]]
+    cur, shape = ctx.tensor(x), list(s)
+    if not todo:
+        return view(ctx, n)
+    for k, (ax, b, e) in enumerate(todo):
+        if mode == "reflect" and (b >= shape[ax] or e >= shape[ax]):
+            raise ModelError(f"{n.where()}: reflect pads {b}, {e} on axis {ax} of size "
+                             f"{shape[ax]} (ONNX: each must be smaller than the size)")
+        if mode in ("reflect", "edge", "wrap") and (b < 0 or e < 0):
+            raise ModelError(f"{n.where()}: negative pads with mode={mode!r}")
+        outer, inner = int(np.prod(shape[:ax])), int(np.prod(shape[ax + 1:]))
+        d = shape[ax]
+        shape[ax] = d + b + e
+        last = k == len(todo) - 1
+        name = ctx.layer("Pad")
+        G.pad_axis(ctx.m, name, dt=dt, Outer=outer, D=d, Inner=inner, PadBegin=b,
+                   PadEnd=e, Mode=modes[mode], Value=fill)
+        dst = ctx.output(out) if last else ctx.local(f"{out}_axis{ax}", dt,
+                                                       int(np.prod(shape)))
+        ctx.add(name, "Pad", [n] if last else [], f"axis {ax}: {b} before, {e} after, "
+                 f"{mode}" + (f" {value:g}" if mode == "constant" else ""), [cur], [dst])
+        cur = dst
+
+
+def transpose_steps(shape, perm) -> list[tuple[int, int, int, int]]:
+    """A permutation as swaps of two adjacent blocks of axes: each step is (P, A, B, I), the
+    data viewed as [P, A, B, I] becoming [P, B, A, I]. Axes of size 1 are dropped and axes
+    that stay neighbours are merged first."""
+    keep = [a for a in perm if shape[a] != 1]
+    order = sorted(keep)
+    # Merge axes consecutive in both the source and the target order.
+    groups: list[list[int]] = []
+    for a in keep:
+        if groups and order.index(a) == order.index(groups[-1][-1]) + 1:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    size = {tuple(g): int(np.prod([shape[a] for a in g])) for g in groups}
+    target = [tuple(g) for g in groups]
+    cur = sorted(target)
+    steps = []
+    for i in range(len(target)):
+        if cur[i] == target[i]:
+            continue
+        j = cur.index(target[i])
+        P = int(np.prod([size[g] for g in cur[:i]]))
+        A = int(np.prod([size[g] for g in cur[i:j]]))
+        B = size[cur[j]]
+        I = int(np.prod([size[g] for g in cur[j + 1:]]))  # noqa: E741
+        steps.append((P, A, B, I))
+        cur = cur[:i] + [cur[j]] + cur[i:j] + cur[j + 1:]
+    return steps
