@@ -63,29 +63,7 @@ def conv(ctx: Lowering, n: Node, quant: bool) -> None:
         for gi in range(group):
             dense[gi * og:(gi + 1) * og, gi * Cg:(gi + 1) * Cg] = w[gi * og:(gi + 1) * og]
         w = dense
-    # Fusion: an activation and a pooling without padding that alone read the output.
-    nodes, ops = [n], ["QLinearConv" if quant else "Conv"]
-    if n.attrs.get("_folded"):
-        ops[0] += "+BatchNormalization"
-    t = out_t
-    act = ctx.fusable_act(t, quant)
-    if act is not None:
-        nodes.append(act)
-        ops.append(act.op)
-        t = act.outputs[0]
-    pool = ctx.fusable_pool(t, quant)
-    if pool is not None:
-        nodes.append(pool)
-        ops.append(pool.op)
-        t = pool.outputs[0]
-        if act is None and pool.op == "MaxPool":
-            a2 = ctx.fusable_act(t, quant)
-            if a2 is not None and not (a2.op == "LeakyRelu" and
-                                       a2.attrs.get("alpha", 0.01) < 0):
-                act = a2
-                nodes.append(a2)
-                ops.append(a2.op)
-                t = a2.outputs[0]
+    nodes, ops, act, pool, t = fused(ctx, n, quant)
     if pool is not None:
         fpy, fpx = pool.attrs["kernel_shape"]
         spy, spx = pool.attrs.get("strides", [1, 1])
@@ -102,7 +80,7 @@ def conv(ctx: Lowering, n: Node, quant: bool) -> None:
     rest = (2 * kh * kw * w.dtype.itemsize + 8 * O + 2 * Wo * ctx.dtype(x).itemsize
             + 4 * Wc * fpy + 32)
     src, tiled, hp = input_rows(ctx, n, ctx.tensor(x), C, H, W, ctx.dtype(x), pt, need,
-                                      zx, rest)
+                                zx, rest)
     name = ctx.layer("Conv")
     params = dict(InFeat=C, OutFeat=O, Width=W, Height=hp, in_tiled=tiled, Hreal=H,
                   PadT=pt, PadL=pl, Fcx=kw, Fcy=kh, Dcx=dx, Dcy=dy, Scx=sx, Scy=sy, Wc=Wc,
@@ -137,3 +115,33 @@ def conv(ctx: Lowering, n: Node, quant: bool) -> None:
     detail = (f"{kind}{kh}x{kw} s{sy}x{sx} d{dy}x{dx} pads {list(pads)}, {C}->{O} ch, "
               f"{H}x{W} -> {Ho}x{Wo}" + ("" if tiled else ", whole input planes"))
     ctx.add(name, "+".join(ops), nodes, detail, ins, [ctx.output(t)])
+
+
+def fused(ctx: Lowering, n: Node, quant: bool) -> tuple[list[Node], list[str], Node | None,
+                                                        Node | None, str]:
+    """What a convolution absorbs: an activation and a pooling without padding that alone
+    read its output (and an activation after a max pooling). Returns the nodes, their
+    operators, the activation, the pooling and the tensor the layer writes."""
+    nodes, ops = [n], ["QLinearConv" if quant else "Conv"]
+    if n.attrs.get("_folded"):
+        ops[0] += "+BatchNormalization"
+    t = n.outputs[0]
+    act = ctx.fusable_act(t, quant)
+    if act is not None:
+        nodes.append(act)
+        ops.append(act.op)
+        t = act.outputs[0]
+    pool = ctx.fusable_pool(t, quant)
+    if pool is not None:
+        nodes.append(pool)
+        ops.append(pool.op)
+        t = pool.outputs[0]
+        if act is None and pool.op == "MaxPool":
+            a2 = ctx.fusable_act(t, quant)
+            if a2 is not None and not (a2.op == "LeakyRelu" and
+                                       a2.attrs.get("alpha", 0.01) < 0):
+                act = a2
+                nodes.append(a2)
+                ops.append(a2.op)
+                t = a2.outputs[0]
+    return nodes, ops, act, pool, t

@@ -66,11 +66,11 @@ def act(ctx: Lowering, n: Node) -> None:
                          f"DequantizeLinear/QuantizeLinear pair is not supported")
     code, (p0, p1) = ctx.act_params(n)
     unary(ctx, n, "float32", "float32", code, p0, p1, f"{ctx.info(n.outputs[0]).size} "
-                f"values")
+          f"values")
 
 
 def binary_layer(ctx: Lowering, n: Node, a: str, b: str, out: str, nodes: list[Node], op: int,
-                  ops: str, **kw) -> None:
+                 ops: str, **kw) -> None:
     shapes = [ctx.shape(a), ctx.shape(b)]
     view = broadcast_view(ctx.info(out).shape, shapes, ctx.max_cols)
     if view is None:
@@ -83,7 +83,7 @@ def binary_layer(ctx: Lowering, n: Node, a: str, b: str, out: str, nodes: list[N
              out_dt=ctx.info(out).dtype, Planes=P, Rows=R, Cols=L, a_full=fa, b_full=fb,
              Op=op, **kw)
     ctx.add(name, ops, nodes, f"{shapes[0]} {n.op} {shapes[1]} -> {ctx.info(out).shape}",
-             [ctx.tensor(a), ctx.tensor(b)], [ctx.output(out)])
+            [ctx.tensor(a), ctx.tensor(b)], [ctx.output(out)])
 
 
 def float_binary(ctx: Lowering, n: Node) -> None:
@@ -99,7 +99,7 @@ def float_binary(ctx: Lowering, n: Node) -> None:
         nodes.append(act)
         ops, out = f"{n.op}+{act.op}", act.outputs[0]
     binary_layer(ctx, n, n.inputs[0], n.inputs[1], out, nodes, BINARY[n.op], ops,
-                       Act=code, P=(ap[0], ap[1], 0))
+                 Act=code, P=(ap[0], ap[1], 0))
 
 
 def sum_inputs(ctx: Lowering, n: Node) -> None:
@@ -137,7 +137,7 @@ def qmul(ctx: Lowering, n: Node) -> None:
     lo, hi = n.attrs.get("lo", int(info.min)), n.attrs.get("hi", int(info.max))
     a, b = (int_operand(ctx, n, t) for t in n.inputs)
     binary_layer(ctx, n, a, b, n.outputs[0], [n], elementwise.BIN_QMUL, "QLinearMul",
-                       P=(f32_bits(ratio), 0, 0), Za=za, Zb=zb, Zout=zy, Lo=lo, Hi=hi)
+                 P=(f32_bits(ratio), 0, 0), Za=za, Zb=zb, Zout=zy, Lo=lo, Hi=hi)
 
 
 def int_operand(ctx: Lowering, n: Node, t: str) -> str:

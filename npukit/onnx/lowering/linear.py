@@ -24,7 +24,7 @@ def transposed(ctx: Lowering, n: Node, t: str) -> str:
     name = ctx.layer("Transpose")
     G.transpose(ctx.m, name, dt=ctx.dtype(t), Planes=1, A=r, B=c, I=1)
     ctx.add(name, "Transpose", [], f"[{r}, {c}] -> [{c}, {r}] for {n.name}",
-             [ctx.tensor(t)], [ctx.output(out)])
+            [ctx.tensor(t)], [ctx.output(out)])
     return out
 
 
@@ -99,7 +99,7 @@ def float_matmul(ctx: Lowering, n: Node, a: str, b: str, c: str | None, alpha: f
     ins = [ctx.tensor(a), ctx.tensor(b)] + ([ctx.tensor(c)] if c else [])
     detail = f"[{M}, {K_}] x [{K_}, {N}]" + (f" + C ({ckind})" if c else "") + \
         (f", alpha {alpha:g}" if alpha != 1 else "") + (f", beta {beta:g}" if c and beta != 1
-                                                         else "")
+                                                        else "")
     ctx.add(name, ops, nodes, detail, ins, [ctx.output(out)])
 
 
@@ -151,4 +151,4 @@ def qmatmul(ctx: Lowering, n: Node) -> None:
              M=M, K_=K_, N=N, c=ckind, Za=za, Zb=zb, scale_per_column=per_col, Zout=zy,
              Lo=lo, Hi=hi)
     ctx.add(name, "QLinearMatMul", [n], f"[{M}, {K_}] x [{K_}, {N}]", ins,
-             [ctx.output(n.outputs[0])])
+            [ctx.output(n.outputs[0])])

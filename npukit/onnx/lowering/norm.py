@@ -31,11 +31,11 @@ def lrn(ctx: Lowering, n: Node) -> None:
     alpha = np.float32(n.attrs.get("alpha", 1e-4))
     C, cols = s[1], int(np.prod(s[2:]))
     name = ctx.layer("LRN")
-    G.lrn(ctx.m, name, Planes=1, C=C, Cols=cols, Lo=(size - 1) // 2, Hi=math.ceil(
-        (size - 1) / 2), AlphaOverSize=f32_bits(alpha / np.float32(size)),
-        Beta=f32_bits(n.attrs.get("beta", 0.75)), Bias=f32_bits(n.attrs.get("bias", 1.0)))
+    G.lrn(ctx.m, name, Planes=1, C=C, Cols=cols, Lo=(size - 1) // 2,
+          Hi=math.ceil((size - 1) / 2), AlphaOverSize=f32_bits(alpha / np.float32(size)),
+          Beta=f32_bits(n.attrs.get("beta", 0.75)), Bias=f32_bits(n.attrs.get("bias", 1.0)))
     ctx.add(name, "LRN", [n], f"size {size} over {C} channels of {cols}", [ctx.tensor(x)],
-             [ctx.output(n.outputs[0])])
+            [ctx.output(n.outputs[0])])
 
 
 def batch_norm(ctx: Lowering, n: Node) -> None:
@@ -58,6 +58,6 @@ def batch_norm(ctx: Lowering, n: Node) -> None:
     ctx.net.consts[ka] = a.astype(np.float32).reshape(shape)
     ctx.net.consts[kb] = (beta - mean * a).astype(np.float32).reshape(shape)
     binary_layer(ctx, Node("Mul", n.name, [x, ka], [mul], {}), x, ka, mul, [],
-                       elementwise.BIN_MUL, "BatchNormalization (scale)")
+                 elementwise.BIN_MUL, "BatchNormalization (scale)")
     binary_layer(ctx, Node("Add", n.name, [mul, kb], n.outputs, {}), mul, kb,
-                       n.outputs[0], [n], elementwise.BIN_ADD, "BatchNormalization (shift)")
+                 n.outputs[0], [n], elementwise.BIN_ADD, "BatchNormalization (shift)")

@@ -37,7 +37,7 @@ def pool(ctx: Lowering, n: Node, quant_avg: bool) -> None:
     dt = ctx.dtype(x)
     zx = n.attrs["x"][1] if quant_avg else 0
     src, tiled, hp = input_rows(ctx, n, ctx.tensor(x), C, H, W, dt, pt, need, zx,
-                                      2 * Wo * dt.itemsize + 16)
+                                2 * Wo * dt.itemsize + 16)
     name = ctx.layer("AvgPool" if avg else "MaxPool")
     q = {}
     if quant_avg:
@@ -76,4 +76,4 @@ def global_pool(ctx: Lowering, n: Node, quant: bool) -> None:
     name = ctx.layer("GlobalAvgPool")
     G.global_pool(ctx.m, name, dt=dt, C=C, Width=cols, Height=rows, **q)
     ctx.add(name, n.op, [n], f"{C} planes of {hw}", [ctx.tensor(x)],
-             [ctx.output(n.outputs[0])])
+            [ctx.output(n.outputs[0])])

@@ -17,7 +17,7 @@ from .elementwise import unary
 def qclamp(ctx: Lowering, n: Node) -> None:
     dt = ctx.dtype(n.inputs[0])
     unary(ctx, n, dt, dt, 0, n.attrs["lo"], n.attrs["hi"],
-                f"clamp to [{n.attrs['lo']}, {n.attrs['hi']}]")
+          f"clamp to [{n.attrs['lo']}, {n.attrs['hi']}]")
 
 
 def per_tensor(ctx: Lowering, n: Node, what: str) -> tuple[np.float32, int]:
@@ -45,7 +45,7 @@ def quantize(ctx: Lowering, n: Node) -> None:
         raise ModelError(f"{n.where()}: output type {out_dt} (npukit quantizes to int8 and "
                          f"uint8)")
     unary(ctx, n, "float32", out_dt, elementwise.UN_QUANT, f32_bits(s), z,
-                f"scale {s:g}, zero point {z}")
+          f"scale {s:g}, zero point {z}")
 
 
 def dequantize(ctx: Lowering, n: Node) -> None:
@@ -56,7 +56,7 @@ def dequantize(ctx: Lowering, n: Node) -> None:
                          f"uint8)")
     ctx.steps[n.outputs[0]] = float(s)
     unary(ctx, n, in_dt, "float32", elementwise.UN_DEQUANT, f32_bits(s), z,
-                f"scale {s:g}, zero point {z}")
+          f"scale {s:g}, zero point {z}")
 
 
 def qlut(ctx: Lowering, n: Node) -> None:
@@ -80,10 +80,10 @@ def qlut(ctx: Lowering, n: Node) -> None:
     err = float(np.abs((table.astype(np.float64) - yz) * float(ys) - f(real.astype(
         np.float64))).max())
     ctx.add(name, f"{n.attrs['fn']} (table)", [n],
-             f"256-entry table of {n.attrs['fn']}, max error {err:.3g} (output scale "
-             f"{float(ys):.3g})",
-             [ctx.tensor(n.inputs[0]), ctx.const(table, f"{n.name}_table")],
-             [ctx.output(n.outputs[0])])
+            f"256-entry table of {n.attrs['fn']}, max error {err:.3g} (output scale "
+            f"{float(ys):.3g})",
+            [ctx.tensor(n.inputs[0]), ctx.const(table, f"{n.name}_table")],
+            [ctx.output(n.outputs[0])])
 
 
 def lut_function(n: Node):

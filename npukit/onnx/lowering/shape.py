@@ -44,7 +44,7 @@ def concat(ctx: Lowering, n: Node) -> None:
     G.concat(ctx.m, name, dt=dts.pop(), Outer=outer, Ds=tuple(d for _, d in keep),
              Inner=inner)
     ctx.add(name, "Concat", [n], f"{len(keep)} inputs along axis {axis} ({list(ds)})",
-             [ctx.tensor(t) for t, _ in keep], [ctx.output(out)])
+            [ctx.tensor(t) for t, _ in keep], [ctx.output(out)])
 
 
 def transpose(ctx: Lowering, n: Node) -> None:
@@ -63,9 +63,9 @@ def transpose(ctx: Lowering, n: Node) -> None:
         name = ctx.layer("Transpose")
         G.transpose(ctx.m, name, dt=dt, Planes=P, A=A, B=B, I=I)
         dst = ctx.output(out) if last else ctx.local(f"{out}_step{k}", dt,
-                                                       int(np.prod(s)))
+                                                     int(np.prod(s)))
         ctx.add(name, "Transpose", [n] if last else [],
-                 f"perm {perm}: [{P}, {A}, {B}, {I}] -> [{P}, {B}, {A}, {I}]", [cur], [dst])
+                f"perm {perm}: [{P}, {A}, {B}, {I}] -> [{P}, {B}, {A}, {I}]", [cur], [dst])
         cur = dst
 
 
@@ -121,9 +121,9 @@ def pad(ctx: Lowering, n: Node) -> None:
         G.pad_axis(ctx.m, name, dt=dt, Outer=outer, D=d, Inner=inner, PadBegin=b,
                    PadEnd=e, Mode=modes[mode], Value=fill)
         dst = ctx.output(out) if last else ctx.local(f"{out}_axis{ax}", dt,
-                                                       int(np.prod(shape)))
+                                                     int(np.prod(shape)))
         ctx.add(name, "Pad", [n] if last else [], f"axis {ax}: {b} before, {e} after, "
-                 f"{mode}" + (f" {value:g}" if mode == "constant" else ""), [cur], [dst])
+                f"{mode}" + (f" {value:g}" if mode == "constant" else ""), [cur], [dst])
         cur = dst
 
 

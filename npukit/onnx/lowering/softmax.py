@@ -37,5 +37,5 @@ def softmax(ctx: Lowering, n: Node, quant: bool) -> None:
     else:
         G.softmax(ctx.m, name, Outer=outer, D=d, Inner=inner)
     ctx.add(name, "QLinearSoftmax" if quant else "Softmax", [n],
-             f"{outer} x softmax over {d}" + (f" (stride {inner})" if inner > 1 else ""),
-             ins, [ctx.output(n.outputs[0])])
+            f"{outer} x softmax over {d}" + (f" (stride {inner})" if inner > 1 else ""),
+            ins, [ctx.output(n.outputs[0])])

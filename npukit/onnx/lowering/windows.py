@@ -15,7 +15,7 @@ from .context import Lowering, int_list
 
 
 def window_pads(n: Node, rank: int, kernel: list[int], dilations: list[int],
-            strides: list[int], H: int, W: int, Ho: int, Wo: int) -> tuple[int, int, int, int]:
+                strides: list[int], H: int, W: int, Ho: int, Wo: int) -> tuple[int, int, int, int]:
     """ONNX pads (top, left, bottom, right) from ``pads`` or ``auto_pad``."""
     auto = n.attrs.get("auto_pad", "NOTSET")
     if auto in ("NOTSET", ""):
@@ -42,7 +42,7 @@ def window_pads(n: Node, rank: int, kernel: list[int], dilations: list[int],
 
 
 def input_rows(ctx: Lowering, n: Node, x: str, C: int, H: int, W: int, dt, pt: int, need: int,
-                zero: int, rest: int) -> tuple[str, bool, int]:
+               zero: int, rest: int) -> tuple[str, bool, int]:
     """How a windowed layer reads its input: (tensor, tiled rows, physical height). Rows
     are tiled straight from the input when no padding row is needed; the whole plane is
     read when two planes take at most half the L1 budget and leave the ``rest`` the layer
@@ -59,5 +59,5 @@ def input_rows(ctx: Lowering, n: Node, x: str, C: int, H: int, W: int, dt, pt: i
                PadEnd=hp - pt - H, Value=(0 if is_float(dt) else zero))
     out = ctx.local(f"{n.outputs[0]}_padrows", dt, C * hp * W)
     ctx.add(name, "Pad rows", [], f"{C}x{H}x{W} -> {C}x{hp}x{W} ({pt} above, "
-             f"{hp - pt - H} below) for {n.name}", [x], [out])
+            f"{hp - pt - H} below) for {n.name}", [x], [out])
     return out, True, hp
