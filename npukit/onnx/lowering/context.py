@@ -94,7 +94,8 @@ def rows_cols(n: int, max_cols: int = MAX_COLS) -> tuple[int, int]:
 
 
 class Lowering:
-    """Builds the model, its graph declarations and layers from a normalized ``Net``."""
+    """What the operator handlers build on a model from a normalized ``Net``: the graph's
+    tensor declarations, its layers and the fusion checks they share."""
 
     def __init__(self, net: Net, alias: dict[str, str], model: Model, graph_name: str):
         self.net, self.m, self.gname = net, model, graph_name
@@ -246,6 +247,15 @@ class Lowering:
             except ModelError:
                 return None
         return a
+
+    def with_float_act(self, n: Node) -> tuple[list[Node], str, str, int, tuple[int, int]]:
+        """A float layer for ``n`` with the activation it absorbs, if any: (nodes, operators,
+        tensor written, activation code, its parameter bits)."""
+        act = self.fusable_act(n.outputs[0], False)
+        if act is None:
+            return [n], n.op, n.outputs[0], common.ACT_NONE, (0, 0)
+        code, ap = self.act_params(act)
+        return [n, act], f"{n.op}+{act.op}", act.outputs[0], code, ap
 
     def fusable_pool(self, t: str, quant: bool) -> Node | None:
         p = self.only_reader(t)

@@ -8,7 +8,7 @@ import numpy as np
 from ...dtypes import int_range
 from ...errors import ModelError
 from ...tiler import layer_generators as G
-from ...tiler.basic_kernels import common, elementwise
+from ...tiler.basic_kernels import elementwise
 from ...tiler.basic_kernels.common import f32_bits
 from ..reader import Node
 from .context import MAX_COLS, Lowering, rows_cols
@@ -91,13 +91,7 @@ def float_binary(ctx: Lowering, n: Node) -> None:
         if ctx.dtype(t) != np.float32:
             raise ModelError(f"{n.where()}: {n.op} of {ctx.dtype(t)} tensors outside a "
                              f"DequantizeLinear/QuantizeLinear pair is not supported")
-    nodes, ops, out = [n], n.op, n.outputs[0]
-    act = ctx.fusable_act(out, False)
-    code, ap = common.ACT_NONE, (0, 0)
-    if act is not None:
-        code, ap = ctx.act_params(act)
-        nodes.append(act)
-        ops, out = f"{n.op}+{act.op}", act.outputs[0]
+    nodes, ops, out, code, ap = ctx.with_float_act(n)
     binary_layer(ctx, n, n.inputs[0], n.inputs[1], out, nodes, BINARY[n.op], ops,
                  Act=code, P=(ap[0], ap[1], 0))
 

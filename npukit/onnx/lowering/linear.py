@@ -6,7 +6,6 @@ import numpy as np
 
 from ...errors import ModelError
 from ...tiler import layer_generators as G
-from ...tiler.basic_kernels import common
 from ...tiler.basic_kernels.common import f32_bits
 from ..reader import Node, QConst
 from .context import Lowering
@@ -85,13 +84,7 @@ def float_matmul(ctx: Lowering, n: Node, a: str, b: str, c: str | None, alpha: f
             raise ModelError(f"{n.where()}: {n.op} of {ctx.dtype(t)} tensors outside a "
                              f"DequantizeLinear/QuantizeLinear pair is not supported")
     M, K_, N = mk_sizes(n, ctx.shape(a), ctx.shape(b))
-    nodes, ops, out = [n], n.op, n.outputs[0]
-    act = ctx.fusable_act(out, False)
-    code, ap = common.ACT_NONE, (0, 0)
-    if act is not None:
-        code, ap = ctx.act_params(act)
-        nodes.append(act)
-        ops, out = f"{n.op}+{act.op}", act.outputs[0]
+    nodes, ops, out, code, ap = ctx.with_float_act(n)
     ckind = c_kind(ctx, n, c, M, N) if c else None
     name = ctx.layer(n.op)
     G.matmul(ctx.m, name, a_dt="float32", b_dt="float32", out_dt="float32", M=M, K_=K_, N=N,
