@@ -72,8 +72,18 @@ def _tensor_q(net: Net, node: Node, ks: int, kz: int, what: str, dtype) -> tuple
 
 
 def aliases(net: Net) -> dict[str, str]:
-    """Drop Identity, Dropout and same-type Cast; returns output -> input."""
+    """Drop Identity, Dropout and same-type Cast; returns output -> input. A graph output
+    such a node writes from a tensor another node makes becomes that node's output (the
+    tensor is renamed to it), so the rewrites that follow see a graph output where the
+    model has one."""
     alias: dict[str, str] = {}
+
+    def root(t: str) -> str:
+        while t in alias:
+            t = alias[t]
+        return t
+
+    producer = {t: n for n in net.nodes for t in n.outputs if t}
     kept = []
     for n in net.nodes:
         if n.op in ALIAS_OPS or (n.op == "Cast" and n.inputs[0] in net.info and
@@ -89,14 +99,16 @@ def aliases(net: Net) -> dict[str, str]:
                     n.inputs[2] in net.consts and not net.consts[n.inputs[2]].any()):
                 raise ModelError(f"{n.where()}: training_mode {n.inputs[2]!r} must be a constant "
                                  f"false; npukit runs inference")
-            alias[n.outputs[0]] = n.inputs[0]
+            src, out = root(n.inputs[0]), n.outputs[0]
+            made = producer.get(src)
+            if out in net.outputs and made is not None and src not in net.outputs:
+                made.outputs = [out if t == src else t for t in made.outputs]
+                producer[out] = made
+                alias[src] = out
+            else:
+                alias[out] = n.inputs[0]
             continue
         kept.append(n)
-
-    def root(t: str) -> str:
-        while t in alias:
-            t = alias[t]
-        return t
 
     for n in kept:
         n.inputs = [root(t) if t else t for t in n.inputs]

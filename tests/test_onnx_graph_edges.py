@@ -1,0 +1,92 @@
+"""Graph shapes models written elsewhere have: outputs written by Identity, Dropout or
+Constant, unused optional outputs, IR version 3 (initializers listed as graph inputs),
+Clip bounds that are not constants, QOperator models ending in a softmax, and empty
+tensors. Each is run against ONNX Runtime or refused with one line naming the node."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx import numpy_helper as nh  # noqa: E402
+from onnx_helpers import against_ort, model, node  # noqa: E402
+
+import npukit.onnx  # noqa: E402
+from npukit import ModelError  # noqa: E402
+
+RNG = np.random.default_rng(20)
+
+
+def randn(*shape):
+    return RNG.normal(size=shape).astype(np.float32)
+
+
+# -- graph outputs written by aliases and constants ---------------------------------------------
+
+@pytest.mark.parametrize("op", ["Identity", "Dropout"])
+def test_a_graph_output_written_by_identity_or_dropout(op):
+    """The output's producer writes it (the tensor it renames is read by nothing else)."""
+    x = randn(1, 3, 6, 6)
+    m = model([node("Relu", ["x"], ["y"]), node(op, ["y"], ["r"])], {"x": x}, ["r"])
+    g, _, outs = against_ort(m, {"x": x}, backends=("sim", "c"))
+    assert np.array_equal(outs["c"]["r"], np.maximum(x, 0))
+    assert [i.ops for i in g.layers] == ["Relu"]
+
+
+def test_the_tensor_an_identity_output_renames_still_feeds_its_readers():
+    x = randn(1, 3, 6, 6)
+    m = model([node("Relu", ["x"], ["y"]), node("Identity", ["y"], ["r"]),
+               node("Add", ["y", "y"], ["s"])], {"x": x}, ["r", "s"])
+    g, _, outs = against_ort(m, {"x": x}, backends=("sim", "c"))
+    assert [i.ops for i in g.layers] == ["Relu", "Add"]
+
+
+def test_an_identity_output_between_conv_and_batchnorm_keeps_the_convolution():
+    """The convolution's output is a graph output: BatchNormalization is not folded into it."""
+    x = randn(1, 2, 5, 5)
+    bn = {"sc": randn(3) + 2, "b": randn(3), "mu": randn(3), "var": np.abs(randn(3)) + 0.5}
+    m = model([node("Conv", ["x", "w"], ["c"]), node("Identity", ["c"], ["r"]),
+               node("BatchNormalization", ["c", "sc", "b", "mu", "var"], ["y"])],
+              {"x": x}, ["r", "y"], {"w": randn(3, 2, 3, 3), **bn})
+    against_ort(m, {"x": x})
+
+
+def test_a_chain_of_identities_to_a_graph_output():
+    x = randn(2, 8)
+    m = model([node("Sigmoid", ["x"], ["y"]), node("Identity", ["y"], ["a"]),
+               node("Dropout", ["a"], ["r"]), node("Relu", ["x"], ["s"])],
+              {"x": x}, ["r", "s"])
+    g, _, outs = against_ort(m, {"x": x}, backends=("sim", "c"))
+    assert [i.ops for i in g.layers] == ["Sigmoid", "Relu"]
+    assert np.allclose(outs["c"]["r"], 1 / (1 + np.exp(-x.astype(np.float64))), rtol=1e-6)
+
+
+def test_a_graph_output_written_by_constant_is_its_value():
+    x = randn(1, 4)
+    c = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    m = model([node("Constant", [], ["r"], value=nh.from_array(c, "v")),
+               node("Relu", ["x"], ["y"])], {"x": x}, ["r", "y"])
+    g, _, outs = against_ort(m, {"x": x}, backends=("sim", "c"))
+    assert g.outputs["r"].shape == (2, 3)
+    assert np.array_equal(outs["c"]["r"], c)
+
+
+# -- Clip bounds ---------------------------------------------------------------------------------
+
+def test_clip_bounds_as_graph_inputs_are_refused_naming_the_node():
+    x = randn(1, 8)
+    m = model([node("Clip", ["x", "lo", "hi"], ["y"], name="clip")],
+              {"x": x, "lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32)}, ["y"])
+    with pytest.raises(ModelError, match=r"^node 'clip' \(Clip\): its min 'lo' is computed or "
+                                         r"a graph input; npukit needs Clip's min and max as "
+                                         r"constants \(initializers\)$"):
+        npukit.onnx.load(m)
+
+
+def test_clip_bounds_as_initializers_are_taken():
+    x = randn(1, 8)
+    m = model([node("Clip", ["x", "lo", "hi"], ["y"])], {"x": x}, ["y"],
+              {"lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32)})
+    _, _, outs = against_ort(m, {"x": x})
+    assert np.array_equal(outs["c"]["y"], np.clip(x, -0.5, 0.5))
