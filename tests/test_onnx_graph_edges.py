@@ -90,3 +90,18 @@ def test_clip_bounds_as_initializers_are_taken():
               {"lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32)})
     _, _, outs = against_ort(m, {"x": x})
     assert np.array_equal(outs["c"]["y"], np.clip(x, -0.5, 0.5))
+
+
+# -- unused optional outputs ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("opset", [7, 9, 10])
+def test_an_unused_dropout_mask_needs_no_shape(opset):
+    """Before opset 10 ONNX shape inference gives Dropout's mask no shape (SqueezeNet, AlexNet
+    and VGG from the model zoos have one nothing reads)."""
+    x = randn(1, 2, 6, 6)
+    m = model([node("Conv", ["x", "w"], ["c"]), node("Dropout", ["c"], ["d", "mask"], ratio=0.5),
+               node("Relu", ["d"], ["y"])], {"x": x}, ["y"], {"w": randn(3, 2, 3, 3)},
+              opset=opset)
+    g, _, _ = against_ort(m, {"x": x})
+    assert [i.ops for i in g.layers] == ["Conv+Relu"]
+

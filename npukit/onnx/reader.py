@@ -525,13 +525,16 @@ def read(model, input_shapes: dict | None = None) -> Net:
         if et not in DTYPES:
             continue
         info[name] = TInfo(tuple(int(d) for d in dims), DTYPES[et])
+    # An optional output nothing reads (Dropout's mask before opset 10, which ONNX shape
+    # inference leaves without a shape) needs neither a shape nor a type npukit computes on.
+    read_or_out = {t for node in kept for t in node.input} | {vi.name for vi in g.output}
     nodes = []
     for k, node in enumerate(kept):
         name = node.name or f"{node.op_type}_{k}"
         n = Node(node.op_type, name, list(node.input), list(node.output), _attrs(node),
                  node.domain or "")
         for t in n.outputs:
-            if not t:
+            if not t or (t not in read_or_out and t != n.outputs[0]):
                 continue
             et, dims = infos.get(t, (0, None))
             if et and et not in DTYPES:
