@@ -9,8 +9,11 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
+import onnx  # noqa: E402
+from onnx import TensorProto  # noqa: E402
+from onnx import helper as h  # noqa: E402
 from onnx import numpy_helper as nh  # noqa: E402
-from onnx_helpers import against_ort, model, node  # noqa: E402
+from onnx_helpers import MS, against_ort, model, node  # noqa: E402
 
 import npukit.onnx  # noqa: E402
 from npukit import ModelError  # noqa: E402
@@ -105,3 +108,71 @@ def test_an_unused_dropout_mask_needs_no_shape(opset):
     g, _, _ = against_ort(m, {"x": x})
     assert [i.ops for i in g.layers] == ["Conv+Relu"]
 
+
+
+# -- QOperator models ending in a softmax ----------------------------------------------------
+
+def qlinear_softmax(dt, opset: int, attr_opset: int) -> onnx.ModelProto:
+    x = np.zeros((2, 10), dt)
+    n = h.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"], name="sm",
+                    domain="com.microsoft", opset=attr_opset, axis=-1 if opset >= 13 else 1)
+    zy = np.array(np.iinfo(dt).min, dt)
+    m = model([n], {"x": x}, ["y"], {"xs": np.float32(0.07), "xz": np.array(3, dt),
+                                     "ys": np.float32(1 / 256), "yz": zy},
+              opset=opset, extra_opsets=[MS])
+    et = TensorProto.UINT8 if dt == np.uint8 else TensorProto.INT8
+    m.graph.output[0].CopyFrom(h.make_tensor_value_info("y", et, x.shape))
+    return m
+
+
+@pytest.mark.parametrize("dt,opset", [(np.uint8, 13), (np.int8, 13), (np.uint8, 11)])
+def test_qlinear_softmax_is_bit_exact(dt, opset):
+    x = RNG.integers(np.iinfo(dt).min, np.iinfo(dt).max, (2, 10), dtype=dt, endpoint=True)
+    g, stats, _ = against_ort(qlinear_softmax(dt, opset, opset), {"x": x},
+                              backends=("sim", "c"))
+    assert stats["c"]["y"].exact == 1.0
+    assert [i.ops for i in g.layers] == ["QLinearSoftmax"]
+
+
+def test_qlinear_softmax_with_another_opsets_axis_semantics_is_refused():
+    with pytest.raises(ModelError, match=r"^node 'sm' \(QLinearSoftmax\): opset=11 in a model "
+                                         r"of opset 13"):
+        npukit.onnx.load(qlinear_softmax(np.uint8, 13, 11))
+
+
+def test_a_qoperator_model_from_quantize_static_ending_in_softmax(tmp_path):
+    """ONNX Runtime's quantization tool in its QOperator format writes QLinearSoftmax."""
+    import logging
+
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    x = randn(1, 2, 6, 6)
+    m = model([node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+               node("Relu", ["c"], ["r"]), node("Flatten", ["r"], ["f"]),
+               node("Gemm", ["f", "wg", "bg"], ["g"], transB=1),
+               node("Softmax", ["g"], ["y"], axis=-1)], {"x": x}, ["y"],
+              {"w": randn(3, 2, 3, 3) * 0.3, "b": randn(3) * 0.1, "wg": randn(10, 108) * 0.2,
+               "bg": randn(10)}, opset=13)
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self):
+            self.data = iter([{"x": randn(1, 2, 6, 6)} for _ in range(8)])
+
+        def get_next(self):
+            return next(self.data, None)
+
+    logging.getLogger().setLevel(logging.ERROR)  # the tool's advice to pre-process
+    onnx.save(m, tmp_path / "float.onnx")
+    quantize_static(str(tmp_path / "float.onnx"), str(tmp_path / "q.onnx"), Calibration(),
+                    quant_format=QuantFormat.QOperator, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8)
+    q = onnx.load(tmp_path / "q.onnx")
+    assert "QLinearSoftmax" in [n.op_type for n in q.graph.node]
+    g, stats, _ = against_ort(q, {"x": x}, backends=("sim", "c"))
+    assert stats["c"]["y"].exact == 1.0
+    assert "QLinearSoftmax" in [i.ops for i in g.layers]

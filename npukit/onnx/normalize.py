@@ -8,7 +8,7 @@
 - quantized operations become integer operations (``Q*`` ops, attributes below): the
   ``QLinearConv``, ``QLinearMatMul``, ``QLinearAdd``, ``QLinearMul``, ``QGemm``,
   ``QLinearAveragePool``, ``QLinearGlobalAveragePool``, ``QLinearSigmoid``,
-  ``QLinearLeakyRelu`` and ``QLinearConcat`` nodes, and the float operations that a
+  ``QLinearLeakyRelu``, ``QLinearSoftmax`` and ``QLinearConcat`` nodes, and the float operations that a
   ``DequantizeLinear`` feeds and a ``QuantizeLinear`` reads (QDQ), as ONNX Runtime's graph
   transformers fuse them on the CPU. A ``DequantizeLinear`` or ``QuantizeLinear`` nothing
   absorbs stays a layer of its own, around a float operation.
@@ -241,6 +241,16 @@ def explicit_quantized(net: Net) -> None:
             fn = n.op[len("QLinear"):]
             out.append(_qnode("QLut", n, [n.inputs[0]], n.outputs, fn=fn,
                               alpha=float(n.attrs.get("alpha", 0.01)),
+                              x=_tensor_q(net, n, 1, 2, "X", dt),
+                              y=_tensor_q(net, n, 3, 4, "Y", dt)))
+        elif n.op == "QLinearSoftmax" and n.domain == MS_DOMAIN:
+            # Its ``opset`` attribute picks Softmax's axis semantics (coerced to 2-D before
+            # opset 13), which npukit takes from the model's opset.
+            if (n.attrs.get("opset", net.opset) >= 13) != (net.opset >= 13):
+                raise ModelError(f"{n.where()}: opset={n.attrs['opset']} in a model of opset "
+                                 f"{net.opset}; npukit needs both before 13 or both from 13")
+            out.append(_qnode("QSoftmax", n, [n.inputs[0]], n.outputs,
+                              axis=int(n.attrs.get("axis", -1)),
                               x=_tensor_q(net, n, 1, 2, "X", dt),
                               y=_tensor_q(net, n, 3, 4, "Y", dt)))
         elif n.op == "QLinearConcat" and n.domain == MS_DOMAIN:

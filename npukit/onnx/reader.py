@@ -271,7 +271,7 @@ def _ms_shape(node, known: dict, inits: dict):
         if x is None or y is None:
             return None
         return et, list(np.broadcast_shapes(tuple(x), tuple(y)))
-    if op in ("QLinearSigmoid", "QLinearLeakyRelu"):
+    if op in ("QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax"):
         return None if x is None else (et, x)
     if op == "QLinearGlobalAveragePool":
         return None if x is None else (et, x[:2] + [1] * (len(x) - 2))
