@@ -8,10 +8,10 @@
 - quantized operations become integer operations (``Q*`` ops, attributes below): the
   ``QLinearConv``, ``QLinearMatMul``, ``QLinearAdd``, ``QLinearMul``, ``QGemm``,
   ``QLinearAveragePool``, ``QLinearGlobalAveragePool``, ``QLinearSigmoid``,
-  ``QLinearLeakyRelu``, ``QLinearSoftmax`` and ``QLinearConcat`` nodes, and the float operations that a
-  ``DequantizeLinear`` feeds and a ``QuantizeLinear`` reads (QDQ), as ONNX Runtime's graph
-  transformers fuse them on the CPU. A ``DequantizeLinear`` or ``QuantizeLinear`` nothing
-  absorbs stays a layer of its own, around a float operation.
+  ``QLinearLeakyRelu``, ``QLinearSoftmax`` and ``QLinearConcat`` nodes, and the float
+  operations that a ``DequantizeLinear`` feeds and a ``QuantizeLinear`` reads (QDQ), as ONNX
+  Runtime's graph transformers fuse them on the CPU. A ``DequantizeLinear`` or
+  ``QuantizeLinear`` nothing absorbs stays a layer of its own, around a float operation.
 
 Integer operations carry their quantization parameters: ``x``/``y``/``a``/``b`` are
 ``(scale, zero_point)`` of per-tensor tensors; weights are ``QConst``; ``lo``/``hi`` the clamp
