@@ -176,3 +176,55 @@ def test_a_qoperator_model_from_quantize_static_ending_in_softmax(tmp_path):
     g, stats, _ = against_ort(q, {"x": x}, backends=("sim", "c"))
     assert stats["c"]["y"].exact == 1.0
     assert "QLinearSoftmax" in [i.ops for i in g.layers]
+
+
+# -- IR version 3: initializers listed as graph inputs ------------------------------------------
+
+def with_random_weights(m: onnx.ModelProto, rng) -> onnx.ModelProto:
+    """``m`` with each ``ConstantOfShape`` of a constant shape (the weights of the onnx
+    wheel's ``light_*`` models) replaced by a random initializer of that shape, listed as a
+    graph input as IR version 3 requires (He-scaled weights; vectors in [0.5, 1.5])."""
+    out = onnx.ModelProto()
+    out.CopyFrom(m)
+    g = out.graph
+    inits = {t.name: nh.to_array(t) for t in g.initializer}
+    keep, new = [], []
+    for n in g.node:
+        if n.op_type == "ConstantOfShape" and n.input[0] in inits:
+            shape = tuple(int(d) for d in inits[n.input[0]])
+            fan = int(np.prod(shape[1:])) if len(shape) > 1 else 0
+            v = rng.normal(size=shape) * np.sqrt(2 / fan) if fan else rng.uniform(0.5, 1.5, shape)
+            new.append(nh.from_array(v.astype(np.float32), n.output[0]))
+        else:
+            keep.append(n)
+    used = {x for n in keep for x in n.input}
+    ins = [vi for vi in g.input if vi.name in used or vi.name not in inits]
+    kept_inits = [t for t in g.initializer if t.name in used]
+    del g.node[:], g.initializer[:], g.input[:]
+    g.node.extend(keep)
+    g.initializer.extend(kept_inits + new)
+    g.input.extend(ins + [h.make_tensor_value_info(t.name, t.data_type, t.dims) for t in new])
+    return out
+
+
+def test_light_squeezenet_of_the_onnx_wheel_in_ir_version_3():
+    """Its weights are initializers that are also graph inputs; after folding, shape
+    inference still sees them (every Conv was 'shape unknown')."""
+    from pathlib import Path
+
+    from npukit.onnx.check import ort_run
+
+    path = Path(onnx.__file__).parent / "backend/test/data/light/light_squeezenet.onnx"
+    if not path.exists():
+        pytest.skip("this onnx wheel ships no light_squeezenet.onnx")
+    m = with_random_weights(onnx.load(path), np.random.default_rng(0))
+    assert m.ir_version == 3
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32)
+    ref, _ = ort_run(m, {"data_0": x})
+    g = npukit.onnx.load(m, l1_budget=48000, l2_budget=512 * 1024, l3_budget=64 << 20,
+                         l3_flash_budget=1 << 30)
+    out = np.full(g.outputs["softmaxout_1"].shape, np.nan, np.float32)  # canary
+    g.run("c", data_0=x, softmaxout_1=out)
+    r = ref["softmaxout_1"]
+    assert np.abs(out - r).max() <= 1e-4 * np.abs(r).max()
+    assert out.argmax() == r.argmax()

@@ -514,7 +514,9 @@ def read(model, input_shapes: dict | None = None) -> Net:
         kept, g.name or "model", [vi for vi in g.input if vi.name not in consts], list(g.output),
         [numpy_helper.from_array(np.asarray(v), n) for n, v in consts.items()])
     m2 = helper.make_model(rebuilt, opset_imports=opsets)
-    m2.ir_version = model.ir_version
+    # IR version 4 lets initializers be other than graph inputs (before it, shape inference
+    # reads no initializer that is not also an input, and the folded values are not).
+    m2.ir_version = max(model.ir_version, 4)
     infos = _infos(_infer(m2))
     info: dict[str, TInfo] = {}
     for name, (et, dims) in infos.items():
