@@ -228,3 +228,41 @@ def test_light_squeezenet_of_the_onnx_wheel_in_ir_version_3():
     r = ref["softmaxout_1"]
     assert np.abs(out - r).max() <= 1e-4 * np.abs(r).max()
     assert out.argmax() == r.argmax()
+
+
+# -- empty tensors -----------------------------------------------------------------------------
+
+def test_a_zero_dimension_in_input_shapes_is_refused_naming_the_input():
+    m = model([node("Relu", ["x"], ["y"])], {"x": randn(1, 4, 8)}, ["y"])
+    with pytest.raises(ModelError, match=r"^input 'x': input_shapes gives dimension 1 as 0 "
+                                         r"\(\[1, 0, 8\]\), an empty tensor"):
+        npukit.onnx.load(m, input_shapes={"x": (1, 0, 8)})
+
+
+@pytest.mark.parametrize("case", ["reshape", "slice"])
+def test_an_empty_intermediate_tensor_is_refused_naming_the_node(case):
+    x = randn(1, 4, 8)
+    first = {"reshape": (node("Reshape", ["x", "s"], ["y"], allowzero=1, name="n"),
+                         {"s": np.array([0, 32], np.int64)}, r"\[0, 32\]"),
+             "slice": (node("Slice", ["x", "s", "e", "a"], ["y"], name="n"),
+                       {"s": np.array([2], np.int64), "e": np.array([2], np.int64),
+                        "a": np.array([1], np.int64)}, r"\[1, 0, 8\]")}[case]
+    m = model([first[0], node("Relu", ["y"], ["r"])], {"x": x}, ["r"], first[1])
+    with pytest.raises(ModelError, match=rf"^node 'n' \({first[0].op_type}\): output 'y' has "
+                                         rf"shape {first[2]}, an empty tensor"):
+        npukit.onnx.load(m)
+
+
+def test_an_empty_constant_graph_output_is_refused_naming_it():
+    m = model([node("Constant", [], ["e"], value=nh.from_array(np.zeros((2, 0), np.float32))),
+               node("Relu", ["x"], ["y"])], {"x": randn(1, 4)}, ["e", "y"])
+    with pytest.raises(ModelError, match=r"^output 'e': a constant of shape \[2, 0\], an empty"):
+        npukit.onnx.load(m)
+
+
+def test_an_empty_initializer_a_concat_reads_adds_nothing():
+    x = randn(1, 4, 8)
+    m = model([node("Concat", ["x", "w"], ["y"], axis=1), node("Relu", ["y"], ["r"])],
+              {"x": x}, ["r"], {"w": np.zeros((1, 0, 8), np.float32)})
+    _, _, outs = against_ort(m, {"x": x}, backends=("sim", "c"))
+    assert np.array_equal(outs["c"]["r"], np.maximum(x, 0))

@@ -127,6 +127,10 @@ def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
             if dims is not None and len(dims) != len(want):
                 raise ModelError(f"input {vi.name!r}: shape {want} given but the model says "
                                  f"rank {len(dims)} ({dims})")
+            if 0 in want:
+                raise ModelError(f"input {vi.name!r}: input_shapes gives dimension "
+                                 f"{want.index(0)} as 0 ({list(want)}), an empty tensor; npukit "
+                                 f"computes on non-empty ones")
         elif dims is None:
             raise ModelError(f"input {vi.name!r}: the model gives no shape; pass "
                              f"input_shapes={{{vi.name!r}: (...)}}")
@@ -546,10 +550,17 @@ def read(model, input_shapes: dict | None = None) -> Net:
             if t not in info:
                 raise ModelError(f"{n.where()}: the shape of output {t!r} is unknown after "
                                  f"shape inference ({dims})")
+            if 0 in info[t].shape:
+                raise ModelError(f"{n.where()}: output {t!r} has shape {list(info[t].shape)}, "
+                                 f"an empty tensor; npukit computes on non-empty ones")
         nodes.append(n)
     for vi in g.output:
         if vi.name not in info and vi.name not in consts:
             raise ModelError(f"output {vi.name!r}: its shape is unknown after shape inference")
+        if vi.name in consts and consts[vi.name].size == 0:
+            raise ModelError(f"output {vi.name!r}: a constant of shape "
+                             f"{list(consts[vi.name].shape)}, an empty tensor; npukit computes "
+                             f"on non-empty ones")
     for vi in inputs:
         et = vi.type.tensor_type.elem_type
         if et not in (1, 2, 3):
