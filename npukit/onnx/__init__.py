@@ -56,7 +56,9 @@ class OnnxGraph:
         self.outputs = {}
         for o in net.outputs:
             d = next(d for d in decl.values() if d.onnx == o and d.kind in ("out", "inout"))
-            self.outputs[o] = Port(d.cname, net.info[o].shape, d.dtype)
+            # An output the model computes from constants alone (a Constant node) is folded.
+            shape = net.consts[o].shape if o in net.consts else net.info[o].shape
+            self.outputs[o] = Port(d.cname, tuple(shape), d.dtype)
         self.target = graph.target
         # Each planned tensor's ONNX name: a C name keeps only 40 characters of it.
         self.onnx_names = {c: o for o, c in lowering.of.items()}

@@ -8,10 +8,10 @@
 - quantized operations become integer operations (``Q*`` ops, attributes below): the
   ``QLinearConv``, ``QLinearMatMul``, ``QLinearAdd``, ``QLinearMul``, ``QGemm``,
   ``QLinearAveragePool``, ``QLinearGlobalAveragePool``, ``QLinearSigmoid``,
-  ``QLinearLeakyRelu`` and ``QLinearConcat`` nodes, and the float operations that a
-  ``DequantizeLinear`` feeds and a ``QuantizeLinear`` reads (QDQ), as ONNX Runtime's graph
-  transformers fuse them on the CPU. A ``DequantizeLinear`` or ``QuantizeLinear`` nothing
-  absorbs stays a layer of its own, around a float operation.
+  ``QLinearLeakyRelu``, ``QLinearSoftmax`` and ``QLinearConcat`` nodes, and the float
+  operations that a ``DequantizeLinear`` feeds and a ``QuantizeLinear`` reads (QDQ), as ONNX
+  Runtime's graph transformers fuse them on the CPU. A ``DequantizeLinear`` or
+  ``QuantizeLinear`` nothing absorbs stays a layer of its own, around a float operation.
 
 Integer operations carry their quantization parameters: ``x``/``y``/``a``/``b`` are
 ``(scale, zero_point)`` of per-tensor tensors; weights are ``QConst``; ``lo``/``hi`` the clamp
@@ -72,8 +72,18 @@ def _tensor_q(net: Net, node: Node, ks: int, kz: int, what: str, dtype) -> tuple
 
 
 def aliases(net: Net) -> dict[str, str]:
-    """Drop Identity, Dropout and same-type Cast; returns output -> input."""
+    """Drop Identity, Dropout and same-type Cast; returns output -> input. A graph output
+    such a node writes from a tensor another node makes becomes that node's output (the
+    tensor is renamed to it), so the rewrites that follow see a graph output where the
+    model has one."""
     alias: dict[str, str] = {}
+
+    def root(t: str) -> str:
+        while t in alias:
+            t = alias[t]
+        return t
+
+    producer = {t: n for n in net.nodes for t in n.outputs if t}
     kept = []
     for n in net.nodes:
         if n.op in ALIAS_OPS or (n.op == "Cast" and n.inputs[0] in net.info and
@@ -89,14 +99,16 @@ def aliases(net: Net) -> dict[str, str]:
                     n.inputs[2] in net.consts and not net.consts[n.inputs[2]].any()):
                 raise ModelError(f"{n.where()}: training_mode {n.inputs[2]!r} must be a constant "
                                  f"false; npukit runs inference")
-            alias[n.outputs[0]] = n.inputs[0]
+            src, out = root(n.inputs[0]), n.outputs[0]
+            made = producer.get(src)
+            if out in net.outputs and made is not None and src not in net.outputs:
+                made.outputs = [out if t == src else t for t in made.outputs]
+                producer[out] = made
+                alias[src] = out
+            else:
+                alias[out] = n.inputs[0]
             continue
         kept.append(n)
-
-    def root(t: str) -> str:
-        while t in alias:
-            t = alias[t]
-        return t
 
     for n in kept:
         n.inputs = [root(t) if t else t for t in n.inputs]
@@ -231,6 +243,16 @@ def explicit_quantized(net: Net) -> None:
                               alpha=float(n.attrs.get("alpha", 0.01)),
                               x=_tensor_q(net, n, 1, 2, "X", dt),
                               y=_tensor_q(net, n, 3, 4, "Y", dt)))
+        elif n.op == "QLinearSoftmax" and n.domain == MS_DOMAIN:
+            # Its ``opset`` attribute picks Softmax's axis semantics (coerced to 2-D before
+            # opset 13), which npukit takes from the model's opset.
+            if (n.attrs.get("opset", net.opset) >= 13) != (net.opset >= 13):
+                raise ModelError(f"{n.where()}: opset={n.attrs['opset']} in a model of opset "
+                                 f"{net.opset}; npukit needs both before 13 or both from 13")
+            out.append(_qnode("QSoftmax", n, [n.inputs[0]], n.outputs,
+                              axis=int(n.attrs.get("axis", -1)),
+                              x=_tensor_q(net, n, 1, 2, "X", dt),
+                              y=_tensor_q(net, n, 3, 4, "Y", dt)))
         elif n.op == "QLinearConcat" and n.domain == MS_DOMAIN:
             y = _tensor_q(net, n, 0, 1, "Y", net.info[n.outputs[0]].dtype)
             ins, qs = [], []
@@ -308,11 +330,13 @@ def _clip_bounds(net: Net, act: Node) -> tuple[float | None, float | None]:
         return 0.0, None
     if "min" in act.attrs or "max" in act.attrs:  # Clip-6
         return _ordered(act.attrs.get("min"), act.attrs.get("max"))
+    for k, what in ((1, "min"), (2, "max")):
+        if k < len(act.inputs) and act.inputs[k] and act.inputs[k] not in net.consts:
+            raise ModelError(f"{act.where()}: its {what} {act.inputs[k]!r} is computed or a "
+                             f"graph input; npukit needs Clip's min and max as constants "
+                             f"(initializers)")
     lo = net.consts[act.inputs[1]] if len(act.inputs) > 1 and act.inputs[1] else None
     hi = net.consts[act.inputs[2]] if len(act.inputs) > 2 and act.inputs[2] else None
-    for k in (1, 2):
-        if k < len(act.inputs) and act.inputs[k] and act.inputs[k] not in net.consts:
-            raise ModelError(f"{act.where()}: its bound {act.inputs[k]!r} must be a constant")
     return _ordered(None if lo is None else float(lo), None if hi is None else float(hi))
 
 

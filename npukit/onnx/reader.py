@@ -127,6 +127,10 @@ def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
             if dims is not None and len(dims) != len(want):
                 raise ModelError(f"input {vi.name!r}: shape {want} given but the model says "
                                  f"rank {len(dims)} ({dims})")
+            if 0 in want:
+                raise ModelError(f"input {vi.name!r}: input_shapes gives dimension "
+                                 f"{want.index(0)} as 0 ({list(want)}), an empty tensor; npukit "
+                                 f"computes on non-empty ones")
         elif dims is None:
             raise ModelError(f"input {vi.name!r}: the model gives no shape; pass "
                              f"input_shapes={{{vi.name!r}: (...)}}")
@@ -271,7 +275,7 @@ def _ms_shape(node, known: dict, inits: dict):
         if x is None or y is None:
             return None
         return et, list(np.broadcast_shapes(tuple(x), tuple(y)))
-    if op in ("QLinearSigmoid", "QLinearLeakyRelu"):
+    if op in ("QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax"):
         return None if x is None else (et, x)
     if op == "QLinearGlobalAveragePool":
         return None if x is None else (et, x[:2] + [1] * (len(x) - 2))
@@ -514,7 +518,9 @@ def read(model, input_shapes: dict | None = None) -> Net:
         kept, g.name or "model", [vi for vi in g.input if vi.name not in consts], list(g.output),
         [numpy_helper.from_array(np.asarray(v), n) for n, v in consts.items()])
     m2 = helper.make_model(rebuilt, opset_imports=opsets)
-    m2.ir_version = model.ir_version
+    # IR version 4 lets initializers be other than graph inputs (before it, shape inference
+    # reads no initializer that is not also an input, and the folded values are not).
+    m2.ir_version = max(model.ir_version, 4)
     infos = _infos(_infer(m2))
     info: dict[str, TInfo] = {}
     for name, (et, dims) in infos.items():
@@ -525,13 +531,16 @@ def read(model, input_shapes: dict | None = None) -> Net:
         if et not in DTYPES:
             continue
         info[name] = TInfo(tuple(int(d) for d in dims), DTYPES[et])
+    # An optional output nothing reads (Dropout's mask before opset 10, which ONNX shape
+    # inference leaves without a shape) needs neither a shape nor a type npukit computes on.
+    read_or_out = {t for node in kept for t in node.input} | {vi.name for vi in g.output}
     nodes = []
     for k, node in enumerate(kept):
         name = node.name or f"{node.op_type}_{k}"
         n = Node(node.op_type, name, list(node.input), list(node.output), _attrs(node),
                  node.domain or "")
         for t in n.outputs:
-            if not t:
+            if not t or (t not in read_or_out and t != n.outputs[0]):
                 continue
             et, dims = infos.get(t, (0, None))
             if et and et not in DTYPES:
@@ -541,10 +550,17 @@ def read(model, input_shapes: dict | None = None) -> Net:
             if t not in info:
                 raise ModelError(f"{n.where()}: the shape of output {t!r} is unknown after "
                                  f"shape inference ({dims})")
+            if 0 in info[t].shape:
+                raise ModelError(f"{n.where()}: output {t!r} has shape {list(info[t].shape)}, "
+                                 f"an empty tensor; npukit computes on non-empty ones")
         nodes.append(n)
     for vi in g.output:
         if vi.name not in info and vi.name not in consts:
             raise ModelError(f"output {vi.name!r}: its shape is unknown after shape inference")
+        if vi.name in consts and consts[vi.name].size == 0:
+            raise ModelError(f"output {vi.name!r}: a constant of shape "
+                             f"{list(consts[vi.name].shape)}, an empty tensor; npukit computes "
+                             f"on non-empty ones")
     for vi in inputs:
         et = vi.type.tensor_type.elem_type
         if et not in (1, 2, 3):
