@@ -207,6 +207,7 @@ def with_random_weights(m: onnx.ModelProto, rng) -> onnx.ModelProto:
     return out
 
 
+@pytest.mark.slow  # plans and runs a 26-layer model (~35 s)
 def test_light_squeezenet_of_the_onnx_wheel_in_ir_version_3():
     """Its weights are initializers that are also graph inputs; after folding, shape
     inference still sees them (every Conv was 'shape unknown')."""
