@@ -16,9 +16,10 @@ import multiprocessing
 import os
 import sys
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import wait
-from typing import Any, Callable
+from typing import Any
 
 from .errors import NpukitError
 

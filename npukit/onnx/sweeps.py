@@ -13,7 +13,7 @@ from dataclasses import astuple, dataclass, fields
 
 from ..errors import NpukitError
 from ..workers import run_units
-from .validate import model_bytes
+from .validation import model_bytes
 
 
 @dataclass(frozen=True)
