@@ -113,8 +113,7 @@ def plan_one(unit) -> SweepRow:
         return SweepRow(target, l1, l2, l3, False, str(exc).splitlines()[0], None, None, None,
                         None, None)
     mem = g.memory
-    streamed = sum(g.tensors[layer.bindings[a]].size for layer in g.graph.layers
-                   for a in layer.streamed)
+    streamed = sum(g.tensors[t].size for layer in g.graph.layers for t in layer.streamed)
     return SweepRow(target, l1, l2, l3, True, "",
                     *(mem[m].static + mem[m].dynamic for m in ("L1", "L2", "L3")),
                     cycles, streamed)
