@@ -23,7 +23,7 @@ from onnx_cnn import BUDGETS, cnn  # noqa: E402
 GOAL = 0.65
 
 
-def main(size: int = 64, count: int = 64) -> None:
+def main(size: int = 128, count: int = 64) -> None:
     import onnx
     from onnxruntime.quantization import (
         CalibrationDataReader,
