@@ -85,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     from .onnx.cli import register as register_run
 
     register_run(sub)
+    from .onnx.cli_jobs import register as register_jobs
+
+    register_jobs(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -499,6 +499,57 @@ def onnx_model() -> list[Check]:
             Check("ONNX CNN: C = ONNX Runtime", cmp.within), Check("ONNX CNN: C = sim", same)]
 
 
+def validation() -> list[Check]:
+    """A uint8 QDQ model (the ONNX section's CNN quantized by ONNX Runtime's
+    ``quantize_static``) validated on a handful of inputs by ``npukit.onnx.validate`` on the
+    local process pool. Returns its checks."""
+    _heading("Validating a QDQ model on a data set (local worker processes)")
+    names = ["validate: QDQ outputs bit-exact vs ONNX Runtime", "validate: no input lost"]
+    try:
+        import onnx
+        from onnxruntime.quantization import (
+            CalibrationDataReader,
+            QuantFormat,
+            QuantType,
+            quantize_static,
+        )
+    except ImportError:
+        print('  (needs the onnx and onnxruntime packages: pip install "npukit[onnx]")')
+        return [Check(n, None) for n in names]
+    import logging
+    import tempfile
+    from pathlib import Path
+
+    from .onnx import validate
+
+    rng = np.random.default_rng(2)
+    xs = [{"x": rng.uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)} for _ in range(6)]
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self):
+            self.data = iter(xs)
+
+        def get_next(self):
+            return next(self.data, None)
+
+    logging.getLogger().setLevel(logging.ERROR)  # the tool's advice to pre-process
+    with tempfile.TemporaryDirectory() as tmp:
+        f, q = Path(tmp) / "float.onnx", Path(tmp) / "qdq.onnx"
+        onnx.save(_tiny_cnn(), f)
+        quantize_static(str(f), str(q), Calibration(), quant_format=QuantFormat.QDQ,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+        try:
+            v = validate(q, xs, f, l1_budget=8000, l2_budget=64 * 1024, workers=2)
+        except CompilerError as e:
+            print(f"  C: not run ({str(e).splitlines()[0][:40]})")
+            return [Check(n, _not_run(e)) for n in names]
+    for line in str(v).splitlines():
+        print(f"  {line}")
+    model = v.outputs[0]
+    return [Check(names[0], model.exact == 1.0 and v.within),
+            Check(names[1], v.count == len(xs) and not v.failed)]
+
+
 def tensor_operations() -> list[Check]:
     """The TPP tensor compiler: a GEMM with a ReLU last touch and an einsum contraction,
     each checked against numpy, timed beside OpenBLAS (np.matmul) in interleaved rounds.
@@ -623,6 +674,7 @@ SECTIONS = {
     "autotiler": (autotiler, "the GAP AutoTiler's user kernels: tilings, cycles, C"),
     "graph": (graph, "the GAP AutoTiler's MNIST graph: memory plan, layers, C"),
     "onnx": (onnx_model, "an ONNX CNN imported, run and checked against ONNX Runtime"),
+    "validate": (validation, "a QDQ model validated on a data set by local worker processes"),
     "tpp": (tensor_operations, "TPP tensor operations: GEMM + ReLU, einsum, vs OpenBLAS"),
     "speed": (speed, "the C back end at speed: fused LUT loops, threads, linear builds"),
     "lut": (_lut, "lookup tables designed and measured (AIE API, TPP, Compass DSL)"),

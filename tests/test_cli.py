@@ -50,9 +50,9 @@ def test_demo_prints_the_layouts_section(capsys):
 
 # The demo's self-checks: 3 layout views, 8 EasyKernel kernels x (numpy, C), the SiLU
 # table, 3 for the Compass DSL kernel, 5 AutoTiler ports x (numpy, C), 3 for the MNIST
-# graph, 3 for the ONNX model, 2 tensor operations, 2 for speed (1 and 2 threads), 2 LUT
-# claims.
-DEMO_CHECKS = 3 + 8 * 2 + 1 + 3 + 5 * 2 + 3 + 3 + 2 + 2 + 2
+# graph, 3 for the ONNX model, 2 for its validation on a data set, 2 tensor operations, 2 for
+# speed (1 and 2 threads), 2 LUT claims.
+DEMO_CHECKS = 3 + 8 * 2 + 1 + 3 + 5 * 2 + 3 + 3 + 2 + 2 + 2 + 2
 # The EasyKernel kernels, the Compass DSL kernel, the AutoTiler ports, the MNIST graph, the
 # ONNX model (C against ONNX Runtime, C against the simulator), speed (1 and 2 threads).
 C_CHECKS = 8 + 1 + 5 + 1 + 2 + 2
@@ -226,3 +226,10 @@ def test_output_into_a_closed_pipe_is_not_a_traceback():
         code = p.wait()
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert code == 1
+
+
+def test_demo_validates_a_qdq_model_on_the_local_pool(capsys):
+    assert main(["demo", "validate"]) == 0
+    out = capsys.readouterr().out
+    assert "Validated on 6 inputs" in out and "bit-exact 100.00% of elements" in out
+    assert out.rstrip().splitlines()[-1] == "2 checks passed"

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import DTypeError, ModelError, ShapeError
 from ..run import Result
 
-__all__ = ["load", "OnnxGraph", "Port"]
+__all__ = ["load", "OnnxGraph", "Port", "validate", "sweep"]
 
 @dataclass(frozen=True)
 class Port:
@@ -177,3 +177,18 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
                               "memset", "fopen", "fclose", "fread", "fwrite", "snprintf"})
     low = lower(net, alias, m, gname)
     return OnnxGraph(m, m.graph(gname), low, net, dtype is None)
+
+
+def validate(model, inputs, reference=None, **kw):
+    """A model validated on a data set against ONNX Runtime, on local processes or a Dask
+    cluster (``npukit.onnx.validation.validate``)."""
+    from .validation import validate as run
+
+    return run(model, inputs, reference, **kw)
+
+
+def sweep(model, l1, l2, l3=(None,), targets=("gap8",), **kw):
+    """A model planned under every combination of budgets (``npukit.onnx.sweeps.sweep``)."""
+    from .sweeps import sweep as run
+
+    return run(model, l1, l2, l3, targets, **kw)

@@ -1,0 +1,99 @@
+"""``npukit validate`` and ``npukit sweep``: the jobs of ``npukit.onnx.validate`` and
+``npukit.onnx.sweep`` from the command line, on a local process pool (one worker per core by
+default, ``--workers N``) or a running Dask cluster (``--scheduler tcp://HOST:PORT``).
+Exit status: 2 when npukit refuses the model or the arguments, 1 when ``validate`` is
+outside the tolerance (or an input failed to run), 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import NpukitError
+from .cli import size
+
+
+def _sizes(text: str) -> list[int]:
+    return [size(t) for t in text.split(",")]
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask "
+                   "cluster (pip install \"npukit[cluster]\") instead of local processes")
+    p.add_argument("--workers", type=int, help="local worker processes (default: one per "
+                   "core)")
+
+
+def register(subparsers) -> None:
+    """Add ``validate`` and ``sweep`` to the ``npukit`` command's subparsers."""
+    v = subparsers.add_parser(
+        "validate", help="run a model on a data set in npukit and ONNX Runtime, compare",
+        description="Run every input through npukit and ONNX Runtime on the same model (and "
+        "the float --reference model): per output the bit-exact fraction, max absolute and "
+        "relative error, top-1 agreement and the worst inputs. Exit 1 outside the tolerance "
+        "(integer and dequantized outputs bit-exact, float outputs within 1e-4 relative). "
+        "--inputs: a folder of .npy/.npz files (one input set a file) or one .npz of "
+        "stacked inputs (docs/onnx.md).")
+    _common(v)
+    v.add_argument("--inputs", required=True, metavar="PATH", help="a folder of .npy/.npz "
+                   "files or one .npz of stacked inputs")
+    v.add_argument("--reference", metavar="FLOAT.onnx", help="the float model too")
+    v.add_argument("--count", type=int, help="the first N inputs only")
+    v.add_argument("--backend", choices=["c", "sim"], default="c", help="sim adds cycles")
+    v.add_argument("--target", default="gap8")
+    v.add_argument("--l1", type=size)
+    v.add_argument("--l2", type=size)
+    v.add_argument("--l3", type=size)
+    v.add_argument("--json", metavar="OUT.json", help="write the numbers as JSON")
+    v.set_defaults(func=_guard(_validate))
+    s = subparsers.add_parser(
+        "sweep", help="plan a model under every combination of memory budgets",
+        description="Plan and simulate the model under every L1 x L2 x L3 x target "
+        "combination: fits or why not, bytes used, cycles, weights streamed.")
+    _common(s)
+    s.add_argument("--l1", type=_sizes, required=True, metavar="B,B,...")
+    s.add_argument("--l2", type=_sizes, required=True, metavar="B,B,...")
+    s.add_argument("--l3", type=_sizes, metavar="B,B,...", help="default: the target's")
+    s.add_argument("--target", default="gap8", metavar="T,T,...")
+    s.add_argument("--csv", metavar="OUT.csv")
+    s.add_argument("--plot", metavar="OUT.png", help="cycles against L2, Pareto front marked")
+    s.set_defaults(func=_guard(_sweep))
+
+
+def _guard(job):
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return job(args)
+        except NpukitError as exc:
+            print(f"npukit {args.command}: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return 2
+    return run
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from .validation import validate
+
+    v = validate(args.model, args.inputs, args.reference, target=args.target,
+                 l1_budget=args.l1, l2_budget=args.l2, l3_budget=args.l3,
+                 backend=args.backend, count=args.count, workers=args.workers,
+                 scheduler=args.scheduler)
+    print(v)
+    if args.json:
+        Path(args.json).write_text(v.to_json() + "\n")
+    return 0 if v.within else 1
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from .sweeps import sweep
+
+    s = sweep(args.model, args.l1, args.l2, args.l3 or [None], args.target.split(","),
+              workers=args.workers, scheduler=args.scheduler)
+    print(s)
+    if args.csv:
+        s.write_csv(args.csv)
+    if args.plot:
+        s.plot(args.plot)
+    return 0
