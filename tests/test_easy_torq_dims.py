@@ -78,3 +78,29 @@ def test_dim_edit_errors_name_tensor_and_sizes():
         build(lambda x: x.move_dim(2, 0))
     with pytest.raises(ShapeError, match="of a vectorized layout"):
         build(lambda x: x.vectorize(4).erase_dim(0))
+
+
+@nk.kernel
+def torq_scale(s, input, weight, output):
+    """A Torq pattern's body as in C++: scalarProductAccumulate(idata, wdata) with the
+    one weight second, then act.load of the int32 partials."""
+    n = s.act.width(input.dtype, weight.dtype)
+    x = input.vectorize(n)
+    wdata = s.wram.load(weight)
+    for i in s.iterate(x.dim(0)):
+        pdata = s.alu.scalarProductAccumulate(s.iram.load(x[i]), wdata)
+        s.append(output, s.act.load(pdata))
+
+
+@pytest.mark.parametrize("backend", ["sim", "c"])
+def test_torq_order_scalar_product_and_act_load(backend):
+    rng = np.random.default_rng(7)
+    a = rng.integers(-128, 128, 100).astype("int8")
+    a[0] = -128
+    w = np.array([-113], np.int8)
+    big, out, out_spec = canary_output((100,), "int16", rng)
+    prog = nk.build(torq_scale, target="torq", input=nk.spec((100,), "int8"),
+                    weight=nk.spec((1,), "int8"), output=out_spec)
+    prog.run(backend, input=a, weight=w, output=out)
+    assert (out == a.astype(np.int64) * -113).all()  # |a·w| <= 14464 fits int16: no saturation
+    assert outside_untouched(big, out)
