@@ -70,7 +70,8 @@ class _Suggests:
     _owner = ""
 
     def _public(self) -> list[str]:
-        return [n for n in dir(type(self)) if not n.startswith("_")]
+        # camelCase aliases (Torq's spelling) stay out: one suggestion per method.
+        return [n for n in dir(type(self)) if not n.startswith("_") and n == n.lower()]
 
     def __getattr__(self, name: str):
         if name.startswith("_"):  # copy, pickle and friends probe private names
