@@ -95,7 +95,11 @@ class _Alu(_Unit):
         return self._op("mul", "add", a, b)
 
     def scalar_product_accumulate(self, scalar: Data, b: Data) -> Data:
-        """Partials ``+= scalar * b``: ``scalar`` holds one value, broadcast to every lane."""
+        """Partials ``+= scalar * b``: ``scalar`` holds one value, broadcast to every lane.
+        Torq's order, ``(idata, wdata)`` with the one value in ``wdata``, is also taken: the
+        operand holding one value is the scalar."""
+        if scalar.size != 1 and b.size == 1:
+            scalar, b = b, scalar
         if scalar.size != 1:
             raise ShapeError(f"scalar_product_accumulate: the scalar operand holds {scalar.size} "
                              f"values, expected 1")
@@ -106,6 +110,10 @@ class _Alu(_Unit):
     def accumulate(self, a: Data) -> Data:
         """Partials ``+= a``."""
         return self._op("pass", "add", a)
+
+    # camelCase aliases, so a Torq pattern's body reads as in C++.
+    iWidth, elementwiseProductAccumulate = i_width, elementwise_product_accumulate
+    scalarProductAccumulate = scalar_product_accumulate
 
     def elementwise_add(self, a: Data, b: Data) -> Data:
         return self._op("add", "add", a, b)
@@ -182,6 +190,18 @@ class _Act(_Unit):
         (``lo``, ``hi`` integers, as for ``rescale_clamp``), float32 from float partials
         (``lo``, ``hi`` numbers; a NaN passes)."""
         return self._op("clamp", p, (), lo=lo, hi=hi)
+
+    def load(self, p: Data) -> Data:
+        """Torq's ``act.load``: the partials unchanged (int32 or float32), a clamp to the
+        whole range of their type."""
+        if not isinstance(p, Data):
+            raise KernelError(f"s.act.load expects ALU partials, got {type(p).__name__}")
+        if is_float(p.dtype):
+            return self.clamp(p, -math.inf, math.inf)
+        lo, hi = int_range(p.dtype)
+        return self.clamp(p, lo, hi)
+
+    rescaleClamp = rescale_clamp
 
     def lookup(self, p: Data, lut, step_bits: int | None = None, bias: int | None = None,
                oor: str | None = None) -> Data:

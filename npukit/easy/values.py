@@ -70,7 +70,8 @@ class _Suggests:
     _owner = ""
 
     def _public(self) -> list[str]:
-        return [n for n in dir(type(self)) if not n.startswith("_")]
+        # camelCase aliases (Torq's spelling) stay out: one suggestion per method.
+        return [n for n in dir(type(self)) if not n.startswith("_") and n == n.lower()]
 
     def __getattr__(self, name: str):
         if name.startswith("_"):  # copy, pickle and friends probe private names
@@ -121,7 +122,8 @@ class LData(_Suggests):
 
     def _public(self) -> list[str]:
         return ["shape", "dtype", "rank", "dim", "dims", "dense_dims", "vectorize", "fuse",
-                "broadcast_as", "permute", "layout", "name"]
+                "broadcast_as", "permute", "subview_dim", "reshape_dim", "insert_dim",
+                "erase_dim", "move_dim", "layout", "name"]
 
     # Tensor editing: each returns a new LData.
     def vectorize(self, n: int, *, strided: bool = False) -> LData:
@@ -147,6 +149,85 @@ class LData(_Suggests):
 
     def permute(self, order: Sequence[int]) -> LData:
         return replace(self, layout=self.layout.permute(order))
+
+    # The Torq EasyKernel dimension editors, in its operand order; each is a layout
+    # transform (no data moves), so every back end runs it unchanged.
+    def _axis(self, d: int, op: str, rank: int | None = None) -> int:
+        rank = self.rank if rank is None else rank
+        d = as_int(d, f"tensor {self._owner}: {op} dim")
+        if not -rank <= d < rank:
+            raise ShapeError(f"tensor {self._owner}: {op} dim {d} out of range for shape "
+                             f"{self.shape}")
+        return d % rank
+
+    def _plain(self, op: str) -> Layout:
+        """The layout, refused when vectorized: moving dims would mix junk lanes in."""
+        if self.layout.valid is not None:
+            raise ShapeError(f"tensor {self._owner}: {op} of a vectorized layout {self.shape}; "
+                             f"edit dims before vectorize")
+        return self.layout
+
+    def _with_dims(self, shape, strides, offset: int | None = None) -> LData:
+        lay = self.layout
+        return replace(self, layout=Layout(tuple(shape), lay.dtype, tuple(strides),
+                                           lay.offset if offset is None else offset))
+
+    def subview_dim(self, dim: int, offset: int, count: int) -> LData:
+        """Torq's ``subviewDim``: elements ``offset .. offset+count-1`` of dim ``dim``."""
+        lay, d = self._plain("subview_dim"), self._axis(dim, "subview_dim")
+        offset, count = as_int(offset, "subview_dim: offset"), as_int(count, "subview_dim: count")
+        if offset < 0 or count < 0 or offset + count > lay.shape[d]:
+            raise OutOfBoundsError(f"tensor {self._owner}: subview_dim({d}, {offset}, {count}) "
+                                   f"leaves dim {d} of {lay.shape} ({lay.shape[d]} elements)")
+        return replace(self, layout=lay[(slice(None),) * d + (slice(offset, offset + count),)])
+
+    def reshape_dim(self, dim: int, sizes: Sequence[int]) -> LData:
+        """Torq's ``reshapeDim``: dim ``dim`` becomes the row-major dims ``sizes`` (one of
+        them may be -1, inferred). Torq's ``allowNonMultiple`` is refused: it would read past
+        the dim's end."""
+        lay, d = self._plain("reshape_dim"), self._axis(dim, "reshape_dim")
+        sizes = [as_int(n, "reshape_dim: size") for n in sizes]
+        n, known = lay.shape[d], int(np.prod([k for k in sizes if k != -1]))
+        if sizes.count(-1) > 1 or any(k < -1 for k in sizes):
+            raise ShapeError(f"tensor {self._owner}: reshape_dim sizes {sizes}: at most one -1")
+        if -1 in sizes and known and n % known == 0:
+            sizes[sizes.index(-1)] = n // known
+        if int(np.prod(sizes)) != n:
+            raise ShapeError(f"tensor {self._owner}: reshape_dim({d}, {sizes}): dim {d} of "
+                             f"{lay.shape} has {n} elements")
+        strides, step = [], lay.strides[d]
+        for k in reversed(sizes):
+            strides.insert(0, step)
+            step *= k
+        return self._with_dims(lay.shape[:d] + tuple(sizes) + lay.shape[d + 1:],
+                               lay.strides[:d] + tuple(strides) + lay.strides[d + 1:])
+
+    def insert_dim(self, dim: int, size: int, stride: int = 0) -> LData:
+        """Torq's ``insertDim``: a new dim of ``size`` elements at index ``dim`` (0..rank),
+        ``stride`` apart (0, the default, repeats the data: a broadcast)."""
+        lay = self._plain("insert_dim")
+        d = self._axis(dim, "insert_dim", self.rank + 1)
+        size, stride = as_int(size, "insert_dim: size"), as_int(stride, "insert_dim: stride")
+        return self._with_dims(lay.shape[:d] + (size,) + lay.shape[d:],
+                               lay.strides[:d] + (stride,) + lay.strides[d:])
+
+    def erase_dim(self, dim: int) -> LData:
+        """Torq's ``eraseDim``: drop dim ``dim``, keeping its first element."""
+        lay, d = self._plain("erase_dim"), self._axis(dim, "erase_dim")
+        return self._with_dims(lay.shape[:d] + lay.shape[d + 1:],
+                               lay.strides[:d] + lay.strides[d + 1:])
+
+    def move_dim(self, src: int, dst: int) -> LData:
+        """Torq's ``moveDim``: dim ``src`` moves to index ``dst``, counted after removing it."""
+        self._plain("move_dim")
+        s = self._axis(src, "move_dim")
+        order = [k for k in range(self.rank) if k != s]
+        order.insert(self._axis(dst, "move_dim", self.rank), s)
+        return self.permute(order)
+
+    # camelCase aliases, so a Torq pattern's body reads as in C++.
+    subviewDim, reshapeDim, insertDim = subview_dim, reshape_dim, insert_dim
+    eraseDim, moveDim, broadcastAs, denseDims = erase_dim, move_dim, broadcast_as, dense_dims
 
     def __getitem__(self, key) -> LData:
         """numpy basic indexing, keys taken left to right: an index (an int, a loop
