@@ -7,14 +7,15 @@ A run is a sequence of IR programs over flat memory areas, as on GAP: the static
 dynamic L2 areas, the static and dynamic L3 RAM areas and the flash image; the constructor
 copies promoted constants from flash into L2 (and L3), each layer's program reads and writes
 its tensors where the plan put them, and a constant fetched early is copied into the dynamic
-L2 area before the layer that issues it. ``Graph.program()`` joins the layers and their
-fetches into one IR program (the constants where the constructor leaves them); the simulator
-runs it like any program, and the timeline runs it with each layer starting when the previous
-one has finished, so the report has cycles per layer and the L3 traffic.
+L2 area before the layer that issues it. The simulator runs each program on views of the
+areas (tensors the plan overlaps share bytes, as they would in L2); the timeline runs all of
+them as one program, a layer starting when the previous one has finished, so the report has
+cycles per layer and the L3 traffic.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -566,6 +567,15 @@ class Graph:
             out[n] = a
         return out
 
+    def _areas(self) -> dict[str, np.ndarray]:
+        """Fresh memory areas: L2 and L3 RAM poisoned (0xA5), the flash holding the image."""
+        m = self.memory
+        sizes = {"L2": m["L2"].static, "L2_DYN": m["L2"].dynamic, "L3": m["L3"].static,
+                 "L3_DYN": m["L3"].dynamic}
+        areas = {k: poison(np.dtype("uint8"), (v,)) for k, v in sizes.items()}
+        areas["L3_FLASH"] = np.frombuffer(self.flash_image(), np.uint8).copy()
+        return areas
+
     def moves(self) -> tuple[list[tuple], list[list[tuple]]]:
         """The graph-level copies: the constructor's (tensor, source area, offset, target
         area, offset) and, per layer, the fetches issued before it."""
@@ -593,33 +603,42 @@ class Graph:
                           (copy,))
 
     def _run_sim(self, args: dict[str, np.ndarray]) -> Result:
-        prog, _ = self.program()
-        # The program keeps the tensors between layers as internal buffers (the timeline
-        # follows their writes and reads); the simulator gives internal buffers a unit's
-        # junk lanes, so it runs them as memory, like arguments, starting poisoned.
-        tensors = {b.name: b for b in prog.buffers if b.role == "internal"
-                   and (b.name in self.tensors or b.name.endswith("@L2"))}
-        as_arg = {n: replace(b, role="inout") for n, b in tensors.items()}
-        prog = replace(prog, params=prog.params + tuple((b, Layout((b.size,), b.dtype))
-                                                        for b in as_arg.values()),
-                       buffers=tuple(b for b in prog.buffers if b.name not in as_arg),
-                       body=ir.map_buffers(prog.body, lambda b: as_arg.get(b.name, b)))
+        from ..sim.functional import Machine
+
+        areas = self._areas()
         flat = {n: np.ascontiguousarray(a).reshape(-1) for n, a in args.items()}
-        memory = {n: poison(b.dtype, (b.size,)) for n, b in as_arg.items()}
-        if self.ctrl[AT_GraphCtrl.AT_GRAPH_TRACE_EXEC]:
-            for i, layer in enumerate(self.layers):
+
+        def view(area: str, offset: int, t: GraphTensor) -> np.ndarray:
+            if area == "ARG":
+                return flat[t.name]
+            return areas[area][offset:offset + t.size].view(t.dtype)
+
+        construct, fetches = self.moves()
+        t0 = time.perf_counter()
+        for n, src, so, dst, do in construct:
+            t = self.tensors[n]
+            Machine(self.move_program(n, src, dst), {"src": view(src, so, t),
+                                                     "dst": view(dst, do, t)}).run()
+        trace = self.ctrl[AT_GraphCtrl.AT_GRAPH_TRACE_EXEC]
+        for i, layer in enumerate(self.layers):
+            for n, src, so, dst, do in fetches[i]:
+                t = self.tensors[n]
+                Machine(self.move_program(n, src, dst), {"src": view(src, so, t),
+                                                         "dst": view(dst, do, t)}).run()
+            if trace:
                 print(trace_line(self.name, i, layer.name), flush=True)
-        res = prog.run("sim", **flat, **memory)
+            images = {c: view(*self.read_location(i, t), self.tensors[t])
+                      for c, t in layer.bindings.items()}
+            Machine(layer.program, images).run()
+        wall = time.perf_counter() - t0
         outputs = {}
         for n, a in args.items():
             if self.spec.args[n].Dir != ArgDirection.ARG_DIR_IN:
                 if not np.shares_memory(flat[n], a):
                     a.reshape(-1)[...] = flat[n]  # a non-contiguous output gets its copy back
                 outputs[n] = a
-        # The program's own report runs the layers' statements as one stream; the graph's
-        # (made from the same program) starts each layer when the previous one has finished.
         report = self.report()
-        return Result(outputs, report.cycles, report, res.wall_time)
+        return Result(outputs, report.cycles, report, wall)
 
     # -- the timeline ------------------------------------------------------------------------
 
@@ -664,21 +683,16 @@ class Graph:
         mem = {"L2": "L2", "L2_DYN": "L2", "L3": "L3_RAM", "L3_DYN": "L3_RAM",
                "L3_FLASH": "L3_FLASH"}
 
-        def tensor_buffer(name: str, area: str, offset: int) -> ir.Buffer:
+        def tensor_buffer(name: str, area: str, offset: int, role: str) -> ir.Buffer:
             t = self.tensors[name]
             if area == "ARG":
                 if name not in params:
-                    role = {ArgDirection.ARG_DIR_IN: "in", ArgDirection.ARG_DIR_OUT: "out"}.get(
-                        self.spec.args[name].Dir, "inout")
                     params[name] = (ir.Buffer(name, self.target.home, t.dtype, t.count, role),
                                     Layout((t.count,), t.dtype))
                 return params[name][0]
             key = name if (area, offset) == self.home(name) else f"{name}@L2"
             if key not in bufs:
                 bufs[key] = ir.Buffer(key, mem[area], t.dtype, t.count, address=offset)
-                if key == name and t.kind == "const":  # where the constructor leaves it
-                    data = np.ascontiguousarray(self.constants[name], t.dtype).tobytes()
-                    bufs[key] = replace(bufs[key], role="const", data=data)
             return bufs[key]
 
         segments = []
@@ -687,9 +701,10 @@ class Graph:
             fetch = []
             for n, src, so, dst, do in fetches[i]:
                 mp = self.move_program(n, src, dst)
-                m = {"src": tensor_buffer(n, src, so), "dst": tensor_buffer(n, dst, do)}
+                m = {"src": tensor_buffer(n, src, so, "in"), "dst": tensor_buffer(n, dst, do, "in")}
                 fetch += ir.map_buffers(mp.body, lambda b, m=m: m[b.name])
-            outer = {c: tensor_buffer(t, *self.read_location(i, t))
+            roles = {b.name: b.role for b, _ in layer.program.params}
+            outer = {c: tensor_buffer(t, *self.read_location(i, t), roles[c])
                      for c, t in layer.bindings.items()}
             inner = {}
             for b in layer.program.buffers:
