@@ -26,8 +26,9 @@ from .. import ir
 from ..cdecl import file_name, identifier, parse_ctype
 from ..errors import NpukitError, ShapeError, TilingError
 from ..layout import Layout
-from ..passes import _map_buffers, check
-from ..run import Result
+from ..passes import check
+from ..poison import poison
+from ..result import Result
 from . import planner as P
 from .api import Obj, _enum, integer
 from .graph_api import (
@@ -448,9 +449,9 @@ class Graph:
             if b.memory == "L2":
                 placed[b.name] = replace(b, address=offset)
                 offset += P._up(b.nbytes)
-        prog = _map_buffers(replace(prog, buffers=tuple(placed.get(b.name, b)
-                                                         for b in prog.buffers)),
-                            lambda b: placed.get(b.name, b) if b.role == "internal" else b)
+        prog = replace(prog, buffers=tuple(placed.get(b.name, b) for b in prog.buffers),
+                       body=ir.map_buffers(prog.body, lambda b: placed.get(b.name, b)
+                                           if b.role == "internal" else b))
         return GraphLayer(node, self.model.tiling(node), MappingProxyType(bindings),
                           streamed, prog, self.plan.staging[i])
 
@@ -568,7 +569,6 @@ class Graph:
 
     def _areas(self) -> dict[str, np.ndarray]:
         """Fresh memory areas: L2 and L3 RAM poisoned (0xA5), the flash holding the image."""
-        from ..sim.functional import poison
         m = self.memory
         sizes = {"L2": m["L2"].static, "L2_DYN": m["L2"].dynamic, "L3": m["L3"].static,
                  "L3_DYN": m["L3"].dynamic}
@@ -702,7 +702,7 @@ class Graph:
             for n, src, so, dst, do in fetches[i]:
                 mp = self.move_program(n, src, dst)
                 m = {"src": tensor_buffer(n, src, so, "in"), "dst": tensor_buffer(n, dst, do, "in")}
-                fetch += _map_buffers(mp, lambda b, m=m: m[b.name]).body
+                fetch += ir.map_buffers(mp.body, lambda b, m=m: m[b.name])
             roles = {b.name: b.role for b, _ in layer.program.params}
             outer = {c: tensor_buffer(t, *self.read_location(i, t), roles[c])
                      for c, t in layer.bindings.items()}
@@ -713,7 +713,7 @@ class Graph:
 
             def rename(b, outer=outer, inner=inner):
                 return inner[b.name] if b.role == "internal" else outer[b.name]
-            segments.append((tuple(fetch), _map_buffers(layer.program, rename).body))
+            segments.append((tuple(fetch), ir.map_buffers(layer.program.body, rename)))
         body = tuple(st for f, b in segments for st in f + b)
         prog = ir.Program(self.name, self.target, tuple(params.values()), tuple(bufs.values()),
                           body)
