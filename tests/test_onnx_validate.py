@@ -69,6 +69,7 @@ def test_validate_matches_a_plain_loop_bit_exact(models):
     assert against_ref.max_rel == rel
 
 
+@pytest.mark.slow  # worker processes or a Dask cluster, models planned per budget
 def test_validate_same_json_on_pool_loop_and_dask(models, cluster):
     float_path, qdq_path, _ = models
     kw = dict(l1_budget=8000, l2_budget=64 * 1024, backend="sim")
@@ -80,6 +81,7 @@ def test_validate_same_json_on_pool_loop_and_dask(models, cluster):
     assert json.loads(runs[0])["cycles"][0] > 0
 
 
+@pytest.mark.slow  # worker processes or a Dask cluster, models planned per budget
 def test_sweep_cycles_equal_load_and_sim_everywhere(models, cluster, tmp_path):
     _, qdq_path, qdq = models
     s = npukit.onnx.sweep(qdq_path, L1S, L2S, workers=2)
@@ -93,6 +95,7 @@ def test_sweep_cycles_equal_load_and_sim_everywhere(models, cluster, tmp_path):
     assert not tight.fits and "800" in tight.why_not and tight.cycles is None
 
 
+@pytest.mark.slow  # worker processes or a Dask cluster, models planned per budget
 def test_sweep_command_csv_and_plot(models, tmp_path, capsys):
     _, qdq_path, qdq = models
     out, png = tmp_path / "s.csv", tmp_path / "s.png"
@@ -106,6 +109,7 @@ def test_sweep_command_csv_and_plot(models, tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow  # worker processes or a Dask cluster, models planned per budget
 def test_validate_command_folder_and_stacked_npz_agree(models, tmp_path):
     _, qdq_path, _ = models
     xs = _xs(4)
