@@ -21,6 +21,7 @@ from contextlib import contextmanager
 
 from ..cdecl import comment_text
 
+TAB = "    "  # one level of indentation in the C npukit writes
 _LITERAL = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'')  # C string, char literals
 
 
@@ -95,7 +96,7 @@ class Writer:
     indentation. ``breaks`` breaks long calls (``break_call``); the GAP-style files keep
     the AutoTiler's tabs and long lines (``Writer(tab="\\t", breaks=False)``)."""
 
-    def __init__(self, indent: int = 0, tab: str = "    ", breaks: bool = True):
+    def __init__(self, indent: int = 0, tab: str = TAB, breaks: bool = True):
         self.lines: list[str] = []
         self.depth = indent
         self.tab = tab
