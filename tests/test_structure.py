@@ -99,3 +99,52 @@ def test_the_check_sees_function_level_imports_and_cycles():
     assert {"npukit.lut", "npukit.lut.table"} <= lazy  # imported inside functions only
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [frozenset("abc")]
+
+
+def _loads_c(tree: ast.AST) -> bool:
+    """Whether the source loads a shared object: ``ctypes.CDLL``/``ctypes.cdll``, or either
+    imported from ctypes."""
+    names = {"CDLL", "cdll"}
+    return any(isinstance(n, ast.Attribute) and n.attr in names and
+               isinstance(n.value, ast.Name) and n.value.id == "ctypes" or
+               isinstance(n, ast.ImportFrom) and n.module == "ctypes" and
+               any(a.name in names for a in n.names) for n in ast.walk(tree))
+
+
+def _indents(tree: ast.Module) -> bool:
+    """Whether the source defines a unit of indentation: a module-level constant holding
+    only spaces or tabs, or a whitespace string multiplied by a depth (a name or attribute)."""
+    def blank(n):
+        return isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value and \
+            not n.value.strip()
+
+    if any(isinstance(n, ast.Assign) and blank(n.value) for n in tree.body):
+        return True
+    depth = (ast.Name, ast.Attribute)
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult) and
+               (blank(n.left) and isinstance(n.right, depth) or
+                blank(n.right) and isinstance(n.left, depth)) for n in ast.walk(tree))
+
+
+def _modules_where(test) -> set[str]:
+    return {m for m, p in _modules().items() if test(ast.parse(p.read_text()))}
+
+
+def test_one_module_loads_compiled_c():
+    """Every C npukit runs (programs, graphs, GAP-style host builds, TPP primitives) is
+    compiled, cached and loaded by npukit.c.toolchain."""
+    assert _modules_where(_loads_c) == {"npukit.c.toolchain"}
+
+
+def test_one_module_writes_c_indentation():
+    """C is indented by npukit.c.code's Writer only (the IR's text printer is not C)."""
+    assert _modules_where(_indents) == {"npukit.c.code", "npukit.ir_text"}
+
+
+def test_the_source_checks_see_what_they_look_for():
+    for src in ("import ctypes\nctypes.CDLL('x')", "from ctypes import cdll"):
+        assert _loads_c(ast.parse(src))
+    assert not _loads_c(ast.parse("import ctypes\nctypes.c_int(1)"))
+    for src in ("TAB = '\\t'", "def f(d):\n    return '    ' * d", "x = self.depth * '  '"):
+        assert _indents(ast.parse(src)), src
+    assert not _indents(ast.parse("x = ' ' * len(head)\ny = 'a' * n"))

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 
 from ..cdecl import comment_text
 
+TAB = "    "  # one level of indentation in the C npukit writes
 _LITERAL = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'')  # C string, char literals
 
 
@@ -91,17 +92,30 @@ def break_call(line: str, width: int = 100) -> list[str]:
 
 
 class Writer:
-    def __init__(self, indent: int = 0):
+    """Lines of C, each indented by ``tab`` per level of depth: npukit's one writer of C
+    indentation. ``breaks`` breaks long calls (``break_call``); the GAP-style files keep
+    the AutoTiler's tabs and long lines (``Writer(tab="\\t", breaks=False)``)."""
+
+    def __init__(self, indent: int = 0, tab: str = TAB, breaks: bool = True):
         self.lines: list[str] = []
         self.depth = indent
+        self.tab = tab
+        self.breaks = breaks
 
     def line(self, s: str = "") -> None:
         """One line of code (long calls are broken after their arguments' commas)."""
         if not s:
             self.lines.append("")
             return
-        for part in break_call("    " * self.depth + s):
-            self.lines.append(part)
+        code = self.tab * self.depth + s
+        self.lines.extend(break_call(code) if self.breaks else [code])
+
+    @contextmanager
+    def indented(self, levels: int = 1) -> Iterator[None]:
+        """The lines written inside, ``levels`` deeper."""
+        self.depth += levels
+        yield
+        self.depth -= levels
 
     def comment(self, s: str) -> None:
         """``/* s */``, wrapped to the page at this depth, later lines aligned under the
@@ -125,9 +139,8 @@ class Writer:
             self.lines[-1] += f" {head} {{"
         else:
             self.line(f"{head} {{" if head else "{")
-        self.depth += 1
-        yield
-        self.depth -= 1
+        with self.indented():
+            yield
         self.line("}")
 
     def extend(self, other: Writer) -> None:

@@ -36,6 +36,7 @@ from .. import ir
 from ..cdecl import C_KEYWORDS, comment_text
 from ..dtypes import is_float
 from . import arith as A
+from . import preamble
 from .access import (
     Access,
     Names,
@@ -103,7 +104,7 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
     if ("memcpy(" in code or "memset(" in code) and "string.h" not in includes:
         out.line("#include <string.h>")
     out.line()
-    out.lines.extend(_PORTABILITY.splitlines())
+    out.lines.extend(preamble.PORTABILITY.splitlines())
     dtypes = dict.fromkeys(b.dtype for em in ems for b, _ in em.prog.params if b.dtype.itemsize > 1)
     anys = [f"typedef {c_type(dt)} {_elem_type(dt)} NPK_ANY_ADDRESS;" for dt in dtypes]
     for name, text in TYPEDEFS.items():
@@ -117,7 +118,7 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
             out.lines.extend(part.splitlines())
     if sources:
         out.line()
-        out.lines.extend(_HIDDEN[0].splitlines())
+        out.lines.extend(preamble.HIDDEN[0].splitlines())
         out.line()
         out.lines.extend(prelude(ems[0].prog.target.cores).splitlines())
         for text in sources:
@@ -125,7 +126,7 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
             out.comment("Basic kernel source, as given (c_source=).")
             out.lines.extend(text.splitlines())
         out.line()
-        out.lines.extend(_HIDDEN[1].splitlines())
+        out.lines.extend(preamble.HIDDEN[1].splitlines())
     if tasks:
         out.line()
         out.lines.extend(THREADS_SOURCE.splitlines())
@@ -353,14 +354,14 @@ class _Emitter:
         out.line()
         out.line("#include <stdint.h>")
         out.line()
-        out.lines.extend(_ANY_ADDRESS.splitlines())
+        out.lines.extend(preamble.ANY_ADDRESS.splitlines())
         types = " ".join(c_type(b.dtype) for b, _ in p.params)
         for tname, text in TYPEDEFS.items():
             if re.search(rf"\b{tname}\b", types):
-                out.lines.extend(_once(f"NPK_TYPE_{tname}", text).splitlines())
+                out.lines.extend(preamble.once(f"NPK_TYPE_{tname}", text).splitlines())
         for dt in dict.fromkeys(b.dtype for b, _ in p.params if b.dtype.itemsize > 1):
             elem = _elem_type(dt)
-            out.lines.extend(_once(f"NPK_TYPE_{elem}",
+            out.lines.extend(preamble.once(f"NPK_TYPE_{elem}",
                                    f"typedef {c_type(dt)} {elem} NPK_ANY_ADDRESS;").splitlines())
         out.line()
         args = []
@@ -750,50 +751,6 @@ class _Emitter:
 _POISON = "poison, as in the simulator"
 _STATEMENTS = {"Loop": "loop", "Copy": "copy", "Append": "append", "ResetCursor": "reset_cursor",
                "Fill": "fill", "Compute": "compute", "Call": "call"}
-
-_PORTABILITY = """\
-/* Tensor elements may sit at any address (numpy arrays need not be aligned); internal
-   arrays are aligned for vector loads. */
-#if defined(__GNUC__)
-#define NPK_ALIGNED __attribute__((aligned(64)))
-#define NPK_ANY_ADDRESS __attribute__((aligned(1)))
-#define NPK_THREAD_LOCAL __thread
-#define NPK_NOINLINE __attribute__((noinline))
-#else
-#define NPK_ALIGNED
-#define NPK_ANY_ADDRESS
-#define NPK_THREAD_LOCAL
-#define NPK_NOINLINE
-#endif"""
-
-
-# Basic kernels stay private to their shared object: a call of one never binds to a
-# function of the same name elsewhere in the process (another program's, a library's).
-_HIDDEN = ("""\
-/* The basic kernels below are private to this shared object. */
-#if defined(__GNUC__)
-#pragma GCC visibility push(hidden)
-#endif""", """\
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif""")
-
-
-# What a header needs of _PORTABILITY, defined once whichever headers are included.
-_ANY_ADDRESS = """\
-#ifndef NPK_ANY_ADDRESS
-#if defined(__GNUC__)
-#define NPK_ANY_ADDRESS __attribute__((aligned(1)))
-#else
-#define NPK_ANY_ADDRESS
-#endif
-#endif"""
-
-
-def _once(macro: str, text: str) -> str:
-    """``text`` guarded so that two npukit headers in one file declare it once."""
-    return f"#ifndef {macro}\n#define {macro}\n{text}\n#endif"
-
 
 def _check_parallel_body(st: ir.Loop) -> None:
     """A parallel loop's body in C: loops and calls of basic kernels (without argument

@@ -182,10 +182,9 @@ class _LoadError(CompilerError):
 
 
 @functools.cache
-def load(so: Path, name: str, nargs: int):
-    """Function ``name`` of shared object ``so`` (a cache entry's), taking ``nargs`` pointers
-    (as ints). The object must hold its entry's key (``npk_cache_key``): another program's
-    is unloaded without a call. ``CompilerError`` when it cannot be used."""
+def _library(so: Path) -> ctypes.CDLL:
+    """Shared object ``so`` (a cache entry's) loaded, once per process. The object must hold
+    its entry's key (``npk_cache_key``): another program's is unloaded unused."""
     if sanitize() and not _asan_loaded():
         raise CompilerError(
             "NPUKIT_SANITIZE=1 builds need the AddressSanitizer runtime loaded before python "
@@ -204,25 +203,45 @@ def load(so: Path, name: str, nargs: int):
         _ctypes.dlclose(lib._handle)
         raise _LoadError(f"{so} was built under cache key {got!r}, not {key!r}: another "
                          f"program's shared object; not used")
+    return lib
+
+
+@functools.cache
+def load(so: Path, name: str, nargs: int, scalars: int = 0):
+    """Function ``name`` of shared object ``so`` (a cache entry's), taking ``nargs`` pointers
+    (as ints) then ``scalars`` 64-bit integers, returning nothing. ``CompilerError`` when
+    it cannot be used."""
+    lib = _library(so)
     try:
         fn = lib[name]
     except AttributeError:
         raise _LoadError(f"the compiled kernel {so} defines no function {name}") from None
     fn.restype = None
-    fn.argtypes = [ctypes.c_void_p] * nargs
+    fn.argtypes = [ctypes.c_void_p] * nargs + [ctypes.c_int64] * scalars
     return fn
 
 
-def function(source: str, name: str, nargs: int):
-    """Function ``name`` (``nargs`` pointer arguments) of ``source`` compiled: ``build`` then
-    ``load``; an entry that passed the cache's checks but cannot be loaded is discarded and
-    built once more before the error is raised."""
+def _rebuilt(source: str, use):
+    """``use`` applied to ``source`` compiled; an entry that passed the cache's checks but
+    cannot be loaded is discarded and built once more before the error is raised."""
     so = build(source)
     try:
-        return load(so, name, nargs)
+        return use(so)
     except _LoadError:
         cache.discard(so.parent, so.name[:32])
-        return load(build(source), name, nargs)
+        return use(build(source))
+
+
+def function(source: str, name: str, nargs: int, scalars: int = 0):
+    """Function ``name`` of ``source`` compiled and loaded (``nargs`` pointer arguments then
+    ``scalars`` 64-bit integers): the one way npukit runs a C function."""
+    return _rebuilt(source, lambda so: load(so, name, nargs, scalars))
+
+
+def library(source: str) -> ctypes.CDLL:
+    """``source`` compiled and loaded as a whole, for C with several entry points (a graph's
+    construct, run and destruct); the caller sets each function's types."""
+    return _rebuilt(source, _library)
 
 
 def _asan_loaded() -> bool:

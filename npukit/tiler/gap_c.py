@@ -23,11 +23,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import ir
+from ..c.code import Writer
 from ..cdecl import comment_text, parse_ctype
 from ..errors import TilingError
 from .lower import VAR_NAMES
-
-TAB = "\t"
 
 HOST_HEADER = r"""/* at_host.h: the GAP AutoTiler's generated-code macros on a host (npukit).
    Transfers are memcpy (complete when issued: a wait has nothing to wait for); a
@@ -147,9 +146,10 @@ def declarations(model) -> list[str]:
              f"{used} bytes */",
              f"extern AT_L2_POINTER {s.l2_symbol}; /* Size used for generation: 0 bytes */"]
     for name, k in list(model.kernels.items()) + list(model.groups.items()):
-        lines.append(f"extern void {name}(")
-        lines += _signature(k)
-        lines[-1] += ";"
+        w = _writer()
+        w.line(f"extern void {name}(")
+        _signature(k, w)
+        lines += w.lines[:-1] + [w.lines[-1] + ";"]
     return lines
 
 
@@ -157,9 +157,29 @@ def l1_used(model) -> int:
     return max((model.tiling(k).l1_used for k in model.kernels), default=0)
 
 
-def _signature(uk) -> list[str]:
-    args = [f"{TAB}{TAB}{parse_ctype(c.ArgType)} {c.ArgName}" for c in uk.cargs]
-    return [a + ("," if k < len(args) - 1 else ")") for k, a in enumerate(args)] or ["void)"]
+def _writer() -> Writer:
+    """A writer of the AutoTiler's layout: tab indentation, long lines kept whole."""
+    return Writer(tab="\t", breaks=False)
+
+
+def _signature(uk, w: Writer) -> None:
+    """The C arguments after ``void name(``, one a line (``void)`` when there are none)."""
+    if not uk.cargs:
+        w.line("void)")
+    with w.indented(2):
+        for k, c in enumerate(uk.cargs):
+            w.line(f"{parse_ctype(c.ArgType)} {c.ArgName}" +
+                   ("," if k < len(uk.cargs) - 1 else ")"))
+
+
+def _head(name: str, uk) -> Writer:
+    """A function's head as the AutoTiler writes it, up to its body's ``{``."""
+    w = _writer()
+    w.line(f"void {name}(")
+    _signature(uk, w)
+    w.line()
+    w.line("{")
+    return w
 
 
 def host_kernels(model) -> str:
@@ -197,11 +217,14 @@ def kernels_c(model) -> str:
 def group_c(model, name: str) -> list[str]:
     """A kernel group: its user kernels called in order with their bindings."""
     g = model.groups[name]
-    out = [f"void {name}("] + _signature(g) + ["", "{"]
-    for c in g.calls:
-        args = [b.name if b.kind == "c_arg" else str(b.value) for b in c.BindingList]
-        out.append(f"{TAB}{c.CallName}({', '.join(args)});")
-    return out + ["}", ""]
+    w = _head(name, g)
+    with w.indented():
+        for c in g.calls:
+            args = [b.name if b.kind == "c_arg" else str(b.value) for b in c.BindingList]
+            w.line(f"{c.CallName}({', '.join(args)});")
+    w.line("}")
+    w.line()
+    return w.lines
 
 
 class KernelC:
@@ -269,65 +292,77 @@ class KernelC:
     # -- statements ----------------------------------------------------------------------
 
     def text(self) -> list[str]:
-        body: list[str] = []
-        self.block(self.prog.body, 1, body)
-        head = [f"void {self.name}("] + _signature(self.uk) + ["", "{"]
+        body = _writer()
+        with body.indented():
+            self.block(self.prog.body, body)
+            for arg, e in self.events.items():
+                if e in self.busy:
+                    body.line(f"if ({e}_Busy) AT_L2_WAIT(0, &{e}); /* Wait DMA write "
+                              f"{arg[2:]} */")
+        w = _head(self.name, self.uk)
         l2 = sum(b.nbytes for b in self.prog.buffers if b.memory == "L2")
-        decls = [f"{TAB}/* Shared L1: {self.t.l1_used} bytes, L2 buffer: {l2} bytes */",
-                 f"{TAB}/* Local variables used by this kernel */"]
-        decls += [f"{TAB}AT_L2_EVENT {e};" for e in self.events.values()]
-        decls += [f"{TAB}int {e}_Busy = 0;" for e in sorted(self.busy)]
-        decls += [f"{TAB}{ty} S_{n}, *{n} = &S_{n};" for ty, n in self.structs.values()]
-        decls += ["", f"{TAB}/* Iteration space related variables */"]
-        decls += [f"{TAB}int {v};" for v in self.var_names.values()]
-        decls += self.spaces_comment()
-        inv = [f"{TAB}/*=========================== Call Kernel, Invariant assignment "
-               f"=====================*/"] + [TAB + x for x in self.invariant] if \
-            self.invariant else []
-        return head + decls + inv + body + ["}", ""]
+        with w.indented():
+            w.line(f"/* Shared L1: {self.t.l1_used} bytes, L2 buffer: {l2} bytes */")
+            w.line("/* Local variables used by this kernel */")
+            for e in self.events.values():
+                w.line(f"AT_L2_EVENT {e};")
+            for e in sorted(self.busy):
+                w.line(f"int {e}_Busy = 0;")
+            for ty, n in self.structs.values():
+                w.line(f"{ty} S_{n}, *{n} = &S_{n};")
+        w.line()
+        with w.indented():
+            w.line("/* Iteration space related variables */")
+            for v in self.var_names.values():
+                w.line(f"int {v};")
+            self.spaces_comment(w)
+            if self.invariant:
+                w.line("/*=========================== Call Kernel, Invariant assignment "
+                       "=====================*/")
+                for x in self.invariant:
+                    w.line(x)
+        w.extend(body)
+        w.line("}")
+        w.line()
+        return w.lines
 
-    def spaces_comment(self) -> list[str]:
+    def spaces_comment(self, w: Writer) -> None:
         t = self.t
-        out = [f"{TAB}/*============================= Ker Arg Iter Spaces "
-               f"=========================================",
-               f"{TAB}User Kernel Iteration Space:",
-               TAB + TAB + "".join(f"[{k} Dim: {s.count}]" if s.kind != "par" else
-                                   f"[{k} Dim: Init: {s.extent}, Tiled: {s.count}]"
-                                   for k, s in t.spaces.items())]
+        w.line("/*============================= Ker Arg Iter Spaces "
+               "=========================================")
+        w.line("User Kernel Iteration Space:")
+        with w.indented():
+            w.line("".join(f"[{k} Dim: {s.count}]" if s.kind != "par" else
+                           f"[{k} Dim: Init: {s.extent}, Tiled: {s.count}]"
+                           for k, s in t.spaces.items()))
         for name, p in t.args.items():
             g = t.geometry[name]
             space = g.frame.tiled or ("Buffer" if g.residency != "tile" else "-")
             shape = "x".join(str(n) for n in g.tile_shape)
-            out.append(f"{TAB}Ker Arg: {comment_text(name)}, Tiled Space: {comment_text(space)}, "
-                       f"{g.residency}, tile "
-                       f"[{shape}] elements, L1 offset {p.offset}, {p.size} B x {p.slots} "
-                       f"slot(s){f' {p.pitch} B apart' if p.slots > 1 else ''}")
-        out.append(f"{TAB}======================== End Ker Arg Iter Spaces "
-                   f"=========================================*/")
-        return out
+            w.line(f"Ker Arg: {comment_text(name)}, Tiled Space: {comment_text(space)}, "
+                   f"{g.residency}, tile "
+                   f"[{shape}] elements, L1 offset {p.offset}, {p.size} B x {p.slots} "
+                   f"slot(s){f' {p.pitch} B apart' if p.slots > 1 else ''}")
+        w.line("======================== End Ker Arg Iter Spaces "
+               "=========================================*/")
 
-    def block(self, body, depth: int, out: list[str]) -> None:
-        ind = TAB * depth
+    def block(self, body, w: Writer) -> None:
         for st in body:
             if isinstance(st, ir.Loop):
                 v, space = self.var_names[st.var.name], comment_text(self.spaces[st.var.name])
-                out.append(f"{ind}for ({v}=0; {v}<{st.var.count}; {v}++) {{ /* Iteration on "
-                           f"{space} */")
-                self.block(st.body, depth + 1, out)
-                out.append(f"{ind}}} /* End iteration on {space} */")
+                w.line(f"for ({v}=0; {v}<{st.var.count}; {v}++) {{ /* Iteration on "
+                       f"{space} */")
+                with w.indented():
+                    self.block(st.body, w)
+                w.line(f"}} /* End iteration on {space} */")
             elif isinstance(st, ir.Copy):
-                self.copy(st, ind, out)
+                self.copy(st, w)
             elif isinstance(st, ir.Call):
-                self.call(st, ind, out)
+                self.call(st, w)
             else:
                 raise TilingError(f"{self.name}: GAP C cannot write a {type(st).__name__}")
-        if depth == 1:
-            for arg, e in self.events.items():
-                if e in self.busy:
-                    out.append(f"{ind}if ({e}_Busy) AT_L2_WAIT(0, &{e}); /* Wait DMA write "
-                               f"{arg[2:]} */")
 
-    def copy(self, st: ir.Copy, ind: str, out: list[str]) -> None:
+    def copy(self, st: ir.Copy, w: Writer) -> None:
         """One transfer on its argument's event. A read waits for the event's previous
         transfer before it is issued, and is waited for at once unless it fills a slot used
         later (the first or the next tile); a tile written from one of several slots is
@@ -347,12 +382,12 @@ class KernelC:
         slots = loc.buffer.slots if loc.buffer.memory == "L1" else 1
         later = st.label.startswith(("Read Next Tile", "Read First Tile")) if inbound else \
             st.label.startswith("Write Tile") and slots > 1
-        out.append(f"{ind}/* {comment_text(st.label)} */")
+        w.line(f"/* {comment_text(st.label)} */")
         if inbound and seen:
-            out.append(f"{ind}AT_{lvl}_WAIT(0, &{evt}); /* Wait previous DMA {what} {arg} */")
+            w.line(f"AT_{lvl}_WAIT(0, &{evt}); /* Wait previous DMA {what} {arg} */")
         elif later and not inbound:
             self.busy.add(evt)
-            out.append(f"{ind}if ({evt}_Busy) AT_{lvl}_WAIT(0, &{evt}); /* Wait previous DMA "
+            w.line(f"if ({evt}_Busy) AT_{lvl}_WAIT(0, &{evt}); /* Wait previous DMA "
                        f"{what} {arg} */")
         ext_c = f"((AT_L2_EXT_ADDR_TYPE) {self.address(ext)})"
         loc_c = f"((AT_L2_INT_ADDR_TYPE) {self.address(loc)})"
@@ -362,11 +397,11 @@ class KernelC:
             call = (f"AT_{lvl}_COPY2D(0, {ext_c}, {loc_c}, {size}, {stride}, {length}, "
                     f"{int(not inbound)}, &{evt});")
         cond = self.guard or ("" if size.isdigit() else size)
-        out.append(f"{ind}if (({cond}) > 0) {call}" if cond else f"{ind}{call}")
+        w.line(f"if (({cond}) > 0) {call}" if cond else call)
         if later and not inbound:
-            out.append(f"{ind}{evt}_Busy = 1;")
+            w.line(f"{evt}_Busy = 1;")
         elif not later:
-            out.append(f"{ind}AT_{lvl}_WAIT(0, &{evt}); /* Wait DMA {what} {arg} */")
+            w.line(f"AT_{lvl}_WAIT(0, &{evt}); /* Wait DMA {what} {arg} */")
 
     def chunks(self, st: ir.Copy, ext: ir.View, loc: ir.View):
         """(bytes, external stride or None, chunk bytes) of a copy between a home view and
@@ -403,12 +438,12 @@ class KernelC:
         stride = ext.layout.strides[outer[0]] * el
         return _product([extent[outer[0]], chunk]), str(stride), chunk
 
-    def call(self, st: ir.Call, ind: str, out: list[str]) -> None:
+    def call(self, st: ir.Call, w: Writer) -> None:
         fn = st.fn
         if fn.parallel and not fn.arg_type:
             raise TilingError(f"{self.name}: parallel basic kernel {fn.name} has no argument "
                               f"struct (ParArgTypeName): GAP C dispatches it with one")
-        out.append(f"{ind}/*====================== {comment_text(st.label.split(':')[0])} "
+        w.line(f"/*====================== {comment_text(st.label.split(':')[0])} "
                    f"=========================*/")
         values = [f"({parse_ctype(ctype)}) ({self.value(a)})" for a, (ctype, _) in
                   zip(st.args, fn.args)]
@@ -422,14 +457,15 @@ class KernelC:
                 if _invariant(a):
                     self.invariant.append(line)
                 else:
-                    out.append(ind + line)
-            out.append(f"{ind}AT_FORK(gap_ncore(), (void *) {fn.name}, (void *) {name});")
-            out.append(f"{ind}__CALL({fn.name}, {name});")
+                    w.line(line)
+            w.line(f"AT_FORK(gap_ncore(), (void *) {fn.name}, (void *) {name});")
+            w.line(f"__CALL({fn.name}, {name});")
         else:
-            out.append(f"{ind}{fn.name}(")
-            out += [f"{ind}{TAB}{v}" + ("," if k < len(values) - 1 else "")
-                    for k, v in enumerate(values)]
-            out.append(f"{ind});")
+            w.line(f"{fn.name}(")
+            with w.indented():
+                for k, v in enumerate(values):
+                    w.line(v + ("," if k < len(values) - 1 else ""))
+            w.line(");")
 
     def value(self, a) -> str:
         if isinstance(a, ir.Val):

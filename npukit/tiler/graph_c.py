@@ -569,10 +569,8 @@ def write(g, directory: str | os.PathLike, c_name: str | None = None) -> tuple[P
 
 def run_c(g, args: dict[str, np.ndarray]) -> Result:
     """Construct, run and destruct the graph's compiled C on the arrays (already checked)."""
-    so = toolchain.build(g.c_source())
+    lib = toolchain.library(g.c_source())
     names = _Names(g)
-    toolchain.load(so, g.name, len(g.args))  # checks the sanitizer runtime when needed
-    lib = ctypes.CDLL(str(so))
     warm = g.ctrl[AT_GraphCtrl.AT_GRAPH_WARM_CONSTRUCT]
     construct, runner, destruct = lib[f"{g.name}_Construct"], lib[g.name], lib[f"{g.name}_Destruct"]
     for f in (construct, runner, destruct):
@@ -586,7 +584,7 @@ def run_c(g, args: dict[str, np.ndarray]) -> Result:
               a.ctypes.data % a.itemsize == 0 else np.array(a, order="C")
               for n, a in args.items()}
     ptrs = [copies[t.name].ctypes.data for t in g.args] + ([None] if warm == 3 else [])
-    lock = _LOCKS.setdefault(str(so), threading.Lock())
+    lock = _LOCKS.setdefault(lib._name, threading.Lock())
     with lock:
         if g.constants:
             lib.npk_host_flash_dir.argtypes = [ctypes.c_char_p]

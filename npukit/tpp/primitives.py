@@ -36,7 +36,6 @@ per element (``k * br``).
 
 from __future__ import annotations
 
-import ctypes
 import math
 from dataclasses import dataclass
 
@@ -410,9 +409,6 @@ def _compiled(p: Primitive):
         call = ", ".join(n for _, n in p.c_args)
         src = csource.standalone(p.c_source, (p.dtype,)) + \
             f"\n\nvoid npk_export({args})\n{{\n    {p.c_name}({call});\n}}\n"
-        lib = ctypes.CDLL(str(toolchain.build(src)))
-        fn = lib.npk_export
-        fn.restype = None
-        fn.argtypes = [ctypes.c_void_p] * len(p.arrays) + [ctypes.c_int64] * len(p.scalars)
+        fn = toolchain.function(src, "npk_export", len(p.arrays), len(p.scalars))
         _COMPILED[p] = fn
     return fn
