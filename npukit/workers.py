@@ -44,8 +44,11 @@ def _call(fn: Callable, unit) -> Outcome:
         return Outcome(False, error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
 
 
-def _serve(conn, fn: Callable) -> None:
-    """A local worker: run the units sent over ``conn`` one at a time until ``None``."""
+def _serve(conn, fn: Callable, threads: int) -> None:
+    """A local worker: run the units sent over ``conn`` one at a time until ``None``. Its
+    compiled C runs on ``threads`` host threads (the cores shared out among the workers)
+    unless NPUKIT_THREADS says otherwise."""
+    os.environ.setdefault("NPUKIT_THREADS", str(threads))
     while (unit := conn.recv()) is not None:
         conn.send(_call(fn, unit))
 
@@ -89,7 +92,8 @@ def _on_pool(fn: Callable, units: list, n: int, progress: Progress) -> list[Outc
 
     def start(index: int) -> None:
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_serve, args=(child, fn), daemon=True)
+        threads = max(1, (os.cpu_count() or 1) // n)
+        proc = ctx.Process(target=_serve, args=(child, fn, threads), daemon=True)
         proc.start()
         child.close()
         give(parent, proc, index)
