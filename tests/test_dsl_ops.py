@@ -83,12 +83,19 @@ def test_masked_arithmetic_is_where_mask_op_else_r(op, vt, data):
     dt, n = _elems(vt)
     a, b, r = (data.draw(_values(dt, n)) for _ in range(3))
     m = data.draw(arrays(dt, n, elements=st.sampled_from([0, 1])))
-    want = np.where(m > 0, op_reading(op, a, b), r)
+    want = np.where(m > 0, op_reading(op, a, b), r).astype(dt)
     prog = masked_program(op, vt, True)
+    outs = {}
     for backend in BACKENDS:
-        out = np.zeros(n, dt)
+        out = outs[backend] = np.zeros(n, dt)
         prog.run(backend, a=a, b=b, r=r, m=m, out=out)
-        assert out.tobytes() == want.astype(dt).tobytes(), backend
+        # Which NaN an operation of two NaNs returns is the arithmetic's choice (numpy on
+        # x86 keeps one operand's, the simulator the other's): a NaN lane is any NaN here,
+        # and both back ends give the same bits.
+        nan = np.isnan(want) & (m > 0) if dt.kind == "f" else np.zeros(n, bool)
+        assert out[~nan].tobytes() == want[~nan].tobytes(), backend
+        assert np.isnan(out[nan]).all(), backend
+    assert outs["sim"].tobytes() == outs["c"].tobytes()
 
 
 @pytest.mark.parametrize("vt", ["fp16x16", "i32x8"])
