@@ -626,6 +626,7 @@ class Graph:
                 Machine(self.move_program(n, src, dst), {"src": view(src, so, t),
                                                          "dst": view(dst, do, t)}).run()
             if trace:
+                from .graph_c import trace_line
                 print(trace_line(self.name, i, layer.name), flush=True)
             images = {c: view(*self.read_location(i, t), self.tensors[t])
                       for c, t in layer.bindings.items()}
@@ -718,11 +719,6 @@ class Graph:
         prog = ir.Program(self.name, self.target, tuple(params.values()), tuple(bufs.values()),
                           body)
         return prog, segments
-
-
-def trace_line(graph: str, index: int, node: str) -> str:
-    """What the runner prints before each layer when AT_GRAPH_TRACE_EXEC is on."""
-    return f"{graph}: layer {index} {node}"
 
 
 __all__ = ["Graph", "GraphModel", "GraphTensor", "GraphLayer", "GraphReport", "lower_node"]

@@ -144,6 +144,12 @@ typedef char *{p}_INT_ADDR_TYPE;
 #define {p}_CL_WAIT(Ram, Event) ((void) (Ram), (void) (Event))"""
 
 
+
+def trace_line(graph: str, index: int, node: str) -> str:
+    """What the runner prints before each layer when AT_GRAPH_TRACE_EXEC is on (the C
+    prints it, and so does the simulator's run)."""
+    return f"{graph}: layer {index} {node}"
+
 class _Names:
     """The C names a graph's code uses: memory base names, devices, the flash file."""
 
@@ -505,8 +511,7 @@ class _Generator:
         w.comment(f"Layer {i}: {layer.name}, {layer.tiling.n_tiles} tile(s) of "
                   f"{layer.tiling.tile} line(s), L1 {layer.tiling.l1_used} B{streams}")
         if g.ctrl[AT_GraphCtrl.AT_GRAPH_TRACE_EXEC]:
-            from .graph import trace_line
-            w.line(f'printf("%s\\n", "{trace_line(g.name, i, layer.name)}");')
+            w.line(f'printf("%s\\n", {c_string(trace_line(g.name, i, layer.name))});')
             w.line("fflush(stdout);")
         params = {b.name: b for b, _ in layer.program.params}
         lines = []
