@@ -151,13 +151,21 @@ def layer_table(g, cycles: dict | None) -> str:
     return "\n".join(rows)
 
 
+def refusals_exit_2(job):
+    """``job(args)`` as a subcommand: a refusal (an ``NpukitError``) is its first line on
+    stderr and exit status 2."""
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return job(args)
+        except NpukitError as exc:
+            print(f"npukit {args.command}: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return 2
+    return run
+
+
 def run(args: argparse.Namespace) -> int:
     """Carry out ``npukit run`` for parsed ``args``; returns the exit code."""
-    try:
-        return _run(args)
-    except NpukitError as exc:
-        print(f"npukit run: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return 2
+    return refusals_exit_2(_run)(args)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -8,11 +8,9 @@ outside the tolerance (or an input failed to run), 0 otherwise.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from ..errors import NpukitError
-from .cli import size
+from .cli import refusals_exit_2, size
 
 
 def _sizes(text: str) -> list[int]:
@@ -48,7 +46,7 @@ def register(subparsers) -> None:
     v.add_argument("--l2", type=size)
     v.add_argument("--l3", type=size)
     v.add_argument("--json", metavar="OUT.json", help="write the numbers as JSON")
-    v.set_defaults(func=_guard(_validate))
+    v.set_defaults(func=refusals_exit_2(_validate))
     s = subparsers.add_parser(
         "sweep", help="plan a model under every combination of memory budgets",
         description="Plan and simulate the model under every L1 x L2 x L3 x target "
@@ -60,17 +58,7 @@ def register(subparsers) -> None:
     s.add_argument("--target", default="gap8", metavar="T,T,...")
     s.add_argument("--csv", metavar="OUT.csv")
     s.add_argument("--plot", metavar="OUT.png", help="cycles against L2, Pareto front marked")
-    s.set_defaults(func=_guard(_sweep))
-
-
-def _guard(job):
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return job(args)
-        except NpukitError as exc:
-            print(f"npukit {args.command}: {str(exc).splitlines()[0]}", file=sys.stderr)
-            return 2
-    return run
+    s.set_defaults(func=refusals_exit_2(_sweep))
 
 
 def _validate(args: argparse.Namespace) -> int:
