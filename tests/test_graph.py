@@ -153,6 +153,34 @@ def test_mnist_on_both_back_ends_within_the_bound(mnist):
     assert res.report.construct_cycles > 124692  # the promotions: one byte per cycle
 
 
+@pytest.mark.parametrize("l2", [300 * 1024, 30000])
+def test_the_simulator_runs_the_graph_as_one_program(mnist, monkeypatch, l2):
+    """g.run("sim") runs Graph.program() on one simulator: the same statements in the same
+    order (layers and fetches), with every placed tensor bound to its bytes in memory."""
+    from npukit.sim import functional
+    ex, _, model = mnist
+    g = model(l2=l2).graph("MnistCNN")
+    built = []
+    init = functional.Machine.__init__
+
+    def record(self, prog, images):
+        built.append((prog, images))
+        init(self, prog, images)
+    monkeypatch.setattr(functional.Machine, "__init__", record)
+    g.run("sim", Input0=ex["digits"](1, seed=3)[0], Output0=np.zeros(10, np.int16))
+    runs = [(p, i) for p, i in built if p.name == g.name]
+    assert len(runs) == 1 and len(built) == 1 + len(g.promoted)  # + the constructor's moves
+    prog, images = runs[0]
+    want = [(type(st).__name__, st.label) for st, _ in g.program()[0].walk()]
+    assert [(type(st).__name__, st.label) for st, _ in prog.walk()] == want
+    placed = {b.name for b, _ in prog.params} - {"Input0", "Output0"}
+    assert {n.partition("@")[0] for n in placed} == {
+        n for n, t in g.tensors.items() if t.memory != "ARG"}
+    assert any("@" in n for n in placed) == bool(g.fetches)
+    for n in placed:  # each image is a window of the memory areas, not a copy
+        assert images[n].base is not None and not images[n].flags.owndata
+
+
 @pytest.mark.slow
 def test_shrinking_l2_moves_weights_to_l3_and_keeps_the_results(mnist):
     ex, _, model = mnist

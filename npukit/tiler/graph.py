@@ -613,24 +613,40 @@ class Graph:
                 return flat[t.name]
             return areas[area][offset:offset + t.size].view(t.dtype)
 
-        construct, fetches = self.moves()
+        construct, _ = self.moves()
         t0 = time.perf_counter()
         for n, src, so, dst, do in construct:
             t = self.tensors[n]
             Machine(self.move_program(n, src, dst), {"src": view(src, so, t),
                                                      "dst": view(dst, do, t)}).run()
+        prog, segments = self.program()
+        # The plan lets tensors whose lives do not overlap share bytes, and the simulator
+        # gives each internal buffer storage of its own: so every placed tensor is run as a
+        # parameter whose image is its bytes in the memory areas, shared as the plan shares
+        # them (a plan that overlaps live tensors gives visibly wrong results).
+        images = {b.name: flat[b.name] for b, _ in prog.params}
+        placed = {}
+        for b in prog.buffers:
+            name, _, copy = b.name.partition("@")
+            if name in self.tensors:
+                placed[b.name] = replace(b, role="inout")
+                area = copy.partition(":")[0] if copy else self.home(name)[0]
+                images[b.name] = view(area, b.address, self.tensors[name])
+        segments = [tuple(ir.map_buffers(part, lambda b: placed.get(b.name, b)) for part in seg)
+                    for seg in segments]
+        bound = ir.Program(prog.name, prog.target,
+                           prog.params + tuple((b, Layout((b.size,), b.dtype))
+                                               for b in placed.values()),
+                           tuple(b for b in prog.buffers if b.name not in placed),
+                           tuple(st for seg in segments for part in seg for st in part))
+        machine = Machine(bound, images)
         trace = self.ctrl[AT_GraphCtrl.AT_GRAPH_TRACE_EXEC]
-        for i, layer in enumerate(self.layers):
-            for n, src, so, dst, do in fetches[i]:
-                t = self.tensors[n]
-                Machine(self.move_program(n, src, dst), {"src": view(src, so, t),
-                                                         "dst": view(dst, do, t)}).run()
+        for i, (fetch, body) in enumerate(segments):
+            machine.block(fetch)  # the program's statements, a layer at a time
             if trace:
                 from .graph_c import trace_line
-                print(trace_line(self.name, i, layer.name), flush=True)
-            images = {c: view(*self.read_location(i, t), self.tensors[t])
-                      for c, t in layer.bindings.items()}
-            Machine(layer.program, images).run()
+                print(trace_line(self.name, i, self.layers[i].name), flush=True)
+            machine.block(body)
         wall = time.perf_counter() - t0
         outputs = {}
         for n, a in args.items():
@@ -678,7 +694,8 @@ class Graph:
 
     def program(self) -> tuple[ir.Program, list[tuple[tuple, tuple]]]:
         """The whole run as one IR program, every tensor but the graph's arguments a buffer
-        placed where the plan put it; and its statements per layer (fetches, layer)."""
+        placed where the plan put it; and its statements per layer (fetches, layer). The
+        simulator runs it (``run("sim")``) and the cycle model times it (``report()``)."""
         bufs: dict[str, ir.Buffer] = {}
         params: dict[str, tuple[ir.Buffer, Layout]] = {}
         mem = {"L2": "L2", "L2_DYN": "L2", "L3": "L3_RAM", "L3_DYN": "L3_RAM",
@@ -691,7 +708,8 @@ class Graph:
                     params[name] = (ir.Buffer(name, self.target.home, t.dtype, t.count, role),
                                     Layout((t.count,), t.dtype))
                 return params[name][0]
-            key = name if (area, offset) == self.home(name) else f"{name}@L2"
+            # A fetched copy is named for where it lies (a tensor may be fetched again).
+            key = name if (area, offset) == self.home(name) else f"{name}@{area}:{offset}"
             if key not in bufs:
                 bufs[key] = ir.Buffer(key, mem[area], t.dtype, t.count, address=offset)
             return bufs[key]
