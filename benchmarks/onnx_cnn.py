@@ -1,21 +1,22 @@
-"""A ten-convolution CNN at 224x224 imported from ONNX, planned for GAP8 with the GAP AutoTiler
-document's budgets (L1 48000 B, L2 300 KB, L3 8 MB, flash 20 MB): its 6.3 MB of weights are
-far over L2, so they stay in flash and are streamed (or fetched ahead) by their layers; the
-activations that do not fit L2 live in L3 RAM. The graph runs on the C back end and is
-compared with ONNX Runtime on the same machine and thread count (1), in float32 and as an
-int8 QDQ model made by ONNX Runtime's quantization tool.
+"""npukit's host C of imported CNNs against ONNX Runtime, interleaved in one process, at one
+thread and at every core: a ten-convolution CNN (and, with --models, a SqueezeNet-style and a
+MobileNet-style model built in code), float32 and int8 QDQ (ONNX Runtime's quantization tool,
+per-channel weights), planned for GAP8 with the GAP AutoTiler document's budgets (L1 48000 B,
+L2 300 KB, L3 8 MB, flash 20 MB). npukit runs each model's C with the host schedule (each
+layer whole: ``run("c")``) and the target's tile schedule (``run("c", schedule="tiles")``),
+through the graph's compiled handle; each stated goal is printed as met or not.
 
-Run: python benchmarks/onnx_cnn.py [SIZE]
+Run: python benchmarks/onnx_cnn.py [SIZE ...] [--models cnn10,squeeze,mobile] [--rounds N]
 """
 
 from __future__ import annotations
 
-import statistics
-import sys
+import os
 import tempfile
 import time
 from pathlib import Path
 
+import harness
 import numpy as np
 
 WIDTHS = (16, 32, 32, 64, 64, 128, 128, 128, 256, 256)
@@ -83,56 +84,177 @@ def quantized(path: Path, size: int, out: Path) -> None:
                     per_channel=True)
 
 
-def measure(path: Path, label: str, repeat: int = 5) -> None:
+def squeeze_like(size: int = 224, seed: int = 1):
+    """A SqueezeNet-1.1-style model: a strided 3x3 stem, fire modules (1x1 squeeze, 1x1 and
+    3x3 expands concatenated), max pooling, a 1x1 classifier and global average pooling."""
+    from onnx import TensorProto
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], {}
+
+    def conv(x, cin, cout, k, name, stride=1):
+        inits[f"{name}_w"] = (rng.normal(size=(cout, cin, k, k)) *
+                              np.sqrt(2 / (k * k * cin))).astype(np.float32)
+        inits[f"{name}_b"] = (rng.normal(size=cout) * 0.05).astype(np.float32)
+        nodes.extend([h.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [f"{name}_c"],
+                                  kernel_shape=[k, k], pads=[k // 2] * 4,
+                                  strides=[stride, stride]),
+                      h.make_node("Relu", [f"{name}_c"], [name])])
+        return name
+
+    def fire(x, cin, s, e, name):
+        sq = conv(x, cin, s, 1, f"{name}_s")
+        a, b = conv(sq, s, e, 1, f"{name}_e1"), conv(sq, s, e, 3, f"{name}_e3")
+        nodes.append(h.make_node("Concat", [a, b], [name], axis=1))
+        return name
+
+    def pool(x, name):
+        nodes.append(h.make_node("MaxPool", [x], [name], kernel_shape=[2, 2], strides=[2, 2]))
+        return name
+
+    x = conv("x", 3, 64, 3, "stem", stride=2)
+    x = pool(x, "p0")
+    x = fire(fire(x, 64, 16, 64, "f2"), 128, 16, 64, "f3")
+    x = pool(x, "p1")
+    x = fire(fire(x, 128, 32, 128, "f4"), 256, 32, 128, "f5")
+    x = pool(x, "p2")
+    x = fire(x, 256, 48, 192, "f6")
+    x = conv(x, 384, 100, 1, "cls")
+    nodes += [h.make_node("GlobalAveragePool", [x], ["g"]),
+              h.make_node("Flatten", ["g"], ["logits"])]
+    g = h.make_graph(nodes, "squeeze", [h.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                  [1, 3, size, size])],
+                     [h.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 100])],
+                     [nh.from_array(v, k) for k, v in inits.items()])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+
+
+def mobile_like(size: int = 224, seed: int = 2):
+    """A MobileNet-v1-style model: a strided 3x3 stem, then depthwise 3x3 + pointwise 1x1
+    blocks (some strided), global average pooling and a Gemm."""
+    from onnx import TensorProto
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], {}
+
+    def conv(x, cin, cout, k, name, stride=1, group=1):
+        inits[f"{name}_w"] = (rng.normal(size=(cout, cin // group, k, k)) *
+                              np.sqrt(2 / (k * k * cin // group))).astype(np.float32)
+        inits[f"{name}_b"] = (rng.normal(size=cout) * 0.05).astype(np.float32)
+        nodes.extend([h.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [f"{name}_c"],
+                                  kernel_shape=[k, k], pads=[k // 2] * 4,
+                                  strides=[stride, stride], group=group),
+                      h.make_node("Relu", [f"{name}_c"], [name])])
+        return name
+
+    x, c = conv("x", 3, 16, 3, "stem", stride=2), 16
+    for i, (cout, stride) in enumerate([(32, 1), (64, 2), (64, 1), (128, 2), (128, 1),
+                                        (256, 2)]):
+        x = conv(x, c, c, 3, f"dw{i}", stride=stride, group=c)
+        x, c = conv(x, c, cout, 1, f"pw{i}"), cout
+    inits["fw"] = (rng.normal(size=(100, c)) * 0.05).astype(np.float32)
+    inits["fb"] = (rng.normal(size=100) * 0.01).astype(np.float32)
+    nodes += [h.make_node("GlobalAveragePool", [x], ["g"]),
+              h.make_node("Flatten", ["g"], ["f"]),
+              h.make_node("Gemm", ["f", "fw", "fb"], ["logits"], transB=1)]
+    g = h.make_graph(nodes, "mobile", [h.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                 [1, 3, size, size])],
+                     [h.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 100])],
+                     [nh.from_array(v, k) for k, v in inits.items()])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+
+
+# The stated goals at one thread: npukit's time / ONNX Runtime's, by model size.
+GOALS = {("cnn10", 224, "float32"): 2.5, ("cnn10", 224, "int8"): 2.0,
+         ("cnn10", 32, "float32"): 4.0, ("cnn10", 32, "int8"): 4.0}
+
+
+def measure(path: Path, label: str, counts, rounds: int) -> list[str]:
+    """One model: imported and planned once, then npukit's host schedule, its tile schedule
+    and ONNX Runtime interleaved at each thread count; returns the table's rows."""
     import npukit.onnx
-    from npukit.onnx.check import compare, ort_run, random_inputs
+    from npukit.onnx.check import compare, ort_run, ort_session, random_inputs
 
     t0 = time.perf_counter()
     g = npukit.onnx.load(path, **BUDGETS)
     t_load = time.perf_counter() - t0
-    consts = [t for t in g.tensors.values() if t.kind == "const"]
-    weights = sum(t.size for t in consts)
-    flash = sum(t.size for t in consts if t.memory == "L3_FLASH")
-    streaming = [layer.name for layer in g.graph.layers
-                 if any(g.tensors[t].kind == "const" for t in layer.streamed)]
-    fetched = sorted({f.tensor for f in g.graph.fetches})
     x = random_inputs(g)
-    t0 = time.perf_counter()
-    res = g.run("c", **x)
-    t_first = time.perf_counter() - t0
-    walls = [g.run("c", **x).wall_time for _ in range(repeat)]
+    host = {k: v.copy() for k, v in g.run("c", **x).outputs.items()}
+    tiles = g.run("c", schedule="tiles", **x).outputs
     ref, _ = ort_run(path, x, threads=1)
-    ort_walls = [ort_run(path, x, threads=1)[1] for _ in range(repeat)]
-    report = g.report()
-    m = g.memory
-    print(f"\n== {label} ==")
-    convs = sum(i.ops.startswith(("Conv", "QLinearConv")) for i in g.layers)
-    print(f"  {len(g.layers)} layers ({convs} convolutions); import and plan {t_load:.2f} s")
-    print(f"  weights {weights} B ({weights / BUDGETS['l2_budget']:.1f}x the L2 budget of "
-          f"{BUDGETS['l2_budget']} B); in flash {flash} B; {len(fetched)} fetched into L2 ahead "
-          f"of their layer, {len(streaming)} layers stream weights from L3")
-    print(f"  L2 {m['L2'].static} B static + {m['L2'].dynamic} B dynamic; L3 RAM "
-          f"{m['L3'].dynamic} B; L1 {m['L1'].dynamic} B")
-    ms = report.cycles / g.target.clock_mhz / 1e3
-    print(f"  simulated GAP8: {report.cycles} cycles = {ms:.1f} ms at {g.target.clock_mhz:g} MHz")
-    print(f"  host C run: {statistics.median(walls) * 1e3:.1f} ms (median of {repeat}; first run "
-          f"with compiling {t_first:.1f} s); ONNX Runtime, 1 thread: "
-          f"{statistics.median(ort_walls) * 1e3:.1f} ms")
-    for name in res.outputs:
-        print(f"  {compare(name, res.outputs[name], ref[name], g.output_steps.get(name))}")
+    same = all(host[k].tobytes() == tiles[k].tobytes() for k in host)
+    worst = [compare(k, host[k], ref[k], g.output_steps.get(k)) for k in ref]
+    sessions = {t: ort_session(path, t) for t in counts}
+    names = [o.name for o in sessions[counts[0]].get_outputs()]
+    outs = {k: np.empty(p.shape, p.dtype) for k, p in g.outputs.items()}
+
+    def cases(t):
+        return {"npukit host": lambda: g.run("c", **x, **outs),
+                "npukit tiles": lambda: g.run("c", schedule="tiles", **x, **outs),
+                "ONNX Runtime": lambda: sessions[t].run(names, x)}
+    med = harness.at_threads(cases, counts, rounds)
+    print(f"  {label}: {len(g.layers)} layers, import and plan {t_load:.2f} s; host == tiles "
+          f"bytes: {same}; vs ONNX Runtime: {'; '.join(str(c) for c in worst)}")
+    rows = []
+    for t in counts:
+        m = med[t]
+        ratio = m["npukit host"] / m["ONNX Runtime"]
+        rows.append(f"| {label} | {t} | {m['npukit host'] * 1e3:.2f} | "
+                    f"{m['npukit tiles'] * 1e3:.2f} | {m['ONNX Runtime'] * 1e3:.2f} | "
+                    f"{ratio:.1f}x |")
+    base = med[counts[0]]["npukit host"]
+    for t in counts[1:]:
+        rows.append(f"|   scaling {counts[0]} -> {t} threads | | "
+                    f"{base / med[t]['npukit host']:.2f}x | | "
+                    f"{med[counts[0]]['ONNX Runtime'] / med[t]['ONNX Runtime']:.2f}x | |")
+    return rows, {t: med[t]["npukit host"] / med[t]["ONNX Runtime"] for t in counts}, \
+        {t: med[t]["npukit host"] for t in counts}
 
 
-def main(size: int = 224) -> None:
+def main(sizes=(224, 32), models=("cnn10",), rounds: int = 5) -> None:
     import onnx
 
+    counts = sorted({1, 2, os.cpu_count() or 1})
+    print(f"machine: {harness.machine()}")
+    print("| model | threads | npukit host ms | npukit tiles ms | ONNX Runtime ms | host / ORT |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    goals, table = [], []
+    build = {"cnn10": cnn, "squeeze": squeeze_like, "mobile": mobile_like}
     with tempfile.TemporaryDirectory() as tmp:
-        f = Path(tmp) / "cnn.onnx"
-        onnx.save(cnn(size), f)
-        measure(f, f"float32 CNN, {size}x{size}")
-        q = Path(tmp) / "cnn_int8.onnx"
-        quantized(f, size, q)
-        measure(q, f"int8 QDQ CNN (quantize_static, per-channel), {size}x{size}")
+        for name in models:
+            for size in sizes:
+                f = Path(tmp) / f"{name}{size}.onnx"
+                onnx.save(build[name](size), f)
+                q = Path(tmp) / f"{name}{size}_int8.onnx"
+                quantized(f, size, q)
+                for kind, path in (("float32", f), ("int8", q)):
+                    rows, ratio, wall = measure(path, f"{name} {size}x{size} {kind}", counts,
+                                                rounds)
+                    table += rows
+                    want = GOALS.get((name, size, kind))
+                    if want is not None:
+                        goals.append(harness.goal(f"{name} {size}x{size} {kind} at 1 thread "
+                                                  f"within {want}x of ONNX Runtime "
+                                                  f"({ratio[1]:.1f}x)", ratio[1] <= want))
+                    if 2 in wall:
+                        goals.append(harness.goal(
+                            f"{name} {size}x{size} {kind}: NPUKIT_THREADS=2 not slower than 1 "
+                            f"({wall[1] * 1e3:.2f} -> {wall[2] * 1e3:.2f} ms)",
+                            wall[2] <= wall[1] * 1.05))
+    print("\n".join(table))
+    print("\n".join(goals))
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 224)
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sizes", nargs="*", type=int, default=[224, 32])
+    ap.add_argument("--models", default="cnn10", help="comma-separated: cnn10,squeeze,mobile")
+    ap.add_argument("--rounds", type=int, default=5)
+    a = ap.parse_args()
+    main(tuple(a.sizes), tuple(a.models.split(",")), a.rounds)

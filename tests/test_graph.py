@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from test_cnn import conv_layer
 
-from npukit import CapacityError, ShapeError, TilingError
+from npukit import CapacityError, NpukitError, ShapeError, TilingError
 from npukit.c import toolchain
 from npukit.tiler import *
 from npukit.tiler.planner import Placement
@@ -179,6 +179,42 @@ def test_the_simulator_runs_the_graph_as_one_program(mnist, monkeypatch, l2):
     assert any("@" in n for n in placed) == bool(g.fetches)
     for n in placed:  # each image is a window of the memory areas, not a copy
         assert images[n].base is not None and not images[n].flags.owndata
+
+
+def test_a_compiled_graph_constructs_once_and_hands_over_its_library(mnist, tmp_path):
+    """g.compile("c") constructs once however often it is called, close() destructs, and two
+    graphs with the same C but other weights (one loaded library) each run their own."""
+    ex, w, model = mnist
+    other = tmp_path / "other"
+    other.mkdir()
+    w2 = ex["weights"](seed=5)
+    ex["write_tensors"](other, w2)
+    g1 = model().graph("MnistCNN")
+    m2 = ex["MnistModel"](48000, 300 * 1024, 8 << 20, 20 << 20, const_dir=other)
+    m2.AT_SetGraphCtrl(AT_GRAPH_TRACE_EXEC, AT_OPT_OFF)
+    g2 = m2.graph("MnistCNN")
+    assert g1.c_source() == g2.c_source()  # the constants are in the flash file only
+    h1, h2 = g1.compile("c"), g2.compile("c")
+    assert g1.compile("c") is h1
+    constructs = []
+    for h in (h1, h2):
+        real = h.construct
+        h.construct = lambda *a, real=real, h=h: constructs.append(h) or real(*a)
+    xs = ex["digits"](3, seed=11)
+    for x, h, weights in [(xs[0], h1, w), (xs[1], h1, w), (xs[2], h2, w2), (xs[0], h1, w)]:
+        g = h.g
+        want, got = np.full(10, -3, np.int16), np.full(10, -4, np.int16)
+        g.run("sim", Input0=x, Output0=want)
+        res = h(Input0=x, Output0=got)
+        assert res.outputs["Output0"] is got and got.tobytes() == want.tobytes()
+        (_, _, z), ref = ex["forward"](x, weights)
+        assert got.argmax() == ref.argmax()
+    assert constructs == [h1, h2, h1]  # once per hand-over, not per call
+    h1.close()
+    h1(Input0=xs[1], Output0=np.zeros(10, np.int16))
+    assert constructs == [h1, h2, h1, h1]
+    with pytest.raises(NpukitError, match="compiles for backend 'c', not 'sim'"):
+        g1.compile("sim")
 
 
 @pytest.mark.slow

@@ -18,11 +18,11 @@ operators, attributes and numerics.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import DTypeError, ModelError, ShapeError
+from ..errors import DTypeError, ModelError, NpukitError, ShapeError
 from ..run import Result
 
 __all__ = ["load", "OnnxGraph", "Port", "validate", "sweep"]
@@ -42,8 +42,9 @@ class OnnxGraph:
     and ``outputs`` (``Port`` by ONNX name), ``layers`` (what each layer computes, the ONNX
     nodes it stands for); ``run``, ``c_source``, ``write``, ``emit``, ``report``."""
 
-    def __init__(self, model, graph, lowering, net, qdq: bool):
+    def __init__(self, model, graph, lowering, net, qdq: bool, host_plan=None):
         self.model, self.graph, self.net = model, graph, net
+        self._host_plan, self._host = host_plan, None
         self.name = graph.name
         self.layers = tuple(lowering.layers)
         self.qdq = qdq
@@ -95,10 +96,35 @@ class OnnxGraph:
 
     # -- running -----------------------------------------------------------------------------
 
-    def run(self, backend: str = "c", **arrays) -> Result:
+    def run(self, backend: str = "c", schedule: str = "host", **arrays) -> Result:
         """Run on ``backend`` ("c" or "sim") with the inputs by ONNX name; outputs passed
         are written, missing ones allocated. ``Result.outputs`` holds every graph output by
-        its ONNX name, in its ONNX shape."""
+        its ONNX name, in its ONNX shape.
+
+        ``schedule`` (C only): ``"host"`` runs each layer whole, as one tile in host memory
+        (the same basic kernels on the same data in the same order, so the same bytes as
+        the simulator, and large enough to share among threads); ``"tiles"`` runs the C of
+        the target's plan, every L1 tile and transfer as ``c_source`` shows them. The
+        simulator always runs the target's plan."""
+        if schedule not in ("host", "tiles"):
+            raise NpukitError(f"schedule={schedule!r}: use 'host' (each layer whole) or "
+                              f"'tiles' (the target's L1 tiles)")
+        args, outs = self._arrays(arrays)
+        graph = self.host_graph() if backend == "c" and schedule == "host" else self.graph
+        res = graph.run(backend, **args)
+        return Result(outs, res.cycles, res.report, res.wall_time)
+
+    def host_graph(self):
+        """The graph planned for the host (``run(schedule="host")``): the same layers on a
+        copy of the target whose L1 and L2 hold every layer whole, the constants in L2.
+        Planned on first use."""
+        if self._host is None:
+            self._host = self._host_plan()
+        return self._host
+
+    def _arrays(self, arrays: dict) -> tuple[dict, dict]:
+        """The graph's arrays by C name, and the outputs by ONNX name (allocated when not
+        given)."""
         known = set(self.inputs) | set(self.outputs)
         extra = sorted(k for k in arrays if k not in known)
         missing = sorted(k for k in self.inputs if k not in arrays)
@@ -123,8 +149,7 @@ class OnnxGraph:
             args[port.cname] = a
             if name in self.outputs:
                 outs[name] = a
-        res = self.graph.run(backend, **args)
-        return Result(outs, res.cycles, res.report, res.wall_time)
+        return args, outs
 
     def c_source(self) -> str:
         """The graph's C translation unit (``npukit.tiler.Graph.c_source``)."""
@@ -175,8 +200,31 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
     # Not a name the C library or the emitted main.c defines.
     gname = c_name(base, "", {"main", "malloc", "free", "exit", "abort", "printf", "memcpy",
                               "memset", "fopen", "fclose", "fread", "fwrite", "snprintf"})
+    # The host plan lowers its own copy of the tables: a lowering adds the tensors it derives.
+    tables = replace(net, info=dict(net.info), consts=dict(net.consts),
+                     qconsts=dict(net.qconsts), doc=dict(net.doc))
     low = lower(net, alias, m, gname)
-    return OnnxGraph(m, m.graph(gname), low, net, dtype is None)
+
+    def host_plan():
+        h = Model(host_target(m.target), l3_budget=l3_budget, l3_flash_budget=l3_flash_budget)
+        lower(tables, alias, h, gname)
+        return h.graph(gname)
+    return OnnxGraph(m, m.graph(gname), low, net, dtype is None, host_plan)
+
+
+# L1 and L2 on the host: room for any layer whole (the generated code allocates what the plan
+# uses, not this).
+HOST_MEMORY = 1 << 40
+
+
+def host_target(target):
+    """``target`` with L1 and L2 of ``HOST_MEMORY`` bytes: the target a graph is planned
+    on to run each layer whole on the host (``OnnxGraph.run(schedule="host")``)."""
+    from ..machine import FrozenMap, Memory
+
+    grown = {k: Memory(k, HOST_MEMORY) if k in ("L1", "L2") else v
+             for k, v in target.memories.items()}
+    return replace(target, memories=FrozenMap(grown))
 
 
 def validate(model, inputs, reference=None, **kw):

@@ -358,6 +358,7 @@ class Graph:
         self.ctrl = dict(model._ctrl)
         self._report: GraphReport | None = None
         self._c: str | None = None  # the generated C, made on first use
+        self._compiled = None  # the C handle (compile), made on first use
         base = [lower_node(model, n) for n, _ in spec.nodes]
         info = self._tensor_info(base)
         from_flash = bool(self.ctrl[AT_GraphCtrl.AT_GRAPH_CONST_EXEC_FROM_FLASH])
@@ -525,9 +526,21 @@ class Graph:
         if backend == "sim":
             return self._run_sim(args)
         if backend == "c":
-            from .graph_c import run_c
-            return run_c(self, args)
+            from . import graph_c
+            return graph_c.run_c(self, args)  # looked up here: the entry of every graph C run
         raise NpukitError(f"unknown backend {backend!r}; use 'sim' or 'c'")
+
+    def compile(self, backend: str = "c"):
+        """The graph's C compiled, loaded and constructed once (made on first use, then
+        kept, as ``c_source``): a handle (``npukit.tiler.graph_c.CompiledGraph``) whose call
+        ``h(**arrays)`` is one C call of the runner. ``h.close()`` (or leaving a ``with``
+        block) calls the destructor; a later call constructs again. ``run("c")`` calls it."""
+        if backend != "c":
+            raise NpukitError(f"a graph compiles for backend 'c', not {backend!r}")
+        if self._compiled is None:
+            from .graph_c import CompiledGraph
+            self._compiled = CompiledGraph(self)
+        return self._compiled
 
     def c_source(self) -> str:
         """The generated C of the graph: the layers' functions and

@@ -16,6 +16,7 @@ import os
 import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -544,7 +545,25 @@ class _Generator:
 
 # -- running on the host --------------------------------------------------------------------
 
-_LOCKS: dict[str, threading.Lock] = {}
+class _Library:
+    """One loaded graph library's state: its lock, and which handle's construction its
+    global memories hold (graphs with the same C share the library, not their constants)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.owner: object | None = None
+        self.destruct = None  # the owner's destructor call
+
+
+_LIBRARIES: dict[str, _Library] = {}
+
+
+def _release(state: _Library, token: object) -> None:
+    """Destruct ``token``'s construction if the library still holds it."""
+    with state.lock:
+        if state.owner is token:
+            state.destruct()
+            state.owner = state.destruct = None
 
 
 def _flash_dir(g, name: str) -> Path:
@@ -573,44 +592,88 @@ def write(g, directory: str | os.PathLike, c_name: str | None = None) -> tuple[P
 
 
 def run_c(g, args: dict[str, np.ndarray]) -> Result:
-    """Construct, run and destruct the graph's compiled C on the arrays (already checked)."""
-    lib = toolchain.library(g.c_source())
-    names = _Names(g)
-    warm = g.ctrl[AT_GraphCtrl.AT_GRAPH_WARM_CONSTRUCT]
-    construct, runner, destruct = lib[f"{g.name}_Construct"], lib[g.name], lib[f"{g.name}_Destruct"]
-    for f in (construct, runner, destruct):
-        f.restype = ctypes.c_int
-    c_args = {0: (), 1: (0,), 2: (0,), 3: (1,) * 6}[warm]
-    d_args = {0: (), 1: (0,), 2: (0,), 3: (1,) * 5}[warm]
-    construct.argtypes = [ctypes.c_int] * len(c_args)
-    destruct.argtypes = [ctypes.c_int] * len(d_args)
-    runner.argtypes = [ctypes.c_void_p] * (len(g.args) + (warm == 3))
-    copies = {n: np.ascontiguousarray(a) if a.flags.c_contiguous and
-              a.ctypes.data % a.itemsize == 0 else np.array(a, order="C")
-              for n, a in args.items()}
-    ptrs = [copies[t.name].ctypes.data for t in g.args] + ([None] if warm == 3 else [])
-    lock = _LOCKS.setdefault(lib._name, threading.Lock())
-    with lock:
+    """Run graph ``g``'s C on arrays already checked, through its handle
+    (``g.compile("c")``: built and constructed on the first run)."""
+    return g.compile("c").run(args)
+
+
+class CompiledGraph:
+    """A planned graph's C, compiled, loaded and constructed once (``Graph.compile("c")``):
+    ``h(**arrays)`` checks the arrays and makes one C call, the runner: no planning, no
+    code generation, no construction (the promotions from flash are made once). ``close()``,
+    leaving a ``with`` block or dropping the handle calls the destructor."""
+
+    def __init__(self, g):
+        self.g = g
+        lib = toolchain.library(g.c_source())
+        warm = g.ctrl[AT_GraphCtrl.AT_GRAPH_WARM_CONSTRUCT]
+        self.construct, self.runner = lib[f"{g.name}_Construct"], lib[g.name]
+        destruct = lib[f"{g.name}_Destruct"]
+        for f in (self.construct, self.runner, destruct):
+            f.restype = ctypes.c_int
+        self.c_args = {0: (), 1: (0,), 2: (0,), 3: (1,) * 6}[warm]
+        d_args = {0: (), 1: (0,), 2: (0,), 3: (1,) * 5}[warm]
+        self.construct.argtypes = [ctypes.c_int] * len(self.c_args)
+        destruct.argtypes = [ctypes.c_int] * len(d_args)
+        self.runner.argtypes = [ctypes.c_void_p] * (len(g.args) + (warm == 3))
+        self.l1_arg = [None] if warm == 3 else []
+        self.flash = None
         if g.constants:
             lib.npk_host_flash_dir.argtypes = [ctypes.c_char_p]
-            folder = _flash_dir(g, names.flash_file)
-            lib.npk_host_flash_dir(str(folder).encode())
-        rc = construct(*c_args)
-        if rc:
-            raise NpukitError(f"graph {g.name!r}: {g.name}_Construct returned {rc} (1: flash or "
-                              f"L3 open failed, 2: L3, 3: L2, 4: L1 allocation failed)")
-        t0 = time.perf_counter()
-        try:
-            rc = runner(*ptrs)
-        finally:
+            self.flash = (lib.npk_host_flash_dir, str(_flash_dir(g, _Names(g).flash_file)))
+        self.destruct = lambda: destruct(*d_args)
+        self.state = _LIBRARIES.setdefault(lib._name, _Library())
+        self.token = object()
+        self._release = weakref.finalize(self, _release, self.state, self.token)
+
+    def __call__(self, **arrays) -> Result:
+        return self.run(self.g.check_arrays(arrays))
+
+    def run(self, args: dict[str, np.ndarray]) -> Result:
+        """Run on arrays already checked (``Graph.check_arrays``)."""
+        g = self.g
+        copies = {n: np.ascontiguousarray(a) if a.flags.c_contiguous and
+                  a.ctypes.data % a.itemsize == 0 else np.array(a, order="C")
+                  for n, a in args.items()}
+        ptrs = [copies[t.name].ctypes.data for t in g.args] + self.l1_arg
+        with self.state.lock:
+            if self.state.owner is not self.token:
+                self._construct()
+            t0 = time.perf_counter()
+            rc = self.runner(*ptrs)
             wall = time.perf_counter() - t0
-            destruct(*d_args)
-    if rc:
-        raise NpukitError(f"graph {g.name!r}: the runner returned {rc}")
-    outputs = {}
-    for n, a in args.items():
-        if g.spec.args[n].Dir != ArgDirection.ARG_DIR_IN:
-            if copies[n] is not a:
-                a[...] = copies[n].reshape(a.shape)
-            outputs[n] = a
-    return Result(outputs, None, None, wall)
+        if rc:
+            raise NpukitError(f"graph {g.name!r}: the runner returned {rc}")
+        outputs = {}
+        for n, a in args.items():
+            if g.spec.args[n].Dir != ArgDirection.ARG_DIR_IN:
+                if copies[n] is not a:
+                    a[...] = copies[n].reshape(a.shape)
+                outputs[n] = a
+        return Result(outputs, None, None, wall)
+
+    def _construct(self) -> None:
+        """Construct this graph in the library (under its lock), destructing the graph whose
+        construction it held."""
+        state = self.state
+        if state.owner is not None:
+            state.destruct()
+            state.owner = state.destruct = None
+        if self.flash is not None:
+            self.flash[0](self.flash[1].encode())
+        rc = self.construct(*self.c_args)
+        if rc:
+            raise NpukitError(f"graph {self.g.name!r}: {self.g.name}_Construct returned {rc} "
+                              f"(1: flash or L3 open failed, 2: L3, 3: L2, 4: L1 allocation "
+                              f"failed)")
+        state.owner, state.destruct = self.token, self.destruct
+
+    def close(self) -> None:
+        """Call the destructor (if this handle's construction is the one in place)."""
+        self._release()
+
+    def __enter__(self) -> CompiledGraph:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

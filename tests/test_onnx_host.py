@@ -1,0 +1,99 @@
+"""The host schedule (``OnnxGraph.run("c", schedule="host")``: each layer whole, as one
+tile) against the target's tile schedule and the simulator: the same bytes, float and
+quantized, on models whose target plan cuts layers into several L1 tiles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx_fuzz import generate, quantize
+from onnx_helpers import model, node, quantize_qdq
+
+import npukit.onnx
+from npukit import NpukitError
+from npukit.onnx.check import compare, ort_run
+
+CANARY = {np.dtype("float32"): np.float32(-7.25e30), np.dtype("int8"): 77,
+          np.dtype("uint8"): 201}
+
+
+def cnn(size: int, seed: int = 0):
+    """Two 3x3 convolutions with ReLU, a max pooling, a global average pooling, a Gemm and
+    a softmax: outputs ``logits`` and ``prob``."""
+    r = np.random.default_rng(seed)
+    inits = {"w0": r.normal(size=(8, 3, 3, 3)) * 0.4, "b0": r.normal(size=8) * 0.1,
+             "w1": r.normal(size=(12, 8, 3, 3)) * 0.2, "b1": r.normal(size=12) * 0.1,
+             "fw": r.normal(size=(12, 10)) * 0.3, "fb": r.normal(size=10) * 0.1}
+    inits = {k: v.astype(np.float32) for k, v in inits.items()}
+    nodes = [node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             node("Relu", ["c0"], ["r0"]),
+             node("MaxPool", ["r0"], ["p0"], kernel_shape=[2, 2], strides=[2, 2]),
+             node("Conv", ["p0", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             node("Relu", ["c1"], ["r1"]),
+             node("GlobalAveragePool", ["r1"], ["g"]),
+             node("Flatten", ["g"], ["f"]),
+             node("Gemm", ["f", "fw", "fb"], ["logits"]),
+             node("Softmax", ["logits"], ["prob"], axis=1)]
+    x = r.uniform(-1, 1, (1, 3, size, size)).astype(np.float32)
+    return model(nodes, {"x": x}, ["logits", "prob"], inits, opset=13), x
+
+
+def runs(g, x: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+    """Every output on the simulator, the host schedule and the tile schedule, each written
+    over a canary fill."""
+    got = {}
+    for name, kw in (("sim", dict(backend="sim")), ("host", dict(backend="c")),
+                     ("tiles", dict(backend="c", schedule="tiles"))):
+        outs = {o: np.full(p.shape, CANARY[p.dtype], p.dtype) for o, p in g.outputs.items()}
+        g.run(**kw, x=x, **outs)
+        got[name] = outs
+    return got
+
+
+def assert_same_bytes(got: dict) -> None:
+    for o, sim in got["sim"].items():
+        assert (sim != CANARY[sim.dtype]).all(), f"{o}: an element the simulator left"
+        for name in ("host", "tiles"):
+            assert got[name][o].tobytes() == sim.tobytes(), f"{o}: {name} C != simulator"
+
+
+@pytest.mark.parametrize("kind", ["float", "qdq-u8", "qdq-s8-channel"])
+def test_the_host_schedule_gives_the_tile_schedules_bytes(kind, tmp_path):
+    m, x = cnn(28)
+    if kind != "float":
+        r = np.random.default_rng(3)
+        calib = [{"x": r.uniform(-1, 1, x.shape).astype(np.float32)} for _ in range(4)]
+        m = quantize_qdq(m, calib, tmp_path, act=kind.split("-")[1],
+                         per_channel=kind.endswith("channel"))
+    g = npukit.onnx.load(m, l1_budget=6000, l2_budget=200_000)
+    tiled = [layer.tiling.n_tiles for layer in g.graph.layers]
+    host = g.host_graph()
+    assert max(tiled) > 1  # the target's plan does cut layers into tiles
+    assert [layer.tiling.n_tiles for layer in host.layers] == [1] * len(host.layers)
+    # (a layer whose rows do not fit L1 whole gets its padding as a layer of its own)
+    assert len(host.layers) <= len(g.graph.layers)
+    got = runs(g, x)
+    assert_same_bytes(got)
+    ref, _ = ort_run(m, {"x": x})
+    for o in ref:
+        c = compare(o, got["host"][o], ref[o], g.output_steps.get(o))
+        assert c.within, str(c)
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(number=st.integers(0, 10_000))
+def test_random_quantized_models_on_both_schedules(number, tmp_path_factory):
+    case = generate(number)
+    qm = quantize(case, tmp_path_factory.mktemp("q"))
+    g = npukit.onnx.load(qm, l1_budget=3000)
+    assert_same_bytes(runs(g, case.inputs["x"]))
+
+
+def test_a_schedule_is_host_or_tiles():
+    m, x = cnn(8)
+    g = npukit.onnx.load(m)
+    with pytest.raises(NpukitError, match=r"schedule='fast': use 'host' .* or 'tiles'"):
+        g.run("c", schedule="fast", x=x)
