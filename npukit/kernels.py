@@ -5,9 +5,11 @@ Each is a ``@kernel``: build it with ``npukit.build(k, target=..., name=npukit.s
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .c.threads import host_threads
 from .dtypes import int_range
 from .easy import PData, build, kernel, spec
 from .errors import DTypeError, ShapeError
@@ -229,21 +231,33 @@ def silu_fp16_on_cores(x: np.ndarray, out: np.ndarray, target="torq", backend: s
     tutorial does: core ``c`` gets its ``core_share`` of the elements as a program of its own (the
     tutorial's kernel reads its core id; here each core's program is built for its slice), and
     writes its slice of ``out``. The cores run in parallel, so the kernel takes the slowest
-    core's cycles (their engines are modelled independently). Returns ``[(core, (lo, hi),
+    core's cycles (their engines are modelled independently); in C they run at once on the
+    host's threads. Returns ``[(core, (lo, hi),
     program, result)]`` for the cores with work."""
     tgt = _target(target)
     if x.ndim != 1 or out.shape != x.shape:
         raise ShapeError(f"silu_fp16_on_cores: x and out must be 1-D of one length, got "
                          f"{x.shape} and {out.shape}")
-    runs = []
+    cores = []
     for core in range(tgt.cores):
         lo, hi = core_share(x.size, tgt.cores, core)
-        if lo == hi:
-            continue
-        xs, os_ = x[lo:hi], out[lo:hi]
-        prog = build(silu_fp16, target=tgt, input=_spec_of(xs), output=_spec_of(os_))
-        runs.append((core, (lo, hi), prog, prog.run(backend, input=xs, output=os_)))
-    return runs
+        if lo < hi:
+            xs, os_ = x[lo:hi], out[lo:hi]
+            prog = build(silu_fp16, target=tgt, input=_spec_of(xs), output=_spec_of(os_))
+            cores.append((core, (lo, hi), prog, xs, os_))
+
+    def run(c):
+        return c[2].run(backend, input=c[3], output=c[4])
+    if backend == "c" and len(cores) > 1 and host_threads() > 1:
+        # The cores write disjoint slices, as on the chip: on the host they run at once, on
+        # the host's threads (the C call releases the GIL). Compiled one by one first.
+        for c in cores:
+            c[2].compile("c")
+        with ThreadPoolExecutor(min(len(cores), host_threads())) as pool:
+            results = list(pool.map(run, cores))
+    else:
+        results = [run(c) for c in cores]
+    return [(core, span, prog, res) for (core, span, prog, _, _), res in zip(cores, results)]
 
 
 def _spec_of(a: np.ndarray):

@@ -9,6 +9,7 @@ what the C prints marks itself ``@pytest.mark.c_once``: its calls run once, on t
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -53,9 +54,19 @@ def c_once(request):
     ONCE["now"] = False
 
 
+# Calls from several Python threads at once (the cores of silu_fp16_on_cores) take turns
+# here: each sets NPUKIT_THREADS for its two runs and restores it.
+THREAD_SWITCH = threading.RLock()
+
+
 def at_one_and_two_threads(run, written: list[np.ndarray], what: str):
     """``run()`` on one thread, the written arrays restored, ``run()`` on two; the bytes
     written must agree."""
+    with THREAD_SWITCH:
+        return _at_one_and_two_threads(run, written, what)
+
+
+def _at_one_and_two_threads(run, written: list[np.ndarray], what: str):
     if ONCE["now"]:
         with environment(TWO_SPLIT):
             return run()

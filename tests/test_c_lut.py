@@ -5,6 +5,7 @@ designs, and seed 004's float16 SiLU on every finite float16 input."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import ml_dtypes
@@ -178,3 +179,29 @@ def test_silu_every_float16_input():
         assert len(runs) == TORQ.cores
     assert out["c"].tobytes() == out["sim"].tobytes()
     assert len(np.unique(out["c"])) > 10000
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_silu_cores_run_at_once_on_the_hosts_threads(threads, monkeypatch):
+    """In C the cores of silu_fp16_on_cores run on up to NPUKIT_THREADS Python threads at
+    once (each C call releases the GIL), writing the simulator's bytes."""
+    import threading
+    import time
+
+    import npukit.c
+
+    monkeypatch.setenv("NPUKIT_THREADS", str(threads))
+    real, seen = npukit.c.run_c, []
+
+    def slow(prog, arrays, **kw):
+        seen.append(threading.get_ident())
+        time.sleep(0.05)  # long enough for the other cores to start meanwhile
+        return real(prog, arrays, **kw)
+    monkeypatch.setattr(npukit.c, "run_c", slow)
+    x = np.linspace(-9, 9, 5000).astype(np.float16)
+    got, want = np.full_like(x, 3.0), np.full_like(x, 5.0)
+    K.silu_fp16_on_cores(x, got, backend="c")
+    K.silu_fp16_on_cores(x, want, backend="sim")
+    assert got.tobytes() == want.tobytes()
+    assert len(seen) == TORQ.cores
+    assert len(set(seen)) == min(threads, TORQ.cores, os.cpu_count())

@@ -33,6 +33,18 @@ True
 
 from __future__ import annotations
 
+import os
+
+
+def host_threads() -> int:
+    """Threads the C back end uses: the host's CPUs, capped by ``NPUKIT_THREADS``."""
+    n = os.cpu_count() or 1
+    cap = os.environ.get("NPUKIT_THREADS", "").strip()
+    if cap.isdigit() and int(cap) >= 1:
+        n = min(n, int(cap))
+    return max(1, n)
+
+
 # What a translation unit that uses the runtime must define before its first #include, so
 # that a strict -std=c99 build declares the POSIX functions.
 FEATURE_MACRO = """\

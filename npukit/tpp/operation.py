@@ -22,13 +22,13 @@ prim dimensions the primitive can address (unit stride along one of them, see
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import ir
+from ..c.threads import host_threads
 from ..dtypes import dtype as _dtype
 from ..errors import DTypeError
 from ..layout import Layout
@@ -116,15 +116,6 @@ def _seq(name: str, value) -> tuple:
         raise WrongDimensionError(f"{name} must be a list or tuple, one entry per dimension; "
                                   f"got {value!r}")
     return tuple(value)
-
-
-def host_threads() -> int:
-    """Threads the C back end uses: the host's CPUs, capped by ``NPUKIT_THREADS``."""
-    n = os.cpu_count() or 1
-    cap = os.environ.get("NPUKIT_THREADS", "").strip()
-    if cap.isdigit() and int(cap) >= 1:
-        n = min(n, int(cap))
-    return max(1, n)
 
 
 # The passes over an operation (npukit.tpp.optimizer: "optimize"; npukit.tpp.lower: "lower",
