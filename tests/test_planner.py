@@ -168,3 +168,64 @@ def test_a_chains_dynamic_area_is_its_peak(sizes):
     up = [-(-s // P.ALIGN) * P.ALIGN for s in sizes]
     want = max([up[0]] + [a + b for a, b in zip(up, up[1:])])
     assert p.memory["L2"].dynamic <= want and p.memory["L2"].dynamic > want - P.ALIGN
+
+
+# -- the allocator against its rules written plainly ------------------------------------
+
+def up(n: int) -> int:
+    return -(-n // P.ALIGN) * P.ALIGN
+
+
+def plain_peak(items):
+    times = {t for it in items for t in (it.first, it.last)}
+    return max((sum(up(it.size) for it in items if it.first <= t <= it.last) for t in times),
+               default=0)
+
+
+def plain_allocate(items):
+    def free(o, size, busy):
+        return o >= 0 and all(o + size <= lo or o >= hi for lo, hi in busy)
+
+    cap = plain_peak(items)
+    placed, offsets = [], {}
+    for it in sorted((i for i in items if i.size > 0), key=lambda i: (i.first, -i.size, i.key)):
+        size = up(it.size)
+        live = [(p, o) for p, o in placed if p.first <= it.last and it.first <= p.last]
+        busy = [(o, o + up(p.size)) for p, o in live]
+        bottoms = sorted({0, *(hi for _, hi in busy)})
+        tops = sorted({cap - size, *((lo - size) // P.ALIGN * P.ALIGN for lo, _ in busy)},
+                      reverse=True)
+        lows = [o for o in bottoms if free(o, size, busy) and o + size <= cap]
+        highs = [o for o in tops if free(o, size, busy) and o + size <= cap]
+        last = max(live, key=lambda po: (po[0].first, po[0].key), default=None)
+        prefer_top = last is not None and last[1] + up(last[0].size) / 2 <= cap / 2
+        choice = (highs or lows) if prefer_top else (lows or highs)
+        off = choice[0] if choice else min(o for o in bottoms if free(o, size, busy))
+        placed.append((it, off))
+        offsets[it.key] = off
+    return offsets, max((offsets[i.key] + i.size for i in items if i.size > 0), default=0)
+
+
+@st.composite
+def items(draw):
+    n = draw(st.integers(0, 40))
+    out = []
+    for k in range(n):
+        first = draw(st.integers(0, 25))
+        last = first + draw(st.integers(0, 12))
+        out.append(P.Item(f"t{k}", first, last, draw(st.integers(0, 5000))))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(items())
+def test_the_allocator_follows_its_rules(its):
+    assert P.peak(its) == plain_peak(its)
+    offsets, size = P.allocate(its)
+    assert (offsets, size) == plain_allocate(its)
+    placed = [it for it in its if it.size > 0]
+    for a in placed:  # and no two items live at once overlap
+        for b in placed:
+            if a.key < b.key and a.first <= b.last and b.first <= a.last:
+                oa, ob = offsets[a.key], offsets[b.key]
+                assert oa + a.size <= ob or ob + b.size <= oa

@@ -24,6 +24,7 @@ Offsets are aligned to ``ALIGN`` bytes; an area's size is the end of its last te
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -137,9 +138,16 @@ class Item:
 
 def peak(items: list[Item]) -> int:
     """The most bytes live at once (sizes rounded to the alignment)."""
-    times = {t for it in items for t in (it.first, it.last)}
-    return max((sum(_up(it.size) for it in items if it.first <= t <= it.last) for t in times),
-               default=0)
+    # A sweep over the layer indices: an item adds its bytes at its first layer and takes
+    # them away after its last.
+    events = sorted([(it.first, _up(it.size)) for it in items] +
+                    [(it.last + 1, -_up(it.size)) for it in items])
+    best = live = 0
+    for k, (t, delta) in enumerate(events):
+        live += delta
+        if k + 1 == len(events) or events[k + 1][0] != t:
+            best = max(best, live)
+    return best
 
 
 def allocate(items: list[Item]) -> tuple[dict[str, int], int]:
@@ -152,21 +160,43 @@ def allocate(items: list[Item]) -> tuple[dict[str, int], int]:
     offsets: dict[str, int] = {}
     for it in sorted((i for i in items if i.size > 0), key=lambda i: (i.first, -i.size, i.key)):
         size = _up(it.size)
-        busy = [(o, o + _up(p.size)) for p, o in placed
-                if p.first <= it.last and it.first <= p.last]
+        overlapping = [(p, o) for p, o in placed if p.first <= it.last and it.first <= p.last]
+        busy = [(o, o + _up(p.size)) for p, o in overlapping]
+        free = _Gaps(busy, size)
         bottoms = sorted({0, *(hi for _, hi in busy)})
         tops = sorted({cap - size, *(_down(lo - size) for lo, _ in busy)}, reverse=True)
-        lows = [o for o in bottoms if _free(o, size, busy) and o + size <= cap]
-        highs = [o for o in tops if _free(o, size, busy) and o + size <= cap]
-        last = max(((p, o) for p, o in placed if p.first <= it.last and it.first <= p.last),
-                   key=lambda po: (po[0].first, po[0].key), default=None)
+        low = next((o for o in bottoms if o + size <= cap and free(o)), None)
+        high = next((o for o in tops if o + size <= cap and free(o)), None)
+        last = max(overlapping, key=lambda po: (po[0].first, po[0].key), default=None)
         prefer_top = last is not None and last[1] + _up(last[0].size) / 2 <= cap / 2
-        choice = (highs or lows) if prefer_top else (lows or highs)
-        off = choice[0] if choice else min(o for o in bottoms if _free(o, size, busy))
+        off = (high if high is not None else low) if prefer_top else \
+            (low if low is not None else high)
+        if off is None:
+            off = next(o for o in bottoms if free(o))
         placed.append((it, off))
         offsets[it.key] = off
     size = max((offsets[i.key] + i.size for i in items if i.size > 0), default=0)
     return offsets, size
+
+
+class _Gaps:
+    """Whether ``size`` bytes at an offset overlap none of the ``busy`` ranges: the ranges
+    merged and sorted once, each offset looked up by bisection."""
+
+    def __init__(self, busy: list[tuple[int, int]], size: int):
+        merged: list[list[int]] = []
+        for lo, hi in sorted(busy):
+            if merged and lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        self.los = [lo for lo, _ in merged]
+        self.his = [hi for _, hi in merged]
+        self.size = size
+
+    def __call__(self, o: int) -> bool:
+        k = bisect.bisect_right(self.his, o)  # the first range ending after o
+        return o >= 0 and (k == len(self.los) or o + self.size <= self.los[k])
 
 
 def _down(n: int) -> int:
@@ -178,11 +208,6 @@ def _what(key: str, layers: list[Layer]) -> str:
     if key.startswith("@staging"):
         return f"the L3 stream buffers of {layers[int(key[8:])].name!r}"
     return f"the copy of {key[:-3]}" if key.endswith("@L2") else key
-
-
-def _free(o: int, size: int, busy: list[tuple[int, int]]) -> bool:
-    """``size`` bytes at ``o`` overlap none of the ``busy`` ranges."""
-    return o >= 0 and all(o + size <= lo or o >= hi for lo, hi in busy)
 
 
 # -- the plan ------------------------------------------------------------------------------
@@ -209,6 +234,8 @@ class _Planner:
                 self.uses[t].append(i)
         self.consts = [t.name for t in tensors if t.kind == "const" and self.uses[t.name]]
         self.locals = [t.name for t in tensors if t.kind == "local" and self.uses[t.name]]
+        self._fits: dict[tuple, bool] = {}  # a state's key -> whether it fits
+        self._l3: dict[frozenset, int] = {}  # the locals in L3 -> their dynamic L3 bytes
 
     def live(self, t: str) -> tuple[int, int]:
         u = self.uses[t]
@@ -250,10 +277,17 @@ class _Planner:
         return off
 
     def fits(self, s: _State) -> bool:
-        b = self.budgets
-        l2 = self.static(s.l2_consts) + allocate(self.l2_items(s))[1]
-        l3 = self.static(s.l3_consts) + allocate(self.l3_items(s))[1]
-        return l2 <= b.l2 and l3 <= b.l3
+        key = (frozenset(s.l3_locals), tuple(s.l2_consts), tuple(s.l3_consts),
+               tuple(sorted(s.fetches.items())))
+        got = self._fits.get(key)
+        if got is None:
+            b = self.budgets
+            l3_dyn = self._l3.get(key[0])
+            if l3_dyn is None:
+                l3_dyn = self._l3[key[0]] = allocate(self.l3_items(s))[1]
+            l2 = self.static(s.l2_consts) + allocate(self.l2_items(s))[1]
+            got = self._fits[key] = l2 <= b.l2 and self.static(s.l3_consts) + l3_dyn <= b.l3
+        return got
 
     # -- the sequence of states, then improvements -----------------------------------------
 
@@ -326,22 +360,34 @@ class _Planner:
         return s
 
     def _fetch(self, s: _State) -> _State:
+        """Each constant not promoted, by first use, fetched into dynamic L2 as late as still
+        covers its transfer with the estimated cycles of the layers in between, among the
+        starts that fit; else as early as fits."""
         if not self.budgets.fetch:
             return s
         rest = [t for t in self.consts if t not in s.l2_consts]
         for t in sorted(rest, key=lambda t: (self.live(t)[0], t)):
             first, last = self.live(t)
-            feasible = [at for at in range(first, -1, -1)
-                        if self.fits(replace(s, fetches={**s.fetches, t: (at, last)}))]
-            if not feasible:
-                continue
             source = "L3" if t in s.l3_consts else "L3_FLASH"
             need = self.transfer(self.tensors[t].size, source) if self.transfer else 0
-            covered = [at for at in feasible
-                       if sum(self.estimate(i) for i in range(at, first)) >= need] \
-                if self.estimate and need else feasible
-            s = replace(s, fetches={**s.fetches, t: (max(covered) if covered else min(feasible),
-                                                     last)})
+            covered = first  # the latest start whose layers cover the transfer
+            if self.estimate and need:
+                covered, cycles = -1, 0
+                for at in range(first - 1, -1, -1):
+                    cycles += self.estimate(at)
+                    if cycles >= need:
+                        covered = at
+                        break
+
+            def fits(at: int, s=s, t=t, last=last) -> bool:
+                return self.fits(replace(s, fetches={**s.fetches, t: (at, last)}))
+            # The latest covered start that fits; else the earliest start that fits (the
+            # starts before a covered one are covered too).
+            at = next((a for a in range(covered, -1, -1) if fits(a)), None)
+            if at is None:
+                at = next((a for a in range(covered + 1, first + 1) if fits(a)), None)
+            if at is not None:
+                s = replace(s, fetches={**s.fetches, t: (at, last)})
         return s
 
     def _result(self, s: _State) -> Plan:
