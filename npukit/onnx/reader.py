@@ -20,6 +20,22 @@ ONNX_TYPE_NAMES = {0: "undefined", 1: "float", 2: "uint8", 3: "int8", 4: "uint16
                    6: "int32", 7: "int64", 8: "string", 9: "bool", 10: "float16", 11: "double",
                    12: "uint32", 13: "uint64", 16: "bfloat16"}
 MS_DOMAIN = "com.microsoft"
+# Operands that only select a shape (an axis, a size, a padding, a count): npukit needs
+# their values to plan, so a graph input in such a slot must be given to ``load`` as a
+# constant. Operator -> {input index: operand name}.
+_REDUCE = {1: "axes"}
+SHAPE_OPERANDS = {
+    "Reshape": {1: "shape"}, "Expand": {1: "shape"}, "ConstantOfShape": {0: "input"},
+    "Unsqueeze": {1: "axes"}, "Squeeze": {1: "axes"}, "Pad": {1: "pads", 3: "axes"},
+    "Slice": {1: "starts", 2: "ends", 3: "axes", 4: "steps"}, "Tile": {1: "repeats"},
+    "Split": {1: "split"}, "Resize": {1: "roi", 2: "scales", 3: "sizes"},
+    "Upsample": {1: "scales"}, "TopK": {1: "K"}, "OneHot": {1: "depth"},
+    "Range": {0: "start", 1: "limit", 2: "delta"}, "CumSum": {1: "axis"}, "Trilu": {1: "k"},
+    "CenterCropPad": {1: "shape"},
+    **{op: _REDUCE for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
+                              "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+                              "ReduceLogSumExp", "ReduceSumSquare")},
+}
 # The largest constant npukit computes while folding (docs/onnx.md): a node whose output
 # would be larger is refused before anything is allocated.
 MAX_FOLDED_BYTES = 256 << 20
@@ -106,6 +122,89 @@ def _load(model):
             raise ModelError(f"{os.fspath(model)!r} is not an ONNX model: {exc}") from None
     raise ModelError(f"npukit.onnx.load takes a path or an onnx.ModelProto, got "
                      f"{type(model).__name__}")
+
+
+def _slots(node) -> dict[int, str]:
+    """The operands of ``node`` npukit needs as constants: ``SHAPE_OPERANDS``, and the value
+    a constant ``Pad`` fills with."""
+    if node.domain not in ("", "ai.onnx"):
+        return {}
+    extra = {2: "constant_value"} if node.op_type == "Pad" else {}
+    return {**SHAPE_OPERANDS.get(node.op_type, {}), **extra}
+
+
+def shape_operands(model) -> list[str]:
+    """The graph inputs of ``model`` (a path or an ``onnx.ModelProto``) whose values only
+    select shapes: every use of them, directly or through the nodes that compute on them,
+    ends in an operand of ``SHAPE_OPERANDS`` (a Reshape's shape, axes, pads, starts and
+    ends, scales, sizes, repeats) or in a ``Shape``/``Size``, and at least one in the former.
+    Give their values to ``npukit.onnx.load(..., constants=...)``."""
+    g = _load(model).graph
+    # What the values of each tensor become: "shape" (a shape operand), "data" (anything
+    # else). Nodes are in topological order, so walking them backwards sees every reader of
+    # a node's outputs before the node.
+    roles: dict[str, set[str]] = {o.name: {"data"} for o in g.output}
+    for node in reversed(g.node):
+        made = set().union(*(roles.get(o, set()) for o in node.output if o))
+        if any(a.type in (5, 10) for a in node.attribute):  # subgraphs may read anything
+            made.add("data")
+        shape = SHAPE_OPERANDS.get(node.op_type, {}) if node.domain in ("", "ai.onnx") else {}
+        for k, t in enumerate(node.input):
+            if not t:
+                continue
+            if k in shape:
+                role = {"shape"}
+            elif node.op_type in ("Shape", "Size") and node.domain in ("", "ai.onnx"):
+                role = set()  # reads the shape only, which npukit knows
+            else:
+                role = made
+            roles.setdefault(t, set()).update(role)
+    inputs = [vi.name for vi in g.input if vi.name not in {t.name for t in g.initializer}]
+    return [t for t in inputs if roles.get(t) == {"shape"}]
+
+
+def _from_inputs(t: str, producer: dict, inputs: set[str]) -> list[str]:
+    """The graph inputs whose values tensor ``t`` is computed from (not through a Shape or
+    Size, which read shapes only)."""
+    seen, todo, found = set(), [t], []
+    while todo:
+        u = todo.pop()
+        if u in seen or not u:
+            continue
+        seen.add(u)
+        if u in inputs:
+            found.append(u)
+        node = producer.get(u)
+        if node is not None and node.op_type not in ("Shape", "Size"):
+            todo.extend(node.input)
+    return sorted(found)
+
+
+def _bind_constants(model, constants: dict) -> None:
+    """Graph inputs given values (``load(constants=...)``) become initializers, checked
+    against the input's element type and shape."""
+    from onnx import helper, numpy_helper
+
+    g = model.graph
+    inputs = {vi.name: vi for vi in g.input}
+    for t in g.initializer:
+        inputs.pop(t.name, None)
+    for name, value in constants.items():
+        if name not in inputs:
+            raise ModelError(f"constants names {name!r}, which is not an input of the model "
+                             f"({', '.join(inputs) or 'none'})")
+        value = np.asarray(value)
+        tt = inputs[name].type.tensor_type
+        want = helper.tensor_dtype_to_np_dtype(tt.elem_type) if tt.elem_type else value.dtype
+        if value.dtype != want:
+            raise ModelError(f"constants[{name!r}]: {value.dtype} values, the model's input is "
+                             f"{want}")
+        dims = _dims(inputs[name])
+        if dims is not None and (len(dims) != value.ndim or any(
+                isinstance(d, int) and d and d != v for d, v in zip(dims, value.shape))):
+            raise ModelError(f"constants[{name!r}]: shape {list(value.shape)}, the model's "
+                             f"input has {dims}")
+        g.initializer.append(numpy_helper.from_array(value, name))
 
 
 def _dims(vi) -> list:
@@ -424,6 +523,8 @@ def _made_shape(node, values: list) -> tuple[list, int] | None:
     inputs."""
     from onnx import numpy_helper
 
+    if node.op_type not in ("ConstantOfShape", "Expand", "Tile"):
+        return None
     try:
         if node.op_type == "ConstantOfShape":
             value = next((a.t for a in node.attribute if a.name == "value"), None)
@@ -433,12 +534,10 @@ def _made_shape(node, values: list) -> tuple[list, int] | None:
         if node.op_type == "Expand":
             return list(np.broadcast_shapes(x.shape, tuple(
                 int(d) for d in np.asarray(values[1]).reshape(-1)))), x.itemsize
-        if node.op_type == "Tile":
-            return [int(a) * int(b) for a, b in zip(x.shape, np.asarray(values[1]).reshape(-1))
-                    ], x.itemsize
+        return [int(a) * int(b) for a, b in zip(x.shape, np.asarray(values[1]).reshape(-1))
+                ], x.itemsize  # Tile
     except ValueError:  # shapes that do not broadcast: the evaluator names the problem
         return None
-    return None
 
 
 def _initializer(t) -> np.ndarray:
@@ -457,13 +556,31 @@ def _initializer(t) -> np.ndarray:
                          ) from None
 
 
-def read(model, input_shapes: dict | None = None) -> Net:
+def _operands_known(node, consts: dict, producer: dict, inputs: set[str]) -> None:
+    """Refuse a node left after folding whose shape-selecting operand (or a Pad's fill value)
+    is not a constant, saying which graph inputs it comes from."""
+    for k, what in _slots(node).items():
+        if k >= len(node.input) or not node.input[k] or node.input[k] in consts:
+            continue
+        t = node.input[k]
+        srcs = _from_inputs(t, producer, inputs)
+        how = f"the graph input {t!r}" if srcs == [t] else \
+            f"computed from the graph inputs {srcs}" if srcs else "computed at run time"
+        give = f": give {', '.join(repr(s) for s in srcs)} to npukit.onnx.load(..., " \
+            f"constants=...) if fixed" if srcs else ""
+        raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): its {what} "
+                         f"{t!r} must be a constant to plan the node; it is {how}{give}")
+
+
+def read(model, input_shapes: dict | None = None, constants: dict | None = None) -> Net:
     """The ``Net`` of an ONNX model (a path or a ``ModelProto``); ``input_shapes`` overrides
-    input dimensions (symbolic ones become 1 otherwise)."""
+    input dimensions (symbolic ones become 1 otherwise); ``constants`` gives graph inputs
+    fixed values (folded like initializers)."""
     from onnx import helper, numpy_helper
     from onnx.defs import onnx_opset_version
 
     model = _load(model)
+    _bind_constants(model, constants or {})
     opsets = list(model.opset_import)
     versions = {o.domain or "": o.version for o in opsets}
     opset = versions.get("", versions.get("ai.onnx", 0))
@@ -483,6 +600,8 @@ def read(model, input_shapes: dict | None = None) -> Net:
     _large_constants(g, consts)
     infos = _infos(_infer(model))
     qconsts: dict[str, QConst] = {}
+    producer = {t: node for node in g.node for t in node.output}
+    input_names = {vi.name for vi in inputs}
     kept = []
     for node in g.node:
         if any(a.type in (5, 10) for a in node.attribute):  # graphs: If, Loop, Scan
@@ -512,6 +631,7 @@ def read(model, input_shapes: dict | None = None) -> Net:
                 if q is not None:
                     qconsts[node.output[0]] = q
             continue
+        _operands_known(node, consts, producer, input_names)
         kept.append(node)
     # Shapes again, now that the folded values are initializers.
     rebuilt = helper.make_graph(
