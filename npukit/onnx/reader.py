@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelError
+from .operands import operands_known
 
 # ONNX element types npukit's layers compute on; others may appear in folded constants only.
 DTYPES = {1: np.dtype("float32"), 2: np.dtype("uint8"), 3: np.dtype("int8"),
@@ -20,22 +21,6 @@ ONNX_TYPE_NAMES = {0: "undefined", 1: "float", 2: "uint8", 3: "int8", 4: "uint16
                    6: "int32", 7: "int64", 8: "string", 9: "bool", 10: "float16", 11: "double",
                    12: "uint32", 13: "uint64", 16: "bfloat16"}
 MS_DOMAIN = "com.microsoft"
-# Operands that only select a shape (an axis, a size, a padding, a count): npukit needs
-# their values to plan, so a graph input in such a slot must be given to ``load`` as a
-# constant. Operator -> {input index: operand name}.
-_REDUCE = {1: "axes"}
-SHAPE_OPERANDS = {
-    "Reshape": {1: "shape"}, "Expand": {1: "shape"}, "ConstantOfShape": {0: "input"},
-    "Unsqueeze": {1: "axes"}, "Squeeze": {1: "axes"}, "Pad": {1: "pads", 3: "axes"},
-    "Slice": {1: "starts", 2: "ends", 3: "axes", 4: "steps"}, "Tile": {1: "repeats"},
-    "Split": {1: "split"}, "Resize": {1: "roi", 2: "scales", 3: "sizes"},
-    "Upsample": {1: "scales"}, "TopK": {1: "K"}, "OneHot": {1: "depth"},
-    "Range": {0: "start", 1: "limit", 2: "delta"}, "CumSum": {1: "axis"}, "Trilu": {1: "k"},
-    "CenterCropPad": {1: "shape"},
-    **{op: _REDUCE for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
-                              "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
-                              "ReduceLogSumExp", "ReduceSumSquare")},
-}
 # The largest constant npukit computes while folding (docs/onnx.md): a node whose output
 # would be larger is refused before anything is allocated.
 MAX_FOLDED_BYTES = 256 << 20
@@ -124,60 +109,12 @@ def _load(model):
                      f"{type(model).__name__}")
 
 
-def _slots(node) -> dict[int, str]:
-    """The operands of ``node`` npukit needs as constants: ``SHAPE_OPERANDS``, and the value
-    a constant ``Pad`` fills with."""
-    if node.domain not in ("", "ai.onnx"):
-        return {}
-    extra = {2: "constant_value"} if node.op_type == "Pad" else {}
-    return {**SHAPE_OPERANDS.get(node.op_type, {}), **extra}
-
-
 def shape_operands(model) -> list[str]:
     """The graph inputs of ``model`` (a path or an ``onnx.ModelProto``) whose values only
-    select shapes: every use of them, directly or through the nodes that compute on them,
-    ends in an operand of ``SHAPE_OPERANDS`` (a Reshape's shape, axes, pads, starts and
-    ends, scales, sizes, repeats) or in a ``Shape``/``Size``, and at least one in the former.
-    Give their values to ``npukit.onnx.load(..., constants=...)``."""
-    g = _load(model).graph
-    # What the values of each tensor become: "shape" (a shape operand), "data" (anything
-    # else). Nodes are in topological order, so walking them backwards sees every reader of
-    # a node's outputs before the node.
-    roles: dict[str, set[str]] = {o.name: {"data"} for o in g.output}
-    for node in reversed(g.node):
-        made = set().union(*(roles.get(o, set()) for o in node.output if o))
-        if any(a.type in (5, 10) for a in node.attribute):  # subgraphs may read anything
-            made.add("data")
-        shape = SHAPE_OPERANDS.get(node.op_type, {}) if node.domain in ("", "ai.onnx") else {}
-        for k, t in enumerate(node.input):
-            if not t:
-                continue
-            if k in shape:
-                role = {"shape"}
-            elif node.op_type in ("Shape", "Size") and node.domain in ("", "ai.onnx"):
-                role = set()  # reads the shape only, which npukit knows
-            else:
-                role = made
-            roles.setdefault(t, set()).update(role)
-    inputs = [vi.name for vi in g.input if vi.name not in {t.name for t in g.initializer}]
-    return [t for t in inputs if roles.get(t) == {"shape"}]
+    select shapes (``npukit.onnx.operands.shape_operands``)."""
+    from .operands import shape_operands as find
 
-
-def _from_inputs(t: str, producer: dict, inputs: set[str]) -> list[str]:
-    """The graph inputs whose values tensor ``t`` is computed from (not through a Shape or
-    Size, which read shapes only)."""
-    seen, todo, found = set(), [t], []
-    while todo:
-        u = todo.pop()
-        if u in seen or not u:
-            continue
-        seen.add(u)
-        if u in inputs:
-            found.append(u)
-        node = producer.get(u)
-        if node is not None and node.op_type not in ("Shape", "Size"):
-            todo.extend(node.input)
-    return sorted(found)
+    return find(_load(model).graph)
 
 
 def _bind_constants(model, constants: dict) -> None:
@@ -556,20 +493,62 @@ def _initializer(t) -> np.ndarray:
                          ) from None
 
 
-def _operands_known(node, consts: dict, producer: dict, inputs: set[str]) -> None:
-    """Refuse a node left after folding whose shape-selecting operand (or a Pad's fill value)
-    is not a constant, saying which graph inputs it comes from."""
-    for k, what in _slots(node).items():
-        if k >= len(node.input) or not node.input[k] or node.input[k] in consts:
+def _static(infos: dict, t: str) -> tuple | None:
+    """(element type, dims) of ``t`` when its dims are all known numbers."""
+    et, dims = infos.get(t, (0, None))
+    return (et, dims) if dims is not None and all(isinstance(d, int) for d in dims) else None
+
+
+def _of_known_shape(node, consts: dict, infos: dict) -> bool:
+    """Whether ``node`` computes a constant from what ``infos`` knows of a tensor that is not
+    one: a ``Shape`` or ``Size`` of a tensor of static shape, a ``CastLike`` of a constant to
+    a tensor's known type."""
+    ins = [x for x in node.input if x]
+    if node.op_type in ("Shape", "Size"):
+        return bool(ins) and ins[0] not in consts and _static(infos, ins[0]) is not None
+    if node.op_type == "CastLike":
+        return len(ins) == 2 and ins[0] in consts and infos.get(ins[1], (0, None))[0] > 0
+    return False
+
+
+def _fold(nodes, consts: dict, qconsts: dict, infos: dict, opsets) -> list:
+    """The nodes left after evaluating every node whose inputs are constants (its outputs
+    join ``consts``; a DequantizeLinear of integers also ``qconsts``) or whose output only
+    depends on what ``infos`` knows (``_of_known_shape``)."""
+    from onnx import helper
+
+    kept = []
+    for node in nodes:
+        if any(a.type in (5, 10) for a in node.attribute):  # graphs: If, Loop, Scan
+            raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): control "
+                             f"flow (subgraphs) is not supported")
+        ins = [x for x in node.input if x]
+        if _of_known_shape(node, consts, infos):
+            if node.op_type == "CastLike":
+                like = helper.tensor_dtype_to_np_dtype(infos[ins[1]][0])
+                consts[node.output[0]] = np.asarray(consts[ins[0]]).astype(like)
+                continue
+            dims = _static(infos, ins[0])[1]
+            if node.op_type == "Size":
+                consts[node.output[0]] = np.array(int(np.prod(dims)), np.int64)
+                continue
+            a = _attrs(node)
+            lo, hi = a.get("start", 0), a.get("end", len(dims))
+            consts[node.output[0]] = np.array(dims, np.int64)[lo:hi]
             continue
-        t = node.input[k]
-        srcs = _from_inputs(t, producer, inputs)
-        how = f"the graph input {t!r}" if srcs == [t] else \
-            f"computed from the graph inputs {srcs}" if srcs else "computed at run time"
-        give = f": give {', '.join(repr(s) for s in srcs)} to npukit.onnx.load(..., " \
-            f"constants=...) if fixed" if srcs else ""
-        raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): its {what} "
-                         f"{t!r} must be a constant to plan the node; it is {how}{give}")
+        if all(x in consts for x in ins):
+            values = [consts[x] if x else None for x in node.input]
+            _foldable(node, values, infos)
+            outs = _evaluate(node, values, opsets)
+            for name, v in zip(node.output, outs):
+                consts[name] = v
+            if node.op_type == "DequantizeLinear":
+                q = _qconst(node, values)
+                if q is not None:
+                    qconsts[node.output[0]] = q
+            continue
+        kept.append(node)
+    return kept
 
 
 def read(model, input_shapes: dict | None = None, constants: dict | None = None) -> Net:
@@ -600,48 +579,28 @@ def read(model, input_shapes: dict | None = None, constants: dict | None = None)
     _large_constants(g, consts)
     infos = _infos(_infer(model))
     qconsts: dict[str, QConst] = {}
+    # Fold, infer the shapes again with the folded values as initializers, and fold what
+    # those shapes make known (a Shape of a tensor whose shape a folded value decides),
+    # until nothing more folds.
+    nodes = list(g.node)
+    while True:
+        kept = _fold(nodes, consts, qconsts, infos, opsets)
+        rebuilt = helper.make_graph(
+            kept, g.name or "model", [vi for vi in g.input if vi.name not in consts],
+            list(g.output),
+            [numpy_helper.from_array(np.asarray(v), n) for n, v in consts.items()])
+        m2 = helper.make_model(rebuilt, opset_imports=opsets)
+        # IR version 4 lets initializers be other than graph inputs (before it, shape
+        # inference reads no initializer that is not also an input, and the folded values
+        # are not).
+        m2.ir_version = max(model.ir_version, 4)
+        infos = _infos(_infer(m2))
+        if len(kept) == len(nodes) or not any(_of_known_shape(n, consts, infos) for n in kept):
+            break
+        nodes = kept
     producer = {t: node for node in g.node for t in node.output}
-    input_names = {vi.name for vi in inputs}
-    kept = []
-    for node in g.node:
-        if any(a.type in (5, 10) for a in node.attribute):  # graphs: If, Loop, Scan
-            raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): control "
-                             f"flow (subgraphs) is not supported")
-        ins = [x for x in node.input if x]
-        if node.op_type == "Shape" and ins and ins[0] not in consts:
-            et, dims = infos.get(ins[0], (0, None))
-            if dims is not None and all(isinstance(d, int) for d in dims):
-                a = _attrs(node)
-                lo, hi = a.get("start", 0), a.get("end", len(dims))
-                consts[node.output[0]] = np.array(dims, np.int64)[lo:hi]
-                continue
-        if node.op_type == "Size" and ins and ins[0] not in consts:
-            et, dims = infos.get(ins[0], (0, None))
-            if dims is not None and all(isinstance(d, int) for d in dims):
-                consts[node.output[0]] = np.array(int(np.prod(dims)), np.int64)
-                continue
-        if all(x in consts for x in ins):
-            values = [consts[x] if x else None for x in node.input]
-            _foldable(node, values, infos)
-            outs = _evaluate(node, values, opsets)
-            for name, v in zip(node.output, outs):
-                consts[name] = v
-            if node.op_type == "DequantizeLinear":
-                q = _qconst(node, values)
-                if q is not None:
-                    qconsts[node.output[0]] = q
-            continue
-        _operands_known(node, consts, producer, input_names)
-        kept.append(node)
-    # Shapes again, now that the folded values are initializers.
-    rebuilt = helper.make_graph(
-        kept, g.name or "model", [vi for vi in g.input if vi.name not in consts], list(g.output),
-        [numpy_helper.from_array(np.asarray(v), n) for n, v in consts.items()])
-    m2 = helper.make_model(rebuilt, opset_imports=opsets)
-    # IR version 4 lets initializers be other than graph inputs (before it, shape inference
-    # reads no initializer that is not also an input, and the folded values are not).
-    m2.ir_version = max(model.ir_version, 4)
-    infos = _infos(_infer(m2))
+    for node in kept:
+        operands_known(node, consts, producer, {vi.name for vi in inputs})
     info: dict[str, TInfo] = {}
     for name, (et, dims) in infos.items():
         if name in consts:
