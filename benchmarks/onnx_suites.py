@@ -1,7 +1,8 @@
 """ONNX's own backend test suites through npukit, with ONNX Runtime as the reference.
 
 Run:  python benchmarks/onnx_suites.py [--folders node,simple] [--workers 2] [--timeout 120]
-      [--only SUBSTRING] [--sim-every 10] [--data DIR] [--markdown] [--list refused]
+      [--only SUBSTRING,...] [--sim-every 10] [--data DIR] [--markdown] [--list refused,...]
+      [--json OUT]
 
 The node cases (one operator each) are written from the installed onnx package's own
 generators (what ``python -m onnx.backend.test.cmd_tools generate-data`` writes for the model
@@ -115,14 +116,15 @@ def write_node_cases(out: Path) -> None:
     (out / "ops.json").write_text(json.dumps(ops, sort_keys=True))
 
 
-def collect(folders, node_dir: Path | None, only: str = "") -> list[Case]:
-    """The cases of ``folders``, in name order; node/ from ``node_dir``."""
+def collect(folders, node_dir: Path | None, only=()) -> list[Case]:
+    """The cases of ``folders`` whose name contains one of ``only`` (all by default), in name
+    order; node/ from ``node_dir``."""
     out = []
     for folder in folders:
         root = node_dir if folder == "node" else data_dir() / folder
         ops = json.loads((root / "ops.json").read_text()) if folder == "node" else {}
         for d in sorted(p for p in root.iterdir() if (p / "model.onnx").exists()):
-            if only and only not in d.name:
+            if only and not any(part in d.name for part in only):
                 continue
             tol = {}
             if (d / "data.json").exists():
@@ -185,8 +187,9 @@ def close(out, want, rtol: float, atol: float) -> str:
     return f"{int(bad.sum())} of {bad.size} elements differ"
 
 
-class _Timeout(Exception):
-    pass
+class _Timeout(BaseException):
+    """A case over its time (not an Exception: no ``except Exception`` of the code under
+    test turns it into a refusal)."""
 
 
 def _alarm(signum, frame):
@@ -327,8 +330,8 @@ def _table(head: list, rows: list, markdown: bool) -> str:
 # -- main -------------------------------------------------------------------------------------
 
 def run(folders=FOLDERS, workers: int | None = None, timeout: float = 120.0,
-        sim_every: int = 10, only: str = "", data: str | None = None) -> list[Outcome]:
-    """Every case of ``folders`` (whose name contains ``only``) through npukit and ONNX
+        sim_every: int = 10, only=(), data: str | None = None) -> list[Outcome]:
+    """Every case of ``folders`` (whose name contains one of ``only``) through npukit and ONNX
     Runtime on ``workers`` processes (``npukit.workers.run_units``)."""
     from npukit.workers import run_units
 
@@ -351,7 +354,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per case")
     ap.add_argument("--sim-every", type=int, default=10,
                     help="run every Nth case on the simulator too (0: never)")
-    ap.add_argument("--only", default="", help="cases whose name contains this")
+    ap.add_argument("--only", default="", help="cases whose name contains one of these (a,b)")
     ap.add_argument("--data", default=None, help="where to write the node cases (kept)")
     ap.add_argument("--markdown", action="store_true", help="tables in markdown")
     ap.add_argument("--list", default="", help="list the cases of these outcomes (a,b)")
@@ -359,7 +362,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     folders = tuple(f for f in args.folders.split(",") if f)
     t0 = time.perf_counter()
-    outcomes = run(folders, args.workers, args.timeout, args.sim_every, args.only, args.data)
+    only = tuple(p for p in args.only.split(",") if p)
+    outcomes = run(folders, args.workers, args.timeout, args.sim_every, only, args.data)
     listed = set(args.list.split(",")) - {""}
     for o in outcomes:
         if o.npukit in listed:
