@@ -292,3 +292,18 @@ def test_an_empty_initializer_a_concat_reads_adds_nothing():
               {"x": x}, ["r"], {"w": np.zeros((1, 0, 8), np.float32)})
     _, _, outs = against_ort(m, {"x": x}, backends=("sim", "c"))
     assert np.array_equal(outs["c"]["r"], np.maximum(x, 0))
+
+
+# -- planning refusals name the ONNX nodes --------------------------------------------------------
+
+def test_a_layer_the_planner_refuses_is_named_by_its_onnx_nodes():
+    x = randn(1, 2, 6, 6)
+    m = model([node("Conv", ["x", "w"], ["c"], name="conv"),
+               node("Relu", ["c"], ["y"], name="act")], {"x": x}, ["y"], {"w": randn(4, 2, 3, 3)})
+    with pytest.raises(npukit.NpukitError, match=r"^nodes 'conv', 'act' \(Conv\+Relu\), layer "
+                                                 r"L0_Conv\w*: argument 'In' \(.*\) is larger "
+                                                 r"than the largest memory of gap8"):
+        npukit.onnx.load(m, input_shapes={"x": (1, 2, 2 ** 15, 2 ** 15)})
+    one = model([node("Relu", ["x"], ["y"], name="r")], {"x": randn(1, 4)}, ["y"])
+    with pytest.raises(npukit.NpukitError, match=r"^node 'r' \(Relu\), layer L0_Relu: "):
+        npukit.onnx.load(one, input_shapes={"x": (1, 2 ** 31)})

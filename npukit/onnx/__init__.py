@@ -212,8 +212,23 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
     def host_plan():
         h = Model(host_target(m.target), l3_budget=l3_budget, l3_flash_budget=l3_flash_budget)
         lower(tables, alias, h, gname)
-        return h.graph(gname)
-    return OnnxGraph(m, m.graph(gname), low, net, dtype is None, host_plan)
+        return _planned(h, gname, low.layers)
+    return OnnxGraph(m, _planned(m, gname, low.layers), low, net, dtype is None, host_plan)
+
+
+def _planned(m, gname: str, layers):
+    """``m.graph(gname)``; a refusal of the planner or the tiler, which begins with a layer's
+    name, names the ONNX nodes the layer stands for too."""
+    try:
+        return m.graph(gname)
+    except NpukitError as exc:
+        text = str(exc)
+        for info in layers:
+            if text.startswith(f"{info.name}:") and info.nodes:
+                what = "node" if len(info.nodes) == 1 else "nodes"
+                names = ", ".join(repr(n) for n in info.nodes)
+                raise type(exc)(f"{what} {names} ({info.ops}), layer {text}") from None
+        raise
 
 
 # L1 and L2 on the host: room for any layer whole (the generated code allocates what the plan
