@@ -287,7 +287,7 @@ def _ort(case: Case) -> bool:
 
 def reason(why: str) -> str:
     """A refusal without its names and numbers, to count the reasons."""
-    why = re.sub(r"^(node|input|output|tensor) '[^']*' (\([^)]*\))?:? ?", "", why)
+    why = re.sub(r"^nodes? '.*?' \([^)]*\)(, layer \w+)?: ", "", why)
     why = re.sub(r"'[^']*'", "'…'", why)
     return re.sub(r"\[[^\]]*\]|\([^)]*\)|\b\d+(\.\d+)?\b", "…", why)
 

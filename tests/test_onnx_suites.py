@@ -114,3 +114,20 @@ def test_two_cases_of_the_wheel_through_the_worker_pool():
         "| suite | cases | pass | refused | wrong | crash | timeout | ONNX Runtime passes |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         "| simple | 2 | 1 | 1 | 0 | 0 | 0 | 2 |"]
+
+
+@pytest.mark.slow
+def test_the_node_cases_are_written_from_the_onnx_package(tmp_path):
+    """Every node case of the installed onnx package, with its operator; an expanded case
+    (the operator's function body) is counted under the operator, and a written case runs."""
+    from onnx.backend.test.case import node
+
+    S.write_node_cases(tmp_path)
+    cases = S.collect(("node",), tmp_path)
+    assert len(cases) == len(node.collect_testcases()) > 1000
+    ops = {c.name: c.op for c in cases}
+    assert ops["test_abs"] == "Abs" and ops["test_relu_expanded_ver18"] == "Relu"
+    assert all(ops.values())
+    relu = next(c for c in cases if c.name == "test_relu")
+    out = S.run_case((relu, 60.0, True))
+    assert (out.npukit, out.ort, out.sim) == ("pass", True, True)
