@@ -65,6 +65,13 @@ def test_a_right_a_wrong_a_refused_and_a_crashing_case(tmp_path, monkeypatch):
     crash = S.run_case((right, 60.0, False))
     assert (crash.npukit, crash.why, crash.ort) == ("crash", "KeyError: 'value'", True)
 
+    def long(*a, **k):  # a refusal is one line: a longer one counts as a crash
+        raise npukit.NpukitError("cc failed\nerror: conflicting types")
+
+    monkeypatch.setattr(npukit.onnx, "load", long)
+    crash = S.run_case((right, 60.0, False))
+    assert (crash.npukit, crash.why) == ("crash", "NpukitError of 2 lines: cc failed")
+
 
 def test_a_case_over_its_time_is_a_timeout(tmp_path, monkeypatch):
     x = RNG.uniform(-1, 1, (2, 8)).astype(np.float32)
