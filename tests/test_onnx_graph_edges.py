@@ -75,6 +75,31 @@ def test_a_graph_output_written_by_constant_is_its_value():
     assert np.array_equal(outs["c"]["r"], c)
 
 
+@pytest.mark.parametrize("names", [["y", "z"], ["z", "y"]])
+def test_two_graph_outputs_naming_the_same_tensor(names):
+    """``y`` and ``Identity(y)`` both graph outputs, in either order: the layer writes one,
+    a copy the other, from the first output's bytes."""
+    x = randn(2, 8)
+    m = model([node("Relu", ["x"], ["y"]), node("Identity", ["y"], ["z"])], {"x": x}, names)
+    g, _, outs = against_ort(m, {"x": x}, backends=("sim", "c"))
+    for k in names:
+        assert np.array_equal(outs["c"][k], np.maximum(x, 0))
+    assert [i.ops for i in g.layers] == ["Relu", "Copy"]
+
+
+def test_two_identity_outputs_of_one_tensor_and_of_a_graph_input():
+    """Two Identity outputs of one computed tensor, and a graph input that is also an
+    output through Identity."""
+    x = randn(2, 8)
+    m = model([node("Relu", ["x"], ["y"]), node("Identity", ["y"], ["a"]),
+               node("Identity", ["y"], ["b"]), node("Identity", ["x"], ["xi"])],
+              {"x": x}, ["a", "b", "xi"])
+    _, _, outs = against_ort(m, {"x": x}, backends=("sim", "c"))
+    assert np.array_equal(outs["c"]["a"], np.maximum(x, 0))
+    assert np.array_equal(outs["c"]["b"], outs["c"]["a"])
+    assert np.array_equal(outs["c"]["xi"], x)
+
+
 # -- Clip bounds ---------------------------------------------------------------------------------
 
 def test_clip_bounds_as_graph_inputs_are_refused_naming_the_node():
@@ -267,3 +292,18 @@ def test_an_empty_initializer_a_concat_reads_adds_nothing():
               {"x": x}, ["r"], {"w": np.zeros((1, 0, 8), np.float32)})
     _, _, outs = against_ort(m, {"x": x}, backends=("sim", "c"))
     assert np.array_equal(outs["c"]["r"], np.maximum(x, 0))
+
+
+# -- planning refusals name the ONNX nodes --------------------------------------------------------
+
+def test_a_layer_the_planner_refuses_is_named_by_its_onnx_nodes():
+    x = randn(1, 2, 6, 6)
+    m = model([node("Conv", ["x", "w"], ["c"], name="conv"),
+               node("Relu", ["c"], ["y"], name="act")], {"x": x}, ["y"], {"w": randn(4, 2, 3, 3)})
+    with pytest.raises(npukit.NpukitError, match=r"^nodes 'conv', 'act' \(Conv\+Relu\), layer "
+                                                 r"L0_Conv\w*: argument 'In' \(.*\) is larger "
+                                                 r"than the largest memory of gap8"):
+        npukit.onnx.load(m, input_shapes={"x": (1, 2, 2 ** 15, 2 ** 15)})
+    one = model([node("Relu", ["x"], ["y"], name="r")], {"x": randn(1, 4)}, ["y"])
+    with pytest.raises(npukit.NpukitError, match=r"^node 'r' \(Relu\), layer L0_Relu: "):
+        npukit.onnx.load(one, input_shapes={"x": (1, 2 ** 31)})

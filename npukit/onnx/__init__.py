@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import DTypeError, ModelError, NpukitError, ShapeError
 from ..run import Result
 
-__all__ = ["load", "OnnxGraph", "Port", "validate", "sweep"]
+__all__ = ["load", "OnnxGraph", "Port", "validate", "sweep", "shape_operands"]
 
 @dataclass(frozen=True)
 class Port:
@@ -174,7 +174,7 @@ def _is_float32(dtype) -> bool:
 
 def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | None = None,
          l3_budget: int | None = None, dtype=None, *, l3_flash_budget: int | None = None,
-         input_shapes: dict | None = None) -> OnnxGraph:
+         input_shapes: dict | None = None, constants: dict | None = None) -> OnnxGraph:
     """An ONNX model (a path or an ``onnx.ModelProto``) as a planned ``OnnxGraph`` for
     ``target`` under the budgets (bytes; the target's memory sizes by default).
 
@@ -182,7 +182,11 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
     the DequantizeLinear/op/QuantizeLinear patterns) in integers as ONNX Runtime's CPU
     kernels do; ``"float32"`` leaves QDQ models as written (QuantizeLinear and
     DequantizeLinear layers around float32 operations). ``input_shapes`` gives dimensions
-    the model leaves symbolic (1 otherwise). ``ModelError`` names the node, operator,
+    the model leaves symbolic (1 otherwise). ``constants`` gives graph inputs fixed values
+    by name (numpy arrays of the input's type and shape), folded like initializers: an
+    operand that only selects a shape (a Reshape's shape, axes, pads, starts and ends,
+    scales; ``shape_operands(model)`` lists the graph inputs in such places) must be a
+    constant for npukit to plan the node. ``ModelError`` names the node, operator,
     attribute and value npukit cannot import."""
     from ..tiler.model import Model
     from .lowering import c_name, lower
@@ -192,7 +196,7 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
     if dtype is not None and not _is_float32(dtype):
         raise ModelError(f"dtype={dtype!r}: npukit runs a model in its own types (None) or, for "
                          f"a QDQ model, in float32 as written ('float32')")
-    net = read(model, input_shapes)
+    net = read(model, input_shapes, constants)
     alias = normalize(net, fuse_qdq=dtype is None)
     m = Model(target, l1_budget, l2_budget, l3_budget=l3_budget,
               l3_flash_budget=l3_flash_budget)
@@ -208,8 +212,23 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
     def host_plan():
         h = Model(host_target(m.target), l3_budget=l3_budget, l3_flash_budget=l3_flash_budget)
         lower(tables, alias, h, gname)
-        return h.graph(gname)
-    return OnnxGraph(m, m.graph(gname), low, net, dtype is None, host_plan)
+        return _planned(h, gname, low.layers)
+    return OnnxGraph(m, _planned(m, gname, low.layers), low, net, dtype is None, host_plan)
+
+
+def _planned(m, gname: str, layers):
+    """``m.graph(gname)``; a refusal of the planner or the tiler, which begins with a layer's
+    name, names the ONNX nodes the layer stands for too."""
+    try:
+        return m.graph(gname)
+    except NpukitError as exc:
+        text = str(exc)
+        for info in layers:
+            if text.startswith(f"{info.name}:") and info.nodes:
+                what = "node" if len(info.nodes) == 1 else "nodes"
+                names = ", ".join(repr(n) for n in info.nodes)
+                raise type(exc)(f"{what} {names} ({info.ops}), layer {text}") from None
+        raise
 
 
 # L1 and L2 on the host: room for any layer whole (the generated code allocates what the plan
@@ -225,6 +244,14 @@ def host_target(target):
     grown = {k: Memory(k, HOST_MEMORY) if k in ("L1", "L2") else v
              for k, v in target.memories.items()}
     return replace(target, memories=FrozenMap(grown))
+
+
+def shape_operands(model) -> list[str]:
+    """The graph inputs of ``model`` that only select a shape (a Reshape's shape, axes, pads,
+    starts and ends, scales, sizes, repeats): ``load`` needs their values as ``constants``."""
+    from .reader import shape_operands as find
+
+    return find(model)
 
 
 def validate(model, inputs, reference=None, **kw):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelError
+from .operands import operands_known
 
 # ONNX element types npukit's layers compute on; others may appear in folded constants only.
 DTYPES = {1: np.dtype("float32"), 2: np.dtype("uint8"), 3: np.dtype("int8"),
@@ -106,6 +107,41 @@ def _load(model):
             raise ModelError(f"{os.fspath(model)!r} is not an ONNX model: {exc}") from None
     raise ModelError(f"npukit.onnx.load takes a path or an onnx.ModelProto, got "
                      f"{type(model).__name__}")
+
+
+def shape_operands(model) -> list[str]:
+    """The graph inputs of ``model`` (a path or an ``onnx.ModelProto``) whose values only
+    select shapes (``npukit.onnx.operands.shape_operands``)."""
+    from .operands import shape_operands as find
+
+    return find(_load(model).graph)
+
+
+def _bind_constants(model, constants: dict) -> None:
+    """Graph inputs given values (``load(constants=...)``) become initializers, checked
+    against the input's element type and shape."""
+    from onnx import helper, numpy_helper
+
+    g = model.graph
+    inputs = {vi.name: vi for vi in g.input}
+    for t in g.initializer:
+        inputs.pop(t.name, None)
+    for name, value in constants.items():
+        if name not in inputs:
+            raise ModelError(f"constants names {name!r}, which is not an input of the model "
+                             f"({', '.join(inputs) or 'none'})")
+        value = np.asarray(value)
+        tt = inputs[name].type.tensor_type
+        want = helper.tensor_dtype_to_np_dtype(tt.elem_type) if tt.elem_type else value.dtype
+        if value.dtype != want:
+            raise ModelError(f"constants[{name!r}]: {value.dtype} values, the model's input is "
+                             f"{want}")
+        dims = _dims(inputs[name])
+        if dims is not None and (len(dims) != value.ndim or any(
+                isinstance(d, int) and d and d != v for d, v in zip(dims, value.shape))):
+            raise ModelError(f"constants[{name!r}]: shape {list(value.shape)}, the model's "
+                             f"input has {dims}")
+        g.initializer.append(numpy_helper.from_array(value, name))
 
 
 def _dims(vi) -> list:
@@ -424,6 +460,8 @@ def _made_shape(node, values: list) -> tuple[list, int] | None:
     inputs."""
     from onnx import numpy_helper
 
+    if node.op_type not in ("ConstantOfShape", "Expand", "Tile"):
+        return None
     try:
         if node.op_type == "ConstantOfShape":
             value = next((a.t for a in node.attribute if a.name == "value"), None)
@@ -433,12 +471,10 @@ def _made_shape(node, values: list) -> tuple[list, int] | None:
         if node.op_type == "Expand":
             return list(np.broadcast_shapes(x.shape, tuple(
                 int(d) for d in np.asarray(values[1]).reshape(-1)))), x.itemsize
-        if node.op_type == "Tile":
-            return [int(a) * int(b) for a, b in zip(x.shape, np.asarray(values[1]).reshape(-1))
-                    ], x.itemsize
+        return [int(a) * int(b) for a, b in zip(x.shape, np.asarray(values[1]).reshape(-1))
+                ], x.itemsize  # Tile
     except ValueError:  # shapes that do not broadcast: the evaluator names the problem
         return None
-    return None
 
 
 def _initializer(t) -> np.ndarray:
@@ -457,13 +493,73 @@ def _initializer(t) -> np.ndarray:
                          ) from None
 
 
-def read(model, input_shapes: dict | None = None) -> Net:
+def _static(infos: dict, t: str) -> tuple | None:
+    """(element type, dims) of ``t`` when its dims are all known numbers."""
+    et, dims = infos.get(t, (0, None))
+    return (et, dims) if dims is not None and all(isinstance(d, int) for d in dims) else None
+
+
+def _of_known_shape(node, consts: dict, infos: dict) -> bool:
+    """Whether ``node`` computes a constant from what ``infos`` knows of a tensor that is not
+    one: a ``Shape`` or ``Size`` of a tensor of static shape, a ``CastLike`` of a constant to
+    a tensor's known type."""
+    ins = [x for x in node.input if x]
+    if node.op_type in ("Shape", "Size"):
+        return bool(ins) and ins[0] not in consts and _static(infos, ins[0]) is not None
+    if node.op_type == "CastLike":
+        return len(ins) == 2 and ins[0] in consts and infos.get(ins[1], (0, None))[0] > 0
+    return False
+
+
+def _fold(nodes, consts: dict, qconsts: dict, infos: dict, opsets) -> list:
+    """The nodes left after evaluating every node whose inputs are constants (its outputs
+    join ``consts``; a DequantizeLinear of integers also ``qconsts``) or whose output only
+    depends on what ``infos`` knows (``_of_known_shape``)."""
+    from onnx import helper
+
+    kept = []
+    for node in nodes:
+        if any(a.type in (5, 10) for a in node.attribute):  # graphs: If, Loop, Scan
+            raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): control "
+                             f"flow (subgraphs) is not supported")
+        ins = [x for x in node.input if x]
+        if _of_known_shape(node, consts, infos):
+            if node.op_type == "CastLike":
+                like = helper.tensor_dtype_to_np_dtype(infos[ins[1]][0])
+                consts[node.output[0]] = np.asarray(consts[ins[0]]).astype(like)
+                continue
+            dims = _static(infos, ins[0])[1]
+            if node.op_type == "Size":
+                consts[node.output[0]] = np.array(int(np.prod(dims)), np.int64)
+                continue
+            a = _attrs(node)
+            lo, hi = a.get("start", 0), a.get("end", len(dims))
+            consts[node.output[0]] = np.array(dims, np.int64)[lo:hi]
+            continue
+        if all(x in consts for x in ins):
+            values = [consts[x] if x else None for x in node.input]
+            _foldable(node, values, infos)
+            outs = _evaluate(node, values, opsets)
+            for name, v in zip(node.output, outs):
+                consts[name] = v
+            if node.op_type == "DequantizeLinear":
+                q = _qconst(node, values)
+                if q is not None:
+                    qconsts[node.output[0]] = q
+            continue
+        kept.append(node)
+    return kept
+
+
+def read(model, input_shapes: dict | None = None, constants: dict | None = None) -> Net:
     """The ``Net`` of an ONNX model (a path or a ``ModelProto``); ``input_shapes`` overrides
-    input dimensions (symbolic ones become 1 otherwise)."""
+    input dimensions (symbolic ones become 1 otherwise); ``constants`` gives graph inputs
+    fixed values (folded like initializers)."""
     from onnx import helper, numpy_helper
     from onnx.defs import onnx_opset_version
 
     model = _load(model)
+    _bind_constants(model, constants or {})
     opsets = list(model.opset_import)
     versions = {o.domain or "": o.version for o in opsets}
     opset = versions.get("", versions.get("ai.onnx", 0))
@@ -483,45 +579,28 @@ def read(model, input_shapes: dict | None = None) -> Net:
     _large_constants(g, consts)
     infos = _infos(_infer(model))
     qconsts: dict[str, QConst] = {}
-    kept = []
-    for node in g.node:
-        if any(a.type in (5, 10) for a in node.attribute):  # graphs: If, Loop, Scan
-            raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): control "
-                             f"flow (subgraphs) is not supported")
-        ins = [x for x in node.input if x]
-        if node.op_type == "Shape" and ins and ins[0] not in consts:
-            et, dims = infos.get(ins[0], (0, None))
-            if dims is not None and all(isinstance(d, int) for d in dims):
-                a = _attrs(node)
-                lo, hi = a.get("start", 0), a.get("end", len(dims))
-                consts[node.output[0]] = np.array(dims, np.int64)[lo:hi]
-                continue
-        if node.op_type == "Size" and ins and ins[0] not in consts:
-            et, dims = infos.get(ins[0], (0, None))
-            if dims is not None and all(isinstance(d, int) for d in dims):
-                consts[node.output[0]] = np.array(int(np.prod(dims)), np.int64)
-                continue
-        if all(x in consts for x in ins):
-            values = [consts[x] if x else None for x in node.input]
-            _foldable(node, values, infos)
-            outs = _evaluate(node, values, opsets)
-            for name, v in zip(node.output, outs):
-                consts[name] = v
-            if node.op_type == "DequantizeLinear":
-                q = _qconst(node, values)
-                if q is not None:
-                    qconsts[node.output[0]] = q
-            continue
-        kept.append(node)
-    # Shapes again, now that the folded values are initializers.
-    rebuilt = helper.make_graph(
-        kept, g.name or "model", [vi for vi in g.input if vi.name not in consts], list(g.output),
-        [numpy_helper.from_array(np.asarray(v), n) for n, v in consts.items()])
-    m2 = helper.make_model(rebuilt, opset_imports=opsets)
-    # IR version 4 lets initializers be other than graph inputs (before it, shape inference
-    # reads no initializer that is not also an input, and the folded values are not).
-    m2.ir_version = max(model.ir_version, 4)
-    infos = _infos(_infer(m2))
+    # Fold, infer the shapes again with the folded values as initializers, and fold what
+    # those shapes make known (a Shape of a tensor whose shape a folded value decides),
+    # until nothing more folds.
+    nodes = list(g.node)
+    while True:
+        kept = _fold(nodes, consts, qconsts, infos, opsets)
+        rebuilt = helper.make_graph(
+            kept, g.name or "model", [vi for vi in g.input if vi.name not in consts],
+            list(g.output),
+            [numpy_helper.from_array(np.asarray(v), n) for n, v in consts.items()])
+        m2 = helper.make_model(rebuilt, opset_imports=opsets)
+        # IR version 4 lets initializers be other than graph inputs (before it, shape
+        # inference reads no initializer that is not also an input, and the folded values
+        # are not).
+        m2.ir_version = max(model.ir_version, 4)
+        infos = _infos(_infer(m2))
+        if len(kept) == len(nodes) or not any(_of_known_shape(n, consts, infos) for n in kept):
+            break
+        nodes = kept
+    producer = {t: node for node in g.node for t in node.output}
+    for node in kept:
+        operands_known(node, consts, producer, {vi.name for vi in inputs})
     info: dict[str, TInfo] = {}
     for name, (et, dims) in infos.items():
         if name in consts:

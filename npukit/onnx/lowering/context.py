@@ -280,6 +280,8 @@ class Lowering:
             return
         src = self.tensor(o)
         d = self.decls[src]
+        if d.kind == "out":  # another graph output's bytes (y and Identity(y)): the copy reads it
+            d.kind = "inout"
         name = c_name(o, "Out_", self.taken)
         self.decls[name] = Decl(name, "out", d.dtype, d.size, o)
         rows, cols = rows_cols(d.size, self.max_cols)

@@ -1,0 +1,98 @@
+"""The operands npukit needs as constants to plan a node: those that only select a shape
+(``SHAPE_OPERANDS``: a Reshape's shape, axes, pads, starts and ends, scales, sizes, repeats)
+and a Pad's fill value. A graph input in such a place is given to ``npukit.onnx.load`` as a
+constant (``constants=``); ``shape_operands`` lists the graph inputs that only select shapes.
+"""
+
+from __future__ import annotations
+
+from ..errors import ModelError
+
+# Operands that only select a shape (an axis, a size, a padding, a count). Operator ->
+# {input index: operand name}.
+_REDUCE = {1: "axes"}
+SHAPE_OPERANDS = {
+    "Reshape": {1: "shape"}, "Expand": {1: "shape"}, "ConstantOfShape": {0: "input"},
+    "Unsqueeze": {1: "axes"}, "Squeeze": {1: "axes"}, "Pad": {1: "pads", 3: "axes"},
+    "Slice": {1: "starts", 2: "ends", 3: "axes", 4: "steps"}, "Tile": {1: "repeats"},
+    "Split": {1: "split"}, "Resize": {1: "roi", 2: "scales", 3: "sizes"},
+    "Upsample": {1: "scales"}, "TopK": {1: "K"}, "OneHot": {1: "depth"},
+    "Range": {0: "start", 1: "limit", 2: "delta"}, "CumSum": {1: "axis"}, "Trilu": {1: "k"},
+    "CenterCropPad": {1: "shape"},
+    **{op: _REDUCE for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
+                              "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+                              "ReduceLogSumExp", "ReduceSumSquare")},
+}
+# Inputs whose values an operator does not read (only their shape or element type).
+TYPE_ONLY = {"Shape": 0, "Size": 0, "CastLike": 1}
+
+
+def _slots(node) -> dict[int, str]:
+    """The operands of ``node`` npukit needs as constants: ``SHAPE_OPERANDS``, and the value
+    a constant ``Pad`` fills with."""
+    if node.domain not in ("", "ai.onnx"):
+        return {}
+    extra = {2: "constant_value"} if node.op_type == "Pad" else {}
+    return {**SHAPE_OPERANDS.get(node.op_type, {}), **extra}
+
+
+def shape_operands(g) -> list[str]:
+    """The graph inputs of ``g`` (an ``onnx.GraphProto``) whose values only select shapes:
+    every use of them, directly or through the nodes that compute on them, ends in an
+    operand of ``SHAPE_OPERANDS`` or in one whose values are not read (``TYPE_ONLY``: a
+    ``Shape``, ``Size``, ``CastLike``'s target), at least one in the former."""
+    # What the values of each tensor become: "shape" (a shape operand), "data" (anything
+    # else). Nodes are in topological order, so walking them backwards sees every reader of
+    # a node's outputs before the node.
+    roles: dict[str, set[str]] = {o.name: {"data"} for o in g.output}
+    for node in reversed(g.node):
+        made = set().union(*(roles.get(o, set()) for o in node.output if o))
+        if any(a.type in (5, 10) for a in node.attribute):  # subgraphs may read anything
+            made.add("data")
+        onnx_op = node.domain in ("", "ai.onnx")
+        shape = SHAPE_OPERANDS.get(node.op_type, {}) if onnx_op else {}
+        for k, t in enumerate(node.input):
+            if not t:
+                continue
+            if k in shape:
+                role = {"shape"}
+            elif onnx_op and TYPE_ONLY.get(node.op_type) == k:
+                role = set()  # its values are not read
+            else:
+                role = made
+            roles.setdefault(t, set()).update(role)
+    inputs = [vi.name for vi in g.input if vi.name not in {t.name for t in g.initializer}]
+    return [t for t in inputs if roles.get(t) == {"shape"}]
+
+
+def _from_inputs(t: str, producer: dict, inputs: set[str]) -> list[str]:
+    """The graph inputs whose values tensor ``t`` is computed from (not through an input
+    whose values are not read, ``TYPE_ONLY``)."""
+    seen, todo, found = set(), [t], []
+    while todo:
+        u = todo.pop()
+        if u in seen or not u:
+            continue
+        seen.add(u)
+        if u in inputs:
+            found.append(u)
+        node = producer.get(u)
+        if node is not None:
+            todo.extend(x for k, x in enumerate(node.input) if TYPE_ONLY.get(node.op_type) != k)
+    return sorted(found)
+
+
+def operands_known(node, consts: dict, producer: dict, inputs: set[str]) -> None:
+    """Refuse a node left after folding whose shape-selecting operand (or a Pad's fill value)
+    is not a constant, saying which graph inputs it comes from."""
+    for k, what in _slots(node).items():
+        if k >= len(node.input) or not node.input[k] or node.input[k] in consts:
+            continue
+        t = node.input[k]
+        srcs = _from_inputs(t, producer, inputs)
+        how = f"the graph input {t!r}" if srcs == [t] else \
+            f"computed from the graph inputs {srcs}" if srcs else "computed at run time"
+        give = f": give {', '.join(repr(s) for s in srcs)} to npukit.onnx.load(..., " \
+            f"constants=...) if fixed" if srcs else ""
+        raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): its {what} "
+                         f"{t!r} must be a constant to plan the node; it is {how}{give}")
