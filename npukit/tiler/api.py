@@ -264,7 +264,9 @@ AT_NO_CALL = AT_NO_KER_ARG = None
 class TCArg:
     """A C argument ``<ArgType ArgName>``. A pointer not bound to a kernel argument needs
     its ``shape`` (its dimensions are not captured anywhere else, as the AutoTiler documentation
-    says); it is read and written unless its pointee is ``const`` (then the caller's array may be
+    says); a bound one may give it too, the same elements seen as the caller's tensor (as GAP's
+    ``AddKernelArgDim`` declares it), else its kernel argument's dimensions are its shape. It is
+    read and written unless its pointee is ``const`` (then the caller's array may be
     read-only).
 
     ``ArgName`` must be a C identifier and ``ArgType`` one of the C types of
