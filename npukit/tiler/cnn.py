@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import int_range
 from ..errors import TilingError
 from .api import (
     CALL_PARALLEL,
@@ -47,7 +48,6 @@ from .api import (
     LOC_D0_EPILOG,
     LOC_D0_PROLOG,
     LOC_LOOP,
-    OBJ_CONSTRAINTS_ONEPREFTILE,
     T0,
     TILE_HOR,
     Bindings,
@@ -71,6 +71,7 @@ from .cnn_layers import (
     KOP_CONV,
     KOP_CONV_DP,
     KOP_LINEAR,
+    KOP_MATADD,
     KOP_MAXPOOL,
     KOP_NONE,
     KOP_RELU,
@@ -82,9 +83,11 @@ from .cnn_layers import (
     c_args,
     check_ctrl,
     conv_layer,
+    in_constraint,
     l3,
     layer_types,
     norm,
+    pad,
     used,
 )
 from .cnn_oneplane import OnePlaneCNNGenerators
@@ -192,14 +195,15 @@ class CNNGenerators(OnePlaneCNNGenerators):
         used_h, pc2 = used(used_hc, Scy, fcy, c.pad_c[2], Height)
         pp, pc = pp + pp2, pc + pc2
         pad_tile = tuple(p * s + q for p, s, q in zip(pp, (Scx, Scx, Scy, Scy), pc))
-        overlap_c = fcy + Scy * (fpy - Spy - 1)
-        overlap_p = fpy - Spy
+        # A pooling stride beyond its window skips rows: tiles then simply do not overlap.
+        overlap_c = max(0, fcy + Scy * (fpy - Spy - 1))
+        overlap_p = max(0, fpy - Spy)
         tile_cons = Scy * Spy // np.gcd(Scy, Spy)
         in_cons = {1: 4, 2: 2}.get(item["Filter"], 1)
         # Zero padding: the whole plane in one tile (D0 and D1 are still cut), so the tile's
         # rows and pads are the plane's.
         padded = any(pc) or any(pp)
-        one = OBJ_CONSTRAINTS_ONEPREFTILE if padded else 0
+        cons = in_constraint(padded, used_h, Height)
 
         def rows(arg: str, lines: int):
             return Imm(lines) if padded else K_Arg(arg, KER_ARG_TILE_H)
@@ -238,7 +242,7 @@ class CNNGenerators(OnePlaneCNNGenerators):
                     Imm(c.pool), Imm(c.norm_out), Imm(c.lb), Imm(c.ub)))),
             KerArgs(5,
                 KerArgP("In", KerArgSpace(2, D0, T0), Obj.O_IN | Obj.O_DB | l3(In_InL3), Width,
-                        Height, used_w, used_h, pad_tile, pc, item["In"], overlap_c, one,
+                        Height, used_w, used_h, pad_tile, pc, item["In"], overlap_c, cons,
                         tile_cons, "In"),
                 KerArg("Bias", KerArgSpace(1, D1), OBJ_CONST_IN | l3(Bias_InL3), 1, 1,
                        item["Bias"], 0, 0, 0, "Bias"),
@@ -251,6 +255,115 @@ class CNNGenerators(OnePlaneCNNGenerators):
                         None)))
         macs = c.wc * c.hc * Fcx * Fcy * InFeat * OutFeat
         self._cnn_ops[Name] = macs + OutFeat * c.wo * c.ho * Fpx * Fpy
+
+    def CNN_PoolReLU(
+            self, Name: str, Ctrl, In_DataSize, Out_DataSize, In_Q: int, Out_Q: int,
+            In_InL3: int, Out_InL3: int, InFeat: int, OutFeat: int, Width: int, Height: int,
+            PoolOper: KernelOper, Fpx: int, Fpy: int, Dpx: int, Dpy: int, Spx: int, Spy: int,
+            PoolPad: int, ReLUOper: KernelOper) -> None:
+        """A pooling (``KOP_MAXPOOL``, ``KOP_AVGPOOL`` or ``KOP_NONE``) then an optional
+        activation, feature by feature: ``Name(In, Out)``, In [InFeat, Height, Width], Out
+        [OutFeat, Ho, Wo] with ``OutFeat == InFeat``; each value is normalised by
+        ``In_Q - Out_Q`` (``AT_NORM``, 0 in GAP's models) and clipped as
+        ``CNN_ConvolutionPoolReLU``'s pooling does."""
+        gen = "CNN_PoolReLU"
+        self._need_library(gen, Name)
+        check_ctrl(Name, gen, Ctrl)
+        if InFeat != OutFeat:
+            raise TilingError(f"{gen} {Name!r}: InFeat {InFeat} != OutFeat {OutFeat}: a pooling "
+                              f"keeps its features")
+        PoolOper = KernelOper(PoolOper)
+        if PoolOper not in (KOP_NONE, KOP_MAXPOOL, KOP_AVGPOOL):
+            raise TilingError(f"{gen} {Name!r}: PoolOper must be KOP_MAXPOOL, KOP_AVGPOOL or "
+                              f"KOP_NONE, got {PoolOper.name}")
+        if PoolOper == KOP_NONE:
+            Fpx = Fpy = Dpx = Dpy = Spx = Spy = 1
+        ints = dict(InFeat=InFeat, Width=Width, Height=Height, Fpx=Fpx, Fpy=Fpy, Dpx=Dpx,
+                    Dpy=Dpy, Spx=Spx, Spy=Spy)
+        for k, v in ints.items():
+            if int(v) < 1:
+                raise TilingError(f"{gen} {Name!r}: {k} must be >= 1, got {v}")
+        dts = layer_types(Name, gen, {"In": In_DataSize, "Out": Out_DataSize})
+        flt = dts["Out"].kind == "f"
+        shift = 0 if flt else norm(Name, gen, "In_Q - Out_Q", In_Q - Out_Q)
+        lb, ub = bounds(Name, gen, ReLUOper, dts["Out"], Out_Q)
+        fpx, fpy = Dpx * (Fpx - 1) + 1, Dpy * (Fpy - 1) + 1
+        pp = pad(Width, fpx, Spx) + pad(Height, fpy, Spy) if PoolPad and PoolOper else \
+            (0, 0, 0, 0)
+        wo = (Width - fpx + pp[0] + pp[1]) // Spx + 1
+        ho = (Height - fpy + pp[2] + pp[3]) // Spy + 1
+        if wo < 1 or ho < 1:
+            raise TilingError(f"{gen} {Name!r}: a {Fpx}x{Fpy} pooling does not fit the "
+                              f"{Width}x{Height} input")
+        used_w, pw = used(wo, Spx, fpx, pp[0], Width)
+        used_h, ph = used(ho, Spy, fpy, pp[2], Height)
+        pp = pw + ph
+        padded = any(pp)  # as in CNN_ConvolutionPoolReLU: the whole plane in one tile
+
+        def rows(arg: str, lines: int):
+            return Imm(lines) if padded else K_Arg(arg, KER_ARG_TILE_H)
+
+        oper = {KOP_NONE: common.POOL_NONE, KOP_MAXPOOL: common.POOL_MAX,
+                KOP_AVGPOOL: common.POOL_AVG}[PoolOper]
+        k = self._lib(parallel.par_pool_act(dts["In"].name, dts["Out"].name))
+        self.UserKernel(Name,
+            KernelIterSpace(2, IterParSpace(D0, InFeat, 8), IterTiledSpace(T0)),
+            TILE_HOR,
+            CArgs(*c_args(dts, {"In": (InFeat, Height, Width), "Out": (OutFeat, ho, wo)})),
+            Calls(1,
+                Call(k, LOC_LOOP, Bindings(19,
+                    K_Arg("In", KER_ARG_TILE), Imm(Width), rows("In", Height),
+                    K_ArgPar("Out", KER_ARG_PARTILE_SIZE, D0), K_Arg("Out", KER_ARG_TILE),
+                    Imm(wo), rows("Out", ho), Imm(Fpx), Imm(Fpy), Imm(Spx), Imm(Spy), Imm(Dpx),
+                    Imm(Dpy), Imm(pp[0]), Imm(pp[2]), Imm(oper), Imm(shift), Imm(lb), Imm(ub)))),
+            KerArgs(2,
+                KerArgP("In", KerArgSpace(2, D0, T0), Obj.O_IN | Obj.O_DB | l3(In_InL3), Width,
+                        Height, used_w, used_h, pp, pp, dts["In"].itemsize, max(0, fpy - Spy),
+                        in_constraint(padded, used_h, Height), Spy, "In"),
+                KerArg("Out", KerArgSpace(2, D0, T0), Obj.O_OUT | Obj.O_DB | l3(Out_InL3), wo, ho,
+                       dts["Out"].itemsize, 0, 0, 0, "Out")))
+        self._cnn_ops[Name] = OutFeat * wo * ho * Fpx * Fpy
+
+    def CNN_MatAdd(
+            self, Name: str, Ctrl, In1_DataSize, In2_DataSize, Out_DataSize, In1_Q: int,
+            In2_Q: int, Out_Q: int, In1_InL3: int, In2_InL3: int, Out_InL3: int, InFeat: int,
+            OutFeat: int, Width: int, Height: int, AddMatOper: KernelOper) -> None:
+        """``Out = In1 + In2`` saturated to the output type (GAP's ``KerParMatAdd``: the Q
+        formats are the caller's to match): ``Name(In1, In2, Out)``, each [InFeat, Height,
+        Width], ``OutFeat == InFeat``; one data size for the three (or ``"float32"``)."""
+        gen = "CNN_MatAdd"
+        self._need_library(gen, Name)
+        check_ctrl(Name, gen, Ctrl)
+        if KernelOper(AddMatOper) != KOP_MATADD:
+            raise TilingError(f"{gen} {Name!r}: AddMatOper must be KOP_MATADD")
+        for k, v in (("InFeat", InFeat), ("Width", Width), ("Height", Height)):
+            if int(v) < 1:
+                raise TilingError(f"{gen} {Name!r}: {k} must be >= 1, got {v}")
+        if InFeat != OutFeat:
+            raise TilingError(f"{gen} {Name!r}: InFeat {InFeat} != OutFeat {OutFeat}")
+        dts = layer_types(Name, gen, {"In1": In1_DataSize, "In2": In2_DataSize,
+                                      "Out": Out_DataSize})
+        if len(set(dts.values())) != 1:
+            raise TilingError(f"{gen} {Name!r}: In1, In2 and Out must have one data size, got "
+                              f"{', '.join(d.name for d in dts.values())}")
+        dt = dts["Out"]
+        lb, ub = (0, 0) if dt.kind == "f" else int_range(dt)
+        k = self._lib(parallel.par_mat_add(dt.name))
+        shape = (InFeat, Height, Width)
+        self.UserKernel(Name,
+            KernelIterSpace(2, IterParSpace(D0, InFeat, 8), IterTiledSpace(T0)),
+            TILE_HOR,
+            CArgs(*c_args(dts, {"In1": shape, "In2": shape, "Out": shape})),
+            Calls(1,
+                Call(k, LOC_LOOP, Bindings(8,
+                    K_Arg("In1", KER_ARG_TILE), K_Arg("In2", KER_ARG_TILE),
+                    K_Arg("Out", KER_ARG_TILE), Imm(Width), K_Arg("In1", KER_ARG_TILE_H),
+                    K_ArgPar("In1", KER_ARG_PARTILE_SIZE, D0), Imm(lb), Imm(ub)))),
+            KerArgs(3, *(KerArg(n, KerArgSpace(2, D0, T0),
+                                (Obj.O_OUT if n == "Out" else Obj.O_IN) | Obj.O_DB | l3(f), Width,
+                                Height, dt.itemsize, 0, 0, 0, n)
+                         for n, f in (("In1", In1_InL3), ("In2", In2_InL3), ("Out", Out_InL3)))))
+        self._cnn_ops[Name] = InFeat * Width * Height
 
     # -- linear layer --------------------------------------------------------------------------
 
@@ -365,4 +478,4 @@ class CNNGenerators(OnePlaneCNNGenerators):
 
 
 __all__ = ["KernelOper", "CNNGenerators", "KOP_NONE", "KOP_CONV", "KOP_CONV_DP", "KOP_MAXPOOL",
-           "KOP_AVGPOOL", "KOP_RELU", "KOP_RELUN", "KOP_LINEAR", "KOP_SOFTMAX"]
+           "KOP_AVGPOOL", "KOP_RELU", "KOP_RELUN", "KOP_LINEAR", "KOP_MATADD", "KOP_SOFTMAX"]

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..dtypes import int_range
 from ..errors import TilingError
-from .api import Obj, TCArg
+from .api import OBJ_CONSTRAINTS_DROP_REM, OBJ_CONSTRAINTS_ONEPREFTILE, Obj, TCArg
 from .basic_kernels import common
 
 
@@ -27,11 +27,12 @@ class KernelOper(IntEnum):
     KOP_RELU = 34
     KOP_RELUN = 35
     KOP_LINEAR = 45
+    KOP_MATADD = 48
     KOP_SOFTMAX = 77
 
 
 (KOP_NONE, KOP_CONV, KOP_CONV_DP, KOP_MAXPOOL, KOP_AVGPOOL, KOP_RELU, KOP_RELUN, KOP_LINEAR,
- KOP_SOFTMAX) = tuple(KernelOper)
+ KOP_MATADD, KOP_SOFTMAX) = tuple(KernelOper)
 
 RELUN = 6  # KOP_RELUN's bound, GAP's default ReluN
 OBJ_IN_DB = Obj.O_IN | Obj.O_DB | Obj.O_TILED
@@ -195,6 +196,14 @@ def used(n_out: int, stride: int, f_eff: int, before: int, extent: int):
     (before, after) they need), as gap_sdk re-evaluates it (UsedWc, UsedWidth)."""
     reach = (n_out - 1) * stride + f_eff - before
     return min(reach, extent), (before, max(0, reach - extent))
+
+
+def in_constraint(padded: bool, used_lines: int, lines: int) -> int:
+    """The tiling constraint of a windowed layer's input: zero padding keeps the whole plane
+    in one tile (the padding is the plane's, not each tile's); lines no output uses are
+    dropped from the last tile."""
+    return (OBJ_CONSTRAINTS_ONEPREFTILE if padded else 0) | \
+        (OBJ_CONSTRAINTS_DROP_REM if used_lines < lines else 0)
 
 
 def c_args(dts: dict, shapes: dict | None = None) -> tuple:

@@ -6,14 +6,18 @@ one-plane kernel's, element for element (see ``common``).
 
 Layouts in a tile: planes one after the other, each dense (``W * H`` items); a filter tile
 holds ``OutFeat`` rows of ``TotalInFeat`` filters (every input feature loaded in L1), the
-call using the ``InFeat`` of them its input tile holds.
+call using the ``InFeat`` of them its input tile holds. ``par_mat_add`` has no one-plane
+twin: it adds every element of its planes at once.
 """
 
 from __future__ import annotations
 
 from functools import cache
 
-from .common import BasicKernel, c_signature
+import numpy as np
+
+from ...dtypes import is_float
+from .common import BasicKernel, c_signature, c_type, share_rows, suffix
 from .convolution import conv, set_bias
 from .pooling import pool_act
 
@@ -119,3 +123,45 @@ void {name}({c_signature(args)})
         return Feat * plane.cost(**kw)
 
     return BasicKernel(name, args, True, src, reference, cost)
+
+
+@cache
+def par_mat_add(dt: str) -> BasicKernel:
+    """``Feat`` planes of ``W * H``: ``Out = clip(In1 + In2, LB, UB)`` (fixed point, GAP's
+    ``KerParMatAdd``: a saturating add), ``Out = In1 + In2`` in float32 (``LB``, ``UB``
+    unused)."""
+    flt = is_float(dt)
+    name = f"KerParMatAdd_{suffix(dt)}"
+    t = c_type(dt)
+    args = ((f"const {t} * __restrict__", "In1"), (f"const {t} * __restrict__", "In2"),
+            (f"{t} * __restrict__", "Out"), ("int", "W"), ("int", "H"), ("int", "Feat"),
+            ("int", "LB"), ("int", "UB"))
+    if flt:
+        body, unused = "Out[i] = In1[i] + In2[i];", "    (void)LB;\n    (void)UB;\n"
+    else:
+        body = (f"int V = In1[i] + In2[i];\n"
+                f"        Out[i] = ({t})(V < LB ? LB : V > UB ? UB : V);")
+        unused = ""
+    src = f"""\
+void {name}({c_signature(args)})
+{{
+    /* Out = In1 + In2 element by element over the Feat planes, saturated to [LB, UB]; the
+       elements are shared among the cores. */
+{unused}    int N = Feat * W * H;
+{share_rows("N")}
+    for (int i = First; i < Last; i++) {{
+        {body}
+    }}
+}}"""
+
+    def reference(In1, In2, Out, W, H, Feat, LB, UB, *, core_id, core_count):
+        n = Feat * W * H
+        if core_id or n <= 0:
+            return
+        if flt:
+            Out[:n] = In1[:n] + In2[:n]
+        else:
+            Out[:n] = np.clip(In1[:n].astype(np.int64) + In2[:n], LB, UB)
+
+    return BasicKernel(name, args, True, src, reference,
+                       lambda W, H, Feat, **_: W * H * Feat)
