@@ -279,6 +279,23 @@ def test_every_space_cut(dt, dp):
                 dt)
 
 
+@pytest.mark.parametrize("F,S,pf,ps,H", [(1, 3, 1, 1, 10), (1, 1, 1, 2, 9), (2, 3, 1, 2, 13)])
+def test_strides_beyond_the_window(F, S, pf, ps, H):
+    """A stride longer than its window skips rows (gap_sdk's overlap turns negative): the
+    plane stays in one tile and the skipped rows are read nowhere."""
+    c = dict(dt="int16", dp=True, pad=False, S=S, D=1, F=F,
+             pool=KOP_MAXPOOL if ps > 1 else KOP_NONE, pf=pf, ps=ps, ppad=False, act=KOP_RELU,
+             nip=3, nop=2, H=H, W=7, L1=20000, Q=(12, 14, 14, 12))
+    m = build_conv(c)
+    sp = m.tiling("L").spaces
+    assert m.kernels["L"].iter_space is not None and sp["Tile0"].count == 1
+    x, w, b = data(c, np.random.default_rng(3))
+    want = conv_layer(x, w, b, c)
+    for backend in ("sim", "c"):
+        compare(run_layer(m, "L", backend, In=x, Filter=w, Bias=b.reshape(1, -1))["Out"], want,
+                "int16")
+
+
 def test_several_tiles_overlap_by_the_receptive_field():
     c = dict(dt="int16", dp=True, pad=False, S=1, D=1, F=5, pool=KOP_MAXPOOL, pf=2, ps=2,
              ppad=False, act=KOP_RELU, nip=2, nop=2, H=28, W=28, L1=3000, Q=(12, 14, 14, 12),

@@ -195,14 +195,17 @@ class CNNGenerators(OnePlaneCNNGenerators):
         used_h, pc2 = used(used_hc, Scy, fcy, c.pad_c[2], Height)
         pp, pc = pp + pp2, pc + pc2
         pad_tile = tuple(p * s + q for p, s, q in zip(pp, (Scx, Scx, Scy, Scy), pc))
-        # A pooling stride beyond its window skips rows: tiles then simply do not overlap.
-        overlap_c = max(0, fcy + Scy * (fpy - Spy - 1))
-        overlap_p = max(0, fpy - Spy)
+        overlap_c = fcy + Scy * (fpy - Spy - 1)
+        overlap_p = fpy - Spy
         tile_cons = Scy * Spy // np.gcd(Scy, Spy)
         in_cons = {1: 4, 2: 2}.get(item["Filter"], 1)
-        # Zero padding: the whole plane in one tile (D0 and D1 are still cut), so the tile's
-        # rows and pads are the plane's.
-        padded = any(pc) or any(pp)
+        # Zero padding, or strides beyond the windows (rows skipped, tiles that would overlap
+        # negatively): the whole plane in one tile (D0 and D1 are still cut), so the tile's
+        # rows and pads are the plane's; the overlaps make that one tile every line.
+        padded = any(pc) or any(pp) or overlap_c < 0 or overlap_p < 0
+        if padded:
+            overlap_c = Height + pad_tile[2] + pad_tile[3] - c.ho
+            overlap_p = used_hc + pp[2] + pp[3] - c.ho
         cons = in_constraint(padded, used_h, Height)
 
         def rows(arg: str, lines: int):
@@ -251,8 +254,8 @@ class CNNGenerators(OnePlaneCNNGenerators):
                 KerArg("Out", KerArgSpace(2, D1, T0), Obj.O_OUT | Obj.O_DB | l3(Out_InL3), c.wo,
                        c.ho, item["Out"], 0, 0, 0, "Out"),
                 KerArgP("ConvOut", KerArgSpace(2, D1, T0), Obj.O_BUFF | Obj.O_ONETILE, used_wc,
-                        used_hc, used_wc, used_hc, pp, pp, c.acc.itemsize, overlap_p, 0, 0,
-                        None)))
+                        used_hc, used_wc, used_hc, pp, pp, c.acc.itemsize, overlap_p,
+                        0, 0, None)))
         macs = c.wc * c.hc * Fcx * Fcy * InFeat * OutFeat
         self._cnn_ops[Name] = macs + OutFeat * c.wo * c.ho * Fpx * Fpy
 
@@ -298,7 +301,10 @@ class CNNGenerators(OnePlaneCNNGenerators):
         used_w, pw = used(wo, Spx, fpx, pp[0], Width)
         used_h, ph = used(ho, Spy, fpy, pp[2], Height)
         pp = pw + ph
-        padded = any(pp)  # as in CNN_ConvolutionPoolReLU: the whole plane in one tile
+        # As in CNN_ConvolutionPoolReLU: padding or a stride beyond the window, the plane in
+        # one tile, every line of it.
+        padded = any(pp) or fpy < Spy
+        overlap = Height + pp[2] + pp[3] - ho if padded else fpy - Spy
 
         def rows(arg: str, lines: int):
             return Imm(lines) if padded else K_Arg(arg, KER_ARG_TILE_H)
@@ -318,7 +324,7 @@ class CNNGenerators(OnePlaneCNNGenerators):
                     Imm(Dpy), Imm(pp[0]), Imm(pp[2]), Imm(oper), Imm(shift), Imm(lb), Imm(ub)))),
             KerArgs(2,
                 KerArgP("In", KerArgSpace(2, D0, T0), Obj.O_IN | Obj.O_DB | l3(In_InL3), Width,
-                        Height, used_w, used_h, pp, pp, dts["In"].itemsize, max(0, fpy - Spy),
+                        Height, used_w, used_h, pp, pp, dts["In"].itemsize, overlap,
                         in_constraint(padded, used_h, Height), Spy, "In"),
                 KerArg("Out", KerArgSpace(2, D0, T0), Obj.O_OUT | Obj.O_DB | l3(Out_InL3), wo, ho,
                        dts["Out"].itemsize, 0, 0, 0, "Out")))

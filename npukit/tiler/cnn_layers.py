@@ -198,12 +198,12 @@ def used(n_out: int, stride: int, f_eff: int, before: int, extent: int):
     return min(reach, extent), (before, max(0, reach - extent))
 
 
-def in_constraint(padded: bool, used_lines: int, lines: int) -> int:
-    """The tiling constraint of a windowed layer's input: zero padding keeps the whole plane
-    in one tile (the padding is the plane's, not each tile's); lines no output uses are
-    dropped from the last tile."""
-    return (OBJ_CONSTRAINTS_ONEPREFTILE if padded else 0) | \
-        (OBJ_CONSTRAINTS_DROP_REM if used_lines < lines else 0)
+def in_constraint(whole: bool, used_lines: int, lines: int) -> int:
+    """The tiling constraint of a windowed layer's input: ``whole`` keeps the plane in one
+    tile; else lines no output uses are dropped from the last tile."""
+    if whole:
+        return OBJ_CONSTRAINTS_ONEPREFTILE
+    return OBJ_CONSTRAINTS_DROP_REM if used_lines < lines else 0
 
 
 def c_args(dts: dict, shapes: dict | None = None) -> tuple:
