@@ -77,6 +77,13 @@ def conv_layer(x, w, b, c):
     elif c["act"] == KOP_RELUN:
         lo, hi = 0, 6 << qo
     v = np.clip(v, lo, hi) if (c["act"] != KOP_NONE or not flt) else v
+    return pool_layer(v, c)
+
+
+def pool_layer(v, c):
+    """The pooling of activated planes v (GAP's zero padding; integer averages by
+    PoolFactor, 2**16 / window, rounded)."""
+    flt = c["dt"] == "float32"
     if c["pool"] == KOP_NONE:
         return v
     f, s = c["pf"], c["ps"]
@@ -190,6 +197,103 @@ def test_convolution_layers_in_c_equal_the_simulator(c):
     sim = run_layer(m, "L", "sim", In=x, Filter=w, Bias=b.reshape(1, -1))["Out"]
     cc = run_layer(m, "L", "c", In=x, Filter=w, Bias=b.reshape(1, -1))["Out"]
     assert sim.tobytes() == cc.tobytes()
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(conv_cases())
+def test_pooling_layers_match_numpy(c):
+    """CNN_PoolReLU: the pooling and activation of CNN_ConvolutionPoolReLU alone, feature by
+    feature (In_Q = Out_Q), on the simulator and in C."""
+    dt = np.dtype(c["dt"])
+    size = "float32" if dt.kind == "f" else dt.itemsize
+    q = c["Q"][0]
+    pool = c["pool"]
+    pf, ps = (c["pf"], c["ps"]) if pool != KOP_NONE else (1, 1)
+    m = Model(target="gap8", l1_budget=c["L1"])
+    m.LoadCNNLibrary()
+    try:
+        m.CNN_PoolReLU("P", 0, size, size, q, q, 0, 0, c["nip"], c["nip"], c["W"], c["H"], pool,
+                       pf, pf, 1, 1, ps, ps, int(c["ppad"]), c["act"])
+        m.tiling("P")
+    except TilingError:
+        assume(False)
+    rng = np.random.default_rng(c["seed"])
+    x = (rng.standard_normal((c["nip"], c["H"], c["W"])) if dt.kind == "f" else
+         rng.integers(-3000, 3000, (c["nip"], c["H"], c["W"]))).astype(dt)
+    lo, hi = (-np.inf, np.inf) if dt.kind == "f" else int_range(dt)
+    if c["act"] == KOP_RELU:
+        lo = 0
+    elif c["act"] == KOP_RELUN:
+        lo, hi = 0, 6 << q
+    v = x.astype(np.float64 if dt.kind == "f" else np.int64)
+    want = pool_layer(np.clip(v, lo, hi), dict(c, pool=pool, pf=pf, ps=ps))
+    for backend in ("sim", "c"):
+        got = run_layer(m, "P", backend, In=x)["Out"]
+        compare(got, want, c["dt"])
+
+
+@pytest.mark.parametrize("dt", ["int16", "int8", "float32"])
+def test_matrix_addition_saturates(dt):
+    """CNN_MatAdd: Out = In1 + In2 saturated to the type, tiled over features and rows."""
+    rng = np.random.default_rng(4)
+    dtype = np.dtype(dt)
+    size = "float32" if dtype.kind == "f" else dtype.itemsize
+    m = Model(target="gap8", l1_budget=1200 * dtype.itemsize)  # several tiles
+    m.LoadCNNLibrary()
+    m.CNN_MatAdd("A", 0, size, size, size, 7, 7, 7, 0, 0, 0, 3, 3, 17, 9, KOP_MATADD)
+    assert m.tiling("A").n_tiles > 1
+    if dtype.kind == "f":
+        x, y = (rng.standard_normal((3, 9, 17)).astype(dtype) for _ in range(2))
+        want = x + y  # one float32 addition each
+    else:
+        lo, hi = int_range(dt)
+        x, y = (rng.integers(lo, hi, (3, 9, 17), endpoint=True).astype(dtype) for _ in range(2))
+        want = np.clip(x.astype(np.int64) + y, lo, hi)
+        assert (want == lo).any() and (want == hi).any()  # both saturations exercised
+    for backend in ("sim", "c"):
+        got = run_layer(m, "A", backend, In1=x, In2=y)["Out"]
+        assert got.tobytes() == want.astype(dtype).tobytes(), backend
+    with pytest.raises(TilingError, match="one data size"):
+        m.CNN_MatAdd("B", 0, 2, 1, 2, 7, 7, 7, 0, 0, 0, 3, 3, 17, 9, KOP_MATADD)
+    with pytest.raises(TilingError, match="OutFeat"):
+        m.CNN_MatAdd("B", 0, 2, 2, 2, 7, 7, 7, 0, 0, 0, 3, 4, 17, 9, KOP_MATADD)
+
+
+@pytest.mark.parametrize("dt,dp", [("int16", True), ("int16", False), ("int8", True),
+                                   ("float32", True)])
+def test_every_space_cut(dt, dp):
+    """Output features, rows and input features all in several tiles (gap_sdk 4.x's spaces
+    D1, Tile0, D0): the accumulators carry over the input feature tiles, the bias is set once
+    per output tile, and both back ends equal the whole-plane oracle."""
+    c = dict(dt=dt, dp=dp, pad=False, S=1, D=1, F=3, pool=KOP_MAXPOOL, pf=2, ps=2, ppad=False,
+             act=KOP_RELU, nip=8, nop=16, H=20, W=20, L1=4000,
+             Q=(4, 4, 4, 4) if dt == "int8" else (12, 14, 14, 12))
+    m = build_conv(c)
+    sp = m.tiling("L").spaces
+    assert sp["Tile0"].count > 1 and sp["D0"].count > 1 and (sp["D1"].count > 1 or not dp)
+    x, w, b = data(c, np.random.default_rng(9))
+    want = conv_layer(x, w, b, c)
+    for backend in ("sim", "c"):
+        compare(run_layer(m, "L", backend, In=x, Filter=w, Bias=b.reshape(1, -1))["Out"], want,
+                dt)
+
+
+@pytest.mark.parametrize("F,S,pf,ps,H", [(1, 3, 1, 1, 10), (1, 1, 1, 2, 9), (2, 3, 1, 2, 13)])
+def test_strides_beyond_the_window(F, S, pf, ps, H):
+    """A stride longer than its window skips rows (gap_sdk's overlap turns negative): the
+    plane stays in one tile and the skipped rows are read nowhere."""
+    c = dict(dt="int16", dp=True, pad=False, S=S, D=1, F=F,
+             pool=KOP_MAXPOOL if ps > 1 else KOP_NONE, pf=pf, ps=ps, ppad=False, act=KOP_RELU,
+             nip=3, nop=2, H=H, W=7, L1=20000, Q=(12, 14, 14, 12))
+    m = build_conv(c)
+    sp = m.tiling("L").spaces
+    assert m.kernels["L"].iter_space is not None and sp["Tile0"].count == 1
+    x, w, b = data(c, np.random.default_rng(3))
+    want = conv_layer(x, w, b, c)
+    for backend in ("sim", "c"):
+        compare(run_layer(m, "L", backend, In=x, Filter=w, Bias=b.reshape(1, -1))["Out"], want,
+                "int16")
 
 
 def test_several_tiles_overlap_by_the_receptive_field():

@@ -125,6 +125,17 @@ def test_model_control_calls():
         m.SetL1MemorySize(0)
 
 
+def test_append_names_derives_a_generator_s_names():
+    """AppendNames concatenates, as gap_sdk's generators derive "Conv0Body" from "Conv0"."""
+    assert AppendNames("Conv0", "Body") == "Conv0Body" and AppendNames("", "G1") == "G1"
+    m = Model()
+    m.LoadCNNLibrary()
+    m.CNN_SoftMax(AppendNames("Net", "SoftMax"), 0, 2, 2, 15, 15, 0, 0, 10, KOP_SOFTMAX)
+    assert "NetSoftMax" in m.kernels
+    with pytest.raises(nk.TilingError, match="AppendNames: Name2 must be a string"):
+        AppendNames("Conv0", 1)
+
+
 def test_promotion_can_be_turned_off():
     """Everything fits whole: one buffer each, unless KER_OPT_BUFFER_PROMOTE is off."""
     def build(promote):

@@ -18,7 +18,7 @@ from npukit import CapacityError
 from npukit.tiler import *
 
 mnist = runpy.run_path(str(Path(__file__).with_name("mnist.py")))
-BUDGETS = (300 * 1024, 64 * 1024, 30000, 24000, 16000)
+BUDGETS = (300 * 1024, 64 * 1024, 40000, 34000, 24000)
 
 
 def where(g, name):
@@ -54,7 +54,7 @@ if __name__ == "__main__":
             assert g.memory["L2"].total <= l2
             graphs.append(g)
         full, small = graphs[0], graphs[-1]
-        assert full.memory["L2"].static == 124692 and small.memory["L2"].static < 1000
+        assert full.memory["L2"].static == 124692 and small.memory["L2"].static < 2000
         assert small.tensors["Step2Weights"].memory == "L3_FLASH"
         assert "Step2Weights" in small.layers[1].streamed
         assert small.report().cycles > full.report().cycles

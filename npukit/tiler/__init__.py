@@ -42,7 +42,7 @@ __all__ = ["Model", "Tiling", "ArgPlacement", "Graph", "TCArgInfo", "ConstInfo",
            "KernelOper"] + [n for n in dir() if n.isupper() or n in (
     "CArgs", "TCArg", "Calls", "Call", "Bindings", "K_Arg", "C_Arg", "C_ArgIndex", "Imm",
     "Ker_IteratorIndex", "KerArgs", "KerArg", "KernelDimensions", "KernelIterationOrder",
-    "UserKernelCall",
+    "UserKernelCall", "AppendNames",
     # the older generation's variants and symbols
     "KerArg2D", "KerArg2DP", "KerArgP", "KerArgPad", "KernelDimensionsAndUserSymbols",
     "KerDynamicSymbols", "S_Dyn", "UserSymb", "KerDim", "K_ArgPar",

@@ -220,6 +220,15 @@ OBJ_CONSTRAINTS_NONE = Constraint(0)
 INT_MAX = (1 << 31) - 1  # sizes and counts reach the generated C as ints
 
 
+def AppendNames(Name1: str, Name2: str) -> str:
+    """The concatenation of two names, as the AutoTiler's ``AppendNames`` derives the names
+    of the parts a generator creates: ``AppendNames("Conv0", "Body")`` is ``"Conv0Body"``."""
+    for field, v in (("Name1", Name1), ("Name2", Name2)):
+        if not isinstance(v, str):
+            raise TilingError(f"AppendNames: {field} must be a string, got {v!r:.40}")
+    return Name1 + Name2
+
+
 def integer(what: str, field: str, value, least: int = 0, most: int = INT_MAX) -> int:
     """A whole-number field of the model: an int (numpy's too), not a bool, a float or a
     string, in ``[least, most]``; ``TilingError`` naming ``what`` and ``field`` otherwise
@@ -264,7 +273,9 @@ AT_NO_CALL = AT_NO_KER_ARG = None
 class TCArg:
     """A C argument ``<ArgType ArgName>``. A pointer not bound to a kernel argument needs
     its ``shape`` (its dimensions are not captured anywhere else, as the AutoTiler documentation
-    says); it is read and written unless its pointee is ``const`` (then the caller's array may be
+    says); a bound one may give it too, the same elements seen as the caller's tensor (as GAP's
+    ``AddKernelArgDim`` declares it), else its kernel argument's dimensions are its shape. It is
+    read and written unless its pointee is ``const`` (then the caller's array may be
     read-only).
 
     ``ArgName`` must be a C identifier and ``ArgType`` one of the C types of

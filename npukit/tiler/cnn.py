@@ -1,15 +1,27 @@
-"""The GAP AutoTiler's CNN generators (``CNN_Generators.h``): each call creates one user kernel
-with the model's tiler, its calls going to the CNN basic kernels of ``basic_kernels``.
+"""The GAP AutoTiler's CNN generators (gap_sdk 4.x ``CNN_Generators.h``): each call creates one
+user kernel with the model's tiler, iterating over the newer API's spaces, its calls going to
+the parallel-feature basic kernels of ``basic_kernels.parallel`` (several feature planes per
+call).
 
-- ``CNN_ConvolutionPoolReLU``: iteration order (out-plane, tile, in-plane), horizontal tiles
-  of the output rows; an input tile holds its output tile's receptive field (tiles overlap
-  by the filter's reach); a one-tile L1 buffer ``ConvOut`` holds the convolution of the
-  current tile before the bias/normalisation/activation/pooling kernel writes ``Out``.
-  ``KOP_CONV_DP`` accumulates every input plane in 32 bits then normalises once; ``KOP_CONV``
-  normalises and saturates after each input plane, as GAP's single precision kernels do.
-  Zero padding needs the whole input plane in one tile.
-- ``CNN_LinearReLU``: tiles of output rows, the whole input in L1.
-- ``CNN_SoftMax``: the whole vector in L1.
+- ``CNN_ConvolutionPoolReLU``: ``KernelIterSpace(D1 output features, T0 tiles, D0 input
+  features)``, horizontal tiles of the output rows; ``In`` is a padded argument of (D0, T0)
+  whose tiles overlap by the filter's reach, ``Filter`` of (D1, D0) and ``Bias`` of D1 are
+  constants, ``Out`` of (D1, T0); a one-tile L1 buffer ``ConvOut`` of (D1, T0) receives the
+  bias and each input feature's taps before the reduction/activation/pooling kernel writes
+  ``Out``. ``KOP_CONV_DP`` accumulates every input plane in 32 bits then normalises once;
+  ``KOP_CONV`` normalises and saturates after each input plane, as GAP's single precision
+  kernels do. Zero padding keeps the whole input plane in one tile (D0 and D1 are still
+  cut).
+- ``CNN_PoolReLU``: ``KernelIterSpace(D0 features, T0 tiles)``, the pooling and activation
+  of ``CNN_ConvolutionPoolReLU`` alone.
+- ``CNN_LinearReLU``: every output in a parametric space D0 (its filter row, bias and
+  output), the whole input in one L1 buffer.
+- ``CNN_SoftMax``: the whole vector in L1 (one tile of T0).
+- ``CNN_MatAdd``: ``Out = In1 + In2`` in Q formats, ``KernelIterSpace(D0 features, T0
+  tiles)``.
+
+The older API's one-plane generators stay available as ``CNN_ConvolutionPoolReLU_OnePlane``
+and ``CNN_LinearReLU_OnePlane`` (``cnn_oneplane``).
 
 Data sizes are 1 (int8) or 2 (int16) bytes in fixed point with the Q formats given (a bias
 may be 4 bytes, int32), or ``"float32"`` for every operand (Q formats ignored). The
@@ -19,8 +31,6 @@ the memory planner decides where each tensor lives.
 
 from __future__ import annotations
 
-from enum import IntEnum
-
 import numpy as np
 
 from ..dtypes import int_range
@@ -28,18 +38,17 @@ from ..errors import TilingError
 from .api import (
     CALL_PARALLEL,
     CALL_SEQUENTIAL,
+    D0,
+    D1,
+    KER_ARG_LOADEDPARTILE_SIZE,
+    KER_ARG_PARTILE_SIZE,
     KER_ARG_TILE,
     KER_ARG_TILE_H,
-    KER_ARG_TILE_W,
-    KER_DIM2,
-    KER_DIM4,
-    KER_IN_PLANE,
-    KER_OUT_PLANE,
-    KER_TILE,
-    LOC_IN_PLANE_EPILOG,
-    LOC_IN_PLANE_PROLOG,
-    LOC_INNER_LOOP,
-    OBJ_CONSTRAINTS_ONEPREFTILE,
+    LOC_D0,
+    LOC_D0_EPILOG,
+    LOC_D0_PROLOG,
+    LOC_LOOP,
+    T0,
     TILE_HOR,
     Bindings,
     Call,
@@ -47,117 +56,44 @@ from .api import (
     CArgs,
     Imm,
     K_Arg,
-    Ker_IteratorIndex,
+    K_ArgPar,
     KerArg,
+    KerArgP,
     KerArgs,
-    KernelDimensions,
-    KernelIterationOrder,
+    KerArgSpace,
     Obj,
     TCArg,
 )
-from .basic_kernels import common, convolution, linear, pooling, softmax
+from .api_spaces import IterParSpace, IterTiledSpace, KernelIterSpace
+from .basic_kernels import common, linear, parallel, softmax
+from .cnn_layers import (
+    KOP_AVGPOOL,
+    KOP_CONV,
+    KOP_CONV_DP,
+    KOP_LINEAR,
+    KOP_MATADD,
+    KOP_MAXPOOL,
+    KOP_NONE,
+    KOP_RELU,
+    KOP_RELUN,
+    KOP_SOFTMAX,
+    OBJ_CONST_IN,
+    KernelOper,
+    bounds,
+    c_args,
+    check_ctrl,
+    conv_layer,
+    in_constraint,
+    l3,
+    layer_types,
+    norm,
+    pad,
+    used,
+)
+from .cnn_oneplane import OnePlaneCNNGenerators
 
 
-class KernelOper(IntEnum):
-    """The kernel operators of the CNN generators (GAP's ``KernelOper_T``)."""
-
-    KOP_NONE = 0
-    KOP_CONV = 4
-    KOP_CONV_DP = 6
-    KOP_MAXPOOL = 24
-    KOP_AVGPOOL = 25
-    KOP_RELU = 34
-    KOP_RELUN = 35
-    KOP_LINEAR = 45
-    KOP_SOFTMAX = 77
-
-
-(KOP_NONE, KOP_CONV, KOP_CONV_DP, KOP_MAXPOOL, KOP_AVGPOOL, KOP_RELU, KOP_RELUN, KOP_LINEAR,
- KOP_SOFTMAX) = tuple(KernelOper)
-
-RELUN = 6  # KOP_RELUN's bound, GAP's default ReluN
-OBJ_IN_DB = Obj.O_IN | Obj.O_DB | Obj.O_TILED
-OBJ_OUT_DB = Obj.O_OUT | Obj.O_DB | Obj.O_TILED
-
-
-def _dtype(what: str, size) -> np.dtype:
-    """A data size argument: 1, 2 or 4 bytes of fixed point, or a float dtype name."""
-    if isinstance(size, (int, np.integer)) and not isinstance(size, bool):
-        if int(size) not in (1, 2, 4):
-            raise TilingError(f"{what}: data size must be 1, 2 or 4 bytes (or 'float32'), "
-                              f"got {size}")
-        return np.dtype(f"int{8 * int(size)}")
-    try:
-        dt = np.dtype(size)
-    except TypeError:
-        raise TilingError(f"{what}: data size must be 1, 2 or 4 bytes or 'float32', "
-                          f"got {size!r}") from None
-    if dt != np.float32:
-        raise TilingError(f"{what}: the only floating point data is float32, got {dt.name}")
-    return dt
-
-
-def _types(name: str, gen: str, sizes: dict, bias: tuple = ()) -> dict[str, np.dtype]:
-    """The operands' dtypes: all float32, or int8/int16 fixed point (int32 allowed for the
-    ``bias`` operands)."""
-    dts = {k: _dtype(f"{gen} {name!r}: {k}_DataSize", v) for k, v in sizes.items()}
-    floats = {k for k, d in dts.items() if d.kind == "f"}
-    if floats and floats != set(dts):
-        raise TilingError(f"{gen} {name!r}: float32 data must be float32 for every operand "
-                          f"({', '.join(f'{k}: {d.name}' for k, d in dts.items())})")
-    for k, d in dts.items():
-        if d == np.int32 and k not in bias:
-            raise TilingError(f"{gen} {name!r}: {k} data must be 1 or 2 bytes (4 bytes only "
-                              f"for a bias)")
-    return dts
-
-
-def _bounds(name: str, gen: str, act: KernelOper, out_dt: np.dtype, out_q: int) -> tuple[int, int]:
-    """GAP's ``CNN_SetUpperLowerBounds``: the output clip range for an activation. float32:
-    (0, 0) for a ReLU, (-1, 0) for none (the float kernels only test LB >= 0)."""
-    act = KernelOper(act)
-    if act not in (KOP_NONE, KOP_RELU, KOP_RELUN):
-        raise TilingError(f"{gen} {name!r}: activation {act.name} is not supported; use "
-                          f"KOP_NONE, KOP_RELU or KOP_RELUN")
-    if out_dt.kind == "f":
-        if act == KOP_RELUN:
-            raise TilingError(f"{gen} {name!r}: KOP_RELUN needs fixed point data")
-        return (0, 0) if act == KOP_RELU else (-1, 0)
-    lo, hi = int_range(out_dt)
-    if act == KOP_RELU:
-        return 0, hi
-    if act == KOP_RELUN:
-        if RELUN << out_q > hi:
-            raise TilingError(f"{gen} {name!r}: KOP_RELUN's bound {RELUN} is not representable "
-                              f"in Q{out_q} {out_dt.name}")
-        return 0, RELUN << out_q
-    return lo, hi
-
-
-def _norm(name: str, gen: str, what: str, value: int) -> int:
-    if value < 0:
-        raise TilingError(f"{gen} {name!r}: {what} = {value} is negative: the output has more "
-                          f"fraction bits than the product of its operands")
-    return value
-
-
-def _ctrl(name: str, gen: str, ctrl) -> None:
-    if ctrl not in (0, None):
-        raise TilingError(f"{gen} {name!r}: generator controls (Ctrl) are not supported; "
-                          f"pass 0")
-
-
-def _l3(flag) -> int:
-    return Obj.O_L2DB if flag else 0
-
-
-def _pad(size: int, f_eff: int, stride: int) -> tuple[int, int]:
-    """GAP's zero padding for one dimension, split balanced-left: (before, after)."""
-    total = max(f_eff - stride, 0) if size % stride == 0 else max(f_eff - size % stride, 0)
-    return total - total // 2, total // 2
-
-
-class CNNGenerators:
+class CNNGenerators(OnePlaneCNNGenerators):
     """The CNN generators as ``Model`` methods (GAP's argument lists, in order)."""
 
     def LoadCNNLibrary(self) -> None:
@@ -167,8 +103,8 @@ class CNNGenerators:
         for dt in ("int16", "int8", "float32"):
             acc = "float32" if dt == "float32" else "int32"
             w = self._simd(dt)
-            for k in (convolution.set_bias(dt, acc), convolution.conv(dt, dt, acc, w),
-                      pooling.pool_act(acc, dt), linear.linear(dt, dt, dt, dt, w),
+            for k in (parallel.par_set_bias(dt, acc), parallel.par_conv(dt, dt, acc, w),
+                      parallel.par_pool_act(acc, dt), linear.linear(dt, dt, dt, dt, w),
                       softmax.softmax(dt, dt)):
                 self._lib(k)
 
@@ -209,106 +145,231 @@ class CNNGenerators:
         tabled in docs/graph.md."""
         gen = "CNN_ConvolutionPoolReLU"
         self._need_library(gen, Name)
-        _ctrl(Name, gen, Ctrl)
-        dts = _types(Name, gen, {"In": In_DataSize, "Filter": Filter_DataSize,
-                                 "Bias": Bias_DataSize, "Out": Out_DataSize}, bias=("Bias",))
-        flt = dts["Out"].kind == "f"
-        ConvOper, PoolOper = KernelOper(ConvOper), KernelOper(PoolOper)
-        if ConvOper not in (KOP_CONV, KOP_CONV_DP):
-            raise TilingError(f"{gen} {Name!r}: ConvOper must be KOP_CONV or KOP_CONV_DP, got "
-                              f"{ConvOper.name}")
+        args = (Name, Ctrl, In_DataSize, Filter_DataSize, Bias_DataSize, Out_DataSize, In_Q,
+                Filter_Q, Bias_Q, Out_Q, In_InL3, Filter_InL3, Bias_InL3, Out_InL3, InFeat,
+                OutFeat, Width, Height, ConvOper, Fcx, Fcy, Dcx, Dcy, Scx, Scy, ConvPad, PoolOper,
+                Fpx, Fpy, Dpx, Dpy, Spx, Spy, PoolPad, ReLUOper)
+        self._first_that_tiles(Name, self._conv_par_feat, self.CNN_ConvolutionPoolReLU_OnePlane,
+                               args)
+
+    def _first_that_tiles(self, Name: str, *forms_and_args) -> None:
+        """Create user kernel ``Name`` in the first form whose tiling fits the L1 budget (the
+        last one whatever it gives), as gap_sdk's generators try their forms in turn."""
+        *forms, args = forms_and_args
+        for form in forms[:-1]:
+            form(*args)
+            try:
+                self.tiling(Name)
+                return
+            except TilingError:
+                del self.kernels[Name]
+                if self._open:
+                    self._open[1].remove(Name)
+        forms[-1](*args)
+
+    def _conv_par_feat(
+            self, Name, Ctrl, In_DataSize, Filter_DataSize, Bias_DataSize, Out_DataSize, In_Q,
+            Filter_Q, Bias_Q, Out_Q, In_InL3, Filter_InL3, Bias_InL3, Out_InL3, InFeat, OutFeat,
+            Width, Height, ConvOper, Fcx, Fcy, Dcx, Dcy, Scx, Scy, ConvPad, PoolOper, Fpx, Fpy,
+            Dpx, Dpy, Spx, Spy, PoolPad, ReLUOper) -> None:
+        """``CNN_ConvolutionPoolReLU``'s parallel-feature form (gap_sdk 4.x)."""
+        gen = "CNN_ConvolutionPoolReLU"
+        if KernelOper(PoolOper) == KOP_NONE:
+            Fpx = Fpy = Dpx = Dpy = Spx = Spy = 1
+        c = conv_layer(gen, Name, Ctrl, {"In": In_DataSize, "Filter": Filter_DataSize,
+                                         "Bias": Bias_DataSize, "Out": Out_DataSize},
+                       In_Q, Filter_Q, Bias_Q, Out_Q,
+                       dict(InFeat=InFeat, OutFeat=OutFeat, Width=Width, Height=Height, Fcx=Fcx,
+                            Fcy=Fcy, Dcx=Dcx, Dcy=Dcy, Scx=Scx, Scy=Scy, Fpx=Fpx, Fpy=Fpy,
+                            Dpx=Dpx, Dpy=Dpy, Spx=Spx, Spy=Spy),
+                       ConvOper, ConvPad, PoolOper, PoolPad, ReLUOper)
+        dts, item = c.dts, {k: d.itemsize for k, d in c.dts.items()}
+        # What the pooling uses of the convolution output and the convolution of the input
+        # (gap_sdk's UsedWc/UsedHc, UsedWidth/UsedHeight); tiles of output rows overlap by
+        # the filters' reach beyond their stride.
+        fcx, fcy = Dcx * (Fcx - 1) + 1, Dcy * (Fcy - 1) + 1
+        fpx, fpy = Dpx * (Fpx - 1) + 1, Dpy * (Fpy - 1) + 1
+        used_wc, pp = used(c.wo, Spx, fpx, c.pad_p[0], c.wc)
+        used_hc, pp2 = used(c.ho, Spy, fpy, c.pad_p[2], c.hc)
+        used_w, pc = used(used_wc, Scx, fcx, c.pad_c[0], Width)
+        used_h, pc2 = used(used_hc, Scy, fcy, c.pad_c[2], Height)
+        pp, pc = pp + pp2, pc + pc2
+        pad_tile = tuple(p * s + q for p, s, q in zip(pp, (Scx, Scx, Scy, Scy), pc))
+        overlap_c = fcy + Scy * (fpy - Spy - 1)
+        overlap_p = fpy - Spy
+        tile_cons = Scy * Spy // np.gcd(Scy, Spy)
+        in_cons = {1: 4, 2: 2}.get(item["Filter"], 1)
+        # Zero padding, or strides beyond the windows (rows skipped, tiles that would overlap
+        # negatively): the whole plane in one tile (D0 and D1 are still cut), so the tile's
+        # rows and pads are the plane's; the overlaps make that one tile every line.
+        padded = any(pc) or any(pp) or overlap_c < 0 or overlap_p < 0
+        if padded:
+            overlap_c = Height + pad_tile[2] + pad_tile[3] - c.ho
+            overlap_p = used_hc + pp[2] + pp[3] - c.ho
+        cons = in_constraint(padded, used_h, Height)
+
+        def rows(arg: str, lines: int):
+            return Imm(lines) if padded else K_Arg(arg, KER_ARG_TILE_H)
+
+        acc = c.acc.name
+        set_bias = self._lib(parallel.par_set_bias(dts["Bias"].name, acc))
+        conv = self._lib(parallel.par_conv(dts["In"].name, dts["Filter"].name, acc,
+                                           self._simd(dts["In"])))
+        pool = self._lib(parallel.par_pool_act(acc, dts["Out"].name))
+        self.UserKernel(Name,
+            KernelIterSpace(3, IterParSpace(D1, OutFeat, 8), IterTiledSpace(T0),
+                            IterParSpace(D0, InFeat, in_cons)),
+            TILE_HOR,
+            CArgs(*c_args(dts, {"In": (InFeat, Height, Width),
+                                "Filter": (OutFeat, InFeat, Fcy, Fcx), "Bias": (1, OutFeat),
+                                "Out": (OutFeat, c.ho, c.wo)})),
+            Calls(3,
+                Call(set_bias, LOC_D0_PROLOG, Bindings(6,
+                    K_Arg("ConvOut", KER_ARG_TILE), Imm(used_wc), rows("ConvOut", used_hc),
+                    K_ArgPar("ConvOut", KER_ARG_PARTILE_SIZE, D1),
+                    K_Arg("Bias", KER_ARG_TILE), Imm(c.norm_bias))),
+                Call(conv, LOC_D0, Bindings(19,
+                    K_Arg("In", KER_ARG_TILE), Imm(Width), rows("In", Height),
+                    K_ArgPar("Filter", KER_ARG_PARTILE_SIZE, D0),
+                    K_ArgPar("ConvOut", KER_ARG_PARTILE_SIZE, D1),
+                    K_Arg("Filter", KER_ARG_TILE),
+                    K_ArgPar("Filter", KER_ARG_LOADEDPARTILE_SIZE, D0),
+                    K_Arg("ConvOut", KER_ARG_TILE), Imm(used_wc), rows("ConvOut", used_hc),
+                    Imm(Fcx), Imm(Fcy), Imm(Scx), Imm(Scy), Imm(Dcx), Imm(Dcy), Imm(pc[0]),
+                    Imm(pc[2]), Imm(c.norm_conv))),
+                Call(pool, LOC_D0_EPILOG, Bindings(19,
+                    K_Arg("ConvOut", KER_ARG_TILE), Imm(used_wc), rows("ConvOut", used_hc),
+                    K_ArgPar("ConvOut", KER_ARG_PARTILE_SIZE, D1),
+                    K_Arg("Out", KER_ARG_TILE), Imm(c.wo), rows("Out", c.ho), Imm(Fpx),
+                    Imm(Fpy), Imm(Spx), Imm(Spy), Imm(Dpx), Imm(Dpy), Imm(pp[0]), Imm(pp[2]),
+                    Imm(c.pool), Imm(c.norm_out), Imm(c.lb), Imm(c.ub)))),
+            KerArgs(5,
+                KerArgP("In", KerArgSpace(2, D0, T0), Obj.O_IN | Obj.O_DB | l3(In_InL3), Width,
+                        Height, used_w, used_h, pad_tile, pc, item["In"], overlap_c, cons,
+                        tile_cons, "In"),
+                KerArg("Bias", KerArgSpace(1, D1), OBJ_CONST_IN | l3(Bias_InL3), 1, 1,
+                       item["Bias"], 0, 0, 0, "Bias"),
+                KerArg("Filter", KerArgSpace(2, D1, D0), OBJ_CONST_IN | l3(Filter_InL3), 1, 1,
+                       Fcx * Fcy * item["Filter"], 0, 0, 0, "Filter"),
+                KerArg("Out", KerArgSpace(2, D1, T0), Obj.O_OUT | Obj.O_DB | l3(Out_InL3), c.wo,
+                       c.ho, item["Out"], 0, 0, 0, "Out"),
+                KerArgP("ConvOut", KerArgSpace(2, D1, T0), Obj.O_BUFF | Obj.O_ONETILE, used_wc,
+                        used_hc, used_wc, used_hc, pp, pp, c.acc.itemsize, overlap_p,
+                        0, 0, None)))
+        macs = c.wc * c.hc * Fcx * Fcy * InFeat * OutFeat
+        self._cnn_ops[Name] = macs + OutFeat * c.wo * c.ho * Fpx * Fpy
+
+    def CNN_PoolReLU(
+            self, Name: str, Ctrl, In_DataSize, Out_DataSize, In_Q: int, Out_Q: int,
+            In_InL3: int, Out_InL3: int, InFeat: int, OutFeat: int, Width: int, Height: int,
+            PoolOper: KernelOper, Fpx: int, Fpy: int, Dpx: int, Dpy: int, Spx: int, Spy: int,
+            PoolPad: int, ReLUOper: KernelOper) -> None:
+        """A pooling (``KOP_MAXPOOL``, ``KOP_AVGPOOL`` or ``KOP_NONE``) then an optional
+        activation, feature by feature: ``Name(In, Out)``, In [InFeat, Height, Width], Out
+        [OutFeat, Ho, Wo] with ``OutFeat == InFeat``; each value is normalised by
+        ``In_Q - Out_Q`` (``AT_NORM``, 0 in GAP's models) and clipped as
+        ``CNN_ConvolutionPoolReLU``'s pooling does."""
+        gen = "CNN_PoolReLU"
+        self._need_library(gen, Name)
+        check_ctrl(Name, gen, Ctrl)
+        if InFeat != OutFeat:
+            raise TilingError(f"{gen} {Name!r}: InFeat {InFeat} != OutFeat {OutFeat}: a pooling "
+                              f"keeps its features")
+        PoolOper = KernelOper(PoolOper)
         if PoolOper not in (KOP_NONE, KOP_MAXPOOL, KOP_AVGPOOL):
             raise TilingError(f"{gen} {Name!r}: PoolOper must be KOP_MAXPOOL, KOP_AVGPOOL or "
                               f"KOP_NONE, got {PoolOper.name}")
-        ints = dict(InFeat=InFeat, OutFeat=OutFeat, Width=Width, Height=Height, Fcx=Fcx,
-                    Fcy=Fcy, Dcx=Dcx, Dcy=Dcy, Scx=Scx, Scy=Scy)
         if PoolOper == KOP_NONE:
             Fpx = Fpy = Dpx = Dpy = Spx = Spy = 1
-            PoolPad = 0
-        ints.update(Fpx=Fpx, Fpy=Fpy, Dpx=Dpx, Dpy=Dpy, Spx=Spx, Spy=Spy)
+        ints = dict(InFeat=InFeat, Width=Width, Height=Height, Fpx=Fpx, Fpy=Fpy, Dpx=Dpx,
+                    Dpy=Dpy, Spx=Spx, Spy=Spy)
         for k, v in ints.items():
             if int(v) < 1:
                 raise TilingError(f"{gen} {Name!r}: {k} must be >= 1, got {v}")
-        fcx, fcy = Dcx * (Fcx - 1) + 1, Dcy * (Fcy - 1) + 1
-        pad_c = _pad(Width, fcx, Scx) + _pad(Height, fcy, Scy) if ConvPad else (0, 0, 0, 0)
-        wc = (Width - fcx + pad_c[0] + pad_c[1]) // Scx + 1
-        hc = (Height - fcy + pad_c[2] + pad_c[3]) // Scy + 1
-        if wc < 1 or hc < 1:
-            raise TilingError(f"{gen} {Name!r}: a {Fcx}x{Fcy} filter (dilation {Dcx}x{Dcy}) does "
-                              f"not fit a {Width}x{Height} input")
+        dts = layer_types(Name, gen, {"In": In_DataSize, "Out": Out_DataSize})
+        flt = dts["Out"].kind == "f"
+        shift = 0 if flt else norm(Name, gen, "In_Q - Out_Q", In_Q - Out_Q)
+        lb, ub = bounds(Name, gen, ReLUOper, dts["Out"], Out_Q)
         fpx, fpy = Dpx * (Fpx - 1) + 1, Dpy * (Fpy - 1) + 1
-        pad_p = _pad(wc, fpx, Spx) + _pad(hc, fpy, Spy) if PoolPad else (0, 0, 0, 0)
-        wo = (wc - fpx + pad_p[0] + pad_p[1]) // Spx + 1
-        ho = (hc - fpy + pad_p[2] + pad_p[3]) // Spy + 1
+        pp = pad(Width, fpx, Spx) + pad(Height, fpy, Spy) if PoolPad and PoolOper else \
+            (0, 0, 0, 0)
+        wo = (Width - fpx + pp[0] + pp[1]) // Spx + 1
+        ho = (Height - fpy + pp[2] + pp[3]) // Spy + 1
         if wo < 1 or ho < 1:
             raise TilingError(f"{gen} {Name!r}: a {Fpx}x{Fpy} pooling does not fit the "
-                              f"{wc}x{hc} convolution output")
-        dp = ConvOper == KOP_CONV_DP or flt
-        acc_dt = np.dtype("float32") if flt else (np.dtype("int32") if dp else dts["Out"])
-        lb, ub = _bounds(Name, gen, ReLUOper, dts["Out"], Out_Q)
-        w = self._simd(dts["In"])
-        if flt:
-            norm_bias = norm_conv = norm_out = 0
-        elif dp:
-            norm_bias = Filter_Q + In_Q - Bias_Q
-            norm_conv = 0
-            norm_out = _norm(Name, gen, "In_Q + Filter_Q - Out_Q", Filter_Q + In_Q - Out_Q)
-        else:
-            norm_bias = Out_Q - Bias_Q
-            norm_conv = _norm(Name, gen, "In_Q + Filter_Q - Out_Q", Filter_Q + In_Q - Out_Q)
-            norm_out = 0
-        set_bias = self._lib(convolution.set_bias(dts["Bias"].name, acc_dt.name))
-        conv = self._lib(convolution.conv(dts["In"].name, dts["Filter"].name, acc_dt.name, w))
-        pool = self._lib(pooling.pool_act(acc_dt.name, dts["Out"].name))
+                              f"{Width}x{Height} input")
+        used_w, pw = used(wo, Spx, fpx, pp[0], Width)
+        used_h, ph = used(ho, Spy, fpy, pp[2], Height)
+        pp = pw + ph
+        # As in CNN_ConvolutionPoolReLU: padding or a stride beyond the window, the plane in
+        # one tile, every line of it.
+        padded = any(pp) or fpy < Spy
+        overlap = Height + pp[2] + pp[3] - ho if padded else fpy - Spy
+
+        def rows(arg: str, lines: int):
+            return Imm(lines) if padded else K_Arg(arg, KER_ARG_TILE_H)
+
         oper = {KOP_NONE: common.POOL_NONE, KOP_MAXPOOL: common.POOL_MAX,
                 KOP_AVGPOOL: common.POOL_AVG}[PoolOper]
-        # Tiles are horizontal bands of output rows. A band of T output rows needs Spy*T
-        # convolution rows (plus the pooling's overlap) and Scy*Spy*T input rows (plus the
-        # filter's reach); the input's declared overlap also covers rows no output uses.
-        padded = any(pad_c) or any(pad_p)
-        k_in = Scy * Spy
-        hc_decl = hc if padded else (ho - 1) * Spy + fpy
-        one = OBJ_CONSTRAINTS_ONEPREFTILE if padded else 0
-        item = {k: d.itemsize for k, d in dts.items()}
+        k = self._lib(parallel.par_pool_act(dts["In"].name, dts["Out"].name))
         self.UserKernel(Name,
-            KernelDimensions(InFeat, Width, Height, OutFeat),
-            KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+            KernelIterSpace(2, IterParSpace(D0, InFeat, 8), IterTiledSpace(T0)),
             TILE_HOR,
-            CArgs(4,
-                TCArg(f"{common.c_type(dts['In'])} * __restrict__", "In"),
-                TCArg(f"{common.c_type(dts['Filter'])} * __restrict__", "Filter"),
-                TCArg(f"{common.c_type(dts['Bias'])} * __restrict__", "Bias"),
-                TCArg(f"{common.c_type(dts['Out'])} * __restrict__", "Out")),
-            Calls(3,
-                Call(set_bias, LOC_IN_PLANE_PROLOG, Bindings(6,
-                    K_Arg("ConvOut", KER_ARG_TILE), K_Arg("ConvOut", KER_ARG_TILE_W),
-                    K_Arg("ConvOut", KER_ARG_TILE_H), K_Arg("Bias", KER_ARG_TILE),
-                    Ker_IteratorIndex(KER_OUT_PLANE), Imm(norm_bias))),
-                Call(conv, LOC_INNER_LOOP, Bindings(16,
-                    K_Arg("In", KER_ARG_TILE), K_Arg("In", KER_ARG_TILE_W),
-                    K_Arg("In", KER_ARG_TILE_H), K_Arg("Filter", KER_ARG_TILE),
-                    K_Arg("ConvOut", KER_ARG_TILE), K_Arg("ConvOut", KER_ARG_TILE_W),
-                    K_Arg("ConvOut", KER_ARG_TILE_H), Imm(Fcx), Imm(Fcy), Imm(Scx), Imm(Scy),
-                    Imm(Dcx), Imm(Dcy), Imm(pad_c[0]), Imm(pad_c[2]), Imm(norm_conv))),
-                Call(pool, LOC_IN_PLANE_EPILOG, Bindings(18,
-                    K_Arg("ConvOut", KER_ARG_TILE), K_Arg("ConvOut", KER_ARG_TILE_W),
-                    K_Arg("ConvOut", KER_ARG_TILE_H), K_Arg("Out", KER_ARG_TILE),
-                    K_Arg("Out", KER_ARG_TILE_W), K_Arg("Out", KER_ARG_TILE_H), Imm(Fpx),
-                    Imm(Fpy), Imm(Spx), Imm(Spy), Imm(Dpx), Imm(Dpy), Imm(pad_p[0]),
-                    Imm(pad_p[2]), Imm(oper), Imm(norm_out), Imm(lb), Imm(ub)))),
-            KerArgs(5,
-                KerArg("In", OBJ_IN_DB | Obj.O_3D | _l3(In_InL3), Width, Height, item["In"],
-                       Height - k_in * ho, one, 0, "In"),
-                KerArg("Bias", Obj.O_IN | _l3(Bias_InL3), OutFeat, 1, item["Bias"], 0, 0, 0,
-                       "Bias"),
-                KerArg("Filter", Obj.O_IN | Obj.O_DB | Obj.O_3D | Obj.O_4D | _l3(Filter_InL3),
-                       Fcx, Fcy, item["Filter"], 0, 0, 0, "Filter"),
-                KerArg("Out", OBJ_OUT_DB | Obj.O_3D | _l3(Out_InL3), wo, ho, item["Out"], 0, 0,
-                       0, "Out"),
-                KerArg("ConvOut", Obj.O_BUFF | Obj.O_TILED | Obj.O_ONETILE, wc, hc_decl,
-                       acc_dt.itemsize, hc_decl - Spy * ho, 0, 0, None)))
-        macs = wc * hc * Fcx * Fcy * InFeat * OutFeat
-        self._cnn_ops[Name] = macs + OutFeat * wo * ho * Fpx * Fpy
+            CArgs(*c_args(dts, {"In": (InFeat, Height, Width), "Out": (OutFeat, ho, wo)})),
+            Calls(1,
+                Call(k, LOC_LOOP, Bindings(19,
+                    K_Arg("In", KER_ARG_TILE), Imm(Width), rows("In", Height),
+                    K_ArgPar("Out", KER_ARG_PARTILE_SIZE, D0), K_Arg("Out", KER_ARG_TILE),
+                    Imm(wo), rows("Out", ho), Imm(Fpx), Imm(Fpy), Imm(Spx), Imm(Spy), Imm(Dpx),
+                    Imm(Dpy), Imm(pp[0]), Imm(pp[2]), Imm(oper), Imm(shift), Imm(lb), Imm(ub)))),
+            KerArgs(2,
+                KerArgP("In", KerArgSpace(2, D0, T0), Obj.O_IN | Obj.O_DB | l3(In_InL3), Width,
+                        Height, used_w, used_h, pp, pp, dts["In"].itemsize, overlap,
+                        in_constraint(padded, used_h, Height), Spy, "In"),
+                KerArg("Out", KerArgSpace(2, D0, T0), Obj.O_OUT | Obj.O_DB | l3(Out_InL3), wo, ho,
+                       dts["Out"].itemsize, 0, 0, 0, "Out")))
+        self._cnn_ops[Name] = OutFeat * wo * ho * Fpx * Fpy
+
+    def CNN_MatAdd(
+            self, Name: str, Ctrl, In1_DataSize, In2_DataSize, Out_DataSize, In1_Q: int,
+            In2_Q: int, Out_Q: int, In1_InL3: int, In2_InL3: int, Out_InL3: int, InFeat: int,
+            OutFeat: int, Width: int, Height: int, AddMatOper: KernelOper) -> None:
+        """``Out = In1 + In2`` saturated to the output type (GAP's ``KerParMatAdd``: the Q
+        formats are the caller's to match): ``Name(In1, In2, Out)``, each [InFeat, Height,
+        Width], ``OutFeat == InFeat``; one data size for the three (or ``"float32"``)."""
+        gen = "CNN_MatAdd"
+        self._need_library(gen, Name)
+        check_ctrl(Name, gen, Ctrl)
+        if KernelOper(AddMatOper) != KOP_MATADD:
+            raise TilingError(f"{gen} {Name!r}: AddMatOper must be KOP_MATADD")
+        for k, v in (("InFeat", InFeat), ("Width", Width), ("Height", Height)):
+            if int(v) < 1:
+                raise TilingError(f"{gen} {Name!r}: {k} must be >= 1, got {v}")
+        if InFeat != OutFeat:
+            raise TilingError(f"{gen} {Name!r}: InFeat {InFeat} != OutFeat {OutFeat}")
+        dts = layer_types(Name, gen, {"In1": In1_DataSize, "In2": In2_DataSize,
+                                      "Out": Out_DataSize})
+        if len(set(dts.values())) != 1:
+            raise TilingError(f"{gen} {Name!r}: In1, In2 and Out must have one data size, got "
+                              f"{', '.join(d.name for d in dts.values())}")
+        dt = dts["Out"]
+        lb, ub = (0, 0) if dt.kind == "f" else int_range(dt)
+        k = self._lib(parallel.par_mat_add(dt.name))
+        shape = (InFeat, Height, Width)
+        self.UserKernel(Name,
+            KernelIterSpace(2, IterParSpace(D0, InFeat, 8), IterTiledSpace(T0)),
+            TILE_HOR,
+            CArgs(*c_args(dts, {"In1": shape, "In2": shape, "Out": shape})),
+            Calls(1,
+                Call(k, LOC_LOOP, Bindings(8,
+                    K_Arg("In1", KER_ARG_TILE), K_Arg("In2", KER_ARG_TILE),
+                    K_Arg("Out", KER_ARG_TILE), Imm(Width), K_Arg("In1", KER_ARG_TILE_H),
+                    K_ArgPar("In1", KER_ARG_PARTILE_SIZE, D0), Imm(lb), Imm(ub)))),
+            KerArgs(3, *(KerArg(n, KerArgSpace(2, D0, T0),
+                                (Obj.O_OUT if n == "Out" else Obj.O_IN) | Obj.O_DB | l3(f), Width,
+                                Height, dt.itemsize, 0, 0, 0, n)
+                         for n, f in (("In1", In1_InL3), ("In2", In2_InL3), ("Out", Out_InL3)))))
+        self._cnn_ops[Name] = InFeat * Width * Height
 
     # -- linear layer --------------------------------------------------------------------------
 
@@ -325,45 +386,63 @@ class CNNGenerators:
         docs/graph.md."""
         gen = "CNN_LinearReLU"
         self._need_library(gen, Name)
-        _ctrl(Name, gen, Ctrl)
+        self._first_that_tiles(Name, self._linear_par_feat, self.CNN_LinearReLU_OnePlane,
+                               (Name, Ctrl, In_DataSize, Filter_DataSize, Bias_DataSize,
+                                Out_DataSize, In_Q, Filter_Q, Bias_Q, Out_Q, In_InL3, Filter_InL3,
+                                Bias_InL3, Out_InL3, InDim, OutDim, LinearOper, ReLUOper))
+
+    def _linear_par_feat(self, Name, Ctrl, In_DataSize, Filter_DataSize, Bias_DataSize,
+                         Out_DataSize, In_Q, Filter_Q, Bias_Q, Out_Q, In_InL3, Filter_InL3,
+                         Bias_InL3, Out_InL3, InDim, OutDim, LinearOper, ReLUOper) -> None:
+        """``CNN_LinearReLU``'s parallel-feature form (gap_sdk 4.x)."""
+        gen = "CNN_LinearReLU"
+        lin, dts, norms, (lb, ub) = self._linear(gen, Name, Ctrl, In_DataSize, Filter_DataSize,
+                                                 Bias_DataSize, Out_DataSize, In_Q, Filter_Q,
+                                                 Bias_Q, Out_Q, InDim, OutDim, LinearOper,
+                                                 ReLUOper)
+        item = {k: d.itemsize for k, d in dts.items()}
+        self.UserKernel(Name,
+            KernelIterSpace(2, IterParSpace(D0, OutDim, 8), IterTiledSpace(T0)),
+            TILE_HOR,
+            CArgs(*c_args(dts, {"In": (1, InDim), "Filter": (OutDim, InDim), "Bias": (OutDim, 1),
+                                "Out": (OutDim, 1)})),
+            Calls(1,
+                Call(lin, LOC_LOOP, Bindings(10,
+                    K_Arg("In", KER_ARG_TILE), Imm(InDim), K_Arg("Filter", KER_ARG_TILE),
+                    K_Arg("Bias", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
+                    K_ArgPar("Out", KER_ARG_PARTILE_SIZE, D0), Imm(norms[0]), Imm(norms[1]),
+                    Imm(lb), Imm(ub)))),
+            KerArgs(4,
+                KerArg("In", KerArgSpace(1, T0), Obj.O_IN | Obj.O_BUFF | Obj.O_NTILED
+                       | l3(In_InL3), 1, 1, InDim * item["In"], 0, 0, 0, "In"),
+                KerArg("Filter", KerArgSpace(1, D0), OBJ_CONST_IN | l3(Filter_InL3), 1, 1,
+                       InDim * item["Filter"], 0, 0, 0, "Filter"),
+                KerArg("Bias", KerArgSpace(1, D0), OBJ_CONST_IN | l3(Bias_InL3), 1, 1,
+                       item["Bias"], 0, 0, 0, "Bias"),
+                KerArg("Out", KerArgSpace(1, D0), Obj.O_OUT | Obj.O_DB | l3(Out_InL3), 1, 1,
+                       item["Out"], 0, 0, 0, "Out")))
+        self._cnn_ops[Name] = InDim * OutDim
+
+    def _linear(self, gen, Name, Ctrl, In_DataSize, Filter_DataSize, Bias_DataSize,
+                Out_DataSize, In_Q, Filter_Q, Bias_Q, Out_Q, InDim, OutDim, LinearOper,
+                ReLUOper):
+        """A linear layer's arguments checked (both generations): its basic kernel, the
+        operands' dtypes, the (output, bias) shifts and the activation's clip."""
+        check_ctrl(Name, gen, Ctrl)
         if KernelOper(LinearOper) != KOP_LINEAR:
             raise TilingError(f"{gen} {Name!r}: LinearOper must be KOP_LINEAR")
         for k, v in (("InDim", InDim), ("OutDim", OutDim)):
             if int(v) < 1:
                 raise TilingError(f"{gen} {Name!r}: {k} must be >= 1, got {v}")
-        dts = _types(Name, gen, {"In": In_DataSize, "Filter": Filter_DataSize,
-                                 "Bias": Bias_DataSize, "Out": Out_DataSize}, bias=("Bias",))
+        dts = layer_types(Name, gen, {"In": In_DataSize, "Filter": Filter_DataSize,
+                                      "Bias": Bias_DataSize, "Out": Out_DataSize}, bias=("Bias",))
         flt = dts["Out"].kind == "f"
-        lb, ub = _bounds(Name, gen, ReLUOper, dts["Out"], Out_Q)
-        norm = 0 if flt else _norm(Name, gen, "In_Q + Filter_Q - Out_Q", Filter_Q + In_Q - Out_Q)
-        norm_bias = 0 if flt else Filter_Q + In_Q - Bias_Q
+        lb_ub = bounds(Name, gen, ReLUOper, dts["Out"], Out_Q)
+        shift = 0 if flt else norm(Name, gen, "In_Q + Filter_Q - Out_Q", Filter_Q + In_Q - Out_Q)
+        norms = (shift, 0 if flt else Filter_Q + In_Q - Bias_Q)
         lin = self._lib(linear.linear(dts["In"].name, dts["Filter"].name, dts["Bias"].name,
-                                 dts["Out"].name, self._simd(dts["In"])))
-        item = {k: d.itemsize for k, d in dts.items()}
-        self.UserKernel(Name,
-            KernelDimensions(1, InDim, OutDim, 1),
-            KernelIterationOrder(KER_DIM2, KER_TILE),
-            TILE_HOR,
-            CArgs(4,
-                TCArg(f"{common.c_type(dts['In'])} * __restrict__", "In"),
-                TCArg(f"{common.c_type(dts['Filter'])} * __restrict__", "Filter"),
-                TCArg(f"{common.c_type(dts['Bias'])} * __restrict__", "Bias"),
-                TCArg(f"{common.c_type(dts['Out'])} * __restrict__", "Out")),
-            Calls(1,
-                Call(lin, LOC_INNER_LOOP, Bindings(10,
-                    K_Arg("In", KER_ARG_TILE), Imm(InDim), K_Arg("Filter", KER_ARG_TILE),
-                    K_Arg("Bias", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
-                    K_Arg("Out", KER_ARG_TILE_H), Imm(norm), Imm(norm_bias), Imm(lb),
-                    Imm(ub)))),
-            KerArgs(4,
-                KerArg("In", Obj.O_IN | _l3(In_InL3), InDim, 1, item["In"], 0, 0, 0, "In"),
-                KerArg("Filter", OBJ_IN_DB | _l3(Filter_InL3), InDim, OutDim, item["Filter"],
-                       0, 0, 0, "Filter"),
-                KerArg("Bias", OBJ_IN_DB | _l3(Bias_InL3), 1, OutDim, item["Bias"], 0, 0, 0,
-                       "Bias"),
-                KerArg("Out", OBJ_OUT_DB | _l3(Out_InL3), 1, OutDim, item["Out"], 0, 0, 0,
-                       "Out")))
-        self._cnn_ops[Name] = InDim * OutDim
+                                      dts["Out"].name, self._simd(dts["In"])))
+        return lin, dts, norms, lb_ub
 
     # -- softmax -------------------------------------------------------------------------------
 
@@ -374,12 +453,12 @@ class CNNGenerators:
         the names of GAP's ``CNN_Generators.h``, are tabled in docs/graph.md."""
         gen = "CNN_SoftMax"
         self._need_library(gen, Name)
-        _ctrl(Name, gen, Ctrl)
+        check_ctrl(Name, gen, Ctrl)
         if KernelOper(SoftMaxOper) != KOP_SOFTMAX:
             raise TilingError(f"{gen} {Name!r}: SoftMaxOper must be KOP_SOFTMAX")
         if int(Dim) < 1:
             raise TilingError(f"{gen} {Name!r}: Dim must be >= 1, got {Dim}")
-        dts = _types(Name, gen, {"In": In_DataSize, "Out": Out_DataSize})
+        dts = layer_types(Name, gen, {"In": In_DataSize, "Out": Out_DataSize})
         if dts["Out"].kind != "f":
             bits = 8 * dts["Out"].itemsize - 1
             if not 0 <= Out_Q <= bits:
@@ -389,22 +468,20 @@ class CNNGenerators:
                 raise TilingError(f"{gen} {Name!r}: In_Q must be 0..30, got {In_Q}")
         sm = self._lib(softmax.softmax(dts["In"].name, dts["Out"].name))
         self.UserKernel(Name,
-            KernelDimensions(1, Dim, 1, 1),
-            KernelIterationOrder(KER_DIM2, KER_TILE),
+            KernelIterSpace(1, IterTiledSpace(T0)),
             TILE_HOR,
-            CArgs(2,
-                TCArg(f"{common.c_type(dts['In'])} * __restrict__", "In"),
-                TCArg(f"{common.c_type(dts['Out'])} * __restrict__", "Out")),
+            CArgs(*c_args(dts, {"In": (1, Dim), "Out": (1, Dim)})),
             Calls(1,
-                Call(sm, LOC_INNER_LOOP, Bindings(5,
+                Call(sm, LOC_LOOP, Bindings(5,
                     K_Arg("In", KER_ARG_TILE), Imm(Dim), Imm(In_Q), K_Arg("Out", KER_ARG_TILE),
                     Imm(Out_Q)))),
             KerArgs(2,
-                KerArg("In", Obj.O_IN | _l3(In_InL3), Dim, 1, dts["In"].itemsize, 0, 0, 0, "In"),
-                KerArg("Out", Obj.O_OUT | _l3(Out_InL3), Dim, 1, dts["Out"].itemsize, 0, 0, 0,
-                       "Out")))
+                KerArg("In", KerArgSpace(1, T0), Obj.O_IN | Obj.O_BUFF | l3(In_InL3), 1, Dim,
+                       dts["In"].itemsize, 0, 0, 8, "In"),
+                KerArg("Out", KerArgSpace(1, T0), Obj.O_OUT | Obj.O_BUFF | l3(Out_InL3), 1, Dim,
+                       dts["Out"].itemsize, 0, 0, 0, "Out")))
         self._cnn_ops[Name] = Dim
 
 
 __all__ = ["KernelOper", "CNNGenerators", "KOP_NONE", "KOP_CONV", "KOP_CONV_DP", "KOP_MAXPOOL",
-           "KOP_AVGPOOL", "KOP_RELU", "KOP_RELUN", "KOP_LINEAR", "KOP_SOFTMAX"]
+           "KOP_AVGPOOL", "KOP_RELU", "KOP_RELUN", "KOP_LINEAR", "KOP_MATADD", "KOP_SOFTMAX"]

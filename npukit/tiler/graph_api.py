@@ -108,6 +108,11 @@ GRAPH_CTRL_DEFAULTS = {
     AT_GraphCtrl.AT_GRAPH_PRODUCE_NODE_CVAR_NAME: "AT_GraphNodeNames",
     AT_GraphCtrl.AT_GRAPH_PRODUCE_OPERINFOS: 0,
     AT_GraphCtrl.AT_GRAPH_PRODUCE_OPERINFOS_CVAR_NAME: "AT_GraphOperInfosNames",
+    # Lays constants out tile by tile so their tiles move in 1-D transfers. npukit keeps every
+    # constant in its own row-major layout: the values are the same either way and a
+    # transfer's modelled cost counts bytes, not rows, so ON and OFF give the same results,
+    # plan and cycles; accepted so that models which set it run.
+    AT_GraphCtrl.AT_GRAPH_REORDER_CONSTANT_IN: 1,
 }
 
 AT_OPT_ON, AT_OPT_OFF = 1, 0

@@ -153,7 +153,7 @@ class KernelLowering:
             if not c.is_pointer:
                 shape = ()
             elif bound:
-                shape = self.geo(bound[0]).frame.home_shape
+                shape = self._declared(c, self.geo(bound[0]).frame.home_shape)
             elif c.shape is not None:
                 shape = tuple(c.shape)
             else:
@@ -168,6 +168,11 @@ class KernelLowering:
             spec = Layout(shape, dt)
             buf = ir.Buffer(target_name, memory, dt, max(spec.size, 1), self._role(c.ArgName))
             self.out.params[target_name] = (buf, spec)
+
+    def _declared(self, c, home: tuple) -> tuple:
+        """The shape of a bound C argument's tensor: the ``shape`` its TCArg declares (the
+        same elements, checked by ``validate``), else its kernel argument's home."""
+        return home if c.shape is None else tuple(c.shape)
 
     def _same_tensor(self, name: str, carg: str, shape: tuple, dt: np.dtype) -> None:
         """Kernels of a group that share a tensor declare it alike: a kernel that declares a

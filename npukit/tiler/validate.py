@@ -16,6 +16,7 @@ Each error names the user kernel, the call, the binding and the values involved.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -165,12 +166,14 @@ def check_kernel(uk, libs: Mapping[str, ir.Extern]) -> None:
         f = frame(uk.name, a, spaces, uk.order, uk.dims, uk.orientation, elem_size(cargs, a))
         frames[a.KerArgName] = f
         c = cargs.get(a.CArgName)
+        # A declared shape sees the argument's elements as the caller's tensor (GAP's
+        # AddKernelArgDim): the same elements, any dimensions.
         if c is not None and c.shape is not None and moves(a) and \
-                tuple(c.shape) != f.home_shape:
+                math.prod(c.shape) != math.prod(f.home_shape):
             raise TilingError(f"{what}: C argument {c.ArgName!r} declares shape "
                               f"{tuple(c.shape)} but KerArg {a.KerArgName!r} makes it "
-                              f"{f.home_shape} (planes x H x W); drop the shape or make them "
-                              f"agree")
+                              f"{f.home_shape} (planes x H x W): {math.prod(c.shape)} elements "
+                              f"for {math.prod(f.home_shape)}; drop the shape or make them agree")
     for call in uk.calls:
         if not isinstance(call, CallT):
             raise TilingError(f"{what}: Calls holds Call values; got {call!r:.80}")

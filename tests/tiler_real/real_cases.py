@@ -218,15 +218,21 @@ def matmult_build(port, name):
     return build
 
 
+def mnist_model():
+    """A model set up as MnistModel.c sets it up (L1 45000), no library loaded yet."""
+    m = Model(target="gap8", l1_budget=45000)
+    m.SetInlineMode(ALWAYS_INLINE)
+    m.SetSymbolDynamics()
+    m.SetSymbolNames("Mnist_L1_Memory", "Mnist_L2_Memory")
+    m.SetUsedFilesNames(0, 1, "CNN_BasicKernels.h")
+    m.SetGeneratedFilesNames("MnistKernels.c", "MnistKernels.h")
+    m.SetL1MemorySize(45000)
+    return m
+
+
 def mnist_build(port, name, *args):
     def build():
-        m = Model(target="gap8", l1_budget=45000)
-        m.SetInlineMode(ALWAYS_INLINE)
-        m.SetSymbolDynamics()
-        m.SetSymbolNames("Mnist_L1_Memory", "Mnist_L2_Memory")
-        m.SetUsedFilesNames(0, 1, "CNN_BasicKernels.h")
-        m.SetGeneratedFilesNames("MnistKernels.c", "MnistKernels.h")
-        m.SetL1MemorySize(45000)
+        m = mnist_model()
         K.load_new_cnn_library(m)
         port(m, name, *args)
         return m, name
@@ -403,3 +409,67 @@ def _medpar_case(generated, model, layer, counts, args) -> Case:
 
 CASES += [_medpar_case(*layer) for layer in MEDPAR]
 
+
+
+# -- npukit's built-in generators with the real model's arguments -----------------------------
+# gap_sdk 4.8's examples/autotiler/Mnist/MnistModel.c (the MNIST rows above: the same
+# generated file, the same numbers) calls the CNN generators themselves; the built-ins must
+# give every number the port gives.
+
+MNIST_BUILTIN = {
+    "mnist_conv_0": lambda m: m.CNN_ConvolutionPoolReLU(
+        "Conv5x5ReLUMaxPool2x2_0", 0, 2, 2, 2, 2, 12, 14, 14, 12, 0, 0, 0, 0, 1, 32, 28, 28,
+        KOP_CONV, 5, 5, 1, 1, 1, 1, 0, KOP_MAXPOOL, 2, 2, 1, 1, 2, 2, 1, KOP_RELU),
+    "mnist_conv_1": lambda m: m.CNN_ConvolutionPoolReLU(
+        "Conv5x5ReLUMaxPool2x2_1", 0, 2, 2, 2, 2, 12, 14, 14, 12, 0, 0, 0, 0, 32, 64, 12, 12,
+        KOP_CONV, 5, 5, 1, 1, 1, 1, 0, KOP_MAXPOOL, 2, 2, 1, 1, 2, 2, 1, KOP_RELU),
+    "mnist_linear": lambda m: m.CNN_LinearReLU(
+        "LinearLayerReLU_1", 0, 2, 2, 2, 2, 12, 12, 8, 11, 0, 0, 0, 0, 64 * 4 * 4, 10,
+        KOP_LINEAR, KOP_NONE),
+}
+
+
+def _rnd(x, n):
+    """Round half up after a right shift by n (GAP's AT_NORM)."""
+    x = np.asarray(x, np.int64)
+    return x if n == 0 else (x + (1 << (n - 1))) >> n
+
+
+def _shift(x, n):
+    return np.asarray(x, np.int64) << n if n >= 0 else _rnd(x, -n)
+
+
+def _wrap32(x):
+    return (np.asarray(x, np.int64) + 2**31) % 2**32 - 2**31
+
+
+MNIST_Q = {"mnist_conv_0": (12, 14, 14, 12), "mnist_conv_1": (12, 14, 14, 12),
+           "mnist_linear": (12, 12, 8, 11)}
+
+
+def builtin_oracle(case: Case, ins: dict) -> np.ndarray:
+    """What npukit's built-ins compute (docs/graph.md), from whole planes: a single precision
+    convolution normalised (AT_NORM) and saturated after each input feature, then ReLU and a
+    2x2 max pooling; a linear layer in a 32-bit accumulator normalised once."""
+    qi, qw, qb, qo = MNIST_Q[case.name]
+    x, f, b = (ins[k].astype(np.int64) for k in ("In", "Filter", "Bias"))
+    if case.name == "mnist_linear":
+        acc = _shift(b.reshape(-1), qi + qw - qb) + f.reshape(b.size, -1) @ x.reshape(-1)
+        return np.clip(_rnd(_wrap32(acc), qi + qw - qo), -32768, 32767)
+    f = f.reshape(b.size, x.shape[0], 5, 5)
+    n = qi + qw - qo
+    v = np.clip(_shift(b.reshape(-1), qo - qb), -32768, 32767)[:, None, None]
+    for ci in range(x.shape[0]):
+        s = correlate(x[ci], f[:, ci], 1, (0, 0, 0, 0))
+        v = np.clip(_rnd(_wrap32(v * (1 << n) + s), n), -32768, 32767)
+    v = np.maximum(v, 0)
+    h, w = v.shape[1] // 2, v.shape[2] // 2
+    return v.reshape(v.shape[0], h, 2, w, 2).max(axis=(2, 4))
+
+
+def mnist_builtin(case: Case):
+    """(model, kernel) of ``case`` built by ``MnistModel.c``'s calls to the built-ins."""
+    m = mnist_model()
+    m.LoadCNNLibrary()
+    MNIST_BUILTIN[case.name](m)
+    return m, case.build()[1]

@@ -78,3 +78,39 @@ def test_runs_equal_to_numpy(case, backend):
         assert (arrays[name] == expected).all(), name
         assert (bigs[name][:32] == CANARY).all() and (bigs[name][-32:] == CANARY).all()
     assert all(len(np.unique(e)) > min(10, e.size // 2) for e in want.values())  # not trivial
+
+
+BUILTIN = [c for c in C.CASES if c.name in C.MNIST_BUILTIN]
+
+
+@pytest.mark.parametrize("case", BUILTIN, ids=[c.name for c in BUILTIN])
+def test_builtin_generators_reproduce_the_mnist_file(case):
+    """``m.CNN_ConvolutionPoolReLU`` / ``m.CNN_LinearReLU`` called with gap_sdk 4.8's
+    MnistModel.c arguments give every number of its MnistKernels.c: tiles per space, L1
+    offsets, slot sizes and counts, the L1 total."""
+    m, kernel = C.mnist_builtin(case)
+    t = m.tiling(kernel)
+    assert {k: (s.tile, s.count, s.last) for k, s in t.spaces.items()} == case.expect
+    assert {n: (p.offset, p.size, p.slots) for n, p in t.args.items()} == case.args
+    assert t.l1_used == case.l1 and t.promoted == case.extra.get("promoted", False)
+    for name, (full, first, last) in case.extra.get("lines", {}).items():
+        g = t.geometry[name]
+        assert (g.tile_shape[g.frame.line], g.tiles[0][3], g.tiles[-1][3]) == (full, first, last)
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("c", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("case", BUILTIN, ids=[c.name for c in BUILTIN])
+def test_builtin_generators_run_the_mnist_layers_equal_to_numpy(case, backend):
+    """The same layers run on the built-ins' parallel-feature kernels equal the fixed-point
+    oracle; every output element is written (canary fill), nothing around it."""
+    m, kernel = C.mnist_builtin(case)
+    prog = m.program(kernel)
+    ins, outs, _ = case.data(np.random.default_rng(len(case.name)))
+    want = C.builtin_oracle(case, ins)
+    assert len(np.unique(want)) >= min(10, want.size) and (want != 0).mean() > 0.3  # not trivial
+    arrays = {k: v.reshape(prog.param(k)[1].shape) for k, v in ins.items()}
+    (name, init), = outs.items()
+    big, arrays[name] = canaried(np.full(prog.param(name)[1].shape, CANARY, init.dtype))
+    prog.run(backend, **arrays)
+    assert (arrays[name].reshape(want.shape) == want).all()
+    assert (big[:32] == CANARY).all() and (big[-32:] == CANARY).all()
