@@ -20,6 +20,7 @@ import ctypes
 import functools
 import hashlib
 import os
+import tempfile
 import shlex
 import shutil
 import subprocess
@@ -238,10 +239,28 @@ def function(source: str, name: str, nargs: int, scalars: int = 0):
     return _rebuilt(source, lambda so: load(so, name, nargs, scalars))
 
 
-def library(source: str) -> ctypes.CDLL:
+def library(source: str, private: bool = False) -> ctypes.CDLL:
     """``source`` compiled and loaded as a whole, for C with several entry points (a graph's
-    construct, run and destruct); the caller sets each function's types."""
-    return _rebuilt(source, _library)
+    construct, run and destruct); the caller sets each function's types. ``private``: a
+    copy loaded apart from every other load of the same code, so that its globals (a
+    graph's memories) belong to the caller alone."""
+    return _rebuilt(source, _private_library if private else _library)
+
+
+def _private_library(so: Path) -> ctypes.CDLL:
+    # The loader shares one instance per file: a copy under another name (keeping the key
+    # the name starts with) is an instance of its own. The copies stay until the process
+    # ends, for debuggers and sanitizers to read their symbols.
+    fd, tmp = tempfile.mkstemp(prefix=so.name[:32] + "-", suffix=".so", dir=_copies().name)
+    os.close(fd)
+    shutil.copyfile(so, tmp)
+    return _library(Path(tmp))
+
+
+@functools.cache
+def _copies() -> tempfile.TemporaryDirectory:
+    """This process's folder of private library copies (removed when it exits)."""
+    return tempfile.TemporaryDirectory(prefix="npukit-libs-")
 
 
 def _asan_loaded() -> bool:

@@ -545,27 +545,6 @@ class _Generator:
 
 # -- running on the host --------------------------------------------------------------------
 
-class _Library:
-    """One loaded graph library's state: its lock, and which handle's construction its
-    global memories hold (graphs with the same C share the library, not their constants)."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.owner: object | None = None
-        self.destruct = None  # the owner's destructor call
-
-
-_LIBRARIES: dict[str, _Library] = {}
-
-
-def _release(state: _Library, token: object) -> None:
-    """Destruct ``token``'s construction if the library still holds it."""
-    with state.lock:
-        if state.owner is token:
-            state.destruct()
-            state.owner = state.destruct = None
-
-
 def _flash_dir(g, name: str) -> Path:
     """A folder holding the graph's flash file (named as the model names it), by content."""
     image = g.flash_image()
@@ -591,6 +570,13 @@ def write(g, directory: str | os.PathLike, c_name: str | None = None) -> tuple[P
     return c_path, flash
 
 
+def _destruct(lock: threading.Lock, live: list[bool], destruct) -> None:
+    with lock:
+        if live[0]:
+            destruct()
+            live[0] = False
+
+
 def run_c(g, args: dict[str, np.ndarray]) -> Result:
     """Run graph ``g``'s C on arrays already checked, through its handle
     (``g.compile("c")``: built and constructed on the first run)."""
@@ -600,12 +586,14 @@ def run_c(g, args: dict[str, np.ndarray]) -> Result:
 class CompiledGraph:
     """A planned graph's C, compiled, loaded and constructed once (``Graph.compile("c")``):
     ``h(**arrays)`` checks the arrays and makes one C call, the runner: no planning, no
-    code generation, no construction (the promotions from flash are made once). ``close()``,
-    leaving a ``with`` block or dropping the handle calls the destructor."""
+    code generation, no construction (the promotions from flash are made once). The handle
+    loads a copy of the library of its own, so its memories are its alone (another graph
+    with the same C but other constants has its own). ``close()``, leaving a ``with``
+    block or dropping the handle calls the destructor; a later call constructs again."""
 
     def __init__(self, g):
         self.g = g
-        lib = toolchain.library(g.c_source())
+        lib = toolchain.library(g.c_source(), private=True)
         warm = g.ctrl[AT_GraphCtrl.AT_GRAPH_WARM_CONSTRUCT]
         self.construct, self.runner = lib[f"{g.name}_Construct"], lib[g.name]
         destruct = lib[f"{g.name}_Destruct"]
@@ -617,14 +605,14 @@ class CompiledGraph:
         destruct.argtypes = [ctypes.c_int] * len(d_args)
         self.runner.argtypes = [ctypes.c_void_p] * (len(g.args) + (warm == 3))
         self.l1_arg = [None] if warm == 3 else []
-        self.flash = None
         if g.constants:
             lib.npk_host_flash_dir.argtypes = [ctypes.c_char_p]
-            self.flash = (lib.npk_host_flash_dir, str(_flash_dir(g, _Names(g).flash_file)))
-        self.destruct = lambda: destruct(*d_args)
-        self.state = _LIBRARIES.setdefault(lib._name, _Library())
-        self.token = object()
-        self._release = weakref.finalize(self, _release, self.state, self.token)
+            lib.npk_host_flash_dir(str(_flash_dir(g, _Names(g).flash_file)).encode())
+        self.lock = threading.Lock()  # one call at a time: the memories are shared
+        # Whether constructed, and how to destruct: not the handle itself, which the
+        # finalizer (destructing when the handle is dropped) must not hold.
+        self.destroy = (self.lock, [False], lambda: destruct(*d_args))
+        weakref.finalize(self, _destruct, *self.destroy)
 
     def __call__(self, **arrays) -> Result:
         return self.run(self.g.check_arrays(arrays))
@@ -636,9 +624,15 @@ class CompiledGraph:
                   a.ctypes.data % a.itemsize == 0 else np.array(a, order="C")
                   for n, a in args.items()}
         ptrs = [copies[t.name].ctypes.data for t in g.args] + self.l1_arg
-        with self.state.lock:
-            if self.state.owner is not self.token:
-                self._construct()
+        live = self.destroy[1]
+        with self.lock:
+            if not live[0]:
+                rc = self.construct(*self.c_args)
+                if rc:
+                    raise NpukitError(f"graph {g.name!r}: {g.name}_Construct returned {rc} "
+                                      f"(1: flash or L3 open failed, 2: L3, 3: L2, 4: L1 "
+                                      f"allocation failed)")
+                live[0] = True
             t0 = time.perf_counter()
             rc = self.runner(*ptrs)
             wall = time.perf_counter() - t0
@@ -652,25 +646,9 @@ class CompiledGraph:
                 outputs[n] = a
         return Result(outputs, None, None, wall)
 
-    def _construct(self) -> None:
-        """Construct this graph in the library (under its lock), destructing the graph whose
-        construction it held."""
-        state = self.state
-        if state.owner is not None:
-            state.destruct()
-            state.owner = state.destruct = None
-        if self.flash is not None:
-            self.flash[0](self.flash[1].encode())
-        rc = self.construct(*self.c_args)
-        if rc:
-            raise NpukitError(f"graph {self.g.name!r}: {self.g.name}_Construct returned {rc} "
-                              f"(1: flash or L3 open failed, 2: L3, 3: L2, 4: L1 allocation "
-                              f"failed)")
-        state.owner, state.destruct = self.token, self.destruct
-
     def close(self) -> None:
-        """Call the destructor (if this handle's construction is the one in place)."""
-        self._release()
+        """Call the destructor now (if constructed); a later call constructs again."""
+        _destruct(*self.destroy)
 
     def __enter__(self) -> CompiledGraph:
         return self
