@@ -20,10 +20,10 @@ import ctypes
 import functools
 import hashlib
 import os
-import tempfile
 import shlex
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from ..errors import CompilerError, NoCompilerError
