@@ -19,15 +19,15 @@ from the AutoTiler's documentation and from files the real tool generated):
    that fits with each inner one at two lines, or its smallest admissible size if larger),
    then the inner one. One of the newer generation shares the budget out between its
    tiled spaces (``_partition``): each space's share is in proportion to what its
-   arguments take at one line (AutoTiler 3.0 adds 4 bytes per kernel argument), capped at
-   what they take whole (3.0: plus 4 bytes per kernel argument for each of them), what
-   the capped ones do not use going to the others in proportion; then, outermost first,
-   each space takes the largest admissible size whose arguments fit its share (what the
-   outermost of three leaves goes to the next one). Parametric spaces
-   (``IterParSpace``) stay whole unless nothing fits: the spaces are then cut from the
-   innermost out, a parametric one to the largest multiple of its preferred divider that
-   divides it and fits, the tiled ones together as above; plain dimensions take one item
-   per iteration.
+   arguments take at its smallest admissible size, one line unless constrained (AutoTiler
+   3.0 adds 4 bytes per kernel argument), capped at what they take whole (3.0: plus 4
+   bytes per kernel argument for each of them), what the capped ones do not use going to
+   the others in proportion; then, outermost first, each space takes the largest
+   admissible size whose arguments fit its share (what the outermost of three leaves goes
+   to the next one). Parametric spaces (``IterParSpace``) stay whole unless nothing fits:
+   the spaces are then cut from the innermost out, a parametric one to the largest
+   multiple of its preferred divider that divides it and fits, the tiled ones together as
+   above; plain dimensions take one item per iteration.
 4. **Slots.** An argument moved by DMA takes one slot when it is single buffered or moved
    once in the whole kernel (the older generation, and the newer one from AutoTiler 4;
    AutoTiler 3.0 keeps a double-buffered one that moves once in its two or three slots),
@@ -331,7 +331,8 @@ def _partition(p: Problem, keys: list[str], choices, base: dict[str, int]):
     smallest tile."""
     ratios, refs = _ratios(p), _refs(p)
     members = {k: [f for f in p.frames if f.group == k and f.arg.Alias is None] for k in keys}
-    _, ones, _ = _layout(p, ratios, refs, {**base, **dict.fromkeys(keys, 1)}, promoted=False)
+    least = {k: choices[k][-1] for k in keys}
+    _, ones, _ = _layout(p, ratios, refs, {**base, **least}, promoted=False)
     _, whole, _ = _layout(p, ratios, refs, {**base, **refs}, promoted=False)
     outside = sum(align(ones[f.arg.KerArgName].footprint) for f in p.frames
                   if f.group not in members and f.arg.Alias is None)
@@ -443,7 +444,7 @@ def _layout(p: Problem, ratios, refs, tiles, promoted: bool):
         if f.arg.Alias is not None:
             places[f.arg.KerArgName] = _aliased(p, f, geometry, places)
     places = {f.arg.KerArgName: places[f.arg.KerArgName] for f in p.frames}
-    return geometry, places, offset
+    return geometry, places, align(offset)  # the real tool reports L1 used 4-byte aligned
 
 
 def _aliased(p: Problem, f: Frame, geometry, places) -> ArgPlacement:
