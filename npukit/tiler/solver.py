@@ -338,7 +338,10 @@ def _partition(p: Problem, keys: list[str], choices, base: dict[str, int]):
                   if f.group not in members and f.arg.Alias is None)
     per_arg = 4 * len(p.frames) if p.version == "3.0" else 0
     need = {k: _raw(ones, members[k]) + per_arg for k in keys}
-    cap = {k: _raw(whole, members[k]) + per_arg * len(members[k]) for k in keys}
+    # Whole, a space takes at least its arguments' aligned slots.
+    cap = {k: max(_raw(whole, members[k]) + per_arg * len(members[k]),
+                  sum(align(whole[f.arg.KerArgName].footprint) for f in members[k]))
+           for k in keys}
     share = _shares(need, cap, p.budget - outside)
     tiles, carry = dict(base), 0
     for i, k in enumerate(keys):

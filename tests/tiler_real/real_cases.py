@@ -268,9 +268,9 @@ def mnist_build(port, name, *args):
     return build
 
 
-def gru_build(n, l1, rec2_buffer=False, call_type=CALL_PARALLEL):
+def gru_build(n, l1, rec2_buffer=False, call_type=CALL_PARALLEL, version="3.0"):
     def build():
-        m = Model(target="gap8", l1_budget=l1, autotiler_version="3.0")
+        m = Model(target="gap8", l1_budget=l1, autotiler_version=version)
         m.SetSymbolDynamics()
         m.SetUsedFilesNames(0, 1, "EncDecKernel.h")
         m.SetGeneratedFilesNames("EncDecLayer.c", "EncDecLayer.h")

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import real_cases as C
 
+from npukit.errors import TilingError
+
 CANARY = -12345
 
 
@@ -46,6 +48,22 @@ def test_tiling_matches_the_generated_file(case):
     for name, (first, last) in case.extra.get("virtual", {}).items():
         g = t.geometry[name]
         assert (g.tiles[0][1], g.tiles[-1][1]) == (first, last)
+
+
+def test_the_version_picks_the_rules():
+    """The GAPuino GRU encoder at N=60 in 45000 B: AutoTiler 3.0 keeps every double-buffered
+    one-line argument in 2 slots (H_0 in 3), which leaves Tile0 a share of 20387 B: 84 of
+    120 columns (the real file). AutoTiler 4 gives a single tile one slot: everything fits
+    whole, 56 + 120 + 240 + 480 + 120 + 240 + 240 + 120 + 240 + 7200 + 14400 = 23456 B."""
+    old = C.gru_build(60, 45000, call_type=C.CALL_SEQUENTIAL)()
+    new = C.gru_build(60, 45000, call_type=C.CALL_SEQUENTIAL, version="4")()
+    t3, t4 = (m.tiling(k) for m, k in (old, new))
+    assert (t3.spaces["Tile0"].tile, t3.spaces["Tile0"].count, t3.l1_used) == (84, 2, 38392)
+    assert (t4.spaces["Tile0"].tile, t4.spaces["Tile0"].count, t4.l1_used) == (120, 1, 23456)
+    assert {n: p.slots for n, p in t4.args.items()} == dict.fromkeys(t4.args, 1)
+    assert (t3.args["H_0"].slots, t3.args["In"].slots, t3.args["Rec_Kernel2"].slots) == (3, 2, 2)
+    with pytest.raises(TilingError, match=r"autotiler_version='3'.*'3.0', '4'"):
+        C.Model(autotiler_version="3")
 
 
 def canaried(arr):
