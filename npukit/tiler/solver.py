@@ -299,7 +299,7 @@ def _candidates(p: Problem, choices: dict[str, list[int]]):
         yield from _outer_first(p, keys, choices, {})
         return
     # Innermost space first: a parametric space is cut only when the spaces inside it at
-    # their smallest leave nothing that fits; the tiled spaces are grown in step.
+    # their smallest leave nothing that fits; nested tiled spaces share the budget out.
     order = [s.key for s in p.spaces if s.kind in ("tiled", "par")]
     sizes = {k: choices[k][0] for k in order}
     tiled_done = False
