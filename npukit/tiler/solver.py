@@ -332,12 +332,12 @@ def _partition(p: Problem, keys: list[str], choices, base: dict[str, int]):
     ratios, refs = _ratios(p), _refs(p)
     members = {k: [f for f in p.frames if f.group == k and f.arg.Alias is None] for k in keys}
     least = {k: choices[k][-1] for k in keys}
-    _, ones, _ = _layout(p, ratios, refs, {**base, **least}, promoted=False)
+    _, smallest, _ = _layout(p, ratios, refs, {**base, **least}, promoted=False)
     _, whole, _ = _layout(p, ratios, refs, {**base, **refs}, promoted=False)
-    outside = sum(align(ones[f.arg.KerArgName].footprint) for f in p.frames
+    outside = sum(align(smallest[f.arg.KerArgName].footprint) for f in p.frames
                   if f.group not in members and f.arg.Alias is None)
     per_arg = 4 * len(p.frames) if p.version == "3.0" else 0
-    need = {k: _raw(ones, members[k]) + per_arg for k in keys}
+    need = {k: _raw(smallest, members[k]) + per_arg for k in keys}
     # Whole, a space takes at least its arguments' aligned slots.
     cap = {k: max(_raw(whole, members[k]) + per_arg * len(members[k]),
                   sum(align(whole[f.arg.KerArgName].footprint) for f in members[k]))
@@ -345,7 +345,7 @@ def _partition(p: Problem, keys: list[str], choices, base: dict[str, int]):
     share = _shares(need, cap, p.budget - outside)
     tiles, carry = dict(base), 0
     for i, k in enumerate(keys):
-        inner = dict.fromkeys(keys[i + 1:], 1)
+        inner = dict.fromkeys(keys[i + 1:], 1)  # a space's arguments do not walk inner ones
         avail = share[k] + carry
         for t in choices[k]:
             used = _used(p, ratios, refs, {**tiles, **inner, k: t}, members[k])
