@@ -23,11 +23,12 @@ from the AutoTiler's documentation and from files the real tool generated):
    3.0 adds 4 bytes per kernel argument), capped at what they take whole (3.0: plus 4
    bytes per kernel argument for each of them), what the capped ones do not use going to
    the others in proportion; then, outermost first, each space takes the largest
-   admissible size whose arguments fit its share (what the outermost of three leaves goes
-   to the next one). Parametric spaces (``IterParSpace``) stay whole unless nothing fits:
-   the spaces are then cut from the innermost out, a parametric one to the largest
-   multiple of its preferred divider that divides it and fits, the tiled ones together as
-   above; plain dimensions take one item per iteration.
+   admissible size whose arguments (3.0: and 4 bytes per kernel argument) fit its share
+   (what the outermost of three leaves goes to the next one). Parametric spaces
+   (``IterParSpace``) stay whole unless nothing fits: the spaces are then cut from the
+   innermost out, a parametric one to the largest multiple of its preferred divider that
+   divides it and fits, the tiled ones together as above; plain dimensions take one item
+   per iteration.
 4. **Slots.** An argument moved by DMA takes one slot when it is single buffered or moved
    once in the whole kernel (the older generation, and the newer one from AutoTiler 4;
    AutoTiler 3.0 keeps a double-buffered one that moves once in its two or three slots),
@@ -36,7 +37,8 @@ from the AutoTiler's documentation and from files the real tool generated):
    (``O_BUFF``) are whole in L1 (one slot), one-tile buffers one tile, dyn-tile buffers
    one line per tile. A multi-slot argument's slots start 4-byte aligned.
 5. **Placement.** Arguments are placed by tiled space, outermost first, in declaration
-   order within one, each start 4-byte aligned; ``l1_used`` is the end of the last.
+   order within one, each start 4-byte aligned; ``l1_used`` is the end of the last, rounded
+   up to 4 bytes.
 """
 
 from __future__ import annotations
@@ -348,13 +350,14 @@ def _partition(p: Problem, keys: list[str], choices, base: dict[str, int]):
         inner = dict.fromkeys(keys[i + 1:], 1)  # a space's arguments do not walk inner ones
         avail = share[k] + carry
         for t in choices[k]:
-            used = _used(p, ratios, refs, {**tiles, **inner, k: t}, members[k])
-            if used <= avail:
+            _, places, _ = _layout(p, ratios, refs, {**tiles, **inner, k: t}, promoted=False)
+            if _raw(places, members[k]) + per_arg <= avail:
                 break
         else:
             return None
         tiles[k] = t
         # What the outermost of three tiled spaces leaves goes to the next one in.
+        used = sum(align(places[f.arg.KerArgName].footprint) for f in members[k])
         carry = (avail - used) // ALIGN * ALIGN if i + 2 < len(keys) else 0
     return tiles
 
@@ -374,12 +377,6 @@ def _shares(need: dict[str, int], cap: dict[str, int], budget: int) -> dict[str,
 def _raw(places, frames) -> int:
     """Bytes the arguments ``frames`` take in their slots, before any alignment."""
     return sum(places[f.arg.KerArgName].size * places[f.arg.KerArgName].slots for f in frames)
-
-
-def _used(p: Problem, ratios, refs, tiles, frames) -> int:
-    """L1 bytes the arguments ``frames`` take with these tile sizes."""
-    _, places, _ = _layout(p, ratios, refs, tiles, promoted=False)
-    return sum(align(places[f.arg.KerArgName].footprint) for f in frames)
 
 
 def _outer_first(p, keys, choices, fixed):
