@@ -230,6 +230,30 @@ def gru_data(n, in_step=27, it=13, norm=10):
     return data
 
 
+def gru_dec_data(n, out_step=9, it=8, norm=10):
+    """DecoderGRUGenerator's kernel with the GRU library's arithmetic, in int64."""
+    def data(rng):
+        h = planes(rng, (n,), -1000, 1000)
+        rk, rk2 = planes(rng, (n, 2 * n), -200, 200), planes(rng, (n, n), -200, 200)
+        dk = planes(rng, (n,), -300, 300)
+        b = rng.integers(-100000, 100000, 2 * n).astype(np.int32)
+        b2 = rng.integers(-100000, 100000, n).astype(np.int32)
+        db = rng.integers(-100000, 100000, 1).astype(np.int32)
+        z = K.sat16((h.astype(np.int64) @ rk + b) >> norm)
+        p1 = K.sat16((z[n:].astype(np.int64) * h) >> norm)
+        p2 = (((p1.astype(np.int64) @ rk2 + b2) >> norm) + z[:n]).astype(np.int32)
+        out = K.sat16([(h.astype(np.int64) @ np.roll(dk, -k) + db[0]) >> norm
+                       for k in range(out_step)])
+        row = lambda v: v.reshape(1, -1)  # noqa: E731 (one line of W items)
+        return ({"Iterazione": it, "Rec_Kernel": rk, "Bias": row(b), "Rec_Kernel2": rk2,
+                 "Bias2": row(b2), "Dense_Kernel": row(dk), "Dense_Bias": row(db), "Norm": norm},
+                {"H_0": row(h), "Out": row(np.zeros(out_step, np.int16)),
+                 "Z": row(np.zeros(2 * n, np.int16)), "prod1": row(np.zeros(n, np.int16)),
+                 "prod2": row(np.zeros(n, np.int32))},
+                {"H_0": row(h), "Out": row(out), "Z": row(z), "prod1": row(p1), "prod2": row(p2)})
+    return data
+
+
 # -- builders ---------------------------------------------------------------------------------
 
 def dronet(port, name, *args):
@@ -268,7 +292,9 @@ def mnist_build(port, name, *args):
     return build
 
 
-def gru_build(n, l1, rec2_buffer=False, call_type=CALL_PARALLEL, version="3.0"):
+def gru_build(n, l1, rec2_buffer=False, call_type=CALL_PARALLEL, version="3.0",
+              decoder=False):
+    """EncGRUlayer (or DecGRUlayer) as Seq2SeqModel.c generates it."""
     def build():
         m = Model(target="gap8", l1_budget=l1, autotiler_version=version)
         m.SetSymbolDynamics()
@@ -276,6 +302,9 @@ def gru_build(n, l1, rec2_buffer=False, call_type=CALL_PARALLEL, version="3.0"):
         m.SetGeneratedFilesNames("EncDecLayer.c", "EncDecLayer.h")
         m.SetKernelOpts(KER_OPT_NONE, KER_OPT_BUFFER_PROMOTE)
         K.load_gru_library(m, call_type)
+        if decoder:
+            P.decoder_gru_generator(m, "DecGRUlayer", n, 9, rec2_buffer)
+            return m, "DecGRUlayer"
         P.encoder_gru_generator(m, "EncGRUlayer", n, 27, rec2_buffer)
         return m, "EncGRUlayer"
     return build
@@ -434,6 +463,51 @@ CASES += [
          {"Tile1": (1, 1, 1), "Tile0": (53, 4, 41)},
          gru_l1((0, 112, 712, 1512, 3112, 23512, 24312, 25112, 25512), 100, (3512, 20000, 1),
                 (26312, 10600, 2)), 47512),
+]
+
+# The same files' DecGRUlayer: the one-line arguments H_0 (in-out), Bias, Bias2, Dense_Kernel,
+# Dense_Bias (one int), Z, Out (9 shorts), prod1, prod2 (offset, bytes per slot, slots).
+
+GRU_DEC_ONE_LINE = ("H_0", "Bias", "Bias2", "Dense_Kernel", "Dense_Bias", "Z", "Out", "prod1",
+                    "prod2")
+
+
+def gru_dec_l1(offsets, n, rec2, rec):
+    sizes = (2 * n, 8 * n, 4 * n, 2 * n, 4, 4 * n, 18, 2 * n, 4 * n)
+    slots = (3, 2, 2, 2, 2, 2, 2, 2, 2)
+    return {**{a: (o, b, k) for a, o, b, k in zip(GRU_DEC_ONE_LINE, offsets, sizes, slots)},
+            "Rec_Kernel2": rec2, "Rec_Kernel": rec}
+
+
+CASES += [
+    Case("gapuino_gru_dec_60", "GAPuino Seq2Seq",
+         *gapuino("60_single_core", "1core/tiled", 45000),
+         "AutoTiler 3.0, the decoder: Tile0's share of 20659 B less 44 (4 B per kernel "
+         "argument) holds 85 columns, not 86",
+         gru_build(60, 45000, call_type=CALL_SEQUENTIAL, decoder=True), gru_dec_data(60),
+         {"Tile2": (1, 1, 1), "Tile1": (60, 1, 60), "Tile0": (85, 2, 35)},
+         gru_dec_l1((0, 360, 1320, 1800, 2040, 2048, 2528, 2568, 2808), 60, (3288, 7200, 2),
+                    (17688, 10200, 2)), 38088, extra={"pitch": {"Out": 20}}),
+    Case("gapuino_gru_dec_150", "GAPuino Seq2Seq", *gapuino("150", "8core/tiled", 48000),
+         "AutoTiler 3.0, the decoder: 33 and 32 columns where 33 and 33 fit",
+         gru_build(150, 48000, decoder=True), gru_dec_data(150),
+         {"Tile2": (1, 1, 1), "Tile1": (33, 5, 18), "Tile0": (32, 10, 12)},
+         gru_dec_l1((0, 900, 3300, 4500, 5100, 5108, 6308, 6348, 6948), 150, (8148, 9900, 2),
+                    (27948, 9600, 2)), 47148),
+    Case("gapuino_gru_dec_200", "GAPuino Seq2Seq", *gapuino("200", "8core/tiled", 48000),
+         "AutoTiler 3.0, the decoder: 23 and 22 columns where 23 and 23 fit",
+         gru_build(200, 48000, decoder=True), gru_dec_data(200),
+         {"Tile2": (1, 1, 1), "Tile1": (23, 9, 16), "Tile0": (22, 19, 4)},
+         gru_dec_l1((0, 1200, 4400, 6000, 6800, 6808, 8408, 8448, 9248), 200, (10848, 9200, 2),
+                    (29248, 8800, 2)), 46848),
+    Case("gapuino_gru_dec_100", "GAPuino Seq2Seq",
+         *gapuino("100", "8core/RecKer2notile", 48000),
+         "AutoTiler 3.0, the decoder: the outer space with its whole buffer capped, Tile0 55 "
+         "columns where 56 fit",
+         gru_build(100, 48000, rec2_buffer=True, decoder=True), gru_dec_data(100),
+         {"Tile1": (1, 1, 1), "Tile0": (55, 4, 35)},
+         gru_dec_l1((0, 600, 22200, 23000, 23400, 23408, 24208, 24248, 24648), 100,
+                    (2200, 20000, 1), (25448, 11000, 2)), 47448),
 ]
 
 
