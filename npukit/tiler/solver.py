@@ -349,17 +349,37 @@ def _partition(p: Problem, keys: list[str], choices, base: dict[str, int]):
     for i, k in enumerate(keys):
         inner = dict.fromkeys(keys[i + 1:], 1)  # a space's arguments do not walk inner ones
         avail = share[k] + carry
-        for t in choices[k]:
-            _, places, _ = _layout(p, ratios, refs, {**tiles, **inner, k: t}, promoted=False)
-            if _raw(places, members[k]) + per_arg <= avail:
-                break
-        else:
+        t = _largest(p, {**tiles, **inner}, k, choices[k], members[k], avail - per_arg)
+        if t is None:
             return None
         tiles[k] = t
         # What the outermost of three tiled spaces leaves goes to the next one in.
+        _, places, _ = _layout(p, ratios, refs, {**tiles, **inner}, promoted=False)
         used = sum(align(places[f.arg.KerArgName].footprint) for f in members[k])
         carry = (avail - used) // ALIGN * ALIGN if i + 2 < len(keys) else 0
     return tiles
+
+
+def _largest(p: Problem, tiles: dict[str, int], key: str, sizes: list[int], frames,
+             room: int) -> int | None:
+    """The largest of ``sizes`` (largest first) for space ``key`` at which the arguments
+    ``frames`` take at most ``room`` bytes before alignment, by bisection: what they take
+    grows with the size, but for the whole size (their slots may drop). None if none."""
+    ratios, refs = _ratios(p), _refs(p)
+
+    def fits(t: int) -> bool:
+        _, places, _ = _layout(p, ratios, refs, {**tiles, key: t}, promoted=False)
+        return _raw(places, frames) <= room
+    if fits(sizes[0]):
+        return sizes[0]
+    lo, hi = 1, len(sizes)  # sizes[lo - 1] does not fit: find the first that does
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(sizes[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return sizes[lo] if lo < len(sizes) else None
 
 
 def _shares(need: dict[str, int], cap: dict[str, int], budget: int) -> dict[str, int]:
