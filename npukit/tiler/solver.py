@@ -334,12 +334,16 @@ def _partition(p: Problem, keys: list[str], choices, base: dict[str, int]):
     ratios, refs = _ratios(p), _refs(p)
     members = {k: [f for f in p.frames if f.group == k and f.arg.Alias is None] for k in keys}
     least = {k: choices[k][-1] for k in keys}
-    _, smallest, _ = _layout(p, ratios, refs, {**base, **least}, promoted=False)
+    geometry, smallest, _ = _layout(p, ratios, refs, {**base, **least}, promoted=False)
     _, whole, _ = _layout(p, ratios, refs, {**base, **refs}, promoted=False)
     outside = sum(align(smallest[f.arg.KerArgName].footprint) for f in p.frames
                   if f.group not in members and f.arg.Alias is None)
     per_arg = 4 * len(p.frames) if p.version == "3.0" else 0
-    need = {k: _raw(smallest, members[k]) + per_arg for k in keys}
+    # A space's arguments at its smallest size or its largest preferred multiple, in lines
+    # of their own (whatever lines each moves per reference line).
+    lines = {k: max([least[k]] + [f.arg.PreferedTileSize for f in members[k]]) for k in keys}
+    need = {k: sum(_need(geometry[f.arg.KerArgName], smallest[f.arg.KerArgName], lines[k])
+                   for f in members[k]) + per_arg for k in keys}
     # Whole, a space takes at least its arguments' aligned slots.
     cap = {k: max(_raw(whole, members[k]) + per_arg * len(members[k]),
                   sum(align(whole[f.arg.KerArgName].footprint) for f in members[k]))
@@ -392,6 +396,14 @@ def _shares(need: dict[str, int], cap: dict[str, int], budget: int) -> dict[str,
     rest = sum(n for k, n in need.items() if k not in capped)
     return {k: cap[k] if k in capped else math.floor(first[k] + excess * need[k] / rest)
             for k in need}
+
+
+def _need(g: ArgGeometry, pl: ArgPlacement, lines: int) -> int:
+    """Bytes an argument takes in its slots at ``lines`` of its own lines when tiles of it
+    move (whatever lines it moves per reference line), else whole."""
+    if g.residency != "tile" or not g.tiled:
+        return pl.size * pl.slots
+    return pl.size // g.tile_shape[g.frame.line] * lines * pl.slots
 
 
 def _raw(places, frames) -> int:
