@@ -19,16 +19,16 @@ from the AutoTiler's documentation and from files the real tool generated):
    that fits with each inner one at two lines, or its smallest admissible size if larger),
    then the inner one. One of the newer generation shares the budget out between its
    tiled spaces (``_partition``): each space's share is in proportion to what its
-   arguments take at its smallest admissible size, one line unless constrained (AutoTiler
-   3.0 adds 4 bytes per kernel argument), capped at what they take whole (3.0: plus 4
-   bytes per kernel argument for each of them), what the capped ones do not use going to
-   the others in proportion; then, outermost first, each space takes the largest
-   admissible size whose arguments (3.0: and 4 bytes per kernel argument) fit its share
-   (what the outermost of three leaves goes to the next one). Parametric spaces
-   (``IterParSpace``) stay whole unless nothing fits: the spaces are then cut from the
-   innermost out, a parametric one to the largest multiple of its preferred divider that
-   divides it and fits, the tiled ones together as above; plain dimensions take one item
-   per iteration.
+   arguments take, each tiled one at the space's smallest size or largest preferred
+   multiple in lines of its own (AutoTiler 3.0 adds 4 bytes per kernel argument), capped
+   at what they take whole (3.0: plus 4 bytes per kernel argument for each of them), what
+   the capped ones do not use going to the others in proportion; then, outermost first,
+   each space takes the largest admissible size whose arguments (3.0: and 4 bytes per
+   kernel argument) fit its share (what the outermost of three leaves goes to the next
+   one). Parametric spaces (``IterParSpace``) stay whole unless nothing fits: the spaces
+   are then cut from the innermost out, a parametric one to the largest multiple of its
+   preferred divider that divides it and fits, the tiled ones together as above; plain
+   dimensions take one item per iteration.
 4. **Slots.** An argument moved by DMA takes one slot when it is single buffered or moved
    once in the whole kernel (the older generation, and the newer one from AutoTiler 4;
    AutoTiler 3.0 keeps a double-buffered one that moves once in its two or three slots),
