@@ -11,6 +11,7 @@ import pytest
 import real_cases as C
 
 from npukit.errors import TilingError
+from npukit.tiler import *
 
 CANARY = -12345
 
@@ -64,6 +65,39 @@ def test_the_version_picks_the_rules():
     assert (t3.args["H_0"].slots, t3.args["In"].slots, t3.args["Rec_Kernel2"].slots) == (3, 2, 2)
     with pytest.raises(TilingError, match=r"autotiler_version='3'.*'3.0', '4'"):
         C.Model(autotiler_version="3")
+
+
+def test_a_mixed_space_as_the_autotiler_library_tiles_it():
+    """The AutoTiler 3.0.2 library (libtile.a in CappelDen/Univariate-time-series-forecasting-
+    with-Seq2Seq-models-on-GAPuino- at 09cb0a619a555c3c5b2aef1afae28e90af4650b5,
+    GAPuino_Code/autotiler_generators/tools/autotiler_v3/DaEliminare/lib), run on this model,
+    printed the partitions and wrote the tiling asserted here. Tile1 mixes a one-line output,
+    a 16-line output with a preferred multiple of 4 (16 lines per reference line), a
+    16-column input and a buffer: it needs them at 4 lines of their own, 4 x (60 + 696 +
+    216) + 168 + 24 = 4080 B (not 16 x 696 for A1), is capped at 14916 B and stays whole;
+    Tile0 (8 columns of A2, 3808 B, and a 290-byte buffer) gets the rest, 30083 B: 56
+    columns."""
+    S, V, P = "short int *", OBJ_CONSTRAINTS_TILE_VER, OBJ_CONSTRAINTS_PAD_REM
+    m = C.Model(target="gap8", l1_budget=45000, autotiler_version="3.0")
+    m.SetKernelOpts(KER_OPT_NONE, KER_OPT_BUFFER_PROMOTE)
+    m.LibKernel("Ker", CALL_PARALLEL, CArgs(1, TCArg(S, "A")), "Ker_T")
+    m.UserKernel("K", KernelIterSpace(2, IterTiledSpace(T1), IterTiledSpace(T0)), TILE_HOR,
+        CArgs(6, *[TCArg(S, f"A{i}") for i in range(6)]),
+        Calls(1, Call("Ker", LOC_LOOP, Bindings(1, K_Arg("A3", KER_ARG_TILE)))),
+        KerArgs(6,
+            KerArg("A0", KerArgSpace(1, T1), O_OUT | O_DB, 15, 1, 2, 0, P, 0, "A0"),
+            KerArg("A1", KerArgSpace(1, T1), O_OUT | O_DB, 174, 16, 2, 0, P, 4, "A1"),
+            KerArg("A2", KerArgSpace(1, T0), O_IN | O_DB, 78, 119, 2, 0, V | P, 8, "A2"),
+            KerArg("A3", KerArgSpace(1, T1), O_IN | O_DB, 16, 54, 2, 0, V | P, 0, "A3"),
+            KerArg("A4", KerArgSpace(1, T1), O_BUFF | O_NTILED, 42, 1, 4, 0, 0, 0, 0),
+            KerArg("A5", KerArgSpace(1, T0), O_BUFF | O_NTILED, 145, 1, 2, 0, 0, 0, 0)))
+    t = m.tiling("K")
+    assert {k: (s.tile, s.count, s.last) for k, s in t.spaces.items()} == {
+        "Tile1": (1, 1, 1), "Tile0": (56, 2, 22)}
+    assert {n: (p.offset, p.size, p.slots) for n, p in t.args.items()} == {
+        "A0": (0, 30, 2), "A1": (64, 5568, 2), "A2": (14824, 13328, 2), "A3": (11200, 1728, 2),
+        "A4": (14656, 168, 1), "A5": (41480, 290, 1)}
+    assert t.l1_used == 41772
 
 
 def canaried(arr):
