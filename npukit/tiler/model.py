@@ -36,6 +36,8 @@ from .solver import Problem, Tiling, solve
 from .spaces import kernel_frames
 from .validate import alias_target, check_calls, check_group, check_kernel, check_lib
 
+AUTOTILER_VERSIONS = ("3.0", "4")  # the AutoTiler versions whose rules npukit applies
+
 
 @dataclass(frozen=True)
 class UserKernelT:
@@ -79,11 +81,18 @@ class Model(GraphModel, CNNGenerators):
     """Collects basic kernels, user kernels and groups; solves and lowers them on demand.
     ``l3`` names the target memory that holds arguments with an L3 home (``O_L2DB``).
     ``l3_budget`` and ``l3_flash_budget`` bound a graph's L3 RAM and flash (the CNN
-    generators and graphs are the methods of ``CNNGenerators`` and ``GraphModel``)."""
+    generators and graphs are the methods of ``CNNGenerators`` and ``GraphModel``).
+    ``autotiler_version`` ("3.0" or "4", the newest) picks the rules of that AutoTiler
+    version for kernels written with ``KernelIterSpace`` (docs/tiler.md lists them)."""
 
     def __init__(self, target: str | Target = "gap8", l1_budget: int | None = None,
                  l2_budget: int | None = None, l3: str = "L3_RAM", *,
-                 l3_budget: int | None = None, l3_flash_budget: int | None = None):
+                 l3_budget: int | None = None, l3_flash_budget: int | None = None,
+                 autotiler_version: str = "4"):
+        if autotiler_version not in AUTOTILER_VERSIONS:
+            raise TilingError(f"Model(autotiler_version={autotiler_version!r}): the versions "
+                              f"are {', '.join(map(repr, AUTOTILER_VERSIONS))}")
+        self.autotiler_version = autotiler_version
         self.target = _target(target)
         mem = self.target.memories
         self.l1_budget = integer("Model", "l1_budget", l1_budget, 1) if l1_budget is not None \
@@ -276,7 +285,7 @@ class Model(GraphModel, CNNGenerators):
             _fits_target(name, frames, self.target)
             self._tilings[name] = solve(Problem(
                 name, spaces, frames, self.l1_budget, self.settings.promote,
-                "old" if uk.iter_space is None else "new"))
+                "old" if uk.iter_space is None else "new", self.autotiler_version))
         return self._tilings[name]
 
     def _kernel(self, name: str) -> UserKernelT:

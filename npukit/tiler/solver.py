@@ -17,19 +17,28 @@ from the AutoTiler's documentation and from files the real tool generated):
    one tile. With one tiled space the largest admissible ``T`` that fits wins. With nested
    tiled spaces, a kernel of the older generation fixes the outer space first (the largest
    that fits with each inner one at two lines, or its smallest admissible size if larger),
-   then the inner one; one of the newer generation grows all of them in step (each the
-   largest admissible size not above a common bound; the largest bound that fits).
-   Parametric spaces (``IterParSpace``) stay whole unless nothing fits: the spaces are
-   then cut from the innermost out, a parametric one to the largest multiple of its
+   then the inner one. One of the newer generation shares the budget out between its
+   tiled spaces (``_partition``): each space's share is in proportion to what its
+   arguments take, each tiled one at the space's smallest size or largest preferred
+   multiple in lines of its own (AutoTiler 3.0 adds 4 bytes per kernel argument), capped
+   at what they take whole (3.0: plus 4 bytes per kernel argument for each of them), what
+   the capped ones do not use going to the others in proportion; then, outermost first,
+   each space takes the largest admissible size whose arguments (3.0: and 4 bytes per
+   kernel argument) fit its share (what the outermost of three leaves goes to the next
+   one). Parametric spaces (``IterParSpace``) stay whole unless nothing fits: the spaces
+   are then cut from the innermost out, a parametric one to the largest multiple of its
    preferred divider that divides it and fits, the tiled ones together as above; plain
    dimensions take one item per iteration.
 4. **Slots.** An argument moved by DMA takes one slot when it is single buffered or moved
-   once in the whole kernel, three when it is read and written (``OBJ_IN_OUT_DB``: the
-   next tile comes in while the current one is computed and the previous one goes out),
-   else two. Buffers (``O_BUFF``) are whole in L1 (one slot), one-tile buffers one tile,
-   dyn-tile buffers one line per tile. A multi-slot argument's slots start 4-byte aligned.
+   once in the whole kernel (the older generation, and the newer one from AutoTiler 4;
+   AutoTiler 3.0 keeps a double-buffered one that moves once in its two or three slots),
+   three when it is read and written (``OBJ_IN_OUT_DB``: the next tile comes in while the
+   current one is computed and the previous one goes out), else two. Buffers
+   (``O_BUFF``) are whole in L1 (one slot), one-tile buffers one tile, dyn-tile buffers
+   one line per tile. A multi-slot argument's slots start 4-byte aligned.
 5. **Placement.** Arguments are placed by tiled space, outermost first, in declaration
-   order within one, each start 4-byte aligned; ``l1_used`` is the end of the last.
+   order within one, each start 4-byte aligned; ``l1_used`` is the end of the last, rounded
+   up to 4 bytes.
 """
 
 from __future__ import annotations
@@ -170,8 +179,8 @@ def residency(a: KerArgT, promoted: bool) -> str:
 @dataclass(frozen=True)
 class Problem:
     """What the solver needs: the kernel's name, spaces (outer to inner), argument frames,
-    budget, whether whole-object promotion is allowed and which generation's rule grows
-    nested tiled spaces ("old" or "new")."""
+    budget, whether whole-object promotion is allowed, which API generation wrote the
+    kernel ("old" or "new") and which AutoTiler version's rules apply ("3.0" or "4")."""
 
     name: str
     spaces: tuple[Space, ...]
@@ -179,6 +188,7 @@ class Problem:
     budget: int
     promote: bool = True
     style: str = "old"
+    version: str = "4"
 
 
 def solve(p: Problem) -> Tiling:
@@ -291,7 +301,7 @@ def _candidates(p: Problem, choices: dict[str, list[int]]):
         yield from _outer_first(p, keys, choices, {})
         return
     # Innermost space first: a parametric space is cut only when the spaces inside it at
-    # their smallest leave nothing that fits; the tiled spaces are grown in step.
+    # their smallest leave nothing that fits; nested tiled spaces share the budget out.
     order = [s.key for s in p.spaces if s.kind in ("tiled", "par")]
     sizes = {k: choices[k][0] for k in order}
     tiled_done = False
@@ -300,8 +310,13 @@ def _candidates(p: Problem, choices: dict[str, list[int]]):
             if tiled_done:
                 continue
             tiled_done = True
-            for tiles in _in_step(keys, choices):
-                yield {**sizes, **tiles}
+            if len(keys) == 1:
+                for t in choices[key]:
+                    yield {**sizes, key: t}
+            else:
+                tiles = _partition(p, keys, choices, sizes)
+                if tiles is not None:
+                    yield tiles
             sizes.update({k: choices[k][-1] for k in keys})
         else:
             for t in choices[key]:
@@ -311,22 +326,89 @@ def _candidates(p: Problem, choices: dict[str, list[int]]):
         yield {}
 
 
-def _in_step(keys, choices):
-    """The tiled spaces grown in step: each the largest admissible size not above a common
-    bound, the bound from largest to smallest."""
-    top = max(choices[k][0] for k in keys)
-    at = dict.fromkeys(keys, 0)  # per space, its first size <= bound (sizes largest first)
-    last = None
-    for bound in range(top, 0, -1):
-        for k in keys:
-            while at[k] < len(choices[k]) and choices[k][at[k]] > bound:
-                at[k] += 1
-        if any(at[k] == len(choices[k]) for k in keys):
-            return
-        tiles = {k: choices[k][at[k]] for k in keys}
-        if tiles != last:  # a bound between two sizes gives the same tiles again
-            last = tiles
-            yield tiles
+def _partition(p: Problem, keys: list[str], choices, base: dict[str, int]):
+    """The newer generation's nested tiled spaces (rule 3): the budget shared out between
+    them, then each one's largest admissible size in its share, outermost first. ``base``
+    holds the parametric spaces' sizes. None when a share cannot hold its space's
+    smallest tile."""
+    ratios, refs = _ratios(p), _refs(p)
+    members = {k: [f for f in p.frames if f.group == k and f.arg.Alias is None] for k in keys}
+    least = {k: choices[k][-1] for k in keys}
+    geometry, smallest, _ = _layout(p, ratios, refs, {**base, **least}, promoted=False)
+    _, whole, _ = _layout(p, ratios, refs, {**base, **refs}, promoted=False)
+    outside = sum(align(smallest[f.arg.KerArgName].footprint) for f in p.frames
+                  if f.group not in members and f.arg.Alias is None)
+    per_arg = 4 * len(p.frames) if p.version == "3.0" else 0
+    # A space's arguments at its smallest size or its largest preferred multiple, in lines
+    # of their own (whatever lines each moves per reference line).
+    lines = {k: max([least[k]] + [f.arg.PreferedTileSize for f in members[k]]) for k in keys}
+    need = {k: sum(_need(geometry[f.arg.KerArgName], smallest[f.arg.KerArgName], lines[k])
+                   for f in members[k]) + per_arg for k in keys}
+    # Whole, a space takes at least its arguments' aligned slots.
+    cap = {k: max(_raw(whole, members[k]) + per_arg * len(members[k]),
+                  sum(align(whole[f.arg.KerArgName].footprint) for f in members[k]))
+           for k in keys}
+    share = _shares(need, cap, p.budget - outside)
+    tiles, carry = dict(base), 0
+    for i, k in enumerate(keys):
+        inner = dict.fromkeys(keys[i + 1:], 1)  # a space's arguments do not walk inner ones
+        avail = share[k] + carry
+        t = _largest(p, {**tiles, **inner}, k, choices[k], members[k], avail - per_arg)
+        if t is None:
+            return None
+        tiles[k] = t
+        # What the outermost of three tiled spaces leaves goes to the next one in.
+        _, places, _ = _layout(p, ratios, refs, {**tiles, **inner}, promoted=False)
+        used = sum(align(places[f.arg.KerArgName].footprint) for f in members[k])
+        carry = (avail - used) // ALIGN * ALIGN if i + 2 < len(keys) else 0
+    return tiles
+
+
+def _largest(p: Problem, tiles: dict[str, int], key: str, sizes: list[int], frames,
+             room: int) -> int | None:
+    """The largest of ``sizes`` (largest first) for space ``key`` at which the arguments
+    ``frames`` take at most ``room`` bytes before alignment, by bisection: what they take
+    grows with the size, but for the whole size (their slots may drop). None if none."""
+    ratios, refs = _ratios(p), _refs(p)
+
+    def fits(t: int) -> bool:
+        _, places, _ = _layout(p, ratios, refs, {**tiles, key: t}, promoted=False)
+        return _raw(places, frames) <= room
+    if fits(sizes[0]):
+        return sizes[0]
+    lo, hi = 1, len(sizes)  # sizes[lo - 1] does not fit: find the first that does
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(sizes[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return sizes[lo] if lo < len(sizes) else None
+
+
+def _shares(need: dict[str, int], cap: dict[str, int], budget: int) -> dict[str, int]:
+    """Each space's share of ``budget`` in proportion to ``need``; a share over its ``cap``
+    is cut to it and the excess goes to the others, in proportion (one pass)."""
+    total = sum(need.values()) or 1
+    first = {k: budget * n // total for k, n in need.items()}
+    capped = {k for k in need if first[k] > cap[k]}
+    excess = sum(first[k] - cap[k] for k in capped)
+    rest = sum(n for k, n in need.items() if k not in capped)
+    return {k: cap[k] if k in capped else math.floor(first[k] + excess * need[k] / rest)
+            for k in need}
+
+
+def _need(g: ArgGeometry, pl: ArgPlacement, lines: int) -> int:
+    """Bytes an argument takes in its slots at ``lines`` of its own lines when tiles of it
+    move (whatever lines it moves per reference line), else whole."""
+    if g.residency != "tile" or not g.tiled:
+        return pl.size * pl.slots
+    return pl.size // g.tile_shape[g.frame.line] * lines * pl.slots
+
+
+def _raw(places, frames) -> int:
+    """Bytes the arguments ``frames`` take in their slots, before any alignment."""
+    return sum(places[f.arg.KerArgName].size * places[f.arg.KerArgName].slots for f in frames)
 
 
 def _outer_first(p, keys, choices, fixed):
@@ -385,7 +467,7 @@ def _layout(p: Problem, ratios, refs, tiles, promoted: bool):
             continue
         g = geometry[f.arg.KerArgName]
         size = math.prod(g.tile_shape) * f.elem + sum(f.arg.Buffers) * f.arg.ItemSize
-        slots = _slots(f.arg, g)
+        slots = _slots(f.arg, g, p.version if p.style == "new" else "4")
         offset = align(offset)
         pl = ArgPlacement(offset, size, slots, align(size) if slots > 1 else size)
         places[f.arg.KerArgName] = pl
@@ -394,7 +476,7 @@ def _layout(p: Problem, ratios, refs, tiles, promoted: bool):
         if f.arg.Alias is not None:
             places[f.arg.KerArgName] = _aliased(p, f, geometry, places)
     places = {f.arg.KerArgName: places[f.arg.KerArgName] for f in p.frames}
-    return geometry, places, offset
+    return geometry, places, align(offset)  # the real tool reports L1 used 4-byte aligned
 
 
 def _aliased(p: Problem, f: Frame, geometry, places) -> ArgPlacement:
@@ -413,8 +495,11 @@ def _aliased(p: Problem, f: Frame, geometry, places) -> ArgPlacement:
     return target
 
 
-def _slots(a: KerArgT, g: ArgGeometry) -> int:
-    if g.residency in ("whole", "dyn") or not a.has(Obj.O_DB) or g.accesses == 1:
+def _slots(a: KerArgT, g: ArgGeometry, version: str) -> int:
+    """Rule 4; ``version`` "3.0" keeps a double-buffered argument moved once in its slots."""
+    if g.residency in ("whole", "dyn") or not a.has(Obj.O_DB):
+        return 1
+    if g.accesses == 1 and version != "3.0":
         return 1
     if g.residency == "onetile":
         return 2

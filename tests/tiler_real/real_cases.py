@@ -41,6 +41,18 @@ MNIST = ("GreenWaves-Technologies/gap_sdk", "examples/autotiler/Mnist/MnistKerne
 MNIST_MODEL = ("GreenWaves-Technologies/gap_sdk", "examples/autotiler/Mnist/MnistModel.c "
                "(L1 45000) + tools/autotiler_v3/CNN_Generators/CNN_Generators.c",
                "15fcc33e3c7f11e1b837ae1393a6b9466bb8e55e")
+GAPUINO = "CappelDen/Univariate-time-series-forecasting-with-Seq2Seq-models-on-GAPuino-"
+GAPUINO_COMMIT = "0a34b071f9edd98f425b7284256ea129ef9192c9"
+
+
+def gapuino(folder: str, generator: str, l1: int):
+    """(generated file, model) of one of the GAPuino GRU models (AutoTiler 3.0.x: the
+    repository's first commit pins TILER_VER=3.0.2)."""
+    src = "GAPuino_Code/tested_models_sources/GRU/" + folder
+    return ((GAPUINO, src + "/EncDecLayer.c", GAPUINO_COMMIT),
+            (GAPUINO, f"{src}/Seq2SeqModel.c (L1 {l1}, KER_OPT_BUFFER_PROMOTE off) + "
+             f"GAPuino_Code/autotiler_generators/tools/autotiler_v3/generators/GRU/{generator}"
+             f"/EncDecGenerator.c", GAPUINO_COMMIT))
 
 
 @dataclass(frozen=True)
@@ -195,6 +207,53 @@ def mnist_conv_data(nip, nop, w, h, norm=14):
     return data
 
 
+def gru_data(n, in_step=27, it=13, norm=10):
+    """EncoderGRUGenerator's kernel with the GRU library's arithmetic (real_kernels.py), in
+    int64 over whole vectors."""
+    def data(rng):
+        x, h = planes(rng, (in_step,), -1000, 1000), planes(rng, (n,), -1000, 1000)
+        k, k2 = planes(rng, (2 * n,), -1000, 1000), planes(rng, (n,), -1000, 1000)
+        rk, rk2 = planes(rng, (n, 2 * n), -200, 200), planes(rng, (n, n), -200, 200)
+        b = rng.integers(-100000, 100000, 2 * n).astype(np.int32)
+        b2 = rng.integers(-100000, 100000, n).astype(np.int32)
+        xi = np.int64(x[it])
+        z = K.sat16((xi * k + h.astype(np.int64) @ rk + b) >> norm)
+        p1 = K.sat16((z[n:].astype(np.int64) * h) >> norm)
+        p2 = (((xi * k2 + p1.astype(np.int64) @ rk2 + b2) >> norm) + z[:n]).astype(np.int32)
+        row = lambda v: v.reshape(1, -1)  # noqa: E731 (one line of W items)
+        return ({"In": row(x), "Iterazione": it, "Kernel": row(k), "Rec_Kernel": rk,
+                 "Bias": row(b), "Kernel2": row(k2), "Rec_Kernel2": rk2, "Bias2": row(b2),
+                 "Norm": norm},
+                {"H_0": row(h), "Z": row(np.zeros(2 * n, np.int16)),
+                 "prod1": row(np.zeros(n, np.int16)), "prod2": row(np.zeros(n, np.int32))},
+                {"H_0": row(h), "Z": row(z), "prod1": row(p1), "prod2": row(p2)})
+    return data
+
+
+def gru_dec_data(n, out_step=9, it=8, norm=10):
+    """DecoderGRUGenerator's kernel with the GRU library's arithmetic, in int64."""
+    def data(rng):
+        h = planes(rng, (n,), -1000, 1000)
+        rk, rk2 = planes(rng, (n, 2 * n), -200, 200), planes(rng, (n, n), -200, 200)
+        dk = planes(rng, (n,), -300, 300)
+        b = rng.integers(-100000, 100000, 2 * n).astype(np.int32)
+        b2 = rng.integers(-100000, 100000, n).astype(np.int32)
+        db = rng.integers(-100000, 100000, 1).astype(np.int32)
+        z = K.sat16((h.astype(np.int64) @ rk + b) >> norm)
+        p1 = K.sat16((z[n:].astype(np.int64) * h) >> norm)
+        p2 = (((p1.astype(np.int64) @ rk2 + b2) >> norm) + z[:n]).astype(np.int32)
+        out = K.sat16([(h.astype(np.int64) @ np.roll(dk, -k) + db[0]) >> norm
+                       for k in range(out_step)])
+        row = lambda v: v.reshape(1, -1)  # noqa: E731 (one line of W items)
+        return ({"Iterazione": it, "Rec_Kernel": rk, "Bias": row(b), "Rec_Kernel2": rk2,
+                 "Bias2": row(b2), "Dense_Kernel": row(dk), "Dense_Bias": row(db), "Norm": norm},
+                {"H_0": row(h), "Out": row(np.zeros(out_step, np.int16)),
+                 "Z": row(np.zeros(2 * n, np.int16)), "prod1": row(np.zeros(n, np.int16)),
+                 "prod2": row(np.zeros(n, np.int32))},
+                {"H_0": row(h), "Out": row(out), "Z": row(z), "prod1": row(p1), "prod2": row(p2)})
+    return data
+
+
 # -- builders ---------------------------------------------------------------------------------
 
 def dronet(port, name, *args):
@@ -236,6 +295,24 @@ def mnist_build(port, name, *args):
         K.load_new_cnn_library(m)
         port(m, name, *args)
         return m, name
+    return build
+
+
+def gru_build(n, l1, rec2_buffer=False, call_type=CALL_PARALLEL, version="3.0",
+              decoder=False):
+    """EncGRUlayer (or DecGRUlayer) as Seq2SeqModel.c generates it."""
+    def build():
+        m = Model(target="gap8", l1_budget=l1, autotiler_version=version)
+        m.SetSymbolDynamics()
+        m.SetUsedFilesNames(0, 1, "EncDecKernel.h")
+        m.SetGeneratedFilesNames("EncDecLayer.c", "EncDecLayer.h")
+        m.SetKernelOpts(KER_OPT_NONE, KER_OPT_BUFFER_PROMOTE)
+        K.load_gru_library(m, call_type)
+        if decoder:
+            P.decoder_gru_generator(m, "DecGRUlayer", n, 9, rec2_buffer)
+            return m, "DecGRUlayer"
+        P.encoder_gru_generator(m, "EncGRUlayer", n, 27, rec2_buffer)
+        return m, "EncGRUlayer"
     return build
 
 
@@ -302,22 +379,20 @@ CASES = [
           "Out": (8272, 6912, 2), "ConvOut": (22096, 27648, 1)}, 51344,
          extra={"lines": {"In": (19, 17, 14)}, "virtual": {"In": (19, 16)}}),
     Case("matmult", "gap9radsetup", MATMULT, MATMULT_MODEL,
-         "newer generation, 2-D, TILE_VER, two nested tiled spaces grown in step (38 and 38)",
+         "newer generation, 2-D, TILE_VER, two nested tiled spaces sharing the budget out "
+         "(AutoTiler 4: in proportion to 880 and 280 B per line, 38 and 38)",
          matmult_build(P.par_mat_mult_generator, "ParMatMult"), matmult_data(200, 70, 150),
          {"Tile1": (38, 6, 10), "Tile0": (38, 4, 36)},
          {"M1": (0, 5320, 2), "M2": (33440, 5320, 2), "Out": (10640, 11400, 2)}, 44080,
          extra={"generator": MATMULT_GENERATOR}),
     Case("matmult_vect", "gap9radsetup", MATMULT, MATMULT_MODEL,
-         "newer generation, nested tiled spaces with an untiled buffer in Tile0",
+         "newer generation, nested tiled spaces with an untiled buffer in Tile0: the buffer "
+         "counts in Tile0's share (560 of 1440 B per line), so Tile0 takes 61 and Tile1 31",
          matmult_build(P.par_vect_mat_mult_generator, "ParVectMatMult"),
          matmult_data(200, 70, 150),
          {"Tile1": (31, 7, 14), "Tile0": (61, 3, 28)},
          {"KerBuff": (27280, 280, 1), "M1": (0, 4340, 2), "M2": (27560, 8540, 2),
           "Out": (8680, 9300, 2)}, 44640,
-         xfail="the real tool chose Tile1 31 and Tile0 61 (44640 B); growing the spaces in "
-               "step gives 38 and 38 (44360 B), and (31, 62) fits the same budget too: no rule "
-               "found yet, and this file was generated by a GAP9 SDK whose generator source "
-               "differs from the public one (it declares M2 transposed)",
          extra={"generator": MATMULT_GENERATOR}),
     Case("mnist_linear", "gap_sdk", MNIST, MNIST_MODEL,
          "newer generation, a parametric space kept whole, whole-object promotion",
@@ -345,6 +420,100 @@ CASES = [
          {"D1": (64, 1, 64), "Tile0": (4, 1, 4), "D0": (4, 8, 4)},
          {"In": (0, 1152, 2), "Bias": (2304, 128, 1), "Filter": (2432, 12800, 2),
           "Out": (28032, 2048, 1), "ConvOut": (30080, 8192, 1)}, 38272),
+]
+
+# -- AutoTiler 3.0: the GAPuino GRU encoders (autotiler_version="3.0") ----------------------
+# Read from each EncDecLayer.c's EncGRUlayer: loop counts and the "Ker Arg Iter Spaces"
+# comment, L1 offsets and slots from "L1_Memory+offset+size*((TnInd_Total)%slots)".
+
+GRU_ONE_LINE = "In", "H_0", "Kernel", "Bias", "Kernel2", "Bias2", "Z", "prod1", "prod2"
+
+
+def gru_l1(offsets, n, rec2, rec):
+    """The arguments' (offset, bytes per slot, slots): the one-line ones at ``offsets`` (in
+    GRU_ONE_LINE's order: 27 shorts, N in-out shorts, 2N shorts, 2N ints, N shorts, N ints,
+    2N shorts, N shorts, N ints), Rec_Kernel2 and Rec_Kernel as given."""
+    sizes = (54, 2 * n, 4 * n, 8 * n, 2 * n, 4 * n, 4 * n, 2 * n, 4 * n)
+    slots = (2, 3, 2, 2, 2, 2, 2, 2, 2)
+    return {**{a: (o, b, k) for a, o, b, k in zip(GRU_ONE_LINE, offsets, sizes, slots)},
+            "Rec_Kernel2": rec2, "Rec_Kernel": rec}
+
+
+CASES += [
+    Case("gapuino_gru_60", "GAPuino Seq2Seq", *gapuino("60_single_core", "1core/tiled", 45000),
+         "AutoTiler 3.0: single-tile double-buffered arguments keep 2 slots (3 in-out), so "
+         "the kernel is tiled; three tiled spaces share the budget: Tile1 whole, Tile0 84 of "
+         "120 columns",
+         gru_build(60, 45000, call_type=CALL_SEQUENTIAL), gru_data(60),
+         {"Tile2": (1, 1, 1), "Tile1": (60, 1, 60), "Tile0": (84, 2, 36)},
+         gru_l1((0, 112, 472, 952, 1912, 2152, 2632, 3112, 3352), 60, (3832, 7200, 2),
+                (18232, 10080, 2)), 38392, extra={"pitch": {"In": 56}}),
+    Case("gapuino_gru_150", "GAPuino Seq2Seq", *gapuino("150", "8core/tiled", 48000),
+         "AutoTiler 3.0: two nested tiled spaces of equal needs (600 B a column) get equal "
+         "shares, Tile1 also what Tile2 leaves: 32 and 31 columns where 32 and 32 fit",
+         gru_build(150, 48000), gru_data(150),
+         {"Tile2": (1, 1, 1), "Tile1": (32, 5, 22), "Tile0": (31, 10, 21)},
+         gru_l1((0, 112, 1012, 2212, 4612, 5212, 6412, 7612, 8212), 150, (9412, 9600, 2),
+                (28612, 9300, 2)), 47212),
+    Case("gapuino_gru_200", "GAPuino Seq2Seq", *gapuino("200", "8core/tiled", 48000),
+         "AutoTiler 3.0: nested tiled spaces sharing the budget, 22 and 21 columns where 22 "
+         "and 22 fit",
+         gru_build(200, 48000), gru_data(200),
+         {"Tile2": (1, 1, 1), "Tile1": (22, 10, 2), "Tile0": (21, 20, 1)},
+         gru_l1((0, 112, 1312, 2912, 6112, 6912, 8512, 10112, 10912), 200, (12512, 8800, 2),
+                (30112, 8400, 2)), 46912),
+    Case("gapuino_gru_100", "GAPuino Seq2Seq", *gapuino("100", "8core/RecKer2notile", 48000),
+         "AutoTiler 3.0: a whole input buffer in the outer space, whose share is capped at "
+         "what it holds: Tile0 53 columns where 54 fit",
+         gru_build(100, 48000, rec2_buffer=True), gru_data(100),
+         {"Tile1": (1, 1, 1), "Tile0": (53, 4, 41)},
+         gru_l1((0, 112, 712, 1512, 3112, 23512, 24312, 25112, 25512), 100, (3512, 20000, 1),
+                (26312, 10600, 2)), 47512),
+]
+
+# The same files' DecGRUlayer: the one-line arguments H_0 (in-out), Bias, Bias2, Dense_Kernel,
+# Dense_Bias (one int), Z, Out (9 shorts), prod1, prod2 (offset, bytes per slot, slots).
+
+GRU_DEC_ONE_LINE = ("H_0", "Bias", "Bias2", "Dense_Kernel", "Dense_Bias", "Z", "Out", "prod1",
+                    "prod2")
+
+
+def gru_dec_l1(offsets, n, rec2, rec):
+    sizes = (2 * n, 8 * n, 4 * n, 2 * n, 4, 4 * n, 18, 2 * n, 4 * n)
+    slots = (3, 2, 2, 2, 2, 2, 2, 2, 2)
+    return {**{a: (o, b, k) for a, o, b, k in zip(GRU_DEC_ONE_LINE, offsets, sizes, slots)},
+            "Rec_Kernel2": rec2, "Rec_Kernel": rec}
+
+
+CASES += [
+    Case("gapuino_gru_dec_60", "GAPuino Seq2Seq",
+         *gapuino("60_single_core", "1core/tiled", 45000),
+         "AutoTiler 3.0, the decoder: Tile0's share of 20659 B less 44 (4 B per kernel "
+         "argument) holds 85 columns, not 86",
+         gru_build(60, 45000, call_type=CALL_SEQUENTIAL, decoder=True), gru_dec_data(60),
+         {"Tile2": (1, 1, 1), "Tile1": (60, 1, 60), "Tile0": (85, 2, 35)},
+         gru_dec_l1((0, 360, 1320, 1800, 2040, 2048, 2528, 2568, 2808), 60, (3288, 7200, 2),
+                    (17688, 10200, 2)), 38088, extra={"pitch": {"Out": 20}}),
+    Case("gapuino_gru_dec_150", "GAPuino Seq2Seq", *gapuino("150", "8core/tiled", 48000),
+         "AutoTiler 3.0, the decoder: 33 and 32 columns where 33 and 33 fit",
+         gru_build(150, 48000, decoder=True), gru_dec_data(150),
+         {"Tile2": (1, 1, 1), "Tile1": (33, 5, 18), "Tile0": (32, 10, 12)},
+         gru_dec_l1((0, 900, 3300, 4500, 5100, 5108, 6308, 6348, 6948), 150, (8148, 9900, 2),
+                    (27948, 9600, 2)), 47148),
+    Case("gapuino_gru_dec_200", "GAPuino Seq2Seq", *gapuino("200", "8core/tiled", 48000),
+         "AutoTiler 3.0, the decoder: 23 and 22 columns where 23 and 23 fit",
+         gru_build(200, 48000, decoder=True), gru_dec_data(200),
+         {"Tile2": (1, 1, 1), "Tile1": (23, 9, 16), "Tile0": (22, 19, 4)},
+         gru_dec_l1((0, 1200, 4400, 6000, 6800, 6808, 8408, 8448, 9248), 200, (10848, 9200, 2),
+                    (29248, 8800, 2)), 46848),
+    Case("gapuino_gru_dec_100", "GAPuino Seq2Seq",
+         *gapuino("100", "8core/RecKer2notile", 48000),
+         "AutoTiler 3.0, the decoder: the outer space with its whole buffer capped, Tile0 55 "
+         "columns where 56 fit",
+         gru_build(100, 48000, rec2_buffer=True, decoder=True), gru_dec_data(100),
+         {"Tile1": (1, 1, 1), "Tile0": (55, 4, 35)},
+         gru_dec_l1((0, 600, 22200, 23000, 23400, 23408, 24208, 24248, 24648), 100,
+                    (2200, 20000, 1), (25448, 11000, 2)), 47448),
 ]
 
 

@@ -447,3 +447,267 @@ def load_matmult_library(m) -> None:
                 c_source=NEW_C, reference=ker_matmult)
     m.LibKernel("KerMatMultParallelVectorial16_v2", CALL_PARALLEL, args,
                 "KerMatMultParallel16_ArgT", c_source=NEW_C, reference=ker_matmult_vect)
+
+
+# -- the GRU encoder's kernels (CappelDen's Seq2Seq models on GAPuino) ---------------------
+# npukit's own arithmetic on the generator's bindings: Z = sat16((In[It]·Kernel + H·Rec_Kernel
+# + Bias) >> Norm) for a tile of columns; prod1 = sat16((Z[N:] · H) >> Norm); prod2 = ((In[It]
+# ·Kernel2 + prod1·Rec_Kernel2 + Bias2) >> Norm) + Z[:N] for a tile of columns (the decoder:
+# without the In terms); the decoder's Out[k], k <= It, = sat16((H · Dense_Kernel rotated by
+# k + Dense_Bias) >> Norm). H is read only, so every tile of every space computes the same
+# values whatever the tiling.
+
+GRU_BODY = PRELUDE_C + r"""
+/* Z[c] for the tile's columns c = OutFirstCol + j, j = J0, J0 + DJ, ...; Rec_Kernel holds
+   W_H rows of the tile's W_Rec_Kernel columns. */
+static void NpkZEnc(short *In, unsigned It, short *H_0, unsigned W_H, short *Kernel,
+                    short *Rec_Kernel, unsigned W_Rec_Kernel, int *Bias, short *Z,
+                    unsigned OutFirstCol, unsigned Norm, unsigned J0, unsigned DJ)
+{
+    for (unsigned j = J0; j < W_Rec_Kernel; j += DJ) {
+        int c = OutFirstCol + j;
+        long long Acc = (long long)In[It] * Kernel[c] + Bias[c];
+        for (unsigned r = 0; r < W_H; r++)
+            Acc += (long long)H_0[r] * Rec_Kernel[r * W_Rec_Kernel + j];
+        Z[c] = NpkSat16(Acc >> Norm);
+    }
+}
+static void NpkProd(short *Z, short *H_0, unsigned W_H, short *prod1, unsigned Norm,
+                    unsigned J0, unsigned DJ)
+{
+    for (unsigned r = J0; r < W_H; r += DJ)
+        prod1[r] = NpkSat16(((long long)Z[W_H + r] * H_0[r]) >> Norm);
+}
+static void NpkGRUEnc(short *Z, short *In, unsigned It, unsigned W_H, short *Kernel,
+                      short *Rec_Kernel, unsigned W_Rec_Kernel, int *Bias, short *prod1,
+                      int *prod2, unsigned OutFirstCol, unsigned Norm, unsigned J0, unsigned DJ)
+{
+    for (unsigned j = J0; j < W_Rec_Kernel; j += DJ) {
+        int c = OutFirstCol + j;
+        long long Acc = (long long)In[It] * Kernel[c] + Bias[c];
+        for (unsigned r = 0; r < W_H; r++)
+            Acc += (long long)prod1[r] * Rec_Kernel[r * W_Rec_Kernel + j];
+        prod2[c] = (int)(Acc >> Norm) + Z[c];
+    }
+}
+/* The decoder: Z and prod2 as the encoder's without the input term; Out[k] for k <= It the
+   dense layer on H with its filter rotated by k. */
+static void NpkZDec(short *H_0, unsigned W_H, short *Rec_Kernel, unsigned W_Rec_Kernel,
+                    int *Bias, short *Z, unsigned OutFirstCol, unsigned Norm, unsigned J0,
+                    unsigned DJ)
+{
+    for (unsigned j = J0; j < W_Rec_Kernel; j += DJ) {
+        int c = OutFirstCol + j;
+        long long Acc = Bias[c];
+        for (unsigned r = 0; r < W_H; r++)
+            Acc += (long long)H_0[r] * Rec_Kernel[r * W_Rec_Kernel + j];
+        Z[c] = NpkSat16(Acc >> Norm);
+    }
+}
+static void NpkGRUDec(short *Z, unsigned W_H, short *Rec_Kernel, unsigned W_Rec_Kernel,
+                      int *Bias, short *prod1, int *prod2, unsigned OutFirstCol, unsigned Norm,
+                      unsigned J0, unsigned DJ)
+{
+    for (unsigned j = J0; j < W_Rec_Kernel; j += DJ) {
+        int c = OutFirstCol + j;
+        long long Acc = Bias[c];
+        for (unsigned r = 0; r < W_H; r++)
+            Acc += (long long)prod1[r] * Rec_Kernel[r * W_Rec_Kernel + j];
+        prod2[c] = (int)(Acc >> Norm) + Z[c];
+    }
+}
+static void NpkDense(short *In, unsigned InSize, short *Filter, int *Bias, unsigned Norm,
+                     short *Out, unsigned It, unsigned J0, unsigned DJ)
+{
+    for (unsigned k = J0; k <= It; k += DJ) {
+        long long Acc = Bias[0];
+        for (unsigned r = 0; r < InSize; r++) Acc += (long long)In[r] * Filter[(r + k) % InSize];
+        Out[k] = NpkSat16(Acc >> Norm);
+    }
+}
+"""
+
+# The 8-core variant calls them with an argument structure, on every core.
+GRU_PARALLEL_C = GRU_BODY + r"""
+typedef struct {
+    short int *In; unsigned int Iterazione; short int *H_0; unsigned int W_H; short int *Kernel;
+    short int *Rec_Kernel; unsigned int W_Rec_Kernel; int *Bias; short int *Z;
+    unsigned int OutFirstCol; unsigned int Norm;
+} KerZEnc16_ArgT;
+void KerZEnc16(KerZEnc16_ArgT *A)
+{
+    NpkZEnc(A->In, A->Iterazione, A->H_0, A->W_H, A->Kernel, A->Rec_Kernel, A->W_Rec_Kernel,
+            A->Bias, A->Z, A->OutFirstCol, A->Norm, gap_coreid(), gap_ncore());
+}
+typedef struct {
+    short int *Z; short int *H_0; unsigned int W_H; short int *prod1; int *prod2;
+    unsigned int Norm;
+} KerProd16_ArgT;
+void KerProd16(KerProd16_ArgT *A)
+{
+    NpkProd(A->Z, A->H_0, A->W_H, A->prod1, A->Norm, gap_coreid(), gap_ncore());
+}
+typedef struct {
+    short int *Z; short int *In; unsigned int Iterazione; short int *H_0; unsigned int W_H;
+    short int *Kernel; short int *Rec_Kernel; unsigned int W_Rec_Kernel; int *Bias;
+    short int *prod1; int *prod2; unsigned int OutFirstCol; unsigned int Norm;
+} KerGRUEnclayer16_ArgT;
+void KerGRUEnclayer16(KerGRUEnclayer16_ArgT *A)
+{
+    NpkGRUEnc(A->Z, A->In, A->Iterazione, A->W_H, A->Kernel, A->Rec_Kernel, A->W_Rec_Kernel,
+              A->Bias, A->prod1, A->prod2, A->OutFirstCol, A->Norm, gap_coreid(), gap_ncore());
+}
+typedef struct {
+    short int *H_0; unsigned int W_H; short int *Rec_Kernel; unsigned int W_Rec_Kernel;
+    int *Bias; short int *Z; unsigned int OutFirstCol; unsigned int Norm;
+} KerZDec16_ArgT;
+void KerZDec16(KerZDec16_ArgT *A)
+{
+    NpkZDec(A->H_0, A->W_H, A->Rec_Kernel, A->W_Rec_Kernel, A->Bias, A->Z, A->OutFirstCol,
+            A->Norm, gap_coreid(), gap_ncore());
+}
+typedef struct {
+    short int *Z; short int *H_0; unsigned int W_H; short int *Rec_Kernel;
+    unsigned int W_Rec_Kernel; int *Bias; short int *prod1; int *prod2;
+    unsigned int OutFirstCol; unsigned int Norm;
+} KerGRUDeclayer16_ArgT;
+void KerGRUDeclayer16(KerGRUDeclayer16_ArgT *A)
+{
+    NpkGRUDec(A->Z, A->W_H, A->Rec_Kernel, A->W_Rec_Kernel, A->Bias, A->prod1, A->prod2,
+              A->OutFirstCol, A->Norm, gap_coreid(), gap_ncore());
+}
+typedef struct {
+    short int *In; unsigned int InSize; short int *Filter; int *Bias; unsigned int Norm;
+    short int *Out; unsigned int Iterazione;
+} KerDENSElayer16_ArgT;
+void KerDENSElayer16(KerDENSElayer16_ArgT *A)
+{
+    NpkDense(A->In, A->InSize, A->Filter, A->Bias, A->Norm, A->Out, A->Iterazione,
+             gap_coreid(), gap_ncore());
+}
+"""
+
+# The one-core variant calls them with their arguments, once.
+GRU_SEQUENTIAL_C = GRU_BODY + r"""
+void KerZEnc16(short *In, unsigned It, short *H_0, unsigned W_H, short *Kernel,
+               short *Rec_Kernel, unsigned W_Rec_Kernel, int *Bias, short *Z,
+               unsigned OutFirstCol, unsigned Norm)
+{
+    NpkZEnc(In, It, H_0, W_H, Kernel, Rec_Kernel, W_Rec_Kernel, Bias, Z, OutFirstCol, Norm, 0, 1);
+}
+void KerProd16(short *Z, short *H_0, unsigned W_H, short *prod1, int *prod2, unsigned Norm)
+{
+    NpkProd(Z, H_0, W_H, prod1, Norm, 0, 1);
+    (void)prod2;
+}
+void KerGRUEnclayer16(short *Z, short *In, unsigned It, short *H_0, unsigned W_H,
+                      short *Kernel, short *Rec_Kernel, unsigned W_Rec_Kernel, int *Bias,
+                      short *prod1, int *prod2, unsigned OutFirstCol, unsigned Norm)
+{
+    NpkGRUEnc(Z, In, It, W_H, Kernel, Rec_Kernel, W_Rec_Kernel, Bias, prod1, prod2, OutFirstCol,
+              Norm, 0, 1);
+    (void)H_0;
+}
+void KerZDec16(short *H_0, unsigned W_H, short *Rec_Kernel, unsigned W_Rec_Kernel, int *Bias,
+               short *Z, unsigned OutFirstCol, unsigned Norm)
+{
+    NpkZDec(H_0, W_H, Rec_Kernel, W_Rec_Kernel, Bias, Z, OutFirstCol, Norm, 0, 1);
+}
+void KerGRUDeclayer16(short *Z, short *H_0, unsigned W_H, short *Rec_Kernel,
+                      unsigned W_Rec_Kernel, int *Bias, short *prod1, int *prod2,
+                      unsigned OutFirstCol, unsigned Norm)
+{
+    NpkGRUDec(Z, W_H, Rec_Kernel, W_Rec_Kernel, Bias, prod1, prod2, OutFirstCol, Norm, 0, 1);
+    (void)H_0;
+}
+void KerDENSElayer16(short *In, unsigned InSize, short *Filter, int *Bias, unsigned Norm,
+                     short *Out, unsigned It)
+{
+    NpkDense(In, InSize, Filter, Bias, Norm, Out, It, 0, 1);
+}
+"""
+
+
+def _gru_columns(rows, Rec_Kernel, W_Rec_Kernel, Bias, OutFirstCol, W_H):
+    """(columns, rows·Rec_Kernel + Bias) for a tile of columns, in int64."""
+    cols = slice(OutFirstCol, OutFirstCol + W_Rec_Kernel)
+    rec = Rec_Kernel[: W_H * W_Rec_Kernel].reshape(W_H, W_Rec_Kernel).astype(np.int64)
+    return cols, rows[:W_H].astype(np.int64) @ rec + Bias[cols].astype(np.int64)
+
+
+def _input_term(In, Iterazione, Kernel, cols):
+    return np.int64(In[Iterazione]) * Kernel[cols].astype(np.int64)
+
+
+def ker_z_enc(In, Iterazione, H_0, W_H, Kernel, Rec_Kernel, W_Rec_Kernel, Bias, Z, OutFirstCol,
+              Norm, *, core_id=0, core_count=1):
+    if core_id == 0:
+        cols, acc = _gru_columns(H_0, Rec_Kernel, W_Rec_Kernel, Bias, OutFirstCol, W_H)
+        Z[cols] = sat16((acc + _input_term(In, Iterazione, Kernel, cols)) >> Norm)
+
+
+def ker_prod(Z, H_0, W_H, prod1, prod2, Norm, *, core_id=0, core_count=1):
+    if core_id == 0:
+        prod1[:W_H] = sat16((Z[W_H:2 * W_H].astype(np.int64) * H_0[:W_H]) >> Norm)
+
+
+def ker_gru_enc(Z, In, Iterazione, H_0, W_H, Kernel, Rec_Kernel, W_Rec_Kernel, Bias, prod1,
+                prod2, OutFirstCol, Norm, *, core_id=0, core_count=1):
+    if core_id == 0:
+        cols, acc = _gru_columns(prod1, Rec_Kernel, W_Rec_Kernel, Bias, OutFirstCol, W_H)
+        prod2[cols] = ((acc + _input_term(In, Iterazione, Kernel, cols)) >> Norm) + Z[cols]
+
+
+def ker_z_dec(H_0, W_H, Rec_Kernel, W_Rec_Kernel, Bias, Z, OutFirstCol, Norm, *, core_id=0,
+              core_count=1):
+    if core_id == 0:
+        cols, acc = _gru_columns(H_0, Rec_Kernel, W_Rec_Kernel, Bias, OutFirstCol, W_H)
+        Z[cols] = sat16(acc >> Norm)
+
+
+def ker_gru_dec(Z, H_0, W_H, Rec_Kernel, W_Rec_Kernel, Bias, prod1, prod2, OutFirstCol, Norm,
+                *, core_id=0, core_count=1):
+    if core_id == 0:
+        cols, acc = _gru_columns(prod1, Rec_Kernel, W_Rec_Kernel, Bias, OutFirstCol, W_H)
+        prod2[cols] = (acc >> Norm) + Z[cols]
+
+
+def ker_dense(In, InSize, Filter, Bias, Norm, Out, Iterazione, *, core_id=0, core_count=1):
+    if core_id == 0:
+        x, f = In[:InSize].astype(np.int64), Filter[:InSize].astype(np.int64)
+        for k in range(Iterazione + 1):
+            Out[k] = sat16((x @ np.roll(f, -k) + np.int64(Bias[0])) >> Norm)
+
+
+def load_gru_library(m, call_type) -> None:
+    """The GRU encoder generator's basic kernels (``LoadEncoderDecoderLibrary``), with the
+    call type of its variant (CALL_PARALLEL for 8 cores, CALL_SEQUENTIAL for one)."""
+    S, S32R, U = "short int * __restrict__", "int * __restrict__", "unsigned int"
+    c = GRU_PARALLEL_C if call_type == CALL_PARALLEL else GRU_SEQUENTIAL_C
+    it = TCArg(U, "Iterazione", bounds=(0, 26))
+    norm = TCArg(U, "Norm", bounds=(0, 31))
+    m.LibKernel("KerZEnc16", call_type, CArgs(
+        11, TCArg(S, "In"), it, TCArg(S, "H_0"), TCArg(U, "W_H"), TCArg(S, "Kernel"),
+        TCArg(S, "Rec_Kernel"), TCArg(U, "W_Rec_Kernel"), TCArg(S32R, "Bias"), TCArg(S, "Z"),
+        TCArg(U, "OutFirstCol"), norm), "KerZEnc16_ArgT", c_source=c, reference=ker_z_enc)
+    m.LibKernel("KerProd16", call_type, CArgs(
+        6, TCArg(S, "Z"), TCArg(S, "H_0"), TCArg(U, "W_H"), TCArg(S, "prod1"), TCArg(S32R, "prod2"),
+        norm), "KerProd16_ArgT", c_source=c, reference=ker_prod)
+    m.LibKernel("KerGRUEnclayer16", call_type, CArgs(
+        13, TCArg(S, "Z"), TCArg(S, "In"), it, TCArg(S, "H_0"), TCArg(U, "W_H"),
+        TCArg(S, "Kernel"), TCArg(S, "Rec_Kernel"), TCArg(U, "W_Rec_Kernel"), TCArg(S32R, "Bias"),
+        TCArg(S, "prod1"), TCArg(S32R, "prod2"), TCArg(U, "OutFirstCol"), norm),
+        "KerGRUEnclayer16_ArgT", c_source=c, reference=ker_gru_enc)
+    m.LibKernel("KerZDec16", call_type, CArgs(
+        8, TCArg(S, "H_0"), TCArg(U, "W_H"), TCArg(S, "Rec_Kernel"), TCArg(U, "W_Rec_Kernel"),
+        TCArg(S32R, "Bias"), TCArg(S, "Z"), TCArg(U, "OutFirstCol"), norm), "KerZDec16_ArgT",
+        c_source=c, reference=ker_z_dec)
+    m.LibKernel("KerGRUDeclayer16", call_type, CArgs(
+        10, TCArg(S, "Z"), TCArg(S, "H_0"), TCArg(U, "W_H"), TCArg(S, "Rec_Kernel"),
+        TCArg(U, "W_Rec_Kernel"), TCArg(S32R, "Bias"), TCArg(S, "prod1"), TCArg(S32R, "prod2"),
+        TCArg(U, "OutFirstCol"), norm), "KerGRUDeclayer16_ArgT", c_source=c,
+        reference=ker_gru_dec)
+    m.LibKernel("KerDENSElayer16", call_type, CArgs(
+        7, TCArg(S, "In"), TCArg(U, "InSize"), TCArg(S, "Filter"), TCArg(S32R, "Bias"), norm,
+        TCArg(S, "Out"), TCArg(U, "Iterazione", bounds=(0, 8))), "KerDENSElayer16_ArgT",
+        c_source=c, reference=ker_dense)

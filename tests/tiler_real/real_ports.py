@@ -11,6 +11,11 @@ a23026507efe57410b98c5945544cff3150eb996); ``CNN_LinearReLU`` and ``CNN_Convolut
 (tools/autotiler_v3/CNN_Generators/CNN_Generators.c at
 15fcc33e3c7f11e1b837ae1393a6b9466bb8e55e), for the configurations the MNIST model uses
 (parallel features, no depth-wise or double-precision convolution, L2 homes).
+
+AutoTiler 3.0 (CappelDen/Univariate-time-series-forecasting-with-Seq2Seq-models-on-GAPuino-
+at 0a34b071f9edd98f425b7284256ea129ef9192c9, GAPuino_Code/autotiler_generators/tools/
+autotiler_v3/generators/GRU/*/EncDecGenerator.c): ``EncoderGRUGenerator`` of the ``tiled``
+variant (three tiled spaces) and of the ``RecKer2notile`` one (two, Rec_Kernel2 a buffer).
 """
 
 from __future__ import annotations
@@ -392,3 +397,157 @@ def _gcd(a, b):
     while b:
         a, b = b, a % b
     return a
+
+
+def encoder_gru_generator(m, Name, Neuroni, in_step, rec2_buffer=False):
+    """EncoderGRUGenerator, 16-bit: Rec_Kernel's 2N columns in Tile0, Rec_Kernel2's N columns
+    in Tile1 (``rec2_buffer``: Rec_Kernel2 a whole input buffer and no Tile2), the rest one
+    line each in the outermost space."""
+    W = 2 * Neuroni
+    DataType, DataType2, DataSize = S16, "int * __restrict__", 2
+    if rec2_buffer:
+        iters, Out = KernelIterSpace(2, IterTiledSpace(T1), IterTiledSpace(T0)), T1
+        Rec2 = KerArg("Rec_Kernel2", KerArgSpace(1, T1), OBJ_BUFFER_IN_NTILED, Neuroni, Neuroni,
+                      DataSize, 0, OBJ_CONSTRAINTS_TILE_VER | OBJ_CONSTRAINTS_PAD_REM, 0,
+                      "Rec_Kernel2")
+    else:
+        iters, Out = KernelIterSpace(3, IterTiledSpace(T2), IterTiledSpace(T1),
+                                     IterTiledSpace(T0)), T2
+        Rec2 = KerArg("Rec_Kernel2", KerArgSpace(1, T1), O_IN | O_DB, Neuroni, Neuroni, DataSize,
+                      0, OBJ_CONSTRAINTS_TILE_VER | OBJ_CONSTRAINTS_PAD_REM, 0, "Rec_Kernel2")
+    m.UserKernel(Name,
+        iters,
+        TILE_HOR,
+        CArgs(13,
+              TCArg(DataType, "In"),
+              TCArg("unsigned int", "Iterazione"),
+              TCArg(DataType, "H_0"),
+              TCArg(DataType, "Kernel"),
+              TCArg(DataType, "Rec_Kernel"),
+              TCArg(DataType2, "Bias"),
+              TCArg(DataType, "Kernel2"),
+              TCArg(DataType, "Rec_Kernel2"),
+              TCArg(DataType2, "Bias2"),
+              TCArg(DataType, "Z"),
+              TCArg(DataType, "prod1"),
+              TCArg(DataType2, "prod2"),
+              TCArg("unsigned int", "Norm")),
+        Calls(3,
+            Call("KerZEnc16", LOC_INNER_LOOP, Bindings(11,
+                K_Arg("In", KER_ARG_TILE), C_Arg("Iterazione"),
+                K_Arg("H_0", KER_ARG_TILE), K_Arg("H_0", KER_ARG_TILE_W),
+                K_Arg("Kernel", KER_ARG_TILE),
+                K_Arg("Rec_Kernel", KER_ARG_TILE), K_Arg("Rec_Kernel", KER_ARG_TILE_W),
+                K_Arg("Bias", KER_ARG_TILE), K_Arg("Z", KER_ARG_TILE),
+                K_Arg("Rec_Kernel", KER_ARG_TILE_BASE), C_Arg("Norm"))),
+            Call("KerProd16", LOC_INNER_LOOP_EPILOG, Bindings(6,
+                K_Arg("Z", KER_ARG_TILE),
+                K_Arg("H_0", KER_ARG_TILE), K_Arg("H_0", KER_ARG_TILE_W),
+                K_Arg("prod1", KER_ARG_TILE), K_Arg("prod2", KER_ARG_TILE), C_Arg("Norm"))),
+            Call("KerGRUEnclayer16", LOC_INNER_LOOP_EPILOG, Bindings(13,
+                K_Arg("Z", KER_ARG_TILE), K_Arg("In", KER_ARG_TILE), C_Arg("Iterazione"),
+                K_Arg("H_0", KER_ARG_TILE), K_Arg("H_0", KER_ARG_TILE_W),
+                K_Arg("Kernel2", KER_ARG_TILE),
+                K_Arg("Rec_Kernel2", KER_ARG_TILE), K_Arg("Rec_Kernel2", KER_ARG_TILE_W),
+                K_Arg("Bias2", KER_ARG_TILE), K_Arg("prod1", KER_ARG_TILE),
+                K_Arg("prod2", KER_ARG_TILE),
+                K_Arg("Rec_Kernel2", KER_ARG_TILE_BASE), C_Arg("Norm")))),
+        KerArgs(11,
+            KerArg("In", KerArgSpace(1, Out), O_IN | O_DB, in_step, 1, DataSize, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "In"),
+            KerArg("H_0", KerArgSpace(1, Out), O_IN | O_OUT | O_DB, Neuroni, 1, DataSize, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "H_0"),
+            KerArg("Kernel", KerArgSpace(1, Out), O_IN | O_DB, W, 1, DataSize, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "Kernel"),
+            KerArg("Rec_Kernel", KerArgSpace(1, T0), O_IN | O_DB, W, Neuroni, DataSize, 0,
+                   OBJ_CONSTRAINTS_TILE_VER | OBJ_CONSTRAINTS_PAD_REM, 0, "Rec_Kernel"),
+            KerArg("Bias", KerArgSpace(1, Out), O_IN | O_DB, W, 1, DataSize * 2, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "Bias"),
+            KerArg("Kernel2", KerArgSpace(1, Out), O_IN | O_DB, Neuroni, 1, DataSize, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "Kernel2"),
+            Rec2,
+            KerArg("Bias2", KerArgSpace(1, Out), O_IN | O_DB, Neuroni, 1, DataSize * 2, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "Bias2"),
+            KerArg("Z", KerArgSpace(1, Out), O_OUT | O_DB, W, 1, DataSize, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "Z"),
+            KerArg("prod1", KerArgSpace(1, Out), O_OUT | O_DB, Neuroni, 1, DataSize, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "prod1"),
+            KerArg("prod2", KerArgSpace(1, Out), O_OUT | O_DB, Neuroni, 1, DataSize * 2, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "prod2")))
+
+
+def decoder_gru_generator(m, Name, Neuroni, out_step, rec2_buffer=False):
+    """DecoderGRUGenerator, 16-bit: the encoder's spaces without its input, and a dense layer
+    writing ``out_step`` outputs."""
+    W = 2 * Neuroni
+    DataType, DataType2, DataSize = S16, "int * __restrict__", 2
+    if rec2_buffer:
+        iters, Out = KernelIterSpace(2, IterTiledSpace(T1), IterTiledSpace(T0)), T1
+        Rec2 = KerArg("Rec_Kernel2", KerArgSpace(1, T1), OBJ_BUFFER_IN_NTILED, Neuroni, Neuroni,
+                      DataSize, 0, OBJ_CONSTRAINTS_TILE_VER | OBJ_CONSTRAINTS_PAD_REM, 0,
+                      "Rec_Kernel2")
+    else:
+        iters, Out = KernelIterSpace(3, IterTiledSpace(T2), IterTiledSpace(T1),
+                                     IterTiledSpace(T0)), T2
+        Rec2 = KerArg("Rec_Kernel2", KerArgSpace(1, T1), O_IN | O_DB, Neuroni, Neuroni, DataSize,
+                      0, OBJ_CONSTRAINTS_TILE_VER | OBJ_CONSTRAINTS_PAD_REM, 0, "Rec_Kernel2")
+    m.UserKernel(Name,
+        iters,
+        TILE_HOR,
+        CArgs(13,
+              TCArg("unsigned int", "Iterazione"),
+              TCArg(DataType, "H_0"),
+              TCArg(DataType, "Rec_Kernel"),
+              TCArg(DataType2, "Bias"),
+              TCArg(DataType, "Rec_Kernel2"),
+              TCArg(DataType2, "Bias2"),
+              TCArg(DataType, "Dense_Kernel"),
+              TCArg(DataType2, "Dense_Bias"),
+              TCArg(DataType, "Out"),
+              TCArg(DataType, "Z"),
+              TCArg(DataType, "prod1"),
+              TCArg(DataType2, "prod2"),
+              TCArg("unsigned int", "Norm")),
+        Calls(4,
+            Call("KerZDec16", LOC_INNER_LOOP, Bindings(8,
+                K_Arg("H_0", KER_ARG_TILE), K_Arg("H_0", KER_ARG_TILE_W),
+                K_Arg("Rec_Kernel", KER_ARG_TILE), K_Arg("Rec_Kernel", KER_ARG_TILE_W),
+                K_Arg("Bias", KER_ARG_TILE), K_Arg("Z", KER_ARG_TILE),
+                K_Arg("Rec_Kernel", KER_ARG_TILE_BASE), C_Arg("Norm"))),
+            Call("KerProd16", LOC_INNER_LOOP_EPILOG, Bindings(6,
+                K_Arg("Z", KER_ARG_TILE),
+                K_Arg("H_0", KER_ARG_TILE), K_Arg("H_0", KER_ARG_TILE_W),
+                K_Arg("prod1", KER_ARG_TILE), K_Arg("prod2", KER_ARG_TILE), C_Arg("Norm"))),
+            Call("KerGRUDeclayer16", LOC_INNER_LOOP_EPILOG, Bindings(10,
+                K_Arg("Z", KER_ARG_TILE),
+                K_Arg("H_0", KER_ARG_TILE), K_Arg("H_0", KER_ARG_TILE_W),
+                K_Arg("Rec_Kernel2", KER_ARG_TILE), K_Arg("Rec_Kernel2", KER_ARG_TILE_W),
+                K_Arg("Bias2", KER_ARG_TILE), K_Arg("prod1", KER_ARG_TILE),
+                K_Arg("prod2", KER_ARG_TILE),
+                K_Arg("Rec_Kernel2", KER_ARG_TILE_BASE), C_Arg("Norm"))),
+            Call("KerDENSElayer16", LOC_INNER_LOOP_EPILOG, Bindings(7,
+                K_Arg("H_0", KER_ARG_TILE), K_Arg("H_0", KER_ARG_TILE_W),
+                K_Arg("Dense_Kernel", KER_ARG_TILE), K_Arg("Dense_Bias", KER_ARG_TILE),
+                C_Arg("Norm"), K_Arg("Out", KER_ARG_TILE), C_Arg("Iterazione")))),
+        KerArgs(11,
+            KerArg("H_0", KerArgSpace(1, Out), O_IN | O_OUT | O_DB, Neuroni, 1, DataSize, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "H_0"),
+            KerArg("Rec_Kernel", KerArgSpace(1, T0), O_IN | O_DB, W, Neuroni, DataSize, 0,
+                   OBJ_CONSTRAINTS_TILE_VER | OBJ_CONSTRAINTS_PAD_REM, 0, "Rec_Kernel"),
+            KerArg("Bias", KerArgSpace(1, Out), O_IN | O_DB, W, 1, DataSize * 2, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "Bias"),
+            Rec2,
+            KerArg("Bias2", KerArgSpace(1, Out), O_IN | O_DB, Neuroni, 1, DataSize * 2, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "Bias2"),
+            KerArg("Dense_Kernel", KerArgSpace(1, Out), O_IN | O_DB, Neuroni, 1, DataSize, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "Dense_Kernel"),
+            KerArg("Dense_Bias", KerArgSpace(1, Out), O_IN | O_DB, 1, 1, DataSize * 2, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "Dense_Bias"),
+            KerArg("Z", KerArgSpace(1, Out), O_OUT | O_DB, W, 1, DataSize, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "Z"),
+            KerArg("Out", KerArgSpace(1, Out), O_OUT | O_DB, out_step, 1, DataSize, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "Out"),
+            KerArg("prod1", KerArgSpace(1, Out), O_OUT | O_DB, Neuroni, 1, DataSize, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "prod1"),
+            KerArg("prod2", KerArgSpace(1, Out), O_OUT | O_DB, Neuroni, 1, DataSize * 2, 0,
+                   OBJ_CONSTRAINTS_PAD_REM, 0, "prod2")))
