@@ -388,7 +388,8 @@ class Graph:
                            ctype=str(parse_ctype(spec.args[n].ArgType)), dtype=info[n][0],
                            count=info[n][2])
             for n, p in self.plan.tensors.items()})
-        self.layers = tuple(self._layer(i, n, binds) for i, (n, binds) in enumerate(spec.nodes))
+        self.layers = tuple(self._layer(i, n, binds, base[i])
+                            for i, (n, binds) in enumerate(spec.nodes))
         l1 = max(layer.tiling.l1_used for layer in self.layers)
         self.memory = MappingProxyType({"L1": P.Area(0, l1, model.l1_budget),
                                         **self.plan.memory})
@@ -438,12 +439,14 @@ class Graph:
         writes = tuple(b.ArgName for b in binds if b.Type != GNodeArgType.GNA_IN)
         return P.Layer(node, reads, writes, MappingProxyType(staging))
 
-    def _layer(self, i: int, node: str, binds) -> GraphLayer:
+    def _layer(self, i: int, node: str, binds, base: ir.Program) -> GraphLayer:
+        """Layer ``i`` as planned: lowered again when it streams arguments (``base``: as
+        lowered with none streamed)."""
         uk = self.model.kernels[node]
         streamed = self.plan.streamed[i]
         bindings = {c.ArgName: b.ArgName for c, b in zip(uk.cargs, binds)}
-        prog = lower_node(self.model, node,
-                          frozenset(c for c, t in bindings.items() if t in streamed))
+        cargs = frozenset(c for c, t in bindings.items() if t in streamed)
+        prog = lower_node(self.model, node, cargs) if cargs else base
         offset = self.plan.staging[i][0]
         placed = {}
         for b in prog.buffers:  # the L3 stream buffers, where the plan reserved them

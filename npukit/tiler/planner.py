@@ -160,14 +160,16 @@ def allocate(items: list[Item]) -> tuple[dict[str, int], int]:
     offsets: dict[str, int] = {}
     for it in sorted((i for i in items if i.size > 0), key=lambda i: (i.first, -i.size, i.key)):
         size = _up(it.size)
-        overlapping = [(p, o) for p, o in placed if p.first <= it.last and it.first <= p.last]
-        busy = [(o, o + _up(p.size)) for p, o in overlapping]
+        # Items come by first layer: one placed before overlaps this one unless it ended
+        # before this one starts, and then it overlaps none of those to come.
+        placed = [(p, o) for p, o in placed if p.last >= it.first]
+        busy = [(o, o + _up(p.size)) for p, o in placed]
         free = _Gaps(busy, size)
         bottoms = sorted({0, *(hi for _, hi in busy)})
         tops = sorted({cap - size, *(_down(lo - size) for lo, _ in busy)}, reverse=True)
         low = next((o for o in bottoms if o + size <= cap and free(o)), None)
         high = next((o for o in tops if o + size <= cap and free(o)), None)
-        last = max(overlapping, key=lambda po: (po[0].first, po[0].key), default=None)
+        last = max(placed, key=lambda po: (po[0].first, po[0].key), default=None)
         prefer_top = last is not None and last[1] + _up(last[0].size) / 2 <= cap / 2
         off = (high if high is not None else low) if prefer_top else \
             (low if low is not None else high)
@@ -285,8 +287,13 @@ class _Planner:
             l3_dyn = self._l3.get(key[0])
             if l3_dyn is None:
                 l3_dyn = self._l3[key[0]] = allocate(self.l3_items(s))[1]
-            l2 = self.static(s.l2_consts) + allocate(self.l2_items(s))[1]
-            got = self._fits[key] = l2 <= b.l2 and self.static(s.l3_consts) + l3_dyn <= b.l3
+            items = self.l2_items(s)
+            static = self.static(s.l2_consts)
+            # An area is at least the peak of the bytes live at once: a state over it by the
+            # peak needs no allocation to be refused.
+            got = self.static(s.l3_consts) + l3_dyn <= b.l3 and \
+                static + peak(items) <= b.l2 and static + allocate(items)[1] <= b.l2
+            self._fits[key] = got
         return got
 
     # -- the sequence of states, then improvements -----------------------------------------
