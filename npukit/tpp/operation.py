@@ -40,6 +40,7 @@ from .errors import (
     WrongExecTypeError,
     WrongPrimitiveError,
 )
+from .formulas import LIBXSMM_BINARY, LIBXSMM_UNARY
 from .primitives import BINARY
 
 DIM_TYPES = ("c", "m", "n", "k")
@@ -50,11 +51,14 @@ SIGMOIDS = ("fast_sigmoid", "taylor_sigmoid", "interp_sigmoid")
 # added where an activation belongs: as the main primitive and as the last touch.
 # "bias": out's block loaded from a fourth tensor, ``bias``, read through ``strides_bias``
 # (libxsmm's identity with a broadcast: a stride 0 repeats the bias along that dimension).
+# libxsmm's kinds beyond the text's (npukit.tpp.formulas) join them where their kind
+# belongs: every unary one as a touch or the main primitive, every binary one as the main.
 FIRST_TOUCH = ("none", "zero", "bias", "relu", "square", "reciprocal", "increment",
-               "decrement")
+               "decrement") + tuple(LIBXSMM_UNARY)
 MAIN = ("none", "identity", "brgemm", "gemm", "add", "sub", "mul", "div", "min", "max") + \
-    SIGMOIDS
-LAST_TOUCH = ("none", "relu", "square", "reciprocal", "increment", "decrement") + SIGMOIDS
+    SIGMOIDS + tuple(LIBXSMM_UNARY) + tuple(LIBXSMM_BINARY)
+LAST_TOUCH = ("none", "relu", "square", "reciprocal", "increment", "decrement") + SIGMOIDS + \
+    tuple(LIBXSMM_UNARY)
 PRIM_COUNT = {"gemm": 3, "brgemm": 4}  # every other main: 2
 _MAX_SIZE = 1 << 31
 _MAX_STRIDE = 1 << 40
