@@ -199,3 +199,14 @@ def test_comparisons_as_main_primitive(name):
     out = np.full(240, np.nan, np.float32)
     op(x, y, out)
     assert np.array_equal(out, BINARY_MATH[name](x, y).astype(np.float32))
+
+
+def test_docs_table_agrees_with_the_mapping():
+    """docs/tpp.md's "libxsmm name | npukit name | status" table: every row marked there
+    names the primitive LIBXSMM_NAMES gives, and every mapped libxsmm kind has a row."""
+    import re
+    from pathlib import Path
+    text = (Path(__file__).parent.parent / "docs" / "tpp.md").read_text()
+    rows = re.findall(r"^\| `((?:UNARY|BINARY)_[A-Z0-9_]+)` \| `(\w+)` \| there", text, re.M)
+    table = {f"LIBXSMM_MELTW_TYPE_{k}": v for k, v in rows}
+    assert table == tpp.LIBXSMM_NAMES
