@@ -710,6 +710,8 @@ class _Emitter:
             return self._lut(st, lanes[0])
         if st.op == "clamp":
             return A.clamp_expr(self.h, lanes[0], p_dt, attrs), out_dt
+        if st.op == "to_fixed":
+            return A.to_fixed_expr(self.h, lanes[0], attrs["shift"]), np.dtype("int32")
         if st.op == "rescale_clamp":
             bs = st.srcs[1]
             if bs.size < 2:

@@ -191,6 +191,21 @@ class _Act(_Unit):
         (``lo``, ``hi`` numbers; a NaN passes)."""
         return self._op("clamp", p, (), lo=lo, hi=hi)
 
+    def to_fixed(self, p: Data, shift: int = 0) -> Data:
+        """Float partials to fixed point, the AIE API's ``aie::to_fixed<int32>(v, shift)``
+        (``bfloat16_to_int(v, shift)``) as AIE-ML rounds it: ``floor(p * 2**shift)``,
+        saturated to int32 (NaN gives 0); ``shift`` an integer in -126..126. A store into a
+        narrower integer tensor then saturates. ``to_fixed(p, 8)`` of -1.3 is
+        floor(-332.8) = -333, -1.3 in Q8.8."""
+        if not isinstance(p, Data) or not is_float(p.dtype):
+            raise KernelError(f"Act to_fixed converts float partials (from float data); got "
+                              f"{getattr(p, 'dtype', p)} partials")
+        shift = as_int(shift, "s.act.to_fixed: shift", KernelError)
+        if not -126 <= shift <= 126:
+            raise KernelError(f"Act to_fixed: shift {shift} outside -126..126")
+        p, label = self._begin("to_fixed", p)
+        return self._emit("to_fixed", p, label, "int32", (), {"shift": int(shift)})
+
     def load(self, p: Data) -> Data:
         """Torq's ``act.load``: the partials unchanged (int32 or float32), a clamp to the
         whole range of their type."""

@@ -403,6 +403,8 @@ class Machine:
         elif st.op == "clamp":
             a = dict(st.attrs)
             x = arith.clamp(srcs[0], a["lo"], a["hi"])
+        elif st.op == "to_fixed":
+            x = arith.to_fixed(srcs[0], st.attr("shift"))
         else:
             raise NotImplementedError(f"simulator: no rule for {st.unit}.{st.op}")
         self.write(st.dst, x)
