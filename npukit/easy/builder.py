@@ -192,7 +192,9 @@ class Slice:
         self._check_out("append", view, q)
         keys = set(view.offset.vars)
         inner = max((k for k, v in enumerate(self.loops) if v in keys), default=-1)
-        stray = [v for v in self.loops[: inner + 1] if v not in keys]
+        # A loop of one iteration has no other iteration to overwrite (a size-1 batch dim
+        # of stride 0, as insertDim makes, indexes nothing).
+        stray = [v for v in self.loops[: inner + 1] if v not in keys and v.count > 1]
         if stray:
             raise KernelError(f"append into {view.name!r}: loop {stray[0]} encloses the loop "
                               f"that selects the subtensor but does not index it; the appends "
