@@ -49,7 +49,7 @@ class CExpr:
     def __ge__(self, o): return self._op(">=", o)
     def __lt__(self, o): return self._op("<", o)
     def __le__(self, o): return self._op("<=", o)
-    def __eq__(self, o): return self._op("==", o)  # noqa: PLR0124 - writes C
+    def __eq__(self, o): return self._op("==", o)  # a comparison written in C, not equality
     def __ne__(self, o): return self._op("!=", o)
 
     __hash__ = None
