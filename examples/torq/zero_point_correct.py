@@ -32,7 +32,7 @@ def zero_point_correct(s, input, bias_scale, output, *, out_min, out_max):
     records = bias_scale.reshapeDim(0, [-1, 1, 2])   # one (bias, scale) record per row
     for ndd in s.iterate(x.dims(0, -2)):
         for iv in s.iterate(x.dim(-2)):
-            pdata = s.alu.accumulate(s.iram.load(x[ndd][iv]))   # Torq's alu.load
+            pdata = s.alu.load(s.iram.load(x[ndd][iv]))
             bdata = s.bram.load(records[ndd][0])
             s.append(output[ndd], s.act.rescaleClamp(pdata, bdata, 0, 0, out_min, out_max))
 

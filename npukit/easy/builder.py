@@ -143,6 +143,11 @@ class Slice:
                and node.loops[common] == self.loops[common]):
             common += 1
         node.acc_loops = node.loops[common:]
+        summed = [v for v in node.acc_loops if v.count > 1]
+        if node.load and summed:
+            raise KernelError(f"alu.load `{node.stmt.label}`: the Act reads its partials outside "
+                              f"loop {summed[0]} ({summed[0].count} iterations), so they would "
+                              f"be summed; Torq's load holds one input: use accumulate")
         if node.acc_loops:
             # Start fresh before the outermost accumulation loop, at each consumer iteration.
             outer = node.acc_loops[0]
