@@ -98,3 +98,49 @@ def test_one_value_bias_needs_float_partials():
     with pytest.raises(KernelError, match=r"one \(bias, scale\) pair; got 1 value"):
         nk.build(k, "torq", input=nk.spec((8,), "int8"), bias_scale=nk.spec((1,), "int32"),
                  output=nk.spec((8,), "int8"))
+
+
+@nk.kernel
+def fill(s, output, *, value):
+    for ii in s.iterate(output.dims()):
+        s.store(output[ii], value)
+
+
+@pytest.mark.parametrize("dtype, value", [("uint8", 200), ("int32", -(2**31)),
+                                          (BF16, -2.75), ("float32", 1e30)])
+def test_store_of_a_constant_fills_every_element(dtype, value):
+    """Torq's store(output, value): every element of a strided view, nothing beside it."""
+    buf = np.zeros((5, 9), dtype)
+    buf[...] = 7
+    prog = nk.build(fill, "torq", output=nk.spec((5, 6), dtype, strides=(9, 1)), value=value)
+    want = buf.copy()
+    want[:, :6] = value
+    for backend in ("sim", "c"):
+        out = buf.copy()
+        prog.run(backend, output=out[:, :6])
+        assert out.tobytes() == want.tobytes(), backend
+
+
+def test_store_of_a_constant_errors_name_what_is_wrong():
+    with pytest.raises(KernelError, match="value 300 does not fit uint8 \\(0..255\\)"):
+        nk.build(fill, "torq", output=nk.spec((4,), "uint8"), value=300)
+
+    @nk.kernel
+    def whole(s, output):
+        s.store(output, 1)
+    with pytest.raises(nk.ShapeError, match="must hold one element"):
+        nk.build(whole, "torq", output=nk.spec((4,), "int8"))
+
+    @nk.kernel
+    def after_alu(s, input, output):
+        s.alu.accumulate(s.iram.load(input))
+        s.store(output[0], 1)
+    with pytest.raises(KernelError, match="stores a constant loads nothing and has no ALU"):
+        nk.build(after_alu, "torq", input=nk.spec((4,), "int8"), output=nk.spec((4,), "int8"))
+
+    @nk.kernel
+    def then_alu(s, input, output):
+        s.store(output[0], 1)
+        s.alu.accumulate(s.iram.load(input))
+    with pytest.raises(KernelError, match="a kernel that stores a constant has no ALU or Act"):
+        nk.build(then_alu, "torq", input=nk.spec((4,), "int8"), output=nk.spec((1,), "int8"))
