@@ -210,3 +210,40 @@ def test_docs_table_agrees_with_the_mapping():
     rows = re.findall(r"^\| `((?:UNARY|BINARY)_[A-Z0-9_]+)` \| `(\w+)` \| there", text, re.M)
     table = {f"LIBXSMM_MELTW_TYPE_{k}": v for k, v in rows}
     assert table == tpp.LIBXSMM_NAMES
+
+
+@pytest.mark.parametrize("axis", [1, 2])
+@pytest.mark.parametrize("name", ["reduce_add", "reduce_max", "reduce_absmax"])
+def test_reduction_as_the_main_primitive(name, axis):
+    """out[b, j] = reduction of x[b, ...] over one axis, then relu: a c loop around a block
+    of the reduced k dimension and the kept one, in0 read with unit stride along k (axis 2:
+    libxsmm's REDUCE_ROWS) or along the kept dimension (axis 1: REDUCE_COLS); C, the
+    simulator and the optimized operation against numpy float64."""
+    x = RNG.uniform(-2, 2, (5, 9, 14)).astype(np.float32)
+    axes = "bkj" if axis == 1 else "bjk"        # k: the reduced axis, j: the kept one
+    out_shape = (5, 14) if axis == 1 else (5, 9)
+    op = tpp.TensorOperation("float32", "none", name, "relu", ("c", "k", "n"),
+                             ("seq", "prim", "prim"), (5, x.shape[axis], out_shape[1]),
+                             tpp.strides_of(x, axes, "bkj"), (0, 0, 0), (out_shape[1], 0, 1))
+    assert op.roles.reduce_cols == (axis == 1)
+    want = np.maximum(REDUCE_MATH[name](x.astype(np.float64), axis=axis), 0)
+    bound = x.shape[axis] * 2.0 ** -23 * np.abs(x).astype(np.float64).sum(axis)
+    for o in (op, op.optimize(threads=2, min_kernel_size=2)):
+        out = np.full(out_shape, np.nan, np.float32)
+        o(x, None, out)
+        assert (np.abs(out - want) <= bound).all(), name
+    sim = op.program().run("sim", in0=x.reshape(-1), out=np.full(out.size, np.nan, np.float32))
+    assert np.array_equal(sim.outputs["out"], out.reshape(-1))
+    assert 0 < (want == 0).sum() < want.size or name != "reduce_add"
+
+
+def test_reduction_main_errors_name_what_is_wrong():
+    def op(exec_types=("seq", "prim", "prim"), types=("c", "k", "n"), out=(14, 0, 1)):
+        return tpp.TensorOperation("float32", "none", "reduce_add", "none", types, exec_types,
+                                   (5, 9, 14), (126, 14, 1), (0, 0, 0), out)
+    with pytest.raises(tpp.WrongExecTypeError, match="reduces one k dimension, a prim one"):
+        op(exec_types=("prim", "seq", "prim"))
+    with pytest.raises(tpp.WrongExecTypeError, match="reduces one k dimension"):
+        op(types=("k", "k", "n"), out=(0, 0, 1))
+    with pytest.raises(tpp.WrongDimensionError, match="out needs unit stride along the kept"):
+        op(out=(1, 0, 5))
