@@ -107,6 +107,15 @@ def clamp(p: np.ndarray, lo, hi) -> np.ndarray:
     return np.clip(p.astype(np.int64), *act_bounds(lo, hi)).astype(np.int32)
 
 
+def to_fixed(p: np.ndarray, shift: int) -> np.ndarray:
+    """Act ``to_fixed`` (the AIE API's ``aie::to_fixed<int32>(v, shift)`` as AIE-ML rounds
+    it): ``floor(p * 2**shift)`` of float32 partials, saturated to int32, NaN to 0."""
+    with np.errstate(invalid="ignore"):
+        t = np.floor(p.astype(np.float64) * 2.0 ** shift)
+    t = np.where(np.isnan(t), 0.0, np.clip(t, -2.0 ** 31, 2.0 ** 31 - 1))
+    return t.astype(np.int32)
+
+
 def convert(x: np.ndarray, dt: np.dtype) -> np.ndarray:
     """A transfer into a tensor of dtype ``dt``: saturate integers, round floats to nearest."""
     if x.dtype == dt:

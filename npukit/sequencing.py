@@ -4,7 +4,7 @@ An EasyKernel kernel has one ALU and one Act instruction; a computation of two s
 two kernels, the first writing an intermediate tensor the second reads. ``sequence`` joins
 their programs: the parameters are the union by name (a tensor two programs share is one
 parameter, so the intermediate is named explicitly, by giving both parameters its name),
-the bodies run in order, each program keeps its own local buffers.
+the bodies run in order, each program keeps its own local buffers and constants.
 """
 
 from __future__ import annotations
@@ -82,8 +82,9 @@ def sequence(*steps, name: str | None = None) -> ir.Program:
     for k, p in enumerate(progs):
         own = {b.name: replace(b, name=f"{p.name}{k}.{b.name}") for b in p.buffers}
         buffers += own.values()
-        body += ir.map_buffers(p.body, lambda b, own=own: own[b.name] if b.role == "internal"
-                               else params[b.name][0])
+        # Local buffers and constants (a lookup table's image) stay the program's own.
+        body += ir.map_buffers(p.body, lambda b, own=own: own[b.name]
+                               if b.role in ("internal", "const") else params[b.name][0])
     prog = ir.Program(name or "_".join(p.name for p in progs), target, tuple(params.values()),
                       tuple(buffers), tuple(body),
                       source="\n".join(p.source for p in progs),

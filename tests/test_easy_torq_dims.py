@@ -1,5 +1,6 @@
 """The Torq EasyKernel dimension editors (subviewDim, reshapeDim, insertDim, eraseDim,
-moveDim) on LData, against numpy views of the same data, on the simulator and in C."""
+moveDim, partitionByIndexParity1D/2D) on LData, against numpy views of the same data, on
+the simulator and in C."""
 
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ CASES = [
      lambda x: x[:, 0, :].T),
     ((2, 8), lambda x: x.insert_dim(2, 2, 1).subview_dim(2, 0, 1).erase_dim(2),
      lambda x: x),
+    ((3, 10), lambda x: x.partitionByIndexParity1D(),
+     lambda x: np.stack([x[:, 0::2], x[:, 1::2]], 1)),
+    ((2, 4, 6), lambda x: x.partitionByIndexParity2D(),
+     lambda x: np.stack([np.stack([x[:, p::2, q::2] for q in (0, 1)], 1) for p in (0, 1)],
+                        1)),
 ]
 
 
@@ -78,6 +84,11 @@ def test_dim_edit_errors_name_tensor_and_sizes():
         build(lambda x: x.move_dim(2, 0))
     with pytest.raises(ShapeError, match="of a vectorized layout"):
         build(lambda x: x.vectorize(4).erase_dim(0))
+    with pytest.raises(ShapeError, match=r"partition_by_index_parity_1d needs 1 last dim\(s\) "
+                                         r"of even size.*\(6, 5\)"):
+        build(lambda x: x.partitionByIndexParity1D())
+    with pytest.raises(ShapeError, match=r"partition_by_index_parity_2d .*\(6, 5\)"):
+        build(lambda x: x.partitionByIndexParity2D())
 
 
 @nk.kernel

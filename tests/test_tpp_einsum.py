@@ -88,3 +88,67 @@ def test_einsum_errors(args, error, message):
 def test_empty_operands_give_zeros():
     got = tpp.einsum("ik,kj->ij", np.ones((3, 0), np.float32), np.ones((0, 2), np.float32))
     assert got.shape == (3, 2) and not got.any()
+
+
+# The epilogues: activation(result + bias), bias broadcast as numpy does.
+EPILOGUE_CASES = [
+    ("ik,kj->ij", [(24, 16), (16, 20)], (20,)),          # a value per column (row bias)
+    ("ik,kj->ij", [(24, 16), (16, 20)], (24, 1)),        # a value per row
+    ("ik,kj->ij", [(24, 16), (16, 20)], ()),             # a scalar
+    ("ik,kj->ij", [(24, 16), (16, 20)], (24, 20)),       # a full tensor
+    ("bik,kj->bij", [(3, 8, 6), (6, 5)], (3, 1, 5)),     # batch and column
+    ("ij,jk,kl->il", [(4, 5), (5, 6), (6, 3)], (3,)),    # the last contraction's epilogue
+    ("ij->i", [(9, 7)], (9,)),                           # a sum
+]
+
+
+@pytest.mark.parametrize("spec, shapes, bias_shape", EPILOGUE_CASES)
+def test_bias_and_activation_epilogues_equal_numpy(spec, shapes, bias_shape):
+    """Exactly numpy's einsum + bias, then relu, on dyadic data; the output's canary (NaN)
+    all overwritten; the operation's first touch is the bias, its last the activation."""
+    arrays = _arrays(shapes, seed=4)
+    bias = np.random.default_rng(5).choice(DYADIC, bias_shape).astype(np.float32)
+    want = np.maximum(np.einsum(spec, *arrays) + bias, 0)
+    out = np.full(want.shape, np.nan, np.float32)
+    tpp.einsum(spec, *arrays, out=out, bias=bias, activation="relu")
+    assert np.array_equal(out, want)
+    assert 0 < (want == 0).sum() < want.size                 # relu did something, not all
+    if len(arrays) <= 2:
+        op = tpp.einsum_operation(spec, *arrays, threads=1, bias=bias, activation="relu")
+        assert (op.prim_first, op.prim_last) == ("bias", "relu")
+
+
+@pytest.mark.parametrize("activation", ["gelu", "sigmoid", "tanh", "exp"])
+def test_activation_epilogue_is_the_libxsmm_kind(activation):
+    """A libxsmm activation as einsum's last touch, against numpy float64 on the exact
+    result (within 2 float32 ulps); a transposed, negative-stride view of the weights too
+    (copied first), with a row bias."""
+    import math
+    rng = np.random.default_rng(5)
+    x = rng.choice(DYADIC, (12, 8)).astype(np.float32) / 4
+    w = rng.choice(DYADIC, (10, 8)).astype(np.float32)[::-1].T / 4
+    b = rng.choice(DYADIC, 10).astype(np.float32) / 4
+    z = x.astype(np.float64) @ w + b                          # exact: dyadic sums
+    erf = np.vectorize(math.erf)
+    f = {"gelu": lambda v: v * 0.5 * (1 + erf(v / np.sqrt(2))),
+         "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "tanh": np.tanh, "exp": np.exp}
+    want = f[activation](z)
+    got = tpp.einsum("ik,kj->ij", x, w, bias=b, activation=activation)
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    assert (np.abs(got - want) <= 2 * ulp).all()
+
+
+def test_epilogue_errors_name_what_is_wrong():
+    x, w = np.ones((6, 5), np.float32), np.ones((5, 4), np.float32)
+    with pytest.raises(tpp.WrongDimensionError, match=r"bias of shape \(5,\) does not "
+                                                      r"broadcast to the output's shape \(6, 4\)"):
+        tpp.einsum("ik,kj->ij", x, w, bias=np.ones(5, np.float32))
+    with pytest.raises(tpp.WrongPrimitiveError, match="activation 'softmax' is not a last "
+                                                      "touch.*gelu"):
+        tpp.einsum("ik,kj->ij", x, w, activation="softmax")
+    with pytest.raises(tpp.WrongDtypeError, match="bias must be a float32 .* got dtype "
+                                                  "float64"):
+        tpp.einsum("ik,kj->ij", x, w, bias=np.ones(4))
+    with pytest.raises(tpp.OperationNotSupportedError, match="a bias needs a contraction"):
+        tpp.einsum("ij->ji", x, bias=np.ones(6, np.float32))
+    assert np.array_equal(tpp.einsum("ij->ji", x - 2, activation="relu"), np.zeros((5, 6)))

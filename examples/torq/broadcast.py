@@ -1,8 +1,7 @@
 """The Torq compiler's broadcast (its BroadcastPattern), written with the Torq EasyKernel
 names: the input gets a size-1 dim for each broadcast dim of the output (``insertDim``),
 ``broadcastAs`` stretches those with stride 0, and every vector passes through the ALU
-and the Act unchanged (Torq's ``alu.load`` is ``accumulate`` here: its consumer is in the
-same loop, so nothing accumulates).
+and the Act unchanged (``alu.load``).
 
     out[i, j, k] = x[i, k]
 
@@ -23,7 +22,7 @@ def broadcast(s, input, output, *, dimensions):
     x, out = input.fuse(dense).vectorize(s.act.width(input.dtype)), output.fuse(dense)
     for ndd in s.iterate(x.dims(0, -2)):
         for iv in s.iterate(x.dim(-2)):
-            pdata = s.alu.accumulate(s.iram.load(x[ndd][iv]))
+            pdata = s.alu.load(s.iram.load(x[ndd][iv]))
             s.append(out[ndd], s.act.load(pdata))
 
 

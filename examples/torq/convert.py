@@ -15,7 +15,7 @@ import npukit as nk
 @nk.kernel
 def convert(s, input, output):
     for ii in s.iterate(input.dims()):
-        pdata = s.alu.accumulate(s.iram.load(input[ii]))  # Torq's alu.load: nothing accumulates
+        pdata = s.alu.load(s.iram.load(input[ii]))
         s.store(output[ii], s.act.load(pdata))
 
 

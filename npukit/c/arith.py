@@ -42,6 +42,15 @@ static inline int32_t npk_f2i32(double x)
         return 0;
     return t < -2147483648.0 ? INT32_MIN : t > 2147483647.0 ? INT32_MAX : (int32_t)t;
 }""", ()),
+    "npk_f2i32_floor": ("""\
+/* Act to_fixed (arith.to_fixed): floor(x * scale), NaN -> 0, saturated to int32. */
+static inline int32_t npk_f2i32_floor(double x, double scale)
+{
+    double t = floor(x * scale);
+    if (t != t)
+        return 0;
+    return t < -2147483648.0 ? INT32_MIN : t > 2147483647.0 ? INT32_MAX : (int32_t)t;
+}""", ()),
     "npk_clamp64": ("""\
 /* clamp(x, lo, hi) as numpy.clip: max with lo first, then min with hi. */
 static inline int64_t npk_clamp64(int64_t x, int64_t lo, int64_t hi)
@@ -411,6 +420,12 @@ def clamp_expr(h: Helpers, p: str, p_dt: np.dtype, attrs: dict) -> str:
         return f"{h.use('npk_clampf')}({p}, {lo}, {hi})"
     lo, hi = (int_literal(v) for v in act_bounds(attrs["lo"], attrs["hi"]))
     return f"(int32_t){h.use('npk_clamp64')}((int64_t)({p}), {lo}, {hi})"
+
+
+def to_fixed_expr(h: Helpers, p: str, shift: int) -> str:
+    """One lane of Act ``to_fixed`` (``arith.to_fixed``): the scale 2**shift is exact."""
+    scale = float_literal(2.0 ** shift, np.dtype("float64"))
+    return f"{h.use('npk_f2i32_floor')}((double)({p}), {scale})"
 
 
 def int_value_range(op: str, ranges: list[tuple[int, int]]) -> tuple[int, int] | None:

@@ -710,16 +710,15 @@ class _Emitter:
             return self._lut(st, lanes[0])
         if st.op == "clamp":
             return A.clamp_expr(self.h, lanes[0], p_dt, attrs), out_dt
+        if st.op == "to_fixed":
+            return A.to_fixed_expr(self.h, lanes[0], attrs["shift"]), np.dtype("int32")
         if st.op == "rescale_clamp":
             bs = st.srcs[1]
-            if bs.size < 2:
-                raise NotImplementedError(f"C back end: `{st.label}` reads (bias, scale) from a "
-                                          f"view of {bs.size} element(s)")
             pair = self.acc(bs)
             t, t_dt = ("float", out_dt) if is_float(p_dt) else ("int64_t", np.dtype("int64"))
-            b_, s_ = (A.convert(self.h, self.el(pair, x), bs.dtype, t_dt)
-                      if bs.dtype.name == "bfloat16" else f"({t}){self.el(pair, x)}"
-                      for x in "01")
+            b_, s_ = ([A.convert(self.h, self.el(pair, x), bs.dtype, t_dt)
+                       if bs.dtype.name == "bfloat16" else f"({t}){self.el(pair, x)}"
+                       for x in "01"[:bs.size]] + ["1.0f"])[:2]  # a float bias alone: scale 1
             w.line(f"const {t} bias = {b_}, scale = {s_};")
             return A.rescale_clamp_expr(self.h, lanes[0], p_dt, "bias", "scale", attrs,
                                         self.prog.target.arith.rounding), out_dt

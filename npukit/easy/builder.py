@@ -76,6 +76,7 @@ class Slice:
         self.nloops = 0
         self.nodes: list[_LoopNode] = []
         self.stored: str | None = None
+        self.constant = False  # the store is of a constant (Torq's store(output, value))
         self.reads: set[str] = set()
         self.writes: set[str] = set()
 
@@ -143,6 +144,11 @@ class Slice:
                and node.loops[common] == self.loops[common]):
             common += 1
         node.acc_loops = node.loops[common:]
+        summed = [v for v in node.acc_loops if v.count > 1]
+        if node.load and summed:
+            raise KernelError(f"alu.load `{node.stmt.label}`: the Act reads its partials outside "
+                              f"loop {summed[0]} ({summed[0].count} iterations), so they would "
+                              f"be summed; Torq's load holds one input: use accumulate")
         if node.acc_loops:
             # Start fresh before the outermost accumulation loop, at each consumer iteration.
             outer = node.acc_loops[0]
@@ -165,8 +171,13 @@ class Slice:
             return None
         return find(self.root)
 
-    def store(self, view: LData, q: Data) -> None:
-        """Write all lanes of ``q`` to ``view`` (a store past the tensor's end is an error)."""
+    def store(self, view: LData, q: Data | int | float) -> None:
+        """Write all lanes of ``q`` to ``view`` (a store past the tensor's end is an error);
+        or, Torq's ``store(output, value)``, the constant ``q`` into the one element
+        ``view`` holds, in a kernel with no ALU or Act instruction (its FillPattern)."""
+        if not isinstance(q, Data):
+            self._store_constant(view, q)
+            return
         self._check_out("store", view, q)
         lanes = view.lanes
         if lanes is None and view.layout.valid is not None:
@@ -185,6 +196,31 @@ class Slice:
         self.emit(ir.Copy(view.view(), q.view, self.target.engine("ACT", self.target.home).name,
                           None, _label()))
 
+    def _store_constant(self, view: LData, value) -> None:
+        if self.stored is not None:
+            raise KernelError(f"kernel structure: one store or append per kernel (already: "
+                              f"{self.stored})")
+        if self.alu_node is not None or self.act_label is not None or self.loaded:
+            raise KernelError("store(view, value): a kernel that stores a constant loads "
+                              "nothing and has no ALU or Act instruction (Torq's rule)")
+        if not isinstance(view, LData) or view.layout.size != 1:
+            raise ShapeError(f"store(view, value): the view must hold one element (index "
+                             f"every dim); got {getattr(view, 'shape', view)!r}")
+        if is_float(view.dtype):
+            if isinstance(value, (bool, np.bool_)) or \
+                    not isinstance(value, (int, float, np.integer, np.floating)):
+                raise KernelError(f"store into {view.name!r}: value {value!r} is not a number")
+            value = float(value)
+        else:
+            value = as_int(value, "store: value (an integer tensor)", KernelError)
+            lo, hi = int_range(view.dtype)
+            if not lo <= value <= hi:
+                raise KernelError(f"store into {view.name!r}: value {value} does not fit "
+                                  f"{view.dtype.name} ({lo}..{hi})")
+        self.stored, self.constant = _label(), True
+        self.writes.add(view.buffer.name)
+        self.emit(ir.Fill(view.view(), value, self.stored))
+
     def append(self, view: LData, q: Data) -> None:
         """Append the valid lanes of ``q`` to what earlier appends wrote into ``view``; the
         cursor starts at 0 in each iteration of the innermost loop that selects ``view``,
@@ -192,7 +228,9 @@ class Slice:
         self._check_out("append", view, q)
         keys = set(view.offset.vars)
         inner = max((k for k, v in enumerate(self.loops) if v in keys), default=-1)
-        stray = [v for v in self.loops[: inner + 1] if v not in keys]
+        # A loop of one iteration has no other iteration to overwrite (a size-1 batch dim
+        # of stride 0, as insertDim makes, indexes nothing).
+        stray = [v for v in self.loops[: inner + 1] if v not in keys and v.count > 1]
         if stray:
             raise KernelError(f"append into {view.name!r}: loop {stray[0]} encloses the loop "
                               f"that selects the subtensor but does not index it; the appends "
@@ -218,7 +256,11 @@ class Slice:
         self.writes.add(view.buffer.name)
 
     def freeze(self) -> tuple:
-        if self.alu_node is None or self.act_label is None or self.stored is None:
+        if self.constant and (self.alu_node is not None or self.act_label is not None):
+            raise KernelError("kernel structure: a kernel that stores a constant has no ALU or "
+                              "Act instruction (Torq's rule)")
+        if not self.constant and (self.alu_node is None or self.act_label is None or
+                                  self.stored is None):
             missing = [n for n, x in (("ALU", self.alu_node), ("Act", self.act_label),
                                       ("store/append", self.stored)) if x is None]
             raise KernelError(f"kernel structure: a kernel needs one ALU instruction, one Act "

@@ -26,6 +26,7 @@ class _AluNode:
         self.stmt, self.loops = stmt, loops
         self.block, self.index = fill_site, fill_index
         self.acc_loops: tuple = ()
+        self.load = False  # Torq's alu.load: the partials are the data, never a sum
 
 
 def _label() -> str:
@@ -111,6 +112,13 @@ class _Alu(_Unit):
         """Partials ``+= a``."""
         return self._op("pass", "add", a)
 
+    def load(self, a: Data) -> Data:
+        """Torq's ``alu.load``: the partials are ``a`` itself. Its Act must read them in the
+        loop that loads them (``KernelError`` otherwise: a loop between would sum)."""
+        p = self._op("pass", "add", a)
+        self.s.alu_node.load = True
+        return p
+
     # camelCase aliases, so a Torq pattern's body reads as in C++.
     iWidth, elementwiseProductAccumulate = i_width, elementwise_product_accumulate
     scalarProductAccumulate = scalar_product_accumulate
@@ -174,9 +182,15 @@ class _Act(_Unit):
         ``hi`` are integers on integer partials, numbers on float ones (``KernelError`` for
         a float or bool where an integer is needed: nothing is truncated). The integer
         result is int32: a bound beyond int32 acts as the int32 limit, and bounds holding no
-        int32 value raise ``KernelError``."""
-        if not isinstance(b, Data) or b.kind != "BData" or b.size != 2:
-            raise KernelError("rescale_clamp: b must be a BData holding one (bias, scale) pair")
+        int32 value raise ``KernelError``. For float partials ``b`` may hold the bias alone
+        (one float32 or bfloat16 value, scale 1): Torq's float types have no Act scale
+        (``scaleBiasEntries`` is 1), as in its ReduceMeanPattern."""
+        floating = is_float(p.dtype) if isinstance(p, Data) else False
+        if not isinstance(b, Data) or b.kind != "BData" or b.size not in ((1, 2) if floating
+                                                                           else (2,)):
+            raise KernelError("rescale_clamp: b must be a BData holding one (bias, scale) pair"
+                              + (", or the bias alone for float partials" if floating else
+                                 f"; got {getattr(b, 'size', b)} value(s)"))
         shift = as_int(shift, "s.act.rescale_clamp: shift", KernelError)
         if shift < 0 or shift > 62:
             raise KernelError(f"rescale_clamp: shift {shift} outside 0..62")
@@ -190,6 +204,21 @@ class _Act(_Unit):
         (``lo``, ``hi`` integers, as for ``rescale_clamp``), float32 from float partials
         (``lo``, ``hi`` numbers; a NaN passes)."""
         return self._op("clamp", p, (), lo=lo, hi=hi)
+
+    def to_fixed(self, p: Data, shift: int = 0) -> Data:
+        """Float partials to fixed point, the AIE API's ``aie::to_fixed<int32>(v, shift)``
+        (``bfloat16_to_int(v, shift)``) as AIE-ML rounds it: ``floor(p * 2**shift)``,
+        saturated to int32 (NaN gives 0); ``shift`` an integer in -126..126. A store into a
+        narrower integer tensor then saturates. ``to_fixed(p, 8)`` of -1.3 is
+        floor(-332.8) = -333, -1.3 in Q8.8."""
+        if not isinstance(p, Data) or not is_float(p.dtype):
+            raise KernelError(f"Act to_fixed converts float partials (from float data); got "
+                              f"{getattr(p, 'dtype', p)} partials")
+        shift = as_int(shift, "s.act.to_fixed: shift", KernelError)
+        if not -126 <= shift <= 126:
+            raise KernelError(f"Act to_fixed: shift {shift} outside -126..126")
+        p, label = self._begin("to_fixed", p)
+        return self._emit("to_fixed", p, label, "int32", (), {"shift": int(shift)})
 
     def load(self, p: Data) -> Data:
         """Torq's ``act.load``: the partials unchanged (int32 or float32), a clamp to the

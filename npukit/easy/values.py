@@ -123,7 +123,8 @@ class LData(_Suggests):
     def _public(self) -> list[str]:
         return ["shape", "dtype", "rank", "dim", "dims", "dense_dims", "vectorize", "fuse",
                 "broadcast_as", "permute", "subview_dim", "reshape_dim", "insert_dim",
-                "erase_dim", "move_dim", "layout", "name"]
+                "erase_dim", "move_dim", "partition_by_index_parity_1d",
+                "partition_by_index_parity_2d", "layout", "name"]
 
     # Tensor editing: each returns a new LData.
     def vectorize(self, n: int, *, strided: bool = False) -> LData:
@@ -225,7 +226,34 @@ class LData(_Suggests):
         order.insert(self._axis(dst, "move_dim", self.rank), s)
         return self.permute(order)
 
+    def partition_by_index_parity_1d(self) -> LData:
+        """Torq's ``partitionByIndexParity1D``: the last dim (``n`` elements, even) becomes
+        two blocks, the elements of even index then those of odd index: shape ``(..., 2,
+        n/2)``, element ``[p, j]`` at index ``2 j + p``."""
+        lay = self._parity("partition_by_index_parity_1d", 1)
+        s = lay.strides[-1]
+        return self._with_dims(lay.shape[:-1] + (2, lay.shape[-1] // 2),
+                               lay.strides[:-1] + (s, 2 * s))
+
+    def partition_by_index_parity_2d(self) -> LData:
+        """Torq's ``partitionByIndexParity2D``: the last two dims (``h x w``, both even)
+        become four quadrants, even-even, even-odd, odd-even, odd-odd: shape ``(..., 2, 2,
+        h/2, w/2)``, element ``[p, q, i, j]`` at row ``2 i + p``, column ``2 j + q``."""
+        lay = self._parity("partition_by_index_parity_2d", 2)
+        sh, sw = lay.strides[-2:]
+        return self._with_dims(lay.shape[:-2] + (2, 2, lay.shape[-2] // 2, lay.shape[-1] // 2),
+                               lay.strides[:-2] + (sh, sw, 2 * sh, 2 * sw))
+
+    def _parity(self, op: str, k: int) -> Layout:
+        lay = self._plain(op)
+        if lay.rank < k or any(n % 2 for n in lay.shape[-k:]):
+            raise ShapeError(f"tensor {self._owner}: {op} needs {k} last dim(s) of even size "
+                             f"(equal even and odd blocks); shape {lay.shape}")
+        return lay
+
     # camelCase aliases, so a Torq pattern's body reads as in C++.
+    partitionByIndexParity1D = partition_by_index_parity_1d
+    partitionByIndexParity2D = partition_by_index_parity_2d
     subviewDim, reshapeDim, insertDim = subview_dim, reshape_dim, insert_dim
     eraseDim, moveDim, broadcastAs, denseDims = erase_dim, move_dim, broadcast_as, dense_dims
 

@@ -398,11 +398,14 @@ class Machine:
         elif st.op == "rescale_clamp":
             p, bs = srcs
             a = dict(st.attrs)
-            x = arith.rescale_clamp(p, bs[:, :1], bs[:, 1:2], a["shift"], a["zero_point"],
+            scale = bs[:, 1:2] if bs.shape[1] > 1 else np.ones_like(bs)  # a float bias alone
+            x = arith.rescale_clamp(p, bs[:, :1], scale, a["shift"], a["zero_point"],
                                     a["lo"], a["hi"], self.prog.target.arith.rounding)
         elif st.op == "clamp":
             a = dict(st.attrs)
             x = arith.clamp(srcs[0], a["lo"], a["hi"])
+        elif st.op == "to_fixed":
+            x = arith.to_fixed(srcs[0], st.attr("shift"))
         else:
             raise NotImplementedError(f"simulator: no rule for {st.unit}.{st.op}")
         self.write(st.dst, x)

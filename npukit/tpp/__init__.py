@@ -20,11 +20,13 @@ from .errors import (
     WrongExecTypeError,
     WrongPrimitiveError,
 )
+from .formulas import LIBXSMM_NAMES
 from .operation import TensorOperation, strides_of
-from .primitives import BINARY, GEMMS, PRIMITIVES, UNARY, Primitive
+from .primitives import BINARY, GEMMS, PRIMITIVES, REDUCE, UNARY, Primitive
 
 __all__ = [
-    "BINARY", "GEMMS", "OperationNotSupportedError", "PRIMITIVES", "Primitive",
+    "BINARY", "GEMMS", "LIBXSMM_NAMES", "OperationNotSupportedError", "PRIMITIVES",
+    "Primitive", "REDUCE",
     "TensorOperation", "TppError", "UNARY", "WrongDimensionError", "WrongDtypeError",
     "WrongExecTypeError", "WrongPrimitiveError", "einsum", "einsum_operation", "strides_of",
 ]

@@ -31,6 +31,7 @@ import numpy as np
 from ..c.ctype import TYPEDEFS, literal
 from ..dtypes import FACTS
 from ..lut.sigmoid import SIGMOID_TABLE, TAYLOR_CONSTANTS
+from .formulas import LIBXSMM_BINARY, LIBXSMM_REDUCE, LIBXSMM_UNARY
 
 F32 = np.dtype("float32")
 
@@ -45,7 +46,7 @@ UNARY_EXPR = {
     "increment": "x + 1.0f",
     "decrement": "x - 1.0f",
     "fast_sigmoid": "0.5f * (x / (1.0f + fabsf(x)) + 1.0f)",
-}
+} | {name: f.c("x") for name, f in LIBXSMM_UNARY.items()}  # in double, rounded once
 UNARY_DOC = {
     "zero": "B = 0",
     "identity": "B = A",
@@ -57,7 +58,7 @@ UNARY_DOC = {
     "fast_sigmoid": "B = 0.5 (A / (1 + |A|) + 1)",
     "taylor_sigmoid": "B = 0.5 + 0.25 A - 0.020833 A^3 + 0.002083 A^5",
     "interp_sigmoid": "B = the 33-entry sigmoid table over [-8, 8], linearly interpolated",
-}
+} | {name: f.doc for name, f in LIBXSMM_UNARY.items()}
 BINARY_EXPR = {
     "add": "x + y",
     "sub": "x - y",
@@ -65,7 +66,7 @@ BINARY_EXPR = {
     "div": "x / y",  # IEEE: x/0 = +-inf, 0/0 = nan
     "min": "(x < y || x != x) ? x : y",  # numpy's minimum: a NaN in either gives NaN
     "max": "(x > y || x != x) ? x : y",
-}
+} | {name: f.c("x", "y") for name, f in LIBXSMM_BINARY.items()}
 
 # Includes a primitive needs, outside any visibility pragma of the translation unit (a
 # declaration made under "visibility push(hidden)" would bind malloc to a hidden symbol).
@@ -238,7 +239,8 @@ static inline void tpp_{name}_trans_block(const float *a, float *b, int64_t m, i
     for (int64_t j = 0; j < n; j++)
         tpp_{name}_row(a + j * lda, b + j * ldb, m);
 }}"""
-    headers = ("stdint.h", "math.h") if "sigmoid" in name else ("stdint.h",)
+    libm = "sigmoid" in name or name in LIBXSMM_UNARY
+    headers = ("stdint.h", "math.h") if libm else ("stdint.h",)
     parts = [_includes(*headers), _WIDE, _op_function(name)]
     if trans:
         return "\n\n".join(parts + [body])
@@ -252,7 +254,8 @@ def binary_source(name: str) -> str:
     """C of binary primitive ``name``: ``void tpp_<name>(const float *a, const float *b,
     float *c, int64_t m, int64_t n, int64_t lda, int64_t ldb, int64_t ldc)``."""
     fn = c_name(name)
-    what = BINARY_EXPR[name].replace("x", "A").replace("y", "B")
+    what = LIBXSMM_BINARY[name].doc if name in LIBXSMM_BINARY else \
+        "C = " + BINARY_EXPR[name].replace("x", "A").replace("y", "B")
     return f"""{_includes("stdint.h")}
 
 {_WIDE}
@@ -262,7 +265,7 @@ static inline float tpp_{name}_op(float x, float y)
     return {BINARY_EXPR[name]};
 }}
 
-/* TPP binary primitive {name}: C = {what} elementwise on an m x n block; A, B, C
+/* TPP binary primitive {name}: {what} elementwise on an m x n block; A, B, C
    column-major with leading dimensions lda, ldb, ldc (0 repeats one column). */
 NPK_TPP_WIDE static void {fn}(const float *a, const float *b, float *c, int64_t m,
 {" " * (26 + len(fn))}int64_t n, int64_t lda, int64_t ldb, int64_t ldc)
@@ -300,6 +303,57 @@ NPK_TPP_WIDE static void tpp_bias(const float *a, float *b, int64_t m, int64_t n
             y[i] = tpp_identity_op(x[i * inca]);
     }}
 }}"""
+
+
+def reduce_name(name: str, cols: bool) -> str:
+    """The C function of a reduction: ``tpp_reduce_add_rows``, ``tpp_reduce_max_cols``."""
+    return f"tpp_{name}_{'cols' if cols else 'rows'}"
+
+
+def reduce_source(name: str, cols: bool) -> str:
+    """C of reduction ``name`` (``npukit.tpp.formulas.LIBXSMM_REDUCE``) over the rows of a
+    block (one result per column, libxsmm's REDUCE_ROWS) or over its columns (one per row,
+    REDUCE_COLS): ``void tpp_<name>_<rows|cols>(const float *a, float *b, int64_t m,
+    int64_t n, int64_t lda)``."""
+    r, fn = LIBXSMM_REDUCE[name], reduce_name(name, cols)
+    init, step = r.init.c("x"), r.step.c("acc", "x")
+    head = f"NPK_TPP_WIDE static void {fn}(const float *a, float *b, int64_t m, int64_t n, " \
+           f"int64_t lda)"
+    if cols:
+        body = f"""/* TPP reduction {name} over the columns ({r.libxsmm}, REDUCE_COLS): b[i] =
+   the {r.doc} over row i of the m x n block A (leading dimension lda), folded from column
+   0 to column n - 1; b holds m values. */
+{head}
+{{
+    for (int64_t i = 0; i < m; i++) {{
+        const float x = a[i];
+        b[i] = {init};
+    }}
+    for (int64_t j = 1; j < n; j++) {{
+        for (int64_t i = 0; i < m; i++) {{
+            const float acc = b[i], x = a[i + j * lda];
+            b[i] = {step};
+        }}
+    }}
+}}"""
+    else:
+        body = f"""/* TPP reduction {name} over the rows ({r.libxsmm}, REDUCE_ROWS): b[j] = the
+   {r.doc} over column j of the m x n block A (leading dimension lda), folded from row 0
+   to row m - 1; b holds n values. */
+{head}
+{{
+    for (int64_t j = 0; j < n; j++) {{
+        const float *col = a + j * lda;
+        float x = col[0];
+        float acc = {init};
+        for (int64_t i = 1; i < m; i++) {{
+            x = col[i];
+            acc = {step};
+        }}
+        b[j] = acc;
+    }}
+}}"""
+    return "\n\n".join([_includes("stdint.h", "math.h"), _WIDE, body])
 
 
 # -- GEMM ------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from ..c.runtime import run_c
 from ..dtypes import dtype as _dtype
 from ..layout import Layout
 from .operation import Dim, TensorOperation, as_flat, register_pass
-from .primitives import BINARY, Primitive
+from .primitives import BINARY, REDUCE, Primitive
 
 
 def primitives(op: TensorOperation) -> dict[str, Primitive]:
@@ -37,6 +37,8 @@ def primitives(op: TensorOperation) -> dict[str, Primitive]:
     if op.prim_main in ("gemm", "brgemm"):
         out["main"] = Primitive(op.prim_main, trans_a=r.trans_a, trans_b=r.trans_b,
                                 dtype=op.dtype)
+    elif op.prim_main in REDUCE:
+        out["main"] = Primitive(op.prim_main, reduce_cols=r.reduce_cols)
     elif op.prim_main != "none":
         out["main"] = Primitive(op.prim_main, trans_b=r.trans)
     if op.prim_last != "none":
@@ -66,6 +68,8 @@ def _main_scalars(op: TensorOperation) -> tuple[str, dict[str, int], tuple[str, 
         return op.prim_main, s, (a, b)
     mi, ni = d[r["M"]], d[r["N"]]
     s = dict(m=mi.size, n=ni.size, lda=ni.in0)
+    if op.prim_main in REDUCE:  # b: the out vector along the kept dimension
+        return op.prim_main, s, ("in0", "in1")
     if op.prim_main in BINARY:
         s.update(ldb=ni.in1, ldc=ni.out)
     else:
@@ -76,7 +80,10 @@ def _main_scalars(op: TensorOperation) -> tuple[str, dict[str, int], tuple[str, 
 def _touch_scalars(op: TensorOperation) -> dict[str, int]:
     """The touches' block: rows along out's unit stride, columns the other prim dim (and
     the bias's strides along them: ``inca``, ``bias_ld``)."""
-    rows, cols = op.dims[op.roles.rows], op.dims[op.roles.cols]
+    rows = op.dims[op.roles.rows]
+    if op.roles.cols < 0:  # a reduction's out: one vector
+        return dict(m=rows.size, n=1, lda=rows.size, ldb=rows.size, inca=rows.bias, bias_ld=0)
+    cols = op.dims[op.roles.cols]
     return dict(m=rows.size, n=cols.size, lda=cols.out, ldb=cols.out, inca=rows.bias,
                 bias_ld=cols.bias)
 
@@ -137,8 +144,8 @@ class _Lowering:
         if self.main is not None:
             name, s, (a, b) = self.main
             p = self.prims["main"]
-            ptrs = [self._ptr(a, idx)] + ([self._ptr(b, idx)] if p.kind != "unary" else []) + \
-                [self._ptr("out", idx)]
+            ptrs = [self._ptr(a, idx)] + ([self._ptr(b, idx)] if p.kind not in
+                                          ("unary", "reduce") else []) + [self._ptr("out", idx)]
             vals = [ir.Val(ir.affine(s[x])) for x in p.scalars]
             shape = " x ".join(str(s[x]) for x in ("m", "n", "k", "br") if x in s)
             out.append(ir.Call(self.externs["main"], tuple(ptrs + vals),

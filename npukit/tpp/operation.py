@@ -13,10 +13,10 @@ The checks are the TPP text's (each an ``NpukitError`` subclass named after its
 ``error_t``): the dtype, the primitive allowed for each touch, the number of prim
 dimensions the main primitive needs (gemm 3, brgemm 4, unary and binary 2), no
 transposition for binary primitives; and the ones its loop semantics needs: equal list
-lengths, sizes of at least 1, strides of at least 0, ``k`` dimensions only for gemm and
-brgemm, never ``shared``, with out stride 0; no output element written by two iterations;
-prim dimensions the primitive can address (unit stride along one of them, see
-``docs/tpp.md``).
+lengths, sizes of at least 1, strides of at least 0, ``k`` dimensions only for gemm,
+brgemm and the reductions (one prim ``k``), never ``shared``, with out stride 0; no output
+element written by two iterations; prim dimensions the primitive can address (unit stride
+along one of them, see ``docs/tpp.md``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from .errors import (
     WrongExecTypeError,
     WrongPrimitiveError,
 )
-from .primitives import BINARY
+from .formulas import LIBXSMM_BINARY, LIBXSMM_REDUCE, LIBXSMM_UNARY
+from .primitives import BINARY, REDUCE
 
 DIM_TYPES = ("c", "m", "n", "k")
 EXEC_TYPES = ("seq", "prim", "shared")
@@ -50,11 +51,15 @@ SIGMOIDS = ("fast_sigmoid", "taylor_sigmoid", "interp_sigmoid")
 # added where an activation belongs: as the main primitive and as the last touch.
 # "bias": out's block loaded from a fourth tensor, ``bias``, read through ``strides_bias``
 # (libxsmm's identity with a broadcast: a stride 0 repeats the bias along that dimension).
+# libxsmm's kinds beyond the text's (npukit.tpp.formulas) join them where their kind
+# belongs: every unary one as a touch or the main primitive, every binary one and every
+# reduction (over its one k dimension, a prim one) as the main.
 FIRST_TOUCH = ("none", "zero", "bias", "relu", "square", "reciprocal", "increment",
-               "decrement")
+               "decrement") + tuple(LIBXSMM_UNARY)
 MAIN = ("none", "identity", "brgemm", "gemm", "add", "sub", "mul", "div", "min", "max") + \
-    SIGMOIDS
-LAST_TOUCH = ("none", "relu", "square", "reciprocal", "increment", "decrement") + SIGMOIDS
+    SIGMOIDS + tuple(LIBXSMM_UNARY) + tuple(LIBXSMM_BINARY) + tuple(LIBXSMM_REDUCE)
+LAST_TOUCH = ("none", "relu", "square", "reciprocal", "increment", "decrement") + SIGMOIDS + \
+    tuple(LIBXSMM_UNARY)
 PRIM_COUNT = {"gemm": 3, "brgemm": 4}  # every other main: 2
 _MAX_SIZE = 1 << 31
 _MAX_STRIDE = 1 << 40
@@ -87,6 +92,7 @@ class Roles:
     prims: tuple[tuple[str, int], ...]
     trans: bool = False  # unary main: out is the transposed block
     swap: bool = False  # gemm: computes C^T = B^T A^T (out has unit stride along n)
+    reduce_cols: bool = False  # a reduction whose in0 has unit stride along the kept dim
     trans_a: bool = False
     trans_b: bool = False
     rows: int = -1
@@ -341,6 +347,7 @@ def _check_structure(op: TensorOperation) -> Roles:
     """The TPP text's structural checks and the loop semantics' ones; the prim roles."""
     main, dims = op.prim_main, op.dims
     gemm = main in ("gemm", "brgemm")
+    summing = gemm or main in REDUCE  # k dimensions allowed
     prims = [k for k, d in enumerate(dims) if d.exec == "prim"]
     need = PRIM_COUNT.get(main, 2)
     if len(prims) != need:
@@ -349,7 +356,7 @@ def _check_structure(op: TensorOperation) -> Roles:
         raise WrongExecTypeError(f"main primitive {main} needs exactly {what} prim dimensions; "
                                  f"got {len(prims)}: dimensions {prims}")
     for k, d in enumerate(dims):
-        if d.type == "k" and not gemm:
+        if d.type == "k" and not summing:
             raise WrongDimensionError(f"{_name(k, d)}: a k dimension sums products; main "
                                       f"primitive {main} has none (use c, m or n)")
         if d.type == "k" and d.exec == "shared":
@@ -365,6 +372,8 @@ def _check_structure(op: TensorOperation) -> Roles:
             raise WrongDimensionError(f"{_name(k, d)}: in0 stride {d.in0}, but in0 does not "
                                       f"move along an n dimension (stride 0)")
     _check_out_disjoint(dims)
+    if main in REDUCE:
+        return _reduce_roles(op, prims)
     return _gemm_roles(op, prims) if gemm else _block_roles(op, prims)
 
 
@@ -413,6 +422,34 @@ def _block_roles(op: TensorOperation, prims: list[int]) -> Roles:
         f"the other for a unary main: a transposition); strides in0 "
         f"({dims[p].in0}, {dims[q].in0}), in1 ({dims[p].in1}, {dims[q].in1}), out "
         f"({dims[p].out}, {dims[q].out})")
+
+
+def _reduce_roles(op: TensorOperation, prims: list[int]) -> Roles:
+    """A reduction's block: its one k dimension (prim: the primitive reduces within a
+    block) and the kept prim dimension, along which out has unit stride; in0 has unit
+    stride along k (libxsmm's REDUCE_ROWS) or along the kept one (REDUCE_COLS). The
+    touches' block is the out vector: ``cols`` is -1."""
+    dims, main = op.dims, op.prim_main
+    ks = [k for k in prims if dims[k].type == "k"]
+    loops = [k for k, d in enumerate(dims) if d.type == "k" and k not in prims and d.size > 1]
+    if len(ks) != 1 or loops:
+        raise WrongExecTypeError(f"main primitive {main} reduces one k dimension, a prim one "
+                                 f"(the primitive reduces within its block); prim k dimensions "
+                                 f"{ks}, k loops {loops}")
+    ki = ks[0]
+    ji = next(k for k in prims if k != ki)
+    kept, red = dims[ji], dims[ki]
+    if not _unit(kept, "out"):
+        raise WrongDimensionError(f"{_name(ji, kept)}: out stride {kept.out}; the {main} "
+                                  f"primitive writes its results contiguously, so out needs "
+                                  f"unit stride along the kept prim dimension")
+    if _unit(red, "in0"):
+        return Roles((("M", ki), ("N", ji)), rows=ji, cols=-1)
+    if _unit(kept, "in0"):
+        return Roles((("M", ji), ("N", ki)), reduce_cols=True, rows=ji, cols=-1)
+    raise WrongDimensionError(f"in0: strides {red.in0} along {_name(ki, red)} and {kept.in0} "
+                              f"along {_name(ji, kept)}; the {main} primitive reads a "
+                              f"column-major block, so in0 needs unit stride along one of them")
 
 
 def _gemm_roles(op: TensorOperation, prims: list[int]) -> Roles:

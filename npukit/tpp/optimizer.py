@@ -39,7 +39,7 @@ from dataclasses import replace
 from ..layout import chains
 from .errors import TppError, WrongDimensionError
 from .operation import Dim, TensorOperation, _is_int, host_threads, register_pass
-from .primitives import BINARY
+from .primitives import BINARY, REDUCE
 
 # Work that pays for waking the worker threads (tens of microseconds in a virtual machine):
 # about half a millisecond on one core.
@@ -143,7 +143,7 @@ def plan(base: dict, dims: list[Dim], *, threads: int, min_kernel_size: int,
     fused = _fuse(kept, tensors, min_kernel_size, log)
     # 3. Prim dimensions: a size-1 placeholder stands in for a type the primitive needs.
     work = list(fused)
-    need = {"gemm": "mnk", "brgemm": "mnkk"}.get(main, "")
+    need = {"gemm": "mnk", "brgemm": "mnkk"}.get(main, "k" if main in REDUCE else "")
     for t in set(need):
         missing = need.count(t) - sum(d.type == t for d in work)
         work += [Dim(t, "seq", 1, 0, 0, 0)] * max(0, missing)

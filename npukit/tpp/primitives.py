@@ -14,6 +14,9 @@ is ``a[i + j * lda]`` of the flat buffer.
 - ``bias``: ``b = a`` read with a row stride too: ``b(i, j) = a[i * inca + j * lda]``
   (libxsmm's identity with a broadcast flag: ``inca = 0`` repeats a row, ``lda = 0`` a
   column, both a scalar); arguments ``(a, b, m, n, inca, lda, ldb)``;
+- reduction (``REDUCE``, libxsmm's REDUCE_X kinds): ``b[j]`` = the reduction of column
+  ``j`` of ``a`` over its ``m`` rows (libxsmm's REDUCE_ROWS), or with ``reduce_cols``
+  ``b[i]`` = that of row ``i`` over its ``n`` columns; arguments ``(a, b, m, n, lda)``;
 - ``brgemm``: ``c += sum_r a_r b_r`` over ``br`` pairs ``a_r = a + r * br_stride_a``,
   ``b_r = b + r * br_stride_b``; arguments ``(a, b, c, m, n, k, br, lda, ldb, ldc,
   br_stride_a, br_stride_b)``.
@@ -54,11 +57,13 @@ from .errors import (
     WrongDtypeError,
     WrongPrimitiveError,
 )
+from .formulas import LIBXSMM_BINARY, LIBXSMM_REDUCE, LIBXSMM_UNARY
 
 UNARY = tuple(csource.UNARY_DOC)
 BINARY = tuple(csource.BINARY_EXPR)
+REDUCE = tuple(LIBXSMM_REDUCE)
 GEMMS = ("gemm", "brgemm")
-PRIMITIVES = UNARY + BINARY + GEMMS + ("bias",)
+PRIMITIVES = UNARY + BINARY + REDUCE + GEMMS + ("bias",)
 
 _F32 = np.float32
 
@@ -80,29 +85,33 @@ UNARY_REF = {
     "fast_sigmoid": _sig.fast_sigmoid,
     "taylor_sigmoid": _sig.taylor_sigmoid,
     "interp_sigmoid": _interp_sigmoid,
-}
+} | {name: f.reference for name, f in LIBXSMM_UNARY.items()}
 BINARY_REF = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-              "min": np.minimum, "max": np.maximum}
+              "min": np.minimum, "max": np.maximum} | \
+    {name: f.reference for name, f in LIBXSMM_BINARY.items()}
 
 _SCALARS = {
     "unary": ("m", "n", "lda", "ldb"),
     "bias": ("m", "n", "inca", "lda", "ldb"),
+    "reduce": ("m", "n", "lda"),
     "binary": ("m", "n", "lda", "ldb", "ldc"),
     "gemm": ("m", "n", "k", "lda", "ldb", "ldc"),
     "brgemm": ("m", "n", "k", "br", "lda", "ldb", "ldc", "br_stride_a", "br_stride_b"),
 }
-_ARRAYS = {"unary": ("a", "b"), "bias": ("a", "b"), "binary": ("a", "b", "c"),
+_ARRAYS = {"unary": ("a", "b"), "bias": ("a", "b"), "reduce": ("a", "b"),
+           "binary": ("a", "b", "c"),
            "gemm": ("a", "b", "c"),
            "brgemm": ("a", "b", "c")}
 
 
 def kind(name: str) -> str:
-    """``"unary"``, ``"binary"``, ``"bias"``, ``"gemm"`` or ``"brgemm"``;
+    """``"unary"``, ``"binary"``, ``"reduce"``, ``"bias"``, ``"gemm"`` or ``"brgemm"``;
     ``WrongPrimitiveError`` for a name that is no TPP primitive."""
     if not isinstance(name, str) or name not in PRIMITIVES:
         raise WrongPrimitiveError(f"unknown TPP primitive {name!r}; the primitives are "
                                   f"{', '.join(PRIMITIVES)}")
-    return "unary" if name in UNARY else "binary" if name in BINARY else name
+    return "unary" if name in UNARY else "binary" if name in BINARY else \
+        "reduce" if name in REDUCE else name
 
 
 def _view(flat: np.ndarray, rows: int, cols: int, row_stride: int, col_stride: int):
@@ -122,7 +131,8 @@ class Primitive:
     """One TPP primitive and variant. ``trans_b`` transposes a unary primitive's output, or
     reads gemm's ``b`` stored transposed; ``trans_a`` reads gemm's ``a`` stored transposed;
     ``dtype`` is the input dtype (bfloat16 and float16 only for gemm and brgemm, which then
-    accumulate in float32); ``blocking`` = (MC, KC, NC) overrides gemm's cache blocking.
+    accumulate in float32); ``blocking`` = (MC, KC, NC) overrides gemm's cache blocking;
+    ``reduce_cols`` makes a reduction run over the columns (one result per row).
 
     >>> Primitive("add", trans_b=True)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -135,10 +145,11 @@ class Primitive:
     trans_b: bool = False
     dtype: str = "float32"
     blocking: tuple[int, int, int] | None = None
+    reduce_cols: bool = False
 
     def __post_init__(self):
         k = kind(self.name)
-        for flag in ("trans_a", "trans_b"):
+        for flag in ("trans_a", "trans_b", "reduce_cols"):
             if not isinstance(getattr(self, flag), (bool, np.bool_)):
                 raise OperationNotSupportedError(f"primitive {self.name}: {flag} must be True "
                                                  f"or False, got {getattr(self, flag)!r}")
@@ -149,6 +160,12 @@ class Primitive:
         if k == "bias" and self.trans_b:
             raise OperationNotSupportedError("Transposition for bias primitive is not "
                                              "supported (its strides say where it reads)")
+        if k == "reduce" and (self.trans_a or self.trans_b):
+            raise OperationNotSupportedError(f"Transposition for {self.name} primitive is not "
+                                             f"supported (reduce_cols picks the direction)")
+        if k != "reduce" and self.reduce_cols:
+            raise OperationNotSupportedError(f"primitive {self.name} has no reduce_cols: only "
+                                             f"the reductions ({', '.join(REDUCE)}) take it")
         if k in ("unary", "binary", "bias") and self.trans_a:
             raise OperationNotSupportedError(f"primitive {self.name} has no trans_a: only gemm "
                                              f"and brgemm read a transposed input a")
@@ -176,6 +193,8 @@ class Primitive:
         if self.kind in GEMMS:
             return csource.gemm_name(self.trans_a, self.trans_b, self.dtype, self.blocking,
                                      br=self.kind == "brgemm")
+        if self.kind == "reduce":
+            return csource.reduce_name(self.name, self.reduce_cols)
         return csource.c_name(self.name, self.trans_b)
 
     @property
@@ -187,6 +206,8 @@ class Primitive:
             return csource.unary_source(self.name, self.trans_b)
         if self.kind == "bias":
             return csource.bias_source()
+        if self.kind == "reduce":
+            return csource.reduce_source(self.name, self.reduce_cols)
         return csource.binary_source(self.name)
 
     @property
@@ -201,7 +222,7 @@ class Primitive:
     def c_args(self) -> tuple[tuple[str, str], ...]:
         """(C type, name) of each argument, in order."""
         elem = FACTS[self.dtype].c_type
-        if self.kind in ("unary", "bias"):
+        if self.kind in ("unary", "bias", "reduce"):
             ptrs = (("const float *", "a"), ("float *", "b"))
         else:
             ptrs = ((f"const {elem} *", "a"), (f"const {elem} *", "b"), ("float *", "c"))
@@ -221,6 +242,8 @@ class Primitive:
         if self.kind == "unary":
             s.setdefault("lda", m)
             s.setdefault("ldb", n if self.trans_b else m)
+        elif self.kind == "reduce":
+            s.setdefault("lda", m)
         elif self.kind == "bias":
             s.setdefault("inca", 1)
             s.setdefault("lda", m)
@@ -249,6 +272,8 @@ class Primitive:
         if self.kind == "bias":
             return {"a": (m - 1) * s["inca"] + (n - 1) * s["lda"] + 1,
                     "b": footprint(m, n, s["ldb"])}
+        if self.kind == "reduce":
+            return {"a": footprint(m, n, s["lda"]), "b": m if self.reduce_cols else n}
         if self.kind == "binary":
             return {x: footprint(m, n, s[f"ld{x}"]) for x in "abc"}
         k, br = s["k"], s.get("br", 1)
@@ -276,6 +301,12 @@ class Primitive:
                 a, b = arrays
                 _view(b, m, n, 1, s["ldb"])[...] = UNARY_REF["identity"](
                     _view(a, m, n, s["inca"], s["lda"]))
+                return b
+            if self.kind == "reduce":
+                a, b = arrays
+                x = _view(a, m, n, 1, s["lda"])
+                out = LIBXSMM_REDUCE[self.name].reference(x, 1 if self.reduce_cols else 0)
+                b[:out.size] = out
                 return b
             if self.kind == "binary":
                 a, b, c = arrays
@@ -309,7 +340,7 @@ class Primitive:
         on): ``ceil(m / width) * n`` instructions, times ``k * br`` for gemm, ``width`` the
         unit's vector width for the dtypes."""
         unit = next(iter(target.units.values()))
-        pair = (self.dtype, None) if self.kind in ("unary", "bias") else \
+        pair = (self.dtype, None) if self.kind in ("unary", "bias", "reduce") else \
             (self.dtype, self.dtype)
         width = unit.width(*pair)
         gemm = self.kind in GEMMS
@@ -366,7 +397,7 @@ class Primitive:
         rows = s["n"] if self.kind == "unary" and self.trans_b else s["m"]
         ld_out = "ldb" if self.kind in ("unary", "bias") else "ldc"
         cols = s["m"] if self.kind == "unary" and self.trans_b else s["n"]
-        if cols > 1 and s[ld_out] < rows:
+        if self.kind != "reduce" and cols > 1 and s[ld_out] < rows:
             raise WrongDimensionError(f"primitive {self.name}: output leading dimension "
                                       f"{ld_out} = {s[ld_out]} is below its {rows} rows: "
                                       f"columns would overlap")

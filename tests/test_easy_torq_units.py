@@ -1,0 +1,146 @@
+"""Torq EasyKernel unit methods: ``alu.load`` (the partials are the data; refused where a
+loop would sum them) and a float ``biasScale`` of one value, the bias alone (Torq's float
+types have no Act scale), as its ReduceMeanPattern uses it; simulator and C against
+independent numpy readings."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import npukit as nk
+from npukit import KernelError
+from npukit.easy import PData
+
+BF16 = ml_dtypes.bfloat16
+
+
+@nk.kernel
+def passthrough(s, input, output):
+    x = input.vectorize(s.alu.iWidth(input.dtype))
+    for i in s.iterate(x.dims(0, -1)):
+        pdata = s.alu.load(s.iram.load(x[i]))
+        for av in s.iterate(pdata.dim(PData.Vectors)):
+            s.append(output, s.act.load(pdata[av]))
+
+
+@nk.kernel
+def summed_load(s, input, output, *, rows):
+    for r in s.iterate(rows):
+        pdata = s.alu.load(s.iram.load(input[r]))
+    s.store(output, s.act.load(pdata))
+
+
+def test_alu_load_passes_the_data():
+    x = np.random.default_rng(1).integers(-128, 128, 300).astype(np.int8)
+    prog = nk.build(passthrough, "torq", input=nk.spec(x.shape, "int8"),
+                    output=nk.spec(x.shape, "int16"))
+    for backend in ("sim", "c"):
+        out = np.full(x.shape, 999, np.int16)
+        prog.run(backend, input=x, output=out)
+        assert np.array_equal(out, x), backend
+
+
+def test_alu_load_refuses_a_loop_that_would_sum():
+    with pytest.raises(KernelError, match=r"alu.load .*outside loop \w+ \(4 iterations\), so "
+                                          r"they would be summed.*use accumulate"):
+        nk.build(summed_load, "torq", input=nk.spec((4, 8), "int8"),
+                 output=nk.spec((8,), "int32"), rows=4)
+    prog = nk.build(summed_load, "torq", input=nk.spec((1, 8), "int8"),
+                    output=nk.spec((8,), "int32"), rows=1)   # one iteration sums nothing
+    x = np.arange(-4, 4, dtype=np.int8).reshape(1, 8)
+    out = np.zeros(8, np.int32)
+    prog.run("sim", input=x, output=out)
+    assert np.array_equal(out, x[0])
+
+
+@nk.kernel
+def reduce_mean(s, input, weight, bias_scale, output, *, lo, hi):
+    """Torq's ReduceMeanPattern: the mean over H as a sum of x * (1 / H), then the bias."""
+    x = input.vectorize(s.alu.iWidth(input.dtype, weight.dtype))
+    bdata = s.bram.load(bias_scale)
+    wdata = s.wram.load(weight)
+    for c in s.iterate(x.dim(0)):
+        for b in s.iterate(x.dim(2)):
+            for u in s.iterate(x.dim(1)):
+                pdata = s.alu.scalarProductAccumulate(s.iram.load(x[c][u][b]), wdata)
+            for a in s.iterate(pdata.dim(PData.Vectors)):
+                s.append(output[c], s.act.rescaleClamp(pdata[a], bdata, 0, 0, lo, hi))
+
+
+@pytest.mark.parametrize("bias_dtype", [np.float32, BF16])
+def test_reduce_mean_with_a_one_value_float_bias(bias_dtype):
+    """out[c, w] = bf16(clamp(sum_h x[c, h, w] / 8 + bias, lo, hi)), the sum in float32 in
+    order of h (exact: dyadic data); canary-filled output; both clamps act."""
+    rng = np.random.default_rng(2)
+    x = (rng.integers(-64, 64, (3, 8, 40)) / 4).astype(BF16)
+    weight = np.array([0.125], BF16)
+    bias = np.array([0.75], bias_dtype)
+    prog = nk.build(reduce_mean, "torq", input=nk.spec(x.shape, BF16),
+                    weight=nk.spec((1,), BF16), bias_scale=nk.spec((1,), bias_dtype),
+                    output=nk.spec((3, 40), BF16), lo=-6.0, hi=6.0)
+    mean = np.add.accumulate(x.astype(np.float32) * np.float32(0.125), axis=1)[:, -1]
+    want = np.clip(mean + np.float32(0.75), -6, 6).astype(BF16)
+    assert (want == 6).any() and (want == -6).any() and (np.abs(want) < 6).any()
+    for backend in ("sim", "c"):
+        out = np.full((3, 40), np.nan, BF16)
+        prog.run(backend, input=x, weight=weight, bias_scale=bias, output=out)
+        assert out.tobytes() == want.tobytes(), backend
+
+
+def test_one_value_bias_needs_float_partials():
+    @nk.kernel
+    def k(s, input, bias_scale, output):
+        bdata = s.bram.load(bias_scale)
+        pdata = s.alu.accumulate(s.iram.load(input))
+        s.store(output, s.act.rescaleClamp(pdata, bdata, 0, 0, -128, 127))
+    with pytest.raises(KernelError, match=r"one \(bias, scale\) pair; got 1 value"):
+        nk.build(k, "torq", input=nk.spec((8,), "int8"), bias_scale=nk.spec((1,), "int32"),
+                 output=nk.spec((8,), "int8"))
+
+
+@nk.kernel
+def fill(s, output, *, value):
+    for ii in s.iterate(output.dims()):
+        s.store(output[ii], value)
+
+
+@pytest.mark.parametrize("dtype, value", [("uint8", 200), ("int32", -(2**31)),
+                                          (BF16, -2.75), ("float32", 1e30)])
+def test_store_of_a_constant_fills_every_element(dtype, value):
+    """Torq's store(output, value): every element of a strided view, nothing beside it."""
+    buf = np.zeros((5, 9), dtype)
+    buf[...] = 7
+    prog = nk.build(fill, "torq", output=nk.spec((5, 6), dtype, strides=(9, 1)), value=value)
+    want = buf.copy()
+    want[:, :6] = value
+    for backend in ("sim", "c"):
+        out = buf.copy()
+        prog.run(backend, output=out[:, :6])
+        assert out.tobytes() == want.tobytes(), backend
+
+
+def test_store_of_a_constant_errors_name_what_is_wrong():
+    with pytest.raises(KernelError, match="value 300 does not fit uint8 \\(0..255\\)"):
+        nk.build(fill, "torq", output=nk.spec((4,), "uint8"), value=300)
+
+    @nk.kernel
+    def whole(s, output):
+        s.store(output, 1)
+    with pytest.raises(nk.ShapeError, match="must hold one element"):
+        nk.build(whole, "torq", output=nk.spec((4,), "int8"))
+
+    @nk.kernel
+    def after_alu(s, input, output):
+        s.alu.accumulate(s.iram.load(input))
+        s.store(output[0], 1)
+    with pytest.raises(KernelError, match="stores a constant loads nothing and has no ALU"):
+        nk.build(after_alu, "torq", input=nk.spec((4,), "int8"), output=nk.spec((4,), "int8"))
+
+    @nk.kernel
+    def then_alu(s, input, output):
+        s.store(output[0], 1)
+        s.alu.accumulate(s.iram.load(input))
+    with pytest.raises(KernelError, match="a kernel that stores a constant has no ALU or Act"):
+        nk.build(then_alu, "torq", input=nk.spec((4,), "int8"), output=nk.spec((1,), "int8"))
