@@ -223,6 +223,7 @@ def test_the_allocator_follows_its_rules(its):
     assert P.peak(its) == plain_peak(its)
     offsets, size = P.allocate(its)
     assert (offsets, size) == plain_allocate(its)
+    assert size >= P.least(its)  # the bound the planner refuses states by
     placed = [it for it in its if it.size > 0]
     for a in placed:  # and no two items live at once overlap
         for b in placed:

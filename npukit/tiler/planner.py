@@ -150,6 +150,13 @@ def peak(items: list[Item]) -> int:
     return best
 
 
+def least(items: list[Item]) -> int:
+    """The fewest bytes an allocation of ``items`` can take (a lower bound of ``allocate``'s
+    size): the items live at the peak lie at aligned offsets without overlapping, so all but
+    the highest take their aligned size."""
+    return peak(items) - (ALIGN - 1)
+
+
 def allocate(items: list[Item]) -> tuple[dict[str, int], int]:
     """Offsets for items live over inclusive layer ranges, no two live at once overlapping;
     returns (offsets, size). Items are placed by start time within the peak, each on the
@@ -278,7 +285,8 @@ class _Planner:
             off = _up(off) + self.tensors[t].size
         return off
 
-    def fits(self, s: _State) -> bool:
+    def fits(self, s: _State, items: list[Item] | None = None) -> bool:
+        """Whether state ``s`` fits every budget (``items``: its L2 items, when known)."""
         key = (frozenset(s.l3_locals), tuple(s.l2_consts), tuple(s.l3_consts),
                tuple(sorted(s.fetches.items())))
         got = self._fits.get(key)
@@ -287,12 +295,10 @@ class _Planner:
             l3_dyn = self._l3.get(key[0])
             if l3_dyn is None:
                 l3_dyn = self._l3[key[0]] = allocate(self.l3_items(s))[1]
-            items = self.l2_items(s)
+            items = self.l2_items(s) if items is None else items
             static = self.static(s.l2_consts)
-            # An area is at least the peak of the bytes live at once: a state over it by the
-            # peak needs no allocation to be refused.
             got = self.static(s.l3_consts) + l3_dyn <= b.l3 and \
-                static + peak(items) <= b.l2 and static + allocate(items)[1] <= b.l2
+                static + least(items) <= b.l2 and static + allocate(items)[1] <= b.l2
             self._fits[key] = got
         return got
 
@@ -386,13 +392,33 @@ class _Planner:
                         covered = at
                         break
 
-            def fits(at: int, s=s, t=t, last=last) -> bool:
-                return self.fits(replace(s, fetches={**s.fetches, t: (at, last)}))
+            # The L2 items but this constant's copy do not depend on when it is fetched
+            # (its layers read the copy whichever start), and the least an allocation takes
+            # only grows as the copy starts earlier: the starts before the earliest within
+            # the budget by that bound cannot fit.
+            others = [it for it in self.l2_items(replace(s, fetches={**s.fetches,
+                                                                     t: (first, last)}))
+                      if it.key != f"{t}@L2"]
+            size, static = self.tensors[t].size, self.static(s.l2_consts)
+
+            def items(at: int, t=t, last=last, size=size, others=others) -> list[Item]:
+                return others + [Item(f"{t}@L2", at, last, size)]
+            lo, hi = 0, first + 1  # the earliest start within that bound, by bisection
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if static + least(items(mid)) <= self.budgets.l2:
+                    hi = mid
+                else:
+                    lo = mid + 1
+
+            def fits(at: int, s=s, t=t, last=last, earliest=lo) -> bool:
+                return at >= earliest and self.fits(
+                    replace(s, fetches={**s.fetches, t: (at, last)}), items(at))
             # The latest covered start that fits; else the earliest start that fits (the
             # starts before a covered one are covered too).
-            at = next((a for a in range(covered, -1, -1) if fits(a)), None)
+            at = next((a for a in range(covered, lo - 1, -1) if fits(a)), None)
             if at is None:
-                at = next((a for a in range(covered + 1, first + 1) if fits(a)), None)
+                at = next((a for a in range(max(covered + 1, lo), first + 1) if fits(a)), None)
             if at is not None:
                 s = replace(s, fetches={**s.fetches, t: (at, last)})
         return s
