@@ -74,6 +74,7 @@ from .basic_kernels import (
     convolution,
     elementwise,
     linear,
+    mathfn,
     movement,
     normalisation,
     pooling,
@@ -268,10 +269,13 @@ def global_pool(m, Name: str, *, dt, C: int, Width: int, Height: int, InZp: int 
 # -- elementwise ------------------------------------------------------------------------------
 
 def unary(m, Name: str, *, in_dt, out_dt, Rows: int, Cols: int, Op: int, P0: int = 0,
-          P1: int = 0) -> None:
-    """``Name(In, Out)``: ``Out = f(In)`` elementwise on a [Rows, Cols] view (see
-    ``basic_kernels.elementwise.unary``), tiles of rows."""
-    k = _lib(m, elementwise.unary(np.dtype(in_dt).name, np.dtype(out_dt).name, _width(m, in_dt)))
+          P1: int = 0, fn: str | None = None) -> None:
+    """``Name(In, Out)``: ``Out = f(In)`` elementwise on a [Rows, Cols] view, tiles of rows:
+    ``basic_kernels.elementwise.unary``'s operation ``Op``, or the float32 function ``fn`` of
+    ``basic_kernels.mathfn.UNARY``."""
+    width = _width(m, in_dt)
+    k = _lib(m, mathfn.math_unary(fn, width) if fn is not None else
+             elementwise.unary(np.dtype(in_dt).name, np.dtype(out_dt).name, width))
     m.UserKernel(Name,
         KernelDimensions(1, Cols, Rows, 1), KernelIterationOrder(KER_DIM2, KER_TILE), TILE_HOR,
         CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(out_dt), "Out")),

@@ -21,7 +21,7 @@ from functools import partial
 from ...errors import ModelError
 from ...tiler.model import Model
 from ..reader import Net
-from . import conv, elementwise, linear, norm, pool, quantized, shape, softmax
+from . import conv, elementwise, linear, math, norm, pool, quantized, shape, softmax
 from .context import VIEW_OPS, Lowering, c_name
 
 HANDLERS = {
@@ -39,6 +39,7 @@ HANDLERS = {
     "QGlobalAveragePool": partial(pool.global_pool, quant=True),
     **{op: elementwise.act for op in ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh")},
     **{op: elementwise.float_binary for op in elementwise.BINARY},
+    **{op: math.math_unary for op in math.OPS},
     "Sum": elementwise.sum_inputs,
     "QAdd": elementwise.qadd,
     "QMul": elementwise.qmul,
