@@ -17,7 +17,7 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
 - ``unary``, ``lut``: elementwise functions and 256-entry tables.
 - ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views.
 - ``matmul``: rows of ``A`` times column tiles of ``B`` (vertical tiles), with Gemm's ``C``.
-- ``softmax``, ``lrn``: along rows or, in vertical tiles, along columns.
+- ``softmax``, ``reduce``, ``lrn``: along rows or, in vertical tiles, along columns.
 - ``pad_axis``, ``concat``, ``transpose``: data movement.
 
 Padding of windowed layers. These layers' arguments have no padding of their own, so the
@@ -78,6 +78,7 @@ from .basic_kernels import (
     movement,
     normalisation,
     pooling,
+    reduction,
 )
 from .basic_kernels import softmax as softmax_kernels
 
@@ -434,6 +435,32 @@ def softmax(m, Name: str, *, Outer: int, D: int, Inner: int, dt="float32",
     m._cnn_ops[Name] = Outer * D * Inner
 
 
+def reduce(m, Name: str, *, op: str, Outer: int, D: int, Inner: int) -> None:
+    """``Name(In, Out)``: the float32 reduction ``op`` (``basic_kernels.reduction.REDUCE``)
+    of [Outer, D, Inner] along its middle axis into [Outer, Inner]: tiles of rows when Inner
+    is 1, else vertical tiles of each [D, Inner] plane (every tile holds all D values of
+    its columns)."""
+    k = _lib(m, reduction.reduce(op, _width(m, "float32")))
+    if Inner == 1:
+        order, dims = KernelIterationOrder(KER_DIM2, KER_TILE), KernelDimensions(1, D, Outer, 1)
+        con, (wi, hi), (wo, ho), planes = OBJ_CONSTRAINTS_TILE_HOR, (D, Outer), (1, Outer), 1
+        binds = [K_Arg("In", KER_ARG_TILE_H), Imm(D), Imm(D), Imm(1)]
+    else:
+        order, dims = _plane_order(Outer), KernelDimensions(1, Inner, D, Outer)
+        con, (wi, hi), (wo, ho), planes = OBJ_CONSTRAINTS_TILE_VER, (Inner, D), (Inner, 1), Outer
+        binds = [K_Arg("In", KER_ARG_TILE_W), Imm(1), Imm(D), K_Arg("In", KER_ARG_TILE_W)]
+    m.UserKernel(Name, dims, order, TILE_HOR,
+        CArgs(TCArg(_ptr("float32", True), "In"), TCArg(_ptr("float32"), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE), *binds))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_TILED | _per_plane(planes, True), wi, hi, 4, 0, con, 0,
+                   "In"),
+            KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(planes), wo, ho, 4, 0, con, 0,
+                   "Out")))
+    m._cnn_ops[Name] = Outer * D * Inner
+
+
 def lrn(m, Name: str, *, Planes: int, C: int, Cols: int, Lo: int, Hi: int, AlphaOverSize: int,
         Beta: int, Bias: int) -> None:
     """``Name(In, Out)``: ONNX LRN across the C rows of each [C, Cols] plane (vertical
@@ -556,4 +583,4 @@ def transpose(m, Name: str, *, dt, Planes: int, A: int, B: int, I: int) -> None:
 
 
 __all__ = ["conv_pool_act", "pool", "global_pool", "unary", "lut", "binary", "matmul",
-           "softmax", "lrn", "pad_axis", "concat", "transpose"]
+           "softmax", "reduce", "lrn", "pad_axis", "concat", "transpose"]

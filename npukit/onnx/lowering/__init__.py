@@ -21,7 +21,18 @@ from functools import partial
 from ...errors import ModelError
 from ...tiler.model import Model
 from ..reader import Net
-from . import conv, elementwise, linear, math, norm, pool, quantized, shape, softmax
+from . import (
+    conv,
+    elementwise,
+    linear,
+    math,
+    norm,
+    pool,
+    quantized,
+    reductions,
+    shape,
+    softmax,
+)
 from .context import VIEW_OPS, Lowering, c_name
 
 HANDLERS = {
@@ -40,6 +51,7 @@ HANDLERS = {
     **{op: elementwise.act for op in ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh")},
     **{op: elementwise.float_binary for op in elementwise.BINARY},
     **{op: math.math_unary for op in math.OPS},
+    **{op: reductions.reduce for op in reductions.OPS},
     "Sum": elementwise.sum_inputs,
     "QAdd": elementwise.qadd,
     "QMul": elementwise.qmul,

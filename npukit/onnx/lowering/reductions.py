@@ -1,0 +1,73 @@
+"""ONNX's reductions (``ReduceSum``, ``ReduceMean``, ``ReduceMax``, ``ReduceMin``,
+``ReduceProd``, ``ReduceL1``, ``ReduceL2``, ``ReduceLogSum``, ``ReduceLogSumExp``,
+``ReduceSumSquare``) on float32: one ``reduce`` layer over an [outer, reduced, inner] view of
+the input, after ``transpose`` layers when the reduced axes are not neighbours."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ModelError
+from ...tiler import layer_generators as G
+from ...tiler.basic_kernels.reduction import REDUCE
+from ..reader import Node
+from .context import Lowering
+from .shape import transpose_steps, view
+
+OPS = tuple(REDUCE)
+
+
+def reduce_axes(ctx: Lowering, n: Node, rank: int) -> list[int] | None:
+    """The axes ``n`` reduces, sorted; None when it reduces none (``noop_with_empty_axes``)."""
+    if len(n.inputs) > 1 and n.inputs[1]:
+        t = n.inputs[1]
+        if t not in ctx.net.consts:
+            raise ModelError(f"{n.where()}: axes {t!r} is computed by the model; npukit needs "
+                             f"the axes of a reduction as a constant")
+        axes = [int(a) for a in ctx.net.consts[t].reshape(-1)]
+    else:
+        axes = [int(a) for a in n.attrs.get("axes", [])]
+    if not axes:
+        return None if n.attrs.get("noop_with_empty_axes", 0) else list(range(rank))
+    bad = [a for a in axes if not -rank <= a < rank]
+    if bad:
+        raise ModelError(f"{n.where()}: axes {axes} for a rank-{rank} input")
+    return sorted({a % rank for a in axes})
+
+
+def reduce(ctx: Lowering, n: Node) -> None:
+    x, out = n.inputs[0], n.outputs[0]
+    s = ctx.shape(x)
+    if ctx.dtype(x) != np.float32:
+        raise ModelError(f"{n.where()}: {n.op} of {ctx.dtype(x)} data is not supported "
+                         f"(float32 only)")
+    axes = reduce_axes(ctx, n, len(s))
+    if axes is None:
+        return view(ctx, Node("Identity", n.name, [x], [out], {}))
+    # Axes of size 1 move no data: the reduced axes must be neighbours among the others.
+    real = [a for a in range(len(s)) if s[a] != 1]
+    red = [a for a in real if a in axes]
+    src, dt = ctx.tensor(x), np.float32
+    pos = [real.index(a) for a in red]
+    if pos and pos != list(range(pos[0], pos[0] + len(pos))):
+        perm = [a for a in range(len(s)) if a not in axes] + axes
+        steps = transpose_steps(s, perm)
+        for k, (P, A, B, I) in enumerate(steps):  # noqa: E741
+            name = ctx.layer("Transpose")
+            G.transpose(ctx.m, name, dt=dt, Planes=P, A=A, B=B, I=I)
+            dst = ctx.local(f"{out}_moved{k}", dt, int(np.prod(s)))
+            ctx.add(name, "Transpose", [], f"reduced axes {axes} moved last (perm {perm})",
+                    [src], [dst])
+            src = dst
+        s, red = tuple(s[a] for a in perm), list(range(len(s) - len(axes), len(s)))
+    size = int(np.prod(s))
+    if red:
+        outer = int(np.prod([s[a] for a in range(red[0])]))
+        d = int(np.prod([s[a] for a in red]))
+    else:  # only axes of size 1: the reduction of one value each
+        outer, d = size, 1
+    inner = size // (outer * d)
+    name = ctx.layer(n.op)
+    G.reduce(ctx.m, name, op=n.op, Outer=outer, D=d, Inner=inner)
+    ctx.add(name, n.op, [n], f"axes {axes}: [{outer}, {d}, {inner}] -> [{outer}, {inner}]",
+            [src], [ctx.output(out)])
