@@ -12,13 +12,14 @@ from ...tiler import layer_generators as G
 from ...tiler.basic_kernels.reduction import REDUCE
 from ..reader import Node
 from .context import Lowering
-from .shape import transpose_steps, view
+from .shape import transpose_steps
 
 OPS = tuple(REDUCE)
 
 
-def reduce_axes(ctx: Lowering, n: Node, rank: int) -> list[int] | None:
-    """The axes ``n`` reduces, sorted; None when it reduces none (``noop_with_empty_axes``)."""
+def reduce_axes(ctx: Lowering, n: Node, rank: int) -> list[int]:
+    """The axes ``n`` reduces, sorted; none with ``noop_with_empty_axes`` (each value is then
+    reduced alone, as ONNX Runtime does: ``ReduceL2`` gives ``|x|``)."""
     if len(n.inputs) > 1 and n.inputs[1]:
         t = n.inputs[1]
         if t not in ctx.net.consts:
@@ -28,7 +29,7 @@ def reduce_axes(ctx: Lowering, n: Node, rank: int) -> list[int] | None:
     else:
         axes = [int(a) for a in n.attrs.get("axes", [])]
     if not axes:
-        return None if n.attrs.get("noop_with_empty_axes", 0) else list(range(rank))
+        return [] if n.attrs.get("noop_with_empty_axes", 0) else list(range(rank))
     bad = [a for a in axes if not -rank <= a < rank]
     if bad:
         raise ModelError(f"{n.where()}: axes {axes} for a rank-{rank} input")
@@ -42,8 +43,6 @@ def reduce(ctx: Lowering, n: Node) -> None:
         raise ModelError(f"{n.where()}: {n.op} of {ctx.dtype(x)} data is not supported "
                          f"(float32 only)")
     axes = reduce_axes(ctx, n, len(s))
-    if axes is None:
-        return view(ctx, Node("Identity", n.name, [x], [out], {}))
     # Axes of size 1 move no data: the reduced axes must be neighbours among the others.
     real = [a for a in range(len(s)) if s[a] != 1]
     red = [a for a in real if a in axes]
@@ -64,7 +63,7 @@ def reduce(ctx: Lowering, n: Node) -> None:
     if red:
         outer = int(np.prod([s[a] for a in range(red[0])]))
         d = int(np.prod([s[a] for a in red]))
-    else:  # only axes of size 1: the reduction of one value each
+    else:  # no axes, or only axes of size 1: the reduction of one value each
         outer, d = size, 1
     inner = size // (outer * d)
     name = ctx.layer(n.op)
