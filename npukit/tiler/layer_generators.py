@@ -322,12 +322,16 @@ def _bcast_arg(name: str, dt, planes: int, rows: int, cols: int, full: tuple[boo
 def binary(m, Name: str, *, a_dt, b_dt, out_dt, Planes: int, Rows: int, Cols: int,
            a_full: tuple[bool, bool, bool], b_full: tuple[bool, bool, bool], Op: int,
            Act: int = common.ACT_NONE, P: tuple[int, int, int] = (0, 0, 0), Za: int = 0,
-           Zb: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0) -> None:
+           Zb: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0, fn: str | None = None) -> None:
     """``Name(A, B, Out)``: ``Out[p][r][c] = op(A, B)`` on [Planes, Rows, Cols]; ``a_full`` and
     ``b_full`` say along which dimensions each operand varies (else it is broadcast). Tiles
-    of rows; per-plane operands follow the out-plane iterator."""
-    k = _lib(m, elementwise.binary(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
-                         _width(m, out_dt)))
+    of rows; per-plane operands follow the out-plane iterator. ``op``: ``Op`` of
+    ``basic_kernels.elementwise.binary``, or the float32 function ``fn`` of
+    ``basic_kernels.mathfn.BINARY``."""
+    width = _width(m, out_dt)
+    k = _lib(m, mathfn.math_binary(fn, width) if fn is not None else
+             elementwise.binary(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
+                                width))
     ka, (ar, ac) = _bcast_arg("A", a_dt, Planes, Rows, Cols, a_full)
     kb, (br, bc) = _bcast_arg("B", b_dt, Planes, Rows, Cols, b_full)
     m.UserKernel(Name,

@@ -1,16 +1,19 @@
-"""The float32 math unaries and activations of ``basic_kernels.mathfn`` (Abs, Exp, Sqrt,
-Sin, Erf, Elu, HardSwish, Gelu, ...): one elementwise layer each."""
+"""The float32 math functions of ``basic_kernels.mathfn``: the unaries and activations (Abs,
+Exp, Sqrt, Sin, Erf, Elu, HardSwish, Gelu, ...), one elementwise layer each; Pow and PRelu,
+one broadcasting layer; Max, Min and Mean of any number of inputs, a chain of them."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ...errors import ModelError
+from ...tiler.basic_kernels import elementwise
 from ...tiler.basic_kernels.common import f32_bits
 from ...tiler.basic_kernels.mathfn import UNARY
 from ..reader import Node
 from .context import Lowering
-from .elementwise import unary
+from .elementwise import binary_layer, unary
+from .shape import view
 
 OPS = tuple(op for op in UNARY if op != "GeluTanh")
 
@@ -34,3 +37,42 @@ def math_unary(ctx: Lowering, n: Node) -> None:
     what = ", ".join(f"{k}={v:g}" for (k, _), v in zip(UNARY[fn][1], params))
     unary(ctx, n, "float32", "float32", 0, p0, p1,
           f"{ctx.info(n.outputs[0]).size} values" + (f" ({what})" if what else ""), fn=fn)
+
+
+def _floats(ctx: Lowering, n: Node, ins: list[str]) -> None:
+    for t in ins:
+        if ctx.dtype(t) != np.float32:
+            raise ModelError(f"{n.where()}: {n.op} of {ctx.dtype(t)} input {t!r} is not "
+                             f"supported (float32 only)")
+
+
+def math_binary(ctx: Lowering, n: Node) -> None:
+    """Pow and PRelu: one broadcasting layer."""
+    _floats(ctx, n, n.inputs[:2])
+    binary_layer(ctx, n, n.inputs[0], n.inputs[1], n.outputs[0], [n], 0, n.op, fn=n.op)
+
+
+def variadic(ctx: Lowering, n: Node) -> None:
+    """Max, Min and Mean of any number of inputs, broadcast: a chain of two-input layers
+    (Mean: sums, then a division by the count, as ONNX Runtime)."""
+    ins = [t for t in n.inputs if t]
+    _floats(ctx, n, ins)
+    out = n.outputs[0]
+    if len(ins) == 1:
+        return view(ctx, Node("Identity", n.name, ins, n.outputs, {}))
+    acc = ins[0]
+    for k, t in enumerate(ins[1:]):
+        last = k == len(ins) - 2 and n.op != "Mean"
+        step_out = out if last else f"{out}__{n.op.lower()}{k}"
+        if not last:
+            ctx.net.info[step_out] = ctx.net.info[out]
+        step = Node(n.op, f"{n.name}_{k}", [acc, t], [step_out], {})
+        if n.op == "Mean":
+            binary_layer(ctx, step, acc, t, step_out, [], elementwise.BIN_ADD, "Mean (sum)")
+        else:
+            binary_layer(ctx, step, acc, t, step_out, [n] if last else [], 0, n.op, fn=n.op)
+        acc = step_out
+    if n.op == "Mean":
+        count = f"{n.name}__count"
+        ctx.net.consts[count] = np.array([len(ins)], np.float32)
+        binary_layer(ctx, n, acc, count, out, [n], elementwise.BIN_DIV, "Mean")

@@ -30,6 +30,9 @@ from .scalar import (
     exp,
     floor,
     log,
+    maximum,
+    minimum,
+    pow_,
     round_even,
     sqrt,
 )
@@ -247,3 +250,60 @@ void {name}({c_signature(args)})
     cost = max(1, len(b.lines))
     return BasicKernel(name, args, True, src, reference,
                        lambda W, H, **_: math.ceil(W * H / width) * cost)
+
+
+# Binary float32 functions ``f(m, a, b)``, broadcast as ``elementwise.binary``'s operations.
+BINARY = {
+    "Max": maximum,
+    "Min": minimum,
+    "Pow": pow_,
+    "PRelu": lambda m, x, slope: m.where(x < 0.0, x * slope, x),
+}
+# The arguments of ``elementwise.binary`` this kernel shares and ignores past the strides.
+_BINARY_UNUSED = ("Op", "Act", "P0", "P1", "P2", "Za", "Zb", "Zout", "Lo", "Hi")
+
+
+@cache
+def math_binary(op: str, width: int) -> BasicKernel:
+    """``Out[r][c] = f(A[r*ARow + c*ACol], B[r*BRow + c*BCol])`` over ``Rows`` x ``Cols``
+    float32 values (a stride 0 broadcasts), ``f`` = ``BINARY[op]``; the arguments of
+    ``elementwise.binary``, those after the strides unused."""
+    fn = BINARY[op]
+    name = f"KerMathBinaryNpk_{op}_fl"
+    args = (("const float *__restrict__", "A"), ("const float *__restrict__", "B"),
+            ("float *__restrict__", "Out"), ("int", "Rows"), ("int", "Cols"), ("int", "ARow"),
+            ("int", "ACol"), ("int", "BRow"), ("int", "BCol"),
+            *(("int", a) for a in _BINARY_UNUSED))
+    b = CBuilder()
+    res = b.result(fn(b, b.var("X"), b.var("Y")))
+    body = "\n".join(f"            {line}" for line in b.lines)
+    unused = "".join(f"    (void){a};\n" for a in _BINARY_UNUSED)
+    src = f"""\
+{HELPERS}
+{C_HELPERS}
+void {name}({c_signature(args)})
+{{
+    /* Out[r][c] = {op}(A[r*ARow + c*ACol], B[r*BRow + c*BCol]), one statement per float32
+       operation as npukit.tiler.basic_kernels.mathfn defines it; rows are shared among the
+       cores. */
+{unused}{share_rows()}
+    for (int r = First; r < Last; r++)
+        for (int c = 0; c < Cols; c++) {{
+            float X = A[r * ARow + c * ACol], Y = B[r * BRow + c * BCol];
+{body}
+            Out[r * Cols + c] = {res};
+        }}
+}}"""
+
+    def reference(A, B, Out, Rows, Cols, ARow, ACol, BRow, BCol, *_, core_id, core_count):
+        if core_id or Rows <= 0:
+            return
+        r, c = np.arange(Rows)[:, None], np.arange(Cols)[None, :]
+        x = np.asarray(A[r * ARow + c * ACol], np.float32)
+        y = np.asarray(B[r * BRow + c * BCol], np.float32)
+        with np.errstate(all="ignore"):
+            Out[:Rows * Cols] = np.broadcast_to(fn(NUMPY, x, y), (Rows, Cols)).reshape(-1)
+
+    cost = max(1, len(b.lines))
+    return BasicKernel(name, args, True, src, reference,
+                       lambda Rows, Cols, **_: math.ceil(Rows * Cols / width) * cost + Rows)

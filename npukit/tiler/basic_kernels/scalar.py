@@ -213,16 +213,32 @@ def exp(m, x):
     return m.exp2(x * LOG2E)
 
 
-def log(m, x):
-    """Natural log: ``ln 2 * log2(x)``, subnormals scaled by 2**24 first; ``-inf`` at 0,
-    NaN below, ``inf`` at ``inf``. Absolute error about 1e-7."""
+def log2(m, x):
+    """``log2(x)``: ``npk_log2`` with subnormals scaled by 2**24 first; ``-inf`` at 0, NaN
+    below, ``inf`` at ``inf``. Absolute error about 1.5e-7."""
     sub = x < 1.1754944e-38
     xs = m.where(sub, x * 16777216.0, x)
     pos = (xs > 0.0) & (xs < np.inf)
     v = m.log2(m.where(pos, xs, 1.0)) - m.where(sub, 24.0, 0.0)
-    v = v * LN2
     edge = m.where(x == 0.0, -np.inf, m.where(x == np.inf, np.inf, np.nan))
     return m.where(pos, v, edge)
+
+
+def log(m, x):
+    """Natural log: ``ln 2 * log2(x)``, absolute error about 1e-7."""
+    return log2(m, x) * LN2
+
+
+def pow_(m, x, y):
+    """``x**y`` as ONNX's Pow: ``2**(y log2 |x|)`` (relative error about ``|y log2 x| * 1.2e-7``),
+    exact squares (``y == 2``: ``x * x``), the sign of an odd integer power of a negative x,
+    NaN for a negative x to a non-integer power, 1 for ``y == 0`` or ``x == 1``."""
+    v = m.exp2(y * log2(m, abs_(m, x)))
+    whole = trunc(m, y) == y
+    odd = whole & (trunc(m, y * 0.5) != y * 0.5)
+    v = m.where(x < 0.0, m.where(whole, m.where(odd, -v, v), np.nan), v)
+    v = m.where(y == 2.0, x * x, v)
+    return m.where((y == 0.0) | (x == 1.0), 1.0, v)
 
 
 def sqrt(m, x):
@@ -248,4 +264,4 @@ def minimum(m, a, b):
 
 
 __all__ = ["CBuilder", "CVal", "C_HELPERS", "NUMPY", "NumpyOps", "abs_", "ceil", "exp",
-           "floor", "log", "maximum", "minimum", "round_even", "sqrt", "trunc"]
+           "floor", "log", "log2", "maximum", "minimum", "pow_", "round_even", "sqrt", "trunc"]
