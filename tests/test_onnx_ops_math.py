@@ -184,3 +184,58 @@ def test_the_c_of_a_function_is_its_definition_one_statement_per_operation():
         float V4 = X / V3;
         Out[i] = V4;
 """ in src
+
+
+# -- two inputs and more ----------------------------------------------------------------------
+
+def test_max_min_mean_of_several_broadcast_inputs():
+    a = RNG.normal(size=(2, 3, 4)).astype(np.float32)
+    b = RNG.normal(size=(3, 1)).astype(np.float32)
+    c = RNG.normal(size=(4,)).astype(np.float32)
+    a[0, 0, 0] = np.nan  # Max and Min propagate NaN, as ONNX Runtime
+    ins = {"a": a, "b": b, "c": c}
+    nodes = [node("Max", ["a", "b", "c"], ["y0"]), node("Min", ["c", "a"], ["y1"]),
+             node("Mean", ["a", "b", "c"], ["y2"]), node("Max", ["b", "c"], ["y3"])]
+    g, out, _ = check_ops(model(nodes, ins, ["y0", "y1", "y2", "y3"]), ins)
+    a64, b64, c64 = (v.astype(np.float64) for v in (a, b, c))
+    assert np.array_equal(out["y0"], np.maximum(np.maximum(a, b), c), equal_nan=True)
+    assert np.array_equal(out["y1"], np.minimum(c, a), equal_nan=True)
+    mean = (a64 + b64 + c64) / 3
+    assert np.isnan(out["y2"][0, 0, 0])
+    assert np.nanmax(np.abs(out["y2"] - mean)) <= 3e-7 * np.nanmax(np.abs(mean))
+    assert out["y3"].shape == (3, 4) and np.array_equal(out["y3"], np.maximum(b, c))
+    assert [info.ops for info in g.layers] == ["Max", "Max", "Min", "Mean (sum)", "Mean (sum)",
+                                               "Mean", "Max"]
+
+
+def test_pow_and_prelu():
+    x = RNG.normal(size=(2, 3, 5)).astype(np.float32) * 2
+    e = np.round(RNG.normal(size=(2, 3, 5)) * 2).astype(np.float32)  # integer powers
+    e[0, 0] = [0.5, 2.0, 0.0, -1.0, 3.0]  # a root of a negative x is NaN
+    p = (np.abs(x) + 0.25).astype(np.float32)
+    slope = RNG.uniform(0.05, 0.5, size=(3, 1)).astype(np.float32)
+    ins = {"x": x, "e": e, "p": p, "s": slope}
+    nodes = [node("Pow", ["x", "e"], ["y0"]), node("Pow", ["p", "x"], ["y1"]),
+             node("PRelu", ["x", "s"], ["y2"])]
+    _, out, _ = check_ops(model(nodes, ins, ["y0", "y1", "y2"]), ins)
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        want = np.power(x64, e)
+    assert np.array_equal(np.isnan(out["y0"]), np.isnan(want)) and np.isnan(want).any()
+    ok = ~np.isnan(want)
+    assert (np.abs(out["y0"][ok] - want[ok]) <= 1e-6 * np.abs(want[ok]) + 1e-30).all()
+    assert np.abs(out["y1"] / np.power(p.astype(np.float64), x64) - 1).max() < 1e-6
+    assert np.array_equal(out["y2"], np.where(x < 0, x * slope, x))
+
+
+def test_a_constant_integer_exponent_is_read_as_float_and_integer_data_is_refused():
+    x = RNG.normal(size=(3, 4)).astype(np.float32)
+    m = model([node("Pow", ["x", "k"], ["y"])], {"x": x}, ["y"], {"k": np.array(3, np.int64)})
+    _, out, _ = check_ops(m, {"x": x})
+    assert np.abs(out["y"] - x.astype(np.float64) ** 3).max() <= 1e-6 * np.abs(x ** 3).max()
+    q = (x * 20).astype(np.int8)
+    m = model([node("PRelu", ["q", "s"], ["y"], name="p1")], {"q": q}, ["y"],
+              {"s": np.array([1], np.int8)})
+    with pytest.raises(ModelError, match=r"^node 'p1' \(PRelu\): PRelu of int8 input 'q' is "
+                                         r"not supported \(float32 only\)$"):
+        npukit.onnx.load(m)

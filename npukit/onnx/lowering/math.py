@@ -47,9 +47,14 @@ def _floats(ctx: Lowering, n: Node, ins: list[str]) -> None:
 
 
 def math_binary(ctx: Lowering, n: Node) -> None:
-    """Pow and PRelu: one broadcasting layer."""
-    _floats(ctx, n, n.inputs[:2])
-    binary_layer(ctx, n, n.inputs[0], n.inputs[1], n.outputs[0], [n], 0, n.op, fn=n.op)
+    """Pow and PRelu: one broadcasting layer. A constant integer exponent of Pow is read as
+    float32 (ONNX Runtime converts it so)."""
+    a, b = n.inputs[:2]
+    if n.op == "Pow" and b in ctx.net.consts and ctx.dtype(b).kind in "iu":
+        b = f"{b}__float"
+        ctx.net.consts[b] = ctx.net.consts[n.inputs[1]].astype(np.float32)
+    _floats(ctx, n, [a, b])
+    binary_layer(ctx, n, a, b, n.outputs[0], [n], 0, n.op, fn=n.op)
 
 
 def variadic(ctx: Lowering, n: Node) -> None:
