@@ -239,3 +239,21 @@ def test_a_constant_integer_exponent_is_read_as_float_and_integer_data_is_refuse
     with pytest.raises(ModelError, match=r"^node 'p1' \(PRelu\): PRelu of int8 input 'q' is "
                                          r"not supported \(float32 only\)$"):
         npukit.onnx.load(m)
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_log_softmax_along_rows_and_columns(opset):
+    x = (RNG.normal(size=(2, 5, 7)) * 4).astype(np.float32)
+    axes = [-1, 1] if opset >= 13 else [1, 2]
+    nodes = [node("LogSoftmax", ["x"], [f"y{i}"], axis=a) for i, a in enumerate(axes)]
+    g, out, _ = check_ops(model(nodes, {"x": x}, ["y0", "y1"], opset=opset), {"x": x},
+                          l1_budget=900)
+    x64 = x.astype(np.float64)
+    for i, a in enumerate(axes):
+        # opset 11: over the flattened trailing axes from ``axis``
+        v = x64.reshape(2, -1) if opset < 13 and a == 1 else x64
+        ax = -1 if opset < 13 else a
+        want = v - v.max(axis=ax, keepdims=True)
+        want = (want - np.log(np.exp(want).sum(axis=ax, keepdims=True))).reshape(x.shape)
+        assert np.abs(out[f"y{i}"] - want).max() <= 1e-6 * np.abs(want).max()
+    assert [info.ops for info in g.layers] == ["LogSoftmax", "LogSoftmax"]

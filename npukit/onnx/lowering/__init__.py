@@ -66,6 +66,7 @@ HANDLERS = {
     "MatMul": linear.matmul,
     "QMatMul": linear.qmatmul,
     "Softmax": partial(softmax.softmax, quant=False),
+    "LogSoftmax": partial(softmax.softmax, quant=False),
     "QSoftmax": partial(softmax.softmax, quant=True),
     "LRN": norm.lrn,
     "BatchNormalization": norm.batch_norm,
