@@ -38,6 +38,7 @@ from .context import VIEW_OPS, Lowering, c_name
 HANDLERS = {
     **{op: shape.view for op in VIEW_OPS},
     "Cast": shape.cast,
+    "CastLike": shape.cast,
     "Concat": shape.concat,
     "Transpose": shape.transpose,
     "Pad": shape.pad,
@@ -54,6 +55,7 @@ HANDLERS = {
     "Pow": math.math_binary,
     "PRelu": math.math_binary,
     **{op: math.variadic for op in ("Max", "Min", "Mean")},
+    "Expand": math.expand,
     **{op: reductions.reduce for op in reductions.OPS},
     "Sum": elementwise.sum_inputs,
     "QAdd": elementwise.qadd,

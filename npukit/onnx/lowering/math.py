@@ -81,3 +81,15 @@ def variadic(ctx: Lowering, n: Node) -> None:
         count = f"{n.name}__count"
         ctx.net.consts[count] = np.array([len(ins)], np.float32)
         binary_layer(ctx, n, acc, count, out, [n], elementwise.BIN_DIV, "Mean")
+
+
+def expand(ctx: Lowering, n: Node) -> None:
+    """Expand: the input broadcast to the output's shape (its shape input a constant the
+    shape inference read), one broadcasting layer."""
+    x = n.inputs[0]
+    _floats(ctx, n, [x])
+    if ctx.shape(x) == ctx.info(n.outputs[0]).shape:
+        return view(ctx, Node("Identity", n.name, [x], n.outputs, {}))
+    one = f"{n.name}__unused"
+    ctx.net.consts[one] = np.zeros(1, np.float32)
+    binary_layer(ctx, n, x, one, n.outputs[0], [n], 0, "Expand", fn="Expand")

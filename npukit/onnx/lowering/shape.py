@@ -21,7 +21,10 @@ def view(ctx: Lowering, n: Node) -> None:
 
 
 def cast(ctx: Lowering, n: Node) -> None:
-    raise ModelError(f"{n.where()}: to={n.attrs.get('to')} casts {ctx.dtype(n.inputs[0])} "
+    if n.op == "CastLike" and ctx.dtype(n.inputs[0]) == ctx.dtype(n.outputs[0]):
+        return view(ctx, n)
+    to = f"to={n.attrs.get('to')} " if n.op == "Cast" else ""
+    raise ModelError(f"{n.where()}: {to}casts {ctx.dtype(n.inputs[0])} "
                      f"to {ctx.dtype(n.outputs[0])}; npukit keeps each tensor's type (a "
                      f"Cast to the same type is dropped)")
 

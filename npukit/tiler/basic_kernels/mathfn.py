@@ -258,6 +258,7 @@ BINARY = {
     "Min": minimum,
     "Pow": pow_,
     "PRelu": lambda m, x, slope: m.where(x < 0.0, x * slope, x),
+    "Expand": lambda m, x, _: x,  # the first operand broadcast to the output's shape
 }
 # The arguments of ``elementwise.binary`` this kernel shares and ignores past the strides.
 _BINARY_UNUSED = ("Op", "Act", "P0", "P1", "P2", "Za", "Zb", "Zout", "Lo", "Hi")
