@@ -43,3 +43,47 @@ def test_cast_like_to_the_same_type_is_a_view_and_to_another_is_refused():
     with pytest.raises(ModelError, match=r"^node 'cl' \(CastLike\): casts float32 to int8; "
                                          r"npukit keeps each tensor's type"):
         npukit.onnx.load(m)
+
+
+def ints(*v):
+    return np.array(v, np.int64)
+
+
+def test_slice_with_negative_and_clamped_bounds_and_split_in_parts():
+    x = RNG.normal(size=(3, 10, 5)).astype(np.float32)
+    nodes = [node("Slice", ["x", "st", "en"], ["y0"]),
+             node("Slice", ["x", "st2", "en2", "ax2", "one"], ["y1"]),
+             node("Split", ["x"], ["a", "b"], axis=1),
+             node("Split", ["x", "sp"], ["c", "d", "e"], axis=-1)]
+    inits = {"st": ints(1, 2), "en": ints(3, -1), "st2": ints(-4), "en2": ints(100),
+             "ax2": ints(1), "one": ints(1), "sp": ints(1, 3, 1)}
+    outs = ["y0", "y1", "a", "b", "c", "d", "e"]
+    g, out, _ = check_ops(model(nodes, {"x": x}, outs, inits, opset=13), {"x": x},
+                          l1_budget=900)
+    want = {"y0": x[1:3, 2:-1], "y1": x[:, -4:], "a": x[:, :5], "b": x[:, 5:],
+            "c": x[..., :1], "d": x[..., 1:4], "e": x[..., 4:]}
+    for k, w in want.items():
+        assert np.array_equal(out[k], w), k
+    assert [info.ops for info in g.layers] == ["Slice"] * 3 + ["Split"] * 5
+
+
+def test_slice_attributes_split_num_outputs_and_int8_data():
+    q = RNG.integers(-128, 128, size=(2, 7, 4)).astype(np.int8)
+    m = model([node("Slice", ["q"], ["s"], starts=[1, -3], ends=[2, 1000], axes=[0, 1])],
+              {"q": q}, ["s"], opset=9)
+    _, out, _ = check_ops(m, {"q": q})
+    assert np.array_equal(out["s"], q[1:2, -3:])
+    m = model([node("Split", ["q"], ["a", "b", "c"], axis=1, num_outputs=3)], {"q": q},
+              ["a", "b", "c"], opset=18)
+    _, out, _ = check_ops(m, {"q": q})
+    assert [out[k].shape[1] for k in "abc"] == [3, 3, 1]
+    assert np.array_equal(np.concatenate([out[k] for k in "abc"], axis=1), q)
+
+
+def test_slice_steps_other_than_one_are_refused_by_name():
+    x = RNG.normal(size=(6, 4)).astype(np.float32)
+    m = model([node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="s1")], {"x": x}, ["y"],
+              {"st": ints(0), "en": ints(6), "ax": ints(0), "sp": ints(2)}, opset=13)
+    with pytest.raises(ModelError, match=r"^node 's1' \(Slice\): steps \[2\]; npukit slices "
+                                         r"with step 1$"):
+        npukit.onnx.load(m)

@@ -24,6 +24,7 @@ from ..reader import Net
 from . import (
     conv,
     elementwise,
+    indexing,
     linear,
     math,
     norm,
@@ -56,6 +57,8 @@ HANDLERS = {
     "PRelu": math.math_binary,
     **{op: math.variadic for op in ("Max", "Min", "Mean")},
     "Expand": math.expand,
+    "Slice": indexing.slice_,
+    "Split": indexing.split,
     **{op: reductions.reduce for op in reductions.OPS},
     "Sum": elementwise.sum_inputs,
     "QAdd": elementwise.qadd,

@@ -13,6 +13,9 @@ from ...tiler.basic_kernels.common import f32_bits
 from ..reader import Node
 from .context import Lowering
 
+PAD_MODES = {"constant": movement.PAD_CONSTANT, "reflect": movement.PAD_REFLECT,
+             "edge": movement.PAD_EDGE, "wrap": movement.PAD_WRAP}
+
 
 def view(ctx: Lowering, n: Node) -> None:
     src = ctx.tensor(n.inputs[0])
@@ -93,10 +96,8 @@ def pad(ctx: Lowering, n: Node) -> None:
     if len(pads) != 2 * len(axes):
         raise ModelError(f"{n.where()}: {len(pads)} pads for {len(axes)} axes")
     mode = n.attrs.get("mode", "constant")
-    modes = {"constant": movement.PAD_CONSTANT, "reflect": movement.PAD_REFLECT,
-             "edge": movement.PAD_EDGE, "wrap": movement.PAD_WRAP}
-    if mode not in modes:
-        raise ModelError(f"{n.where()}: mode={mode!r}; npukit pads with {list(modes)}")
+    if mode not in PAD_MODES:
+        raise ModelError(f"{n.where()}: mode={mode!r}; npukit pads with {list(PAD_MODES)}")
     dt = ctx.dtype(x)
     if is_float(dt):
         fill = f32_bits(value)
@@ -107,9 +108,18 @@ def pad(ctx: Lowering, n: Node) -> None:
             raise ModelError(f"{n.where()}: constant value {value} for {dt} data")
     todo = [(ax, pads[i], pads[i + len(axes)]) for i, ax in enumerate(axes)
             if pads[i] or pads[i + len(axes)]]
-    cur, shape = ctx.tensor(x), list(s)
+    pad_axes(ctx, n, x, out, todo, mode, fill, value)
+
+
+def pad_axes(ctx: Lowering, n: Node, x: str, out: str, todo: list[tuple[int, int, int]],
+             mode: str = "constant", fill: int = 0, value: float = 0.0,
+             label: str = "Pad") -> None:
+    """One ``pad_axis`` layer per (axis, pad before, pad after) of ``todo`` (negative pads
+    crop), from ``x`` to ``out``; a view when there is none."""
+    dt = ctx.dtype(x)
+    cur, shape = ctx.tensor(x), list(ctx.shape(x))
     if not todo:
-        return view(ctx, n)
+        return view(ctx, Node("Identity", n.name, [x], [out], {}))
     for k, (ax, b, e) in enumerate(todo):
         if mode == "reflect" and (b >= shape[ax] or e >= shape[ax]):
             raise ModelError(f"{n.where()}: reflect pads {b}, {e} on axis {ax} of size "
@@ -120,13 +130,15 @@ def pad(ctx: Lowering, n: Node) -> None:
         d = shape[ax]
         shape[ax] = d + b + e
         last = k == len(todo) - 1
-        name = ctx.layer("Pad")
+        name = ctx.layer(label)
         G.pad_axis(ctx.m, name, dt=dt, Outer=outer, D=d, Inner=inner, PadBegin=b,
-                   PadEnd=e, Mode=modes[mode], Value=fill)
+                   PadEnd=e, Mode=PAD_MODES[mode], Value=fill)
         dst = ctx.output(out) if last else ctx.local(f"{out}_axis{ax}", dt,
                                                      int(np.prod(shape)))
-        ctx.add(name, "Pad", [n] if last else [], f"axis {ax}: {b} before, {e} after, "
-                f"{mode}" + (f" {value:g}" if mode == "constant" else ""), [cur], [dst])
+        what = f"{mode}" + (f" {value:g}" if mode == "constant" else "") if label == "Pad" \
+            else "cropped"
+        ctx.add(name, label, [n] if last else [], f"axis {ax}: {b} before, {e} after, {what}",
+                [cur], [dst])
         cur = dst
 
 

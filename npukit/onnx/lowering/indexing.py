@@ -1,0 +1,78 @@
+"""Slice (step 1) and Split: crops along axes, one ``pad_axis`` layer with negative pads per
+cropped axis (float32, int8, uint8)."""
+
+from __future__ import annotations
+
+from ...errors import ModelError
+from ..reader import Node
+from .context import Lowering
+from .shape import pad_axes
+
+
+def _ints(ctx: Lowering, n: Node, k: int, what: str) -> list[int] | None:
+    """Input ``k`` of ``n`` as constant integers; None when it is absent."""
+    if k >= len(n.inputs) or not n.inputs[k]:
+        return None
+    t = n.inputs[k]
+    if t not in ctx.net.consts:
+        raise ModelError(f"{n.where()}: {what} {t!r} is computed by the model; npukit needs "
+                         f"it as a constant")
+    return [int(v) for v in ctx.net.consts[t].reshape(-1)]
+
+
+def _axes(n: Node, axes: list[int], rank: int) -> list[int]:
+    bad = [a for a in axes if not -rank <= a < rank]
+    if bad:
+        raise ModelError(f"{n.where()}: axes {axes} for a rank-{rank} input")
+    return [a % rank for a in axes]
+
+
+def slice_(ctx: Lowering, n: Node) -> None:
+    x = n.inputs[0]
+    s = ctx.shape(x)
+    if "starts" in n.attrs:  # Slice-1: attributes
+        starts, ends = list(n.attrs["starts"]), list(n.attrs["ends"])
+        axes, steps = n.attrs.get("axes"), None
+    else:
+        starts, ends = _ints(ctx, n, 1, "starts"), _ints(ctx, n, 2, "ends")
+        axes, steps = _ints(ctx, n, 3, "axes"), _ints(ctx, n, 4, "steps")
+    axes = _axes(n, list(range(len(starts))) if axes is None else list(axes), len(s))
+    if steps is not None and any(v != 1 for v in steps):
+        raise ModelError(f"{n.where()}: steps {steps}; npukit slices with step 1")
+    todo = []
+    for a, b, e in zip(axes, starts, ends):
+        d = s[a]
+        b = min(max(b + d if b < 0 else b, 0), d)
+        e = min(max(e + d if e < 0 else e, 0), d)
+        if e <= b:
+            raise ModelError(f"{n.where()}: starts {b}, ends {e} on axis {a} of size {d} "
+                             f"leave nothing")
+        if (b, e) != (0, d):
+            todo.append((a, -b, e - d))
+    pad_axes(ctx, n, x, n.outputs[0], todo, label="Slice")
+
+
+def split(ctx: Lowering, n: Node) -> None:
+    x = n.inputs[0]
+    s = ctx.shape(x)
+    axis = _axes(n, [int(n.attrs.get("axis", 0))], len(s))[0]
+    outs = list(n.outputs)
+    sizes = _ints(ctx, n, 1, "split") or n.attrs.get("split")
+    if sizes is None:  # equal parts; opset 18's num_outputs: the last part smaller
+        k = len(outs)
+        part = -(-s[axis] // k)
+        sizes = [min(part, s[axis] - i * part) for i in range(k)]
+    if len(sizes) != len(outs) or sum(sizes) != s[axis] or min(sizes) <= 0:
+        raise ModelError(f"{n.where()}: split {list(sizes)} of axis {axis} of size {s[axis]} "
+                         f"into {len(outs)} outputs (npukit takes positive parts that sum to "
+                         f"the axis)")
+    begin = 0
+    for o, size in zip(outs, sizes):
+        if o:
+            part = Node("Split", n.name, [x], [o], {})
+            pad_axes(ctx, part, x, o, [(axis, -begin, begin + size - s[axis])]
+                     if size != s[axis] else [], label="Split")
+        begin += size
+    ctx.done.add(id(n))
+
+
