@@ -87,3 +87,15 @@ def test_slice_steps_other_than_one_are_refused_by_name():
     with pytest.raises(ModelError, match=r"^node 's1' \(Slice\): steps \[2\]; npukit slices "
                                          r"with step 1$"):
         npukit.onnx.load(m)
+
+
+def test_a_pad_value_the_model_computes_is_refused_by_name():
+    """It was a KeyError once a CastLike before it became a view."""
+    x = RNG.normal(size=(2, 3)).astype(np.float32)
+    v = np.array([0.5], np.float32)
+    m = model([node("CastLike", ["v", "x"], ["vc"]), node("Reshape", ["vc", "sh"], ["vs"]),
+               node("Pad", ["x", "p", "vs"], ["y"], name="pad1")], {"x": x, "v": v}, ["y"],
+              {"p": ints(0, 1, 0, 1), "sh": np.zeros(0, np.int64)}, opset=15)
+    with pytest.raises(ModelError, match=r"^node 'pad1' \(Pad\): constant_value 'vs' must be "
+                                         r"a constant$"):
+        npukit.onnx.load(m)

@@ -84,8 +84,9 @@ def pad(ctx: Lowering, n: Node) -> None:
         value = float(n.attrs.get("value", 0.0))
         axes = list(range(rank))
     else:
-        if n.inputs[1] not in ctx.net.consts:
-            raise ModelError(f"{n.where()}: pads {n.inputs[1]!r} must be a constant")
+        for t, what in zip(n.inputs[1:4], ("pads", "constant_value", "axes")):
+            if t and t not in ctx.net.consts:
+                raise ModelError(f"{n.where()}: {what} {t!r} must be a constant")
         pads = [int(v) for v in ctx.net.consts[n.inputs[1]].reshape(-1)]
         value = float(ctx.net.consts[n.inputs[2]].reshape(-1)[0]) \
             if len(n.inputs) > 2 and n.inputs[2] else 0.0
