@@ -43,7 +43,64 @@ def gemm(ctx: Lowering, n: Node) -> None:
 
 
 def matmul(ctx: Lowering, n: Node) -> None:
+    b_shape = ctx.shape(n.inputs[1])
+    if len(b_shape) > 2 and any(d != 1 for d in b_shape[:-2]):
+        return batched_matmul(ctx, n)
     float_matmul(ctx, n, n.inputs[0], n.inputs[1], None, 1.0, 1.0)
+
+
+def _batch_item(ctx: Lowering, n: Node, t: str, count: int, item: int, size: int) -> str:
+    """Matrix ``item`` of the ``count`` matrices of ``size`` values that tensor ``t`` holds:
+    ``t`` itself when it holds one, else a ``pad_axis`` layer cropping the others."""
+    src = ctx.tensor(t)
+    if count == 1:
+        return src
+    dt = ctx.dtype(t)
+    name = ctx.layer("Slice")
+    G.pad_axis(ctx.m, name, dt=dt, Outer=1, D=count, Inner=size, PadBegin=-item,
+               PadEnd=item + 1 - count)
+    dst = ctx.local(f"{t}_{item}_{n.name}", dt, size)
+    ctx.add(name, "Slice", [], f"matrix {item} of {count} of {t!r} for {n.name}", [src],
+            [dst])
+    return dst
+
+
+def batched_matmul(ctx: Lowering, n: Node) -> None:
+    """MatMul with batched operands (numpy's broadcasting of the leading dimensions): per
+    output matrix, the two operand matrices (cropped when the operand holds several), a
+    ``matmul`` layer, then one ``concat`` of the products."""
+    a, b = n.inputs[:2]
+    for t in (a, b):
+        if ctx.dtype(t) != np.float32:
+            raise ModelError(f"{n.where()}: a batched MatMul of {ctx.dtype(t)} tensors is not "
+                             f"supported (float32 only)")
+    sa, sb = ctx.shape(a), ctx.shape(b)
+    sa2 = (1,) + tuple(sa) if len(sa) == 1 else tuple(sa)
+    M, K_, N = sa2[-2], sa2[-1], sb[-1]
+    if sb[-2] != K_:
+        raise ModelError(f"{n.where()}: shapes {list(sa)} and {list(sb)} do not multiply")
+    out = n.outputs[0]
+    batch = ctx.info(out).shape[:-2] if len(sa) > 1 else ctx.info(out).shape[:-1]
+    rank = len(batch)
+    ba = (1,) * (rank - len(sa2[:-2])) + tuple(sa2[:-2])
+    bb = (1,) * (rank - len(sb[:-2])) + tuple(sb[:-2])
+    prods = []
+    for idx in np.ndindex(*batch):
+        ia = int(np.ravel_multi_index([i if d > 1 else 0 for i, d in zip(idx, ba)], ba))
+        ib = int(np.ravel_multi_index([i if d > 1 else 0 for i, d in zip(idx, bb)], bb))
+        am = _batch_item(ctx, n, a, int(np.prod(ba)), ia, M * K_)
+        bm = _batch_item(ctx, n, b, int(np.prod(bb)), ib, K_ * N)
+        name = ctx.layer("MatMul")
+        G.matmul(ctx.m, name, a_dt="float32", b_dt="float32", out_dt="float32", M=M, K_=K_,
+                 N=N, Alpha=f32_bits(1.0), Beta=f32_bits(1.0))
+        prod = ctx.local(f"{out}_{len(prods)}", np.float32, M * N)
+        ctx.add(name, "MatMul", [], f"[{M}, {K_}] x [{K_}, {N}], matrix {idx} of {n.name}",
+                [am, bm], [prod])
+        prods.append(prod)
+    name = ctx.layer("Concat")
+    G.concat(ctx.m, name, dt="float32", Outer=1, Ds=(1,) * len(prods), Inner=M * N)
+    ctx.add(name, "MatMul", [n], f"{len(prods)} products of [{M}, {K_}] x [{K_}, {N}] "
+            f"together", prods, [ctx.output(out)])
 
 
 def mk_sizes(n: Node, a_shape, b_shape) -> tuple[int, int, int]:
