@@ -13,6 +13,7 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
   ``CNN_ConvolutionPoolReLU``; a one-tile L1 accumulator receives the bias, then each input
   plane's taps, then is activated and pooled into the output tile.
 - ``pool``: max or average pooling with ONNX's padding, dilations and ``count_include_pad``.
+- ``resize_planes``: nearest or bilinear resizing of planes by row and column tables.
 - ``global_pool``: the average of each plane, accumulated tile by tile.
 - ``unary``, ``lut``: elementwise functions and 256-entry tables.
 - ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views.
@@ -79,6 +80,7 @@ from .basic_kernels import (
     normalisation,
     pooling,
     reduction,
+    resize,
 )
 from .basic_kernels import softmax as softmax_kernels
 
@@ -235,6 +237,32 @@ def pool(m, Name: str, *, dt, C: int, Width: int, Height: int, in_tiled: bool, H
                    Height, item, ov_in if in_tiled else 0, 0, 0, "In"),
             KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, item, 0, 0, 0, "Out")))
     m._cnn_ops[Name] = C * Wo * Ho * Fx * Fy
+
+
+def resize_planes(m, Name: str, *, dt, Planes: int, Width: int, Height: int, Wo: int, Ho: int,
+                  linear: bool) -> None:
+    """``Name(In, Ys, Fy, Xs, Fx, Out)``: each of the Planes [Height, Width] planes of In
+    resized to [Ho, Wo] by the row and column tables (``basic_kernels.resize``): the input
+    plane whole, the output in tiles of rows."""
+    k = _lib(m, resize.resize(np.dtype(dt).name, linear))
+    item = np.dtype(dt).itemsize
+    tables = [("Ys", "int32", 2 * Ho), ("Fy", "float32", Ho), ("Xs", "int32", 2 * Wo),
+              ("Fx", "float32", Wo)]
+    m.UserKernel(Name,
+        KernelDimensions(1, Width, Height, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), *(TCArg(_ptr(t, True), n) for n, t, _ in tables),
+              TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(Width), K_Arg("Out", KER_ARG_TILE), Imm(Wo),
+            K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
+            *(K_Arg(n, KER_ARG_TILE) for n, _, _ in tables)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Width, Height, item, 0, 0, 0, "In"),
+            *(KerArg(n, Obj.O_IN, size, 1, 4, 0, 0, 0, n) for n, _, size in tables),
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, item, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * Wo * Ho
 
 
 def global_pool(m, Name: str, *, dt, C: int, Width: int, Height: int, InZp: int = 0,
@@ -588,5 +616,5 @@ def transpose(m, Name: str, *, dt, Planes: int, A: int, B: int, I: int) -> None:
     m._cnn_ops[Name] = Planes * A * B * I
 
 
-__all__ = ["conv_pool_act", "pool", "global_pool", "unary", "lut", "binary", "matmul",
-           "softmax", "reduce", "lrn", "pad_axis", "concat", "transpose"]
+__all__ = ["conv_pool_act", "pool", "resize_planes", "global_pool", "unary", "lut", "binary",
+           "matmul", "softmax", "reduce", "lrn", "pad_axis", "concat", "transpose"]

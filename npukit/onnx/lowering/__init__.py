@@ -31,6 +31,7 @@ from . import (
     pool,
     quantized,
     reductions,
+    resize,
     shape,
     softmax,
 )
@@ -58,6 +59,8 @@ HANDLERS = {
     **{op: math.variadic for op in ("Max", "Min", "Mean")},
     "Expand": math.expand,
     "Slice": indexing.slice_,
+    "Resize": resize.resize,
+    "Upsample": resize.resize,
     "Split": indexing.split,
     **{op: reductions.reduce for op in reductions.OPS},
     "Sum": elementwise.sum_inputs,
