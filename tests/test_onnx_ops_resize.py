@@ -18,6 +18,7 @@ RNG = np.random.default_rng(24)
 MODES = ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
          "asymmetric"]
 SCALES = [[1, 1, 2, 1.5], [1, 1, 0.6, 0.5], [1, 1, 3, 2.3]]
+WHOLE = [1, 1, 0.4, 3]  # align_corners: lengths 2 and 21, whole
 
 
 @pytest.mark.parametrize("kind", ["nearest", "linear"])
@@ -28,7 +29,7 @@ def test_every_coordinate_mode_and_rounding_up_and_down(kind):
         else ["round_prefer_floor"]
     for mode in MODES:
         for how in hows:
-            for sc in SCALES:
+            for sc in SCALES if mode != "align_corners" else [WHOLE]:
                 i = len(outs)
                 inits[f"s{i}"] = np.array(sc, np.float32)
                 nodes.append(node("Resize", ["x", "", f"s{i}"], [f"y{i}"], mode=kind,
@@ -41,12 +42,12 @@ def test_every_coordinate_mode_and_rounding_up_and_down(kind):
     m = model(nodes, {"x": x}, outs, inits, opset=19)
     g, out, _ = check_ops(m, {"x": x}, l1_budget=4000)
     if kind == "linear":
-        # The onnx package's reference (float64), where it agrees with ONNX Runtime: for
-        # align_corners with scales, and half_pixel_symmetric when downsampling, the two
-        # differ (npukit computes as ONNX Runtime, checked above).
+        # The onnx package's reference (float64); for half_pixel_symmetric downsampling it
+        # differs from ONNX Runtime (npukit computes as ONNX Runtime, checked above).
         ref = dict(zip(outs, ReferenceEvaluator(m).run(None, {"x": x})))
-        for k, mode in zip(outs, [mo for mo in MODES for _ in SCALES] + ["half_pixel"]):
-            if mode in ("half_pixel", "pytorch_half_pixel", "asymmetric"):
+        modes = [mo for mo in MODES for _ in (SCALES if mo != "align_corners" else [0])]
+        for k, mode in zip(outs, modes + ["half_pixel"]):
+            if mode != "half_pixel_symmetric":
                 assert np.abs(out[k] - ref[k]).max() <= 1e-6 * np.abs(ref[k]).max(), k
     else:  # a copy of values of the same plane (its ties ONNX Runtime's, checked above)
         for k in outs:
@@ -88,6 +89,18 @@ def test_refusals_name_the_node_and_the_attribute(attrs, match):
               {"s": np.array([1, 1, 2, 2], np.float32),
                "roi": np.array([0, 0, 0, 0, 1, 1, 1, 1], np.float32)}, opset=19)
     with pytest.raises(ModelError, match=r"^node 'rs' \(Resize\): " + match):
+        npukit.onnx.load(m)
+
+
+def test_align_corners_with_a_fractional_length_is_refused():
+    """ONNX aligns the corners of scale * length, ONNX Runtime those of the integer length
+    it makes: the two disagree, so npukit asks for sizes."""
+    x = RNG.normal(size=(1, 1, 2, 4)).astype(np.float32)
+    m = model([node("Resize", ["x", "", "s"], ["y"], name="ra", mode="linear",
+                    coordinate_transformation_mode="align_corners")], {"x": x}, ["y"],
+              {"s": np.array([1, 1, 0.6, 0.6], np.float32)}, opset=13)
+    with pytest.raises(ModelError, match=r"^node 'ra' \(Resize\): align_corners with scale 0.6 "
+                                         r"on axis 2 of size 2 \(1.2 rows or columns, 1 made\)"):
         npukit.onnx.load(m)
 
 

@@ -87,9 +87,9 @@ def resize(ctx: Lowering, n: Node) -> None:
     if n.op == "Upsample" or ctx.net.opset < 11:  # Upsample, Resize-10: asymmetric
         scales = a.get("scales")
         scales = _const(ctx, n, 1, "scales") if scales is None else np.asarray(scales)
-        mode, how = "asymmetric", "simple"
+        sizes, mode, how = None, "asymmetric", "simple"
     else:
-        scales = _const(ctx, n, 2, "scales")  # else sizes: the output's shape says them
+        scales, sizes = _const(ctx, n, 2, "scales"), _const(ctx, n, 3, "sizes")
         mode = a.get("coordinate_transformation_mode", "half_pixel")
         how = a.get("nearest_mode", "round_prefer_floor")
         if how not in NEAREST:
@@ -110,13 +110,22 @@ def resize(ctx: Lowering, n: Node) -> None:
     full = {d: None for d in range(rank)}
     if scales is not None:
         full.update({d: F(v) for d, v in zip(axes, scales)})
-    else:
-        full.update({d: F(so[d]) / F(s[d]) for d in axes})
+    else:  # ONNX Runtime's scales from sizes: before the policy, the sizes asked for
+        asked = sizes if sizes is not None else [so[d] for d in axes]
+        full.update({d: F(v) / F(s[d]) for d, v in zip(axes, asked)})
         policy = a.get("keep_aspect_ratio_policy", "stretch")
         if policy != "stretch":
             pick = min if policy == "not_larger" else max
             common = pick(full[d] for d in axes)
             full.update({d: common for d in axes})
+    if mode == "align_corners" and scales is not None:
+        for d in (rank - 2, rank - 1):
+            if full[d] is not None and F(full[d]) * F(s[d]) != so[d]:
+                raise ModelError(
+                    f"{n.where()}: align_corners with scale {float(full[d]):g} on axis {d} of "
+                    f"size {s[d]} ({float(F(full[d]) * F(s[d])):g} rows or columns, {so[d]} "
+                    f"made): ONNX aligns the corners of the fractional length, ONNX Runtime "
+                    f"those of the {so[d]} made; give sizes instead of scales")
     linear = kind != "nearest"
     if linear and ctx.dtype(x) != np.float32:
         raise ModelError(f"{n.where()}: linear resizing of {ctx.dtype(x)} data is not "
