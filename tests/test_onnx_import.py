@@ -112,7 +112,7 @@ def test_an_unsupported_operator_is_named_with_its_node():
     ("reflect", r"node 'n' \(Pad\): reflect pads 7, 0 on axis 3 of size 5"),
     ("indices", r"node 'n' \(MaxPool\): the Indices output is not supported"),
     ("lrn", r"node 'n' \(LRN\): the attribute size is required"),
-    ("matmul", r"node 'n' \(MatMul\): a batched MatMul of int8 tensors is not supported"),
+    ("matmul", r"node 'n' \(MatMul\): a batched MatMul of int8 tensors is not supported outside"),
     ("dropout", r"node 'n' \(Dropout\): its mask output 'mask' is used"),
     ("conv3d", r"node 'n' \(Conv\): input 'x' has shape \(1, 2, 3, 4, 5\)"),
     ("quant-axis", r"node 'n' \(QuantizeLinear\): axis=1 with 2 scales"),

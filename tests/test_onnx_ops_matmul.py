@@ -44,3 +44,26 @@ def test_attention_scores_and_weighted_values():
     p = np.exp(s - s.max(-1, keepdims=True))
     want = np.matmul(p / p.sum(-1, keepdims=True), v)
     assert np.abs(out["y"] - want).max() <= 1e-6 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_attention_quantized_by_onnx_runtime(act, tmp_path):
+    """QDQ from ONNX Runtime's quantize_static: both MatMuls have two quantized activations,
+    so each becomes batched QLinearMatMul layers (integers, ONNX Runtime's requantisation),
+    within one step of the output scale."""
+    from onnx_helpers import quantize_qdq
+
+    from npukit.onnx.check import compare
+
+    shape = (1, 2, 6, 4)
+    ins = {k: randn(*shape) for k in ("q", "k", "v")}
+    nodes = [node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             node("MatMul", ["q", "kt"], ["s"]), node("Softmax", ["s"], ["p"], axis=-1),
+             node("MatMul", ["p", "v"], ["y"])]
+    cal = [{k: randn(*shape) for k in ins} for _ in range(8)]
+    qm = quantize_qdq(model(nodes, ins, ["y"]), cal, tmp_path, act=act)
+    g, out, ref = check_ops(qm, ins)
+    ops = [info.ops for info in g.layers]
+    assert ops.count("QLinearMatMul") == 6 and "MatMul" not in ops  # 2 x (2 heads + concat)
+    cmp = compare("y", out["y"], ref["y"], g.output_steps["y"])
+    assert cmp.exact >= 0.9, str(cmp)
