@@ -18,7 +18,8 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
 - ``unary``, ``lut``: elementwise functions and 256-entry tables.
 - ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views.
 - ``matmul``: rows of ``A`` times column tiles of ``B`` (vertical tiles), with Gemm's ``C``.
-- ``softmax``, ``reduce``, ``lrn``: along rows or, in vertical tiles, along columns.
+- ``softmax``, ``reduce``, ``lrn``: along rows or, in vertical tiles, along columns;
+  ``layer_norm`` along rows.
 - ``pad_axis``, ``concat``, ``transpose``: data movement.
 
 Padding of windowed layers. These layers' arguments have no padding of their own, so the
@@ -515,6 +516,31 @@ def lrn(m, Name: str, *, Planes: int, C: int, Cols: int, Lo: int, Hi: int, Alpha
     m._cnn_ops[Name] = Planes * C * Cols * (Lo + Hi + 1)
 
 
+def layer_norm(m, Name: str, *, N: int, D: int, Eps: int) -> None:
+    """``Name(In, Scale, Bias, Out, Mean, InvStd)``: ONNX's LayerNormalization of the N rows
+    of D values of In (``basic_kernels.normalisation.layer_norm``); Scale and Bias [D] whole,
+    the rows in tiles, each row's mean and inverse standard deviation to Mean and InvStd."""
+    k = _lib(m, normalisation.layer_norm())
+    row = OUT_DB | Obj.O_TILED
+    m.UserKernel(Name, KernelDimensions(1, D, N, 1), KernelIterationOrder(KER_DIM2, KER_TILE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr("float32", True), "In"), TCArg(_ptr("float32", True), "Scale"),
+              TCArg(_ptr("float32", True), "Bias"), TCArg(_ptr("float32"), "Out"),
+              TCArg(_ptr("float32"), "Mean"), TCArg(_ptr("float32"), "InvStd")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), K_Arg("Scale", KER_ARG_TILE), K_Arg("Bias", KER_ARG_TILE),
+            K_Arg("Out", KER_ARG_TILE), K_Arg("Mean", KER_ARG_TILE), K_Arg("InvStd", KER_ARG_TILE),
+            K_Arg("In", KER_ARG_TILE_H), Imm(D), Imm(Eps)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_TILED, D, N, 4, 0, 0, 0, "In"),
+            KerArg("Scale", Obj.O_IN, D, 1, 4, 0, 0, 0, "Scale"),
+            KerArg("Bias", Obj.O_IN, D, 1, 4, 0, 0, 0, "Bias"),
+            KerArg("Out", row, D, N, 4, 0, 0, 0, "Out"),
+            KerArg("Mean", row, 1, N, 4, 0, 0, 0, "Mean"),
+            KerArg("InvStd", row, 1, N, 4, 0, 0, 0, "InvStd")))
+    m._cnn_ops[Name] = 4 * N * D
+
+
 # -- data movement ----------------------------------------------------------------------------
 
 def pad_axis(m, Name: str, *, dt, Outer: int, D: int, Inner: int, PadBegin: int, PadEnd: int,
@@ -617,4 +643,4 @@ def transpose(m, Name: str, *, dt, Planes: int, A: int, B: int, I: int) -> None:
 
 
 __all__ = ["conv_pool_act", "pool", "resize_planes", "global_pool", "unary", "lut", "binary",
-           "matmul", "softmax", "reduce", "lrn", "pad_axis", "concat", "transpose"]
+           "matmul", "softmax", "reduce", "lrn", "layer_norm", "pad_axis", "concat", "transpose"]

@@ -77,6 +77,7 @@ HANDLERS = {
     "LogSoftmax": partial(softmax.softmax, quant=False),
     "QSoftmax": partial(softmax.softmax, quant=True),
     "LRN": norm.lrn,
+    "LayerNormalization": norm.layer_norm,
     "BatchNormalization": norm.batch_norm,
 }
 

@@ -1,5 +1,5 @@
-"""Normalisation: LRN, and BatchNormalization that no convolution absorbed (a scale and a
-shift layer)."""
+"""Normalisation: LRN, LayerNormalization, and BatchNormalization that no convolution
+absorbed (a scale and a shift layer)."""
 
 from __future__ import annotations
 
@@ -61,3 +61,31 @@ def batch_norm(ctx: Lowering, n: Node) -> None:
                  elementwise.BIN_MUL, "BatchNormalization (scale)")
     binary_layer(ctx, Node("Add", n.name, [mul, kb], n.outputs, {}), mul, kb,
                  n.outputs[0], [n], elementwise.BIN_ADD, "BatchNormalization (shift)")
+
+
+def layer_norm(ctx: Lowering, n: Node) -> None:
+    x = n.inputs[0]
+    s = ctx.shape(x)
+    axis = int(n.attrs.get("axis", -1))
+    if not -len(s) <= axis < len(s):
+        raise ModelError(f"{n.where()}: axis={axis} for a rank-{len(s)} input")
+    axis %= len(s)
+    rows, d = int(np.prod(s[:axis])), int(np.prod(s[axis:]))
+    ins = [t for t in n.inputs[:3] if t]
+    for t in ins:
+        if ctx.dtype(t) != np.float32:
+            raise ModelError(f"{n.where()}: LayerNormalization of {ctx.dtype(t)} input {t!r} "
+                             f"is not supported (float32 only)")
+    for t, what in zip(ins[1:], ("Scale", "B")):
+        if int(np.prod(ctx.shape(t))) != d:
+            raise ModelError(f"{n.where()}: {what} {t!r} of shape {list(ctx.shape(t))} for "
+                             f"the {list(s[axis:])} normalised; npukit takes one value each")
+    bias = ctx.tensor(ins[2]) if len(ins) > 2 else ctx.const(np.zeros(d, np.float32),
+                                                             f"{n.name}_zero_bias")
+    outs = list(n.outputs) + [""] * (3 - len(n.outputs))
+    stats = [ctx.output(o) if o else ctx.local(f"{n.name}_{k}", np.float32, rows)
+             for o, k in zip(outs[1:], ("mean", "inv_std"))]
+    name = ctx.layer("LayerNorm")
+    G.layer_norm(ctx.m, name, N=rows, D=d, Eps=f32_bits(n.attrs.get("epsilon", 1e-5)))
+    ctx.add(name, "LayerNormalization", [n], f"{rows} rows of {d}",
+            [ctx.tensor(x), ctx.tensor(ins[1]), bias], [ctx.output(outs[0]), *stats])
