@@ -22,6 +22,7 @@ from ...errors import ModelError
 from ...tiler.model import Model
 from ..reader import Net
 from . import (
+    batch,
     conv,
     elementwise,
     indexing,
@@ -44,13 +45,13 @@ HANDLERS = {
     "Concat": shape.concat,
     "Transpose": shape.transpose,
     "Pad": shape.pad,
-    "Conv": partial(conv.conv, quant=False),
-    "QConv": partial(conv.conv, quant=True),
-    "MaxPool": pool.max_pool,
-    "AveragePool": partial(pool.pool, quant_avg=False),
-    "QAveragePool": partial(pool.pool, quant_avg=True),
-    "GlobalAveragePool": partial(pool.global_pool, quant=False),
-    "QGlobalAveragePool": partial(pool.global_pool, quant=True),
+    "Conv": batch.per_image(partial(conv.conv, quant=False)),
+    "QConv": batch.per_image(partial(conv.conv, quant=True)),
+    "MaxPool": batch.per_image(pool.max_pool),
+    "AveragePool": batch.per_image(partial(pool.pool, quant_avg=False)),
+    "QAveragePool": batch.per_image(partial(pool.pool, quant_avg=True)),
+    "GlobalAveragePool": batch.per_image(partial(pool.global_pool, quant=False)),
+    "QGlobalAveragePool": batch.per_image(partial(pool.global_pool, quant=True)),
     **{op: elementwise.act for op in ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh")},
     **{op: elementwise.float_binary for op in elementwise.BINARY},
     **{op: math.math_unary for op in math.OPS},
@@ -76,7 +77,7 @@ HANDLERS = {
     "Softmax": partial(softmax.softmax, quant=False),
     "LogSoftmax": partial(softmax.softmax, quant=False),
     "QSoftmax": partial(softmax.softmax, quant=True),
-    "LRN": norm.lrn,
+    "LRN": batch.per_image(norm.lrn),
     "LayerNormalization": norm.layer_norm,
     "BatchNormalization": norm.batch_norm,
 }
