@@ -48,3 +48,19 @@ def test_a_scale_of_another_shape_is_refused_by_name():
     with pytest.raises(ModelError, match=r"^node 'ln' \(LayerNormalization\): Scale 'w' of "
                                          r"shape \[1\] for the \[6\] normalised"):
         npukit.onnx.load(m)
+
+
+def test_instance_norm_of_a_batch():
+    x = (RNG.normal(size=(2, 4, 3, 5)) * 2 + 1).astype(np.float32)
+    sc, b = RNG.normal(size=4).astype(np.float32), RNG.normal(size=4).astype(np.float32)
+    m = model([node("InstanceNormalization", ["x", "sc", "b"], ["y"], epsilon=1e-3)],
+              {"x": x}, ["y"], {"sc": sc, "b": b})
+    g, out, _ = check_ops(m, {"x": x}, l1_budget=2000)
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=(2, 3), keepdims=True)
+    want = (x64 - mean) / np.sqrt(x64.var(axis=(2, 3), keepdims=True) + 1e-3)
+    want = want * sc[:, None, None] + b[:, None, None]
+    assert np.abs(out["y"] - want).max() <= 1e-6 * np.abs(want).max()
+    assert [info.ops for info in g.layers] == [
+        "InstanceNormalization (rows)", "InstanceNormalization (scale)",
+        "InstanceNormalization (shift)"]

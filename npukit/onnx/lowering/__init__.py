@@ -79,6 +79,7 @@ HANDLERS = {
     "QSoftmax": partial(softmax.softmax, quant=True),
     "LRN": batch.per_image(norm.lrn),
     "LayerNormalization": norm.layer_norm,
+    "InstanceNormalization": norm.instance_norm,
     "BatchNormalization": norm.batch_norm,
 }
 

@@ -1,5 +1,6 @@
-"""Normalisation: LRN, LayerNormalization, and BatchNormalization that no convolution
-absorbed (a scale and a shift layer)."""
+"""Normalisation: LRN, LayerNormalization, InstanceNormalization (a layer normalisation of
+each plane, then a per-channel scale and shift layer), and BatchNormalization that no
+convolution absorbed (a scale and a shift layer)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,46 @@ def batch_norm(ctx: Lowering, n: Node) -> None:
                  n.outputs[0], [n], elementwise.BIN_ADD, "BatchNormalization (shift)")
 
 
+def _normalise_rows(ctx: Lowering, n: Node, x: str, out: str, rows: int, d: int,
+                    scale: str, bias: str, stats: list[str]) -> None:
+    name = ctx.layer("LayerNorm")
+    G.layer_norm(ctx.m, name, N=rows, D=d, Eps=f32_bits(n.attrs.get("epsilon", 1e-5)))
+    ctx.add(name, "LayerNormalization" if n.op == "LayerNormalization" else f"{n.op} (rows)",
+            [n] if n.op == "LayerNormalization" else [], f"{rows} rows of {d}",
+            [ctx.tensor(x), scale, bias], [ctx.output(out), *stats])
+
+
+def instance_norm(ctx: Lowering, n: Node) -> None:
+    """InstanceNormalization: each plane of each image normalised as a row, then ``*
+    scale[c] + B[c]``."""
+    x, out = n.inputs[0], n.outputs[0]
+    s = ctx.shape(x)
+    if len(s) < 3 or ctx.dtype(x) != np.float32:
+        raise ModelError(f"{n.where()}: {n.op} takes float32 [N, C, ...] data, got "
+                         f"{ctx.dtype(x)} {list(s)}")
+    for t in n.inputs[1:3]:
+        if t not in ctx.net.consts or ctx.net.consts[t].size != s[1]:
+            raise ModelError(f"{n.where()}: scale and B must be constants of {s[1]} values "
+                             f"(one per channel), got {t!r}")
+    rows, d = s[0] * s[1], int(np.prod(s[2:]))
+    norm = f"{out}__normalised"
+    ctx.net.info[norm] = ctx.net.info[out]
+    ones = ctx.const(np.ones(d, np.float32), f"{n.name}_ones")
+    zeros = ctx.const(np.zeros(d, np.float32), f"{n.name}_zeros")
+    stats = [ctx.local(f"{n.name}_{k}", np.float32, rows) for k in ("mean", "inv_std")]
+    _normalise_rows(ctx, n, x, norm, rows, d, ones, zeros, stats)
+    shape = (s[1],) + (1,) * (len(s) - 2)
+    ka, kb = f"{n.name}__scale", f"{n.name}__shift"
+    ctx.net.consts[ka] = ctx.net.consts[n.inputs[1]].astype(np.float32).reshape(shape)
+    ctx.net.consts[kb] = ctx.net.consts[n.inputs[2]].astype(np.float32).reshape(shape)
+    scaled = f"{out}__scaled"
+    ctx.net.info[scaled] = ctx.net.info[out]
+    binary_layer(ctx, Node("Mul", n.name, [norm, ka], [scaled], {}), norm, ka, scaled, [],
+                 elementwise.BIN_MUL, f"{n.op} (scale)")
+    binary_layer(ctx, Node("Add", n.name, [scaled, kb], [out], {}), scaled, kb, out, [n],
+                 elementwise.BIN_ADD, f"{n.op} (shift)")
+
+
 def layer_norm(ctx: Lowering, n: Node) -> None:
     x = n.inputs[0]
     s = ctx.shape(x)
@@ -85,7 +126,4 @@ def layer_norm(ctx: Lowering, n: Node) -> None:
     outs = list(n.outputs) + [""] * (3 - len(n.outputs))
     stats = [ctx.output(o) if o else ctx.local(f"{n.name}_{k}", np.float32, rows)
              for o, k in zip(outs[1:], ("mean", "inv_std"))]
-    name = ctx.layer("LayerNorm")
-    G.layer_norm(ctx.m, name, N=rows, D=d, Eps=f32_bits(n.attrs.get("epsilon", 1e-5)))
-    ctx.add(name, "LayerNormalization", [n], f"{rows} rows of {d}",
-            [ctx.tensor(x), ctx.tensor(ins[1]), bias], [ctx.output(outs[0]), *stats])
+    _normalise_rows(ctx, n, x, outs[0], rows, d, ctx.tensor(ins[1]), bias, stats)
