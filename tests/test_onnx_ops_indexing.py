@@ -99,3 +99,23 @@ def test_a_pad_value_the_model_computes_is_refused_by_name():
     with pytest.raises(ModelError, match=r"^node 'pad1' \(Pad\): constant_value 'vs' must be "
                                          r"a constant$"):
         npukit.onnx.load(m)
+
+
+def test_gather_with_constant_indices_scalar_negative_and_nested():
+    x = RNG.normal(size=(2, 5, 3)).astype(np.float32)
+    idx = {"i0": np.array(0, np.int64), "i1": ints(4, -1, 2, 0).reshape(2, 2),
+           "i2": ints(2, 0), "i3": ints(1)}
+    nodes = [node("Gather", ["x", "i0"], ["y0"], axis=1),
+             node("Gather", ["x", "i1"], ["y1"], axis=1),
+             node("Gather", ["x", "i2"], ["y2"], axis=-1),
+             node("Gather", ["x", "i3"], ["y3"], axis=0)]
+    g, out, _ = check_ops(model(nodes, {"x": x}, ["y0", "y1", "y2", "y3"], idx), {"x": x})
+    assert np.array_equal(out["y0"], x[:, 0])
+    assert np.array_equal(out["y1"], np.take(x, [[4, -1], [2, 0]], axis=1))
+    assert np.array_equal(out["y2"], x[..., [2, 0]])
+    assert np.array_equal(out["y3"], x[1:2])
+    q = RNG.integers(-128, 128, size=(3, 4)).astype(np.int8)
+    m = model([node("Gather", ["q", "i"], ["y"], name="g1", axis=1)], {"q": q}, ["y"],
+              {"i": ints(3, 1)})
+    _, out, _ = check_ops(m, {"q": q})
+    assert np.array_equal(out["y"], q[:, [3, 1]])

@@ -63,6 +63,7 @@ HANDLERS = {
     "Resize": resize.resize,
     "Upsample": resize.resize,
     "Split": indexing.split,
+    "Gather": indexing.gather,
     **{op: reductions.reduce for op in reductions.OPS},
     "Sum": elementwise.sum_inputs,
     "QAdd": elementwise.qadd,

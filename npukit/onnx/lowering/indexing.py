@@ -1,9 +1,12 @@
-"""Slice (step 1) and Split: crops along axes, one ``pad_axis`` layer with negative pads per
-cropped axis (float32, int8, uint8)."""
+"""Slice (step 1), Split and Gather with constant indices: crops along axes, one
+``pad_axis`` layer with negative pads per cropped axis (float32, int8, uint8)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...errors import ModelError
+from ...tiler import layer_generators as G
 from ..reader import Node
 from .context import Lowering
 from .shape import pad_axes
@@ -76,3 +79,33 @@ def split(ctx: Lowering, n: Node) -> None:
     ctx.done.add(id(n))
 
 
+
+
+def gather(ctx: Lowering, n: Node) -> None:
+    """Gather with constant indices: each index a crop of the axis (a ``pad_axis`` layer),
+    several put together by one ``concat``."""
+    x, out = n.inputs[0], n.outputs[0]
+    s = ctx.shape(x)
+    axis = _axes(n, [int(n.attrs.get("axis", 0))], len(s))[0]
+    idx = _ints(ctx, n, 1, "indices")
+    d = s[axis]
+    bad = [i for i in idx if not -d <= i < d]
+    if bad:
+        raise ModelError(f"{n.where()}: indices {bad} outside axis {axis} of size {d}")
+    idx = [i % d for i in idx]
+    dt = ctx.dtype(x)
+    outer, inner = int(np.prod(s[:axis])), int(np.prod(s[axis + 1:]))
+    src, parts = ctx.tensor(x), []
+    for k, i in enumerate(idx):
+        name = ctx.layer("Gather")
+        G.pad_axis(ctx.m, name, dt=dt, Outer=outer, D=d, Inner=inner, PadBegin=-i,
+                   PadEnd=i + 1 - d)
+        last = len(idx) == 1
+        dst = ctx.output(out) if last else ctx.local(f"{out}_{k}", dt, outer * inner)
+        ctx.add(name, "Gather", [n] if last else [], f"index {i} of axis {axis}", [src], [dst])
+        parts.append(dst)
+    if len(idx) > 1:
+        name = ctx.layer("Concat")
+        G.concat(ctx.m, name, dt=dt, Outer=outer, Ds=(1,) * len(idx), Inner=inner)
+        ctx.add(name, "Gather", [n], f"{len(idx)} indices of axis {axis} together", parts,
+                [ctx.output(out)])
