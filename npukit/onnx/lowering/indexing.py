@@ -14,13 +14,8 @@ from .shape import pad_axes
 
 def _ints(ctx: Lowering, n: Node, k: int, what: str) -> list[int] | None:
     """Input ``k`` of ``n`` as constant integers; None when it is absent."""
-    if k >= len(n.inputs) or not n.inputs[k]:
-        return None
-    t = n.inputs[k]
-    if t not in ctx.net.consts:
-        raise ModelError(f"{n.where()}: {what} {t!r} is computed by the model; npukit needs "
-                         f"it as a constant")
-    return [int(v) for v in ctx.net.consts[t].reshape(-1)]
+    v = ctx.const_input(n, k, what)
+    return None if v is None else [int(x) for x in v]
 
 
 def _axes(n: Node, axes: list[int], rank: int) -> list[int]:

@@ -20,14 +20,8 @@ OPS = tuple(REDUCE)
 def reduce_axes(ctx: Lowering, n: Node, rank: int) -> list[int]:
     """The axes ``n`` reduces, sorted; none with ``noop_with_empty_axes`` (each value is then
     reduced alone, as ONNX Runtime does: ``ReduceL2`` gives ``|x|``)."""
-    if len(n.inputs) > 1 and n.inputs[1]:
-        t = n.inputs[1]
-        if t not in ctx.net.consts:
-            raise ModelError(f"{n.where()}: axes {t!r} is computed by the model; npukit needs "
-                             f"the axes of a reduction as a constant")
-        axes = [int(a) for a in ctx.net.consts[t].reshape(-1)]
-    else:
-        axes = [int(a) for a in n.attrs.get("axes", [])]
+    given = ctx.const_input(n, 1, "axes")
+    axes = [int(a) for a in (given if given is not None else n.attrs.get("axes", []))]
     if not axes:
         return [] if n.attrs.get("noop_with_empty_axes", 0) else list(range(rank))
     bad = [a for a in axes if not -rank <= a < rank]

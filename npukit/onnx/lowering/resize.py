@@ -68,17 +68,6 @@ def tables(linear: bool, mode: str, how: str, out_len: int, in_len: int, scale):
     return np.stack([i0, i1], 1).reshape(-1).astype(np.int32), (x - i0.astype(F)).astype(F)
 
 
-def _const(ctx: Lowering, n: Node, k: int, what: str):
-    if k >= len(n.inputs) or not n.inputs[k]:
-        return None
-    t = n.inputs[k]
-    if t not in ctx.net.consts:
-        raise ModelError(f"{n.where()}: {what} {t!r} is computed by the model; npukit needs "
-                         f"it as a constant")
-    v = ctx.net.consts[t].reshape(-1)
-    return v if v.size else None
-
-
 def resize(ctx: Lowering, n: Node) -> None:
     x, out = n.inputs[0], n.outputs[0]
     s, so = ctx.shape(x), ctx.info(out).shape
@@ -86,10 +75,10 @@ def resize(ctx: Lowering, n: Node) -> None:
     a = n.attrs
     if n.op == "Upsample" or ctx.net.opset < 11:  # Upsample, Resize-10: asymmetric
         scales = a.get("scales")
-        scales = _const(ctx, n, 1, "scales") if scales is None else np.asarray(scales)
+        scales = ctx.const_input(n, 1, "scales") if scales is None else np.asarray(scales)
         sizes, mode, how = None, "asymmetric", "simple"
     else:
-        scales, sizes = _const(ctx, n, 2, "scales"), _const(ctx, n, 3, "sizes")
+        scales, sizes = ctx.const_input(n, 2, "scales"), ctx.const_input(n, 3, "sizes")
         mode = a.get("coordinate_transformation_mode", "half_pixel")
         how = a.get("nearest_mode", "round_prefer_floor")
         if how not in NEAREST:

@@ -169,6 +169,19 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
 
 # -- softmax, LRN -----------------------------------------------------------------------------
 
+def _exp_sums(In, G: int, Sg: int, D: int, Sd: int):
+    """The float softmaxes' first passes: (indices of the groups' values, each value minus
+    its group's maximum, their exps ``exp2_f32``, the exps summed in order)."""
+    idx = np.arange(G)[:, None] * Sg + np.arange(D)[None, :] * Sd
+    x = In[idx]
+    d = x - x.max(axis=1, keepdims=True)
+    e = exp2_f32(d * LOG2E)
+    s = np.zeros(G, np.float32)
+    for i in range(D):
+        s = s + e[:, i]
+    return idx, d, e, s
+
+
 @cache
 def layer_softmax(dt: str) -> BasicKernel:
     """``G`` softmaxes of ``D`` values each: group g's values at ``g*Sg + i*Sd``. The maximum,
@@ -200,12 +213,7 @@ void {name}({c_signature(args)})
     def reference(In, Out, G, Sg, D, Sd, *, core_id, core_count):
         if core_id or G <= 0:
             return
-        idx = np.arange(G)[:, None] * Sg + np.arange(D)[None, :] * Sd
-        x = In[idx]
-        e = exp2_f32((x - x.max(axis=1, keepdims=True)) * LOG2E)
-        s = np.zeros(G, np.float32)
-        for i in range(D):
-            s = s + e[:, i]
+        idx, _, e, s = _exp_sums(In, G, Sg, D, Sd)
         Out[idx] = e / s[:, None]
 
     return BasicKernel(name, args, True, src, reference, lambda G, D, **_: 60 * G * D)
@@ -242,13 +250,7 @@ void {name}({c_signature(args)})
     def reference(In, Out, G, Sg, D, Sd, *, core_id, core_count):
         if core_id or G <= 0:
             return
-        idx = np.arange(G)[:, None] * Sg + np.arange(D)[None, :] * Sd
-        x = In[idx]
-        d = x - x.max(axis=1, keepdims=True)
-        e = exp2_f32(d * LOG2E)
-        s = np.zeros(G, np.float32)
-        for i in range(D):
-            s = s + e[:, i]
+        idx, d, _, s = _exp_sums(In, G, Sg, D, Sd)
         Out[idx] = d - (log2_f32(s) * ln2)[:, None]
 
     return BasicKernel(name, args, True, src, reference, lambda G, D, **_: 60 * G * D)
