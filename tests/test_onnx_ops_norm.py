@@ -54,8 +54,8 @@ def test_instance_norm_of_a_batch():
     x = (RNG.normal(size=(2, 4, 3, 5)) * 2 + 1).astype(np.float32)
     sc, b = RNG.normal(size=4).astype(np.float32), RNG.normal(size=4).astype(np.float32)
     m = model([node("InstanceNormalization", ["x", "sc", "b"], ["y"], epsilon=1e-3)],
-              {"x": x}, ["y"], {"sc": sc, "b": b})
-    g, out, _ = check_ops(m, {"x": x}, l1_budget=2000)
+              {"x": x, "b": b}, ["y"], {"sc": sc})  # B given as a graph input
+    g, out, _ = check_ops(m, {"x": x, "b": b}, l1_budget=2000)
     x64 = x.astype(np.float64)
     mean = x64.mean(axis=(2, 3), keepdims=True)
     want = (x64 - mean) / np.sqrt(x64.var(axis=(2, 3), keepdims=True) + 1e-3)

@@ -82,9 +82,9 @@ def instance_norm(ctx: Lowering, n: Node) -> None:
         raise ModelError(f"{n.where()}: {n.op} takes float32 [N, C, ...] data, got "
                          f"{ctx.dtype(x)} {list(s)}")
     for t in n.inputs[1:3]:
-        if t not in ctx.net.consts or ctx.net.consts[t].size != s[1]:
-            raise ModelError(f"{n.where()}: scale and B must be constants of {s[1]} values "
-                             f"(one per channel), got {t!r}")
+        if ctx.shape(t) != (s[1],) or ctx.dtype(t) != np.float32:
+            raise ModelError(f"{n.where()}: scale and B take {s[1]} float32 values (one per "
+                             f"channel), {t!r} is {ctx.dtype(t)} {list(ctx.shape(t))}")
     rows, d = s[0] * s[1], int(np.prod(s[2:]))
     norm = f"{out}__normalised"
     ctx.net.info[norm] = ctx.net.info[out]
@@ -92,10 +92,12 @@ def instance_norm(ctx: Lowering, n: Node) -> None:
     zeros = ctx.const(np.zeros(d, np.float32), f"{n.name}_zeros")
     stats = [ctx.local(f"{n.name}_{k}", np.float32, rows) for k in ("mean", "inv_std")]
     _normalise_rows(ctx, n, x, norm, rows, d, ones, zeros, stats)
+    # scale and B as [C, 1, ...]: the same bytes, broadcast along the planes
     shape = (s[1],) + (1,) * (len(s) - 2)
-    ka, kb = f"{n.name}__scale", f"{n.name}__shift"
-    ctx.net.consts[ka] = ctx.net.consts[n.inputs[1]].astype(np.float32).reshape(shape)
-    ctx.net.consts[kb] = ctx.net.consts[n.inputs[2]].astype(np.float32).reshape(shape)
+    ka, kb = (f"{t}__per_channel" for t in n.inputs[1:3])
+    for k, t in ((ka, n.inputs[1]), (kb, n.inputs[2])):
+        ctx.net.info[k] = type(ctx.info(out))(shape, np.dtype(np.float32))
+        ctx.of[k] = ctx.tensor(t)
     scaled = f"{out}__scaled"
     ctx.net.info[scaled] = ctx.net.info[out]
     binary_layer(ctx, Node("Mul", n.name, [norm, ka], [scaled], {}), norm, ka, scaled, [],
