@@ -257,3 +257,12 @@ def test_log_softmax_along_rows_and_columns(opset):
         want = (want - np.log(np.exp(want).sum(axis=ax, keepdims=True))).reshape(x.shape)
         assert np.abs(out[f"y{i}"] - want).max() <= 1e-6 * np.abs(want).max()
     assert [info.ops for info in g.layers] == ["LogSoftmax", "LogSoftmax"]
+
+
+def test_swish_of_opset_24_with_its_alpha():
+    x = data(None, (3, 11))
+    m = model([node("Swish", ["x"], ["y"], alpha=0.7)], {"x": x}, ["y"], opset=24)
+    _, out, _ = check_ops(m, {"x": x})
+    x64 = x.astype(np.float64)
+    want = x64 / (1 + np.exp(-0.7 * x64))
+    assert np.abs(out["y"] - want).max() <= 3e-7 * max(1, np.abs(want).max())
