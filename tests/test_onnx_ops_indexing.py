@@ -119,3 +119,17 @@ def test_gather_with_constant_indices_scalar_negative_and_nested():
               {"i": ints(3, 1)})
     _, out, _ = check_ops(m, {"q": q})
     assert np.array_equal(out["y"], q[:, [3, 1]])
+
+
+def test_depth_to_space_both_modes_and_space_to_depth():
+    x = RNG.normal(size=(2, 8, 3, 2)).astype(np.float32)
+    nodes = [node("DepthToSpace", ["x"], ["d"], blocksize=2),
+             node("DepthToSpace", ["x"], ["c"], blocksize=2, mode="CRD"),
+             node("SpaceToDepth", ["d"], ["s"], blocksize=2)]
+    g, out, _ = check_ops(model(nodes, {"x": x}, ["d", "c", "s"], opset=13), {"x": x})
+    n, c, h, w, b = 2, 8, 3, 2, 2
+    dcr = x.reshape(n, b, b, c // 4, h, w).transpose(0, 3, 4, 1, 5, 2)
+    crd = x.reshape(n, c // 4, b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    assert np.array_equal(out["d"], dcr.reshape(n, c // 4, h * b, w * b))
+    assert np.array_equal(out["c"], crd.reshape(n, c // 4, h * b, w * b))
+    assert np.array_equal(out["s"], x)  # SpaceToDepth undoes DCR

@@ -44,6 +44,8 @@ HANDLERS = {
     "CastLike": shape.cast,
     "Concat": shape.concat,
     "Transpose": shape.transpose,
+    "DepthToSpace": shape.depth_space,
+    "SpaceToDepth": shape.depth_space,
     "Pad": shape.pad,
     "Conv": batch.per_image(partial(conv.conv, quant=False)),
     "QConv": batch.per_image(partial(conv.conv, quant=True)),

@@ -12,7 +12,7 @@ from ...tiler import layer_generators as G
 from ...tiler.basic_kernels.reduction import REDUCE
 from ..reader import Node
 from .context import Lowering
-from .shape import transpose_steps
+from .shape import permute
 
 OPS = tuple(REDUCE)
 
@@ -40,19 +40,14 @@ def reduce(ctx: Lowering, n: Node) -> None:
     # Axes of size 1 move no data: the reduced axes must be neighbours among the others.
     real = [a for a in range(len(s)) if s[a] != 1]
     red = [a for a in real if a in axes]
-    src, dt = ctx.tensor(x), np.float32
+    src = x
     pos = [real.index(a) for a in red]
-    if pos and pos != list(range(pos[0], pos[0] + len(pos))):
+    if pos and pos != list(range(pos[0], pos[0] + len(pos))):  # reduced axes moved last
         perm = [a for a in range(len(s)) if a not in axes] + axes
-        steps = transpose_steps(s, perm)
-        for k, (P, A, B, I) in enumerate(steps):  # noqa: E741
-            name = ctx.layer("Transpose")
-            G.transpose(ctx.m, name, dt=dt, Planes=P, A=A, B=B, I=I)
-            dst = ctx.local(f"{out}_moved{k}", dt, int(np.prod(s)))
-            ctx.add(name, "Transpose", [], f"reduced axes {axes} moved last (perm {perm})",
-                    [src], [dst])
-            src = dst
-        s, red = tuple(s[a] for a in perm), list(range(len(s) - len(axes), len(s)))
+        src = f"{out}__reduced_axes_last"
+        ctx.net.info[src] = type(ctx.info(out))(tuple(s[a] for a in perm), np.dtype("float32"))
+        permute(ctx, n, s, perm, "Transpose", out=src)
+        s, red = ctx.shape(src), list(range(len(s) - len(axes), len(s)))
     size = int(np.prod(s))
     if red:
         outer = int(np.prod([s[a] for a in range(red[0])]))
@@ -63,4 +58,4 @@ def reduce(ctx: Lowering, n: Node) -> None:
     name = ctx.layer(n.op)
     G.reduce(ctx.m, name, op=n.op, Outer=outer, D=d, Inner=inner)
     ctx.add(name, n.op, [n], f"axes {axes}: [{outer}, {d}, {inner}] -> [{outer}, {inner}]",
-            [src], [ctx.output(out)])
+            [ctx.tensor(src)], [ctx.output(out)])

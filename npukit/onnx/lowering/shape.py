@@ -1,5 +1,5 @@
-"""Data movement: layout operations (names for the same bytes), Concat, Transpose, Pad,
-and Cast (refused: npukit keeps each tensor's type)."""
+"""Data movement: layout operations (names for the same bytes), Concat, Transpose,
+DepthToSpace, SpaceToDepth, Pad, and Cast (refused: npukit keeps each tensor's type)."""
 
 from __future__ import annotations
 
@@ -54,25 +54,53 @@ def concat(ctx: Lowering, n: Node) -> None:
 
 
 def transpose(ctx: Lowering, n: Node) -> None:
-    x, out = n.inputs[0], n.outputs[0]
+    x = n.inputs[0]
     s = ctx.shape(x)
     perm = list(n.attrs.get("perm", list(range(len(s)))[::-1]))
     if sorted(perm) != list(range(len(s))):
         raise ModelError(f"{n.where()}: perm={perm} is not a permutation of {len(s)} axes")
-    steps = transpose_steps(s, perm)
+    permute(ctx, n, s, perm, "Transpose")
+
+
+def permute(ctx: Lowering, n: Node, shape, perm: list[int], label: str,
+            out: str | None = None) -> None:
+    """``n``'s input, read as ``shape``, with its axes permuted by ``perm`` into ``out``
+    (``n``'s output by default): one ``transpose`` layer per step of ``transpose_steps``, a
+    view when there is none. The last layer stands for ``n`` unless ``out`` is given."""
+    x, out = n.inputs[0], out or n.outputs[0]
+    steps = transpose_steps(shape, perm)
     dt = ctx.dtype(x)
     cur = ctx.tensor(x)
     if not steps:
-        return view(ctx, n)
+        return view(ctx, Node("Identity", n.name, [x], [out], {}))
     for k, (P, A, B, I) in enumerate(steps):  # noqa: E741
         last = k == len(steps) - 1
         name = ctx.layer("Transpose")
         G.transpose(ctx.m, name, dt=dt, Planes=P, A=A, B=B, I=I)
         dst = ctx.output(out) if last else ctx.local(f"{out}_step{k}", dt,
-                                                     int(np.prod(s)))
-        ctx.add(name, "Transpose", [n] if last else [],
+                                                     int(np.prod(shape)))
+        ctx.add(name, label, [n] if last and out == n.outputs[0] else [],
                 f"perm {perm}: [{P}, {A}, {B}, {I}] -> [{P}, {B}, {A}, {I}]", [cur], [dst])
         cur = dst
+
+
+def depth_space(ctx: Lowering, n: Node) -> None:
+    """DepthToSpace (DCR or CRD) and SpaceToDepth: the [N, C, H, W] input read as 6 axes,
+    permuted (ONNX's definitions)."""
+    x = n.inputs[0]
+    s = ctx.shape(x)
+    b = int(n.attrs.get("blocksize", 0))
+    if len(s) != 4 or b < 1:
+        raise ModelError(f"{n.where()}: blocksize={b} for an input of shape {list(s)}; ONNX "
+                         f"takes [N, C, H, W] and a blocksize of at least 1")
+    N, C, H, W = s
+    if n.op == "SpaceToDepth":
+        shape, perm = (N, C, H // b, b, W // b, b), [0, 3, 5, 1, 2, 4]
+    elif n.attrs.get("mode", "DCR") == "DCR":
+        shape, perm = (N, b, b, C // (b * b), H, W), [0, 3, 4, 1, 5, 2]
+    else:
+        shape, perm = (N, C // (b * b), b, b, H, W), [0, 1, 4, 2, 5, 3]
+    permute(ctx, n, shape, perm, n.op)
 
 
 def pad(ctx: Lowering, n: Node) -> None:
