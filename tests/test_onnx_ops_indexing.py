@@ -133,3 +133,13 @@ def test_depth_to_space_both_modes_and_space_to_depth():
     assert np.array_equal(out["d"], dcr.reshape(n, c // 4, h * b, w * b))
     assert np.array_equal(out["c"], crd.reshape(n, c // 4, h * b, w * b))
     assert np.array_equal(out["s"], x)  # SpaceToDepth undoes DCR
+    # opset 24's CRD SpaceToDepth undoes CRD (ONNX Runtime 1.32 refuses its mode
+    # attribute: the onnx package's reference evaluator is the oracle)
+    from onnx.reference import ReferenceEvaluator
+
+    m = model([node("DepthToSpace", ["x"], ["c"], blocksize=2, mode="CRD"),
+               node("SpaceToDepth", ["c"], ["s"], blocksize=2, mode="CRD")], {"x": x},
+              ["c", "s"], opset=24)
+    got = npukit.onnx.load(m).run("c", x=x).outputs
+    want = ReferenceEvaluator(m).run(None, {"x": x})
+    assert np.array_equal(got["c"], want[0]) and np.array_equal(got["s"], x)

@@ -85,8 +85,8 @@ def permute(ctx: Lowering, n: Node, shape, perm: list[int], label: str,
 
 
 def depth_space(ctx: Lowering, n: Node) -> None:
-    """DepthToSpace (DCR or CRD) and SpaceToDepth: the [N, C, H, W] input read as 6 axes,
-    permuted (ONNX's definitions)."""
+    """DepthToSpace and SpaceToDepth (``mode`` DCR or CRD): the [N, C, H, W] input read as 6
+    axes, permuted (ONNX's definitions)."""
     x = n.inputs[0]
     s = ctx.shape(x)
     b = int(n.attrs.get("blocksize", 0))
@@ -94,9 +94,11 @@ def depth_space(ctx: Lowering, n: Node) -> None:
         raise ModelError(f"{n.where()}: blocksize={b} for an input of shape {list(s)}; ONNX "
                          f"takes [N, C, H, W] and a blocksize of at least 1")
     N, C, H, W = s
+    crd = n.attrs.get("mode", "DCR") == "CRD"
     if n.op == "SpaceToDepth":
-        shape, perm = (N, C, H // b, b, W // b, b), [0, 3, 5, 1, 2, 4]
-    elif n.attrs.get("mode", "DCR") == "DCR":
+        shape = (N, C, H // b, b, W // b, b)
+        perm = [0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4]
+    elif not crd:
         shape, perm = (N, b, b, C // (b * b), H, W), [0, 3, 4, 1, 5, 2]
     else:
         shape, perm = (N, C // (b * b), b, b, H, W), [0, 1, 4, 2, 5, 3]
