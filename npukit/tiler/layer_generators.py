@@ -13,11 +13,13 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
   ``CNN_ConvolutionPoolReLU``; a one-tile L1 accumulator receives the bias, then each input
   plane's taps, then is activated and pooled into the output tile.
 - ``pool``: max or average pooling with ONNX's padding, dilations and ``count_include_pad``.
+- ``resize_planes``: nearest or bilinear resizing of planes by row and column tables.
 - ``global_pool``: the average of each plane, accumulated tile by tile.
 - ``unary``, ``lut``: elementwise functions and 256-entry tables.
 - ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views.
 - ``matmul``: rows of ``A`` times column tiles of ``B`` (vertical tiles), with Gemm's ``C``.
-- ``softmax``, ``lrn``: along rows or, in vertical tiles, along columns.
+- ``softmax``, ``reduce``, ``lrn``: along rows or, in vertical tiles, along columns;
+  ``layer_norm`` along rows.
 - ``pad_axis``, ``concat``, ``transpose``: data movement.
 
 Padding of windowed layers. These layers' arguments have no padding of their own, so the
@@ -74,9 +76,12 @@ from .basic_kernels import (
     convolution,
     elementwise,
     linear,
+    mathfn,
     movement,
     normalisation,
     pooling,
+    reduction,
+    resize,
 )
 from .basic_kernels import softmax as softmax_kernels
 
@@ -235,6 +240,32 @@ def pool(m, Name: str, *, dt, C: int, Width: int, Height: int, in_tiled: bool, H
     m._cnn_ops[Name] = C * Wo * Ho * Fx * Fy
 
 
+def resize_planes(m, Name: str, *, dt, Planes: int, Width: int, Height: int, Wo: int, Ho: int,
+                  linear: bool) -> None:
+    """``Name(In, Ys, Fy, Xs, Fx, Out)``: each of the Planes [Height, Width] planes of In
+    resized to [Ho, Wo] by the row and column tables (``basic_kernels.resize``): the input
+    plane whole, the output in tiles of rows."""
+    k = _lib(m, resize.resize(np.dtype(dt).name, linear))
+    item = np.dtype(dt).itemsize
+    tables = [("Ys", "int32", 2 * Ho), ("Fy", "float32", Ho), ("Xs", "int32", 2 * Wo),
+              ("Fx", "float32", Wo)]
+    m.UserKernel(Name,
+        KernelDimensions(1, Width, Height, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), *(TCArg(_ptr(t, True), n) for n, t, _ in tables),
+              TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(Width), K_Arg("Out", KER_ARG_TILE), Imm(Wo),
+            K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
+            *(K_Arg(n, KER_ARG_TILE) for n, _, _ in tables)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Width, Height, item, 0, 0, 0, "In"),
+            *(KerArg(n, Obj.O_IN, size, 1, 4, 0, 0, 0, n) for n, _, size in tables),
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, item, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * Wo * Ho
+
+
 def global_pool(m, Name: str, *, dt, C: int, Width: int, Height: int, InZp: int = 0,
                 Scale: int = 0, OutZp: int = 0) -> None:
     """``Name(In, Out)``: the average of each of the C planes of In [C, Height, Width] into
@@ -268,10 +299,13 @@ def global_pool(m, Name: str, *, dt, C: int, Width: int, Height: int, InZp: int 
 # -- elementwise ------------------------------------------------------------------------------
 
 def unary(m, Name: str, *, in_dt, out_dt, Rows: int, Cols: int, Op: int, P0: int = 0,
-          P1: int = 0) -> None:
-    """``Name(In, Out)``: ``Out = f(In)`` elementwise on a [Rows, Cols] view (see
-    ``basic_kernels.elementwise.unary``), tiles of rows."""
-    k = _lib(m, elementwise.unary(np.dtype(in_dt).name, np.dtype(out_dt).name, _width(m, in_dt)))
+          P1: int = 0, fn: str | None = None) -> None:
+    """``Name(In, Out)``: ``Out = f(In)`` elementwise on a [Rows, Cols] view, tiles of rows:
+    ``basic_kernels.elementwise.unary``'s operation ``Op``, or the float32 function ``fn`` of
+    ``basic_kernels.mathfn.UNARY``."""
+    width = _width(m, in_dt)
+    k = _lib(m, mathfn.math_unary(fn, width) if fn is not None else
+             elementwise.unary(np.dtype(in_dt).name, np.dtype(out_dt).name, width))
     m.UserKernel(Name,
         KernelDimensions(1, Cols, Rows, 1), KernelIterationOrder(KER_DIM2, KER_TILE), TILE_HOR,
         CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(out_dt), "Out")),
@@ -317,12 +351,16 @@ def _bcast_arg(name: str, dt, planes: int, rows: int, cols: int, full: tuple[boo
 def binary(m, Name: str, *, a_dt, b_dt, out_dt, Planes: int, Rows: int, Cols: int,
            a_full: tuple[bool, bool, bool], b_full: tuple[bool, bool, bool], Op: int,
            Act: int = common.ACT_NONE, P: tuple[int, int, int] = (0, 0, 0), Za: int = 0,
-           Zb: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0) -> None:
+           Zb: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0, fn: str | None = None) -> None:
     """``Name(A, B, Out)``: ``Out[p][r][c] = op(A, B)`` on [Planes, Rows, Cols]; ``a_full`` and
     ``b_full`` say along which dimensions each operand varies (else it is broadcast). Tiles
-    of rows; per-plane operands follow the out-plane iterator."""
-    k = _lib(m, elementwise.binary(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
-                         _width(m, out_dt)))
+    of rows; per-plane operands follow the out-plane iterator. ``op``: ``Op`` of
+    ``basic_kernels.elementwise.binary``, or the float32 function ``fn`` of
+    ``basic_kernels.mathfn.BINARY``."""
+    width = _width(m, out_dt)
+    k = _lib(m, mathfn.math_binary(fn, width) if fn is not None else
+             elementwise.binary(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
+                                width))
     ka, (ar, ac) = _bcast_arg("A", a_dt, Planes, Rows, Cols, a_full)
     kb, (br, bc) = _bcast_arg("B", b_dt, Planes, Rows, Cols, b_full)
     m.UserKernel(Name,
@@ -398,13 +436,15 @@ def matmul(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c: str 
 # -- softmax, LRN -----------------------------------------------------------------------------
 
 def softmax(m, Name: str, *, Outer: int, D: int, Inner: int, dt="float32",
-            Ys: int = 0, Zp: int = 0) -> None:
+            Ys: int = 0, Zp: int = 0, log: bool = False) -> None:
     """``Name(In, Out)`` (integers: ``Name(In, Table, Out)``): softmax along the middle axis of
     [Outer, D, Inner]: along rows (tiles of rows) when Inner is 1, else along the columns of
     vertical tiles of each [D, Inner] plane. float32, or ONNX Runtime's QLinearSoftmax on
-    int8/uint8 with its 256-entry exp table (``basic_kernels.softmax.qsoftmax``)."""
+    int8/uint8 with its 256-entry exp table (``basic_kernels.softmax.qsoftmax``); ``log``:
+    float32 LogSoftmax."""
     quant = not is_float(dt)
     k = _lib(m, softmax_kernels.qsoftmax(np.dtype(dt).name) if quant
+             else softmax_kernels.layer_log_softmax("float32") if log
              else softmax_kernels.layer_softmax("float32"))
     item = np.dtype(dt).itemsize
     if Inner == 1:
@@ -430,6 +470,32 @@ def softmax(m, Name: str, *, Outer: int, D: int, Inner: int, dt="float32",
     m._cnn_ops[Name] = Outer * D * Inner
 
 
+def reduce(m, Name: str, *, op: str, Outer: int, D: int, Inner: int) -> None:
+    """``Name(In, Out)``: the float32 reduction ``op`` (``basic_kernels.reduction.REDUCE``)
+    of [Outer, D, Inner] along its middle axis into [Outer, Inner]: tiles of rows when Inner
+    is 1, else vertical tiles of each [D, Inner] plane (every tile holds all D values of
+    its columns)."""
+    k = _lib(m, reduction.reduce(op, _width(m, "float32")))
+    if Inner == 1:
+        order, dims = KernelIterationOrder(KER_DIM2, KER_TILE), KernelDimensions(1, D, Outer, 1)
+        con, (wi, hi), (wo, ho), planes = OBJ_CONSTRAINTS_TILE_HOR, (D, Outer), (1, Outer), 1
+        binds = [K_Arg("In", KER_ARG_TILE_H), Imm(D), Imm(D), Imm(1)]
+    else:
+        order, dims = _plane_order(Outer), KernelDimensions(1, Inner, D, Outer)
+        con, (wi, hi), (wo, ho), planes = OBJ_CONSTRAINTS_TILE_VER, (Inner, D), (Inner, 1), Outer
+        binds = [K_Arg("In", KER_ARG_TILE_W), Imm(1), Imm(D), K_Arg("In", KER_ARG_TILE_W)]
+    m.UserKernel(Name, dims, order, TILE_HOR,
+        CArgs(TCArg(_ptr("float32", True), "In"), TCArg(_ptr("float32"), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE), *binds))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_TILED | _per_plane(planes, True), wi, hi, 4, 0, con, 0,
+                   "In"),
+            KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(planes), wo, ho, 4, 0, con, 0,
+                   "Out")))
+    m._cnn_ops[Name] = Outer * D * Inner
+
+
 def lrn(m, Name: str, *, Planes: int, C: int, Cols: int, Lo: int, Hi: int, AlphaOverSize: int,
         Beta: int, Bias: int) -> None:
     """``Name(In, Out)``: ONNX LRN across the C rows of each [C, Cols] plane (vertical
@@ -448,6 +514,31 @@ def lrn(m, Name: str, *, Planes: int, C: int, Cols: int, Lo: int, Hi: int, Alpha
             KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Planes), Cols, C, 4, 0, ver, 0,
                    "Out")))
     m._cnn_ops[Name] = Planes * C * Cols * (Lo + Hi + 1)
+
+
+def layer_norm(m, Name: str, *, N: int, D: int, Eps: int) -> None:
+    """``Name(In, Scale, Bias, Out, Mean, InvStd)``: ONNX's LayerNormalization of the N rows
+    of D values of In (``basic_kernels.normalisation.layer_norm``); Scale and Bias [D] whole,
+    the rows in tiles, each row's mean and inverse standard deviation to Mean and InvStd."""
+    k = _lib(m, normalisation.layer_norm())
+    row = OUT_DB | Obj.O_TILED
+    m.UserKernel(Name, KernelDimensions(1, D, N, 1), KernelIterationOrder(KER_DIM2, KER_TILE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr("float32", True), "In"), TCArg(_ptr("float32", True), "Scale"),
+              TCArg(_ptr("float32", True), "Bias"), TCArg(_ptr("float32"), "Out"),
+              TCArg(_ptr("float32"), "Mean"), TCArg(_ptr("float32"), "InvStd")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), K_Arg("Scale", KER_ARG_TILE), K_Arg("Bias", KER_ARG_TILE),
+            K_Arg("Out", KER_ARG_TILE), K_Arg("Mean", KER_ARG_TILE), K_Arg("InvStd", KER_ARG_TILE),
+            K_Arg("In", KER_ARG_TILE_H), Imm(D), Imm(Eps)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_TILED, D, N, 4, 0, 0, 0, "In"),
+            KerArg("Scale", Obj.O_IN, D, 1, 4, 0, 0, 0, "Scale"),
+            KerArg("Bias", Obj.O_IN, D, 1, 4, 0, 0, 0, "Bias"),
+            KerArg("Out", row, D, N, 4, 0, 0, 0, "Out"),
+            KerArg("Mean", row, 1, N, 4, 0, 0, 0, "Mean"),
+            KerArg("InvStd", row, 1, N, 4, 0, 0, 0, "InvStd")))
+    m._cnn_ops[Name] = 4 * N * D
 
 
 # -- data movement ----------------------------------------------------------------------------
@@ -551,5 +642,5 @@ def transpose(m, Name: str, *, dt, Planes: int, A: int, B: int, I: int) -> None:
     m._cnn_ops[Name] = Planes * A * B * I
 
 
-__all__ = ["conv_pool_act", "pool", "global_pool", "unary", "lut", "binary", "matmul",
-           "softmax", "lrn", "pad_axis", "concat", "transpose"]
+__all__ = ["conv_pool_act", "pool", "resize_planes", "global_pool", "unary", "lut", "binary",
+           "matmul", "softmax", "reduce", "lrn", "layer_norm", "pad_axis", "concat", "transpose"]

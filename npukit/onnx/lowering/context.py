@@ -145,6 +145,18 @@ class Lowering:
             return self.net.consts[t].dtype
         return self.info(t).dtype
 
+    def const_input(self, n: Node, k: int, what: str) -> np.ndarray | None:
+        """Input ``k`` of ``n`` as a constant's flat values; None when it is absent or
+        empty. A tensor the model computes is refused, naming it as ``what``."""
+        if k >= len(n.inputs) or not n.inputs[k]:
+            return None
+        t = self.alias.get(n.inputs[k], n.inputs[k])
+        if t not in self.net.consts:
+            raise ModelError(f"{n.where()}: {what} {n.inputs[k]!r} is computed by the model; "
+                             f"npukit needs it as a constant")
+        v = self.net.consts[t].reshape(-1)
+        return v if v.size else None
+
     def const(self, values: np.ndarray, hint: str) -> str:
         """A new graph constant holding ``values``."""
         values = np.ascontiguousarray(values)

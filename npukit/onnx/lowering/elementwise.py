@@ -47,12 +47,13 @@ def broadcast_view(out: tuple, shapes: list[tuple], max_cols: int = MAX_COLS):
     return sizes, fulls
 
 
-def unary(ctx: Lowering, n: Node, in_dt, out_dt, op: int, p0: int, p1: int, what: str) -> None:
+def unary(ctx: Lowering, n: Node, in_dt, out_dt, op: int, p0: int, p1: int, what: str,
+          fn: str | None = None) -> None:
     size = ctx.info(n.outputs[0]).size
     rows, cols = rows_cols(size, ctx.max_cols)
     name = ctx.layer(n.op)
     G.unary(ctx.m, name, in_dt=in_dt, out_dt=out_dt, Rows=rows, Cols=cols, Op=op, P0=p0,
-            P1=p1)
+            P1=p1, fn=fn)
     ctx.add(name, n.op, [n], what, [ctx.tensor(n.inputs[0])], [ctx.output(n.outputs[0])])
 
 

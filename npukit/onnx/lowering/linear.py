@@ -42,8 +42,80 @@ def gemm(ctx: Lowering, n: Node) -> None:
                  float(n.attrs.get("beta", 1.0)))
 
 
+def batched(shape) -> bool:
+    """Whether a right operand of this shape holds several matrices."""
+    return len(shape) > 2 and any(d != 1 for d in shape[:-2])
+
+
 def matmul(ctx: Lowering, n: Node) -> None:
-    float_matmul(ctx, n, n.inputs[0], n.inputs[1], None, 1.0, 1.0)
+    a, b = n.inputs[:2]
+    if batched(ctx.shape(b)):
+        for t in (a, b):
+            if ctx.dtype(t) != np.float32:
+                raise ModelError(f"{n.where()}: a batched MatMul of {ctx.dtype(t)} tensors is "
+                                 f"not supported outside a DequantizeLinear/QuantizeLinear "
+                                 f"pair")
+        return batched_matmul(ctx, n, a, b, "MatMul")
+    float_matmul(ctx, n, a, b, None, 1.0, 1.0)
+
+
+def _batch_item(ctx: Lowering, n: Node, t: str, count: int, item: int, size: int) -> str:
+    """Matrix ``item`` of the ``count`` matrices of ``size`` values that tensor ``t`` holds:
+    ``t`` itself when it holds one, else a ``pad_axis`` layer cropping the others."""
+    src = ctx.tensor(t)
+    if count == 1:
+        return src
+    dt = ctx.dtype(t)
+    name = ctx.layer("Slice")
+    G.pad_axis(ctx.m, name, dt=dt, Outer=1, D=count, Inner=size, PadBegin=-item,
+               PadEnd=item + 1 - count)
+    dst = ctx.local(f"{t}_{item}_{n.name}", dt, size)
+    ctx.add(name, "Slice", [], f"matrix {item} of {count} of {t!r} for {n.name}", [src],
+            [dst])
+    return dst
+
+
+def batched_matmul(ctx: Lowering, n: Node, a: str, b: str, ops: str, quant: dict | None = None
+                   ) -> None:
+    """MatMul with batched operands (numpy's broadcasting of the leading dimensions): per
+    output matrix, the two operand matrices (cropped when the operand holds several), a
+    ``matmul`` layer, then one ``concat`` of the products. ``quant``: ``G.matmul``'s integer
+    parameters and the scale constant (per tensor), else float32."""
+    sa, sb = ctx.shape(a), ctx.shape(b)
+    sa2 = (1,) + tuple(sa) if len(sa) == 1 else tuple(sa)
+    M, K_, N = sa2[-2], sa2[-1], sb[-1]
+    if sb[-2] != K_:
+        raise ModelError(f"{n.where()}: shapes {list(sa)} and {list(sb)} do not multiply")
+    out = n.outputs[0]
+    dt = ctx.dtype(out)
+    batch = ctx.info(out).shape[:-2] if len(sa) > 1 else ctx.info(out).shape[:-1]
+    rank = len(batch)
+    ba = (1,) * (rank - len(sa2[:-2])) + tuple(sa2[:-2])
+    bb = (1,) * (rank - len(sb[:-2])) + tuple(sb[:-2])
+    prods = []
+    for idx in np.ndindex(*batch):
+        ia = int(np.ravel_multi_index([i if d > 1 else 0 for i, d in zip(idx, ba)], ba))
+        ib = int(np.ravel_multi_index([i if d > 1 else 0 for i, d in zip(idx, bb)], bb))
+        am = _batch_item(ctx, n, a, int(np.prod(ba)), ia, M * K_)
+        bm = _batch_item(ctx, n, b, int(np.prod(bb)), ib, K_ * N)
+        name = ctx.layer(ops)
+        if quant is None:
+            G.matmul(ctx.m, name, a_dt="float32", b_dt="float32", out_dt="float32", M=M,
+                     K_=K_, N=N, Alpha=f32_bits(1.0), Beta=f32_bits(1.0))
+            ins = [am, bm]
+        else:
+            scale, kw = quant["scale"], {k: v for k, v in quant.items() if k != "scale"}
+            G.matmul(ctx.m, name, a_dt=ctx.dtype(a), b_dt=ctx.dtype(b), out_dt=dt, M=M, K_=K_,
+                     N=N, **kw)
+            ins = [am, bm, scale]
+        prod = ctx.local(f"{out}_{len(prods)}", dt, M * N)
+        ctx.add(name, ops, [], f"[{M}, {K_}] x [{K_}, {N}], matrix {idx} of {n.name}", ins,
+                [prod])
+        prods.append(prod)
+    name = ctx.layer("Concat")
+    G.concat(ctx.m, name, dt=dt, Outer=1, Ds=(1,) * len(prods), Inner=M * N)
+    ctx.add(name, ops, [n], f"{len(prods)} products of [{M}, {K_}] x [{K_}, {N}] together",
+            prods, [ctx.output(out)])
 
 
 def mk_sizes(n: Node, a_shape, b_shape) -> tuple[int, int, int]:
@@ -119,7 +191,14 @@ def qmatmul(ctx: Lowering, n: Node) -> None:
         bt = n.inputs[1]
         sb_, zb = n.attrs["b"]
         sb = np.asarray([sb_], np.float32)
-        b_name, b_shape, b_dt = ctx.tensor(bt), ctx.shape(bt), ctx.dtype(bt)
+        b_shape, b_dt = ctx.shape(bt), ctx.dtype(bt)
+        if batched(b_shape) and n.attrs.get("bias") is None and alpha == 1:
+            info = np.iinfo(ctx.dtype(n.outputs[0]))
+            scale = (np.float32(sa) * sb) / np.float32(sy)
+            return batched_matmul(ctx, n, a, bt, "QLinearMatMul", dict(
+                scale=ctx.const(scale, f"{n.name}_scale"), Za=za, Zb=zb, Zout=zy,
+                Lo=n.attrs.get("lo", int(info.min)), Hi=n.attrs.get("hi", int(info.max))))
+        b_name = ctx.tensor(bt)
     M, K_, N = mk_sizes(n, ctx.shape(a), b_shape)
     scale = ((alpha * np.float32(sa)) * sb) / np.float32(sy) if alpha != 1 else \
         (np.float32(sa) * sb) / np.float32(sy)

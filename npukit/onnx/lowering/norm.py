@@ -1,5 +1,6 @@
-"""Normalisation: LRN, and BatchNormalization that no convolution absorbed (a scale and a
-shift layer)."""
+"""Normalisation: LRN, LayerNormalization, InstanceNormalization (a layer normalisation of
+each plane, then a per-channel scale and shift layer), and BatchNormalization that no
+convolution absorbed (a scale and a shift layer)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,70 @@ def batch_norm(ctx: Lowering, n: Node) -> None:
                  elementwise.BIN_MUL, "BatchNormalization (scale)")
     binary_layer(ctx, Node("Add", n.name, [mul, kb], n.outputs, {}), mul, kb,
                  n.outputs[0], [n], elementwise.BIN_ADD, "BatchNormalization (shift)")
+
+
+def _normalise_rows(ctx: Lowering, n: Node, x: str, out: str, rows: int, d: int,
+                    scale: str, bias: str, stats: list[str]) -> None:
+    name = ctx.layer("LayerNorm")
+    G.layer_norm(ctx.m, name, N=rows, D=d, Eps=f32_bits(n.attrs.get("epsilon", 1e-5)))
+    ctx.add(name, "LayerNormalization" if n.op == "LayerNormalization" else f"{n.op} (rows)",
+            [n] if n.op == "LayerNormalization" else [], f"{rows} rows of {d}",
+            [ctx.tensor(x), scale, bias], [ctx.output(out), *stats])
+
+
+def instance_norm(ctx: Lowering, n: Node) -> None:
+    """InstanceNormalization: each plane of each image normalised as a row, then ``*
+    scale[c] + B[c]``."""
+    x, out = n.inputs[0], n.outputs[0]
+    s = ctx.shape(x)
+    if len(s) < 3 or ctx.dtype(x) != np.float32:
+        raise ModelError(f"{n.where()}: {n.op} takes float32 [N, C, ...] data, got "
+                         f"{ctx.dtype(x)} {list(s)}")
+    for t in n.inputs[1:3]:
+        if ctx.shape(t) != (s[1],) or ctx.dtype(t) != np.float32:
+            raise ModelError(f"{n.where()}: scale and B take {s[1]} float32 values (one per "
+                             f"channel), {t!r} is {ctx.dtype(t)} {list(ctx.shape(t))}")
+    rows, d = s[0] * s[1], int(np.prod(s[2:]))
+    norm = f"{out}__normalised"
+    ctx.net.info[norm] = ctx.net.info[out]
+    ones = ctx.const(np.ones(d, np.float32), f"{n.name}_ones")
+    zeros = ctx.const(np.zeros(d, np.float32), f"{n.name}_zeros")
+    stats = [ctx.local(f"{n.name}_{k}", np.float32, rows) for k in ("mean", "inv_std")]
+    _normalise_rows(ctx, n, x, norm, rows, d, ones, zeros, stats)
+    # scale and B as [C, 1, ...]: the same bytes, broadcast along the planes
+    shape = (s[1],) + (1,) * (len(s) - 2)
+    ka, kb = (f"{t}__per_channel" for t in n.inputs[1:3])
+    for k, t in ((ka, n.inputs[1]), (kb, n.inputs[2])):
+        ctx.net.info[k] = type(ctx.info(out))(shape, np.dtype(np.float32))
+        ctx.of[k] = ctx.tensor(t)
+    scaled = f"{out}__scaled"
+    ctx.net.info[scaled] = ctx.net.info[out]
+    binary_layer(ctx, Node("Mul", n.name, [norm, ka], [scaled], {}), norm, ka, scaled, [],
+                 elementwise.BIN_MUL, f"{n.op} (scale)")
+    binary_layer(ctx, Node("Add", n.name, [scaled, kb], [out], {}), scaled, kb, out, [n],
+                 elementwise.BIN_ADD, f"{n.op} (shift)")
+
+
+def layer_norm(ctx: Lowering, n: Node) -> None:
+    x = n.inputs[0]
+    s = ctx.shape(x)
+    axis = int(n.attrs.get("axis", -1))
+    if not -len(s) <= axis < len(s):
+        raise ModelError(f"{n.where()}: axis={axis} for a rank-{len(s)} input")
+    axis %= len(s)
+    rows, d = int(np.prod(s[:axis])), int(np.prod(s[axis:]))
+    ins = [t for t in n.inputs[:3] if t]
+    for t in ins:
+        if ctx.dtype(t) != np.float32:
+            raise ModelError(f"{n.where()}: LayerNormalization of {ctx.dtype(t)} input {t!r} "
+                             f"is not supported (float32 only)")
+    for t, what in zip(ins[1:], ("Scale", "B")):
+        if int(np.prod(ctx.shape(t))) != d:
+            raise ModelError(f"{n.where()}: {what} {t!r} of shape {list(ctx.shape(t))} for "
+                             f"the {list(s[axis:])} normalised; npukit takes one value each")
+    bias = ctx.tensor(ins[2]) if len(ins) > 2 else ctx.const(np.zeros(d, np.float32),
+                                                             f"{n.name}_zero_bias")
+    outs = list(n.outputs) + [""] * (3 - len(n.outputs))
+    stats = [ctx.output(o) if o else ctx.local(f"{n.name}_{k}", np.float32, rows)
+             for o, k in zip(outs[1:], ("mean", "inv_std"))]
+    _normalise_rows(ctx, n, x, outs[0], rows, d, ctx.tensor(ins[1]), bias, stats)

@@ -1,5 +1,5 @@
-"""Data movement: layout operations (names for the same bytes), Concat, Transpose, Pad,
-and Cast (refused: npukit keeps each tensor's type)."""
+"""Data movement: layout operations (names for the same bytes), Concat, Transpose,
+DepthToSpace, SpaceToDepth, Pad, and Cast (refused: npukit keeps each tensor's type)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ from ...tiler.basic_kernels.common import f32_bits
 from ..reader import Node
 from .context import Lowering
 
+PAD_MODES = {"constant": movement.PAD_CONSTANT, "reflect": movement.PAD_REFLECT,
+             "edge": movement.PAD_EDGE, "wrap": movement.PAD_WRAP}
+
 
 def view(ctx: Lowering, n: Node) -> None:
     src = ctx.tensor(n.inputs[0])
@@ -21,7 +24,10 @@ def view(ctx: Lowering, n: Node) -> None:
 
 
 def cast(ctx: Lowering, n: Node) -> None:
-    raise ModelError(f"{n.where()}: to={n.attrs.get('to')} casts {ctx.dtype(n.inputs[0])} "
+    if n.op == "CastLike" and ctx.dtype(n.inputs[0]) == ctx.dtype(n.outputs[0]):
+        return view(ctx, n)
+    to = f"to={n.attrs.get('to')} " if n.op == "Cast" else ""
+    raise ModelError(f"{n.where()}: {to}casts {ctx.dtype(n.inputs[0])} "
                      f"to {ctx.dtype(n.outputs[0])}; npukit keeps each tensor's type (a "
                      f"Cast to the same type is dropped)")
 
@@ -48,25 +54,55 @@ def concat(ctx: Lowering, n: Node) -> None:
 
 
 def transpose(ctx: Lowering, n: Node) -> None:
-    x, out = n.inputs[0], n.outputs[0]
+    x = n.inputs[0]
     s = ctx.shape(x)
     perm = list(n.attrs.get("perm", list(range(len(s)))[::-1]))
     if sorted(perm) != list(range(len(s))):
         raise ModelError(f"{n.where()}: perm={perm} is not a permutation of {len(s)} axes")
-    steps = transpose_steps(s, perm)
+    permute(ctx, n, s, perm, "Transpose")
+
+
+def permute(ctx: Lowering, n: Node, shape, perm: list[int], label: str,
+            out: str | None = None) -> None:
+    """``n``'s input, read as ``shape``, with its axes permuted by ``perm`` into ``out``
+    (``n``'s output by default): one ``transpose`` layer per step of ``transpose_steps``, a
+    view when there is none. The last layer stands for ``n`` unless ``out`` is given."""
+    x, out = n.inputs[0], out or n.outputs[0]
+    steps = transpose_steps(shape, perm)
     dt = ctx.dtype(x)
     cur = ctx.tensor(x)
     if not steps:
-        return view(ctx, n)
+        return view(ctx, Node("Identity", n.name, [x], [out], {}))
     for k, (P, A, B, I) in enumerate(steps):  # noqa: E741
         last = k == len(steps) - 1
         name = ctx.layer("Transpose")
         G.transpose(ctx.m, name, dt=dt, Planes=P, A=A, B=B, I=I)
         dst = ctx.output(out) if last else ctx.local(f"{out}_step{k}", dt,
-                                                     int(np.prod(s)))
-        ctx.add(name, "Transpose", [n] if last else [],
+                                                     int(np.prod(shape)))
+        ctx.add(name, label, [n] if last and out == n.outputs[0] else [],
                 f"perm {perm}: [{P}, {A}, {B}, {I}] -> [{P}, {B}, {A}, {I}]", [cur], [dst])
         cur = dst
+
+
+def depth_space(ctx: Lowering, n: Node) -> None:
+    """DepthToSpace and SpaceToDepth (``mode`` DCR or CRD): the [N, C, H, W] input read as 6
+    axes, permuted (ONNX's definitions)."""
+    x = n.inputs[0]
+    s = ctx.shape(x)
+    b = int(n.attrs.get("blocksize", 0))
+    if len(s) != 4 or b < 1:
+        raise ModelError(f"{n.where()}: blocksize={b} for an input of shape {list(s)}; ONNX "
+                         f"takes [N, C, H, W] and a blocksize of at least 1")
+    N, C, H, W = s
+    crd = n.attrs.get("mode", "DCR") == "CRD"
+    if n.op == "SpaceToDepth":
+        shape = (N, C, H // b, b, W // b, b)
+        perm = [0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4]
+    elif not crd:
+        shape, perm = (N, b, b, C // (b * b), H, W), [0, 3, 4, 1, 5, 2]
+    else:
+        shape, perm = (N, C // (b * b), b, b, H, W), [0, 1, 4, 2, 5, 3]
+    permute(ctx, n, shape, perm, n.op)
 
 
 def pad(ctx: Lowering, n: Node) -> None:
@@ -78,8 +114,9 @@ def pad(ctx: Lowering, n: Node) -> None:
         value = float(n.attrs.get("value", 0.0))
         axes = list(range(rank))
     else:
-        if n.inputs[1] not in ctx.net.consts:
-            raise ModelError(f"{n.where()}: pads {n.inputs[1]!r} must be a constant")
+        for t, what in zip(n.inputs[1:4], ("pads", "constant_value", "axes")):
+            if t and t not in ctx.net.consts:
+                raise ModelError(f"{n.where()}: {what} {t!r} must be a constant")
         pads = [int(v) for v in ctx.net.consts[n.inputs[1]].reshape(-1)]
         value = float(ctx.net.consts[n.inputs[2]].reshape(-1)[0]) \
             if len(n.inputs) > 2 and n.inputs[2] else 0.0
@@ -90,10 +127,8 @@ def pad(ctx: Lowering, n: Node) -> None:
     if len(pads) != 2 * len(axes):
         raise ModelError(f"{n.where()}: {len(pads)} pads for {len(axes)} axes")
     mode = n.attrs.get("mode", "constant")
-    modes = {"constant": movement.PAD_CONSTANT, "reflect": movement.PAD_REFLECT,
-             "edge": movement.PAD_EDGE, "wrap": movement.PAD_WRAP}
-    if mode not in modes:
-        raise ModelError(f"{n.where()}: mode={mode!r}; npukit pads with {list(modes)}")
+    if mode not in PAD_MODES:
+        raise ModelError(f"{n.where()}: mode={mode!r}; npukit pads with {list(PAD_MODES)}")
     dt = ctx.dtype(x)
     if is_float(dt):
         fill = f32_bits(value)
@@ -104,9 +139,18 @@ def pad(ctx: Lowering, n: Node) -> None:
             raise ModelError(f"{n.where()}: constant value {value} for {dt} data")
     todo = [(ax, pads[i], pads[i + len(axes)]) for i, ax in enumerate(axes)
             if pads[i] or pads[i + len(axes)]]
-    cur, shape = ctx.tensor(x), list(s)
+    pad_axes(ctx, n, x, out, todo, mode, fill, value)
+
+
+def pad_axes(ctx: Lowering, n: Node, x: str, out: str, todo: list[tuple[int, int, int]],
+             mode: str = "constant", fill: int = 0, value: float = 0.0,
+             label: str = "Pad") -> None:
+    """One ``pad_axis`` layer per (axis, pad before, pad after) of ``todo`` (negative pads
+    crop), from ``x`` to ``out``; a view when there is none."""
+    dt = ctx.dtype(x)
+    cur, shape = ctx.tensor(x), list(ctx.shape(x))
     if not todo:
-        return view(ctx, n)
+        return view(ctx, Node("Identity", n.name, [x], [out], {}))
     for k, (ax, b, e) in enumerate(todo):
         if mode == "reflect" and (b >= shape[ax] or e >= shape[ax]):
             raise ModelError(f"{n.where()}: reflect pads {b}, {e} on axis {ax} of size "
@@ -117,13 +161,15 @@ def pad(ctx: Lowering, n: Node) -> None:
         d = shape[ax]
         shape[ax] = d + b + e
         last = k == len(todo) - 1
-        name = ctx.layer("Pad")
+        name = ctx.layer(label)
         G.pad_axis(ctx.m, name, dt=dt, Outer=outer, D=d, Inner=inner, PadBegin=b,
-                   PadEnd=e, Mode=modes[mode], Value=fill)
+                   PadEnd=e, Mode=PAD_MODES[mode], Value=fill)
         dst = ctx.output(out) if last else ctx.local(f"{out}_axis{ax}", dt,
                                                      int(np.prod(shape)))
-        ctx.add(name, "Pad", [n] if last else [], f"axis {ax}: {b} before, {e} after, "
-                f"{mode}" + (f" {value:g}" if mode == "constant" else ""), [cur], [dst])
+        what = f"{mode}" + (f" {value:g}" if mode == "constant" else "") if label == "Pad" \
+            else "cropped"
+        ctx.add(name, label, [n] if last else [], f"axis {ax}: {b} before, {e} after, {what}",
+                [cur], [dst])
         cur = dst
 
 

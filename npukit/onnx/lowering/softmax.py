@@ -1,4 +1,4 @@
-"""Softmax and QLinearSoftmax."""
+"""Softmax, LogSoftmax and QLinearSoftmax."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .context import Lowering
 def softmax(ctx: Lowering, n: Node, quant: bool) -> None:
     x = n.inputs[0]
     if ctx.dtype(x) != np.float32 and not quant:
-        raise ModelError(f"{n.where()}: Softmax of {ctx.dtype(x)} data outside a "
+        raise ModelError(f"{n.where()}: {n.op} of {ctx.dtype(x)} data outside a "
                          f"DequantizeLinear/QuantizeLinear pair is not supported")
     s = ctx.shape(x)
     axis = int(n.attrs.get("axis", -1 if ctx.net.opset >= 13 else 1))
@@ -35,7 +35,8 @@ def softmax(ctx: Lowering, n: Node, quant: bool) -> None:
         G.softmax(ctx.m, name, Outer=outer, D=d, Inner=inner, dt=ctx.dtype(x),
                   Ys=f32_bits(np.floor(np.float32(1) / np.float32(ys))), Zp=yz)
     else:
-        G.softmax(ctx.m, name, Outer=outer, D=d, Inner=inner)
-    ctx.add(name, "QLinearSoftmax" if quant else "Softmax", [n],
-            f"{outer} x softmax over {d}" + (f" (stride {inner})" if inner > 1 else ""),
+        G.softmax(ctx.m, name, Outer=outer, D=d, Inner=inner, log=n.op == "LogSoftmax")
+    ctx.add(name, "QLinearSoftmax" if quant else n.op, [n],
+            f"{outer} x {'log softmax' if n.op == 'LogSoftmax' else 'softmax'} over {d}"
+            + (f" (stride {inner})" if inner > 1 else ""),
             ins, [ctx.output(n.outputs[0])])

@@ -1,5 +1,6 @@
-"""Normalisation basic kernels of the layer kernels, C template next to its numpy reference:
-local response normalisation (``lrn``). Arithmetic: see ``common``.
+"""Normalisation basic kernels of the layer kernels: local response normalisation (``lrn``,
+C template next to its numpy reference) and layer normalisation (``layer_norm``). Arithmetic:
+see ``common`` and ``scalar``.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from functools import cache
 import numpy as np
 
 from .common import HELPERS, BasicKernel, bits_f32, c_signature, exp2_f32, log2_f32, share_rows
+from .scalar import C_HELPERS, NUMPY, CBuilder, sqrt
 
 
 @cache
@@ -57,3 +59,69 @@ void {name}({c_signature(args)})
 
     return BasicKernel(name, args, True, src, reference,
                        lambda C, Wn, **_: C * Wn * 80)
+
+
+def layer_norm_row(m, acc_mean, acc_dev, n, eps):
+    """ONNX's LayerNormalization statistics of a row from its sums: (mean, 1 / stddev) with
+    ``mean = sum x / n``, ``var = sum (x - mean)**2 / n``, ``stddev = sqrt(var + eps)``."""
+    return acc_mean / n, 1.0 / sqrt(m, acc_dev / n + eps)
+
+
+@cache
+def layer_norm() -> BasicKernel:
+    """ONNX's LayerNormalization of ``N`` rows of ``D`` float32 values: the mean (sum in
+    order over the count), the variance of the differences the same way, then ``Out = (x -
+    mean) * inv_std * Scale + Bias``; each row's mean and ``inv_std`` written to ``Mean`` and
+    ``InvStd``. Defined once with ``scalar``'s operations for the C and numpy."""
+    name = "KerLayerNormNpk_fl"
+    args = (("const float *__restrict__", "In"), ("const float *__restrict__", "Scale"),
+            ("const float *__restrict__", "Bias"), ("float *__restrict__", "Out"),
+            ("float *__restrict__", "Mean"), ("float *__restrict__", "InvStd"), ("int", "N"),
+            ("int", "D"), ("int", "Eps"))
+    b = CBuilder("S")
+    mean_c, inv_c = layer_norm_row(b, b.var("Sum"), b.var("Dev"), b.var("(float)D"),
+                                   b.var("E"))
+    stats = "".join(f"        {line}\n" for line in b.lines)
+    src = f"""\
+{HELPERS}
+{C_HELPERS}
+void {name}({c_signature(args)})
+{{
+    /* Out[r] = (In[r] - mean) * inv_std * Scale + Bias for each of the N rows of D values
+       (mean and inv_std of the row, also written to Mean[r] and InvStd[r]); the rows are
+       shared among the cores. */
+    float E = npk_f32(Eps);
+    int Rows = N;
+{share_rows()}
+    for (int r = First; r < Last; r++) {{
+        const float *X = In + r * D;
+        float Sum = 0.0f, Dev = 0.0f, Mu, Inv;
+        for (int d = 0; d < D; d++) Sum = Sum + X[d];
+        Mu = Sum / (float)D;
+        for (int d = 0; d < D; d++) Dev = Dev + (X[d] - Mu) * (X[d] - Mu);
+{stats}        Mu = {b.result(mean_c)};
+        Inv = {b.result(inv_c)};
+        for (int d = 0; d < D; d++) Out[r * D + d] = (X[d] - Mu) * Inv * Scale[d] + Bias[d];
+        Mean[r] = Mu;
+        InvStd[r] = Inv;
+    }}
+}}"""
+
+    def reference(In, Scale, Bias, Out, Mean, InvStd, N, D, Eps, *, core_id, core_count):
+        if core_id or N <= 0:
+            return
+        x = np.asarray(In[:N * D], np.float32).reshape(N, D)
+        s = np.zeros(N, np.float32)
+        for d in range(D):
+            s = s + x[:, d]
+        mu = s / np.float32(D)
+        dev = np.zeros(N, np.float32)
+        for d in range(D):
+            dev = dev + (x[:, d] - mu) * (x[:, d] - mu)
+        with np.errstate(all="ignore"):
+            mu, inv = layer_norm_row(NUMPY, s, dev, np.float32(D), bits_f32(Eps))
+        y = (x - mu[:, None]) * inv[:, None] * Scale[:D][None, :] + Bias[:D][None, :]
+        Out[:N * D] = y.astype(np.float32).reshape(-1)
+        Mean[:N], InvStd[:N] = mu, inv
+
+    return BasicKernel(name, args, True, src, reference, lambda N, D, **_: 40 * N * D)

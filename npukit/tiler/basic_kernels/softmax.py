@@ -27,6 +27,7 @@ from .common import (
     exp_f32,
     layer_c_type,
     layer_suffix,
+    log2_f32,
     rne,
     share_rows,
     suffix,
@@ -168,6 +169,19 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
 
 # -- softmax, LRN -----------------------------------------------------------------------------
 
+def _exp_sums(In, G: int, Sg: int, D: int, Sd: int):
+    """The float softmaxes' first passes: (indices of the groups' values, each value minus
+    its group's maximum, their exps ``exp2_f32``, the exps summed in order)."""
+    idx = np.arange(G)[:, None] * Sg + np.arange(D)[None, :] * Sd
+    x = In[idx]
+    d = x - x.max(axis=1, keepdims=True)
+    e = exp2_f32(d * LOG2E)
+    s = np.zeros(G, np.float32)
+    for i in range(D):
+        s = s + e[:, i]
+    return idx, d, e, s
+
+
 @cache
 def layer_softmax(dt: str) -> BasicKernel:
     """``G`` softmaxes of ``D`` values each: group g's values at ``g*Sg + i*Sd``. The maximum,
@@ -199,13 +213,45 @@ void {name}({c_signature(args)})
     def reference(In, Out, G, Sg, D, Sd, *, core_id, core_count):
         if core_id or G <= 0:
             return
-        idx = np.arange(G)[:, None] * Sg + np.arange(D)[None, :] * Sd
-        x = In[idx]
-        e = exp2_f32((x - x.max(axis=1, keepdims=True)) * LOG2E)
-        s = np.zeros(G, np.float32)
-        for i in range(D):
-            s = s + e[:, i]
+        idx, _, e, s = _exp_sums(In, G, Sg, D, Sd)
         Out[idx] = e / s[:, None]
+
+    return BasicKernel(name, args, True, src, reference, lambda G, D, **_: 60 * G * D)
+
+
+@cache
+def layer_log_softmax(dt: str) -> BasicKernel:
+    """ONNX's LogSoftmax of ``G`` groups of ``D`` values (group g's at ``g*Sg + i*Sd``): the
+    maximum M, ``S`` the sum in order of ``2**((x_i - M) * log2(e))`` (``exp2_f32``), then
+    ``(x_i - M) - log2(S) * ln 2`` (``log2_f32``; S >= 1)."""
+    name = f"KerLogSoftmaxNpk_{layer_suffix(dt)}"
+    args = (("const float *__restrict__", "In"), ("float *__restrict__", "Out"), ("int", "G"),
+            ("int", "Sg"), ("int", "D"), ("int", "Sd"))
+    ln2 = np.float32(math.log(2))
+    src = f"""\
+{HELPERS}
+void {name}({c_signature(args)})
+{{
+    /* Out = log softmax of each group of D values: the maximum, the sum of the exps of the
+       values minus it, then each value minus the maximum minus the log of the sum. The
+       groups are shared among the cores. */
+    int Rows = G;
+{share_rows()}
+    for (int g = First; g < Last; g++) {{
+        const float *X = In + g * Sg;
+        float *Y = Out + g * Sg, M = X[0], S = 0.0f, L;
+        for (int i = 1; i < D; i++) M = X[i * Sd] > M ? X[i * Sd] : M;
+        for (int i = 0; i < D; i++) S = S + npk_exp2((X[i * Sd] - M) * {hex_float(LOG2E)});
+        L = npk_log2(S) * {hex_float(ln2)};
+        for (int i = 0; i < D; i++) Y[i * Sd] = (X[i * Sd] - M) - L;
+    }}
+}}"""
+
+    def reference(In, Out, G, Sg, D, Sd, *, core_id, core_count):
+        if core_id or G <= 0:
+            return
+        idx, d, _, s = _exp_sums(In, G, Sg, D, Sd)
+        Out[idx] = d - (log2_f32(s) * ln2)[:, None]
 
     return BasicKernel(name, args, True, src, reference, lambda G, D, **_: 60 * G * D)
 

@@ -1,0 +1,106 @@
+"""Slice (step 1), Split and Gather with constant indices: crops along axes, one
+``pad_axis`` layer with negative pads per cropped axis (float32, int8, uint8)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ModelError
+from ...tiler import layer_generators as G
+from ..reader import Node
+from .context import Lowering
+from .shape import pad_axes
+
+
+def _ints(ctx: Lowering, n: Node, k: int, what: str) -> list[int] | None:
+    """Input ``k`` of ``n`` as constant integers; None when it is absent."""
+    v = ctx.const_input(n, k, what)
+    return None if v is None else [int(x) for x in v]
+
+
+def _axes(n: Node, axes: list[int], rank: int) -> list[int]:
+    bad = [a for a in axes if not -rank <= a < rank]
+    if bad:
+        raise ModelError(f"{n.where()}: axes {axes} for a rank-{rank} input")
+    return [a % rank for a in axes]
+
+
+def slice_(ctx: Lowering, n: Node) -> None:
+    x = n.inputs[0]
+    s = ctx.shape(x)
+    if "starts" in n.attrs:  # Slice-1: attributes
+        starts, ends = list(n.attrs["starts"]), list(n.attrs["ends"])
+        axes, steps = n.attrs.get("axes"), None
+    else:
+        starts, ends = _ints(ctx, n, 1, "starts"), _ints(ctx, n, 2, "ends")
+        axes, steps = _ints(ctx, n, 3, "axes"), _ints(ctx, n, 4, "steps")
+    axes = _axes(n, list(range(len(starts))) if axes is None else list(axes), len(s))
+    if steps is not None and any(v != 1 for v in steps):
+        raise ModelError(f"{n.where()}: steps {steps}; npukit slices with step 1")
+    todo = []
+    for a, b, e in zip(axes, starts, ends):
+        d = s[a]
+        b = min(max(b + d if b < 0 else b, 0), d)
+        e = min(max(e + d if e < 0 else e, 0), d)
+        if e <= b:
+            raise ModelError(f"{n.where()}: starts {b}, ends {e} on axis {a} of size {d} "
+                             f"leave nothing")
+        if (b, e) != (0, d):
+            todo.append((a, -b, e - d))
+    pad_axes(ctx, n, x, n.outputs[0], todo, label="Slice")
+
+
+def split(ctx: Lowering, n: Node) -> None:
+    x = n.inputs[0]
+    s = ctx.shape(x)
+    axis = _axes(n, [int(n.attrs.get("axis", 0))], len(s))[0]
+    outs = list(n.outputs)
+    sizes = _ints(ctx, n, 1, "split") or n.attrs.get("split")
+    if sizes is None:  # equal parts; opset 18's num_outputs: the last part smaller
+        k = len(outs)
+        part = -(-s[axis] // k)
+        sizes = [min(part, s[axis] - i * part) for i in range(k)]
+    if len(sizes) != len(outs) or sum(sizes) != s[axis] or min(sizes) <= 0:
+        raise ModelError(f"{n.where()}: split {list(sizes)} of axis {axis} of size {s[axis]} "
+                         f"into {len(outs)} outputs (npukit takes positive parts that sum to "
+                         f"the axis)")
+    begin = 0
+    for o, size in zip(outs, sizes):
+        if o:
+            part = Node("Split", n.name, [x], [o], {})
+            pad_axes(ctx, part, x, o, [(axis, -begin, begin + size - s[axis])]
+                     if size != s[axis] else [], label="Split")
+        begin += size
+    ctx.done.add(id(n))
+
+
+
+
+def gather(ctx: Lowering, n: Node) -> None:
+    """Gather with constant indices: each index a crop of the axis (a ``pad_axis`` layer),
+    several put together by one ``concat``."""
+    x, out = n.inputs[0], n.outputs[0]
+    s = ctx.shape(x)
+    axis = _axes(n, [int(n.attrs.get("axis", 0))], len(s))[0]
+    idx = _ints(ctx, n, 1, "indices")
+    d = s[axis]
+    bad = [i for i in idx if not -d <= i < d]
+    if bad:
+        raise ModelError(f"{n.where()}: indices {bad} outside axis {axis} of size {d}")
+    idx = [i % d for i in idx]
+    dt = ctx.dtype(x)
+    outer, inner = int(np.prod(s[:axis])), int(np.prod(s[axis + 1:]))
+    src, parts = ctx.tensor(x), []
+    for k, i in enumerate(idx):
+        name = ctx.layer("Gather")
+        G.pad_axis(ctx.m, name, dt=dt, Outer=outer, D=d, Inner=inner, PadBegin=-i,
+                   PadEnd=i + 1 - d)
+        last = len(idx) == 1
+        dst = ctx.output(out) if last else ctx.local(f"{out}_{k}", dt, outer * inner)
+        ctx.add(name, "Gather", [n] if last else [], f"index {i} of axis {axis}", [src], [dst])
+        parts.append(dst)
+    if len(idx) > 1:
+        name = ctx.layer("Concat")
+        G.concat(ctx.m, name, dt=dt, Outer=outer, Ds=(1,) * len(idx), Inner=inner)
+        ctx.add(name, "Gather", [n], f"{len(idx)} indices of axis {axis} together", parts,
+                [ctx.output(out)])

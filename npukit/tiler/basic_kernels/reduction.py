@@ -1,0 +1,109 @@
+"""ONNX's float32 reductions (``ReduceSum``, ``ReduceMean``, ``ReduceMax``, ``ReduceMin``,
+``ReduceProd``, ``ReduceL1``, ``ReduceL2``, ``ReduceLogSum``, ``ReduceLogSumExp``,
+``ReduceSumSquare``) as one basic kernel each, defined once with the primitives of
+``scalar`` for its C and its numpy reference.
+
+``REDUCE[op]`` is ``(init, term, combine, final, two_pass)``: the accumulator starts at
+``init``; for each value x in order ``acc = combine(m, acc, term(m, x, mx))``; the result is
+``final(m, acc, n, mx)`` with ``n`` the count as a float; ``mx`` is the maximum of the
+values, found by a first pass when ``two_pass`` (LogSumExp: ``log(sum exp(x - mx)) + mx``),
+else 0. Sums run in order, one float32 rounding per addition.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import numpy as np
+
+from .common import HELPERS, BasicKernel, c_signature, share_rows
+from .scalar import C_HELPERS, NUMPY, CBuilder, abs_, exp, log, maximum, minimum, sqrt
+
+
+def _add(m, acc, v):
+    return acc + v
+
+
+def _x(m, x, mx):
+    return x
+
+
+def _acc(m, acc, n, mx):
+    return acc
+
+
+REDUCE = {
+    "ReduceSum": (0.0, _x, _add, _acc, False),
+    "ReduceMean": (0.0, _x, _add, lambda m, acc, n, mx: acc / n, False),
+    "ReduceSumSquare": (0.0, lambda m, x, mx: x * x, _add, _acc, False),
+    "ReduceL1": (0.0, lambda m, x, mx: abs_(m, x), _add, _acc, False),
+    "ReduceL2": (0.0, lambda m, x, mx: x * x, _add, lambda m, acc, n, mx: sqrt(m, acc), False),
+    "ReduceLogSum": (0.0, _x, _add, lambda m, acc, n, mx: log(m, acc), False),
+    "ReduceLogSumExp": (0.0, lambda m, x, mx: exp(m, x - mx), _add,
+                        lambda m, acc, n, mx: log(m, acc) + mx, True),
+    "ReduceProd": (1.0, _x, lambda m, acc, v: acc * v, _acc, False),
+    "ReduceMax": (-np.inf, _x, maximum, _acc, False),
+    "ReduceMin": (np.inf, _x, minimum, _acc, False),
+}
+
+
+@cache
+def reduce(op: str, width: int) -> BasicKernel:
+    """``Out[v] = reduce(In[v*Sv + d*Sd] for d < D)`` for the ``N`` vectors v of a tile,
+    ``reduce`` = ``REDUCE[op]``; the vectors are shared among the cores."""
+    init, term, combine, final, two_pass = REDUCE[op]
+    name = f"KerReduceNpk_{op[len('Reduce'):]}_fl"
+    args = (("const float *__restrict__", "In"), ("float *__restrict__", "Out"), ("int", "N"),
+            ("int", "Sv"), ("int", "D"), ("int", "Sd"))
+    pre = CBuilder("M")
+    mx_c = pre.result(maximum(pre, pre.var("Mx"), pre.var("X[d * Sd]"))) if two_pass else None
+    loop = CBuilder("V")
+    acc_c = loop.result(combine(loop, loop.var("Acc"),
+                                term(loop, loop.var("X[d * Sd]"), loop.var("Mx"))))
+    post = CBuilder("R")
+    out_c = post.result(final(post, post.var("Acc"), post.var("(float)D"), post.var("Mx")))
+
+    def block(b: CBuilder, indent: str) -> str:
+        return "".join(f"{indent}{line}\n" for line in b.lines)
+
+    first = (f"        for (int d = 0; d < D; d++) {{\n{block(pre, ' ' * 12)}"
+             f"            Mx = {mx_c};\n        }}\n" if two_pass else "")
+    src = f"""\
+{HELPERS}
+{C_HELPERS}
+void {name}({c_signature(args)})
+{{
+    /* Out[v] = {op} of the D values In[v*Sv + d*Sd], in order of d, one statement per
+       float32 operation as npukit.tiler.basic_kernels.reduction defines it. The vectors are
+       shared among the cores. */
+    int Rows = N;
+{share_rows()}
+    for (int v = First; v < Last; v++) {{
+        const float *X = In + v * Sv;
+        float Acc = {loop.result(init)}, Mx = {loop.result(-np.inf if two_pass else 0.0)};
+        (void)Mx;
+{first}        for (int d = 0; d < D; d++) {{
+{block(loop, ' ' * 12)}            Acc = {acc_c};
+        }}
+{block(post, ' ' * 8)}        Out[v] = {out_c};
+    }}
+}}"""
+
+    def reference(In, Out, N, Sv, D, Sd, *, core_id, core_count):
+        if core_id or N <= 0:
+            return
+        x = In[np.arange(N)[:, None] * Sv + np.arange(D)[None, :] * Sd].astype(np.float32)
+        with np.errstate(all="ignore"):
+            mx = np.full(N, -np.inf if two_pass else 0.0, np.float32)
+            if two_pass:
+                for d in range(D):
+                    mx = maximum(NUMPY, mx, x[:, d])
+            acc = np.full(N, init, np.float32)
+            for d in range(D):
+                acc = np.asarray(combine(NUMPY, acc, term(NUMPY, x[:, d], mx)), np.float32)
+            Out[:N] = final(NUMPY, acc, np.float32(D), mx)
+
+    cost = len(loop.lines) + 1 + (len(pre.lines) + 1 if two_pass else 0)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda N, D, **_: math.ceil(N / width) * D * cost + N)
