@@ -94,7 +94,7 @@ def main(argv=None) -> None:
           f"{g.memory['L2'].static} B static + {g.memory['L2'].dynamic} B dynamic, L3 "
           f"{g.memory['L3'].dynamic} B")
     if prof:
-        pstats.Stats(prof).sort_stats("cumulative").print_stats(15)
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
     print(goal(f"{len(g.layers)} layers plan in under a minute ({wall:.1f} s)", wall < 60))
 
 
