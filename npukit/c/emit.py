@@ -33,6 +33,7 @@ from contextlib import nullcontext
 import numpy as np
 
 from .. import ir
+from ..arith_vec import MORE_OPS
 from ..cdecl import C_KEYWORDS, comment_text
 from ..dtypes import is_float
 from . import arith as A
@@ -49,6 +50,7 @@ from .access import (
     safe_name,
     simplify,
 )
+from .arith_vec import vec_expr_more
 from .calls import PRELUDE_NAMES, ArgStruct, defined_names, emit_call, extern_sources, prelude
 from .code import Writer, wrap
 from .ctype import TYPEDEFS, c_type, literal, poison_literal
@@ -96,7 +98,8 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
     out.line()
     if tasks:
         out.lines.extend(FEATURE_MACRO.splitlines())
-    if re.search(r"\b(NAN|INFINITY|rintf?|fabsf|floorf)\b", code):
+    if re.search(r"\b(NAN|INFINITY|rintf?|fabsf|floorf)\b|"
+                 r"\b(exp2?|log|tanh|sin|cos|sqrt|erf|floor|ceil)\(", code):
         out.line("#include <math.h>")
     out.line("#include <stdint.h>")
     for inc in includes:
@@ -697,6 +700,9 @@ class _Emitter:
         dts = [v.dtype for v in st.srcs]
         if st.op == "vgather":
             return self._gather(st, lanes), st.dst.dtype
+        if st.op in MORE_OPS:
+            return vec_expr_more(self.h, st.op, dict(st.attrs), list(zip(lanes, dts)),
+                                 st.dst.dtype), st.dst.dtype
         if st.op in A.VEC_OPS:
             return A.vec_expr(self.h, st.op, dict(st.attrs), list(zip(lanes, dts)),
                               st.dst.dtype), st.dst.dtype

@@ -13,6 +13,52 @@ as a function computing a lookup table) runs at build time. ``docs/dsl.md`` list
 name; ``npukit.dsl.trace`` says how a kernel becomes IR.
 """
 
+from .builtins_arith import (
+    abs,
+    ceil,
+    clz,
+    cos,
+    erf,
+    exp,
+    exp2,
+    floor,
+    log,
+    max,
+    min,
+    reinterpret,
+    rint,
+    rsqrt,
+    sin,
+    sqrt,
+    tanh,
+    vadd,
+    vaddh,
+    vinv,
+    vmaxh,
+    vminh,
+    vmul,
+    vmulh,
+    vmull,
+    vnsr,
+    vnsrsr,
+    vsl,
+    vsr,
+    vsub,
+    vsubh,
+    vxth,
+    vxtl,
+)
+from .builtins_lanes import (
+    const_mask,
+    tail_mask,
+    vbcast,
+    vconcat,
+    vrpadd,
+    vrpmax,
+    vrpmin,
+    vsplit,
+    vzip,
+)
 from .kernel import PrimFunc, build, prim_func
 from .ops import (
     alloc,
@@ -23,21 +69,16 @@ from .ops import (
     dma_copy,
     get_local_id,
     get_local_size,
-    max,
-    min,
     vabs,
-    vadd,
     vand,
     vdiv,
     vload_gather,
     vmax,
     vmin,
-    vmul,
     vnot,
     vor,
     vrint,
     vsel,
-    vsub,
     vxor,
 )
 from .types import DType, PtrType, ptr
@@ -51,6 +92,10 @@ fp16x16, fp32x8, fp32x16 = DType("fp16x16"), DType("fp32x8"), DType("fp32x16")
 boolx8, boolx16, boolx32 = DType("boolx8"), DType("boolx16"), DType("boolx32")
 
 __all__ = [
+    "abs", "ceil", "clz", "const_mask", "cos", "erf", "exp", "exp2", "floor", "log",
+    "reinterpret", "rint", "rsqrt", "sin", "sqrt", "tail_mask", "tanh", "vaddh", "vbcast",
+    "vconcat", "vinv", "vmaxh", "vminh", "vmulh", "vmull", "vnsr", "vnsrsr", "vrpadd",
+    "vrpmax", "vrpmin", "vsl", "vsplit", "vsr", "vsubh", "vxth", "vxtl", "vzip",
     "DType", "PrimFunc", "PtrType", "alloc", "alloc_const", "bool_", "boolx8", "boolx16",
     "boolx32", "build", "cast", "ceildiv", "clip", "dma_copy", "fp16", "fp16x16", "fp32",
     "fp32x8", "fp32x16", "get_local_id", "get_local_size", "i8", "i8x32", "i16", "i16x16",

@@ -1,0 +1,253 @@
+"""The Compass DSL's lane builtins: functions that move lanes between vectors (concatenate,
+split, interleave, broadcast, compact), build masks, and reduce a vector to one lane.
+
+Each lowers to copies between registers through strided views (``ir.Copy`` in the ``vreg``
+memory) and element-wise instructions on sub-views, so the simulator and the C back end read
+the same statements. A register's native width is the target's: the ``vec`` unit's lanes per
+instruction (``int8x32``, ``int16x16``, ``float32x8`` ... on ``compass``).
+
+>>> import npukit.dsl as S
+>>> @S.prim_func
+... def pairs(a: S.ptr("i32x8", "global"), out: S.ptr("i32x16", "global")):
+...     out[0] = S.vzip(a[0], a[0] + 100)
+>>> prog = S.build(pairs, target="compass")
+>>> out = np.zeros(16, np.int32)
+>>> _ = prog.run("sim", a=np.arange(8, dtype=np.int32), out=out)
+>>> out[:6].tolist()
+[0, 100, 1, 101, 2, 102]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+from ..dtypes import is_float
+from ..errors import DTypeError, KernelError
+from ..layout import Layout
+from ..poison import poison
+from .trace import _parse_mask
+from .types import DType
+from .values import Scalar, Vec, _clamp_atom, _describe, as_affine, tracer
+
+PARTS = ("all", "low", "high", "even", "odd")
+
+
+# -- moving lanes ----------------------------------------------------------------------------
+
+def _lanes(v: Vec, start: int, count: int, step: int = 1) -> ir.View:
+    """Lanes ``start, start + step, ...`` (``count`` of them) of register ``v``."""
+    return ir.View(v.buf, Layout((count,), v.type.elem, (step,), start))
+
+
+def _move(dst: Vec, start: int, step: int, src: ir.View) -> None:
+    """Copy ``src`` into lanes ``start, start + step, ...`` of register ``dst``."""
+    tr = tracer()
+    tr.emit(ir.Copy(_lanes(dst, start, src.size, step), src,
+                    tr.tgt.engine("vreg", "vreg").name, label=tr.label()))
+
+
+def native_lanes(t: DType) -> int:
+    """Lanes of one register of ``t``'s element type on the target (``vec`` unit width)."""
+    return tracer().tgt.units["vec"].width(t.elem)
+
+
+def _vectors(xs, what: str) -> list[Vec]:
+    """The operands as vectors of one type: numbers and typed scalars are spread over the
+    lanes of the vector operands."""
+    tr = tracer()
+    t = tr.vector_type(what, *xs)
+    return [tr.coerce(x, t, what) for x in xs]
+
+
+def _part(part: str, lanes: int, what: str) -> tuple[int, int, int]:
+    """(first lane, count, step) of the lanes a ``part`` selects from one operand."""
+    if part not in PARTS:
+        raise KernelError(f"{what}: part={part!r}; use one of {', '.join(PARTS)}")
+    half = lanes // 2
+    return {"all": (0, lanes, 1), "low": (0, half, 1), "high": (half, half, 1),
+            "even": (0, half, 2), "odd": (1, half, 2)}[part]
+
+
+def vconcat(inps, part: str = "all") -> Vec:
+    """The operands' lanes one after the other: all of them (``part="all"``), or the
+    ``"low"``/``"high"`` half or the ``"even"``/``"odd"`` lanes of each; numbers are spread.
+    ``S.vconcat((x, y), "even")`` of ``i32x8`` is ``x0 x2 x4 x6 y0 y2 y4 y6``."""
+    if not isinstance(inps, (list, tuple)) or len(inps) < 2:
+        raise KernelError(f"S.vconcat: expects a list or tuple of 2 or more vectors, got "
+                          f"{_describe(inps)}")
+    xs = _vectors(inps, "S.vconcat")
+    start, count, step = _part(part, xs[0].type.lanes, "S.vconcat")
+    out = tracer().new_vec(xs[0].type.with_lanes(count * len(xs)), "cat")
+    for k, x in enumerate(xs):
+        _move(out, k * count, 1, _lanes(x, start, count, step))
+    return out
+
+
+def vsplit(x: Vec) -> tuple[Vec, ...]:
+    """``x`` cut into registers of the target's native width, lowest lanes first:
+    ``S.vsplit(i32x24)`` gives three ``i32x8``."""
+    if not isinstance(x, Vec) or x.type.elem == np.bool_:
+        raise KernelError(f"S.vsplit: expects a vector of numbers, got {_describe(x)}")
+    n = native_lanes(x.type)
+    if x.type.lanes % n or x.type.lanes == n:
+        raise DTypeError(f"S.vsplit of {x.type}: the lanes must be a multiple (2 or more) of "
+                         f"the native {n}")
+    parts = []
+    for k in range(x.type.lanes // n):
+        part = tracer().new_vec(x.type.with_lanes(n), "part")
+        _move(part, 0, 1, _lanes(x, k * n, n))
+        parts.append(part)
+    return tuple(parts)
+
+
+def vzip(x, y, part: str = "all") -> Vec:
+    """The lanes of ``x`` and ``y`` interleaved, ``x`` first: all of them (twice the lanes),
+    or the selected ``part`` of each (``"low"``, ``"high"``, ``"even"``, ``"odd"``: the lanes
+    of one operand). ``S.vzip(x, y, "high")`` of ``i32x8`` is ``x4 y4 x5 y5 x6 y6 x7 y7``."""
+    x, y = _vectors([x, y], "S.vzip")
+    start, count, step = _part(part, x.type.lanes, "S.vzip")
+    out = tracer().new_vec(x.type.with_lanes(2 * count), "zip")
+    _move(out, 0, 2, _lanes(x, start, count, step))
+    _move(out, 1, 2, _lanes(y, start, count, step))
+    return out
+
+
+def vbcast(x, mask=None, lanes=None) -> Vec:
+    """A vector with every lane ``x``: a typed scalar (``S.i16(5)``), a lane of a vector
+    (``v[0]``) or, with ``lanes``, a Python bool (a mask). It has the target's native lanes
+    unless ``lanes`` says; lanes where ``mask`` is False are undefined (npukit poisons
+    them)."""
+    tr = tracer()
+    if isinstance(x, (bool, np.bool_)):
+        if lanes is None or mask is not None:
+            raise KernelError("S.vbcast of a bool: give lanes=, and no mask")
+        return tr.mask([bool(x)] * lanes, lanes, "S.vbcast")
+    if isinstance(x, Vec) and x.type.lanes == 1:
+        t = x.type
+    elif isinstance(x, Scalar):
+        t = x.type
+    else:
+        raise KernelError(f"S.vbcast: expects a typed scalar (S.i16(5), S.cast(x, 'int8')) "
+                          f"or a lane of a vector (v[0]), got {_describe(x)}")
+    n = native_lanes(t) if lanes is None else lanes
+    if not isinstance(n, (int, np.integer)) or n < 2:
+        raise KernelError(f"S.vbcast: lanes={lanes!r}; a vector has 2 or more lanes")
+    out = tr.spread(x, n) if isinstance(x, Vec) else tr.splat(t.with_lanes(n), x.value)
+    return tr.masked(out, mask, None, "S.vbcast")
+
+
+# -- masks -----------------------------------------------------------------------------------
+
+def const_mask(x) -> Vec:
+    """A constant mask from bools (a list, tuple or array) or a mask string (``"4T4F"``,
+    ``"2FT2TF"``: a count repeats the pattern after it); it has as many lanes as the
+    values."""
+    tr = tracer()
+    if isinstance(x, str):
+        x = _parse_mask(x, None, "S.const_mask")
+    if isinstance(x, (list, tuple, np.ndarray)) and len(x) > 1:
+        return tr.mask(list(x), len(x), "S.const_mask")
+    raise KernelError(f"S.const_mask: expects bools or a mask string of 2 or more lanes, got "
+                      f"{_describe(x)}")
+
+
+def tail_mask(n, lanes: int) -> Vec:
+    """A ``boolx<lanes>`` mask whose first ``n`` lanes are True (``n`` may be a run-time
+    integer: then below 0 counts as 0, above ``lanes`` as ``lanes``)."""
+    tr = tracer()
+    if not isinstance(lanes, (int, np.integer)) or lanes < 2:
+        raise KernelError(f"S.tail_mask: lanes={lanes!r}; a mask has 2 or more lanes")
+    count = as_affine(n, "S.tail_mask")
+    if not count.terms:
+        if not 0 <= count.const <= lanes:
+            raise KernelError(f"S.tail_mask({count.const}, {lanes}): n must lie in 0..{lanes}")
+        return tr.mask([k < count.const for k in range(lanes)], lanes, "S.tail_mask")
+    # lanes True then lanes False, read from lane (lanes - n): the first n lanes are True
+    steps = tr.const_buffer("tail_steps", np.arange(2 * lanes) < lanes)
+    at = ir.affine(lanes) - _clamp_atom(count, 0, lanes)
+    out = tr.new_vec(DType(f"boolx{lanes}"), "tail")
+    tr.emit(ir.Copy(out.view, ir.View(steps, Layout((lanes,), np.bool_), at),
+                    tr.tgt.engine("constant", "vreg").name, label=tr.label()))
+    return out
+
+
+# -- reductions ------------------------------------------------------------------------------
+
+def _tree(op: str, v: Vec, start: int, count: int) -> Vec:
+    """``op`` over lanes ``start .. start + count - 1`` of ``v`` (a power of two) as a
+    balanced tree of neighbours: ``((l0 op l1) op (l2 op l3)) op ...``; a one-lane vector."""
+    tr = tracer()
+    level, first = v, start
+    while count > 1:
+        count //= 2
+        level = tr.compute(op, level.type.with_lanes(count),
+                           [_lanes(level, first, count, 2), _lanes(level, first + 1, count, 2)])
+        first = 0
+    if level is v:  # a one-lane input: its lane
+        level = tr.lane(v, start)
+    return level
+
+
+def _reduce(op: str, x, mask, neutral, what: str, acc_type: DType | None = None) -> Vec:
+    """``op`` over the active lanes of ``x``, one native register at a time (the registers'
+    results combined in order), in lane 0 of a vector of ``out_type``; the other lanes are
+    undefined (npukit poisons them)."""
+    tr = tracer()
+    if not isinstance(x, Vec) or x.type.elem == np.bool_:
+        raise KernelError(f"{what}: expects a vector of numbers, got {_describe(x)}")
+    t, n = x.type, native_lanes(x.type)
+    if t.lanes % n:
+        raise DTypeError(f"{what} of {t}: the lanes must be a multiple of the native {n}")
+    if mask is not None:
+        x = tr.select(mask, x, neutral(t.elem), what)
+    if acc_type is not None and acc_type != t.element_of:
+        x = tr.compute("vcast", acc_type.with_lanes(t.lanes), [x])
+    acc = None
+    for k in range(t.lanes // n):
+        part = _tree(op, x, k * n, n)
+        acc = part if acc is None else tr.compute(op, part.type, [acc, part])
+    lanes = t.lanes // 2 if acc.type.elem.itemsize > t.elem.itemsize else t.lanes
+    out = tr.new_vec(acc.type.with_lanes(lanes), what[2:])
+    tr.emit(ir.Fill(out.view, poison(out.type.elem, ()).item(), tr.label()))
+    _move(out, 0, 1, acc.view)
+    return out
+
+
+def _lowest(dt: np.dtype):
+    return -np.inf if is_float(dt) else np.iinfo(dt).min
+
+
+def _highest(dt: np.dtype):
+    return np.inf if is_float(dt) else np.iinfo(dt).max
+
+
+def vrpadd(x: Vec, mask=None) -> Vec:
+    """The sum of the active lanes of ``x`` in lane 0 (other lanes undefined). Integers wrap
+    in their type; float16/bfloat16 lanes are summed in float32 (the result is a float32
+    vector of half the lanes); floats add neighbours in a balanced tree per native register
+    (``(l0 + l1) + (l2 + l3)`` ...), then the registers' sums in order."""
+    is16f = isinstance(x, Vec) and x.type.elem.name in ("float16", "bfloat16")
+    return _reduce("vadd", x, mask, lambda dt: 0, "S.vrpadd",
+                   DType("float32") if is16f else None)
+
+
+def vrpmax(x: Vec, mask=None, return_idx: bool = False) -> Vec:
+    """The greatest active lane of ``x`` in lane 0 (other lanes undefined); a NaN lane wins.
+    ``return_idx`` is not supported."""
+    _no_index(return_idx, "S.vrpmax")
+    return _reduce("vmax", x, mask, _lowest, "S.vrpmax")
+
+
+def vrpmin(x: Vec, mask=None, return_idx: bool = False) -> Vec:
+    """The least active lane of ``x`` in lane 0 (other lanes undefined); a NaN lane wins.
+    ``return_idx`` is not supported."""
+    _no_index(return_idx, "S.vrpmin")
+    return _reduce("vmin", x, mask, _highest, "S.vrpmin")
+
+
+def _no_index(return_idx, what: str) -> None:
+    if return_idx:
+        raise KernelError(f"{what}(..., return_idx=True): npukit does not model the index "
+                          f"of the extreme lane; compute it with a comparison and a mask")
+
