@@ -79,10 +79,11 @@ def mul_high(x: np.ndarray, y: np.ndarray, dt: np.dtype) -> np.ndarray:
 
 
 def math_fn(fn: str, x: np.ndarray, dt: np.dtype) -> np.ndarray:
-    """``fn`` of each float lane computed in float64, rounded to float32, then to ``dt``."""
+    """``fn`` of each float lane computed in float64, rounded to float32, then to ``dt``; a
+    NaN result is the positive quiet NaN (libraries differ in the sign they give it)."""
     with np.errstate(all="ignore"):
-        r = MATH_FNS[fn](x.astype(np.float64))
-    return np.asarray(r).astype(np.float32).astype(dt)
+        r = np.asarray(MATH_FNS[fn](x.astype(np.float64)))
+    return np.where(np.isnan(r), np.nan, r).astype(np.float32).astype(dt)
 
 
 def vec_op_more(op: str, srcs: list[np.ndarray], dt: np.dtype, attrs: dict) -> np.ndarray:

@@ -66,7 +66,8 @@ the reference):
   ``vmulhi``: ``(x, y)``, the upper half of the exact product of lanes of the
   destination's width, each operand in its own sign. ``vmath`` (attr ``fn``: ``exp exp2
   log tanh sin cos sqrt rsqrt erf floor ceil``): the function of a float lane in float64,
-  rounded to float32, then to the dtype (``npukit.arith_vec`` is the reference).
+  rounded to float32, then to the dtype, a NaN as the positive quiet NaN
+  (``npukit.arith_vec`` is the reference).
 - ``vgather``: ``(table, indices[, mask])`` -> ``table[indices]``: ``table`` is any view
   (the whole view is addressable), ``indices`` an integer vector; lanes whose mask is
   false read nothing and give 0. An index outside the table is an error the simulator

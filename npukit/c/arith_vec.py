@@ -51,6 +51,9 @@ static inline int64_t npk_shr_round(int64_t x, uint64_t s)
     int64_t q = x >> s, rem = x - q * ((int64_t)1 << s), half = (int64_t)1 << (s - 1);
     return q + (rem > half || (rem == half && (q & 1)));
 }}""",
+    "npk_nan_canon": """\
+/* A math function's NaN as the positive quiet NaN (libm may give either sign). */
+static inline double npk_nan_canon(double x) { return x != x ? (double)NAN : x; }""",
     "npk_clz": """\
 /* Zero bits above the highest set bit of a bits-wide lane (bits for 0). */
 static inline int npk_clz(uint64_t u, int bits)
@@ -109,6 +112,6 @@ def vec_expr_more(h: Helpers, op: str, attrs: dict, srcs: list[tuple[str, np.dty
         return f"({t})((({wide})({x}) * ({wide})({y})) >> {bits})"
     if op == "vmath":
         arg = convert(h, x, x_dt, _F64)
-        f32 = f"(float)({_MATH[attrs['fn']].format(arg)})"
+        f32 = f"(float){_helper(h, 'npk_nan_canon')}({_MATH[attrs['fn']].format(arg)})"
         return convert(h, f32, np.dtype("float32"), dst)
     raise NotImplementedError(f"C back end: no rule for vector instruction {op!r}")

@@ -82,11 +82,11 @@ def abs(x, mask=None, saturate: bool = False):  # noqa: A001 - the Compass DSL's
         return Scalar(x.type, np.abs(x.value))
     tr = tracer()
     x = _vec(x, "S.abs")
-    if saturate and x.type.elem.kind != "i":
+    if saturate and _is_float(x.type):
         raise DTypeError(f"S.abs(..., saturate=True) of {x.type}: saturation applies to "
-                         f"signed integers")
+                         f"integers")
     out = tr.unary("vabs", x, "S.abs")
-    if saturate:  # only the most negative value overflows
+    if saturate and x.type.elem.kind == "i":  # only the most negative value overflows
         top = np.iinfo(x.type.elem)
         out = tr.select(tr.compare("eq", x, int(top.min)), int(top.max), out, "S.abs")
     return _masked(out, mask, None, "S.abs")
