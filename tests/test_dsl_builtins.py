@@ -165,8 +165,8 @@ def bcast_program(dtype: str):
     return S.build(bc, target="compass")
 
 
-@pytest.mark.parametrize("dtype", ["int8", "uint16", "float16", "bfloat16", "float32"])
-def test_vbcast_spreads_scalars_and_lanes(dtype):
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "float16", "bfloat16", "float32"])
+def test_vbcast_spreads_scalars_and_lanes(dtype):  # S.cast(7, "int32") is a plain int
     lanes = NATIVE[dtype]
     a = values(dtype, TEC * lanes)
     if dtype in ("int8", "uint16"):
@@ -193,7 +193,7 @@ def test_vbcast_of_a_bool_needs_lanes_and_a_lane_must_be_constant():
     with pytest.raises(nk.KernelError, match=r"lane 8 of a int32x8 vector.*0\.\.7"):
         build("a[0] = S.vbcast(a[0][8])")
     with pytest.raises(nk.KernelError, match="S.vbcast: expects a typed scalar"):
-        build("a[0] = S.vbcast(3)")
+        build("a[0] = S.vbcast(3.5)")
 
 
 # -- masks -----------------------------------------------------------------------------------
@@ -318,13 +318,37 @@ def test_vrpadd_of_float16_matches_numpy_float64_sum_closely():
     np.testing.assert_allclose(got[0::8], want, rtol=1e-6)
 
 
-def test_vrpmax_return_idx_is_refused_naming_it():
-    @S.prim_func
-    def idx(a: S.ptr("i32x8", "global")):
-        a[0] = S.vrpmax(a[0], return_idx=True)
+@functools.cache
+def index_program(dtype: str):
+    v = vtype(dtype)
 
-    with pytest.raises(nk.KernelError, match=r"S.vrpmax\(\.\.\., return_idx=True\)"):
-        S.build(idx, target="compass")
+    @S.prim_func
+    def where(a: S.ptr(v, "global"), mx: S.ptr(v, "global"), mn: S.ptr(v, "global")):
+        t = S.get_local_id()
+        mx[t] = S.vrpmax(a[t], a[t] != 0, return_idx=True)  # lane 1: where the max is
+        mn[t] = S.vrpmin(a[t], return_idx=True)
+
+    return S.build(where, target="compass")
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "float32"])
+def test_vrpmax_vrpmin_return_the_first_index_of_the_extreme_in_lane_1(dtype):
+    lanes = NATIVE[dtype]
+    a = values(dtype, TEC * lanes)
+    a[2], a[5] = a.max(), a.max()  # ties: the first index counts
+    a[lanes + 1] = 0  # inactive for the max: never its index
+    got = run_both(index_program(dtype), {"a": a}, {"mx": (TEC * lanes, dtype),
+                                                    "mn": (TEC * lanes, dtype)})
+    bits = f"uint{8 * a.dtype.itemsize}"
+    for t in range(TEC):
+        v, s = a[t * lanes:(t + 1) * lanes], slice(t * lanes, (t + 1) * lanes)
+        act = np.flatnonzero(v != 0)
+        top, low = act[np.argmax(v[act])], int(np.argmin(v))
+        first2 = np.arange(lanes) < 2
+        assert_lanes(got["mx"][s], np.r_[v[top], np.array(top, bits).view(a.dtype),
+                                          np.zeros(lanes - 2, a.dtype)], first2)
+        assert_lanes(got["mn"][s], np.r_[v[low], np.array(low, bits).view(a.dtype),
+                                          np.zeros(lanes - 2, a.dtype)], first2)
 
 
 def test_bfloat16_vectors_round_through_float32():

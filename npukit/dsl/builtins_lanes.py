@@ -114,8 +114,8 @@ def vzip(x, y, part: str = "all") -> Vec:
 
 
 def vbcast(x, mask=None, lanes=None) -> Vec:
-    """A vector with every lane ``x``: a typed scalar (``S.i16(5)``), a lane of a vector
-    (``v[0]``) or, with ``lanes``, a Python bool (a mask). It has the target's native lanes
+    """A vector with every lane ``x``: a typed scalar (``S.i16(5)``), a Python int (an
+    int32), a lane of a vector (``v[0]``) or, with ``lanes``, a Python bool (a mask). It has the target's native lanes
     unless ``lanes`` says; lanes where ``mask`` is False are undefined (npukit poisons
     them)."""
     tr = tracer()
@@ -127,6 +127,8 @@ def vbcast(x, mask=None, lanes=None) -> Vec:
         t = x.type
     elif isinstance(x, Scalar):
         t = x.type
+    elif isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        x, t = Scalar(DType("int32"), x), DType("int32")  # npukit's int32 values are ints
     else:
         raise KernelError(f"S.vbcast: expects a typed scalar (S.i16(5), S.cast(x, 'int8')) "
                           f"or a lane of a vector (v[0]), got {_describe(x)}")
@@ -234,20 +236,31 @@ def vrpadd(x: Vec, mask=None) -> Vec:
 
 def vrpmax(x: Vec, mask=None, return_idx: bool = False) -> Vec:
     """The greatest active lane of ``x`` in lane 0 (other lanes undefined); a NaN lane wins.
-    ``return_idx`` is not supported."""
-    _no_index(return_idx, "S.vrpmax")
-    return _reduce("vmax", x, mask, _lowest, "S.vrpmax")
+    ``return_idx``: lane 1 holds the index of the first active lane equal to it, its low
+    bits in the lane's type."""
+    return _extreme("vmax", x, mask, return_idx, _lowest, "S.vrpmax")
 
 
 def vrpmin(x: Vec, mask=None, return_idx: bool = False) -> Vec:
-    """The least active lane of ``x`` in lane 0 (other lanes undefined); a NaN lane wins.
-    ``return_idx`` is not supported."""
-    _no_index(return_idx, "S.vrpmin")
-    return _reduce("vmin", x, mask, _highest, "S.vrpmin")
+    """The least active lane of ``x`` in lane 0 (other lanes undefined), as ``S.vrpmax``."""
+    return _extreme("vmin", x, mask, return_idx, _highest, "S.vrpmin")
 
 
-def _no_index(return_idx, what: str) -> None:
-    if return_idx:
-        raise KernelError(f"{what}(..., return_idx=True): npukit does not model the index "
-                          f"of the extreme lane; compute it with a comparison and a mask")
-
+def _extreme(op: str, x, mask, return_idx: bool, neutral, what: str) -> Vec:
+    out = _reduce(op, x, mask, neutral, what)
+    if not return_idx:
+        return out
+    tr = tracer()
+    t = x.type
+    idx_t = DType(f"uint{8 * t.elem.itemsize}x{t.lanes}")
+    hit = tr.compare("eq", x, tr.lane(out, 0))
+    if mask is not None:
+        hit = tr.logic("vand", hit, tr.mask(mask, t.lanes, what), what)
+    iota = tr.const_buffer("lane_ids", np.arange(t.lanes, dtype=idx_t.elem))
+    ids = tr.new_vec(idx_t, "lane_ids")
+    tr.emit(ir.Copy(ids.view, ir.View(iota, Layout((t.lanes,), idx_t.elem)),
+                    tr.tgt.engine("constant", "vreg").name, label=tr.label()))
+    first = _reduce("vmin", tr.select(hit, ids, int(np.iinfo(idx_t.elem).max), what), None,
+                    None, what)
+    _move(out, 1, 1, tr.compute("vbitcast", t.element_of, [_lanes(first, 0, 1)]).view)
+    return out

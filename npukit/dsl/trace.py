@@ -210,7 +210,12 @@ class Tracer:
                 raise DTypeError(f"{what}: vector type mismatch: {like} and {x.type}")
             return x
         if isinstance(x, Scalar) and x.type != like.element_of:
-            raise DTypeError(f"{what}: type mismatch: {x.type} scalar with a {like} vector")
+            # a typed scalar of the same kind converts to the lanes' type (an integer must
+            # fit it; a float rounds), as the Compass DSL promotes S.i8 into int16 lanes
+            if is_float(x.type.elem) != is_float(like.elem) or like.elem == np.bool_:
+                raise DTypeError(f"{what}: type mismatch: {x.type} scalar with a {like} "
+                                 f"vector")
+            x = Scalar(like.element_of, x.value if is_float(like.elem) else int(x.value))
         if isinstance(x, (Index, Ptr)) or not isinstance(x, (Scalar, int, float, bool,
                                                              np.number, np.bool_)):
             raise KernelError(f"{what}: {_describe(x)} cannot meet a {like} vector (only "
