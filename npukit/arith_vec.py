@@ -18,7 +18,8 @@ import numpy as np
 
 from .dtypes import is_float
 
-MORE_OPS = ("vshl", "vshr", "vclz", "vbitcast", "vmulhi", "vmath")
+MORE_OPS = ("vshl", "vshr", "vclz", "vcls", "vpopcnt", "vbitrev", "vrotr", "vbitcast",
+            "vmulhi", "vmath")
 MATH_FNS = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "tanh": np.tanh, "sin": np.sin,
     "cos": np.cos, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
@@ -67,6 +68,43 @@ def count_leading_zeros(x: np.ndarray, dt: np.dtype) -> np.ndarray:
     return (bits - np.frexp(u)[1]).astype(dt)
 
 
+def _unsigned_bits(x: np.ndarray) -> tuple[np.ndarray, int]:
+    bits = 8 * x.dtype.itemsize
+    return x.view(np.dtype(f"uint{bits}")).astype(np.uint64), bits
+
+
+def count_leading_sign_bits(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Bits below the top bit equal to it (``clz`` of ``x ^ (x >> 1)``, less one), for
+    signed and unsigned lanes alike."""
+    bits = 8 * x.dtype.itemsize
+    s = x.view(np.dtype(f"int{bits}")).astype(np.int64)
+    u = ((s ^ (s >> 1)) & ((1 << bits) - 1)).astype(np.float64)
+    return (bits - np.frexp(u)[1] - 1).astype(dt)
+
+
+def count_ones(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    u, _ = _unsigned_bits(x)
+    return np.bitwise_count(u).astype(dt)
+
+
+def reverse_bits(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """The lane's bits in reverse order (bit 0 becomes the top bit)."""
+    u, bits = _unsigned_bits(x)
+    r = np.zeros_like(u)
+    for k in range(bits):
+        r |= ((u >> np.uint64(k)) & np.uint64(1)) << np.uint64(bits - 1 - k)
+    return r.astype(np.dtype(f"uint{bits}")).view(dt)
+
+
+def rotate_right(x: np.ndarray, s: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """The lane's bits rotated right by ``s mod width``."""
+    u, bits = _unsigned_bits(x)
+    s = (s % bits).astype(np.uint64)
+    r = (u >> s) | (u << (np.uint64(bits) - s))  # s = 0: the second term is shifted out
+    r &= np.uint64((1 << bits) - 1)
+    return r.astype(np.dtype(f"uint{bits}")).view(dt)
+
+
 def mul_high(x: np.ndarray, y: np.ndarray, dt: np.dtype) -> np.ndarray:
     """The upper half (bits w..2w-1) of the exact product of lanes of width w, each operand
     read in its own signedness."""
@@ -94,6 +132,14 @@ def vec_op_more(op: str, srcs: list[np.ndarray], dt: np.dtype, attrs: dict) -> n
         return shift_right(srcs[0], shift_count(srcs[1]), dt, bool(attrs.get("round")))
     if op == "vclz":
         return count_leading_zeros(srcs[0], dt)
+    if op == "vcls":
+        return count_leading_sign_bits(srcs[0], dt)
+    if op == "vpopcnt":
+        return count_ones(srcs[0], dt)
+    if op == "vbitrev":
+        return reverse_bits(srcs[0], dt)
+    if op == "vrotr":
+        return rotate_right(srcs[0], shift_count(srcs[1]), dt)
     if op == "vbitcast":
         return np.ascontiguousarray(srcs[0]).view(dt)
     if op == "vmulhi":

@@ -61,7 +61,9 @@ the reference):
 - ``vshl`` (attr ``saturate``), ``vshr`` (attr ``round``): ``(x, shift)``, integer lanes
   shifted by the lanes of an integer ``shift`` of their width read as unsigned: left, the
   low bits of ``x·2^s`` (saturated: clamped to the range); right, ``floor(x / 2^s)``
-  (rounded: to nearest, ties to even). ``vclz``: leading zero bits of each lane.
+  (rounded: to nearest, ties to even). ``vrotr``: ``(x, shift)``, the bits rotated right
+  by ``shift mod width``. ``vclz``: leading zero bits of each lane; ``vcls``: the bits
+  below the top bit equal to it; ``vpopcnt``: one bits; ``vbitrev``: the bits reversed.
   ``vbitcast``: the lane's bits read as the destination's dtype of the same width.
   ``vmulhi``: ``(x, y)``, the upper half of the exact product of lanes of the
   destination's width, each operand in its own sign. ``vmath`` (attr ``fn``: ``exp exp2

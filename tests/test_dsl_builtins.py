@@ -366,3 +366,48 @@ def test_bfloat16_vectors_round_through_float32():
     prod = (a.astype(f32) * b.astype(f32)).astype(ml_dtypes.bfloat16)
     assert_lanes(got["out"], (prod.astype(f32) + f32(1)).astype(ml_dtypes.bfloat16))
     assert_lanes(got["lt"], np.where(a.astype(f32) < b.astype(f32), a, b))
+
+
+# -- permutations ----------------------------------------------------------------------------
+
+@functools.cache
+def permute_program(dtype: str, shift: int):
+    v = vtype(dtype)
+
+    @S.prim_func
+    def perm(a: S.ptr(v, "global"), b: S.ptr(v, "global"), rev: S.ptr(v, "global"),
+             shfl: S.ptr(v, "global"), sldl: S.ptr(v, "global"), rep: S.ptr(v, "global"),
+             mrev: S.ptr(v, "global")):
+        t = S.get_local_id()
+        rev[t] = S.vrevs(a[t])
+        shfl[t] = S.vshfl(a[t], shift)
+        sldl[t] = S.vsldl(a[t], b[t], shift)
+        rep[t] = S.vreplic(a[t], shift)
+        mrev[t] = S.vsel(a[t], b[t], S.vrevs(S.tail_mask(3, NATIVE[dtype])))
+
+    return S.build(perm, target="compass")
+
+
+@pytest.mark.parametrize("dtype,shift", [("int8", 5), ("float16", 0), ("uint32", 7)])
+def test_lane_permutations_move_whole_lanes(dtype, shift):
+    lanes = NATIVE[dtype]
+    a, b = values(dtype, TEC * lanes), values(dtype, TEC * lanes)
+    got = run_both(permute_program(dtype, shift), {"a": a, "b": b},
+                   {k: (TEC * lanes, dtype) for k in ("rev", "shfl", "sldl", "rep", "mrev")})
+    for t in range(TEC):
+        s = slice(t * lanes, (t + 1) * lanes)
+        x, y = a[s], b[s]
+        assert_lanes(got["rev"][s], x[::-1])
+        assert_lanes(got["shfl"][s], np.r_[x[shift:], x[:shift]])
+        assert_lanes(got["sldl"][s], np.r_[x[shift:], y[:shift]])
+        assert_lanes(got["rep"][s], np.full(lanes, x[shift]))
+        assert_lanes(got["mrev"][s], np.where(np.arange(lanes) >= lanes - 3, x, y))
+
+
+def test_a_lane_shift_outside_the_vector_is_refused():
+    @S.prim_func
+    def bad(a: S.ptr("i32x8", "global")):
+        a[0] = S.vshfl(a[0], 8)
+
+    with pytest.raises(nk.KernelError, match=r"S.vshfl: shift 8 must lie in 0\.\.7"):
+        S.build(bad, target="compass")

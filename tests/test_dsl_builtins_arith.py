@@ -445,3 +445,79 @@ def test_math_of_integer_vectors_is_refused():
 
 def test_bfloat16_is_ml_dtypes_bfloat16():
     assert S.DType("bf16x16").elem == np.dtype(ml_dtypes.bfloat16)
+
+
+# -- masked comparisons, bit counts, rotations -----------------------------------------------
+
+CMPS = {"vceq": np.equal, "vcneq": np.not_equal, "vcge": np.greater_equal,
+        "vcgt": np.greater, "vcle": np.less_equal, "vclt": np.less}
+
+
+@functools.cache
+def compare_program(dtype: str):
+    v = vt(dtype)
+    names = list(CMPS)
+
+    @S.prim_func
+    def cmp(a: S.ptr(v, "global"), b: S.ptr(v, "global"),
+            out: S.ptr(vt(dtype, NATIVE[dtype] * len(names)), "global")):
+        t = S.get_local_id()
+        out[t] = S.vconcat([S.vsel(a[t], b[t], getattr(S, name)(a[t], b[t], "3T1F2T"))
+                            for name in names])
+
+    return S.build(cmp, target="compass")
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint8", "float32"])
+def test_masked_comparisons_are_false_where_the_mask_is(dtype):
+    lanes = NATIVE[dtype]
+    a = ints(dtype, lanes * TEC) if dtype != "float32" else \
+        (rng.standard_normal(lanes * TEC) * 4).round().astype(np.float32)
+    b = a.copy()
+    b[1::3] = b[1::3] // 2 + 1  # some equal lanes, some not
+    got = run_both(compare_program(dtype), {"a": a, "b": b},
+                   {"out": (lanes * len(CMPS) * TEC, dtype)})["out"].reshape(TEC, len(CMPS), -1)
+    on = np.array([c == "T" for c in "TTTFTT"] + [False] * (lanes - 6))
+    for t in range(TEC):
+        x, y = a[t * lanes:(t + 1) * lanes], b[t * lanes:(t + 1) * lanes]
+        for k, fn in enumerate(CMPS.values()):
+            assert_lanes(got[t, k], np.where(on & fn(x, y), x, y))
+
+
+@functools.cache
+def bits_program(dtype: str):
+    v = vt(dtype)
+    other = ("u" + dtype).replace("uu", "u") if dtype[0] != "u" else dtype[1:]
+
+    @S.prim_func
+    def bitops(a: S.ptr(v, "global"), s: S.ptr(v, "global"), pc: S.ptr(vt(other), "global"),
+               cls: S.ptr(v, "global"), rev: S.ptr(v, "global"), ror: S.ptr(v, "global")):
+        t = S.get_local_id()
+        pc[t] = S.vpcnt(a[t], out_sign="u" if other[0] == "u" else "s")
+        cls[t] = S.vcls(a[t], mask="4T")
+        rev[t] = S.vbrevs(a[t])
+        ror[t] = S.vror(a[t], s[t])
+
+    return S.build(bitops, target="compass"), other
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_bit_counts_reversal_and_rotation_against_python_bits(dtype):
+    prog, other = bits_program(dtype)
+    lanes, bits = NATIVE[dtype], 8 * np.dtype(dtype).itemsize
+    a = ints(dtype, lanes * TEC)
+    a[7:9] = [0, -1 if dtype[0] == "i" else 0]
+    s = rng.integers(0, 2 * bits, lanes * TEC).astype(dtype)
+    got = run_both(prog, {"a": a, "s": s}, {"pc": (lanes * TEC, other),
+                                            **{k: (lanes * TEC, dtype)
+                                               for k in ("cls", "rev", "ror")}})
+    us = [unsigned(v, dtype) for v in a.tolist()]
+    text = [format(u, f"0{bits}b") for u in us]
+    assert_lanes(got["pc"], np.array([b.count("1") for b in text], other))
+    on = np.tile(np.arange(lanes) < 4, TEC)
+    assert_lanes(got["cls"], np.array([len(b) - len(b.lstrip(b[0])) - 1 for b in text], dtype),
+                 on)
+    assert_lanes(got["rev"], np.array([wrap(int(b[::-1], 2), dtype) for b in text], dtype))
+    rot = [wrap(int(b[-(k % bits):] + b[:-(k % bits)] if k % bits else b, 2), dtype)
+           for b, k in zip(text, [unsigned(v, dtype) for v in s.tolist()])]
+    assert_lanes(got["ror"], np.array(rot, dtype))

@@ -54,6 +54,29 @@ static inline int64_t npk_shr_round(int64_t x, uint64_t s)
     "npk_nan_canon": """\
 /* A math function's NaN as the positive quiet NaN (libm may give either sign). */
 static inline double npk_nan_canon(double x) { return x != x ? (double)NAN : x; }""",
+    "npk_cls": """\
+/* Bits below the sign bit of a bits-wide lane that equal it. */
+static inline int npk_cls(int64_t x, int bits)
+{
+    uint64_t u = (uint64_t)(x ^ (x >> 1)) & (bits == 64 ? ~0ull : (1ull << bits) - 1);
+    return (u ? __builtin_clzll(u) - (64 - bits) : bits) - 1;
+}""",
+    "npk_bitrev": """\
+/* The bits of a bits-wide lane in reverse order. */
+static inline uint64_t npk_bitrev(uint64_t u, int bits)
+{
+    uint64_t r = 0;
+    for (int k = 0; k < bits; k++)
+        r |= (u >> k & 1u) << (bits - 1 - k);
+    return r;
+}""",
+    "npk_rotr": """\
+/* The bits of a bits-wide lane rotated right by s mod bits. */
+static inline uint64_t npk_rotr(uint64_t u, uint64_t s, int bits)
+{
+    s %= (uint64_t)bits;
+    return s ? (u >> s | u << (bits - s)) & ((1ull << bits) - 1) : u;
+}""",
     "npk_clz": """\
 /* Zero bits above the highest set bit of a bits-wide lane (bits for 0). */
 static inline int npk_clz(uint64_t u, int bits)
@@ -104,6 +127,16 @@ def vec_expr_more(h: Helpers, op: str, attrs: dict, srcs: list[tuple[str, np.dty
         return f"({t}){fn}((int64_t)({x}), {s})"
     if op == "vclz":
         return f"({t}){_helper(h, 'npk_clz')}({_unsigned(x, x_dt)}, {bits})"
+    if op == "vcls":
+        w = 8 * x_dt.itemsize  # the lane's bits read as signed: its top bit repeats
+        return f"({t}){_helper(h, 'npk_cls')}((int64_t)(int{w}_t)({x}), {w})"
+    if op == "vpopcnt":
+        return f"({t})__builtin_popcountll({_unsigned(x, x_dt)})"
+    if op == "vbitrev":
+        return f"({t}){_helper(h, 'npk_bitrev')}({_unsigned(x, x_dt)}, {bits})"
+    if op == "vrotr":
+        s = _unsigned(rest[0][0], rest[0][1])
+        return f"({t}){_helper(h, 'npk_rotr')}({_unsigned(x, x_dt)}, {s}, {bits})"
     if op == "vbitcast":
         return _bitcast(h, x, x_dt, dst)
     if op == "vmulhi":

@@ -388,3 +388,75 @@ def _math(fn: str):
 exp, exp2, log, tanh = _math("exp"), _math("exp2"), _math("log"), _math("tanh")
 sin, cos, sqrt, rsqrt = _math("sin"), _math("cos"), _math("sqrt"), _math("rsqrt")
 erf, floor, ceil = _math("erf"), _math("floor"), _math("ceil")
+
+
+# -- comparisons with a mask, bit counts and rotations ---------------------------------------
+
+def _compare(cmp: str, x, y, mask, what: str) -> Vec:
+    """A comparison whose lanes where ``mask`` is False are False."""
+    tr = tracer()
+    hit = tr.compare(cmp, x, y)
+    if mask is None:
+        return hit
+    return tr.logic("vand", hit, tr.mask(mask, hit.type.lanes, what), what)
+
+
+def vceq(x, y, mask=None) -> Vec:
+    """``x == y`` lane by lane; lanes where ``mask`` is False are False."""
+    return _compare("eq", x, y, mask, "S.vceq")
+
+
+def vcneq(x, y, mask=None) -> Vec:
+    """``x != y``, as ``S.vceq``."""
+    return _compare("ne", x, y, mask, "S.vcneq")
+
+
+def vcge(x, y, mask=None) -> Vec:
+    """``x >= y``, as ``S.vceq``."""
+    return _compare("ge", x, y, mask, "S.vcge")
+
+
+def vcgt(x, y, mask=None) -> Vec:
+    """``x > y``, as ``S.vceq``."""
+    return _compare("gt", x, y, mask, "S.vcgt")
+
+
+def vcle(x, y, mask=None) -> Vec:
+    """``x <= y``, as ``S.vceq``."""
+    return _compare("le", x, y, mask, "S.vcle")
+
+
+def vclt(x, y, mask=None) -> Vec:
+    """``x < y``, as ``S.vceq``."""
+    return _compare("lt", x, y, mask, "S.vclt")
+
+
+def _count(op: str, x, mask, out_sign, what: str) -> Vec:
+    x = _vec(x, what, "iu")
+    out = tracer().compute(op, _signed(x.type, out_sign, what), [x])
+    return _masked(out, mask, None, what)
+
+
+def vpcnt(x, mask=None, out_sign=None) -> Vec:
+    """The one bits of each integer lane (``out_sign`` picks the result's sign); masked-off
+    lanes are undefined."""
+    return _count("vpopcnt", x, mask, out_sign, "S.vpcnt")
+
+
+def vcls(x, mask=None, out_sign=None) -> Vec:
+    """The bits below the top bit that equal it, in each integer lane, as ``S.vpcnt``."""
+    return _count("vcls", x, mask, out_sign, "S.vcls")
+
+
+def vbrevs(x, mask=None) -> Vec:
+    """The bits of each integer lane in reverse order; masked-off lanes are undefined."""
+    x = _vec(x, "S.vbrevs", "iu")
+    return _masked(tracer().compute("vbitrev", x.type, [x]), mask, None, "S.vbrevs")
+
+
+def vror(x, shift, mask=None) -> Vec:
+    """The bits of each integer lane rotated right by ``shift`` (a number or an integer
+    vector, read as unsigned) modulo the lane width; masked-off lanes are undefined."""
+    x = _vec(x, "S.vror", "iu")
+    s = _integer_operand(shift, x.type, "S.vror")
+    return _masked(tracer().compute("vrotr", x.type, [x, s]), mask, None, "S.vror")

@@ -115,9 +115,9 @@ def vzip(x, y, part: str = "all") -> Vec:
 
 def vbcast(x, mask=None, lanes=None) -> Vec:
     """A vector with every lane ``x``: a typed scalar (``S.i16(5)``), a Python int (an
-    int32), a lane of a vector (``v[0]``) or, with ``lanes``, a Python bool (a mask). It has the target's native lanes
-    unless ``lanes`` says; lanes where ``mask`` is False are undefined (npukit poisons
-    them)."""
+    int32), a lane of a vector (``v[0]``) or, with ``lanes``, a Python bool (a mask). It
+    has the target's native lanes unless ``lanes`` says; lanes where ``mask`` is False are
+    undefined (npukit poisons them)."""
     tr = tracer()
     if isinstance(x, (bool, np.bool_)):
         if lanes is None or mask is not None:
@@ -264,3 +264,55 @@ def _extreme(op: str, x, mask, return_idx: bool, neutral, what: str) -> Vec:
                     None, what)
     _move(out, 1, 1, tr.compute("vbitcast", t.element_of, [_lanes(first, 0, 1)]).view)
     return out
+
+
+# -- lane permutations -----------------------------------------------------------------------
+
+def _window(v: Vec, at, lanes: int, what: str) -> Vec:
+    """``lanes`` lanes of ``v`` from lane ``at`` (a constant or run-time index)."""
+    tr = tracer()
+    out = tr.new_vec(v.type.with_lanes(lanes), what[2:])
+    start = as_affine(at, what)
+    lo, hi = start.bounds()
+    if lo < 0 or hi + lanes > v.type.lanes:
+        raise KernelError(f"{what}: lanes {lo}..{hi + lanes - 1} of a {v.type} vector")
+    src = ir.View(v.buf, Layout((lanes,), v.type.elem), start)
+    tr.emit(ir.Copy(out.view, src, tr.tgt.engine("vreg", "vreg").name, label=tr.label()))
+    return out
+
+
+def vrevs(x: Vec) -> Vec:
+    """The lanes of ``x`` (numbers or a mask) in reverse order."""
+    if not isinstance(x, Vec):
+        raise KernelError(f"S.vrevs: expects a vector, got {_describe(x)}")
+    tr, n = tracer(), x.type.lanes
+    out = tr.new_vec(x.type, "rev")
+    _move(out, 0, 1, ir.View(x.buf, Layout((n,), x.type.elem, (-1,), n - 1)))
+    return out
+
+
+def _shift_count(shift, lanes: int, what: str):
+    if isinstance(shift, (int, np.integer)) and not 0 <= shift < lanes:
+        raise KernelError(f"{what}: shift {shift} must lie in 0..{lanes - 1}")
+    return shift
+
+
+def vshfl(x: Vec, shift) -> Vec:
+    """The lanes of ``x`` rotated down by ``shift`` (0..lanes-1): ``x[shift:] + x[:shift]``."""
+    n = x.type.lanes
+    return _window(vconcat((x, x)), _shift_count(shift, n, "S.vshfl"), n, "S.vshfl")
+
+
+def vsldl(x, y, shift) -> Vec:
+    """``x`` moved down by ``shift`` lanes, filled from the bottom of ``y``:
+    ``x[shift:] + y[:shift]``."""
+    x, y = _vectors([x, y], "S.vsldl")
+    n = x.type.lanes
+    return _window(vconcat((x, y)), _shift_count(shift, n + 1, "S.vsldl"), n, "S.vsldl")
+
+
+def vreplic(x: Vec, index=0) -> Vec:
+    """Lane ``index`` of ``x`` in every lane."""
+    n = x.type.lanes
+    lane = _window(x, _shift_count(index, n, "S.vreplic"), 1, "S.vreplic")
+    return tracer().spread(lane, n)

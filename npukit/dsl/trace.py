@@ -211,8 +211,10 @@ class Tracer:
             return x
         if isinstance(x, Scalar) and x.type != like.element_of:
             # a typed scalar of the same kind converts to the lanes' type (an integer must
-            # fit it; a float rounds), as the Compass DSL promotes S.i8 into int16 lanes
-            if is_float(x.type.elem) != is_float(like.elem) or like.elem == np.bool_:
+            # fit it; a float no wider than the lanes rounds), as the Compass DSL promotes
+            # S.i8 into int16 lanes and S.fp16 into float32 lanes
+            if is_float(x.type.elem) != is_float(like.elem) or like.elem == np.bool_ or \
+                    is_float(like.elem) and x.type.elem.itemsize > like.elem.itemsize:
                 raise DTypeError(f"{what}: type mismatch: {x.type} scalar with a {like} "
                                  f"vector")
             x = Scalar(like.element_of, x.value if is_float(like.elem) else int(x.value))
