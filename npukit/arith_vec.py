@@ -19,7 +19,7 @@ import numpy as np
 from .dtypes import is_float
 
 MORE_OPS = ("vshl", "vshr", "vclz", "vcls", "vpopcnt", "vbitrev", "vrotr", "vbitcast",
-            "vmulhi", "vmath")
+            "vmulhi", "vquot", "vrem", "vmath")
 MATH_FNS = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "tanh": np.tanh, "sin": np.sin,
     "cos": np.cos, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
@@ -116,6 +116,22 @@ def mul_high(x: np.ndarray, y: np.ndarray, dt: np.dtype) -> np.ndarray:
     return (p >> bits).astype(dt)
 
 
+def quotient(x: np.ndarray, y: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """``x / y`` of integer lanes truncated toward zero, 0 where ``y`` is 0, the one
+    overflow (the most negative value / -1) saturated to the greatest value."""
+    a, b = x.astype(np.int64), y.astype(np.int64)
+    q = np.abs(a) // np.where(b == 0, 1, np.abs(b))
+    q = np.where((a < 0) != (b < 0), -q, q)
+    return np.where(b == 0, 0, np.minimum(q, int(np.iinfo(dt).max))).astype(dt)
+
+
+def remainder(x: np.ndarray, y: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """``|x| mod |y|`` with the sign of ``x`` (C's ``%``), 0 where ``y`` is 0."""
+    a, b = x.astype(np.int64), y.astype(np.int64)
+    r = np.abs(a) % np.where(b == 0, 1, np.abs(b))
+    return np.where(b == 0, 0, np.where(a < 0, -r, r)).astype(dt)
+
+
 def math_fn(fn: str, x: np.ndarray, dt: np.dtype) -> np.ndarray:
     """``fn`` of each float lane computed in float64, rounded to float32, then to ``dt``; a
     NaN result is the positive quiet NaN (libraries differ in the sign they give it)."""
@@ -140,6 +156,10 @@ def vec_op_more(op: str, srcs: list[np.ndarray], dt: np.dtype, attrs: dict) -> n
         return reverse_bits(srcs[0], dt)
     if op == "vrotr":
         return rotate_right(srcs[0], shift_count(srcs[1]), dt)
+    if op == "vquot":
+        return quotient(srcs[0], srcs[1], dt)
+    if op == "vrem":
+        return remainder(srcs[0], srcs[1], dt)
     if op == "vbitcast":
         return np.ascontiguousarray(srcs[0]).view(dt)
     if op == "vmulhi":

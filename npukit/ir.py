@@ -65,7 +65,9 @@ the reference):
   by ``shift mod width``. ``vclz``: leading zero bits of each lane; ``vcls``: the bits
   below the top bit equal to it; ``vpopcnt``: one bits; ``vbitrev``: the bits reversed.
   ``vbitcast``: the lane's bits read as the destination's dtype of the same width.
-  ``vmulhi``: ``(x, y)``, the upper half of the exact product of lanes of the
+  ``vquot``, ``vrem``: ``(x, y)`` integers, the quotient truncated toward zero (the most
+  negative value / -1 saturates) and the remainder with the sign of ``x``; 0 where ``y``
+  is 0. ``vmulhi``: ``(x, y)``, the upper half of the exact product of lanes of the
   destination's width, each operand in its own sign. ``vmath`` (attr ``fn``: ``exp exp2
   log tanh sin cos sqrt rsqrt erf floor ceil``): the function of a float lane in float64,
   rounded to float32, then to the dtype, a NaN as the positive quiet NaN

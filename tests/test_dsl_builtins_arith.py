@@ -521,3 +521,48 @@ def test_bit_counts_reversal_and_rotation_against_python_bits(dtype):
     rot = [wrap(int(b[-(k % bits):] + b[:-(k % bits)] if k % bits else b, 2), dtype)
            for b, k in zip(text, [unsigned(v, dtype) for v in s.tolist()])]
     assert_lanes(got["ror"], np.array(rot, dtype))
+
+
+# -- integer division, clip and logic with masks ---------------------------------------------
+
+@functools.cache
+def division_program(dtype: str):
+    v = vt(dtype)
+
+    @S.prim_func
+    def divmod_(a: S.ptr(v, "global"), b: S.ptr(v, "global"), q: S.ptr(v, "global"),
+                r: S.ptr(v, "global"), c: S.ptr(v, "global"), lg: S.ptr(v, "global")):
+        t = S.get_local_id()
+        q[t] = S.vdiv(a[t], b[t])
+        r[t] = S.vmod(a[t], b[t], mask="5T")
+        c[t] = S.clip(a[t], 3, 90, mask=b[t] > 0)
+        lg[t] = S.vsel(a[t], b[t], S.vand(a[t] > b[t], a[t] > 0, mask="2T2F4T"))
+
+    return S.build(divmod_, target="compass")
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32"])
+def test_integer_division_truncates_and_gives_0_for_a_zero_divisor(dtype):
+    lanes = NATIVE[dtype]
+    a, b = ints(dtype, lanes * TEC), ints(dtype, lanes * TEC, edges=False) // 7
+    if dtype[0] == "i":
+        a[:2], b[:2] = np.iinfo(dtype).min, -1  # the one overflow
+    b[2:4] = 0
+    got = run_both(division_program(dtype), {"a": a, "b": b},
+                   {k: (lanes * TEC, dtype) for k in ("q", "r", "c", "lg")})
+    x, y = a.tolist(), b.tolist()
+
+    def quot(p, d):
+        return 0 if d == 0 else min(abs(p) // abs(d) * (1 if (p < 0) == (d < 0) else -1),
+                                    int(np.iinfo(dtype).max))
+
+    def rem(p, d):
+        return 0 if d == 0 else int(math.copysign(abs(p) % abs(d), p))
+    assert_lanes(got["q"], np.array([quot(p, d) for p, d in zip(x, y)], dtype))
+    on = np.tile(np.arange(lanes) < 5, TEC)
+    assert_lanes(got["r"], np.array([rem(p, d) for p, d in zip(x, y)], dtype), on)
+    lo = 3
+    assert_lanes(got["c"], np.array([min(max(p, lo), 90) if d > 0 else p
+                                     for p, d in zip(x, y)], dtype))
+    m = np.tile(np.array([c == "T" for c in "TTFFTTTT"] + [False] * (lanes - 8)), TEC)
+    assert_lanes(got["lg"], np.where(m & (a > b) & (a > 0), a, b))

@@ -77,6 +77,18 @@ static inline uint64_t npk_rotr(uint64_t u, uint64_t s, int bits)
     s %= (uint64_t)bits;
     return s ? (u >> s | u << (bits - s)) & ((1ull << bits) - 1) : u;
 }""",
+    "npk_quot": """\
+/* x / y truncated toward zero, 0 for y = 0, saturated to hi (the most negative / -1). */
+static inline int64_t npk_quot(int64_t x, int64_t y, int64_t hi)
+{
+    if (y == 0)
+        return 0;
+    int64_t q = x / y;
+    return q > hi ? hi : q;
+}""",
+    "npk_rem": """\
+/* C's remainder (the sign of x), 0 for y = 0. */
+static inline int64_t npk_rem(int64_t x, int64_t y) { return y == 0 ? 0 : x % y; }""",
     "npk_clz": """\
 /* Zero bits above the highest set bit of a bits-wide lane (bits for 0). */
 static inline int npk_clz(uint64_t u, int bits)
@@ -137,6 +149,12 @@ def vec_expr_more(h: Helpers, op: str, attrs: dict, srcs: list[tuple[str, np.dty
     if op == "vrotr":
         s = _unsigned(rest[0][0], rest[0][1])
         return f"({t}){_helper(h, 'npk_rotr')}({_unsigned(x, x_dt)}, {s}, {bits})"
+    if op in ("vquot", "vrem"):
+        y = f"(int64_t)({rest[0][0]})"
+        if op == "vrem":
+            return f"({t}){_helper(h, 'npk_rem')}((int64_t)({x}), {y})"
+        hi = int_literal(np.iinfo(dst).max)
+        return f"({t}){_helper(h, 'npk_quot')}((int64_t)({x}), {y}, {hi})"
     if op == "vbitcast":
         return _bitcast(h, x, x_dt, dst)
     if op == "vmulhi":

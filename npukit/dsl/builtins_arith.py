@@ -190,6 +190,15 @@ def vnsrsr(x, shift, mask=None, out_sign=None, to_h: bool = False) -> Vec:
 
 # -- the integer arithmetic's saturate= and out_sign= ----------------------------------------
 
+def _number_type(v, t: DType, out_sign) -> DType:
+    """The type a number operand takes: ``t``, or the result's sign when only that holds
+    it (``S.vadd(int8x32, 252, out_sign="u")``)."""
+    if out_sign is None or not isinstance(v, (int, np.integer)):
+        return t
+    info = np.iinfo(t.elem)
+    return t if info.min <= v <= info.max else _signed(t, out_sign, "out_sign")
+
+
 def _int_arith(op: str, x, y, mask, saturate: bool, out_sign, r, what: str) -> Vec:
     """``op`` of integer vectors of one lane width (either sign): the exact result's low
     bits, or with ``saturate`` the result clamped to the type ``out_sign`` gives."""
@@ -199,7 +208,7 @@ def _int_arith(op: str, x, y, mask, saturate: bool, out_sign, r, what: str) -> V
         if saturate or out_sign is not None:
             raise DTypeError(f"{what} of {t}: saturate= and out_sign= apply to integers")
         return getattr(ops, op)(x, y, mask, r)
-    a, b = (_integer_operand(v, t, what) for v in (x, y))
+    a, b = (_integer_operand(v, _number_type(v, t, out_sign), what) for v in (x, y))
     if out_sign is None and a.type != b.type:
         raise DTypeError(f"{what}: vector type mismatch: {a.type} and {b.type} (out_sign= "
                          f"says the result's sign when they differ)")
@@ -460,3 +469,61 @@ def vror(x, shift, mask=None) -> Vec:
     x = _vec(x, "S.vror", "iu")
     s = _integer_operand(shift, x.type, "S.vror")
     return _masked(tracer().compute("vrotr", x.type, [x, s]), mask, None, "S.vror")
+
+
+# -- division, clip and logic with masks -----------------------------------------------------
+
+def vdiv(x, y, mask=None):
+    """``x / y`` lane by lane: floats round once; integers truncate toward zero, give 0
+    where ``y`` is 0, and saturate the one overflow (the most negative value / -1);
+    masked-off lanes are undefined."""
+    tr = tracer()
+    t = tr.vector_type("S.vdiv", x, y)
+    if _is_float(t):
+        return ops.vdiv(x, y, mask)
+    a, b = (tr.coerce(v, t, "S.vdiv") for v in (x, y))
+    _vec(a, "S.vdiv", "iu")
+    return _masked(tr.compute("vquot", t, [a, b]), mask, None, "S.vdiv")
+
+
+def vmod(x, y, mask=None):
+    """The remainder of integer ``x / y`` with the sign of ``x`` (0 where ``y`` is 0);
+    masked-off lanes are undefined."""
+    tr = tracer()
+    t = tr.vector_type("S.vmod", x, y)
+    a, b = (tr.coerce(v, t, "S.vmod") for v in (x, y))
+    _vec(a, "S.vmod", "iu")
+    return _masked(tr.compute("vrem", t, [a, b]), mask, None, "S.vmod")
+
+
+def clip(x, min_val, max_val, mask=None):
+    """``min(max(x, min_val), max_val)`` (a NaN lane stays NaN); lanes where ``mask`` is
+    False keep ``x``."""
+    out = ops.clip(x, min_val, max_val)
+    return out if mask is None else tracer().select(mask, out, x, "S.clip")
+
+
+def _logic(op: str, x, y, mask, what: str) -> Vec:
+    tr = tracer()
+    out = tr.logic(op, x, y, what)
+    if mask is None:
+        return out
+    if out.type.elem == np.bool_:  # masks: the inactive lanes are False
+        return tr.logic("vand", out, tr.mask(mask, out.type.lanes, what), what)
+    return _masked(out, mask, None, what)
+
+
+def vand(x, y, mask=None) -> Vec:
+    """AND of two masks, or bitwise of integer vectors; lanes where ``mask`` is False are
+    False for masks, undefined for integers."""
+    return _logic("vand", x, y, mask, "S.vand")
+
+
+def vor(x, y, mask=None) -> Vec:
+    """OR, as ``S.vand``."""
+    return _logic("vor", x, y, mask, "S.vor")
+
+
+def vxor(x, y, mask=None) -> Vec:
+    """XOR, as ``S.vand``."""
+    return _logic("vxor", x, y, mask, "S.vxor")
