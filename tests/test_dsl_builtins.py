@@ -300,8 +300,9 @@ def test_reductions_put_the_active_lanes_result_in_lane_0(dtype, op, regs):
                 regs_sums = [tree_sum(np.where(keep, v, zero)[k:k + NATIVE[dtype]], acc)
                              for k in range(0, lanes, NATIVE[dtype])]
                 want = regs_sums[0]
-                for s in regs_sums[1:]:  # the registers' sums in order
-                    want = np.asarray(want + s).astype(acc)
+                for s in regs_sums[1:]:  # the registers' sums in order (integers wrap)
+                    with np.errstate(over="ignore"):
+                        want = np.asarray(want + s).astype(acc)
             else:
                 vals = v[keep].astype(np.float64)
                 want = np.nan if np.isnan(vals).any() else (vals.max() if op == "vrpmax"
