@@ -190,13 +190,15 @@ def vnsrsr(x, shift, mask=None, out_sign=None, to_h: bool = False) -> Vec:
 
 # -- the integer arithmetic's saturate= and out_sign= ----------------------------------------
 
-def _number_type(v, t: DType, out_sign) -> DType:
-    """The type a number operand takes: ``t``, or the result's sign when only that holds
-    it (``S.vadd(int8x32, 252, out_sign="u")``)."""
-    if out_sign is None or not isinstance(v, (int, np.integer)):
+def _number_type(v, t: DType) -> DType:
+    """The type a number operand takes, as the Compass DSL spreads numbers: ``t``, or ``t``
+    of the other sign when only that holds it (``S.vadd(int8x32, 252, out_sign="u")``)."""
+    if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)):
         return t
     info = np.iinfo(t.elem)
-    return t if info.min <= v <= info.max else _signed(t, out_sign, "out_sign")
+    if info.min <= v <= info.max:
+        return t
+    return _signed(t, "s" if t.elem.kind == "u" else "u", "S.vadd")
 
 
 def _int_arith(op: str, x, y, mask, saturate: bool, out_sign, r, what: str) -> Vec:
@@ -208,7 +210,7 @@ def _int_arith(op: str, x, y, mask, saturate: bool, out_sign, r, what: str) -> V
         if saturate or out_sign is not None:
             raise DTypeError(f"{what} of {t}: saturate= and out_sign= apply to integers")
         return getattr(ops, op)(x, y, mask, r)
-    a, b = (_integer_operand(v, _number_type(v, t, out_sign), what) for v in (x, y))
+    a, b = (_integer_operand(v, _number_type(v, t), what) for v in (x, y))
     if out_sign is None and a.type != b.type:
         raise DTypeError(f"{what}: vector type mismatch: {a.type} and {b.type} (out_sign= "
                          f"says the result's sign when they differ)")
