@@ -412,3 +412,39 @@ def test_a_lane_shift_outside_the_vector_is_refused():
 
     with pytest.raises(nk.KernelError, match=r"S.vshfl: shift 8 must lie in 0\.\.7"):
         S.build(bad, target="compass")
+
+
+@functools.cache
+def table_program(dtype: str, idx_t: str, parts: int):
+    lanes = NATIVE[dtype]
+
+    @S.prim_func
+    def tbl(a: S.ptr(vtype(dtype), "global"), i: S.ptr(vtype(idx_t, lanes), "global"),
+            out: S.ptr(vtype(dtype), "global")):
+        t = S.get_local_id()
+        out[t] = S.vtbl([a[t], a[t] * 2, a[t] + 1, a[t] - 1][:parts], i[t])
+
+    return S.build(tbl, target="compass")
+
+
+@pytest.mark.parametrize("dtype,idx_t,parts", [("int16", "int16", 3), ("float32", "uint32", 2),
+                                               ("uint8", "uint8", 4)])
+def test_vtbl_reads_the_concatenated_table_and_0_outside(dtype, idx_t, parts):
+    lanes = NATIVE[dtype]
+    a = (values(dtype, TEC * lanes) % 60).astype(S.DType(dtype).elem)
+    idx = rng.integers(-3, lanes * parts + 4, TEC * lanes)
+    if idx_t[0] == "u":
+        idx = np.abs(idx)
+    idx = idx.astype(idx_t)
+    got = run_both(table_program(dtype, idx_t, parts), {"a": a, "i": idx},
+                   {"out": (TEC * lanes, dtype)})["out"]
+    for t in range(TEC):
+        s = slice(t * lanes, (t + 1) * lanes)
+        v = a[s]
+        wide = np.float64 if v.dtype.kind == "f" else np.int64
+        table = np.concatenate([v, (v.astype(wide) * 2).astype(v.dtype),
+                                (v.astype(wide) + 1).astype(v.dtype),
+                                (v.astype(wide) - 1).astype(v.dtype)][:parts])
+        k = idx[s].astype(np.int64)
+        inside = (k >= 0) & (k < table.size)
+        assert_lanes(got[s], np.where(inside, table[np.where(inside, k, 0)], 0))

@@ -566,3 +566,34 @@ def test_integer_division_truncates_and_gives_0_for_a_zero_divisor(dtype):
                                      for p, d in zip(x, y)], dtype))
     m = np.tile(np.array([c == "T" for c in "TTFFTTTT"] + [False] * (lanes - 8)), TEC)
     assert_lanes(got["lg"], np.where(m & (a > b) & (a > 0), a, b))
+
+
+@functools.cache
+def classify_program(dtype: str):
+    v = vt(dtype)
+
+    @S.prim_func
+    def classify(a: S.ptr(v, "global"), nan: S.ptr(v, "global"), inf: S.ptr(v, "global"),
+                 fin: S.ptr(v, "global")):
+        t = S.get_local_id()
+        nan[t] = S.vsel(a[t], 7, S.isnan(a[t]))
+        inf[t] = S.vsel(a[t], 7, S.isinf(a[t], mask="4F4T"))
+        fin[t] = S.vsel(a[t], 7, S.isfinite(a[t]))
+
+    return S.build(classify, target="compass")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_nan_inf_finite_masks(dtype):
+    dt = S.DType(dtype).elem
+    n = NATIVE[dtype] * TEC
+    a = (rng.standard_normal(n) * 5).astype(dt)
+    specials = [np.nan, np.inf, -np.inf, 0, np.nan, np.inf, -np.inf, 3]
+    a[:8] = np.array(specials, np.float32).astype(dt)
+    got = run_both(classify_program(dtype), {"a": a},
+                   {k: (n, dtype) for k in ("nan", "inf", "fin")})
+    f = a.astype(np.float64)
+    on = np.tile(np.array([c == "T" for c in "FFFFTTTT"] + [False] * (NATIVE[dtype] - 8)), TEC)
+    assert_lanes(got["nan"], np.where(np.isnan(f), f, 7))
+    assert_lanes(got["inf"], np.where(on & np.isinf(f), f, 7))
+    assert_lanes(got["fin"], np.where(np.isfinite(f), f, 7))

@@ -23,6 +23,9 @@ from .builtins_arith import (
     exp,
     exp2,
     floor,
+    isfinite,
+    isinf,
+    isnan,
     log,
     max,
     min,
@@ -77,6 +80,7 @@ from .builtins_lanes import (
     vshfl,
     vsldl,
     vsplit,
+    vtbl,
     vzip,
 )
 from .kernel import PrimFunc, build, prim_func
@@ -107,16 +111,16 @@ fp16x16, fp32x8, fp32x16 = DType("fp16x16"), DType("fp32x8"), DType("fp32x16")
 boolx8, boolx16, boolx32 = DType("boolx8"), DType("boolx16"), DType("boolx32")
 
 __all__ = [
-    "abs", "ceil", "clz", "const_mask", "cos", "erf", "exp", "exp2", "floor", "log",
-    "reinterpret", "rint", "rsqrt", "sin", "sqrt", "tail_mask", "tanh", "vaddh", "vbcast", "vbrevs",
-    "vceq", "vcge", "vcgt", "vcle", "vcls", "vclt", "vcneq", "vconcat", "vinv", "vmaxh",
-    "vminh", "vmod", "vmulh", "vmull", "vnsr", "vnsrsr", "vpcnt", "vreplic", "vrevs", "vror",
-    "vrpadd", "vrpmax", "vrpmin", "vshfl", "vsl", "vsldl", "vsplit", "vsr", "vsubh", "vxth",
-    "vxtl", "vzip",
-    "DType", "PrimFunc", "PtrType", "alloc", "alloc_const", "bool_", "boolx8", "boolx16",
-    "boolx32", "build", "cast", "ceildiv", "clip", "dma_copy", "fp16", "fp16x16", "fp32",
-    "fp32x8", "fp32x16", "get_local_id", "get_local_size", "i8", "i8x32", "i16", "i16x16",
-    "i32", "i32x8", "i32x16", "max", "min", "prim_func", "ptr", "u8", "u8x32", "u16",
-    "u16x16", "u32", "u32x8", "u32x16", "vabs", "vadd", "vand", "vdiv", "vload_gather",
-    "vmax", "vmin", "vmul", "vnot", "vor", "vrint", "vsel", "vsub", "vxor",
+    "abs", "alloc", "alloc_const", "bool_", "boolx16", "boolx32", "boolx8", "build", "cast",
+    "ceil", "ceildiv", "clip", "clz", "const_mask", "cos", "dma_copy", "DType", "erf", "exp",
+    "exp2", "floor", "fp16", "fp16x16", "fp32", "fp32x16", "fp32x8", "get_local_id",
+    "get_local_size", "i16", "i16x16", "i32", "i32x16", "i32x8", "i8", "i8x32", "isfinite",
+    "isinf", "isnan", "log", "max", "min", "prim_func", "PrimFunc", "ptr", "PtrType",
+    "reinterpret", "rint", "rsqrt", "sin", "sqrt", "tail_mask", "tanh", "u16", "u16x16", "u32",
+    "u32x16", "u32x8", "u8", "u8x32", "vabs", "vadd", "vaddh", "vand", "vbcast", "vbrevs",
+    "vceq", "vcge", "vcgt", "vcle", "vcls", "vclt", "vcneq", "vconcat", "vdiv", "vinv",
+    "vload_gather", "vmax", "vmaxh", "vmin", "vminh", "vmod", "vmul", "vmulh", "vmull", "vnot",
+    "vnsr", "vnsrsr", "vor", "vpcnt", "vreplic", "vrevs", "vrint", "vror", "vrpadd", "vrpmax",
+    "vrpmin", "vsel", "vshfl", "vsl", "vsldl", "vsplit", "vsr", "vsub", "vsubh", "vtbl", "vxor",
+    "vxth", "vxtl", "vzip",
 ]

@@ -529,3 +529,33 @@ def vor(x, y, mask=None) -> Vec:
 def vxor(x, y, mask=None) -> Vec:
     """XOR, as ``S.vand``."""
     return _logic("vxor", x, y, mask, "S.vxor")
+
+
+def _classify(x, mask, test, what: str):
+    if isinstance(x, Scalar):
+        return bool(test(np.float64(x.value)))
+    x = _vec(x, what, "f")
+    tr = tracer()
+    if test is np.isnan:  # only NaN differs from itself
+        hit = tr.compare("ne", x, x)
+    else:  # |x| == inf, or |x| < inf (false for NaN)
+        hit = tr.compare("eq" if test is np.isinf else "lt", tr.unary("vabs", x, what), np.inf)
+    if mask is None:
+        return hit
+    return tr.logic("vand", hit, tr.mask(mask, x.type.lanes, what), what)
+
+
+def isnan(x, mask=None):
+    """A mask of the NaN lanes of a float vector (lanes where ``mask`` is False are False),
+    or a bool for a typed scalar."""
+    return _classify(x, mask, np.isnan, "S.isnan")
+
+
+def isinf(x, mask=None):
+    """A mask of the infinite lanes, as ``S.isnan``."""
+    return _classify(x, mask, np.isinf, "S.isinf")
+
+
+def isfinite(x, mask=None):
+    """A mask of the finite lanes (neither infinite nor NaN), as ``S.isnan``."""
+    return _classify(x, mask, np.isfinite, "S.isfinite")

@@ -316,3 +316,23 @@ def vreplic(x: Vec, index=0) -> Vec:
     n = x.type.lanes
     lane = _window(x, _shift_count(index, n, "S.vreplic"), 1, "S.vreplic")
     return tracer().spread(lane, n)
+
+
+def vtbl(table, indices: Vec) -> Vec:
+    """Lane ``k`` is lane ``indices[k]`` of the 2 to 4 vectors of ``table`` one after the
+    other, or 0 where the index is outside them (negative or past the end)."""
+    tr = tracer()
+    if not isinstance(table, (list, tuple)) or not 2 <= len(table) <= 4:
+        raise KernelError(f"S.vtbl: table must be 2 to 4 vectors, got {_describe(table)}")
+    if not isinstance(indices, Vec) or indices.type.elem.kind not in "iu":
+        raise DTypeError(f"S.vtbl: indices must be an integer vector, got "
+                         f"{_describe(indices)}")
+    whole = vconcat(tuple(table))
+    inside = tr.logic("vand", tr.compare("ge", indices, 0),
+                      tr.compare("lt", indices, min(whole.type.lanes,
+                                                    int(np.iinfo(indices.type.elem).max))),
+                      "S.vtbl")
+    if whole.type.lanes > np.iinfo(indices.type.elem).max:  # every index is inside
+        inside = tr.compare("ge", indices, 0)
+    t = whole.type.with_lanes(indices.type.lanes)
+    return tr.compute("vgather", t, [whole.view, indices, inside])
