@@ -448,3 +448,35 @@ def test_vtbl_reads_the_concatenated_table_and_0_outside(dtype, idx_t, parts):
         k = idx[s].astype(np.int64)
         inside = (k >= 0) & (k < table.size)
         assert_lanes(got[s], np.where(inside, table[np.where(inside, k, 0)], 0))
+
+
+@functools.cache
+def compact_program(dtype: str):
+    v = vtype(dtype)
+
+    @S.prim_func
+    def compact(a: S.ptr(v, "global"), b: S.ptr(v, "global"), m: S.ptr(v, "global"),
+                t_out: S.ptr(v, "global"), c_out: S.ptr(v, "global")):
+        t = S.get_local_id()
+        t_out[t] = S.vcompt(a[t], m[t] > 0)
+        c_out[t] = S.vcompc(a[t], b[t], m[t] > 0)
+
+    return S.build(compact, target="compass")
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float16", "uint32", "bfloat16"])
+def test_vcompt_vcompc_pack_the_active_lanes_in_order(dtype):
+    lanes = NATIVE[dtype]
+    a, b = values(dtype, TEC * lanes), values(dtype, TEC * lanes)
+    a[:3] = np.array([0, -0.0, 1], np.float32).astype(a.dtype) if a.dtype.kind not in "iu" \
+        else a[:3]  # a zero of either sign is moved bit for bit
+    m = np.where(rng.random(TEC * lanes) < 0.5, 1, 0).astype(a.dtype)
+    m[:lanes] = 1  # TEC 0: every lane active; TEC 1: none
+    m[lanes:2 * lanes] = 0
+    got = run_both(compact_program(dtype), {"a": a, "b": b, "m": m},
+                   {"t_out": (TEC * lanes, dtype), "c_out": (TEC * lanes, dtype)})
+    for t in range(TEC):
+        s = slice(t * lanes, (t + 1) * lanes)
+        kept = a[s][m[s] > 0]
+        assert_lanes(got["t_out"][s], np.r_[kept, np.zeros(lanes - kept.size, a.dtype)])
+        assert_lanes(got["c_out"][s], np.r_[kept, b[s][:lanes - kept.size]])

@@ -336,3 +336,56 @@ def vtbl(table, indices: Vec) -> Vec:
         inside = tr.compare("ge", indices, 0)
     t = whole.type.with_lanes(indices.type.lanes)
     return tr.compute("vgather", t, [whole.view, indices, inside])
+
+
+# -- compaction ------------------------------------------------------------------------------
+
+def _compact(x: Vec, m: Vec, what: str) -> Vec:
+    """The lanes of ``x`` where ``m`` is True, packed at the bottom in order; the rest 0.
+    Output lane ``j`` gathers lane ``i``, the first whose running count of active lanes
+    reaches ``j + 1``: a log-step prefix sum gives the counts, a binary search (one gather
+    per step) finds ``i``, lanes past the last active one gather nothing (0)."""
+    tr = tracer()
+    n = x.type.lanes
+    t = DType(f"int16x{n}")  # lane numbers, -1 .. n
+    count = tr.select(m, t(1), 0, what)
+    step = 1
+    while step < n:  # inclusive prefix sum: add the counts step lanes below
+        below = tr.new_vec(t, "below")
+        tr.emit(ir.Fill(below.view, 0, tr.label()))
+        _move(below, step, 1, _lanes(count, 0, n - step))
+        count = tr.compute("vadd", t, [count, below])
+        step *= 2
+    wanted = tr.new_vec(t, "wanted")  # j + 1 in lane j
+    tr.emit(ir.Copy(wanted.view, ir.View(tr.const_buffer("lane_rank", np.arange(1, n + 1,
+                                                                            dtype=np.int16)),
+                                         Layout((n,), np.int16)),
+                    tr.tgt.engine("constant", "vreg").name, label=tr.label()))
+    last = t(-1)  # the last lane known to count fewer than j + 1
+    step = 1 << n.bit_length()  # the steps add up to n or more: lane n is reachable
+    while step > 1:
+        step //= 2
+        probe = tr.compute("vmin", t, [tr.arith("vadd", last, step, what), t(n - 1)])
+        seen = tr.compute("vgather", t, [count.view, probe])
+        last = tr.select(tr.compare("lt", seen, wanted), probe, last, what)
+        first = tr.arith("vadd", last, 1, what)
+    inside = tr.compare("lt", first, n)
+    return tr.compute("vgather", x.type, [x.view, first, inside])
+
+
+def vcompt(x: Vec, mask) -> Vec:
+    """The active lanes of ``x`` packed into the lowest lanes, in order; the rest are 0."""
+    if not isinstance(x, Vec) or x.type.elem == np.bool_:
+        raise KernelError(f"S.vcompt: expects a vector of numbers, got {_describe(x)}")
+    return _compact(x, tracer().mask(mask, x.type.lanes, "S.vcompt"), "S.vcompt")
+
+
+def vcompc(x, y, mask) -> Vec:
+    """The active lanes of ``x`` packed into the lowest lanes, then the lowest lanes of
+    ``y`` fill the rest."""
+    tr = tracer()
+    x, y = _vectors([x, y], "S.vcompc")
+    n = x.type.lanes
+    m = vconcat((tr.mask(mask, n, "S.vcompc"), tr.mask([True] * n, n, "S.vcompc")))
+    packed = _compact(vconcat((x, y)), m, "S.vcompc")
+    return _window(packed, 0, n, "S.vcompc")
