@@ -480,3 +480,40 @@ def test_vcompt_vcompc_pack_the_active_lanes_in_order(dtype):
         kept = a[s][m[s] > 0]
         assert_lanes(got["t_out"][s], np.r_[kept, np.zeros(lanes - kept.size, a.dtype)])
         assert_lanes(got["c_out"][s], np.r_[kept, b[s][:lanes - kept.size]])
+
+
+@functools.cache
+def insert_program(dtype: str):
+    v = vtype(dtype)
+
+    @S.prim_func
+    def insert(a: S.ptr(v, "global"), out: S.ptr(v, "global")):
+        t = S.get_local_id()
+        x = a[t]
+        x[t + 1] = 9  # a run-time lane
+        x[0] = x[NATIVE[dtype] - 1]  # a lane of the register itself
+        out[t] = x
+
+    return S.build(insert, target="compass")
+
+
+@pytest.mark.parametrize("dtype", ["int16", "float32"])
+def test_setting_a_lane_changes_only_that_lane(dtype):
+    lanes = NATIVE[dtype]
+    a = values(dtype, TEC * lanes)
+    got = run_both(insert_program(dtype), {"a": a}, {"out": (TEC * lanes, dtype)})["out"]
+    want = a.copy().reshape(TEC, lanes)
+    for t in range(TEC):
+        want[t, t + 1] = 9
+        want[t, 0] = want[t, -1]
+    assert_lanes(got, want.reshape(-1))
+
+
+def test_setting_a_lane_outside_the_vector_is_refused():
+    @S.prim_func
+    def bad(a: S.ptr("i32x8", "global")):
+        x = a[0]
+        x[S.get_local_id() + 5] = 1
+
+    with pytest.raises(nk.KernelError, match=r"lane 5\.\.8 of a int32x8 vector"):
+        S.build(bad, target="compass")

@@ -597,3 +597,27 @@ def test_nan_inf_finite_masks(dtype):
     assert_lanes(got["nan"], np.where(np.isnan(f), f, 7))
     assert_lanes(got["inf"], np.where(on & np.isinf(f), f, 7))
     assert_lanes(got["fin"], np.where(np.isfinite(f), f, 7))
+
+
+@functools.cache
+def resign_program(dtype: str):
+    other = dtype[1:] if dtype[0] == "u" else "u" + dtype
+
+    @S.prim_func
+    def resign(a: S.ptr(vt(dtype), "global"), out: S.ptr(vt(other), "global"),
+               same: S.ptr(vt(dtype), "global")):
+        t = S.get_local_id()
+        out[t] = S.u(a[t]) if other[0] == "u" else S.i(a[t])
+        same[t] = S.i(a[t]) if dtype[0] != "u" else S.u(a[t])
+
+    return S.build(resign, target="compass"), other
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32"])
+def test_i_and_u_keep_the_bits(dtype):
+    prog, other = resign_program(dtype)
+    n = NATIVE[dtype] * TEC
+    a = ints(dtype, n)
+    got = run_both(prog, {"a": a}, {"out": (n, other), "same": (n, dtype)})
+    assert_lanes(got["out"], a.view(other))
+    assert_lanes(got["same"], a)

@@ -559,3 +559,29 @@ def isinf(x, mask=None):
 def isfinite(x, mask=None):
     """A mask of the finite lanes (neither infinite nor NaN), as ``S.isnan``."""
     return _classify(x, mask, np.isfinite, "S.isfinite")
+
+
+def _resigned(x, sign: str, what: str):
+    """``x`` as the integer type of its width with sign ``sign``: the same bits."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        x = Scalar(DType("int32"), x)  # npukit's int32 values are ints
+    if isinstance(x, Scalar):
+        if x.type.elem.kind not in "iu":
+            raise DTypeError(f"{what} of a {x.type} scalar: expects an integer")
+        t = _signed(x.type, sign, what)
+        v = np.array(x.value).view(t.elem)[()]
+        return int(v) if t == "int32" else Scalar(t, v)
+    x = _vec(x, what, "iu")
+    t = _signed(x.type, sign, what)
+    return x if t == x.type else tracer().compute("vbitcast", t, [x])
+
+
+def i(x):
+    """``x`` (an integer vector or scalar) as the signed type of its width: the same bits
+    (``S.i(u8x32)`` is ``int8x32``)."""
+    return _resigned(x, "s", "S.i")
+
+
+def u(x):
+    """``x`` as the unsigned type of its width: the same bits."""
+    return _resigned(x, "u", "S.u")

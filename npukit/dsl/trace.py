@@ -190,6 +190,25 @@ class Tracer:
                           label=self.label()))
         return out
 
+    def set_lane(self, v: Vec, i, value) -> None:
+        """``v[i] = value``: lane ``i`` (a constant or run-time index inside the vector) of
+        register ``v`` set to a number, typed scalar or one-lane value."""
+        what = self.label()
+        at = as_affine(i, f"`{what}`: lane index")
+        lo, hi = at.bounds()
+        if lo < 0 or hi >= v.type.lanes:
+            raise KernelError(f"`{what}`: lane {lo}..{hi} of a {v.type} vector: a lane is "
+                              f"0..{v.type.lanes - 1}")
+        lane = ir.View(v.buf, Layout((1,), v.type.elem), at)
+        if isinstance(value, Vec):
+            if value.type != v.type.element_of:
+                raise DTypeError(f"`{what}`: a {value.type} value into a lane of {v.type}")
+            self.emit(ir.Copy(lane, value.view, self.tgt.engine("vreg", "vreg").name,
+                              label=what))
+            return
+        elem = _convert(value, v.type.element_of, f"`{what}`")
+        self.emit(ir.Fill(lane, elem.item(), what))
+
     def spread(self, x: Vec, lanes: int) -> Vec:
         """A ``lanes``-lane vector with every lane the one lane of ``x``."""
         out = self.new_vec(x.type.with_lanes(lanes), "bcast")

@@ -286,6 +286,9 @@ class Vec:
     def __getitem__(self, i):
         return tracer().lane(self, i)
 
+    def __setitem__(self, i, value):
+        tracer().set_lane(self, i, value)
+
     def __add__(self, o):
         return tracer().arith("vadd", self, o, "+")
 
