@@ -621,3 +621,18 @@ def test_i_and_u_keep_the_bits(dtype):
     got = run_both(prog, {"a": a}, {"out": (n, other), "same": (n, dtype)})
     assert_lanes(got["out"], a.view(other))
     assert_lanes(got["same"], a)
+
+
+def test_a_number_outside_the_lanes_type_takes_the_other_sign():
+    @S.prim_func
+    def k(a: S.ptr("i8x32", "global"), sat: S.ptr("u8x32", "global"),
+          low: S.ptr("u8x32", "global")):
+        t = S.get_local_id()
+        sat[t] = S.vadd(a[t], 252, saturate=True, out_sign="u")
+        low[t] = S.vadd(252, a[t], out_sign="u")
+
+    a = ints("int8", 128)
+    got = run_both(S.build(k, target="compass"), {"a": a},
+                   {"sat": (128, "uint8"), "low": (128, "uint8")})
+    assert_lanes(got["sat"], np.array([sat(v + 252, "uint8") for v in a.tolist()], np.uint8))
+    assert_lanes(got["low"], np.array([wrap(v + 252, "uint8") for v in a.tolist()], np.uint8))
