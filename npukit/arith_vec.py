@@ -19,7 +19,7 @@ import numpy as np
 from .dtypes import is_float
 
 MORE_OPS = ("vshl", "vshr", "vclz", "vcls", "vpopcnt", "vbitrev", "vrotr", "vbitcast",
-            "vmulhi", "vquot", "vrem", "vmath")
+            "vmulhi", "vquot", "vrem", "vfma", "vmath")
 MATH_FNS = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "tanh": np.tanh, "sin": np.sin,
     "cos": np.cos, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
@@ -164,6 +164,9 @@ def vec_op_more(op: str, srcs: list[np.ndarray], dt: np.dtype, attrs: dict) -> n
         return np.ascontiguousarray(srcs[0]).view(dt)
     if op == "vmulhi":
         return mul_high(srcs[0], srcs[1], dt)
+    if op == "vfma":  # acc + x * y in float64, rounded once
+        acc, x, y = (v.astype(np.float64) for v in srcs)
+        return (acc + x * y).astype(dt)
     if op == "vmath" and is_float(dt):
         return math_fn(attrs["fn"], srcs[0], dt)
     raise KeyError(f"no vector instruction {op!r} on {dt.name}")

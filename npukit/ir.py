@@ -67,7 +67,8 @@ the reference):
   ``vbitcast``: the lane's bits read as the destination's dtype of the same width.
   ``vquot``, ``vrem``: ``(x, y)`` integers, the quotient truncated toward zero (the most
   negative value / -1 saturates) and the remainder with the sign of ``x``; 0 where ``y``
-  is 0. ``vmulhi``: ``(x, y)``, the upper half of the exact product of lanes of the
+  is 0. ``vfma``: ``(acc, x, y)`` floats, ``acc + x·y`` in float64 rounded once to the
+  dtype. ``vmulhi``: ``(x, y)``, the upper half of the exact product of lanes of the
   destination's width, each operand in its own sign. ``vmath`` (attr ``fn``: ``exp exp2
   log tanh sin cos sqrt rsqrt erf floor ceil``): the function of a float lane in float64,
   rounded to float32, then to the dtype, a NaN as the positive quiet NaN

@@ -636,3 +636,38 @@ def test_a_number_outside_the_lanes_type_takes_the_other_sign():
                    {"sat": (128, "uint8"), "low": (128, "uint8")})
     assert_lanes(got["sat"], np.array([sat(v + 252, "uint8") for v in a.tolist()], np.uint8))
     assert_lanes(got["low"], np.array([wrap(v + 252, "uint8") for v in a.tolist()], np.uint8))
+
+
+# -- multiply-add ----------------------------------------------------------------------------
+
+@functools.cache
+def fma_program(half: str):
+    @S.prim_func
+    def madd(acc: S.ptr("fp32x8", "global"), x: S.ptr("fp32x8", "global"),
+             y: S.ptr("fp32x8", "global"), h: S.ptr(vt(half), "global"),
+             g: S.ptr(vt(half), "global"), fused: S.ptr("fp32x8", "global"),
+             even: S.ptr("fp32x8", "global"), odd: S.ptr("fp32x8", "global")):
+        t = S.get_local_id()
+        fused[t] = S.fma(acc[t], x[t], y[t], mask="6T")
+        even[t] = S.vfmae(acc[t], h[t], g[t])
+        odd[t] = S.vfmao(acc[t], h[t], 2, mask="F7T")
+
+    return S.build(madd, target="compass")
+
+
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+def test_fma_rounds_once_and_the_half_forms_round_each_step(half):
+    f32 = np.float32
+    acc, x, y = ((rng.standard_normal(32) * 1e3).astype(f32) for _ in range(3))
+    hd = S.DType(half).elem
+    h, g = ((rng.standard_normal(64) * 30).astype(hd) for _ in range(2))
+    got = run_both(fma_program(half), {"acc": acc, "x": x, "y": y, "h": h, "g": g},
+                   {k: (32, "float32") for k in ("fused", "even", "odd")})
+    lane = np.tile(np.arange(8), TEC)
+    exact = (acc.astype(np.float64) + x.astype(np.float64) * y.astype(np.float64)).astype(f32)
+    assert_lanes(got["fused"], np.where(lane < 6, exact, acc))
+    he, ge, ho = (v.astype(f32) for v in (h[0::2], g[0::2], h[1::2]))
+    assert_lanes(got["even"], acc + he * ge)
+    assert_lanes(got["odd"], np.where(lane >= 1, acc + ho * f32(2), acc))
+    with np.errstate(over="ignore"):  # the single rounding differs from two somewhere
+        assert not np.array_equal(exact, acc + x * y)

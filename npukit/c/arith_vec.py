@@ -161,6 +161,9 @@ def vec_expr_more(h: Helpers, op: str, attrs: dict, srcs: list[tuple[str, np.dty
         y, y_dt = rest[0]
         wide = "uint64_t" if x_dt.kind == "u" and y_dt.kind == "u" else "int64_t"
         return f"({t})((({wide})({x}) * ({wide})({y})) >> {bits})"
+    if op == "vfma":  # float64 products of float32 lanes are exact; one rounding at the end
+        acc, x64, y64 = (convert(h, e, d, _F64) for e, d in srcs)
+        return convert(h, f"({acc} + {x64} * {y64})", _F64, dst)
     if op == "vmath":
         arg = convert(h, x, x_dt, _F64)
         f32 = f"(float){_helper(h, 'npk_nan_canon')}({_MATH[attrs['fn']].format(arg)})"

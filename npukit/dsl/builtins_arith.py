@@ -585,3 +585,47 @@ def i(x):
 def u(x):
     """``x`` as the unsigned type of its width: the same bits."""
     return _resigned(x, "u", "S.u")
+
+
+# -- multiply-add ----------------------------------------------------------------------------
+
+def fma(acc, x, y, mask=None):
+    """``acc + x · y`` of float32 lanes (or float32 scalars) rounded once; lanes where
+    ``mask`` is False keep ``acc``."""
+    if not any(isinstance(v, Vec) for v in (acc, x, y)):
+        a, b, c = (np.float64(v.value if isinstance(v, Scalar) else v) for v in (acc, x, y))
+        return Scalar(DType("float32"), np.float32(a + b * c))
+    tr = tracer()
+    t = tr.vector_type("S.fma", acc, x, y)
+    if t.elem != np.float32:
+        raise DTypeError(f"S.fma of {t}: expects float32 lanes")
+    a, b, c = (tr.coerce(v, t, "S.fma") for v in (acc, x, y))
+    out = tr.compute("vfma", t, [a, b, c])
+    return out if mask is None else tr.select(mask, out, a, "S.fma")
+
+
+def _fma_half(acc, x, y, mask, first: int, what: str) -> Vec:
+    """``acc + x · y`` on the even (``first`` 0) or odd lanes of 16-bit float ``x``, ``y``
+    widened to float32: the product and the sum each rounded to float32."""
+    tr = tracer()
+    acc = _vec(acc, what, "f")
+    x, y = (tr.coerce(v, tr.vector_type(what, x, y), what) for v in (x, y))
+    n = acc.type.lanes
+    if acc.type.elem != np.float32 or x.type.elem.itemsize != 2 or x.type.lanes != 2 * n:
+        raise DTypeError(f"{what}: expects a float32 accumulator of n lanes and 16-bit float "
+                         f"operands of 2n lanes, got {acc.type}, {x.type}")
+    wide = [tr.compute("vcast", acc.type, [_lanes(v, first, n, 2)]) for v in (x, y)]
+    out = tr.arith("vadd", acc, tr.arith("vmul", *wide, what), what)
+    return out if mask is None else tr.select(mask, out, acc, what)
+
+
+def vfmae(acc, x, y, mask=None) -> Vec:
+    """``acc + x · y`` on the even lanes of float16/bfloat16 ``x`` and ``y`` into float32
+    ``acc`` (each operation rounded to float32); lanes where ``mask`` is False keep
+    ``acc``."""
+    return _fma_half(acc, x, y, mask, 0, "S.vfmae")
+
+
+def vfmao(acc, x, y, mask=None) -> Vec:
+    """``S.vfmae`` on the odd lanes."""
+    return _fma_half(acc, x, y, mask, 1, "S.vfmao")
