@@ -671,3 +671,11 @@ def test_fma_rounds_once_and_the_half_forms_round_each_step(half):
     assert_lanes(got["odd"], np.where(lane >= 1, acc + ho * f32(2), acc))
     with np.errstate(over="ignore"):  # the single rounding differs from two somewhere
         assert not np.array_equal(exact, acc + x * y)
+
+
+@pytest.mark.parametrize("call", ["S.printf('%d', 1)", "S.asm('nop')"])
+def test_what_npukit_does_not_model_is_refused_naming_it(call):
+    ns = {"S": S}
+    exec(f"@S.prim_func\ndef k(a: S.ptr('i32x8', 'global')):\n    {call}\n", ns)
+    with pytest.raises(nk.KernelError, match=rf"{call.split('(')[0]}: npukit does not model"):
+        S.build(ns["k"], target="compass")

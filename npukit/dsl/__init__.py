@@ -15,6 +15,7 @@ name; ``npukit.dsl.trace`` says how a kernel becomes IR.
 
 from .builtins_arith import (
     abs,
+    asm,
     ceil,
     clip,
     clz,
@@ -31,6 +32,7 @@ from .builtins_arith import (
     log,
     max,
     min,
+    printf,
     reinterpret,
     rint,
     rsqrt,
@@ -118,16 +120,17 @@ fp16x16, fp32x8, fp32x16 = DType("fp16x16"), DType("fp32x8"), DType("fp32x16")
 boolx8, boolx16, boolx32 = DType("boolx8"), DType("boolx16"), DType("boolx32")
 
 __all__ = [
-    "abs", "alloc", "alloc_const", "bool_", "boolx16", "boolx32", "boolx8", "build", "cast",
-    "ceil", "ceildiv", "clip", "clz", "const_mask", "cos", "dma_copy", "DType", "erf", "exp",
-    "exp2", "floor", "fma", "fp16", "fp16x16", "fp32", "fp32x16", "fp32x8", "get_local_id",
-    "get_local_size", "i", "i16", "i16x16", "i32", "i32x16", "i32x8", "i8", "i8x32", "isfinite",
-    "isinf", "isnan", "log", "max", "min", "prim_func", "PrimFunc", "ptr", "PtrType",
-    "reinterpret", "rint", "rsqrt", "sin", "sqrt", "tail_mask", "tanh", "u", "u16", "u16x16",
-    "u32", "u32x16", "u32x8", "u8", "u8x32", "vabs", "vadd", "vaddh", "vand", "vbcast",
-    "vbrevs", "vceq", "vcge", "vcgt", "vcle", "vcls", "vclt", "vcneq", "vcompc", "vcompt",
-    "vconcat", "vdiv", "vfmae", "vfmao", "vinv", "vload_gather", "vmax", "vmaxh", "vmin",
-    "vminh", "vmod", "vmul", "vmulh", "vmull", "vnot", "vnsr", "vnsrsr", "vor", "vpcnt",
-    "vreplic", "vrevs", "vrint", "vror", "vrpadd", "vrpmax", "vrpmin", "vsel", "vshfl", "vsl",
-    "vsldl", "vsplit", "vsr", "vsub", "vsubh", "vtbl", "vxor", "vxth", "vxtl", "vzip",
+    "abs", "alloc", "alloc_const", "asm", "bool_", "boolx16", "boolx32", "boolx8", "build",
+    "cast", "ceil", "ceildiv", "clip", "clz", "const_mask", "cos", "dma_copy", "DType", "erf",
+    "exp", "exp2", "floor", "fma", "fp16", "fp16x16", "fp32", "fp32x16", "fp32x8",
+    "get_local_id", "get_local_size", "i", "i16", "i16x16", "i32", "i32x16", "i32x8", "i8",
+    "i8x32", "isfinite", "isinf", "isnan", "log", "max", "min", "prim_func", "PrimFunc",
+    "printf", "ptr", "PtrType", "reinterpret", "rint", "rsqrt", "sin", "sqrt", "tail_mask",
+    "tanh", "u", "u16", "u16x16", "u32", "u32x16", "u32x8", "u8", "u8x32", "vabs", "vadd",
+    "vaddh", "vand", "vbcast", "vbrevs", "vceq", "vcge", "vcgt", "vcle", "vcls", "vclt",
+    "vcneq", "vcompc", "vcompt", "vconcat", "vdiv", "vfmae", "vfmao", "vinv", "vload_gather",
+    "vmax", "vmaxh", "vmin", "vminh", "vmod", "vmul", "vmulh", "vmull", "vnot", "vnsr",
+    "vnsrsr", "vor", "vpcnt", "vreplic", "vrevs", "vrint", "vror", "vrpadd", "vrpmax", "vrpmin",
+    "vsel", "vshfl", "vsl", "vsldl", "vsplit", "vsr", "vsub", "vsubh", "vtbl", "vxor", "vxth",
+    "vxtl", "vzip",
 ]

@@ -629,3 +629,17 @@ def vfmae(acc, x, y, mask=None) -> Vec:
 def vfmao(acc, x, y, mask=None) -> Vec:
     """``S.vfmae`` on the odd lanes."""
     return _fma_half(acc, x, y, mask, 1, "S.vfmao")
+
+
+# -- what npukit does not model --------------------------------------------------------------
+
+def printf(fmt, *args):
+    """Refused: npukit has no device console (a ``KernelError`` naming ``S.printf``)."""
+    raise KernelError("S.printf: npukit does not model the device's console output; return "
+                      "the values through an output tensor instead")
+
+
+def asm(*args, **kwargs):
+    """Refused: inline assembly of the Zhouyi NPU is not modelled (a ``KernelError``)."""
+    raise KernelError("S.asm: npukit does not model inline assembly of the Zhouyi NPU; "
+                      "write the operation with the DSL's builtins")
