@@ -1,8 +1,11 @@
 """The vector unit's bit, shift, widening and math instructions as C (``npukit.arith_vec``
 is the reference): one lane as a C expression, with the ``static inline`` helpers it calls.
 
->>> h = Helpers()
->>> vec_expr_more(h, "vclz", {}, [("x", np.dtype("int8"))], np.dtype("int8"))
+``npukit.c.arith.vec_expr`` calls ``vec_expr_more`` for these instructions, passing its
+``Helpers`` and ``convert`` (this module sits below it).
+
+>>> from npukit.c.arith import Helpers, convert
+>>> vec_expr_more(Helpers(), "vclz", {}, [("x", np.dtype("int8"))], np.dtype("int8"), convert)
 '(int8_t)npk_clz((uint64_t)(uint8_t)(x), 8)'
 """
 
@@ -11,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..arith_vec import ROUND_SHIFT_CAP
-from .arith import Helpers, convert
 from .ctype import c_type, int_literal
 
 _F64 = np.dtype("float64")
@@ -107,11 +109,11 @@ def _unsigned(x: str, dt: np.dtype) -> str:
     return f"(uint64_t)(uint{8 * dt.itemsize}_t)({x})"
 
 
-def _helper(h: Helpers, name: str) -> str:
+def _helper(h, name: str) -> str:
     return h.define(name, _HELPERS[name])
 
 
-def _bitcast(h: Helpers, x: str, src: np.dtype, dst: np.dtype) -> str:
+def _bitcast(h, x: str, src: np.dtype, dst: np.dtype) -> str:
     """The lane's bits as ``dst`` (a union: no conversion of the value)."""
     name = f"npk_bitcast_{src.name}_{dst.name}"
     s, d = c_type(src), c_type(dst)
@@ -121,9 +123,10 @@ def _bitcast(h: Helpers, x: str, src: np.dtype, dst: np.dtype) -> str:
     return f"{h.define(name, text)}({x})"
 
 
-def vec_expr_more(h: Helpers, op: str, attrs: dict, srcs: list[tuple[str, np.dtype]],
-                  dst: np.dtype) -> str:
-    """One lane of an instruction of ``arith_vec.MORE_OPS`` as a C expression of ``dst``."""
+def vec_expr_more(h, op: str, attrs: dict, srcs: list[tuple[str, np.dtype]], dst: np.dtype,
+                  convert) -> str:
+    """One lane of an instruction of ``arith_vec.MORE_OPS`` as a C expression of ``dst``
+    (``h``: the translation unit's ``Helpers``; ``convert``: ``npukit.c.arith.convert``)."""
     (x, x_dt), *rest = srcs
     t = c_type(dst)
     bits = 8 * dst.itemsize

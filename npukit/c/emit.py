@@ -33,7 +33,6 @@ from contextlib import nullcontext
 import numpy as np
 
 from .. import ir
-from ..arith_vec import MORE_OPS
 from ..cdecl import C_KEYWORDS, comment_text
 from ..dtypes import is_float
 from . import arith as A
@@ -50,7 +49,6 @@ from .access import (
     safe_name,
     simplify,
 )
-from .arith_vec import vec_expr_more
 from .calls import PRELUDE_NAMES, ArgStruct, defined_names, emit_call, extern_sources, prelude
 from .code import Writer, wrap
 from .ctype import TYPEDEFS, c_type, literal, poison_literal
@@ -700,9 +698,6 @@ class _Emitter:
         dts = [v.dtype for v in st.srcs]
         if st.op == "vgather":
             return self._gather(st, lanes), st.dst.dtype
-        if st.op in MORE_OPS:
-            return vec_expr_more(self.h, st.op, dict(st.attrs), list(zip(lanes, dts)),
-                                 st.dst.dtype), st.dst.dtype
         if st.op in A.VEC_OPS:
             return A.vec_expr(self.h, st.op, dict(st.attrs), list(zip(lanes, dts)),
                               st.dst.dtype), st.dst.dtype
