@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arith_vec import MORE_OPS, vec_op_more
 from .dtypes import is_float
 
 ALU_OPS = {
@@ -237,7 +238,7 @@ def act_linear_approx(p: np.ndarray, lut, step_bits: int, bias: int, shift_offse
 # back end spells out the same formulas lane by lane (``npukit.c.arith.vec_expr``).
 
 VEC_OPS = ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vneg", "vabs", "vcmp", "vsel",
-           "vand", "vor", "vxor", "vnot", "vrint", "vcast", "vgather")
+           "vand", "vor", "vxor", "vnot", "vrint", "vcast", "vgather") + MORE_OPS
 CMP_OPS = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
            "gt": np.greater, "ge": np.greater_equal}
 _INT32 = (-2**31, 2**31 - 1)
@@ -264,14 +265,18 @@ def _float_op(op: str, xs: list[np.ndarray], dt: np.dtype) -> np.ndarray:
         return r.astype(dt)
 
 
-def _int_op(op: str, xs: list[np.ndarray], dt: np.dtype) -> np.ndarray:
-    """An integer op in int64, wrapped to ``dt`` (two's complement)."""
+def _int_op(op: str, xs: list[np.ndarray], dt: np.dtype, saturate: bool = False) -> np.ndarray:
+    """An integer op in int64 on operands each read in its own signedness, wrapped to ``dt``
+    (two's complement; ``saturate``: clamped to its range)."""
     a = [x.astype(np.int64) for x in xs]
     r = {"vadd": lambda: a[0] + a[1], "vsub": lambda: a[0] - a[1], "vmul": lambda: a[0] * a[1],
          "vmax": lambda: np.maximum(a[0], a[1]), "vmin": lambda: np.minimum(a[0], a[1]),
          "vneg": lambda: -a[0], "vabs": lambda: np.abs(a[0]),
          "vand": lambda: a[0] & a[1], "vor": lambda: a[0] | a[1], "vxor": lambda: a[0] ^ a[1],
          "vnot": lambda: ~a[0]}[op]()
+    if saturate:
+        info = np.iinfo(dt)
+        return np.clip(r, int(info.min), int(info.max)).astype(dt)
     return wrap_to(r, dt)
 
 
@@ -320,6 +325,8 @@ def vec_op(op: str, srcs: list[np.ndarray], dt: np.dtype, attrs: dict) -> np.nda
         a = [s.astype(bool) for s in srcs]
         return {"vand": lambda: a[0] & a[1], "vor": lambda: a[0] | a[1],
                 "vxor": lambda: a[0] ^ a[1], "vnot": lambda: ~a[0]}[op]()
+    if op in MORE_OPS:
+        return vec_op_more(op, srcs, dt, attrs)
     if is_float(dt):
         return _float_op(op, srcs, dt)
-    return _int_op(op, srcs, dt)
+    return _int_op(op, srcs, dt, bool(attrs.get("saturate", False)))

@@ -43,7 +43,10 @@ the reference):
   of the destination's dtype, ``vneg``, ``vabs`` on one: floats compute the exact result
   rounded once to the dtype (float16 by way of float32, which is exact for these
   operations), ``vmax``/``vmin`` return a NaN first operand, else the greater (lesser)
-  value, the second on ties; integers wrap around modulo 2^bits.
+  value, the second on ties; integers wrap around modulo 2^bits. Integer ``vadd``,
+  ``vsub``, ``vmul`` also take operands of the destination's width but either sign (each
+  read in its own sign); ``vadd``/``vsub`` with attr ``saturate=True`` clamp the exact
+  result to the destination's range.
 - ``vcmp`` (attr ``cmp``: ``eq ne lt le gt ge``): a ``bool`` mask; comparisons with NaN
   are false except ``ne``.
 - ``vsel``: ``(mask, a, b)`` -> ``where(mask, a, b)``.
@@ -55,6 +58,21 @@ the reference):
   to the destination by keeping the low bits (attr ``saturate=True``: saturating to the
   destination's range instead). Integer to integer keeps the low bits (or saturates);
   ``bool`` converts to 0/1 and anything nonzero to ``True``.
+- ``vshl`` (attr ``saturate``), ``vshr`` (attr ``round``): ``(x, shift)``, integer lanes
+  shifted by the lanes of an integer ``shift`` of their width read as unsigned: left, the
+  low bits of ``x·2^s`` (saturated: clamped to the range); right, ``floor(x / 2^s)``
+  (rounded: to nearest, ties to even). ``vrotr``: ``(x, shift)``, the bits rotated right
+  by ``shift mod width``. ``vclz``: leading zero bits of each lane; ``vcls``: the bits
+  below the top bit equal to it; ``vpopcnt``: one bits; ``vbitrev``: the bits reversed.
+  ``vbitcast``: the lane's bits read as the destination's dtype of the same width.
+  ``vquot``, ``vrem``: ``(x, y)`` integers, the quotient truncated toward zero (the most
+  negative value / -1 saturates) and the remainder with the sign of ``x``; 0 where ``y``
+  is 0. ``vfma``: ``(acc, x, y)`` floats, ``acc + x·y`` in float64 rounded once to the
+  dtype. ``vmulhi``: ``(x, y)``, the upper half of the exact product of lanes of the
+  destination's width, each operand in its own sign. ``vmath`` (attr ``fn``: ``exp exp2
+  log tanh sin cos sqrt rsqrt erf floor ceil``): the function of a float lane in float64,
+  rounded to float32, then to the dtype, a NaN as the positive quiet NaN
+  (``npukit.arith_vec`` is the reference).
 - ``vgather``: ``(table, indices[, mask])`` -> ``table[indices]``: ``table`` is any view
   (the whole view is addressable), ``indices`` an integer vector; lanes whose mask is
   false read nothing and give 0. An index outside the table is an error the simulator

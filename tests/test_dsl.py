@@ -385,7 +385,7 @@ def test_subroutine_arguments_and_result_are_checked():
 def test_readable_errors_never_leak_raw_exceptions():
     """Whatever a kernel body does wrong comes out as an NpukitError."""
     bodies = ["a[0] = 'text'", "x = a[0] / a", "S.alloc(-1, 'fp16')", "a[0] = S.vrint(a)",
-              "S.cast(a[0], 'fp99')", "a[0] = S.vsel(a[0], a[0], [True] * 3)",
+              "S.cast(a[0], 'fp99')", "a[0] = S.vsel(a[0], a[0], [True] * 17)",
               "a[0] = S.vadd(a[0], a[0], r=a[0])", "a[0] = S.vadd(a[0], a[0], mask='2Q')"]
     for body in bodies:
         src = f"""

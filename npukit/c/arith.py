@@ -17,8 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..arith import act_bounds
+from ..arith_vec import MORE_OPS
 from ..dtypes import int_range, is_float
 from ..errors import DTypeError
+from .arith_vec import vec_expr_more
 from .ctype import c_type, float_literal, int_literal, is_bf16
 
 _F32 = np.dtype("float32")
@@ -463,9 +465,10 @@ def rescale_clamp_fast(h: Helpers, p: str, p_range: tuple[int, int], attrs: dict
 
 # -- element-wise vector instructions (arith.vec_op) ----------------------------------------
 
-# The ops of npukit.arith.VEC_OPS this back end spells out (vgather: npukit.c.emit).
+# The ops of npukit.arith.VEC_OPS this back end spells out (vgather: npukit.c.emit; the
+# bit, shift and math instructions, MORE_OPS: npukit.c.arith_vec, through vec_expr).
 VEC_OPS = ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vneg", "vabs", "vcmp", "vsel",
-           "vand", "vor", "vxor", "vnot", "vrint", "vcast", "vgather")
+           "vand", "vor", "vxor", "vnot", "vrint", "vcast", "vgather") + MORE_OPS
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _BIN = {"vadd": "+", "vsub": "-", "vmul": "*", "vdiv": "/", "vand": "&", "vor": "|",
         "vxor": "^"}
@@ -493,6 +496,14 @@ def vec_expr(h: Helpers, op: str, attrs: dict, srcs: list[tuple[str, np.dtype]],
     """One lane of an element-wise vector instruction (``arith.vec_op``; not ``vgather``)
     from its operand lanes, as a C expression of ``dst``'s type."""
     xs = [e for e, _ in srcs]
+    if op in MORE_OPS:
+        return vec_expr_more(h, op, attrs, srcs, dst, convert)
+    if any(is_bf16(dt) for _, dt in srcs) and op in ("vcmp", "vcast") or is_bf16(dst) and \
+            op not in ("vsel", "vcast"):  # bfloat16 lanes are bits: computed on float32
+        f32 = [(convert(h, e, dt, _F32), _F32) if is_bf16(dt) else (e, dt) for e, dt in srcs]
+        if op in ("vcmp", "vcast"):
+            return vec_expr(h, op, attrs, f32, dst)
+        return convert(h, vec_expr(h, op, attrs, f32, _F32), _F32, dst)
     if op == "vcmp":
         return f"({xs[0]} {_CMP[attrs['cmp']]} {xs[1]})"
     if op == "vsel":
@@ -509,6 +520,8 @@ def vec_expr(h: Helpers, op: str, attrs: dict, srcs: list[tuple[str, np.dtype]],
                 "vneg": lambda: f"-{f[0]}", "vabs": lambda: f"fabsf({f[0]})",
                 "vrint": lambda: f"rintf({f[0]})"}.get(op, lambda: f"{f[0]} {_BIN[op]} {f[1]}")()
         return expr if dst == _F32 else f"({t})({expr})"
+    if attrs.get("saturate") and op in ("vadd", "vsub"):  # the exact int64 result, clamped
+        return f"{h.use('npk_sat_' + dst.name)}((int64_t){xs[0]} {_BIN[op]} (int64_t){xs[1]})"
     u = "uint64_t" if dst.itemsize == 8 else "uint32_t"  # wrap-around: unsigned arithmetic
     if op in ("vmax", "vmin"):
         return f"({xs[0]} {'>' if op == 'vmax' else '<'} {xs[1]} ? {xs[0]} : {xs[1]})"

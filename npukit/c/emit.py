@@ -96,7 +96,8 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
     out.line()
     if tasks:
         out.lines.extend(FEATURE_MACRO.splitlines())
-    if re.search(r"\b(NAN|INFINITY|rintf?|fabsf|floorf)\b", code):
+    if re.search(r"\b(NAN|INFINITY|rintf?|fabsf|floorf)\b|"
+                 r"\b(exp2?|log|tanh|sin|cos|sqrt|erf|floor|ceil)\(", code):
         out.line("#include <math.h>")
     out.line("#include <stdint.h>")
     for inc in includes:

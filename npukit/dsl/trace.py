@@ -35,6 +35,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import ir
+from ..dtypes import is_float
 from ..errors import CapacityError, DTypeError, KernelError, OutOfBoundsError
 from ..layout import Layout
 from ..poison import poison
@@ -177,17 +178,65 @@ class Tracer:
                              label=self.label()))
         return out
 
+    def lane(self, v: Vec, i) -> Vec:
+        """Lane ``i`` (a constant) of ``v``: a one-lane register (``v[0]``)."""
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or \
+                not -v.type.lanes <= i < v.type.lanes:
+            raise KernelError(f"`{self.label()}`: lane {i!r} of a {v.type} vector: a lane is "
+                              f"a constant 0..{v.type.lanes - 1}")
+        out = self.new_vec(v.type.element_of, "lane")
+        at = Layout((1,), v.type.elem, None, int(i) % v.type.lanes)
+        self.emit(ir.Copy(out.view, ir.View(v.buf, at), self.tgt.engine("vreg", "vreg").name,
+                          label=self.label()))
+        return out
+
+    def set_lane(self, v: Vec, i, value) -> None:
+        """``v[i] = value``: lane ``i`` (a constant or run-time index inside the vector) of
+        register ``v`` set to a number, typed scalar or one-lane value."""
+        what = self.label()
+        at = as_affine(i, f"`{what}`: lane index")
+        lo, hi = at.bounds()
+        if lo < 0 or hi >= v.type.lanes:
+            raise KernelError(f"`{what}`: lane {lo}..{hi} of a {v.type} vector: a lane is "
+                              f"0..{v.type.lanes - 1}")
+        lane = ir.View(v.buf, Layout((1,), v.type.elem), at)
+        if isinstance(value, Vec):
+            if value.type != v.type.element_of:
+                raise DTypeError(f"`{what}`: a {value.type} value into a lane of {v.type}")
+            self.emit(ir.Copy(lane, value.view, self.tgt.engine("vreg", "vreg").name,
+                              label=what))
+            return
+        elem = _convert(value, v.type.element_of, f"`{what}`")
+        self.emit(ir.Fill(lane, elem.item(), what))
+
+    def spread(self, x: Vec, lanes: int) -> Vec:
+        """A ``lanes``-lane vector with every lane the one lane of ``x``."""
+        out = self.new_vec(x.type.with_lanes(lanes), "bcast")
+        every = ir.View(x.buf, Layout((lanes,), x.type.elem, (0,)))
+        self.emit(ir.Copy(out.view, every, self.tgt.engine("vreg", "vreg").name,
+                          label=self.label()))
+        return out
+
     # -- operands ------------------------------------------------------------------------
 
     def coerce(self, x, like: DType, what: str) -> Vec:
         """``x`` as a ``like`` vector: a vector of that type, or a number or typed scalar
         spread over every lane."""
         if isinstance(x, Vec):
+            if x.type.lanes == 1 and x.type == like.element_of:  # a lane: spread it
+                return self.spread(x, like.lanes)
             if x.type != like:
                 raise DTypeError(f"{what}: vector type mismatch: {like} and {x.type}")
             return x
         if isinstance(x, Scalar) and x.type != like.element_of:
-            raise DTypeError(f"{what}: type mismatch: {x.type} scalar with a {like} vector")
+            # a typed scalar of the same kind converts to the lanes' type (an integer must
+            # fit it; a float no wider than the lanes rounds), as the Compass DSL promotes
+            # S.i8 into int16 lanes and S.fp16 into float32 lanes
+            if is_float(x.type.elem) != is_float(like.elem) or like.elem == np.bool_ or \
+                    is_float(like.elem) and x.type.elem.itemsize > like.elem.itemsize:
+                raise DTypeError(f"{what}: type mismatch: {x.type} scalar with a {like} "
+                                 f"vector")
+            x = Scalar(like.element_of, x.value if is_float(like.elem) else int(x.value))
         if isinstance(x, (Index, Ptr)) or not isinstance(x, (Scalar, int, float, bool,
                                                              np.number, np.bool_)):
             raise KernelError(f"{what}: {_describe(x)} cannot meet a {like} vector (only "
@@ -195,9 +244,9 @@ class Tracer:
         return self.splat(like, x)
 
     def vector_type(self, what: str, *xs) -> DType:
-        for x in xs:
-            if isinstance(x, Vec):
-                return x.type
+        vecs = [x for x in xs if isinstance(x, Vec)]
+        if vecs:  # a one-lane value (a lane of a vector) meets the others' lanes
+            return max(vecs, key=lambda v: v.type.lanes).type
         raise KernelError(f"{what}: needs a vector operand, got "
                           f"{', '.join(_describe(x) for x in xs)}")
 
@@ -214,13 +263,13 @@ class Tracer:
         t = self.vector_type(what, a)
         if t.elem == np.bool_:
             raise DTypeError(f"{what} on {t} masks: use S.vnot")
-        if op == "vrint" and t.elem.kind != "f":
+        if op == "vrint" and not is_float(t.elem):
             raise DTypeError(f"S.vrint of {t}: rounding applies to float vectors")
         return self.compute(op, t, [a])
 
     def logic(self, op: str, a, b, what: str) -> Vec:
         t = self.vector_type(what, a, b)
-        if t.elem.kind == "f":
+        if is_float(t.elem):
             raise DTypeError(f"{what} on {t}: logic operations take masks or integer vectors")
         srcs = [self.coerce(a, t, what)] + ([] if b is None else [self.coerce(b, t, what)])
         return self.compute(op, t, srcs)
@@ -238,8 +287,9 @@ class Tracer:
             m = _parse_mask(m, lanes, what)
         if isinstance(m, (list, tuple, np.ndarray)):
             bits = np.asarray(m, bool).reshape(-1)
-            if bits.size != lanes:
+            if bits.size > lanes:
                 raise DTypeError(f"{what}: a mask of {bits.size} lanes for {lanes}-lane vectors")
+            bits = np.concatenate([bits, np.zeros(lanes - bits.size, bool)])  # the rest False
             data = self.const_buffer("mask", bits)
             out = self.new_vec(DType(f"boolx{lanes}"), "mask")
             self.emit(ir.Copy(out.view, ir.View(data, Layout((lanes,), np.bool_)),
@@ -540,13 +590,23 @@ def _shape(shape, what: str) -> tuple[int, ...]:
     return tuple(int(s) for s in shp)
 
 
-def _parse_mask(text: str, lanes: int, what: str) -> list[bool]:
-    """``"3T5F"``: three lanes True, then five False (lane 0 first)."""
-    parts = re.findall(r"(\d*)([TF])", text.upper())
-    if not parts or "".join(c + f for c, f in parts) != text.upper():
+def _parse_mask(text: str, lanes: int | None, what: str) -> list[bool]:
+    """The Compass DSL's mask strings: ``"3T5F"`` is three lanes True then five False; a
+    count repeats the whole pattern after it (``"4TF"`` is TFTFTFTF, ``"2FT2TF"`` is
+    FTFTTFTF); ``_`` separates patterns (``"3T_F"``); lanes past the pattern are False
+    (``lanes=None``: the pattern's own lanes)."""
+    groups = re.findall(r"(\d*)([TF]+)_?", text)
+    if not groups or "".join(f"{c}{p}" for c, p in groups) != text.replace("_", "") or \
+            text.endswith("_") or "__" in text or any(c and int(c) == 0 for c, _ in groups):
         raise DTypeError(f"{what}: mask {text!r} is not a pattern of counts and T/F "
-                         f"such as '3T5F'")
-    return [f == "T" for c, f in parts for _ in range(int(c or 1))]
+                         f"such as '3T5F' or '4TF'")
+    bits = [ch == "T" for c, p in groups for _ in range(int(c or 1)) for ch in p]
+    if lanes is None:
+        return bits
+    if len(bits) > lanes:
+        raise DTypeError(f"{what}: mask {text!r} has {len(bits)} lanes, more than the "
+                         f"{lanes} of the vectors")
+    return bits + [False] * (lanes - len(bits))
 
 
 def run_guarded(tr: Tracer, body: tuple, loops=()) -> tuple:

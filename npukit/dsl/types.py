@@ -16,11 +16,13 @@ import re
 
 import numpy as np
 
+from ..dtypes import dtype
 from ..errors import DTypeError
 
 # The Compass DSL's element types and their short names (language_basics/types.md).
 ALIASES = {"i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32",
-           "u32": "uint32", "fp16": "float16", "fp32": "float32", "bool": "bool"}
+           "u32": "uint32", "fp16": "float16", "fp32": "float32", "bf16": "bfloat16",
+           "bool": "bool"}
 ELEMENTS = tuple(ALIASES.values())
 SCOPES = ("global", "lsram", "constant")
 _NAME = re.compile(r"^(.*?)(?:x([0-9]+))?$")
@@ -47,7 +49,7 @@ class DType(str):
                              f"such as float16x16 / fp16x16")
         lanes = int(m.group(2) or 1)
         obj = super().__new__(cls, base if lanes == 1 else f"{base}x{lanes}")
-        obj.elem = np.dtype(base)
+        obj.elem = dtype(base)
         obj.lanes = lanes
         return obj
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import arith, ir
+from ..dtypes import is_float
 from ..errors import DTypeError, KernelError
 from ..layout import Layout
 from .types import DType, register_value_maker
@@ -250,7 +251,7 @@ def _convert(value, type_: DType, what: str):
         if not isinstance(value, (bool, np.bool_)):
             raise DTypeError(f"{what}: a mask lane is True or False, got {value!r}")
         return np.bool_(value)
-    if dt.kind == "f":
+    if is_float(dt):
         with np.errstate(over="ignore"):
             return dt.type(value)
     if isinstance(value, (float, np.floating)) and not float(value).is_integer():
@@ -281,6 +282,12 @@ class Vec:
     @property
     def dtype(self) -> DType:
         return self.type
+
+    def __getitem__(self, i):
+        return tracer().lane(self, i)
+
+    def __setitem__(self, i, value):
+        tracer().set_lane(self, i, value)
 
     def __add__(self, o):
         return tracer().arith("vadd", self, o, "+")
