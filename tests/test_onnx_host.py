@@ -1,5 +1,5 @@
-"""The host schedule (``OnnxGraph.run("c", schedule="host")``: each layer whole, as one
-tile) against the target's tile schedule and the simulator: the same bytes, float and
+"""The host schedule (``OnnxGraph.run("c", schedule="host")``: tiles of up to 1 MiB, a small
+layer whole) against the target's tile schedule and the simulator: the same bytes, float and
 quantized, on models whose target plan cuts layers into several L1 tiles."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from onnx_helpers import model, node, quantize_qdq
 
 import npukit.onnx
 from npukit import NpukitError
+from npukit.onnx import HOST_L1
 from npukit.onnx.check import compare, ort_run
 
 CANARY = {np.dtype("float32"): np.float32(-7.25e30), np.dtype("int8"): 77,
@@ -74,6 +75,7 @@ def test_the_host_schedule_gives_the_tile_schedules_bytes(kind, tmp_path):
     assert [layer.tiling.n_tiles for layer in host.layers] == [1] * len(host.layers)
     # (a layer whose rows do not fit L1 whole gets its padding as a layer of its own)
     assert len(host.layers) <= len(g.graph.layers)
+    assert host.memory["L1"].dynamic <= HOST_L1
     got = runs(g, x)
     assert_same_bytes(got)
     ref, _ = ort_run(m, {"x": x})
@@ -90,6 +92,18 @@ def test_random_quantized_models_on_both_schedules(number, tmp_path_factory):
     qm = quantize(case, tmp_path_factory.mktemp("q"))
     g = npukit.onnx.load(qm, l1_budget=3000)
     assert_same_bytes(runs(g, case.inputs["x"]))
+
+
+@pytest.mark.slow
+def test_a_layer_over_the_hosts_l1_runs_in_large_tiles():
+    """A first convolution of a 3x320x320 float32 input (1.2 MiB): more than the host's
+    L1, so a few tiles (its tiles live on the C stack), the same bytes."""
+    m, x = cnn(320)
+    g = npukit.onnx.load(m)
+    host = g.host_graph()
+    assert max(layer.tiling.n_tiles for layer in host.layers) > 1
+    assert host.memory["L1"].dynamic <= HOST_L1
+    assert_same_bytes(runs(g, x))
 
 
 def test_a_schedule_is_host_or_tiles():

@@ -101,13 +101,14 @@ class OnnxGraph:
         are written, missing ones allocated. ``Result.outputs`` holds every graph output by
         its ONNX name, in its ONNX shape.
 
-        ``schedule`` (C only): ``"host"`` runs each layer whole, as one tile in host memory
-        (the same basic kernels on the same data in the same order, so the same bytes as
-        the simulator, and large enough to share among threads); ``"tiles"`` runs the C of
+        ``schedule`` (C only): ``"host"`` runs each layer in tiles of up to 1 MiB (a small
+        layer whole; ``host_graph``), every tensor in host memory: the same basic kernels on
+        the same data in the same order, so the same bytes as the simulator, in tiles large
+        enough to share among threads; ``"tiles"`` runs the C of
         the target's plan, every L1 tile and transfer as ``c_source`` shows them. The
         simulator always runs the target's plan."""
         if schedule not in ("host", "tiles"):
-            raise NpukitError(f"schedule={schedule!r}: use 'host' (each layer whole) or "
+            raise NpukitError(f"schedule={schedule!r}: use 'host' (tiles of up to 1 MiB) or "
                               f"'tiles' (the target's L1 tiles)")
         args, outs = self._arrays(arrays)
         graph = self.host_graph() if backend == "c" and schedule == "host" else self.graph
@@ -116,8 +117,8 @@ class OnnxGraph:
 
     def host_graph(self):
         """The graph planned for the host (``run(schedule="host")``): the same layers on a
-        copy of the target whose L1 and L2 hold every layer whole, the constants in L2.
-        Planned on first use."""
+        copy of the target with an L1 of 1 MiB and an L2 that holds every tensor
+        (``host_target``). Planned on first use."""
         if self._host is None:
             self._host = self._host_plan()
         return self._host
@@ -231,17 +232,21 @@ def _planned(m, gname: str, layers):
         raise
 
 
-# L1 and L2 on the host: room for any layer whole (the generated code allocates what the plan
-# uses, not this).
-HOST_MEMORY = 1 << 40
+# L2 on the host: room for every tensor (the generated code allocates what the plan uses, not
+# this). L1 on the host: the generated code holds a layer's L1 tiles in local arrays, on the
+# C stack (8 MiB for a main thread), so its tiles are large but bounded: a layer of up to
+# HOST_L1 bytes runs whole, a larger one in a few tiles.
+HOST_L2 = 1 << 40
+HOST_L1 = 1 << 20
 
 
 def host_target(target):
-    """``target`` with L1 and L2 of ``HOST_MEMORY`` bytes: the target a graph is planned
-    on to run each layer whole on the host (``OnnxGraph.run(schedule="host")``)."""
+    """``target`` with an L1 of ``HOST_L1`` and an L2 of ``HOST_L2`` bytes: the target a graph
+    is planned on to run on the host in large tiles (``OnnxGraph.run(schedule="host")``)."""
     from ..machine import FrozenMap, Memory
 
-    grown = {k: Memory(k, HOST_MEMORY) if k in ("L1", "L2") else v
+    sizes = {"L1": HOST_L1, "L2": HOST_L2}
+    grown = {k: Memory(k, max(v.size, sizes[k])) if k in sizes else v
              for k, v in target.memories.items()}
     return replace(target, memories=FrozenMap(grown))
 
