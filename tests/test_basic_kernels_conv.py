@@ -182,3 +182,88 @@ def test_host_function_refuses_arrays_of_the_wrong_type_or_layout():
         fn(np.zeros(8, np.float32)[::2], 2, 2, np.ones(2, np.float32), 0, 0)
     with pytest.raises(ShapeError, match="6 arguments"):
         fn(out, 2, 2)
+
+
+# -- the convolution's output: activation or requantisation, then pooling ---------------------
+
+def out_definition(acc, Wc, AccRow0, Hc, Wo, OutRow0, OutRows, Fx, Fy, Sx, Sy, Oper, rest, flt):
+    """Each accumulator activated (float32) or requantised (integers), then the max (Oper 1)
+    or average (Oper 2) of the window's existing ones, in (fy, fx) order; Oper 0 the one."""
+    if flt:
+        v = common.activate(acc, *rest)
+    else:
+        scale, index, zout, lo, hi = rest
+        v = common.requant(acc, scale[index], zout, lo, hi)
+    out = []
+    for y in range(OutRows):
+        for x in range(Wo):
+            win = [v[(cy - AccRow0) * Wc + cx]
+                   for cy in range((OutRow0 + y) * Sy, (OutRow0 + y) * Sy + Fy) if cy < Hc
+                   for cx in range(x * Sx, x * Sx + Fx) if cx < Wc]
+            if Oper == common.POOL_AVG:
+                s = np.float32(0)
+                for w in win:
+                    s = np.float32(s + w)
+                out.append(np.float32(s / np.float32(len(win))))
+            else:
+                out.append(max(win) if Oper == common.POOL_MAX else win[0])
+    return np.array(out)
+
+
+@st.composite
+def out_cases(draw):
+    out_dt = draw(st.sampled_from(["float32", "int8", "uint8"]))
+    flt = out_dt == "float32"
+    pool = draw(st.booleans())
+    Fx, Fy = (draw(st.integers(1, 3)), draw(st.integers(1, 3))) if pool else (1, 1)
+    Sx, Sy = (draw(st.integers(1, Fx)), draw(st.integers(1, Fy))) if pool else (1, 1)
+    Oper = draw(st.sampled_from([1, 2] if flt else [1])) if pool else 0
+    Wo, OutRows, OutRow0 = draw(st.integers(1, 45)), draw(st.integers(1, 6)), draw(
+        st.integers(0, 3))
+    # every window's first accumulator exists; some windows are cut at the right and bottom
+    Wc = (Wo - 1) * Sx + 1 + draw(st.integers(0, Fx - 1))
+    Hc = (OutRow0 + OutRows - 1) * Sy + 1 + draw(st.integers(0, Fy - 1))
+    AccRow0 = draw(st.integers(0, OutRow0 * Sy))
+    return out_dt, dict(Wc=Wc, AccRow0=AccRow0, Hc=Hc, Wo=Wo, OutRow0=OutRow0, OutRows=OutRows,
+                        Fx=Fx, Fy=Fy, Sx=Sx, Sy=Sy, Oper=Oper), \
+        draw(st.sampled_from([1, 8])), draw(st.sampled_from(list(FLAGS))), \
+        draw(st.sampled_from([0, 1, 3])), draw(st.integers(0, 2**32 - 1))
+
+
+@cache
+def out_compiled(acc_dt: str, out_dt: str, cores: int, flags: str):
+    with cflags(FLAGS[flags]):
+        return host.c_function(convolution.conv_out(acc_dt, out_dt), cores)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(out_cases())
+def test_conv_out_c_is_its_definition_bit_for_bit(case):
+    out_dt, p, cores, flags, act, seed = case
+    flt = out_dt == "float32"
+    acc_dt = "float32" if flt else "int32"
+    rng = np.random.default_rng(seed)
+    lines = p["Hc"] - p["AccRow0"]
+    acc = values(rng, "float32", lines * p["Wc"]) if flt else \
+        rng.integers(-3000, 3000, lines * p["Wc"]).astype(np.int32)
+    if flt:
+        rest = [act, int(common.f32_bits(0.125)), int(common.f32_bits(0.5))]
+    else:
+        lo, hi = (-128, 127) if out_dt == "int8" else (0, 255)
+        rest = [rng.uniform(0.01, 0.2, 4).astype(np.float32), 2, int(rng.integers(-5, 6)),
+                lo + act, hi - act]
+    tile = p["OutRows"] * p["Wo"]
+    out = np.full(tile + 29, 0x5A if not flt else POISON["float32"],
+                  np.int32 if flt else np.uint8).view(np.float32 if flt else out_dt)
+    before = out.copy()
+    want = out_definition(acc, *p.values(), rest, flt).astype(out_dt)
+    kernel = convolution.conv_out(acc_dt, out_dt)
+    ref = out.copy()
+    kernel.reference(acc, *list(p.values())[:3], ref, *list(p.values())[3:], *rest, core_id=0,
+                     core_count=cores)
+    args = [acc, p["Wc"], p["AccRow0"], p["Hc"], out, *list(p.values())[3:], *rest]
+    out_compiled(acc_dt, out_dt, cores, flags)(*args)
+    bits = np.int32 if flt else np.uint8
+    assert np.array_equal(out[:tile].view(bits), want.view(bits)), (p, flags)
+    assert np.array_equal(ref[:tile].view(bits), want.view(bits)), p
+    assert np.array_equal(out[tile:].view(bits), before[tile:].view(bits))

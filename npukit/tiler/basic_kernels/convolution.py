@@ -370,6 +370,7 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
         decl, first = "float M = 0.0f, S = 0.0f;", "M = N == 0 || V > M ? V : M;\n" \
             "                        S = S + V;"
         store = "Out[y * Wo + x] = Oper == 2 ? S / (float)N : M;"
+        plain_oper = " && Oper != 2"  # an average of no accumulator is 0/0
     else:
         args += [("const float *__restrict__", "Scale"), ("int", "Index"), ("int", "Zout"),
                  ("int", "Lo"), ("int", "Hi")]
@@ -377,6 +378,7 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
         init = "float Sc = Scale[Index];\n    (void)Oper;\n"
         decl, first = "int M = 0;", "M = N == 0 || V > M ? V : M;"
         store = f"Out[y * Wo + x] = ({to})M;"
+        plain_oper = ""
     args = tuple(args)
     src = f"""\
 {HELPERS}
@@ -387,6 +389,19 @@ void {name}({c_signature(args)})
        Rows are shared among the cores. */
     {init}    int Rows = OutRows;
 {share_rows()}
+    if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1{plain_oper}) {{
+        /* No pooling: each output its accumulator, a row's columns at once (vectorised);
+           0 where the accumulator does not exist. */
+        for (int y = First; y < Last; y++) {{
+            int L = OutRow0 + y - AccRow0, N = OutRow0 + y < Hc ? (Wo < Wc ? Wo : Wc) : 0;
+            for (int x = 0; x < N; x++) {{
+                {value.replace("cx", "x")}
+                Out[y * Wo + x] = ({to})V;
+            }}
+            for (int x = N; x < Wo; x++) Out[y * Wo + x] = 0;
+        }}
+        return;
+    }}
     for (int y = First; y < Last; y++)
         for (int x = 0; x < Wo; x++) {{
             {decl}
