@@ -34,22 +34,27 @@ def _element(c_type: str) -> np.dtype:
     return _ELEMENT[" ".join(w for w in words if w != "const")]
 
 
-def c_function(kernel: BasicKernel, cores: int = 8, repeat: int = 1) -> Callable[..., None]:
+def c_function(kernel: BasicKernel, cores: int = 8, repeat: int = 1,
+               constants: dict[str, int] | None = None) -> Callable[..., None]:
     """``kernel``'s C compiled with a wrapper that runs it as cores ``0 .. cores-1``
     (``repeat`` times over, to time it); the function returned takes the kernel's arguments
     in order (C-contiguous arrays of the pointed type for pointers, ints for the others) and
-    writes into the arrays."""
+    writes into the arrays. ``constants`` gives scalar arguments as the literals a graph's
+    call writes (the compiler specialises the kernel to them); the call must pass the same
+    values."""
+    constants = constants or {}
     pointers = [i for i, (t, _) in enumerate(kernel.args) if "*" in t]
-    scalars = [i for i, (t, _) in enumerate(kernel.args) if "*" not in t]
+    scalars = [i for i, (t, n) in enumerate(kernel.args) if "*" not in t and n not in constants]
+    fixed = {i: constants[n] for i, (_, n) in enumerate(kernel.args) if n in constants}
     params = [f"void *{kernel.args[i][1]}" for i in pointers]
     params += [f"long long {kernel.args[i][1]}" for i in scalars]
-    values = ", ".join(f"({t}){n}" for t, n in kernel.args)
+    values = ", ".join(f"({t}){constants.get(n, n)}" for t, n in kernel.args)
     source = f"""\
 {PORTABILITY}
 {prelude(cores)}
 {kernel.c_source}
 /* {kernel.name} as each of the {cores} cores in turn, core 0 first ({repeat} times). */
-void npk_run_alone({", ".join(params)})
+void npk_run_alone({", ".join(params) or "void"})
 {{
     for (int Time = 0; Time < {repeat}; Time++)
         for (npk_core_id = 0; npk_core_id < {cores}; npk_core_id++)
@@ -72,6 +77,10 @@ void npk_run_alone({", ".join(params)})
             if not a.flags.c_contiguous:
                 raise ShapeError(f"{kernel.name}: argument {kernel.args[i][1]} must be "
                                  f"C-contiguous")
+        for i, v in fixed.items():
+            if args[i] != v:
+                raise ShapeError(f"{kernel.name}: argument {kernel.args[i][1]} was compiled "
+                                 f"as {v}, got {args[i]}")
         fn(*(args[i].ctypes.data for i in pointers), *(int(args[i]) for i in scalars))
 
     return call
