@@ -267,3 +267,14 @@ def test_conv_out_c_is_its_definition_bit_for_bit(case):
     assert np.array_equal(out[:tile].view(bits), want.view(bits)), (p, flags)
     assert np.array_equal(ref[:tile].view(bits), want.view(bits)), p
     assert np.array_equal(out[tile:].view(bits), before[tile:].view(bits))
+
+
+def test_an_average_of_negative_zeros_is_positive_zero_in_c_and_reference():
+    """The average pooling sums from +0 (as ONNX Runtime): -0 + -0 = -0, but 0 + -0 = +0."""
+    kernel = convolution.conv_out("float32", "float32")
+    acc = np.full(4, -0.0, np.float32)
+    args = [acc, 2, 0, 2, None, 1, 0, 1, 2, 2, 2, 2, common.POOL_AVG, common.ACT_NONE, 0, 0]
+    c, ref = np.full(1, np.nan, np.float32), np.full(1, np.nan, np.float32)
+    out_compiled("float32", "float32", 1, "native")(*args[:4], c, *args[5:])
+    kernel.reference(*args[:4], ref, *args[5:], core_id=0, core_count=1)
+    assert c.view(np.int32)[0] == ref.view(np.int32)[0] == 0

@@ -370,7 +370,7 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
         decl, first = "float M = 0.0f, S = 0.0f;", "M = N == 0 || V > M ? V : M;\n" \
             "                        S = S + V;"
         store = "Out[y * Wo + x] = Oper == 2 ? S / (float)N : M;"
-        plain_oper = " && Oper != 2"  # an average of no accumulator is 0/0
+        max_oper = "Oper != 2 && "
     else:
         args += [("const float *__restrict__", "Scale"), ("int", "Index"), ("int", "Zout"),
                  ("int", "Lo"), ("int", "Hi")]
@@ -378,7 +378,7 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
         init = "float Sc = Scale[Index];\n    (void)Oper;\n"
         decl, first = "int M = 0;", "M = N == 0 || V > M ? V : M;"
         store = f"Out[y * Wo + x] = ({to})M;"
-        plain_oper = ""
+        max_oper = ""
     args = tuple(args)
     src = f"""\
 {HELPERS}
@@ -389,21 +389,25 @@ void {name}({c_signature(args)})
        Rows are shared among the cores. */
     {init}    int Rows = OutRows;
 {share_rows()}
-    if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1{plain_oper}) {{
-        /* No pooling: each output its accumulator, a row's columns at once (vectorised);
-           0 where the accumulator does not exist. */
-        for (int y = First; y < Last; y++) {{
-            int L = OutRow0 + y - AccRow0, N = OutRow0 + y < Hc ? (Wo < Wc ? Wo : Wc) : 0;
-            for (int x = 0; x < N; x++) {{
-                {value.replace("cx", "x")}
-                Out[y * Wo + x] = ({to})V;
-            }}
-            for (int x = N; x < Wo; x++) Out[y * Wo + x] = 0;
+    for (int y = First; y < Last; y++) {{
+        int Cy = (OutRow0 + y) * Sy, X0 = 0;
+        if ({max_oper}Cy + Fy <= Hc && Wc >= Fx) {{
+            /* The maximum (a 1x1 window: the one) over windows inside the tile, columns
+               x < X0: tap by tap in (fy, fx) order, the row's columns at once (vectorised). */
+            X0 = (Wc - Fx) / Sx + 1;
+            X0 = X0 < Wo ? X0 : Wo;
+            for (int fy = 0; fy < Fy; fy++)
+                for (int fx = 0; fx < Fx; fx++) {{
+                    int L = Cy + fy - AccRow0;
+                    {to} *O = Out + y * Wo;
+                    for (int x = 0; x < X0; x++) {{
+                        {value.replace("cx", "x * Sx + fx")}
+                        O[x] = fy + fx == 0 || V > O[x] ? ({to})V : O[x];
+                    }}
+                }}
         }}
-        return;
-    }}
-    for (int y = First; y < Last; y++)
-        for (int x = 0; x < Wo; x++) {{
+        /* The other outputs, window by window. */
+        for (int x = X0; x < Wo; x++) {{
             {decl}
             int N = 0;
             for (int fy = 0; fy < Fy; fy++) {{
@@ -420,6 +424,7 @@ void {name}({c_signature(args)})
             }}
             {store}
         }}
+    }}
 }}"""
 
     def reference(Acc, Wc, AccRow0, Hc, Out, Wo, OutRow0, OutRows, Fx, Fy, Sx, Sy, Oper, *rest,
@@ -447,7 +452,7 @@ void {name}({c_signature(args)})
                 ok = okr[:, None] & okc[None, :]
                 w = v[np.clip(cy - AccRow0, 0, lines - 1)[:, None], np.minimum(cx, Wc - 1)[None, :]]
                 if m is None:
-                    m, s = w.copy(), w.copy()
+                    m, s = w.copy(), np.float32(0) + w  # the C sums from +0
                 else:
                     m = np.where(ok & (w > m), w, m)
                     s = np.where(ok, s + w, s) if flt else s
