@@ -370,7 +370,6 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
         decl, first = "float M = 0.0f, S = 0.0f;", "M = N == 0 || V > M ? V : M;\n" \
             "                        S = S + V;"
         store = "Out[y * Wo + x] = Oper == 2 ? S / (float)N : M;"
-        max_oper = "Oper != 2 && "
     else:
         args += [("const float *__restrict__", "Scale"), ("int", "Index"), ("int", "Zout"),
                  ("int", "Lo"), ("int", "Hi")]
@@ -378,7 +377,6 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
         init = "float Sc = Scale[Index];\n    (void)Oper;\n"
         decl, first = "int M = 0;", "M = N == 0 || V > M ? V : M;"
         store = f"Out[y * Wo + x] = ({to})M;"
-        max_oper = ""
     args = tuple(args)
     src = f"""\
 {HELPERS}
@@ -389,25 +387,8 @@ void {name}({c_signature(args)})
        Rows are shared among the cores. */
     {init}    int Rows = OutRows;
 {share_rows()}
-    for (int y = First; y < Last; y++) {{
-        int Cy = (OutRow0 + y) * Sy, X0 = 0;
-        if ({max_oper}Cy + Fy <= Hc && Wc >= Fx) {{
-            /* The maximum (a 1x1 window: the one) over windows inside the tile, columns
-               x < X0: tap by tap in (fy, fx) order, the row's columns at once (vectorised). */
-            X0 = (Wc - Fx) / Sx + 1;
-            X0 = X0 < Wo ? X0 : Wo;
-            for (int fy = 0; fy < Fy; fy++)
-                for (int fx = 0; fx < Fx; fx++) {{
-                    int L = Cy + fy - AccRow0;
-                    {to} *O = Out + y * Wo;
-                    for (int x = 0; x < X0; x++) {{
-                        {value.replace("cx", "x * Sx + fx")}
-                        O[x] = fy + fx == 0 || V > O[x] ? ({to})V : O[x];
-                    }}
-                }}
-        }}
-        /* The other outputs, window by window. */
-        for (int x = X0; x < Wo; x++) {{
+    for (int y = First; y < Last; y++)
+        for (int x = 0; x < Wo; x++) {{
             {decl}
             int N = 0;
             for (int fy = 0; fy < Fy; fy++) {{
@@ -424,7 +405,6 @@ void {name}({c_signature(args)})
             }}
             {store}
         }}
-    }}
 }}"""
 
     def reference(Acc, Wc, AccRow0, Hc, Out, Wo, OutRow0, OutRows, Fx, Fy, Sx, Sy, Oper, *rest,
