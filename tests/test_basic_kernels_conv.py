@@ -146,17 +146,19 @@ def test_layer_conv_c_is_its_definition_bit_for_bit(case):
 
 
 @pytest.mark.parametrize("flags", list(FLAGS))
-@pytest.mark.parametrize("Wo", [1, 7, 15, 16, 17, 33, 48, 49, 64, 65, 100, 130])
-def test_every_block_size_and_tail_of_a_padded_3x3_row(flags, Wo):
+@pytest.mark.parametrize("cores", [1, 8])
+@pytest.mark.parametrize("Wo", [1, 7, 15, 16, 17, 32, 33, 48, 49, 64, 65, 100, 130])
+def test_every_block_size_and_tail_of_a_padded_3x3_row(flags, cores, Wo):
     """A 'same' 3x3 convolution at every width around the vector blocks (16, 32, 48, 64
-    columns): the border columns' padding taps add nothing, negative zeros stay."""
-    p = dict(W=Wo, Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1, PadL=1, PadT=1, Hreal=4, InRow0=0,
-             InRows=6, OutRow0=0, OutRows=4, Wo=Wo, Zin=0, Zw=0)
+    columns), a core having one row or several: the border columns'
+    padding taps add nothing, negative zeros stay."""
+    p = dict(W=Wo, Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1, PadL=1, PadT=1, Hreal=5, InRow0=0,
+             InRows=7, OutRow0=0, OutRows=5, Wo=Wo, Zin=0, Zw=0)
     args, acc, tile = arguments("float32", "float32", p, Wo)
     acc[:tile:3] = np.float32(-0.0)
     before = acc.copy()
     want = definition(*args)
-    compiled("float32", "float32", 8, flags)(*args)
+    compiled("float32", "float32", cores, flags)(*args)
     assert np.array_equal(acc[:tile].view(np.int32), want.view(np.int32))
     assert np.array_equal(acc[tile:].view(np.int32), before[tile:].view(np.int32))
     assert not np.array_equal(acc[:tile], before[:tile])
