@@ -280,3 +280,10 @@ def test_an_average_of_negative_zeros_is_positive_zero_in_c_and_reference():
     out_compiled("float32", "float32", 1, "native")(*args[:4], c, *args[5:])
     kernel.reference(*args[:4], ref, *args[5:], core_id=0, core_count=1)
     assert c.view(np.int32)[0] == ref.view(np.int32)[0] == 0
+
+
+def test_the_host_modules_example_runs():
+    import doctest
+
+    result = doctest.testmod(host, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
