@@ -204,8 +204,9 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
         vwt, vzin = "__m512 Wv = _mm512_set1_ps(F[fx]);", ""
         vload, vstore = "_mm512_maskz_loadu_ps(K{k}, A + x + {o})", "_mm512_mask_storeu_ps"
         vacc = "__m512"
-        vterm = ("S{k} = _mm512_mask_add_ps(S{k}, M, S{k}, "
-                 "_mm512_mul_ps(_mm512_maskz_loadu_ps(M, Line + C + {o}), Wv));")
+        vterm = ("V = _mm512_maskz_loadu_ps(M, Line + C + {o});\n"
+                 "                        S{k} = _mm512_mask_add_ps(S{k}, M, S{k}, "
+                 "_mm512_mul_ps(V, Wv));")
     else:
         wt, unused = "int Wt = (int)F[fx] - Zw;", ""
         term = ("A[c] = (int)((unsigned int)A[c] + (unsigned int)(((int)Row[c * Sx] - Zin) * "
@@ -215,15 +216,17 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
         vload, vstore = "_mm512_maskz_loadu_epi32(K{k}, A + x + {o})", "_mm512_mask_storeu_epi32"
         vacc = "__m512i"
         widen = "_mm512_cvtepi8_epi32" if np.dtype(in_dt) == np.int8 else "_mm512_cvtepu8_epi32"
-        vterm = (f"S{{k}} = _mm512_mask_add_epi32(S{{k}}, M, S{{k}}, _mm512_mullo_epi32("
-                 f"_mm512_sub_epi32({widen}(_mm_maskz_loadu_epi8(M, Line + C + {{o}})), Zv), "
-                 f"Wv));  /* wraps */")
+        vterm = (f"V = _mm512_sub_epi32({widen}(_mm_maskz_loadu_epi8(M, Line + C + {{o}})), "
+                 f"Zv);\n                        S{{k}} = _mm512_mask_add_epi32(S{{k}}, M, "
+                 f"S{{k}}, _mm512_mullo_epi32(V, Wv));  /* wraps */")
     line_ok = "P - PadT >= 0 && P - PadT < Hreal && L >= 0 && L < InRows"
 
     def block(n: int) -> str:
         cols = n * LANES
-        live = ", ".join(f"K{k} = npk_cols(x + {k * LANES}, Wo)" for k in range(n))
-        loads = ", ".join(f"S{k} = {vload.format(k=k, o=k * LANES)}" for k in range(n))
+        live = "\n".join(f"                __mmask16 K{k} = npk_cols(x + {k * LANES}, Wo);"
+                         for k in range(n))
+        loads = "\n".join(f"                {vacc} S{k} = {vload.format(k=k, o=k * LANES)};"
+                          for k in range(n))
         terms = "\n".join(f"""\
                         M = K{k} & npk_cols(C + {k * LANES}, W);
                         {vterm.format(k=k, o=k * LANES)}""" for k in range(n))
@@ -231,10 +234,13 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
                            for k in range(n))
         return f"""\
             /* Columns x .. x+{cols - 1} (those below Wo): {n} vector{'s' if n > 1 else ''} \
-of accumulators in registers across the taps. */
+of accumulators
+               in registers across the taps. */
             {{
-                __mmask16 {live}, M;
-                {vacc} {loads};
+{live}
+{loads}
+                __mmask16 M;
+                {vacc} V;
                 for (int fy = Fy0; fy < Fy1; fy++) {{
                     const {tw} *F = Filter + fy * Fx;
                     const {ti} *Line = In + (P0 + fy * Dy - InRow0) * W;
@@ -252,6 +258,7 @@ of accumulators in registers across the taps. */
                        f"(Wo - x > {(n - 1) * LANES})\n{block(n)}"
                        for n in range(CONV_VECTORS, 1, -1))
     blocks += f"\n            else\n{block(1)}"
+    blocks = "\n".join("    " + line if line else line for line in blocks.splitlines())
 
     def special(**constants: int) -> str:
         return ", ".join(str(constants.get(n, n)) for _, n in args)
