@@ -389,6 +389,13 @@ def tap_range(W: int, Wo: int, S: int, off: int) -> tuple[int, int]:
 
 
 
+C_TAP_RANGE = """\
+            int Off = fx * Dx - PadL, X0, X1;
+            X0 = Off >= 0 ? 0 : (-Off + Sx - 1) / Sx;
+            X1 = W - 1 - Off < 0 ? 0 : (W - 1 - Off) / Sx + 1;
+            X1 = X1 < Wo ? X1 : Wo;"""
+
+
 
 # float32 or int32 lanes of an AVX-512 register: the columns a layer kernel's vector covers.
 LANES = 16

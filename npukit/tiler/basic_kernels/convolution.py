@@ -16,6 +16,7 @@ from ...dtypes import int_range, is_float
 from .common import (
     AVX512_HELPERS,
     C_ALIGN,
+    C_TAP_RANGE,
     HELPERS,
     LANES,
     POOL_AVG,
@@ -273,43 +274,44 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
        x*Sx - PadL + fx*Dx. Taps on padding add nothing. Rows are shared among the cores. */
 {unused}    int Rows = OutRows;
 {share_rows()}
-    for (int y = First; y < Last; y++) {{
-        int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
-        {ta} *A = Acc + y * Wo;
-        /* The filter rows Fy0 <= fy < Fy1 whose input line exists (p grows with fy, so
-           they follow each other); the others add nothing. */
-        for (; Fy0 < Fy; Fy0++) {{
-            int P = P0 + Fy0 * Dy, L = P - InRow0;
-            if ({line_ok}) break;
-        }}
-        for (Fy1 = Fy0; Fy1 < Fy; Fy1++) {{
-            int P = P0 + Fy1 * Dy, L = P - InRow0;
-            if (!({line_ok})) break;
-        }}
 #ifdef NPK_AVX512
-        /* At stride 1, the row in blocks of vectors; a lane is added a tap when its column
-           is an output (below Wo) and the tap's column is inside the row. */
-        if (Sx == 1) {{{vzin}
+    /* At stride 1, each row in blocks of vectors; a lane is added a tap when its column is
+       an output (below Wo) and the tap's column is inside the row. */
+    if (Sx == 1) {{{vzin.replace(chr(10) + "            ", chr(10) + "        ")}
+        for (int y = First; y < Last; y++) {{
+            int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
+            {ta} *A = Acc + y * Wo;
+            /* The filter rows Fy0 <= fy < Fy1 whose input line exists (p grows with fy, so
+               they follow each other); the others add nothing. */
+            for (; Fy0 < Fy; Fy0++) {{
+                int P = P0 + Fy0 * Dy, L = P - InRow0;
+                if ({line_ok}) break;
+            }}
+            for (Fy1 = Fy0; Fy1 < Fy; Fy1++) {{
+                int P = P0 + Fy1 * Dy, L = P - InRow0;
+                if (!({line_ok})) break;
+            }}
             for (int x = 0; x < Wo;)
 {blocks}
-            continue;
         }}
+        return;
+    }}
 #endif
-        /* Tap by tap across the row: each tap's columns inside the row (C0 .. C1). */
-        for (int fy = Fy0; fy < Fy1; fy++) {{
+    /* Otherwise tap by tap: each tap's columns inside the row (X0 .. X1), across the rows. */
+    for (int fy = 0; fy < Fy; fy++)
+        for (int fx = 0; fx < Fx; fx++) {{
             const {tw} *F = Filter + fy * Fx;
-            const {ti} *Line = In + (P0 + fy * Dy - InRow0) * W;
-            for (int fx = 0; fx < Fx; fx++) {{
-                int Off = fx * Dx - PadL;
-                int C0 = Off >= 0 ? 0 : (-Off + Sx - 1) / Sx;
-                int C1 = W - 1 - Off < 0 ? 0 : (W - 1 - Off) / Sx + 1;
-                const {ti} *Row = Line + Off;
-                {wt}
-                C1 = C1 < Wo ? C1 : Wo;
-                for (int c = C0; c < C1; c++) {term}
+            {wt}
+{C_TAP_RANGE}
+            for (int y = First; y < Last; y++) {{
+                int P = (OutRow0 + y) * Sy + fy * Dy, L = P - InRow0;
+                {ta} *A = Acc + y * Wo;
+                const {ti} *Row;
+                if (!({line_ok})) continue;
+                Row = In + L * W + Off;
+                for (int c = X0; c < X1; c++) {term}
             }}
         }}
-    }}
 }}
 
 void {name}({c_signature(args)})
