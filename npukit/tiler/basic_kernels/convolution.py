@@ -185,10 +185,11 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
     columns outside ``[0, W)``) add nothing. Integers: ``(In - Zin) * (Filter - Zw)`` summed
     in a wrapping int32 accumulator; float32: ``Acc + In * Filter`` tap by tap.
 
-    Where the compiler targets AVX-512, a row at stride 1 is computed in register blocks of
-    up to 4 vectors of ``common.LANES`` outputs, the taps innermost, a tap outside the row
-    masked off its lane; elsewhere tap by tap across the row. Each output adds its taps in
-    (fy, fx) order either way: float32 results are the same bit for bit."""
+    Where the compiler targets AVX-512, a row at stride 1 of a filter with more than one tap
+    is computed in register blocks of up to 4 vectors of ``common.LANES`` outputs, the taps
+    innermost, a tap outside the row masked off its lane; elsewhere tap by tap across the
+    rows. Each output adds its taps in (fy, fx) order either way: float32 results are the
+    same bit for bit."""
     flt = is_float(in_dt)
     acc_dt = "float32" if flt else "int32"
     name = f"KerConvNpk_{layer_suffix(in_dt, w_dt)}"
@@ -276,8 +277,9 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
 {share_rows()}
 #ifdef NPK_AVX512
     /* At stride 1, each row in blocks of vectors; a lane is added a tap when its column is
-       an output (below Wo) and the tap's column is inside the row. */
-    if (Sx == 1) {{{vzin.replace(chr(10) + "            ", chr(10) + "        ")}
+       an output (below Wo) and the tap's column is inside the row. (A 1x1 filter's one
+       pass over the row is faster as the plain loop.) */
+    if (Sx == 1 && Fx * Fy > 1) {{{vzin.replace(chr(10) + "            ", chr(10) + "        ")}
         for (int y = First; y < Last; y++) {{
             int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
             {ta} *A = Acc + y * Wo;
