@@ -388,8 +388,41 @@ def tap_range(W: int, Wo: int, S: int, off: int) -> tuple[int, int]:
     return x0, max(x0, x1)
 
 
+
 C_TAP_RANGE = """\
             int Off = fx * Dx - PadL, X0, X1;
             X0 = Off >= 0 ? 0 : (-Off + Sx - 1) / Sx;
             X1 = W - 1 - Off < 0 ? 0 : (W - 1 - Off) / Sx + 1;
             X1 = X1 < Wo ? X1 : Wo;"""
+
+
+
+# float32 or int32 lanes of an AVX-512 register: the columns a layer kernel's vector covers.
+LANES = 16
+
+AVX512_HELPERS = f"""\
+#ifndef NPK_AVX512_HELPERS
+#define NPK_AVX512_HELPERS
+/* ---- AVX-512 (F, BW, VL) for the layer kernels' register blocks, when the compiler targets
+   it (-march=native on such a host); the plain loops otherwise. A lane computes what the plain
+   loop computes for its element, in the same order; masked lanes are neither read nor
+   written. ---- */
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#include <immintrin.h>
+#define NPK_AVX512 1
+#define NPK_ALWAYS_INLINE __attribute__((always_inline))
+/* The lanes i of a vector at columns C .. C+{LANES - 1} of a row of N elements for which
+   0 <= C + i < N. */
+static inline __mmask16 npk_cols(int C, int N)
+{{
+    int Lo = C < 0 ? -C : 0, Hi = N - C;
+    Lo = Lo < {LANES} ? Lo : {LANES};
+    Hi = Hi < Lo ? Lo : Hi < {LANES} ? Hi : {LANES};
+    return (__mmask16)(((1u << Hi) - 1u) & ~((1u << Lo) - 1u));
+}}
+#elif defined(__GNUC__)
+#define NPK_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define NPK_ALWAYS_INLINE
+#endif
+#endif"""

@@ -14,9 +14,11 @@ import numpy as np
 from ...arith import wrap32
 from ...dtypes import int_range, is_float
 from .common import (
+    AVX512_HELPERS,
     C_ALIGN,
     C_TAP_RANGE,
     HELPERS,
+    LANES,
     POOL_AVG,
     BasicKernel,
     activate,
@@ -170,6 +172,10 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
 
 # -- convolution ------------------------------------------------------------------------------
 
+# Vectors of accumulators the layer convolution's largest register block holds.
+CONV_VECTORS = 4
+
+
 @cache
 def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
     """One input plane's contribution to ``OutRows`` rows of ``Wo`` accumulators:
@@ -177,7 +183,13 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
     order, ``p = (OutRow0 + y)*Sy + fy*Dy`` a row of the padded input (real row ``p - PadT``),
     found at line ``p - InRow0`` of the tile. Taps on padding (rows outside ``[0, Hreal)``,
     columns outside ``[0, W)``) add nothing. Integers: ``(In - Zin) * (Filter - Zw)`` summed
-    in a wrapping int32 accumulator; float32: ``Acc + In * Filter`` tap by tap."""
+    in a wrapping int32 accumulator; float32: ``Acc + In * Filter`` tap by tap.
+
+    Where the compiler targets AVX-512, a row at stride 1 of a filter with more than one tap
+    is computed in register blocks of up to 4 vectors of ``common.LANES`` outputs, the taps
+    innermost, a tap outside the row masked off its lane; elsewhere tap by tap across the
+    rows. Each output adds its taps in (fy, fx) order either way: float32 results are the
+    same bit for bit."""
     flt = is_float(in_dt)
     acc_dt = "float32" if flt else "int32"
     name = f"KerConvNpk_{layer_suffix(in_dt, w_dt)}"
@@ -189,35 +201,131 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
             ("int", "Sx"), ("int", "Sy"), ("int", "Dx"), ("int", "Dy"), ("int", "PadL"),
             ("int", "Zin"), ("int", "Zw"))
     if flt:
-        wt, term, unused = "float Wt = Filter[fy * Fx + fx];", "A[x] = A[x] + Row[x * Sx] * Wt;", \
-            c_unused("Zin", "Zw")
+        wt, unused = "float Wt = F[fx];", c_unused("Zin", "Zw")
+        term = "A[c] = A[c] + Row[c * Sx] * Wt;"
+        vwt, vzin = "__m512 Wv = _mm512_set1_ps(F[fx]);", ""
+        vload, vstore = "_mm512_maskz_loadu_ps(K{k}, A + x + {o})", "_mm512_mask_storeu_ps"
+        vacc = "__m512"
+        vterm = ("V = _mm512_maskz_loadu_ps(M, Line + C + {o});\n"
+                 "                        S{k} = _mm512_mask_add_ps(S{k}, M, S{k}, "
+                 "_mm512_mul_ps(V, Wv));")
     else:
-        wt = "int Wt = (int)Filter[fy * Fx + fx] - Zw;"
-        term = ("A[x] = (int)((unsigned int)A[x] + (unsigned int)(((int)Row[x * Sx] - Zin) * "
+        wt, unused = "int Wt = (int)F[fx] - Zw;", ""
+        term = ("A[c] = (int)((unsigned int)A[c] + (unsigned int)(((int)Row[c * Sx] - Zin) * "
                 "Wt));  /* wraps */")
-        unused = ""
+        vwt = "__m512i Wv = _mm512_set1_epi32((int)F[fx] - Zw);"
+        vzin = "\n            __m512i Zv = _mm512_set1_epi32(Zin);"
+        vload, vstore = "_mm512_maskz_loadu_epi32(K{k}, A + x + {o})", "_mm512_mask_storeu_epi32"
+        vacc = "__m512i"
+        widen = "_mm512_cvtepi8_epi32" if np.dtype(in_dt) == np.int8 else "_mm512_cvtepu8_epi32"
+        vterm = (f"V = _mm512_sub_epi32({widen}(_mm_maskz_loadu_epi8(M, Line + C + {{o}})), "
+                 f"Zv);\n                        S{{k}} = _mm512_mask_add_epi32(S{{k}}, M, "
+                 f"S{{k}}, _mm512_mullo_epi32(V, Wv));  /* wraps */")
+    line_ok = "P - PadT >= 0 && P - PadT < Hreal && L >= 0 && L < InRows"
+
+    def block(n: int) -> str:
+        cols = n * LANES
+        live = "\n".join(f"                __mmask16 K{k} = npk_cols(x + {k * LANES}, Wo);"
+                         for k in range(n))
+        loads = "\n".join(f"                {vacc} S{k} = {vload.format(k=k, o=k * LANES)};"
+                          for k in range(n))
+        terms = "\n".join(f"""\
+                        M = K{k} & npk_cols(C + {k * LANES}, W);
+                        {vterm.format(k=k, o=k * LANES)}""" for k in range(n))
+        stores = "\n".join(f"                {vstore}(A + x + {k * LANES}, K{k}, S{k});"
+                           for k in range(n))
+        return f"""\
+            /* Columns x .. x+{cols - 1} (those below Wo): {n} vector{'s' if n > 1 else ''} \
+of accumulators
+               in registers across the taps. */
+            {{
+{live}
+{loads}
+                __mmask16 M;
+                {vacc} V;
+                for (int fy = Fy0; fy < Fy1; fy++) {{
+                    const {tw} *F = Filter + fy * Fx;
+                    const {ti} *Line = In + (P0 + fy * Dy - InRow0) * W;
+                    for (int fx = 0; fx < Fx; fx++) {{
+                        int C = x - PadL + fx * Dx;  /* the input column of lane 0 */
+                        {vwt}
+{terms}
+                    }}
+                }}
+{stores}
+                x += {cols};
+            }}"""
+
+    blocks = "\n".join(f"            {'if' if n == CONV_VECTORS else 'else if'} "
+                       f"(Wo - x > {(n - 1) * LANES})\n{block(n)}"
+                       for n in range(CONV_VECTORS, 1, -1))
+    blocks += f"\n            else\n{block(1)}"
+    blocks = "\n".join("    " + line if line else line for line in blocks.splitlines())
+
+    def special(**constants: int) -> str:
+        return ", ".join(str(constants.get(n, n)) for _, n in args)
+
     src = f"""\
 {HELPERS}
-void {name}({c_signature(args)})
+{AVX512_HELPERS}
+static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
 {{
     /* Acc[y][x] accumulates the taps (fy, fx) in order: input row p = (OutRow0 + y)*Sy +
        fy*Dy of the padded plane (line p - InRow0 of the tile, real row p - PadT), column
        x*Sx - PadL + fx*Dx. Taps on padding add nothing. Rows are shared among the cores. */
 {unused}    int Rows = OutRows;
 {share_rows()}
+#ifdef NPK_AVX512
+    /* At stride 1, each row in blocks of vectors; a lane is added a tap when its column is
+       an output (below Wo) and the tap's column is inside the row. (A 1x1 filter's one
+       pass over the row is faster as the plain loop.) */
+    if (Sx == 1 && Fx * Fy > 1) {{{vzin.replace(chr(10) + "            ", chr(10) + "        ")}
+        for (int y = First; y < Last; y++) {{
+            int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
+            {ta} *A = Acc + y * Wo;
+            /* The filter rows Fy0 <= fy < Fy1 whose input line exists (p grows with fy, so
+               they follow each other); the others add nothing. */
+            for (; Fy0 < Fy; Fy0++) {{
+                int P = P0 + Fy0 * Dy, L = P - InRow0;
+                if ({line_ok}) break;
+            }}
+            for (Fy1 = Fy0; Fy1 < Fy; Fy1++) {{
+                int P = P0 + Fy1 * Dy, L = P - InRow0;
+                if (!({line_ok})) break;
+            }}
+            for (int x = 0; x < Wo;)
+{blocks}
+        }}
+        return;
+    }}
+#endif
+    /* Otherwise tap by tap: each tap's columns inside the row (X0 .. X1), across the rows. */
     for (int fy = 0; fy < Fy; fy++)
         for (int fx = 0; fx < Fx; fx++) {{
+            const {tw} *F = Filter + fy * Fx;
             {wt}
 {C_TAP_RANGE}
             for (int y = First; y < Last; y++) {{
                 int P = (OutRow0 + y) * Sy + fy * Dy, L = P - InRow0;
                 {ta} *A = Acc + y * Wo;
                 const {ti} *Row;
-                if (P - PadT < 0 || P - PadT >= Hreal || L < 0 || L >= InRows) continue;
+                if (!({line_ok})) continue;
                 Row = In + L * W + Off;
-                for (int x = X0; x < X1; x++) {term}
+                for (int c = X0; c < X1; c++) {term}
             }}
         }}
+}}
+
+void {name}({c_signature(args)})
+{{
+    /* 3x3 and 1x1 filters at stride 1 without dilation (most of a CNN's) run a copy of the
+       loops whose tap counts and strides are constants; others the loops as written. */
+    if (Fx == 3 && Sx == 1 && Dx == 1)
+        {name}_Rows({special(Fx=3, Sx=1, Dx=1)});
+    else if (Fx == 1 && Sx == 1 && Dx == 1)
+        {name}_Rows({special(Fx=1, Sx=1, Dx=1)});
+    else
+        {name}_Rows({special()});
 }}"""
 
     def reference(In, W, InRow0, InRows, Hreal, PadT, Filter, Acc, Wo, OutRow0, OutRows, Fx,
@@ -335,7 +443,7 @@ void {name}({c_signature(args)})
                 ok = okr[:, None] & okc[None, :]
                 w = v[np.clip(cy - AccRow0, 0, lines - 1)[:, None], np.minimum(cx, Wc - 1)[None, :]]
                 if m is None:
-                    m, s = w.copy(), w.copy()
+                    m, s = w.copy(), np.float32(0) + w  # the C sums from +0
                 else:
                     m = np.where(ok & (w > m), w, m)
                     s = np.where(ok, s + w, s) if flt else s

@@ -1,0 +1,289 @@
+"""The layer convolution's C (``basic_kernels.convolution.layer_conv``), compiled alone, against
+an independent reading of its definition (Python loops, one output at a time, float32
+rounding after each product and each sum) and against its numpy reference: float32 bit for
+bit, integers exactly; widths that are not a multiple of its vector blocks, strides 1-3,
+dilations, padding on every side, 1x1 and 3x3 filters (the specialised copies) and others,
+rows shared among 1 or 8 cores; with the host's flags (AVX-512 register blocks where the host
+has it) and with flags that leave only the plain loops. Accumulators outside the tile are
+poisoned and must stay as they were."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from functools import cache
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from npukit import DTypeError, ShapeError
+from npukit.c import toolchain
+from npukit.tiler.basic_kernels import common, convolution, host
+
+# the host's flags (-march=native: AVX-512 blocks where the host has them), and flags for a
+# plain x86-64 / any target without AVX-512 (the loops every compiler takes)
+FLAGS = {"native": toolchain.DEFAULT_CFLAGS, "plain": "-O2"}
+POISON = {"float32": np.float32(np.nan).view(np.int32) | 0x5A5, "int32": 0x5A5A5A5A}
+
+
+@contextlib.contextmanager
+def cflags(flags: str):
+    old = os.environ.get("NPUKIT_CFLAGS")
+    os.environ["NPUKIT_CFLAGS"] = flags
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["NPUKIT_CFLAGS"]
+        else:
+            os.environ["NPUKIT_CFLAGS"] = old
+
+
+@cache
+def compiled(in_dt: str, w_dt: str, cores: int, flags: str):
+    with cflags(FLAGS[flags]):
+        return host.c_function(convolution.layer_conv(in_dt, w_dt, 8), cores)
+
+
+def wrap32(v: int) -> int:
+    return (v + 2**31) % 2**32 - 2**31
+
+
+def definition(In, W, InRow0, InRows, Hreal, PadT, Filter, Acc, Wo, OutRow0, OutRows, Fx, Fy,
+               Sx, Sy, Dx, Dy, PadL, Zin, Zw):
+    """The docstring's sum, output by output: taps in (fy, fx) order, those on padding
+    skipped; float32 rounding after each product and each sum, integers wrapping at 32 bits."""
+    out = Acc[:OutRows * Wo].copy()
+    flt = Acc.dtype == np.float32
+    for y in range(OutRows):
+        for x in range(Wo):
+            a = out[y * Wo + x] if flt else int(out[y * Wo + x])
+            for fy in range(Fy):
+                p = (OutRow0 + y) * Sy + fy * Dy
+                line = p - InRow0
+                if not (0 <= p - PadT < Hreal and 0 <= line < InRows):
+                    continue
+                for fx in range(Fx):
+                    col = x * Sx - PadL + fx * Dx
+                    if not 0 <= col < W:
+                        continue
+                    v, f = In[line * W + col], Filter[fy * Fx + fx]
+                    if flt:
+                        a = np.float32(a + np.float32(v * f))
+                    else:
+                        a = wrap32(a + (int(v) - Zin) * (int(f) - Zw))
+            out[y * Wo + x] = a
+    return out
+
+
+def values(rng, dt, n):
+    """Data with exact zeros and (float32) negative zeros among ordinary values."""
+    if dt == "float32":
+        v = rng.normal(size=n).astype(np.float32)
+        v[rng.random(n) < 0.1] = np.float32(-0.0)
+        v[rng.random(n) < 0.1] = np.float32(0.0)
+        return v
+    lo, hi = (-128, 128) if dt == "int8" else (0, 256)
+    return rng.integers(lo, hi, n).astype(dt)
+
+
+TYPES = [("float32", "float32"), ("int8", "int8"), ("uint8", "uint8"), ("uint8", "int8")]
+
+
+@st.composite
+def cases(draw):
+    in_dt, w_dt = draw(st.sampled_from(TYPES))
+    F = draw(st.sampled_from([1, 1, 3, 3, 3, 2, 5]))
+    Fx, Fy = F, draw(st.sampled_from([F, F, 1, 2]))
+    p = dict(W=draw(st.integers(1, 70)), Fx=Fx, Fy=Fy, Sx=draw(st.sampled_from([1, 1, 1, 2, 3])),
+             Sy=draw(st.integers(1, 2)), Dx=draw(st.sampled_from([1, 1, 2])),
+             Dy=draw(st.sampled_from([1, 1, 2])), PadL=draw(st.integers(0, 3)),
+             PadT=draw(st.integers(0, 2)), Hreal=draw(st.integers(1, 8)),
+             InRow0=draw(st.integers(0, 3)), InRows=draw(st.integers(1, 9)),
+             OutRow0=draw(st.integers(0, 3)), OutRows=draw(st.integers(1, 7)))
+    # output columns up to one past those with a tap (a column right of every tap keeps
+    # its accumulator)
+    reach = (p["W"] - 1 + p["PadL"]) // p["Sx"] + 2
+    p["Wo"] = draw(st.integers(1, max(1, reach)))
+    flt = in_dt == "float32"
+    p["Zin"] = 0 if flt else draw(st.sampled_from([0, 3, -128, 128]))
+    p["Zw"] = 0 if flt else draw(st.sampled_from([0, 1, 255]))
+    return in_dt, w_dt, p, draw(st.sampled_from([1, 8])), draw(st.sampled_from(list(FLAGS))), \
+        draw(st.integers(0, 2**32 - 1))
+
+
+def arguments(in_dt, w_dt, p, seed):
+    rng = np.random.default_rng(seed)
+    acc_dt = "float32" if in_dt == "float32" else "int32"
+    tile = p["OutRows"] * p["Wo"]
+    acc = np.full(tile + 37, POISON[acc_dt], np.int32).view(acc_dt)
+    acc[:tile] = values(rng, "float32", tile) if acc_dt == "float32" else \
+        rng.integers(-2**31, 2**31, tile)
+    In, Filter = values(rng, in_dt, p["InRows"] * p["W"]), values(rng, w_dt, p["Fx"] * p["Fy"])
+    names = [n for _, n in convolution.layer_conv(in_dt, w_dt, 8).args]
+    given_ = dict(p, In=In, Filter=Filter, Acc=acc)
+    return [given_[n] for n in names], acc, tile
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_layer_conv_c_is_its_definition_bit_for_bit(case):
+    in_dt, w_dt, p, cores, flags, seed = case
+    args, acc, tile = arguments(in_dt, w_dt, p, seed)
+    In, Filter, before = args[0].copy(), args[6].copy(), acc.copy()
+    want = definition(*args)
+    ref = acc.copy()
+    convolution.layer_conv(in_dt, w_dt, 8).reference(*args[:7], ref, *args[8:], core_id=0,
+                                                     core_count=cores)
+    compiled(in_dt, w_dt, cores, flags)(*args)
+    bits = np.int32
+    assert np.array_equal(acc[:tile].view(bits), want.view(bits)), (p, flags)
+    assert np.array_equal(ref[:tile].view(bits), want.view(bits)), p
+    assert np.array_equal(acc[tile:].view(bits), before[tile:].view(bits))  # canaries
+    assert np.array_equal(args[0], In) and np.array_equal(args[6], Filter)
+
+
+@pytest.mark.parametrize("flags", list(FLAGS))
+@pytest.mark.parametrize("cores", [1, 8])
+@pytest.mark.parametrize("Wo", [1, 7, 15, 16, 17, 32, 33, 48, 49, 64, 65, 100, 130])
+def test_every_block_size_and_tail_of_a_padded_3x3_row(flags, cores, Wo):
+    """A 'same' 3x3 convolution at every width around the vector blocks (16, 32, 48, 64
+    columns), a core having one row or several: the border columns'
+    padding taps add nothing, negative zeros stay."""
+    p = dict(W=Wo, Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1, PadL=1, PadT=1, Hreal=5, InRow0=0,
+             InRows=7, OutRow0=0, OutRows=5, Wo=Wo, Zin=0, Zw=0)
+    args, acc, tile = arguments("float32", "float32", p, Wo)
+    acc[:tile:3] = np.float32(-0.0)
+    before = acc.copy()
+    want = definition(*args)
+    compiled("float32", "float32", cores, flags)(*args)
+    assert np.array_equal(acc[:tile].view(np.int32), want.view(np.int32))
+    assert np.array_equal(acc[tile:].view(np.int32), before[tile:].view(np.int32))
+    assert not np.array_equal(acc[:tile], before[:tile])
+
+
+def test_the_native_flags_take_the_avx512_blocks_where_the_host_has_them():
+    """The blocks are compiled in exactly when the compiler targets AVX-512 (F, BW, VL)."""
+    src = f"{common.AVX512_HELPERS}\nint npk_probe(void) {{ return NPK_AVX512 + 0; }}"
+    with cflags("-O2"):
+        with pytest.raises(Exception, match="NPK_AVX512"):
+            toolchain.function(src, "npk_probe", 0)
+    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    if all(f in flags for f in ("avx512f", "avx512bw", "avx512vl")):
+        toolchain.function(src, "npk_probe", 0)  # compiles: the blocks are in
+
+
+def test_host_function_refuses_arrays_of_the_wrong_type_or_layout():
+    fn = host.c_function(convolution.set_bias("float32", "float32"))
+    out = np.zeros(4, np.float32)
+    with pytest.raises(DTypeError, match="Bias.*float32.*float64"):
+        fn(out, 2, 2, np.ones(2), 0, 0)
+    with pytest.raises(ShapeError, match="Out.*C-contiguous"):
+        fn(np.zeros(8, np.float32)[::2], 2, 2, np.ones(2, np.float32), 0, 0)
+    with pytest.raises(ShapeError, match="6 arguments"):
+        fn(out, 2, 2)
+
+
+# -- the convolution's output: activation or requantisation, then pooling ---------------------
+
+def out_definition(acc, Wc, AccRow0, Hc, Wo, OutRow0, OutRows, Fx, Fy, Sx, Sy, Oper, rest, flt):
+    """Each accumulator activated (float32) or requantised (integers), then the max (Oper 1)
+    or average (Oper 2) of the window's existing ones, in (fy, fx) order; Oper 0 the one."""
+    if flt:
+        v = common.activate(acc, *rest)
+    else:
+        scale, index, zout, lo, hi = rest
+        v = common.requant(acc, scale[index], zout, lo, hi)
+    out = []
+    for y in range(OutRows):
+        for x in range(Wo):
+            win = [v[(cy - AccRow0) * Wc + cx]
+                   for cy in range((OutRow0 + y) * Sy, (OutRow0 + y) * Sy + Fy) if cy < Hc
+                   for cx in range(x * Sx, x * Sx + Fx) if cx < Wc]
+            if Oper == common.POOL_AVG:
+                s = np.float32(0)
+                for w in win:
+                    s = np.float32(s + w)
+                out.append(np.float32(s / np.float32(len(win))))
+            else:
+                out.append(max(win) if Oper == common.POOL_MAX else win[0])
+    return np.array(out)
+
+
+@st.composite
+def out_cases(draw):
+    out_dt = draw(st.sampled_from(["float32", "int8", "uint8"]))
+    flt = out_dt == "float32"
+    pool = draw(st.booleans())
+    Fx, Fy = (draw(st.integers(1, 3)), draw(st.integers(1, 3))) if pool else (1, 1)
+    Sx, Sy = (draw(st.integers(1, Fx)), draw(st.integers(1, Fy))) if pool else (1, 1)
+    Oper = draw(st.sampled_from([1, 2] if flt else [1])) if pool else 0
+    Wo, OutRows, OutRow0 = draw(st.integers(1, 45)), draw(st.integers(1, 6)), draw(
+        st.integers(0, 3))
+    # every window's first accumulator exists; some windows are cut at the right and bottom
+    Wc = (Wo - 1) * Sx + 1 + draw(st.integers(0, Fx - 1))
+    Hc = (OutRow0 + OutRows - 1) * Sy + 1 + draw(st.integers(0, Fy - 1))
+    AccRow0 = draw(st.integers(0, OutRow0 * Sy))
+    return out_dt, dict(Wc=Wc, AccRow0=AccRow0, Hc=Hc, Wo=Wo, OutRow0=OutRow0, OutRows=OutRows,
+                        Fx=Fx, Fy=Fy, Sx=Sx, Sy=Sy, Oper=Oper), \
+        draw(st.sampled_from([1, 8])), draw(st.sampled_from(list(FLAGS))), \
+        draw(st.sampled_from([0, 1, 3])), draw(st.integers(0, 2**32 - 1))
+
+
+@cache
+def out_compiled(acc_dt: str, out_dt: str, cores: int, flags: str):
+    with cflags(FLAGS[flags]):
+        return host.c_function(convolution.conv_out(acc_dt, out_dt), cores)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(out_cases())
+def test_conv_out_c_is_its_definition_bit_for_bit(case):
+    out_dt, p, cores, flags, act, seed = case
+    flt = out_dt == "float32"
+    acc_dt = "float32" if flt else "int32"
+    rng = np.random.default_rng(seed)
+    lines = p["Hc"] - p["AccRow0"]
+    acc = values(rng, "float32", lines * p["Wc"]) if flt else \
+        rng.integers(-3000, 3000, lines * p["Wc"]).astype(np.int32)
+    if flt:
+        rest = [act, int(common.f32_bits(0.125)), int(common.f32_bits(0.5))]
+    else:
+        lo, hi = (-128, 127) if out_dt == "int8" else (0, 255)
+        rest = [rng.uniform(0.01, 0.2, 4).astype(np.float32), 2, int(rng.integers(-5, 6)),
+                lo + act, hi - act]
+    tile = p["OutRows"] * p["Wo"]
+    out = np.full(tile + 29, 0x5A if not flt else POISON["float32"],
+                  np.int32 if flt else np.uint8).view(np.float32 if flt else out_dt)
+    before = out.copy()
+    want = out_definition(acc, *p.values(), rest, flt).astype(out_dt)
+    kernel = convolution.conv_out(acc_dt, out_dt)
+    ref = out.copy()
+    kernel.reference(acc, *list(p.values())[:3], ref, *list(p.values())[3:], *rest, core_id=0,
+                     core_count=cores)
+    args = [acc, p["Wc"], p["AccRow0"], p["Hc"], out, *list(p.values())[3:], *rest]
+    out_compiled(acc_dt, out_dt, cores, flags)(*args)
+    bits = np.int32 if flt else np.uint8
+    assert np.array_equal(out[:tile].view(bits), want.view(bits)), (p, flags)
+    assert np.array_equal(ref[:tile].view(bits), want.view(bits)), p
+    assert np.array_equal(out[tile:].view(bits), before[tile:].view(bits))
+
+
+def test_an_average_of_negative_zeros_is_positive_zero_in_c_and_reference():
+    """The average pooling sums from +0 (as ONNX Runtime): -0 + -0 = -0, but 0 + -0 = +0."""
+    kernel = convolution.conv_out("float32", "float32")
+    acc = np.full(4, -0.0, np.float32)
+    args = [acc, 2, 0, 2, None, 1, 0, 1, 2, 2, 2, 2, common.POOL_AVG, common.ACT_NONE, 0, 0]
+    c, ref = np.full(1, np.nan, np.float32), np.full(1, np.nan, np.float32)
+    out_compiled("float32", "float32", 1, "native")(*args[:4], c, *args[5:])
+    kernel.reference(*args[:4], ref, *args[5:], core_id=0, core_count=1)
+    assert c.view(np.int32)[0] == ref.view(np.int32)[0] == 0
+
+
+def test_the_host_modules_example_runs():
+    import doctest
+
+    result = doctest.testmod(host, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
