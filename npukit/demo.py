@@ -465,7 +465,7 @@ def onnx_model() -> list[Check]:
     except ImportError:
         print('  (needs the onnx and onnxruntime packages: pip install "npukit[onnx]")')
         return [Check("ONNX CNN: fused layers", None), Check("ONNX CNN: C = ONNX Runtime", None),
-                Check("ONNX CNN: C = sim", None)]
+                Check("ONNX CNN: C = sim", None), Check("ONNX CNN: tile schedule C = sim", None)]
     from .onnx import load
     from .onnx.check import compare, ort_run
 
@@ -484,19 +484,26 @@ def onnx_model() -> list[Check]:
     fused = any(info.ops == "Conv+Relu+MaxPool" and len(info.nodes) == 3 for info in g.layers)
     ref, _ = ort_run(m, x)
     try:
-        c = g.run("c", **x).outputs["y"]
+        c = g.run("c", **x).outputs["y"]  # the host schedule: large tiles
+        tiles = g.run("c", schedule="tiles", **x).outputs["y"]  # GAP8's L1 tiles
     except CompilerError as e:
         print(f"  C: not run ({str(e).splitlines()[0][:40]})")
         return [Check("ONNX CNN: fused layers", fused),
                 Check("ONNX CNN: C = ONNX Runtime", _not_run(e)),
-                Check("ONNX CNN: C = sim", _not_run(e))]
+                Check("ONNX CNN: C = sim", _not_run(e)),
+                Check("ONNX CNN: tile schedule C = sim", _not_run(e))]
     cmp = compare("y", c, ref["y"])
     same = c.tobytes() == sim.outputs["y"].tobytes()
+    same_tiles = tiles.tobytes() == sim.outputs["y"].tobytes()
     print(f"  C vs ONNX Runtime: max relative error {cmp.max_rel:.1e} "
           f"({'within 1e-4' if cmp.within else 'DIFFERS'}); C = sim: "
-          f"{'same' if same else 'DIFFERS'}")
+          f"{'same' if same else 'DIFFERS'} (host schedule: "
+          f"{max(t.tiling.n_tiles for t in g.host_graph().layers)} tile(s) a layer at most)")
+    print(f"  C of GAP8's tile schedule (every L1 tile as on the chip) = sim: "
+          f"{'same' if same_tiles else 'DIFFERS'}")
     return [Check("ONNX CNN: fused layers", fused),
-            Check("ONNX CNN: C = ONNX Runtime", cmp.within), Check("ONNX CNN: C = sim", same)]
+            Check("ONNX CNN: C = ONNX Runtime", cmp.within), Check("ONNX CNN: C = sim", same),
+            Check("ONNX CNN: tile schedule C = sim", same_tiles)]
 
 
 def validation() -> list[Check]:
