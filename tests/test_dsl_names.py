@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import doctest
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -90,6 +91,7 @@ def test_hw_native_vdtype_fills_one_256_bit_register(dtype, lanes):
 def test_get_range():
     assert get_range("int8") == (-128, 127) and get_range("uint32") == (0, 2**32 - 1)
     assert get_range("float16") == (-65504.0, 65504.0)
+    assert get_range("bfloat16")[1] == float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
 
 
 def test_rand_gives_the_type_in_range_with_its_corners():

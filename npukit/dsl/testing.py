@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import DTypeError
@@ -23,8 +24,10 @@ def get_range(dtype) -> tuple:
     t = DType(dtype).element_of
     if t.is_bool:
         return False, True
-    info = np.finfo(t.elem) if t.is_float else np.iinfo(t.elem)
-    return t.elem.type(info.min).item(), t.elem.type(info.max).item()
+    info = (ml_dtypes.finfo if t.is_bfloat16 else np.finfo)(t.elem) if t.is_float else \
+        np.iinfo(t.elem)
+    return float(info.min) if t.is_float else int(info.min), \
+        float(info.max) if t.is_float else int(info.max)
 
 
 def rand(shape, dtype, low=None, high=None, enable_corner_values=True,

@@ -68,13 +68,14 @@ class DType(str):
     # The questions the Compass DSL's DataType answers, by the same names.
     is_scalar = property(lambda self: self.lanes == 1)
     is_bool = property(lambda self: self.elem == np.bool_)
-    is_float = is_floating = property(lambda self: self.elem.kind == "f")
+    is_float = is_floating = property(lambda self: self.elem.kind == "f" or self.is_bfloat16)
     is_float16 = is_floating16 = property(lambda self: self.elem == np.float16)
     is_float32 = is_floating32 = property(lambda self: self.elem == np.float32)
     is_integer = property(lambda self: self.elem.kind in "iu")
     is_int = is_signed = property(lambda self: self.elem.kind == "i")
     is_uint = is_unsigned = property(lambda self: self.elem.kind == "u")
-    is_bfloat16 = is_bfloat16_scalar = property(lambda self: False)  # not modelled
+    is_bfloat16 = property(lambda self: self.elem.name == "bfloat16")
+    is_bfloat16_scalar = property(lambda self: self.is_bfloat16 and self.is_scalar)
     is_int16 = property(lambda self: self.elem == np.int16)
     is_int32 = property(lambda self: self.elem == np.int32)
     is_uint16 = property(lambda self: self.elem == np.uint16)
@@ -93,7 +94,7 @@ class DType(str):
     def with_bits(self, bits: int) -> DType:
         """The same kind of number in ``bits`` bits: ``DType("int8x32").with_bits(16)`` is
         ``int16x32``."""
-        kind = {"i": "int", "u": "uint", "f": "float"}[self.elem.kind]
+        kind = "float" if self.is_float else {"i": "int", "u": "uint"}[self.elem.kind]
         return DType(f"{kind}{bits}").with_lanes(self.lanes)
 
     def with_int(self) -> DType:
