@@ -6,12 +6,20 @@ other front end's::
     import npukit.dsl as S
     prog = S.build(silu_fp16, target="compass", n=4096)   # then prog.run(...)
 
+or, as the public Compass DSL's own kernels and tests are written (``docs/dsl.md``)::
+
+    from npukit.dsl import BuildManager, script as S, hw_native_vdtype
+    ex = BuildManager().build(func_add); ex(a, b, out, n)   # generated C
+    func_add(a, b, out, n)                                   # the simulator
+
 A kernel's pointers reach tensors in global memory; it moves data into each TEC's local SRAM
 with ``S.dma_copy``, computes on vectors (``S.fp16x16``) with masks, selects and table
 gathers, and splits its work over TECs by ``S.get_local_id()``. Plain Python around it (such
 as a function computing a lookup table) runs at build time. ``docs/dsl.md`` lists every
 name; ``npukit.dsl.trace`` says how a kernel becomes IR.
 """
+
+import sys
 
 from .builtins_arith import (
     abs,
@@ -92,7 +100,22 @@ from .builtins_lanes import (
     vtbl,
     vzip,
 )
-from .kernel import PrimFunc, build, prim_func
+from .executable import BuildManager, Executable, aiff, async_aiff, get_rpc_session
+from .hints import macro, meta_var, perf_tick_begin, perf_tick_end, tag
+from .kernel import PrimFunc, build, prim_func, tec_range, vectorized
+from .memory import (
+    alloc_buffer,
+    alloc_events,
+    async_dma_copy,
+    barrier,
+    dma_memset,
+    free_events,
+    hw_native_vdtype,
+    match_buffer,
+    vload,
+    vstore,
+    wait_events,
+)
 from .ops import (
     alloc,
     alloc_const,
@@ -109,7 +132,13 @@ from .ops import (
     vrint,
     vsel,
 )
-from .types import DType, PtrType, ptr
+from .testing import get_range
+from .types import DType, PtrType, is_type_name, ptr
+
+DataType = DType  # the public DSL's name for a type
+script = sys.modules[__name__]  # the public DSL's namespace S: this package (S.vload, ...)
+
+DataType = DType  # the public DSL's name for a type
 
 # Scalar types, then the vector types (one 256-bit register, and two for 32-bit lanes).
 i8, u8, i16, u16, i32, u32 = (DType(t) for t in ("i8", "u8", "i16", "u16", "i32", "u32"))
@@ -119,18 +148,31 @@ i32x8, u32x8, i32x16, u32x16 = (DType(t) for t in ("i32x8", "u32x8", "i32x16", "
 fp16x16, fp32x8, fp32x16 = DType("fp16x16"), DType("fp32x8"), DType("fp32x16")
 boolx8, boolx16, boolx32 = DType("boolx8"), DType("boolx16"), DType("boolx32")
 
+
+
+def __getattr__(name: str) -> DType:
+    """Any type by its name: ``S.int32``, ``S.uint32x8``, ``S.float16x16``, ``S.i8x16``."""
+    if is_type_name(name):
+        return DType(name)
+    raise AttributeError(f"the Compass DSL on npukit has no name {name!r}")
+
+
 __all__ = [
-    "abs", "alloc", "alloc_const", "asm", "bool_", "boolx16", "boolx32", "boolx8", "build",
-    "cast", "ceil", "ceildiv", "clip", "clz", "const_mask", "cos", "dma_copy", "DType", "erf",
-    "exp", "exp2", "floor", "fma", "fp16", "fp16x16", "fp32", "fp32x16", "fp32x8",
-    "get_local_id", "get_local_size", "i", "i16", "i16x16", "i32", "i32x16", "i32x8", "i8",
-    "i8x32", "isfinite", "isinf", "isnan", "log", "max", "min", "prim_func", "PrimFunc",
-    "printf", "ptr", "PtrType", "reinterpret", "rint", "rsqrt", "sin", "sqrt", "tail_mask",
-    "tanh", "u", "u16", "u16x16", "u32", "u32x16", "u32x8", "u8", "u8x32", "vabs", "vadd",
-    "vaddh", "vand", "vbcast", "vbrevs", "vceq", "vcge", "vcgt", "vcle", "vcls", "vclt",
-    "vcneq", "vcompc", "vcompt", "vconcat", "vdiv", "vfmae", "vfmao", "vinv", "vload_gather",
-    "vmax", "vmaxh", "vmin", "vminh", "vmod", "vmul", "vmulh", "vmull", "vnot", "vnsr",
-    "vnsrsr", "vor", "vpcnt", "vreplic", "vrevs", "vrint", "vror", "vrpadd", "vrpmax", "vrpmin",
-    "vsel", "vshfl", "vsl", "vsldl", "vsplit", "vsr", "vsub", "vsubh", "vtbl", "vxor", "vxth",
-    "vxtl", "vzip",
+    "abs", "aiff", "alloc", "alloc_buffer", "alloc_const", "alloc_events", "asm", "async_aiff",
+    "async_dma_copy", "barrier", "bool_", "boolx16", "boolx32", "boolx8", "build",
+    "BuildManager", "cast", "ceil", "ceildiv", "clip", "clz", "const_mask", "cos", "DataType",
+    "dma_copy", "dma_memset", "DType", "erf", "Executable", "exp", "exp2", "floor", "fma",
+    "fp16", "fp16x16", "fp32", "fp32x16", "fp32x8", "free_events", "get_local_id",
+    "get_local_size", "get_range", "get_rpc_session", "hw_native_vdtype", "i", "i16", "i16x16",
+    "i32", "i32x16", "i32x8", "i8", "i8x32", "isfinite", "isinf", "isnan", "log", "macro",
+    "match_buffer", "max", "meta_var", "min", "perf_tick_begin", "perf_tick_end", "prim_func",
+    "PrimFunc", "printf", "ptr", "PtrType", "reinterpret", "rint", "rsqrt", "script", "sin",
+    "sqrt", "tag", "tail_mask", "tanh", "tec_range", "u", "u16", "u16x16", "u32", "u32x16",
+    "u32x8", "u8", "u8x32", "vabs", "vadd", "vaddh", "vand", "vbcast", "vbrevs", "vceq", "vcge",
+    "vcgt", "vcle", "vcls", "vclt", "vcneq", "vcompc", "vcompt", "vconcat", "vdiv",
+    "vectorized", "vfmae", "vfmao", "vinv", "vload", "vload_gather", "vmax", "vmaxh", "vmin",
+    "vminh", "vmod", "vmul", "vmulh", "vmull", "vnot", "vnsr", "vnsrsr", "vor", "vpcnt",
+    "vreplic", "vrevs", "vrint", "vror", "vrpadd", "vrpmax", "vrpmin", "vsel", "vshfl", "vsl",
+    "vsldl", "vsplit", "vsr", "vstore", "vsub", "vsubh", "vtbl", "vxor", "vxth", "vxtl", "vzip",
+    "wait_events",
 ]

@@ -17,9 +17,10 @@ from ..layout import Layout
 from ..machine import Target
 from ..machine import target as _target
 from . import trace
+from .memory import check_barriers
 from .trace import Tracer, error_site
 from .types import DType, PtrType, is_type_name, is_vector_name
-from .values import Index, Ptr, Scalar, Vec, _current, as_affine
+from .values import Index, Ptr, Scalar, TecCondition, Vec, _current, as_affine
 
 
 class PrimFunc:
@@ -38,10 +39,10 @@ class PrimFunc:
         return f"<Compass DSL prim_func {self.name}>"
 
     def __call__(self, *args, **kwargs):
-        if not _current:
-            raise KernelError(f"{self.name} is a Compass DSL kernel: build it with "
-                              f"npukit.dsl.build({self.name}, target='compass', ...) and run "
-                              f"the program")
+        if not _current:  # called on the host: run it, as the Compass DSL's PySim does
+            prog, arrays = self.specialise("compass", args, kwargs)
+            prog.run("sim", **arrays)
+            return None
         tr = trace.tracer()
         try:
             bound = self.signature.bind(*args, **kwargs)
@@ -57,6 +58,46 @@ class PrimFunc:
             got = out.type if isinstance(out, Vec) else trace._describe(out)
             raise DTypeError(f"{self.name} returns {got} but is annotated -> {ann}")
         return out
+
+    def specialise(self, target, args: tuple, kwargs: dict) -> tuple[ir.Program, dict]:
+        """The program for a host call's arguments (numpy arrays for the pointers, numbers
+        for the scalars) and the flat arrays to run it with: built once per argument
+        lengths, dtypes and scalar values (npukit specialises a kernel for its scalars)."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise KernelError(f"call of {self.name}: {exc}") from exc
+        arrays, key = {}, []
+        for name, value in bound.arguments.items():
+            ann = self.signature.parameters[name].annotation
+            if isinstance(ann, PtrType):
+                arrays[name] = _host_array(self.name, name, ann, value)
+                key.append((name, arrays[name].size))
+            elif isinstance(value, np.ndarray) and value.ndim == 0 or \
+                    isinstance(value, np.generic):
+                key.append((name, value.item()))
+            else:
+                key.append((name, value))
+        cache = self.__dict__.setdefault("_programs", {})
+        tkey = (target if isinstance(target, str) else target.name, tuple(key))
+        if tkey not in cache:
+            cache[tkey] = _build(self, target, dict(key), partial=True)
+        return cache[tkey], arrays
+
+
+def _host_array(fn: str, name: str, ann: PtrType, value) -> np.ndarray:
+    """The numpy array a host call passes for pointer ``name``, as a flat view (so the
+    kernel's writes land in it)."""
+    if not isinstance(value, np.ndarray):
+        raise DTypeError(f"call of {fn}: argument {name!r} ({ann}) takes a numpy array, got "
+                         f"{type(value).__name__}")
+    if value.dtype != ann.dtype.elem:
+        raise DTypeError(f"call of {fn}: argument {name!r} is {ann}, the array holds "
+                         f"{value.dtype.name}")
+    if not value.flags.c_contiguous:
+        raise DTypeError(f"call of {fn}: argument {name!r}: the array must be C-contiguous "
+                         f"(the kernel writes through its flat view)")
+    return value.reshape(-1)
 
 
 def _signature(fn) -> inspect.Signature:
@@ -79,8 +120,12 @@ def _signature(fn) -> inspect.Signature:
     return sig.replace(parameters=params, return_annotation=ev(sig.return_annotation))
 
 
-def prim_func(fn) -> PrimFunc:
-    """Mark ``fn`` as a Compass DSL function (a kernel or a device subroutine)."""
+def prim_func(fn=None, *, is_entry: bool | None = None):
+    """Mark ``fn`` as a Compass DSL function (a kernel or a device subroutine); also
+    written ``@S.prim_func(is_entry=True)`` (npukit builds whichever function it is given,
+    so the flag changes nothing)."""
+    if fn is None:
+        return prim_func
     if isinstance(fn, PrimFunc):
         return fn
     if not inspect.isfunction(fn):
@@ -124,8 +169,33 @@ def _device_range(*args):
     if step_a.terms or step_a.const <= 0:
         raise KernelError(f"range step {step}: a device loop steps by a positive constant")
     tr = trace.tracer()
-    frame = sys._getframe(1)
+    frame = sys._getframe(2 if sys._getframe(1).f_code is vectorized.__code__ else 1)
     return tr.loop(frame, start, stop, step_a.const, tr.label())
+
+
+def vectorized(start, stop=None):
+    """``for i in S.vectorized(a, b)``: a loop the public DSL's compiler turns into vector
+    code; npukit runs it as ``range(a, b)`` (a device loop)."""
+    return _device_range(start) if stop is None else _device_range(start, stop)
+
+
+def tec_range(start, stop=None):
+    """``for t in S.tec_range(a, b)``: the body runs on the TECs whose local id ``t`` is in
+    ``a..b-1``, once each (``S.tec_range(n)``: ids ``0..n-1``)."""
+    start, stop = (0, start) if stop is None else (start, stop)
+    tr = trace.tracer()
+    if tr.fixed_id is not None:  # traced for one TEC: it runs the body or not
+        return [tr.fixed_id] if start <= tr.fixed_id < stop else []
+    tid = tr.local_id()
+    first = trace.imax(tid, start)  # a loop of one iteration if start <= tid < stop, else none
+    return _gate(tr.loop(sys._getframe(1), first, trace.imin(stop, tid + 1), 1, tr.label()),
+                 first)
+
+
+def _gate(loop, value):
+    """The iterations of device loop ``loop`` (at most one), each giving ``value``."""
+    for _ in loop:
+        yield value
 
 
 def _traced(fn):
@@ -158,28 +228,57 @@ def build(kernel: PrimFunc, target: str | Target = "compass", **kwargs) -> ir.Pr
     >>> [(buf.name, spec.shape) for buf, spec in prog.params]
     [('a', (64,)), ('b', (64,))]
     """
+    return _build(kernel, target, kwargs)
+
+
+def _build(kernel: PrimFunc, target, kwargs: dict, partial: bool = False) -> ir.Program:
+    """``build``; with ``partial`` every pointer is raw memory, as on a host call: what
+    the kernel leaves unwritten keeps the array's contents (as ``npukit.spec(...,
+    partial=True)`` gives one pointer)."""
     if not isinstance(kernel, PrimFunc):
         raise KernelError(f"build: {kernel!r} is not a Compass DSL kernel; decorate it with "
                           f"@npukit.dsl.prim_func")
     tgt = _target(target)
-    tr = Tracer(tgt, kernel.name)
     params = kernel.signature.parameters
     extra = [k for k in kwargs if k not in params]
     if extra:
         raise KernelError(f"build {kernel.name}: unexpected arguments {extra}; the kernel "
                           f"takes {list(params)}")
+    try:
+        tr, scalars = _trace(kernel, tgt, kwargs, per_tec=False)
+    except TecCondition:
+        tr, scalars = _trace(kernel, tgt, kwargs, per_tec=True)
+    if tr.broken is not None:
+        raise KernelError(f"`{tr.broken}`: the loop was left early (break, return or an "
+                          f"exception): a device loop runs every iteration")
+    return _assemble(tr, kernel, scalars, partial)
+
+
+def _trace(kernel: PrimFunc, tgt: Target, kwargs: dict, per_tec: bool):
+    """The kernel's body traced inside the core loop (``per_tec``: once per TEC, with the
+    local id a constant, each trace in a loop that runs once on its TEC and not at all on
+    the others, so that conditions on the local id are decided at build time)."""
+    tr = Tracer(tgt, kernel.name)
     args, scalars = {}, {}
-    for name, p in params.items():
+    for name, p in kernel.signature.parameters.items():
         args[name] = _parameter(tr, kernel.name, name, p.annotation, kwargs, scalars)
     _current.append(tr)
     try:
         tr.core_var = ir.Var(tr.fresh("tec"), tgt.cores)
         tr.open(tr.core_var)
         tr.enter(kernel.fn)
-        _traced(kernel.fn)(**args)
+        for k in range(tgt.cores) if per_tec else (None,):
+            if k is not None:
+                tr.fixed_id = k
+                tec = trace.index(ir.affine(tr.core_var))  # runs once where tec == k:
+                once = trace.imin(-tec + (k + 1), tec - (k - 1))  # 1 there, <= 0 elsewhere
+                tr.open(ir.Var(tr.fresh(f"on_tec{k}"), 1, as_affine(once)))
+            _traced(kernel.fn)(**args)
+            if k is not None:
+                tr.close(f"TEC {k} (its conditions on the local id decided)")
         tr.close(f"{kernel.name}: each of the {tgt.cores} TECs runs the kernel with its local "
                  f"id", cores=True)
-    except NpukitError:
+    except (NpukitError, TecCondition):
         raise
     except Exception as exc:  # the kernel's own Python failed: say where
         where = error_site(exc, tr.code)
@@ -187,10 +286,7 @@ def build(kernel: PrimFunc, target: str | Target = "compass", **kwargs) -> ir.Pr
                           f"{f' (at {where})' if where else ''}") from exc
     finally:
         _current.pop()
-    if tr.broken is not None:
-        raise KernelError(f"`{tr.broken}`: the loop was left early (break, return or an "
-                          f"exception): a device loop runs every iteration")
-    return _assemble(tr, kernel, scalars)
+    return tr, scalars
 
 
 def _parameter(tr: Tracer, kname: str, name: str, ann, kwargs: dict, scalars: dict):
@@ -203,7 +299,8 @@ def _parameter(tr: Tracer, kname: str, name: str, ann, kwargs: dict, scalars: di
         buf = ir.Buffer(name, tr.tgt.home, ann.dtype.elem, extent or 0, role="in")
         tr.taken.add(name)
         tr.params[name] = {"extent": extent, "hi": 0, "read": False, "written": False,
-                           "dtype": ann.dtype.elem}
+                           "dtype": ann.dtype.elem,
+                           "partial": bool(getattr(kwargs.get(name), "partial", False))}
         return Ptr(buf, ann.dtype, ir.Affine(), "global", name)
     if isinstance(ann, DType) and not ann.is_vector:
         if name not in kwargs:
@@ -237,14 +334,15 @@ def _extent(kname: str, name: str, ann: PtrType, given) -> int | None:
                       f"npukit.spec(...), got {given!r}")
 
 
-def _assemble(tr: Tracer, kernel: PrimFunc, scalars: dict) -> ir.Program:
+def _assemble(tr: Tracer, kernel: PrimFunc, scalars: dict, partial: bool) -> ir.Program:
     from ..passes import check
 
     rename: dict[str, ir.Buffer] = {}
     params = []
     for name, info in tr.params.items():
         extent = info["extent"] if info["extent"] is not None else info["hi"]
-        role = ("inout" if info["read"] else "out") if info["written"] else "in"
+        keep = info["read"] or info["partial"] or partial  # unwritten elements kept
+        role = ("inout" if keep else "out") if info["written"] else "in"
         p = ir.Buffer(name, tr.tgt.home, info["dtype"], extent, role=role)
         rename[name] = p
         params.append((p, Layout((extent,), p.dtype)))
@@ -254,6 +352,7 @@ def _assemble(tr: Tracer, kernel: PrimFunc, scalars: dict) -> ir.Program:
         rename[b.name] = new
         buffers.append(new)
     body = trace.run_guarded(tr, ir.map_buffers(tr.blocks[0], lambda b: rename.get(b.name, b)))
+    check_barriers(body, tr.core_var)
     used = _used(body)
     source = "\n\n".join(_source(f) for f in tr.funcs)
     prog = ir.Program(kernel.name, tr.tgt, tuple(params),

@@ -9,7 +9,7 @@ import numpy as np
 from .. import arith
 from ..errors import DTypeError, KernelError
 from .types import DType
-from .values import Index, Ptr, Scalar, Vec, imax, imin, index, tracer
+from .values import Index, Ptr, Scalar, Vec, imax, imin, tracer
 from .values import ceildiv as _ceildiv
 
 # -- cores ---------------------------------------------------------------------------------
@@ -22,7 +22,7 @@ def get_local_size() -> int:
 
 def get_local_id() -> Index:
     """This TEC's id, 0..get_local_size()-1: the variable of the core loop."""
-    return index(tracer().core_var * 1)
+    return tracer().local_id()
 
 
 # -- integers ------------------------------------------------------------------------------
@@ -189,10 +189,12 @@ def alloc_const(shape, dtype, data) -> Ptr:
     return tracer().alloc_const(shape, dtype, data)
 
 
-def dma_copy(dst: Ptr, src: Ptr, width) -> None:
+def dma_copy(dst: Ptr, src: Ptr, width, src_stride=None, times=1, dst_stride=None) -> None:
     """Copy ``width`` values (a run-time count allowed; never negative) from ``src`` to
-    ``dst`` by DMA, between global memory and lsram; pointers of one type."""
-    tracer().dma_copy(dst, src, width)
+    ``dst`` by DMA, between global memory and lsram; pointers of one type. With ``times``
+    (and ``src_stride``/``dst_stride``, values between row starts, ``width`` by default):
+    that many rows of ``width`` values, all constants."""
+    tracer().dma_copy(dst, src, width, src_stride, times, dst_stride)
 
 
 def vload_gather(ptr: Ptr, indices: Vec, mask=None) -> Vec:

@@ -64,7 +64,7 @@ MAX_POINTS = 1 << 23  # iterations a build-time check may enumerate
 # -- the tracer --------------------------------------------------------------------------
 
 _TARGET_LINE = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
-_FOR_LINE = re.compile(r"^\s*for\s+([A-Za-z_]\w*)\s+in\s+range\b")
+_FOR_LINE = re.compile(r"^\s*for\s+([A-Za-z_]\w*)\s+in\s+(?:\w+\.)?(?:tec_)?range\b")
 
 
 class Tracer:
@@ -97,7 +97,12 @@ class Tracer:
         self.broken: str | None = None
         self.count = 0
         self.core_var: ir.Var | None = None  # the core loop's variable: the local id
+        self.fixed_id: int | None = None  # the local id when traced once per TEC
         self.funcs: list = []  # the Python functions traced, kernel first
+
+    def local_id(self):
+        """``S.get_local_id()``: the core loop's variable, or this trace's TEC."""
+        return self.fixed_id if self.fixed_id is not None else index(self.core_var * 1)
 
     def enter(self, fn) -> None:
         """Trace Python function ``fn``: its lines label the statements it records and its
@@ -223,7 +228,7 @@ class Tracer:
         """``x`` as a ``like`` vector: a vector of that type, or a number or typed scalar
         spread over every lane."""
         if isinstance(x, Vec):
-            if x.type.lanes == 1 and x.type == like.element_of:  # a lane: spread it
+            if x.type.lanes == 1 < like.lanes and x.type == like.element_of:  # spread it
                 return self.spread(x, like.lanes)
             if x.type != like:
                 raise DTypeError(f"{what}: vector type mismatch: {like} and {x.type}")
@@ -277,7 +282,7 @@ class Tracer:
     def compare(self, cmp: str, a, b) -> Vec:
         what = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}[cmp]
         t = self.vector_type(what, a, b)
-        return self.compute("vcmp", DType(f"boolx{t.lanes}"),
+        return self.compute("vcmp", DType("bool").with_lanes(t.lanes),
                             [self.coerce(a, t, what), self.coerce(b, t, what)], {"cmp": cmp})
 
     def mask(self, m, lanes: int, what: str) -> Vec:
@@ -291,7 +296,7 @@ class Tracer:
                 raise DTypeError(f"{what}: a mask of {bits.size} lanes for {lanes}-lane vectors")
             bits = np.concatenate([bits, np.zeros(lanes - bits.size, bool)])  # the rest False
             data = self.const_buffer("mask", bits)
-            out = self.new_vec(DType(f"boolx{lanes}"), "mask")
+            out = self.new_vec(DType("bool").with_lanes(lanes), "mask")
             self.emit(ir.Copy(out.view, ir.View(data, Layout((lanes,), np.bool_)),
                               self.tgt.engine("constant", "vreg").name, label=self.label()))
             return out
@@ -403,36 +408,53 @@ class Tracer:
         if p.buf.name in self.params:
             self.params[p.buf.name]["written" if write else "read"] = True
 
-    def vector_at(self, p: Ptr, i, what: str) -> tuple[ir.View, ir.Affine]:
-        if not p.type.is_vector:
-            raise KernelError(f"`{what}`: {p.name} points at {p.type} scalars; npukit's "
-                              f"Compass DSL loads and stores vectors: index a vector pointer "
-                              f"({p.name}.as_ptr(\"{p.type}x16\"))")
-        start = p.offset + as_affine(i, f"{p.name}[...]") * p.type.lanes
-        view = ir.View(p.buf, Layout((p.type.lanes,), p.type.elem), start)
-        return view, start
+    def element_run(self, p: Ptr, i) -> tuple[ir.Affine, DType]:
+        """Where ``p[i]`` starts (an element of ``p``'s buffer) and the type it reads:
+        ``p``'s type for an index, ``lanes`` elements for a slice ``p[a:b]`` of a scalar
+        pointer (``b - a`` a constant)."""
+        if not isinstance(i, slice):
+            return p.offset + as_affine(i, f"{p.name}[...]") * p.type.lanes, p.type
+        a = as_affine(0 if i.start is None else i.start, f"{p.name}[a:b]")
+        n = as_affine(i.stop, f"{p.name}[a:b]") - a if i.stop is not None else None
+        if p.type.is_vector or i.step not in (None, 1) or n is None or n.terms or n.const < 1:
+            raise KernelError(f"{p.name}[{i.start}:{i.stop}]: a slice of a scalar pointer "
+                              f"with a constant length (b - a) and no step loads that many "
+                              f"lanes; {p.name} is a {p.type} pointer")
+        return p.offset + a, p.type.with_lanes(n.const)
 
     def load(self, p: Ptr, i) -> Vec:
+        start, t = self.element_run(p, i)
+        return self.load_run(p, start, t)
+
+    def load_run(self, p: Ptr, start: ir.Affine, t: DType, stride: int = 1) -> Vec:
+        """A ``t`` register loaded from ``p``'s buffer, lane k from element
+        ``start + k * stride`` (one lane: a run-time scalar)."""
         what = self.label()
-        view, start = self.vector_at(p, i, what)
-        self.check(p, start, p.type.lanes, what, False)
-        out = self.new_vec(p.type, f"{p.name}_v")
+        self.check(p, start, (t.lanes - 1) * stride + 1, what, False)
+        view = ir.View(p.buf, Layout((t.lanes,), t.elem, (stride,)), start)
+        out = self.new_vec(t, f"{p.name}_v")
         self.emit(ir.Copy(out.view, view, self.tgt.engine(p.buf.memory, "vreg").name,
                           label=what))
         return out
 
     def store(self, p: Ptr, i, value) -> None:
+        start, t = self.element_run(p, i)
+        self.store_run(p, start, self.coerce(value, t, f"`{self.label()}`: storing into "
+                                                     f"{t}* {p.name}"))
+
+    def store_run(self, p: Ptr, start: ir.Affine, v: Vec, stride: int = 1) -> None:
+        """Register ``v`` stored into ``p``'s buffer, lane k at ``start + k * stride``."""
         what = self.label()
         if p.scope == "constant":
             raise KernelError(f"`{what}`: {p.name} is constant data (S.alloc_const): "
                               f"read-only")
-        view, start = self.vector_at(p, i, what)
-        v = self.coerce(value, p.type, f"`{what}`: storing into {p.type}* {p.name}")
-        self.check(p, start, p.type.lanes, what, True)
+        self.check(p, start, (v.type.lanes - 1) * stride + 1, what, True)
+        view = ir.View(p.buf, Layout((v.type.lanes,), v.type.elem, (stride,)), start)
         self.emit(ir.Copy(view, v.view, self.tgt.engine("vreg", p.buf.memory).name,
                           label=what))
 
-    def dma_copy(self, dst: Ptr, src: Ptr, width) -> None:
+    def dma_copy(self, dst: Ptr, src: Ptr, width, src_stride=None, times=1,
+                 dst_stride=None) -> None:
         what = self.label()
         for name, p in (("dst", dst), ("src", src)):
             if not isinstance(p, Ptr):
@@ -441,9 +463,13 @@ class Tracer:
         if dst.type != src.type:
             raise DTypeError(f"`{what}`: S.dma_copy needs pointers of one type: dst is "
                              f"{dst.type}*, src is {src.type}*")
-        if "constant" in (dst.scope, src.scope) or dst.scope == src.scope:
+        if "constant" in (dst.scope, src.scope) or dst.scope == src.scope == "lsram":
             raise KernelError(f"`{what}`: S.dma_copy moves data between global memory and "
-                              f"lsram, not from {src.scope} to {dst.scope}")
+                              f"lsram or within global memory, not from {src.scope} to "
+                              f"{dst.scope}")
+        if (src_stride, times, dst_stride) != (None, 1, None):
+            self.dma_rows(dst, src, width, src_stride, times, dst_stride, what)
+            return
         count = as_affine(width, "S.dma_copy width") * dst.type.lanes
         env, n = self.points[-1]
         vals = np.broadcast_to(np.asarray(count.eval(env), np.int64), (n,))
@@ -462,6 +488,52 @@ class Tracer:
         lay = Layout((top,), dst.type.elem)
         self.emit(ir.Copy(ir.View(dst.buf, lay, dst.offset), ir.View(src.buf, lay, src.offset),
                           self.tgt.engine(src.buf.memory, dst.buf.memory).name, valid, what))
+
+    def dma_rows(self, dst: Ptr, src: Ptr, width, src_stride, times, dst_stride,
+                 what: str) -> None:
+        """``times`` rows of ``width`` values, row ``r`` from ``src + r * src_stride`` to
+        ``dst + r * dst_stride`` (strides default to ``width``; all constants)."""
+        src_stride = width if src_stride is None else src_stride
+        dst_stride = width if dst_stride is None else dst_stride
+        sizes = (width, src_stride, times, dst_stride)
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                   for v in sizes):
+            raise KernelError(f"`{what}`: a strided S.dma_copy takes constant width, "
+                              f"strides and times, got {sizes}")
+        if width < 0 or times < 0 or src_stride < width or dst_stride < width:
+            raise KernelError(f"`{what}`: S.dma_copy(width={width}, src_stride={src_stride}, "
+                              f"times={times}, dst_stride={dst_stride}): strides are at "
+                              f"least the width, counts never negative")
+        if width == 0 or times == 0:
+            return
+        k = dst.type.lanes  # values of a vector pointer hold k elements
+        views = []
+        for p, stride, write in ((src, src_stride, False), (dst, dst_stride, True)):
+            self.check(p, p.offset, ((times - 1) * stride + width) * k, what, write)
+            lay = Layout((times, width * k), p.type.elem, (stride * k, 1))
+            views.append(ir.View(p.buf, lay, p.offset))
+        self.emit(ir.Copy(views[1], views[0],
+                          self.tgt.engine(src.buf.memory, dst.buf.memory).name, label=what))
+
+    def dma_memset(self, p: Ptr, value, num) -> None:
+        """``num`` values at ``p`` set to ``value`` (a constant count)."""
+        what = self.label()
+        if not isinstance(p, Ptr) or p.scope == "constant":
+            raise KernelError(f"`{what}`: S.dma_memset sets global memory or lsram through "
+                              f"a pointer, got {_describe(p)}")
+        if isinstance(num, bool) or not isinstance(num, (int, np.integer)) or num < 0:
+            raise KernelError(f"`{what}`: S.dma_memset count {num!r}: npukit takes a "
+                              f"constant count >= 0")
+        n = int(num) * p.type.lanes
+        if n == 0:
+            return
+        if isinstance(value, (Vec, Index, Ptr)):
+            raise KernelError(f"`{what}`: S.dma_memset of {_describe(value)}: npukit takes a "
+                              f"value known at build time")
+        v = _convert(value, p.type.element_of, f"`{what}`: S.dma_memset value")
+        self.check(p, p.offset, n, what, True)
+        self.emit(ir.Fill(ir.View(p.buf, Layout((n,), p.type.elem), p.offset), v.item(),
+                          what))
 
     def gather(self, p: Ptr, idx: Vec, mask) -> Vec:
         what = self.label()
@@ -484,6 +556,16 @@ class Tracer:
         srcs = [table, idx] + ([] if mask is None else
                                [self.mask(mask, idx.type.lanes, "S.vload_gather")])
         return self.compute("vgather", p.type.with_lanes(idx.type.lanes), srcs)
+
+    def barrier(self) -> None:
+        """``S.barrier()``: the core loop ends here and a new one begins (see
+        ``npukit.dsl.memory.barrier``)."""
+        label = self.label()
+        if len(self.loops) != 1:
+            raise KernelError(f"`{label}`: S.barrier inside a device loop; npukit takes "
+                              f"barriers in the kernel's straight-line code")
+        self.close(f"{self.name}: each TEC runs up to `{label}`", cores=True)
+        self.open(self.core_var)
 
     # -- loops ---------------------------------------------------------------------------
 

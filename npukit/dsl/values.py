@@ -137,19 +137,56 @@ class Index:
 
     def _no_value(self, *_):
         raise KernelError(f"the run-time integer {self} has no value at build time: it cannot "
-                          f"steer Python (if, comparisons, int(), list indices); use S.min, "
-                          f"S.max, S.clip or masks instead")
+                          f"steer Python (int(), list indices); use S.min, S.max, S.clip or "
+                          f"masks instead")
 
     __bool__ = __index__ = __int__ = __float__ = _no_value
-    __lt__ = __le__ = __gt__ = __ge__ = _no_value
+
+    def _test(self, o, fn, op: str) -> bool:
+        """A comparison steering ``if``/``while``: decided at build time when it comes out
+        the same on every TEC and iteration that runs, else a ``KernelError``."""
+        if not isinstance(o, (Index, int, np.integer, Scalar)):
+            return NotImplemented
+        tr = tracer()
+        env, n = tr.points[-1]
+        diff = self.expr - as_affine(o, op)
+        got = np.broadcast_to(fn(np.asarray(diff.eval(env)), 0), (n,))
+        if n and got.any() != got.all():
+            if set(diff.vars) == {tr.core_var}:
+                raise TecCondition(f"`{self} {op} {o}` depends on the local id")
+            raise KernelError(f"`{self} {op} {o}` is true on some TECs or iterations and false "
+                              f"on others: npukit decides a run-time condition at build time, "
+                              f"so it must be the same on all of them; use masks, S.min, "
+                              f"S.max or S.clip")
+        return bool(got.all()) if n else False
+
+    def __lt__(self, o):
+        return self._test(o, np.less, "<")
+
+    def __le__(self, o):
+        return self._test(o, np.less_equal, "<=")
+
+    def __gt__(self, o):
+        return self._test(o, np.greater, ">")
+
+    def __ge__(self, o):
+        return self._test(o, np.greater_equal, ">=")
 
     def __eq__(self, o):
-        self._no_value()
+        return self._test(o, np.equal, "==")
+
+    def __ne__(self, o):
+        return self._test(o, np.not_equal, "!=")
 
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
         return str(self.expr)
+
+
+class TecCondition(KernelError):
+    """A condition that differs between TECs only: ``npukit.dsl.kernel`` then traces the
+    kernel once per TEC, with the local id a constant."""
 
 
 # -- build-time typed scalars ------------------------------------------------------------
@@ -397,6 +434,10 @@ class Ptr:
                              f"{self.type.elem.name} elements; as_ptr changes the lanes, not "
                              f"the element type ({self.type} -> {t})")
         return Ptr(self.buf, t, self.offset, self.scope, self.name)
+
+    def addr_of(self, k) -> Ptr:
+        """``self + k``: the address of the ``k``-th value (a buffer's ``addr_of``)."""
+        return self + k
 
     def __getitem__(self, i):
         return tracer().load(self, i)

@@ -552,6 +552,8 @@ def _batchable(loop: ir.Loop) -> frozenset[str] | None:
     written_first: set[str] = set()
     read_first: set[str] = set()
     written: set[str] = set()
+    moving: set[str] = set()  # written at elements that move with the loop's variable
+    read: set[str] = set()
     tensors_read: set[str] = set()
     tensors_written: set[str] = set()
 
@@ -567,6 +569,7 @@ def _batchable(loop: ir.Loop) -> frozenset[str] | None:
             reads = [st.src] if isinstance(st, (ir.Copy, ir.Append)) else \
                 list(st.srcs) if isinstance(st, ir.Compute) else []
             for v in reads:
+                read.add(v.buffer.name)
                 if v.buffer.role == "internal":
                     if v.buffer.name not in written_first:
                         read_first.add(v.buffer.name)
@@ -577,6 +580,8 @@ def _batchable(loop: ir.Loop) -> frozenset[str] | None:
                 continue
             if dst.buffer.role == "internal":
                 written.add(dst.buffer.name)
+                if loop.var in dst.offset.vars:
+                    moving.add(dst.buffer.name)
                 if dst.buffer.name not in read_first:
                     written_first.add(dst.buffer.name)
             else:
@@ -584,7 +589,11 @@ def _batchable(loop: ir.Loop) -> frozenset[str] | None:
     visit(loop.body)
     if tensors_read & tensors_written or _inner_trips_depend(loop.body, loop.var):
         return None
-    conflict = read_first & written
+    # A row of its own would keep one iteration's elements only (the last row survives the
+    # batch): a buffer read before it is written is shared, and so is one the loop only
+    # writes, a part at a time (it is filled for after the loop: the Compass DSL's
+    # ``lsram[i] = x``).
+    conflict = (read_first & written) | (moving - read)
     if "<call>" in conflict or (conflict and any(isinstance(st, ir.Loop) for st in loop.body)):
         return None
     if all(_disjoint(loop.body, b, loop.var) for b in conflict):

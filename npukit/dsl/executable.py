@@ -1,0 +1,110 @@
+"""The Compass DSL's ``BuildManager``: a kernel built into an executable whose calls run the
+generated C, as the public DSL's ``ex = BuildManager().build(func); ex(*arrays)`` runs the
+NPU simulator.
+
+>>> import numpy as np
+>>> from npukit.dsl import BuildManager, script as S
+>>> @S.prim_func
+... def twice(a: S.ptr("int32", "global"), b: S.ptr("int32", "global"), n: S.i32):
+...     for i in range(n):
+...         b[i] = a[i] * 2
+>>> ex = BuildManager().build(twice)
+>>> a, b = np.arange(8, dtype=np.int32), np.zeros(8, np.int32)
+>>> ex(a, b, 8)          # the C back end
+>>> b.tolist()
+[0, 2, 4, 6, 8, 10, 12, 14]
+>>> "twice" in ex.c_code
+True
+"""
+
+from __future__ import annotations
+
+from ..errors import KernelError, NpukitError, TargetError
+from ..machine import target as _target
+from .kernel import PrimFunc, build
+
+# The Compass targets npukit models: the X2 core of target "compass" (npukit/targets).
+_X2 = ("X2_1204", "X2_1204MP3")
+
+
+def _compass_target(name: str | None):
+    """npukit's target for a Compass DSL target name ("X2_1204", "compass -mcpu=X2_1204")."""
+    cpu = (name or "X2_1204").split("-mcpu=")[-1].strip()
+    if cpu == "compass" or cpu.startswith("X2_"):
+        return _target("compass")
+    raise TargetError(f"BuildManager(target={name!r}): npukit models the Zhouyi X2 core "
+                      f"(target 'compass', as {', '.join(_X2)}); {cpu} is not modelled")
+
+
+class BuildManager:
+    """Builds Compass DSL kernels for a target (``"X2_1204"`` by default); the public DSL's
+    compiler options (``disabled_pass`` and the like) are accepted and change nothing."""
+
+    def __init__(self, target: str | None = None, **options):
+        self.target = _compass_target(target)
+        self.options = options
+
+    def build(self, func: PrimFunc, name: str | None = None) -> Executable:
+        """An executable of ``func`` (a ``@S.prim_func``)."""
+        if not isinstance(func, PrimFunc):
+            raise KernelError(f"BuildManager.build: {func!r} is not a Compass DSL kernel; "
+                              f"decorate it with @S.prim_func")
+        return Executable(func, self.target, name or func.name)
+
+
+class Executable:
+    """A built kernel: ``ex(*args)`` runs it in generated C with the arguments of a call of
+    the kernel (numpy arrays for pointers, numbers for scalars), writing the arrays;
+    ``ex.c_code`` is the C of the last call (npukit specialises a kernel for its scalar
+    arguments, so the C exists once they are known)."""
+
+    def __init__(self, func: PrimFunc, target, name: str):
+        self.func, self.target, self.name = func, target, name
+        self.program = None
+
+    def __call__(self, *args, **kwargs) -> None:
+        self.program, arrays = self.func.specialise(self.target, args, kwargs)
+        self.program.run("c", **arrays)
+
+    def run(self, *args, **kwargs) -> None:
+        """The same as calling the executable."""
+        self(*args, **kwargs)
+
+    @property
+    def c_code(self) -> str:
+        if self.program is None:
+            scalars = [n for n, p in self.func.signature.parameters.items()
+                       if not hasattr(p.annotation, "scope")]
+            if scalars:
+                raise KernelError(f"{self.name}.c_code: call the executable first: npukit "
+                                  f"specialises the kernel for its scalar arguments "
+                                  f"({', '.join(scalars)}), so its C exists after a call")
+            self.program = build(self.func, self.target)
+        return self.program.c_source()
+
+    def _refused(self, what: str):
+        raise NpukitError(f"{self.name}.{what}: npukit runs kernels on its simulator and in "
+                          f"generated C on this machine; there is no Zhouyi board or NPU "
+                          f"profiler to reach (use the cycles of prog.run('sim', ...))")
+
+    def benchmark(self, *args, **kwargs):
+        self._refused("benchmark")
+
+    def profile(self, *args, **kwargs):
+        self._refused("profile")
+
+
+def get_rpc_session(*args, **kwargs):
+    """The public DSL's RPC session to a Zhouyi board: not modelled (an ``NpukitError``)."""
+    raise NpukitError("get_rpc_session: RPC to a Zhouyi board is not modelled by npukit; "
+                      "run ex(...) (generated C) or call the kernel (the simulator)")
+
+
+def aiff(*args, **kwargs):
+    """The AIFF accelerator: not modelled (a ``KernelError``)."""
+    raise KernelError("S.aiff: the AIFF accelerator is not modelled by npukit")
+
+
+def async_aiff(*args, **kwargs):
+    """The AIFF accelerator: not modelled (a ``KernelError``)."""
+    raise KernelError("S.async_aiff: the AIFF accelerator is not modelled by npukit")

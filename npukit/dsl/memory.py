@@ -1,0 +1,233 @@
+"""The Compass DSL's memory statements beyond pointers and ``S.dma_copy``: buffers
+(``S.alloc_buffer``, ``S.match_buffer``), vector loads and stores through any pointer with
+masks and strides (``S.vload``, ``S.vstore``), ``S.dma_memset``, asynchronous DMA with
+events, and the native vector type of a scalar type (``hw_native_vdtype``).
+
+>>> hw_native_vdtype("int8"), hw_native_vdtype("fp16").lanes
+('int8x32', 16)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+from ..errors import DTypeError, KernelError
+from ..layout import Layout
+from ..machine import target as _target
+from .trace import _parse_mask
+from .types import DType
+from .values import Ptr, Vec, _describe, tracer
+
+# "private" is each TEC's stack; npukit places it, like "lsram", in the TEC's local SRAM.
+_SCOPES = {"lsram": "lsram", "private": "lsram"}
+
+
+def hw_native_vdtype(dtype, target="compass") -> DType:
+    """The vector type of one 256-bit register of ``dtype`` lanes: ``int8x32``,
+    ``float16x16``, ``int32x8`` (a vector type gives its element's)."""
+    t = DType(dtype).element_of
+    if t.is_bool:
+        raise DTypeError("hw_native_vdtype: mask types have no native vector type; give an "
+                         "integer or float type")
+    return t.with_lanes(_target(target).units["vec"].width(t.elem))
+
+
+def alloc_buffer(shape, dtype, scope: str = "private") -> Ptr:
+    """A buffer of ``shape`` ``dtype`` values in each TEC's local memory ("lsram", or
+    "private", which npukit places there too) as a pointer to its first value, with
+    ``buf.addr_of(i)`` the address of value ``i``. A buffer shared by the TECs
+    ("shared") is not modelled."""
+    if scope not in _SCOPES:
+        raise KernelError(f"S.alloc_buffer(..., scope={scope!r}): npukit models each TEC's "
+                          f"own memories ({', '.join(map(repr, _SCOPES))}); memory shared "
+                          f"between TECs is not modelled")
+    return tracer().alloc(shape, dtype, _SCOPES[scope])
+
+
+def match_buffer(pointer: Ptr, shape) -> Ptr:
+    """The buffer at ``pointer`` (a one-dimensional view of it: index it as the pointer)."""
+    if not isinstance(pointer, Ptr):
+        raise KernelError(f"S.match_buffer takes a pointer, got {_describe(pointer)}")
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if len(dims) != 1:
+        raise KernelError(f"S.match_buffer(..., {shape!r}): npukit's buffers are "
+                          f"one-dimensional; index the pointer with a flat index")
+    return pointer
+
+
+def vload(ptr: Ptr, mask=None, lanes: int | None = None, stride: int = 1) -> Vec:
+    """A vector read from ``ptr``: the native vector of its scalar type (or its vector
+    type, or ``lanes`` lanes), lane ``k`` from value ``k * stride``; lanes where ``mask``
+    is False are 0."""
+    tr = tracer()
+    t = _vector_type(ptr, lanes, "S.vload")
+    step = _stride(stride, "S.vload")
+    reach = _reach(mask, t.lanes)
+    if reach < t.lanes:  # a constant mask: lanes after the last active one read nothing
+        v = tr.splat(t, 0)
+        part = tr.load_run(ptr, ptr.offset, t.with_lanes(reach), step)
+        tr.emit(ir.Copy(ir.View(v.buf, Layout((reach,), t.elem)), part.view,
+                        tr.tgt.engine("vreg", "vreg").name, label=tr.label()))
+    else:
+        v = tr.load_run(ptr, ptr.offset, t, step)
+    return v if mask is None else tr.select(mask, v, 0, "S.vload")
+
+
+def vstore(value: Vec, ptr: Ptr, mask=None, stride: int = 1) -> None:
+    """Store vector ``value`` at ``ptr``, lane ``k`` at value ``k * stride``; lanes where
+    ``mask`` is False leave memory as it was."""
+    tr = tracer()
+    if not isinstance(value, Vec):
+        raise KernelError(f"S.vstore stores a vector, got {_describe(value)}")
+    if not isinstance(ptr, Ptr) or ptr.type.elem != value.type.elem:
+        raise DTypeError(f"S.vstore of a {value.type} vector through "
+                         f"{_describe(ptr)}: the element types must agree")
+    step = _stride(stride, "S.vstore")
+    if mask is not None:  # memory keeps the masked-off lanes: read, select, write back
+        reach = _reach(mask, value.type.lanes)  # up to the last active lane of a constant
+        old = tr.load_run(ptr, ptr.offset, value.type.with_lanes(reach), step)
+        keep = tr.select(_bits(mask, value.type.lanes)[:reach] if reach < value.type.lanes
+                         else mask, _first(tr, value, reach), old, "S.vstore")
+        tr.store_run(ptr, ptr.offset, keep, step)
+        return
+    tr.store_run(ptr, ptr.offset, value, step)
+
+
+def _bits(mask, lanes: int):
+    """A constant mask's lanes as a list of bools, or None for a run-time mask."""
+    if isinstance(mask, str):
+        return _parse_mask(mask, lanes, "mask")
+    if isinstance(mask, (list, tuple, np.ndarray)):
+        return [bool(b) for b in np.asarray(mask).reshape(-1)]
+    return None
+
+
+def _reach(mask, lanes: int) -> int:
+    """Lanes up to the last active one of a constant mask (all for a run-time one)."""
+    bits = _bits(mask, lanes)
+    if bits is None or len(bits) != lanes or not any(bits):
+        return lanes
+    return max(i for i, b in enumerate(bits) if b) + 1
+
+
+def _first(tr, v: Vec, n: int) -> Vec:
+    """The first ``n`` lanes of ``v`` (``v`` itself when it has no more)."""
+    if n == v.type.lanes:
+        return v
+    out = tr.new_vec(v.type.with_lanes(n), "lanes")
+    tr.emit(ir.Copy(out.view, ir.View(v.buf, Layout((n,), v.type.elem)),
+                    tr.tgt.engine("vreg", "vreg").name, label=tr.label()))
+    return out
+
+
+def _vector_type(ptr, lanes, what: str) -> DType:
+    if not isinstance(ptr, Ptr):
+        raise KernelError(f"{what} reads through a pointer, got {_describe(ptr)}")
+    if lanes is not None:
+        if not isinstance(lanes, (int, np.integer)) or lanes < 1:
+            raise KernelError(f"{what}(..., lanes={lanes!r}): a positive constant")
+        return ptr.type.element_of.with_lanes(int(lanes))
+    return ptr.type if ptr.type.is_vector else hw_native_vdtype(ptr.type,
+                                                                tracer().tgt)
+
+
+def _stride(stride, what: str) -> int:
+    if isinstance(stride, (bool, np.bool_)) or not isinstance(stride, (int, np.integer)) \
+            or stride < 1:
+        raise KernelError(f"{what}(..., stride={stride!r}): npukit takes a constant stride "
+                          f">= 1")
+    return int(stride)
+
+
+def dma_memset(ptr: Ptr, value, num) -> None:
+    """Set ``num`` values at ``ptr`` (of a vector pointer: ``num`` vectors) to ``value``;
+    ``num`` a constant."""
+    tracer().dma_memset(ptr, value, num)
+
+
+def async_dma_copy(dst: Ptr, src: Ptr, width, src_stride=None, times=1, dst_stride=None,
+                   event=None) -> None:
+    """``S.dma_copy`` that signals ``event`` when done. npukit's timing model already
+    overlaps a DMA with the work that does not need its data, so the copy is recorded as
+    ``S.dma_copy``; its data are there when ``S.wait_events`` returns, as the Compass DSL
+    promises (reading them earlier is a race there, and sees the copied data here)."""
+    if event is None:
+        raise KernelError("S.async_dma_copy needs event= (from S.alloc_events)")
+    tracer().dma_copy(dst, src, width, src_stride, times, dst_stride)
+
+
+def alloc_events(count: int):
+    """``count`` DMA events (one, or a tuple of ``count``) for ``S.async_dma_copy``."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise KernelError(f"S.alloc_events({count!r}): a positive constant")
+    return 0 if count == 1 else tuple(range(count))
+
+
+def wait_events(*events) -> None:
+    """Wait for asynchronous copies: their data are in place (see ``async_dma_copy``)."""
+
+
+def free_events(*events) -> None:
+    """Give events back."""
+
+
+def barrier() -> None:
+    """Every TEC reaches this point before any goes on: what one TEC wrote to global memory
+    before it, every TEC reads after it. npukit runs the TECs in turns between barriers,
+    so a TEC's local memory and vectors do not live across one (``KernelError`` if read
+    after a barrier that they were written before)."""
+    tracer().barrier()
+
+
+def check_barriers(body: tuple, tec: ir.Var) -> None:
+    """Between barriers (core loops one after another) the TECs run in turns, so a TEC's
+    local memory and vectors written before a barrier hold the last TEC's data after it.
+    That is the TEC's own data when it does not depend on the local id ``tec`` (every TEC
+    computed the same); otherwise reading it after the barrier before writing it again is a
+    ``KernelError`` naming the buffer."""
+    per_tec: dict[str, str] = {}  # local buffer -> a statement giving it per-TEC data
+    before: set[str] = set()  # local buffers written before the last barrier
+    for seg in body:
+        now: set[str] = set()  # written whole in this segment so far
+        wrote: set[str] = set()
+        # a buffer updated in place after a barrier: each TEC's turn would see the last's
+        updated = {st.dst.buffer.name: st.label for st, _ in _flat(seg.body, ())
+                   if getattr(st, "dst", None) is not None}
+        for st, loops in _flat(seg.body, ()):
+            dst = getattr(st, "dst", None)
+            reads = [v for v in (getattr(st, "src", None), *getattr(st, "srcs", ()))
+                     if v is not None] + ([dst] if getattr(st, "acc", False) else [])
+            for v in reads:
+                name = v.buffer.name
+                if name in before and name not in now and (name in per_tec or
+                                                           name in updated):
+                    why = f"with data of each TEC's own (by `{per_tec[name]}`)" \
+                        if name in per_tec else f"and updated after it (by `{updated[name]}`)"
+                    raise KernelError(
+                        f"`{st.label}` reads {v.buffer.memory} `{name}` written before an "
+                        f"S.barrier {why}: npukit runs the TECs in turns between barriers and "
+                        f"does not keep a TEC's local memory or vectors across one; reload "
+                        f"the data from global memory after the barrier")
+            if dst is None or dst.buffer.memory not in ("lsram", "vreg"):
+                continue
+            wrote.add(dst.buffer.name)
+            if not loops and dst.layout.size == dst.buffer.size and not dst.offset.terms \
+                    and getattr(st, "valid", None) is None:
+                now.add(dst.buffer.name)  # written whole: what was there is gone
+            varies = any(tec in v.offset.vars for v in [dst, *reads]) or \
+                any(lp.trips is not None and tec in lp.trips.vars for lp in loops) or \
+                (getattr(st, "valid", None) is not None and tec in st.valid.start.vars) or \
+                any(v.buffer.name in per_tec for v in reads)
+            if varies:
+                per_tec.setdefault(dst.buffer.name, st.label)
+        before |= wrote
+
+
+def _flat(body, loops: tuple):
+    """Each statement with the loop variables around it."""
+    for st in body:
+        if isinstance(st, ir.Loop):
+            yield from _flat(st.body, loops + (st.var,))
+        else:
+            yield st, loops
