@@ -93,7 +93,7 @@ def compare(name: str, ours: np.ndarray, ref: np.ndarray,
     return Comparison(name, max_abs, max_rel, exact, within, integer, step)
 
 
-def ort_session(model, threads: int = 1):
+def ort_session(model, threads: int = 1, int8_fused: bool = True):
     """An ONNX Runtime CPU session of ``model`` (a path or a ModelProto) on ``threads``
     threads; ``NpukitError`` when onnxruntime is not installed, ``RuntimeRefusal`` when it
     refuses the model.
@@ -102,7 +102,9 @@ def ort_session(model, threads: int = 1):
     Runtime does on ARM: on x86 it leaves them in float by default
     (``session.qdqisint8allowed``), running DequantizeLinear, the float operation and
     QuantizeLinear, whose float sums in MLAS's order move about one value in 10**5 across a
-    rounding boundary. npukit computes the integer operators, bit for bit."""
+    rounding boundary. npukit computes the integer operators, bit for bit.
+    ``int8_fused=False``: the session as ONNX Runtime configures it by default (for timing
+    it as a user runs it)."""
     try:
         import onnxruntime as ort
     except ImportError:
@@ -112,7 +114,8 @@ def ort_session(model, threads: int = 1):
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.log_severity_level = 4  # its refusals reach the user as one line (RuntimeRefusal)
-    opts.add_session_config_entry("session.qdqisint8allowed", "1")
+    if int8_fused:
+        opts.add_session_config_entry("session.qdqisint8allowed", "1")
     data = model.SerializeToString() if hasattr(model, "SerializeToString") else str(model)
     try:
         return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
