@@ -59,6 +59,7 @@ def entry(source: str) -> tuple[Path, dict]:
 # -- entries that cannot be trusted ---------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["empty", "garbage", "truncated", "no sidecar",
                                     "sidecar garbage"])
 def test_damaged_entry_is_rebuilt(damage, compiles):
@@ -134,6 +135,7 @@ def _run_mul(prog, backend: str) -> np.ndarray:
     return big[8:-8]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["shared object", "shared object and sidecar",
                                  "forged sidecar"])
 def test_foreign_entry_is_rebuilt_never_run(how, compiles):

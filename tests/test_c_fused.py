@@ -194,6 +194,7 @@ def test_inverted_clamp_bounds_saturate_at_the_store(out):
     assert np.all(got == max(-5, info.min))  # the int32 -5, saturated by the store
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data, out, n", [("int8", "int8", 16 * 40 + 5), ("uint8", "int16", 300),
                                           ("int16", "int32", 65536 + 9),
                                           ("int16", "uint8", 65536 * 2 + 3)])

@@ -139,6 +139,7 @@ def bs_spec(dtype):
 # -- 1-D kernels -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(n=st.integers(1, 90), dtype=st.sampled_from(["int8", "int16"]), wide=st.booleans(),
        step=st.integers(1, 3), seed=st.integers(0, 2**31))
@@ -181,6 +182,7 @@ SEED_SHAPES = [((2, 5, 7), (1, 1, 1)), ((2, 5, 7), (2, 1, 7)), ((2, 5, 7), (1, 5
                ((5, 3, 3, 2), (5, 3, 3, 2))]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(case=nd_case(), dtype=st.sampled_from(["int8", "int16"]), wide=st.booleans(),
        seed=st.integers(0, 2**31))
@@ -237,6 +239,7 @@ SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-40, -1e-42, 3e38, -3e
                    np.float32)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the simulator's
 @SETTINGS
 @given(case=nd_case(), specials=st.booleans(), seed=st.integers(0, 2**31))
@@ -296,6 +299,7 @@ def reference(a, b, bias, scale, shift, zp, lo, hi, mode):
     return np.array(out)
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None, derandomize=True)
 @given(shift=st.integers(0, 4), zp=st.integers(-20, 20), wide=st.booleans(),
        seed=st.integers(0, 2**31))

@@ -88,6 +88,7 @@ def test_linear_approx_float(data, nbanks):
     assert np.isnan(out[2]) and len(np.unique(out[6:])) > 50
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rounding", ROUNDING_MODES)
 @pytest.mark.parametrize("data, values, vector, shift, saturation", [
     ("int8", "int8", "int8", 2, "saturate"), ("int16", "int16", "int16", 3, "none"),
@@ -135,6 +136,7 @@ def test_linear_approx_negative_step_bits(step_bits, bias, data):
     assert len(np.unique(index)) > n // 8  # the inputs reach much of the table
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn, lo, hi, entries, kw", DESIGNS,
                          ids=[f"{d[0]}-{d[4]['kind']}-{d[4].get('in_dtype', 'bf16')}"
                               for d in DESIGNS])
@@ -181,6 +183,7 @@ def test_silu_every_float16_input():
     assert len(np.unique(out["c"])) > 10000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threads", [1, 2])
 def test_silu_cores_run_at_once_on_the_hosts_threads(threads, monkeypatch):
     """In C the cores of silu_fp16_on_cores run on up to NPUKIT_THREADS Python threads at

@@ -60,6 +60,7 @@ def compile_only(tmp_path, source: str, flags: list[str]) -> subprocess.Complete
                           capture_output=True, text=True, check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fuse", [True, False])
 def test_strict_c99_without_warnings(tmp_path, fuse):
     """No warning under -std=c99 -pedantic -Wall -Wextra -Wshadow: no unused variable, no

@@ -206,6 +206,7 @@ def test_sections_in_order():
     assert "if (live > 0) {" in src
 
 
+@pytest.mark.slow
 def test_every_tiler_program_compiles_without_warnings(tmp_path):
     import subprocess
 

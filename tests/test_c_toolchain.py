@@ -55,6 +55,7 @@ def test_second_run_does_not_compile(cache):
     assert sorted(p.suffix for p in tmp.iterdir()) == [".c", ".json", ".so"]  # no temporary left
 
 
+@pytest.mark.slow
 def test_flags_and_sanitizer_are_part_of_the_key(cache, monkeypatch):
     _, calls = cache
     src = build_mul().c_source()

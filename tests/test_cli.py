@@ -207,6 +207,7 @@ def test_a_command_is_required(capsys):
         main(["frobnicate"])
 
 
+@pytest.mark.slow
 def test_the_module_runs_as_a_program():
     r = subprocess.run([sys.executable, "-m", "npukit.cli", "targets"], check=False,
                        capture_output=True, text=True, timeout=60)
@@ -214,6 +215,7 @@ def test_the_module_runs_as_a_program():
     assert re.search(r"^  IRAM\s+288$", r.stdout, re.MULTILINE)
 
 
+@pytest.mark.slow
 def test_output_into_a_closed_pipe_is_not_a_traceback():
     """`npukit targets | head -1`: the reader leaves early; npukit says nothing more."""
     import subprocess
@@ -229,6 +231,7 @@ def test_output_into_a_closed_pipe_is_not_a_traceback():
     assert code == 1
 
 
+@pytest.mark.slow
 def test_demo_validates_a_qdq_model_on_the_local_pool(capsys):
     assert main(["demo", "validate"]) == 0
     out = capsys.readouterr().out

@@ -89,6 +89,7 @@ def cc(*args: str, cwd) -> None:
     assert r.returncode == 0, f"{' '.join(args)}\n{r.stderr}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_built_c_and_header_link_into_a_program_of_ones_own(name, kernels_file, tmp_path,
                                                             capsys, monkeypatch):

@@ -260,6 +260,7 @@ def test_matrix_addition_saturates(dt):
         m.CNN_MatAdd("B", 0, 2, 2, 2, 7, 7, 7, 0, 0, 0, 3, 4, 17, 9, KOP_MATADD)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dt,dp", [("int16", True), ("int16", False), ("int8", True),
                                    ("float32", True)])
 def test_every_space_cut(dt, dp):
@@ -369,6 +370,7 @@ def test_the_two_float_exps_differ_only_in_where_they_flush_to_0():
     assert (layer[t < -126] == 0).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dt,in_q,out_q", [("int16", 11, 15), ("int16", 15, 15),
                                            ("int16", 18, 15), ("int8", 4, 7)])
 def test_softmax_is_within_its_bound(dt, in_q, out_q):

@@ -8,6 +8,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).parent.parent / "benchmarks" / "compass_suite.py"
 
 TUTORIAL = '''
@@ -69,6 +71,7 @@ def test_textual_change():
                                                 "npukit.dsl import get_range"
 
 
+@pytest.mark.slow
 def test_table_of_a_small_checkout(tmp_path, capsys):
     suite = _suite()
     root = _checkout(tmp_path / "checkout")

@@ -33,6 +33,7 @@ def brute(base, dims) -> set[int]:
 dims_st = st.lists(st.tuples(st.integers(0, 4), st.integers(-6, 12)), max_size=4)
 
 
+@pytest.mark.slow
 @PROPS
 @given(base=st.integers(0, 50), dims=dims_st)
 def test_box_is_the_same_set(base, dims):
@@ -43,6 +44,7 @@ def test_box_is_the_same_set(base, dims):
         assert list(b.dims) == sorted(b.dims, key=lambda d: d[1])
 
 
+@pytest.mark.slow
 @PROPS
 @given(parts=st.lists(st.tuples(st.integers(0, 40), dims_st), min_size=1, max_size=5))
 def test_merge_keeps_the_union(parts):
@@ -60,6 +62,7 @@ def test_merge_joins_a_partial_last_vector():
     assert coverage.merge([rows, extra]) == [coverage.box(5, [(5, 10), (6, 1)])]
 
 
+@pytest.mark.slow
 @PROPS
 @given(shape=st.lists(st.integers(1, 4), max_size=3), data=st.data())
 def test_prefix_is_the_first_elements(shape, data):
@@ -173,6 +176,7 @@ def test_append_writes_what_the_simulator_writes(data):
     assert {int(o) for o in got} == want
 
 
+@pytest.mark.slow
 @PROPS
 @given(data=st.data())
 def test_lane_sum_counts_valid_lanes(data):

@@ -100,6 +100,7 @@ def test_tutorial_silu_small_n(n):
     assert [c > 0 for c in res.report.core_cycles] == busy
 
 
+@pytest.mark.slow
 def test_tutorial_silu_is_accurate():
     """The table's error against float64 SiLU on [-10, 10]: interpolation plus float16."""
     x = FINITE[np.abs(FINITE) <= 10]

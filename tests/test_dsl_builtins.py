@@ -274,6 +274,7 @@ def reduce_program(dtype: str, op: str, regs: int):
     return S.build(red, target="compass"), S.DType(out_t)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype,op,regs", [
     ("int8", "vrpadd", 1), ("uint16", "vrpadd", 2), ("int32", "vrpadd", 1),
     ("float16", "vrpadd", 1), ("bfloat16", "vrpadd", 2), ("float32", "vrpadd", 2),

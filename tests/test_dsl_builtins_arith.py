@@ -145,6 +145,7 @@ def narrow_program(dtype: str, saturate: bool, out_sign, with_round: bool, to_h:
     return S.build(nsr, target="compass"), narrow, ratio
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype,to_h", [("int16", False), ("uint16", False), ("int32", False),
                                         ("int32", True), ("uint32", True)])
 @pytest.mark.parametrize("saturate,with_round", [(False, False), (True, True), (True, False)])

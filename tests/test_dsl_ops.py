@@ -98,6 +98,7 @@ def test_masked_arithmetic_is_where_mask_op_else_r(op, vt, data):
     assert outs["sim"].tobytes() == outs["c"].tobytes()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("vt", ["fp16x16", "i32x8"])
 @SETTINGS
 @given(data=st.data())

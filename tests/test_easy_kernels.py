@@ -37,6 +37,7 @@ def rand(rng, shape, dtype):
     return x
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(n=st.integers(1, 300), dtype=st.sampled_from(["int8", "int16"]), seed=st.integers(0, 2**31))
 @pytest.mark.parametrize("kern", [K.mul_vanilla, K.mul_vectorized])
@@ -49,6 +50,7 @@ def test_1d_mul(kern, n, dtype, seed):
     assert res.cycles > 0
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=4),
        dtype=st.sampled_from(["int8", "int16"]), seed=st.integers(0, 2**31))
@@ -71,6 +73,7 @@ def broadcast_pair(draw):
     return shrink(out), shrink(out), out
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(shapes=broadcast_pair(), seed=st.integers(0, 2**31))
 def test_fused_broadcast_mul(shapes, seed):
@@ -121,6 +124,7 @@ def test_vectorized_store_needs_padding():
     assert (out[:1000] == rescale_ref(a, b, 1, 2, **ATTRS_REF)).all()
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(rows=st.integers(1, 40), cols=st.integers(1, 200), dtype=st.sampled_from(["int8", "int16"]),
        vector=st.sampled_from(["alu", "act"]), seed=st.integers(0, 2**31))

@@ -87,6 +87,7 @@ def test_view_range_is_the_enumerated_range(data):
     assert extent.view_range(view, valid, loops) == range_by_enumeration(view, valid, loops)
 
 
+@pytest.mark.slow
 @PROPS
 @given(data=st.data())
 def test_view_range_of_a_long_loop_is_exact_at_its_ends(data):

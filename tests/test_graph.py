@@ -107,6 +107,7 @@ def test_the_constructor_allocates_exactly_them(mnist):
     assert got == [g.memory["L1"].dynamic, 124692, 11264, 0, 0, 0]
 
 
+@pytest.mark.slow
 def test_a_runs_report_saves_a_trace_with_one_span_per_layer(mnist, tmp_path):
     ex, _, model = mnist
     g = model().graph("MnistCNN")
@@ -153,6 +154,7 @@ def test_mnist_on_both_back_ends_within_the_bound(mnist):
     assert res.report.construct_cycles > 124692  # the promotions: one byte per cycle
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("l2", [300 * 1024, 34000])
 def test_the_simulator_runs_the_graph_as_one_program(mnist, monkeypatch, l2):
     """g.run("sim") runs Graph.program() on one simulator: the same statements in the same
@@ -181,6 +183,7 @@ def test_the_simulator_runs_the_graph_as_one_program(mnist, monkeypatch, l2):
         assert images[n].base is not None and not images[n].flags.owndata
 
 
+@pytest.mark.slow
 def test_a_compiled_graph_constructs_once_and_owns_its_memories(mnist, tmp_path):
     """g.compile("c") constructs once however often it is called, close() destructs (a later
     call constructs again); two graphs with the same C but other weights each run their own,
@@ -323,6 +326,7 @@ def test_node_names_and_operations(mnist):
                          10240, 10]
 
 
+@pytest.mark.slow
 def test_reordering_constants_changes_nothing(mnist):
     """MnistModel.c sets AT_GRAPH_REORDER_CONSTANT_IN: it lays constants out tile by tile
     (1-D transfers). npukit keeps them row-major and counts a transfer's bytes, not its rows,

@@ -117,6 +117,7 @@ def test_flash_file_name_is_refused_at_model_time(kind, in_tmp, monkeypatch):
     assert tree(in_tmp) == before
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 def test_flash_file_stays_in_its_folder(in_tmp):
     """An accepted flash name is a C string literal; ``g.write`` writes only into its folder
@@ -226,6 +227,7 @@ needs_make = pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc
                                 reason="needs make and a C compiler")
 
 
+@pytest.mark.slow
 @needs_make
 def test_outputs_whose_names_sanitize_alike_get_files_of_their_own(in_tmp):
     import npukit.onnx  # noqa: F401

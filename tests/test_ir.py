@@ -139,6 +139,7 @@ def test_program_methods_dispatch_through_the_registry(monkeypatch):
         prog.compile("sim")
 
 
+@pytest.mark.slow
 def test_importing_the_ir_alone_gives_working_methods():
     """``import npukit.ir`` runs npukit/__init__, which imports the modules that register."""
     code = ("import numpy as np; from npukit import ir; from npukit.layout import Layout\n"

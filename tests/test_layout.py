@@ -182,6 +182,7 @@ def assert_view(lay: Layout, buf: np.ndarray, expected: np.ndarray) -> None:
 # -- properties ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @PROPS
 @given(spec=specs())
 def test_view_matches_numpy_and_brute_force(spec):
@@ -200,6 +201,7 @@ def test_view_matches_numpy_and_brute_force(spec):
         lay.view(buf[:top])  # one element short
 
 
+@pytest.mark.slow
 @PROPS
 @given(spec=specs())
 def test_footprint_is_min_and_max_address(spec):
@@ -207,6 +209,7 @@ def test_footprint_is_min_and_max_address(spec):
     assert spec.layout().footprint() == (int(a.min()), int(a.max()) + 1)
 
 
+@pytest.mark.slow
 @PROPS
 @given(spec=specs())
 def test_dense_dims_matches_reference(spec):
@@ -299,6 +302,7 @@ def test_broadcast_as_is_broadcast_to(spec, data):
     assert lay.broadcast_as(Layout(target, "int8")) == lay.broadcast_as(target)
 
 
+@pytest.mark.slow
 @PROPS
 @given(spec=specs(), data=st.data())
 def test_fuse_is_reshape_of_dense_inner_dims(spec, data):
@@ -355,6 +359,7 @@ def test_vectorize_valid_part_is_the_original(spec, n, data):
         assert (vec[0].valid, vec[0].vdims) == (big, 2)
 
 
+@pytest.mark.slow
 @PROPS
 @given(spec=specs(min_rank=1, last=(2, 3, -1)), n=st.integers(1, 8))
 def test_vectorize_refuses_a_strided_last_dim(spec, n):
@@ -406,6 +411,7 @@ layouts = st.one_of(specs(last_dim=st.integers(0, 6)).map(lambda s: (s.shape, s.
                     small_layouts)
 
 
+@pytest.mark.slow
 @PROPS
 @given(layouts)
 def test_coalesce_walks_the_same_addresses_in_the_same_order(layout):
@@ -414,6 +420,7 @@ def test_coalesce_walks_the_same_addresses_in_the_same_order(layout):
     assert addresses(shape, strides, 5).ravel().tolist() == want.tolist()
 
 
+@pytest.mark.slow
 @PROPS
 @given(layouts)
 def test_coalesce_leaves_no_size_1_dim_and_no_pair_that_chains(layout):

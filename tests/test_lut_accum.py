@@ -43,6 +43,7 @@ def ref_narrow(v: int, dtype: str, saturation: str) -> int:
     return v - (1 << bits) if lo < 0 and v > hi else v
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_to_vector_matches_the_exact_reading(data):

@@ -2,6 +2,7 @@
 
 import ml_dtypes
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +14,7 @@ def _spread(t, y, b):
     return max(r) - min(r)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(3, 40))
 def test_minimax_slope_minimises_the_spread(seed, n):

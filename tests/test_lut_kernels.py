@@ -145,6 +145,7 @@ def test_lookup_by_hand():
     assert out.tolist() == [10, 12, 12, 11, 12, 11]      # -128 >> 1 = -64: (-64 + 2) mod 4
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(rows=st.integers(1, 5), cols=st.integers(1, 40), linear=st.booleans(),
        stride=st.integers(1, 2), seed=st.integers(0, 2**31))
@@ -235,6 +236,7 @@ def ref_float(lut, x32, step_bits, bias):
     return np.array(out, np.float32)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(n=st.integers(1, 120), data=st.sampled_from(["bfloat16", "float16", "float32"]),
        size=st.integers(1, 60), step_bits=st.integers(0, 4), bias=st.integers(-20, 60),

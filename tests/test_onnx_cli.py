@@ -71,6 +71,7 @@ def test_run_with_an_input_file_emit_and_trace(small, tmp_path, capsys):
         assert (proj / f).exists(), f
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None,
                     reason="needs make and a C compiler")
 def test_the_emitted_project_builds_with_make_and_reproduces_the_outputs(small, tmp_path):

@@ -7,6 +7,7 @@ is made over two canary fills, which must give the same bytes (every element wri
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx_helpers import model, node
@@ -58,6 +59,7 @@ def conv_model(c):
     return model(nodes, {"x": x}, ["y"], inits, opset=13), x
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(convolutions())
 def test_host_c_of_a_convolution_is_the_simulators_bytes(c):

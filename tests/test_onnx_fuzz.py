@@ -14,6 +14,7 @@ from onnx_fuzz import check, generate  # noqa: E402
 MODELS = range(1000, 1060)
 
 
+@pytest.mark.slow
 def test_random_qdq_models_within_one_lsb_of_onnx_runtime():
     cases = [generate(k) for k in MODELS]
     # the generator covers what it claims: every operation, both activation types, both

@@ -60,6 +60,7 @@ def assert_same_bytes(got: dict) -> None:
             assert got[name][o].tobytes() == sim.tobytes(), f"{o}: {name} C != simulator"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["float", "qdq-u8", "qdq-s8-channel"])
 def test_the_host_schedule_gives_the_tile_schedules_bytes(kind, tmp_path):
     m, x = cnn(28)

@@ -154,6 +154,7 @@ def concat_model(n: int) -> onnx.ModelProto:
     return model([node("Concat", list(ins), ["y"], axis=1)], ins, ["y"])
 
 
+@pytest.mark.slow
 def test_a_concat_of_many_inputs_builds_in_work_linear_in_their_count():
     import cProfile
     import pstats

@@ -29,6 +29,7 @@ def cnn(batch):
     return model(nodes, {"x": x}, ["y", "p"], inits), {"x": x}
 
 
+@pytest.mark.slow
 def test_a_batch_of_three_images_as_one_each():
     m, ins = cnn(3)
     g, out, _ = check_ops(m, ins)
@@ -43,6 +44,7 @@ def test_a_batch_of_three_images_as_one_each():
     assert out["y"].std() > 0 and np.unique(out["y"]).size == out["y"].size
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("act", ["u8", "s8"])
 def test_a_quantized_batch(act, tmp_path):
     from onnx_helpers import quantize_qdq

@@ -16,6 +16,7 @@ def randn(*shape):
     return RNG.normal(size=shape).astype(np.float32)
 
 
+@pytest.mark.slow
 def test_batched_and_broadcast_operands():
     ins = {"a": randn(2, 3, 4, 5), "b": randn(2, 3, 5, 6), "b1": randn(3, 5, 2),
            "c": randn(4, 5), "v": randn(5), "a2": randn(2, 1, 4, 5)}
@@ -46,6 +47,7 @@ def test_attention_scores_and_weighted_values():
     assert np.abs(out["y"] - want).max() <= 1e-6 * np.abs(want).max()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("act", ["u8", "s8"])
 def test_attention_quantized_by_onnx_runtime(act, tmp_path):
     """QDQ from ONNX Runtime's quantize_static: both MatMuls have two quantized activations,

@@ -15,6 +15,7 @@ from ops_helpers import check_ops, model, node  # noqa: E402
 RNG = np.random.default_rng(25)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("act", ["u8", "s8"])
 def test_a_conv_upsample_layer_norm_block(act, tmp_path):
     """Conv, a nearest Resize, LayerNorm written out (ReduceMean, Sub, Pow, Sqrt, Div),

@@ -37,6 +37,7 @@ ORACLES = {
 AXES = [[1], [0, 2], [1, 3], [], [2, 3], [-1], [0, 1, 2, 3], [0, 3]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("l1", [48000, 1400], ids=["one-tile", "many-tiles"])
 def test_every_reduction_over_any_axes_matches_onnx_runtime_and_float64(l1):
     x = RNG.normal(size=(2, 3, 5, 7)).astype(np.float32)

@@ -21,6 +21,7 @@ SCALES = [[1, 1, 2, 1.5], [1, 1, 0.6, 0.5], [1, 1, 3, 2.3]]
 WHOLE = [1, 1, 0.4, 3]  # align_corners: lengths 2 and 21, whole
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["nearest", "linear"])
 def test_every_coordinate_mode_and_rounding_up_and_down(kind):
     x = RNG.normal(size=(2, 3, 5, 7)).astype(np.float32)

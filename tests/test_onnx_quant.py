@@ -212,6 +212,7 @@ def test_qdq_softmax_over_an_axis_of_one_value(act, tmp_path):
     assert stats["c"]["y"].exact == 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha,beta,bias", [(0.7, 1.0, True), (0.7, 0.5, True),
                                              (1.0, 0.5, True), (1.0, 1.0, True),
                                              (0.7, 1.0, False)])

@@ -74,6 +74,7 @@ def test_a_right_a_wrong_a_refused_and_a_crashing_case(tmp_path, monkeypatch):
     assert (crash.npukit, crash.why) == ("crash", "NpukitError of 2 lines: cc failed")
 
 
+@pytest.mark.slow
 def test_a_case_over_its_time_is_a_timeout(tmp_path, monkeypatch):
     x = RNG.uniform(-1, 1, (2, 8)).astype(np.float32)
     case = write_case(tmp_path / "test_relu", [h.make_node("Relu", ["x"], ["y"])], {"x": x},
@@ -107,6 +108,7 @@ def test_outputs_are_compared_as_the_onnx_backend_test_compares_them(out, want, 
         assert same == ok
 
 
+@pytest.mark.slow
 def test_two_cases_of_the_wheel_through_the_worker_pool():
     """Two cases of the onnx wheel's simple/ on npukit.workers.run_units: the ReLU passes on
     the C and the simulator, the string operation is refused; ONNX Runtime passes both."""

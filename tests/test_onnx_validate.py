@@ -45,6 +45,7 @@ def cluster():
         yield c.scheduler_address
 
 
+@pytest.mark.slow
 def test_validate_matches_a_plain_loop_bit_exact(models):
     float_path, qdq_path, qdq = models
     xs = _xs(N)
@@ -150,6 +151,7 @@ def _square_or_die(unit):
     return value * value
 
 
+@pytest.mark.slow
 def test_a_dying_worker_loses_no_unit(tmp_path):
     marker = str(tmp_path / "died-once")
     outcomes = run_units(_square_or_die, [(v, marker) for v in range(8)], workers=2)
@@ -163,6 +165,7 @@ def _raises(unit):
     raise ValueError(f"unit {unit} refused")
 
 
+@pytest.mark.slow
 def test_an_error_of_a_unit_is_its_outcome():
     outcomes = run_units(_raises, [1, 2], workers=1)
     assert [o.error for o in outcomes] == ["ValueError: unit 1 refused",

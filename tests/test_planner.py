@@ -155,6 +155,7 @@ def test_random_chains(chain, b, data):
             assert (t in p.streamed[i]) == (not direct)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(1, 5000), min_size=1, max_size=8))
 def test_a_chains_dynamic_area_is_its_peak(sizes):
@@ -217,6 +218,7 @@ def items(draw):
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(items())
 def test_the_allocator_follows_its_rules(its):

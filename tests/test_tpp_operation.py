@@ -270,6 +270,7 @@ def test_hostile_configurations_raise_only_npukit_errors(main, first, last, dtyp
     op.optimize(threads=2).program()
 
 
+@pytest.mark.slow
 @PROPS
 @given(op=operations())
 def test_random_valid_operations_lower_and_match_the_oracle_on_the_simulator(op):

@@ -52,6 +52,7 @@ def _run_unary(name, trans, m, n, lda, ldb, rng):
     return got, want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trans", [False, True])
 @pytest.mark.parametrize("name", tpp.UNARY)
 def test_unary_every_remainder_bit_exact(name, trans):
@@ -82,6 +83,7 @@ def test_unary_hypothesis_shapes(name, trans, m, n, pa, pb, seed):
     assert np.array_equal(_bits(got), _bits(want))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", tpp.BINARY)
 def test_binary_every_remainder_bit_exact(name):
     rng = np.random.default_rng(7)
@@ -178,6 +180,7 @@ def _gemm_case(p, m, n, k, br, rng, pad=(1, 2, 3), ints=False):
     return got, exact, bound, block, k * (br if p.name == "brgemm" else 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gemm", "brgemm"])
 @pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
 @SETTINGS
@@ -194,6 +197,7 @@ def test_gemm_within_the_summation_bound(name, ta, tb, m, n, k, br, seed):
     assert np.all(np.abs(got[block] - exact[block]) <= tol)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gemm", "brgemm"])
 def test_gemm_every_remainder_exact_on_integers(name):
     """M and N from 1 to 17 with odd leading dimensions: exact on integer data, the canary

@@ -35,6 +35,7 @@ def build_mul(kern, s1, s2, so, out_strides=None, dtype="int8"):
     return prog, {t.tensor: t for t in prog.transfers()}, out
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=4), gap=st.integers(0, 3),
        dtype=st.sampled_from(["int8", "int16"]))
@@ -59,6 +60,7 @@ def test_ndim_mul_descriptors(shape, gap, dtype):
     assert ts["bias_scale"].counts == (2,) and ts["bias_scale"].strides == (4,)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(n=st.integers(1, 200))
 def test_1d_descriptors(n):
