@@ -7,59 +7,20 @@ and returns every check; ``npukit demo`` exits non-zero when one failed.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from . import kernels as K
+from .demo_checks import ROUNDS, Check, heading, not_run, on_threads, summary
+from .demo_models import blocks, compass_public, host_speed
 from .easy import build, spec
-from .errors import CompilerError, NoCompilerError
+from .errors import CompilerError
 from .layout import Layout
-
-
-class Check(NamedTuple):
-    """One self-check of the demo: ``ok`` True (held), False (failed) or None (not run)."""
-
-    name: str
-    ok: bool | None
-
-
-def _not_run(e: CompilerError) -> bool | None:
-    """A check the C back end could not run: skipped (None) when there is no C compiler,
-    failed (False) when there is one and it failed: that is a defect, never a skip."""
-    return None if isinstance(e, NoCompilerError) else False
-
-
-def summary(checks: list[Check]) -> str:
-    """``"N checks passed"`` (with how many were skipped), or which ones failed.
-
-    >>> summary([Check("a", True), Check("b", None)])
-    '1 checks passed, 1 skipped (could not run: b)'
-    >>> summary([Check("a", True), Check("b", False)])
-    '1 of 2 checks FAILED: b'
-    """
-    failed = [c.name for c in checks if c.ok is False]
-    skipped = [c.name for c in checks if c.ok is None]
-    if failed:
-        return f"{len(failed)} of {len(checks)} checks FAILED: {', '.join(failed)}"
-    text = f"{len(checks) - len(skipped)} checks passed"
-    return text + (f", {len(skipped)} skipped (could not run: {', '.join(skipped)})"
-                   if skipped else "")
-
-
-# Rounds of each timing: every speed the demo prints is the median of as many interleaved
-# runs, with the lowest and highest (npukit.measure.interleaved).
-ROUNDS = 7
-
-
-def _heading(title: str) -> None:
-    print(f"\n== {title} " + "=" * max(0, 74 - len(title)))
 
 
 def layouts() -> list[Check]:
     """The Torq EasyKernel guide's tensor editing: vectorize, fuse and broadcast as pure
     layout values, each checked against the numpy view it stands for."""
-    _heading("Layouts (tensor editing of the Torq EasyKernel guide)")
+    heading("Layouts (tensor editing of the Torq EasyKernel guide)")
     x = Layout((2, 5, 7), "int8")
     steps = [
         ("x = Layout((2, 5, 7), 'int8')", x),
@@ -142,14 +103,14 @@ def _c_agrees(prog, inputs, sim_out) -> tuple[str, bool | None]:
     try:
         prog.run("c", **inputs, **{prog.params[-1][0].name: out})
     except CompilerError as e:
-        return f"no C: {str(e).splitlines()[0][:30]}", _not_run(e)
+        return f"no C: {str(e).splitlines()[0][:30]}", not_run(e)
     same = out.tobytes() == sim_out.tobytes()
     return ("same" if same else "DIFFERS"), same
 
 
 def easykernel() -> list[Check]:
     """The Torq EasyKernel guide's six kernels on the simulated Torq slice."""
-    _heading("EasyKernel (the Torq EasyKernel guide) on the simulated Torq slice")
+    heading("EasyKernel (the Torq EasyKernel guide) on the simulated Torq slice")
     cases = [
         ("vanilla mul", "[1000]", lambda: _mul_case(K.mul_vanilla, (1000,), (1000,), (1000,))),
         ("vectorized mul, padded store", "[1000]->[1008]",
@@ -190,7 +151,7 @@ def easykernel() -> list[Check]:
 
 def autotiler() -> list[Check]:
     """The GAP AutoTiler's ports: tiling, L1 use, simulated cycles and how much DMA hides."""
-    _heading("AutoTiler (the GAP AutoTiler) on the simulated GAP8 cluster")
+    heading("AutoTiler (the GAP AutoTiler) on the simulated GAP8 cluster")
     import runpy
     from pathlib import Path
 
@@ -274,7 +235,7 @@ def _c_matches(run, mod, m, sim_out) -> tuple[str, bool | None]:
     try:
         ok, _, out = run(mod, m, "c")
     except CompilerError as e:
-        return f"no C: {str(e).splitlines()[0][:30]}", _not_run(e)
+        return f"no C: {str(e).splitlines()[0][:30]}", not_run(e)
     if out.tobytes() == sim_out.tobytes():
         return "same", True
     scale = np.abs(sim_out).max()
@@ -294,7 +255,7 @@ _TILER_CASES = [
 def graph() -> list[Check]:
     """The GAP AutoTiler document's MNIST graph: its memory plan, cycles per layer, and the
     check against a float64 numpy forward pass. Returns its checks."""
-    _heading("AutoTiler graph (GAP AutoTiler's MnistModel) on the simulated GAP8")
+    heading("AutoTiler graph (GAP AutoTiler's MnistModel) on the simulated GAP8")
     import runpy
     import tempfile
     from pathlib import Path
@@ -350,7 +311,7 @@ def _c_graph_agrees(g, x, sim_out) -> tuple[str, bool | None]:
     try:
         g.run("c", Input0=x, Output0=out)
     except CompilerError as e:
-        return f"no C: {str(e).splitlines()[0][:30]}", _not_run(e)
+        return f"no C: {str(e).splitlines()[0][:30]}", not_run(e)
     same = out.tobytes() == sim_out.tobytes()
     return ("same" if same else "DIFFERS"), same
 
@@ -358,7 +319,7 @@ def _c_graph_agrees(g, x, sim_out) -> tuple[str, bool | None]:
 def silu() -> list[Check]:
     """The Compass DSL tutorial's float16 SiLU: a 512-entry interpolated table in the Act,
     two cores."""
-    _heading("SiLU by table (the Compass DSL tutorial) on the simulated Torq slices")
+    heading("SiLU by table (the Compass DSL tutorial) on the simulated Torq slices")
     from .lut import linear_approx
 
     x = np.linspace(-12, 12, 4096).astype(np.float16)
@@ -385,7 +346,7 @@ def compass_dsl() -> list[Check]:
     """The Compass DSL tutorial's LUT kernel as written there, on the simulated Zhouyi core:
     cycles per TEC, the three readings bit for bit, the error against float64 SiLU. Returns
     its checks."""
-    _heading("Compass DSL tutorial kernel (silu_fp16) on the simulated Zhouyi core")
+    heading("Compass DSL tutorial kernel (silu_fp16) on the simulated Zhouyi core")
     import runpy
     from pathlib import Path
 
@@ -411,7 +372,7 @@ def compass_dsl() -> list[Check]:
         prog.run("c", in0=x, out0=c)
         c_same = c.tobytes() == sim.tobytes()
     except CompilerError as e:
-        c_same = _not_run(e)
+        c_same = not_run(e)
     print(f"  simulator == numpy reading of the tutorial: {same};  C == simulator: "
           f"{'no C compiler' if c_same is None else c_same}")
     xf = x.astype(np.float64)
@@ -458,7 +419,7 @@ def _tiny_cnn():
 def onnx_model() -> list[Check]:
     """An ONNX model built in code, imported (``npukit.onnx.load``): its plan and layers, a
     run in C and on the simulator, the check against ONNX Runtime. Returns its checks."""
-    _heading("ONNX model (npukit.onnx) on the simulated GAP8, checked against ONNX Runtime")
+    heading("ONNX model (npukit.onnx) on the simulated GAP8, checked against ONNX Runtime")
     try:
         import onnx  # noqa: F401
         import onnxruntime  # noqa: F401
@@ -489,9 +450,9 @@ def onnx_model() -> list[Check]:
     except CompilerError as e:
         print(f"  C: not run ({str(e).splitlines()[0][:40]})")
         return [Check("ONNX CNN: fused layers", fused),
-                Check("ONNX CNN: C = ONNX Runtime", _not_run(e)),
-                Check("ONNX CNN: C = sim", _not_run(e)),
-                Check("ONNX CNN: tile schedule C = sim", _not_run(e))]
+                Check("ONNX CNN: C = ONNX Runtime", not_run(e)),
+                Check("ONNX CNN: C = sim", not_run(e)),
+                Check("ONNX CNN: tile schedule C = sim", not_run(e))]
     cmp = compare("y", c, ref["y"])
     same = c.tobytes() == sim.outputs["y"].tobytes()
     same_tiles = tiles.tobytes() == sim.outputs["y"].tobytes()
@@ -510,7 +471,7 @@ def validation() -> list[Check]:
     """A uint8 QDQ model (the ONNX section's CNN quantized by ONNX Runtime's
     ``quantize_static``) validated on a handful of inputs by ``npukit.onnx.validate`` on the
     local process pool. Returns its checks."""
-    _heading("Validating a QDQ model on a data set (local worker processes)")
+    heading("Validating a QDQ model on a data set (local worker processes)")
     names = ["validate: QDQ outputs bit-exact vs ONNX Runtime", "validate: no input lost"]
     try:
         import onnx
@@ -549,7 +510,7 @@ def validation() -> list[Check]:
             v = validate(q, xs, f, l1_budget=8000, l2_budget=64 * 1024, workers=2)
         except CompilerError as e:
             print(f"  C: not run ({str(e).splitlines()[0][:40]})")
-            return [Check(n, _not_run(e)) for n in names]
+            return [Check(n, not_run(e)) for n in names]
     for line in str(v).splitlines():
         print(f"  {line}")
     model = v.outputs[0]
@@ -561,7 +522,7 @@ def tensor_operations() -> list[Check]:
     """The TPP tensor compiler: a GEMM with a ReLU last touch and an einsum contraction,
     each checked against numpy, timed beside OpenBLAS (np.matmul) in interleaved rounds.
     Returns its checks (not run when there is no C compiler)."""
-    _heading("Tensor operations (TPP tensor compiler) on the C back end")
+    heading("Tensor operations (TPP tensor compiler) on the C back end")
     from . import tpp
     from .measure import interleaved
 
@@ -577,7 +538,7 @@ def tensor_operations() -> list[Check]:
         op(a, b, out)
     except CompilerError as exc:
         print(f"  (C not run: {str(exc).splitlines()[0]})")
-        return [Check(name, _not_run(exc)) for name in names]
+        return [Check(name, not_run(exc)) for name in names]
     want = np.maximum(a.reshape(n, n).T.astype(np.float64) @ b.reshape(n, n).T, 0)
     ok_gemm = bool(np.abs(out.reshape(n, n).T - want).max() < 1e-3)
     x = rng.standard_normal((8, 128, 512), dtype=np.float32)
@@ -604,21 +565,8 @@ def speed() -> list[Check]:
     """The C back end at speed: the float16 SiLU of the Compass DSL tutorial as one fused
     loop reading a table, on one and on two host threads (the same bits as the simulator
     either way), called through a compiled handle; ``nk.build`` at 256M elements."""
-    _heading("Speed: fused LUT loops on host threads, compiled handles, linear builds")
-    import os
-
+    heading("Speed: fused LUT loops on host threads, compiled handles, linear builds")
     from .measure import interleaved
-
-    def run_on(threads: int, fn):
-        saved = os.environ.get("NPUKIT_THREADS")
-        os.environ["NPUKIT_THREADS"] = str(threads)
-        try:
-            return fn()
-        finally:
-            if saved is None:
-                del os.environ["NPUKIT_THREADS"]
-            else:
-                os.environ["NPUKIT_THREADS"] = saved
 
     n = 1 << 23
     x = (np.random.default_rng(0).standard_normal(n) * 4).astype(np.float16)
@@ -628,7 +576,7 @@ def speed() -> list[Check]:
     prog.run("sim", input=x, output=sim)
     checks = []
     for t in (1, 2):
-        text, ok = run_on(t, lambda: _c_agrees(prog, {"input": x}, sim))
+        text, ok = on_threads(t, lambda: _c_agrees(prog, {"input": x}, sim))
         threads = f"{t} thread{'s' * (t > 1)}"
         print(f"  SiLU on {n} float16 values, C on {threads}: {text} as the simulator")
         checks.append(Check(f"speed: SiLU on {threads}: C = sim", ok))
@@ -644,8 +592,8 @@ def speed() -> list[Check]:
             np.add(tmp, 1, out=tmp)
             np.divide(xf, tmp, out=tmp)
             out[...] = tmp
-        t = interleaved({"1": lambda: run_on(1, lambda: fn(x, out)),
-                         "2": lambda: run_on(2, lambda: fn(x, out)), "numpy": numpy_silu},
+        t = interleaved({"1": lambda: on_threads(1, lambda: fn(x, out)),
+                         "2": lambda: on_threads(2, lambda: fn(x, out)), "numpy": numpy_silu},
                         ROUNDS)
         print(f"    fn = prog.compile('c'): {t['1'].ms()} on 1 thread, {t['2'].ms()} on 2; "
               f"numpy x / (1 + exp(-x)) in float32 {t['numpy'].ms()}")
@@ -685,6 +633,9 @@ SECTIONS = {
     "tpp": (tensor_operations, "TPP tensor operations: GEMM + ReLU, einsum, vs OpenBLAS"),
     "speed": (speed, "the C back end at speed: fused LUT loops, threads, linear builds"),
     "lut": (_lut, "lookup tables designed and measured (AIE API, TPP, Compass DSL)"),
+    "blocks": (blocks, "MobileNetV3 and transformer blocks as PyTorch exports them"),
+    "compass": (compass_public, "a kernel in the public Compass DSL's style (BuildManager)"),
+    "host": (host_speed, "an imported model on the host, timed against ONNX Runtime"),
 }
 
 

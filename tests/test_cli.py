@@ -51,12 +51,14 @@ def test_demo_prints_the_layouts_section(capsys):
 # The demo's self-checks: 3 layout views, 8 EasyKernel kernels x (numpy, C), the SiLU
 # table, 3 for the Compass DSL kernel, 5 AutoTiler ports x (numpy, C), 3 for the MNIST
 # graph, 4 for the ONNX model, 2 for its validation on a data set, 2 tensor operations, 2 for
-# speed (1 and 2 threads), 2 LUT claims.
-DEMO_CHECKS = 3 + 8 * 2 + 1 + 3 + 5 * 2 + 3 + 4 + 2 + 2 + 2 + 2
+# speed (1 and 2 threads), 2 LUT claims, 2 network blocks x (ONNX Runtime, C), 2 for the public
+# Compass DSL kernel, 1 for the host run of a model.
+DEMO_CHECKS = 3 + 8 * 2 + 1 + 3 + 5 * 2 + 3 + 4 + 2 + 2 + 2 + 2 + 2 * 2 + 2 + 1
 # The EasyKernel kernels, the Compass DSL kernel, the AutoTiler ports, the MNIST graph, the
 # ONNX model (C against ONNX Runtime, host and tile schedule C against the simulator), speed
-# (1 and 2 threads).
-C_CHECKS = 8 + 1 + 5 + 1 + 3 + 2
+# (1 and 2 threads), the network blocks (against ONNX Runtime and the simulator), the public
+# Compass DSL kernel's C, the host run of a model.
+C_CHECKS = 8 + 1 + 5 + 1 + 3 + 2 + 4 + 1 + 1
 
 
 @pytest.mark.slow
@@ -67,7 +69,7 @@ def test_demo_ends_with_a_summary_of_every_check(capsys):
     assert "MISMATCH" not in out and "DIFFERS" not in out and "FAILS" not in out
     # Every speed is a median of interleaved rounds with their range, never one sample.
     spread = r"[\d.e+]+ ms \([\d.e+]+-[\d.e+]+\)"
-    assert len(re.findall(spread, out)) == 4 + 3 + 2
+    assert len(re.findall(spread, out)) == 4 + 3 + 2 + 2
     assert re.search(rf"fn = prog.compile\('c'\): {spread} on 1 thread, {spread} on 2", out)
     assert re.search(rf"^    {spread}, OpenBLAS \(np.matmul\) {spread}$", out, re.MULTILINE)
     assert "GFLOP/s" not in out
