@@ -39,7 +39,8 @@ class Port:
 class OnnxGraph:
     """An ONNX model as an AutoTiler graph: ``graph`` (the ``npukit.tiler.Graph``: its
     ``tensors``, ``memory``, ``layers``), ``model`` (the ``npukit.tiler.Model``), ``inputs``
-    and ``outputs`` (``Port`` by ONNX name), ``layers`` (what each layer computes, the ONNX
+    and ``outputs`` (``Port`` by ONNX name; ``unused``: the inputs nothing reads, taken and
+    ignored by ``run``), ``layers`` (what each layer computes, the ONNX
     nodes it stands for); ``run``, ``c_source``, ``write``, ``emit``, ``report``."""
 
     def __init__(self, model, graph, lowering, net, qdq: bool, host_plan=None):
@@ -51,9 +52,9 @@ class OnnxGraph:
         decl = lowering.decls
         self.inputs = {d.onnx: Port(d.cname, net.info[d.onnx].shape, d.dtype)
                        for d in decl.values() if d.kind == "in"}
-        for t in net.inputs:  # an input no layer reads still has its port
-            if t not in self.inputs:
-                raise ModelError(f"input {t!r} is read by no operation npukit runs")
+        # Inputs no layer reads (the tensors a SequenceAt did not choose) are taken and
+        # ignored, as ONNX Runtime takes them.
+        self.unused = tuple(t for t in net.inputs if t not in self.inputs)
         self.outputs = {}
         for o in net.outputs:
             d = next(d for d in decl.values() if d.onnx == o and d.kind in ("out", "inout"))
@@ -126,7 +127,7 @@ class OnnxGraph:
     def _arrays(self, arrays: dict) -> tuple[dict, dict]:
         """The graph's arrays by C name, and the outputs by ONNX name (allocated when not
         given)."""
-        known = set(self.inputs) | set(self.outputs)
+        known = set(self.inputs) | set(self.outputs) | set(self.unused)
         extra = sorted(k for k in arrays if k not in known)
         missing = sorted(k for k in self.inputs if k not in arrays)
         if extra or missing:

@@ -19,6 +19,9 @@ SHAPE_OPERANDS = {
     "Upsample": {1: "scales"}, "TopK": {1: "K"}, "OneHot": {1: "depth"},
     "Range": {0: "start", 1: "limit", 2: "delta"}, "CumSum": {1: "axis"}, "Trilu": {1: "k"},
     "CenterCropPad": {1: "shape"},
+    # A position in a sequence chooses which tensor, so which shape (npukit.onnx.sequences).
+    "SequenceAt": {1: "position"}, "SequenceInsert": {2: "position"},
+    "SequenceErase": {1: "position"}, "SplitToSequence": {1: "split"},
     **{op: _REDUCE for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                               "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
                               "ReduceLogSumExp", "ReduceSumSquare")},

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .operands import operands_known
+from .sequences import resolve as resolve_sequences
 
 # ONNX element types npukit's layers compute on; others may appear in folded constants only.
 DTYPES = {1: np.dtype("float32"), 2: np.dtype("uint8"), 3: np.dtype("int8"),
@@ -511,6 +512,11 @@ def _of_known_shape(node, consts: dict, infos: dict) -> bool:
     return False
 
 
+# Operators whose outputs differ at every run: never folded into constants, never run.
+RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+              "Multinomial", "Bernoulli"}
+
+
 def _fold(nodes, consts: dict, qconsts: dict, infos: dict, opsets) -> list:
     """The nodes left after evaluating every node whose inputs are constants (its outputs
     join ``consts``; a DequantizeLinear of integers also ``qconsts``) or whose output only
@@ -522,6 +528,10 @@ def _fold(nodes, consts: dict, qconsts: dict, infos: dict, opsets) -> list:
         if any(a.type in (5, 10) for a in node.attribute):  # graphs: If, Loop, Scan
             raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): control "
                              f"flow (subgraphs) is not supported")
+        if node.op_type in RANDOM_OPS and node.domain in ("", "ai.onnx"):
+            raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): draws new "
+                             f"random numbers at every run; npukit's programs are "
+                             f"deterministic (feed the numbers as an input)")
         ins = [x for x in node.input if x]
         if _of_known_shape(node, consts, infos):
             if node.op_type == "CastLike":
@@ -576,6 +586,7 @@ def read(model, input_shapes: dict | None = None, constants: dict | None = None)
     consts = {t.name: _initializer(t) for t in g.initializer}
     inputs = [vi for vi in g.input if vi.name not in consts]
     _fix_inputs(model, inputs, input_shapes)
+    consts.update(resolve_sequences(model))
     _large_constants(g, consts)
     infos = _infos(_infer(model))
     qconsts: dict[str, QConst] = {}
