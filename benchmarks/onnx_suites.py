@@ -15,10 +15,12 @@ expected outputs as the onnx backend test compares them: same shape and type,
 ``|out - expected| <= atol + rtol * |expected|`` (rtol 1e-3, atol 1e-7 unless the case says
 otherwise).
 
-Graph inputs that only select a shape (``npukit.onnx.shape_operands``: a Reshape's shape,
-axes, pads, starts/ends, scales, sizes, repeats) are given to ``npukit.onnx.load`` as
-constants from the data set, as a deployed model would have them (the model is loaded again
-for a data set whose values differ); every other input is a run-time input.
+Graph inputs npukit needs as constants (``npukit.onnx.constant_operands``: those that only
+select a shape -- a Reshape's shape, axes, pads, starts/ends, scales, sizes, repeats -- and
+those it compiles in -- a Conv's weights and bias, quantization scales and zero points, Clip
+bounds, a Pad's fill value) are given to ``npukit.onnx.load`` as constants from the data
+set, as a deployed model would have them (the model is loaded again for a data set whose
+values differ); every other input is a run-time input.
 
 Outcomes per case: pass; refused (a one-line ``NpukitError``); wrong (an output outside the
 tolerance, or simulator != C); crash (any other exception); timeout (over ``--timeout``
@@ -227,7 +229,7 @@ def _npukit(case: Case, sim: bool) -> tuple[str, str, bool]:
     model = onnx.load(os.path.join(case.path, "model.onnx"))
     sets = data_sets(case, model)
     try:
-        fixed = npukit.onnx.shape_operands(model)
+        fixed = npukit.onnx.constant_operands(model)
         ran_sim, loaded = False, None
         for inputs, want in sets:
             consts = {k: v for k, v in inputs.items() if k in fixed}

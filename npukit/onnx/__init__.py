@@ -25,7 +25,8 @@ import numpy as np
 from ..errors import DTypeError, ModelError, NpukitError, ShapeError
 from ..run import Result
 
-__all__ = ["load", "OnnxGraph", "Port", "validate", "sweep", "shape_operands"]
+__all__ = ["load", "OnnxGraph", "Port", "validate", "sweep", "shape_operands",
+           "constant_operands"]
 
 @dataclass(frozen=True)
 class Port:
@@ -187,9 +188,10 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
     the model leaves symbolic (1 otherwise). ``constants`` gives graph inputs fixed values
     by name (numpy arrays of the input's type and shape), folded like initializers: an
     operand that only selects a shape (a Reshape's shape, axes, pads, starts and ends,
-    scales; ``shape_operands(model)`` lists the graph inputs in such places) must be a
-    constant for npukit to plan the node. ``ModelError`` names the node, operator,
-    attribute and value npukit cannot import."""
+    scales; ``shape_operands(model)`` lists the graph inputs in such places), and one it
+    compiles in (weights, quantization parameters; ``constant_operands(model)`` lists every
+    graph input npukit needs as a constant) must be a constant for npukit to plan the node.
+    ``ModelError`` names the node, operator, attribute and value npukit cannot import."""
     from ..tiler.model import Model
     from .lowering import c_name, lower
     from .normalize import normalize
@@ -256,6 +258,15 @@ def shape_operands(model) -> list[str]:
     """The graph inputs of ``model`` that only select a shape (a Reshape's shape, axes, pads,
     starts and ends, scales, sizes, repeats): ``load`` needs their values as ``constants``."""
     from .reader import shape_operands as find
+
+    return find(model)
+
+
+def constant_operands(model) -> list[str]:
+    """The graph inputs of ``model`` that ``load`` needs as ``constants``: those that only
+    select a shape (``shape_operands``) and those npukit compiles in (a Conv's weights and
+    bias, quantization scales and zero points, a Clip's bounds, a Pad's fill value)."""
+    from .reader import constant_operands as find
 
     return find(model)
 

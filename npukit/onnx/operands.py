@@ -1,8 +1,9 @@
 """The operands npukit needs as constants to plan a node: those that only select a shape
 (``SHAPE_OPERANDS``: a Reshape's shape, axes, pads, starts and ends, scales, sizes, repeats)
-and a Pad's fill value. A graph input in such a place is given to ``npukit.onnx.load`` as a
-constant (``constants=``); ``shape_operands`` lists the graph inputs that only select shapes.
-"""
+and those it compiles in (``VALUE_OPERANDS``: weights, quantization parameters, a Pad's fill
+value, Clip's bounds). A graph input in such a place is given to ``npukit.onnx.load`` as a
+constant (``constants=``); ``shape_operands`` lists the graph inputs that only select
+shapes, ``constant_operands`` every graph input npukit needs as a constant."""
 
 from __future__ import annotations
 
@@ -26,17 +27,41 @@ SHAPE_OPERANDS = {
                               "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
                               "ReduceLogSumExp", "ReduceSumSquare")},
 }
+# Operands npukit compiles into the program as constants (weights in flash, quantization
+# parameters folded into the integer arithmetic, clamp bounds): a deployed model has them
+# fixed. Operator -> {input index: operand name}.
+_Q = {1: "scale", 2: "zero point"}
+VALUE_OPERANDS = {
+    "Conv": {1: "weights", 2: "bias"}, "BatchNormalization": {1: "scale", 2: "B", 3: "mean",
+                                                                4: "var"},
+    "QuantizeLinear": _Q, "DequantizeLinear": _Q, "Clip": {1: "min", 2: "max"},
+    "QLinearConv": {1: "x scale", 2: "x zero point", 3: "weights", 4: "w scale",
+                    5: "w zero point", 6: "y scale", 7: "y zero point", 8: "bias"},
+    "QLinearMatMul": {1: "a scale", 2: "a zero point", 4: "b scale", 5: "b zero point",
+                      6: "y scale", 7: "y zero point"},
+    "Pad": {2: "constant_value"},
+}
 # Inputs whose values an operator does not read (only their shape or element type).
 TYPE_ONLY = {"Shape": 0, "Size": 0, "CastLike": 1}
 
 
 def _slots(node) -> dict[int, str]:
-    """The operands of ``node`` npukit needs as constants: ``SHAPE_OPERANDS``, and the value
-    a constant ``Pad`` fills with."""
+    """The operands of ``node`` npukit needs as constants: ``SHAPE_OPERANDS`` and
+    ``VALUE_OPERANDS``."""
     if node.domain not in ("", "ai.onnx"):
         return {}
-    extra = {2: "constant_value"} if node.op_type == "Pad" else {}
-    return {**SHAPE_OPERANDS.get(node.op_type, {}), **extra}
+    return {**SHAPE_OPERANDS.get(node.op_type, {}), **VALUE_OPERANDS.get(node.op_type, {})}
+
+
+def constant_operands(g) -> list[str]:
+    """The graph inputs of ``g`` (an ``onnx.GraphProto``) npukit needs as constants to compile
+    it: ``shape_operands``, and those read directly as a ``VALUE_OPERANDS`` operand (a
+    Conv's weights, a quantization scale, a Clip bound)."""
+    inputs = [vi.name for vi in g.input if vi.name not in {t.name for t in g.initializer}]
+    valued = {t for node in g.node for k, t in enumerate(node.input)
+              if node.domain in ("", "ai.onnx") and k in VALUE_OPERANDS.get(node.op_type, {})}
+    shaped = set(shape_operands(g))
+    return [t for t in inputs if t in valued or t in shaped]
 
 
 def shape_operands(g) -> list[str]:

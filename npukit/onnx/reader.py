@@ -118,6 +118,14 @@ def shape_operands(model) -> list[str]:
     return find(_load(model).graph)
 
 
+def constant_operands(model) -> list[str]:
+    """The graph inputs of ``model`` npukit needs as constants
+    (``npukit.onnx.operands.constant_operands``)."""
+    from .operands import constant_operands as find
+
+    return find(_load(model).graph)
+
+
 def _bind_constants(model, constants: dict) -> None:
     """Graph inputs given values (``load(constants=...)``) become initializers, checked
     against the input's element type and shape."""
