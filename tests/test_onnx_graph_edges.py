@@ -106,9 +106,10 @@ def test_clip_bounds_as_graph_inputs_are_refused_naming_the_node():
     x = randn(1, 8)
     m = model([node("Clip", ["x", "lo", "hi"], ["y"], name="clip")],
               {"x": x, "lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32)}, ["y"])
-    with pytest.raises(ModelError, match=r"^node 'clip' \(Clip\): its min 'lo' is computed or "
-                                         r"a graph input; npukit needs Clip's min and max as "
-                                         r"constants \(initializers\)$"):
+    with pytest.raises(ModelError, match=r"^node 'clip' \(Clip\): its min 'lo' must be a "
+                                         r"constant to plan the node; it is the graph input "
+                                         r"'lo': give 'lo' to npukit.onnx.load\(\.\.\., "
+                                         r"constants=\.\.\.\) if fixed$"):
         npukit.onnx.load(m)
 
 

@@ -193,14 +193,14 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
     graph input npukit needs as a constant) must be a constant for npukit to plan the node.
     ``ModelError`` names the node, operator, attribute and value npukit cannot import."""
     from ..tiler.model import Model
-    from .lowering import c_name, lower
+    from .lowering import HANDLERS, c_name, lower
     from .normalize import normalize
     from .reader import read
 
     if dtype is not None and not _is_float32(dtype):
         raise ModelError(f"dtype={dtype!r}: npukit runs a model in its own types (None) or, for "
                          f"a QDQ model, in float32 as written ('float32')")
-    net = read(model, input_shapes, constants)
+    net = read(model, input_shapes, constants, native=frozenset(HANDLERS))
     alias = normalize(net, fuse_qdq=dtype is None)
     m = Model(target, l1_budget, l2_budget, l3_budget=l3_budget,
               l3_flash_budget=l3_flash_budget)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelError
+from .functions import expand as expand_functions
 from .operands import operands_known
 from .sequences import resolve as resolve_sequences
 
@@ -569,15 +570,20 @@ def _fold(nodes, consts: dict, qconsts: dict, infos: dict, opsets) -> list:
     return kept
 
 
-def read(model, input_shapes: dict | None = None, constants: dict | None = None) -> Net:
+def read(model, input_shapes: dict | None = None, constants: dict | None = None,
+         native: frozenset[str] | None = None) -> Net:
     """The ``Net`` of an ONNX model (a path or a ``ModelProto``); ``input_shapes`` overrides
     input dimensions (symbolic ones become 1 otherwise); ``constants`` gives graph inputs
-    fixed values (folded like initializers)."""
+    fixed values (folded like initializers); operators not in ``native`` are expanded into
+    their ONNX function bodies where they have one (``npukit.onnx.functions``; None: none
+    are)."""
     from onnx import helper, numpy_helper
     from onnx.defs import onnx_opset_version
 
     model = _load(model)
     _bind_constants(model, constants or {})
+    if native is not None:
+        model = expand_functions(model, native)
     opsets = list(model.opset_import)
     versions = {o.domain or "": o.version for o in opsets}
     opset = versions.get("", versions.get("ai.onnx", 0))
