@@ -80,3 +80,45 @@ def test_a_random_operator_is_refused_not_expanded():
     m = model([node("Bernoulli", ["x"], ["y"])], {"x": x}, ["y"], opset=15)
     with pytest.raises(ModelError, match=r"\(Bernoulli\): draws new random numbers"):
         npukit.onnx.load(m)
+
+
+def test_a_window_whose_size_is_a_graph_input_is_planned_from_constants():
+    """HannWindow's size selects its length: given as a constant, the window is its function
+    body, folded."""
+    from onnx import TensorProto
+
+    m = h.make_model(h.make_graph(
+        [h.make_node("HannWindow", ["n"], ["w"], periodic=0),
+         h.make_node("Mul", ["w", "x"], ["y"])],
+        "m", [h.make_tensor_value_info("n", TensorProto.INT64, []),
+              h.make_tensor_value_info("x", TensorProto.FLOAT, [10])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, [10])]),
+        opset_imports=[h.make_opsetid("", 17)])
+    assert npukit.onnx.constant_operands(m) == ["n"]
+    x = RNG.normal(size=10).astype(np.float32)
+    g = npukit.onnx.load(m, constants={"n": np.array(10, np.int64)})
+    out = g.run("c", x=x).outputs["y"]
+    np.testing.assert_allclose(out, x * np.hanning(10), rtol=1e-6, atol=1e-6)
+    assert out.tobytes() == g.run("sim", x=x).outputs["y"].tobytes()
+
+
+def test_an_input_that_selects_a_shape_and_is_read_as_data_is_a_constant_operand():
+    """A size that is both a Range's limit and a term of the values (a window written out):
+    not only a shape operand, but npukit needs it as a constant all the same."""
+    from onnx import TensorProto
+
+    m = h.make_model(h.make_graph(
+        [h.make_node("Range", ["zero", "n", "one"], ["r"]),
+         h.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+         h.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+         h.make_node("Div", ["rf", "nf"], ["y"])],
+        "m", [h.make_tensor_value_info("n", TensorProto.INT64, [])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [nh_scalar("zero", 0), nh_scalar("one", 1)]), opset_imports=[h.make_opsetid("", 17)])
+    assert npukit.onnx.shape_operands(m) == [] and npukit.onnx.constant_operands(m) == ["n"]
+
+
+def nh_scalar(name: str, v: int):
+    from onnx import numpy_helper
+
+    return numpy_helper.from_array(np.array(v, np.int64), name)

@@ -23,6 +23,7 @@ SHAPE_OPERANDS = {
     # A position in a sequence chooses which tensor, so which shape (npukit.onnx.sequences).
     "SequenceAt": {1: "position"}, "SequenceInsert": {2: "position"},
     "SequenceErase": {1: "position"}, "SplitToSequence": {1: "split"},
+    **{op: {0: "size"} for op in ("HannWindow", "HammingWindow", "BlackmanWindow")},
     **{op: _REDUCE for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                               "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
                               "ReduceLogSumExp", "ReduceSumSquare")},
@@ -32,7 +33,8 @@ SHAPE_OPERANDS = {
 # fixed. Operator -> {input index: operand name}.
 _Q = {1: "scale", 2: "zero point"}
 VALUE_OPERANDS = {
-    "Conv": {1: "weights", 2: "bias"}, "BatchNormalization": {1: "scale", 2: "B", 3: "mean",
+    "Conv": {1: "weights", 2: "bias"}, "CausalConvWithState": {1: "weights", 2: "bias"},
+    "BatchNormalization": {1: "scale", 2: "B", 3: "mean",
                                                                 4: "var"},
     "QuantizeLinear": _Q, "DequantizeLinear": _Q, "Clip": {1: "min", 2: "max"},
     "QLinearConv": {1: "x scale", 2: "x zero point", 3: "weights", 4: "w scale",
@@ -55,23 +57,22 @@ def _slots(node) -> dict[int, str]:
 
 def constant_operands(g) -> list[str]:
     """The graph inputs of ``g`` (an ``onnx.GraphProto``) npukit needs as constants to compile
-    it: ``shape_operands``, and those read directly as a ``VALUE_OPERANDS`` operand (a
-    Conv's weights, a quantization scale, a Clip bound)."""
-    inputs = [vi.name for vi in g.input if vi.name not in {t.name for t in g.initializer}]
+    it: those that select a shape somewhere (also when read as data elsewhere: a window
+    operator's size is both its length and a term of its values), and those read directly
+    as a ``VALUE_OPERANDS`` operand (a Conv's weights, a quantization scale, a Clip
+    bound)."""
     valued = {t for node in g.node for k, t in enumerate(node.input)
               if node.domain in ("", "ai.onnx") and k in VALUE_OPERANDS.get(node.op_type, {})}
-    shaped = set(shape_operands(g))
-    return [t for t in inputs if t in valued or t in shaped]
+    return [t for t, r in _roles(g).items() if t in valued or "shape" in r]
 
 
-def shape_operands(g) -> list[str]:
-    """The graph inputs of ``g`` (an ``onnx.GraphProto``) whose values only select shapes:
-    every use of them, directly or through the nodes that compute on them, ends in an
-    operand of ``SHAPE_OPERANDS`` or in one whose values are not read (``TYPE_ONLY``: a
-    ``Shape``, ``Size``, ``CastLike``'s target), at least one in the former."""
-    # What the values of each tensor become: "shape" (a shape operand), "data" (anything
-    # else). Nodes are in topological order, so walking them backwards sees every reader of
-    # a node's outputs before the node.
+def _roles(g) -> dict[str, set[str]]:
+    """What the values of each graph input become (a subset of {"shape", "data"}): "shape"
+    when some use, directly or through the nodes that compute on it, ends in an operand of
+    ``SHAPE_OPERANDS``, "data" when some use ends anywhere else but in an operand whose
+    values are not read (``TYPE_ONLY``: a ``Shape``, ``Size``, ``CastLike``'s target)."""
+    # Nodes are in topological order, so walking them backwards sees every reader of a
+    # node's outputs before the node.
     roles: dict[str, set[str]] = {o.name: {"data"} for o in g.output}
     for node in reversed(g.node):
         made = set().union(*(roles.get(o, set()) for o in node.output if o))
@@ -90,7 +91,14 @@ def shape_operands(g) -> list[str]:
                 role = made
             roles.setdefault(t, set()).update(role)
     inputs = [vi.name for vi in g.input if vi.name not in {t.name for t in g.initializer}]
-    return [t for t in inputs if roles.get(t) == {"shape"}]
+    return {t: roles.get(t, set()) for t in inputs}
+
+
+def shape_operands(g) -> list[str]:
+    """The graph inputs of ``g`` (an ``onnx.GraphProto``) whose values only select shapes:
+    every use of them ends in an operand of ``SHAPE_OPERANDS`` or in one whose values are
+    not read, at least one in the former (``_roles``)."""
+    return [t for t, r in _roles(g).items() if r == {"shape"}]
 
 
 def _from_inputs(t: str, producer: dict, inputs: set[str]) -> list[str]:
