@@ -24,6 +24,9 @@ SHAPE_OPERANDS = {
     "SequenceAt": {1: "position"}, "SequenceInsert": {2: "position"},
     "SequenceErase": {1: "position"}, "SplitToSequence": {1: "split"},
     **{op: {0: "size"} for op in ("HannWindow", "HammingWindow", "BlackmanWindow")},
+    # Control flow decided when the model is read (npukit.onnx.control).
+    "If": {0: "condition"}, "Loop": {0: "trip count", 1: "condition"},
+    "AffineGrid": {1: "size"},
     **{op: _REDUCE for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                               "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
                               "ReduceLogSumExp", "ReduceSumSquare")},

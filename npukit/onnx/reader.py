@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelError
+from .control import unroll
 from .functions import expand as expand_functions
 from .operands import operands_known
 from .sequences import resolve as resolve_sequences
@@ -532,11 +533,17 @@ def _fold(nodes, consts: dict, qconsts: dict, infos: dict, opsets) -> list:
     depends on what ``infos`` knows (``_of_known_shape``)."""
     from onnx import helper
 
+    versions = {o.domain or "": o.version for o in opsets}
+    opset = versions.get("", versions.get("ai.onnx", 0))
     kept = []
-    for node in nodes:
+    work = list(nodes)
+    k = 0
+    while k < len(work):
+        node = work[k]
+        k += 1
         if any(a.type in (5, 10) for a in node.attribute):  # graphs: If, Loop, Scan
-            raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): control "
-                             f"flow (subgraphs) is not supported")
+            work[k:k] = unroll(node, consts, infos, opset)  # decided now, or refused
+            continue
         if node.op_type in RANDOM_OPS and node.domain in ("", "ai.onnx"):
             raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): draws new "
                              f"random numbers at every run; npukit's programs are "

@@ -1,0 +1,228 @@
+"""ONNX control flow decided when the model is read: an ``If`` whose condition is a constant
+is the nodes of the branch it takes, a ``Loop`` whose trip count and condition are constants
+and a ``Scan`` over a sequence of known length are their bodies written out once per
+iteration (``MAX_ITERATIONS`` at most), so the planner sees straight-line operators. The
+names a body defines get a prefix per iteration; names it reads from the enclosing graph
+are kept."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ModelError
+
+MAX_ITERATIONS = 256  # a longer loop would make a program of that many copies of its body
+
+
+def _where(node) -> str:
+    return f"node {node.name or node.op_type!r} ({node.op_type})"
+
+
+def _attr(node, name: str, default=None):
+    from onnx import helper
+
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+class _Writer:
+    """Copies of a body's nodes under fresh names, and the constants they need."""
+
+    def __init__(self, node, consts: dict):
+        self.node, self.consts = node, consts
+        self.base = (node.name or node.op_type or "cf").replace("/", "_")
+        self.nodes: list = []
+
+    def const(self, name: str, value) -> str:
+        name = f"{self.base}__{name}"
+        self.consts[name] = np.asarray(value)
+        return name
+
+    def body(self, graph, inputs: dict[str, str], tag: str) -> dict[str, str]:
+        """Write ``graph``'s nodes with its inputs bound to ``inputs`` (body name -> outer
+        name); returns the outer name of every name the body defines."""
+        from onnx import numpy_helper
+
+        names = dict(inputs)
+        for t in graph.initializer:
+            names[t.name] = self.const(f"{tag}__{t.name}", numpy_helper.to_array(t))
+        for n in graph.node:
+            for o in n.output:
+                if o:
+                    names[o] = f"{self.base}__{tag}__{o}"
+        for n in graph.node:
+            copy = type(n)()
+            copy.CopyFrom(n)
+            copy.name = f"{self.base}__{tag}__{n.name or n.op_type}"
+            _rename(copy, names)
+            self.nodes.append(copy)
+        return names
+
+    def add(self, op: str, ins: list[str], out: str, **attrs) -> str:
+        from onnx import helper
+
+        self.nodes.append(helper.make_node(op, ins, [out], name=f"{out}__node", **attrs))
+        return out
+
+    def stack(self, parts: list[str], axis: int, out: str, opset: int) -> None:
+        """``parts`` (one tensor per iteration) stacked along a new ``axis`` into ``out``."""
+        ups = []
+        for k, p in enumerate(parts):
+            up = f"{out}__{k}__up"
+            if opset >= 13:
+                self.add("Unsqueeze", [p, self.const(f"{out}__axes", [axis])], up)
+            else:
+                self.add("Unsqueeze", [p], up, axes=[axis])
+            ups.append(up)
+        self.add("Concat", ups, out, axis=axis)
+
+
+def _rename(node, names: dict[str, str]) -> None:
+    """Rename what ``node`` reads and writes by ``names``, inside its own subgraphs too (a
+    nested If or Loop, written out later, reads the enclosing body's names), except the
+    names a subgraph defines itself."""
+    node.input[:] = [names.get(t, t) if t else "" for t in node.input]
+    node.output[:] = [names.get(t, t) if t else "" for t in node.output]
+    for a in node.attribute:
+        for g in ([a.g] if a.type == 5 else list(a.graphs) if a.type == 10 else []):
+            own = {vi.name for vi in g.input} | {t.name for t in g.initializer} | \
+                {o for n in g.node for o in n.output}
+            inner = {k: v for k, v in names.items() if k not in own}
+            for n in g.node:
+                _rename(n, inner)
+            for vi in g.output:
+                vi.name = inner.get(vi.name, vi.name)
+
+
+def _known(node, consts: dict, k: int, what: str):
+    """Input ``k`` of ``node`` as a constant (None when the input is left out)."""
+    if k >= len(node.input) or not node.input[k]:
+        return None
+    if node.input[k] not in consts:
+        raise ModelError(f"{_where(node)}: its {what} {node.input[k]!r} must be a constant to "
+                         f"decide the control flow when the model is read; give it to "
+                         f"npukit.onnx.load(..., constants=...) if it is a graph input")
+    return np.asarray(consts[node.input[k]])
+
+
+def _if(node, consts: dict, w: _Writer) -> None:
+    cond = _known(node, consts, 0, "condition")
+    branch = _attr(node, "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch")
+    names = w.body(branch, {}, "then" if bool(cond.reshape(-1)[0]) else "else")
+    for out, res in zip(node.output, branch.output):
+        if out:
+            w.add("Identity", [names.get(res.name, res.name)], out)
+
+
+def _passthrough(body, names_in: str) -> bool:
+    """Whether ``body``'s condition output is its condition input (through Identity nodes):
+    a loop that only its trip count ends."""
+    made = {o: n for n in body.node for o in n.output}
+    t = body.output[0].name
+    while t in made and made[t].op_type == "Identity":
+        t = made[t].input[0]
+    return t == names_in
+
+
+def _loop(node, consts: dict, w: _Writer, opset: int) -> None:
+    body = _attr(node, "body")
+    trip = _known(node, consts, 0, "trip count")
+    cond = _known(node, consts, 1, "condition")
+    if trip is None:
+        raise ModelError(f"{_where(node)}: a loop without a trip count ends on a condition "
+                         f"computed at run time; npukit writes out loops of known length")
+    if cond is not None and len(body.input) > 1 and not _passthrough(body, body.input[1].name):
+        raise ModelError(f"{_where(node)}: the loop's condition is computed by its body; "
+                         f"npukit writes out loops that only their trip count ends")
+    count = 0 if cond is not None and not bool(cond.reshape(-1)[0]) else int(trip.reshape(-1)[0])
+    if not 0 < count <= MAX_ITERATIONS:
+        raise ModelError(f"{_where(node)}: {count} iterations; npukit writes out loops of 1 to "
+                         f"{MAX_ITERATIONS} iterations")
+    carried = [t for t in node.input[2:]]
+    n_carried = len(carried)
+    scans: list[list[str]] = [[] for _ in body.output[1 + n_carried:]]
+    cond_name = node.input[1] if len(node.input) > 1 and node.input[1] else \
+        w.const("cond", np.array(True))
+    for i in range(count):
+        bound = {body.input[0].name: w.const(f"i{i}", np.array(i, np.int64))}
+        if len(body.input) > 1:
+            bound[body.input[1].name] = cond_name
+        bound.update({vi.name: t for vi, t in zip(body.input[2:], carried)})
+        names = w.body(body, bound, f"it{i}")
+        out = [names.get(o.name, o.name) for o in body.output]
+        carried = out[1:1 + n_carried]
+        for s, t in zip(scans, out[1 + n_carried:]):
+            s.append(t)
+    for out, t in zip(node.output[:n_carried], carried):
+        if out:
+            w.add("Identity", [t], out)
+    for out, parts in zip(node.output[n_carried:], scans):
+        if out:
+            w.stack(parts, 0, out, opset)
+
+
+def _scan(node, consts: dict, w: _Writer, infos: dict, opset: int) -> None:
+    if opset < 9:
+        raise ModelError(f"{_where(node)}: Scan-8 (with sequence_lens and a batch axis) is not "
+                         f"supported; Scan-9 and later are")
+    body = _attr(node, "body")
+    m = int(_attr(node, "num_scan_inputs"))
+    n = len(node.input) - m
+    in_axes = list(_attr(node, "scan_input_axes", [0] * m))
+    in_dirs = list(_attr(node, "scan_input_directions", [0] * m))
+    k = len(body.output) - n
+    out_axes = list(_attr(node, "scan_output_axes", [0] * k))
+    out_dirs = list(_attr(node, "scan_output_directions", [0] * k))
+    lengths = set()
+    for x, ax in zip(node.input[n:], in_axes):
+        dims = (infos.get(x) or (0, None))[1]
+        if x in consts:
+            dims = list(np.asarray(consts[x]).shape)
+        if dims is None or not isinstance(dims[ax % len(dims)], int):
+            raise ModelError(f"{_where(node)}: the length of the scanned input {x!r} is unknown "
+                             f"when the model is read")
+        lengths.add(dims[ax % len(dims)])
+    if len(lengths) != 1:
+        raise ModelError(f"{_where(node)}: its scanned inputs have lengths {sorted(lengths)}")
+    length = lengths.pop()
+    if not 0 < length <= MAX_ITERATIONS:
+        raise ModelError(f"{_where(node)}: {length} iterations; npukit writes out scans of 1 to "
+                         f"{MAX_ITERATIONS} iterations")
+    states = list(node.input[:n])
+    scans: list[list[str]] = [[] for _ in range(k)]
+    for i in range(length):
+        bound = {vi.name: t for vi, t in zip(body.input[:n], states)}
+        for j, (x, ax, d) in enumerate(zip(node.input[n:], in_axes, in_dirs)):
+            at = length - 1 - i if d else i
+            bound[body.input[n + j].name] = w.add(
+                "Gather", [x, w.const(f"at{at}", np.array(at, np.int64))],
+                f"{w.base}__x{j}__{at}", axis=ax)
+        names = w.body(body, bound, f"it{i}")
+        out = [names.get(o.name, o.name) for o in body.output]
+        states = out[:n]
+        for s, t in zip(scans, out[n:]):
+            s.append(t)
+    for out, t in zip(node.output[:n], states):
+        if out:
+            w.add("Identity", [t], out)
+    for out, parts, ax, d in zip(node.output[n:], scans, out_axes, out_dirs):
+        if out:  # a negative axis counts from the end of the stacked rank, as Unsqueeze's
+            w.stack(parts[::-1] if d else parts, ax, out, opset)
+
+
+def unroll(node, consts: dict, infos: dict, opset: int) -> list:
+    """The straight-line nodes that compute ``node`` (an ``If``, ``Loop`` or ``Scan``); the
+    constants they need join ``consts``. ``ModelError`` when the control flow depends on
+    values known only at run time."""
+    w = _Writer(node, consts)
+    if node.op_type == "If":
+        _if(node, consts, w)
+    elif node.op_type == "Loop":
+        _loop(node, consts, w, opset)
+    elif node.op_type == "Scan":
+        _scan(node, consts, w, infos, opset)
+    else:
+        raise ModelError(f"{_where(node)}: control flow (subgraphs) is not supported")
+    return w.nodes
