@@ -72,7 +72,10 @@ the reference):
   destination's width, each operand in its own sign. ``vmath`` (attr ``fn``: ``exp exp2
   log tanh sin cos sqrt rsqrt erf floor ceil``): the function of a float lane in float64,
   rounded to float32, then to the dtype, a NaN as the positive quiet NaN
-  (``npukit.arith_vec`` is the reference).
+  (``npukit.arith_vec`` is the reference). ``vdot``: ``(acc, m1, x1, y1, ..., mk, xk,
+  yk)``, ``acc + Σ xi·yi`` over the terms whose mask lane ``mi`` is true, in order: integers
+  (``x``, ``y`` of at most 16 bits, ``acc`` of at most 32) exactly, then clamped to the
+  destination's range; floats in float64 left to right, rounded once to the destination.
 - ``vgather``: ``(table, indices[, mask])`` -> ``table[indices]``: ``table`` is any view
   (the whole view is addressable), ``indices`` an integer vector; lanes whose mask is
   false read nothing and give 0. An index outside the table is an error the simulator

@@ -82,6 +82,7 @@ from .builtins_arith import (
     vxth,
     vxtl,
 )
+from .builtins_dot import vdot, vdpa, vmma, vmml, vqdot, vqdpa
 from .builtins_lanes import (
     const_mask,
     tail_mask,
@@ -169,10 +170,12 @@ __all__ = [
     "PrimFunc", "printf", "ptr", "PtrType", "reinterpret", "rint", "rsqrt", "script", "sin",
     "sqrt", "tag", "tail_mask", "tanh", "tec_range", "u", "u16", "u16x16", "u32", "u32x16",
     "u32x8", "u8", "u8x32", "vabs", "vadd", "vaddh", "vand", "vbcast", "vbrevs", "vceq", "vcge",
-    "vcgt", "vcle", "vcls", "vclt", "vcneq", "vcompc", "vcompt", "vconcat", "vdiv",
+    "vcgt", "vcle", "vcls", "vclt", "vcneq", "vcompc", "vcompt", "vconcat", "vdiv", "vdot",
+    "vdpa",
     "vectorized", "vfmae", "vfmao", "vinv", "vload", "vload_gather", "vmax", "vmaxh", "vmin",
-    "vminh", "vmod", "vmul", "vmulh", "vmull", "vnot", "vnsr", "vnsrsr", "vor", "vpcnt",
-    "vreplic", "vrevs", "vrint", "vror", "vrpadd", "vrpmax", "vrpmin", "vsel", "vshfl", "vsl",
-    "vsldl", "vsplit", "vsr", "vstore", "vsub", "vsubh", "vtbl", "vxor", "vxth", "vxtl", "vzip",
+    "vminh", "vmma", "vmml", "vmod", "vmul", "vmulh", "vmull", "vnot", "vnsr", "vnsrsr", "vor",
+    "vpcnt", "vqdot", "vqdpa", "vreplic", "vrevs", "vrint", "vror", "vrpadd", "vrpmax",
+    "vrpmin", "vsel", "vshfl", "vsl", "vsldl", "vsplit", "vsr", "vstore", "vsub", "vsubh",
+    "vtbl", "vxor", "vxth", "vxtl", "vzip",
     "wait_events",
 ]
