@@ -81,6 +81,12 @@ the reference):
   false read nothing and give 0. An index outside the table is an error the simulator
   reports (``OutOfBoundsError`` naming the table, the index and its extent); generated C
   clamps it and never reads outside.
+- ``vscatter``: ``dst`` is a table (any view, the whole view addressable), ``srcs`` are
+  ``(values, indices[, mask])``: lane ``k`` of ``values`` is written to
+  ``table[indices[k]]`` where the mask is true, lanes in order (a later lane wins); the
+  other elements keep their values, so the table is read as well as written
+  (``Compute.reads``). An index outside the table is an error the simulator reports;
+  generated C skips that lane and never writes outside.
 """
 
 from __future__ import annotations
@@ -419,6 +425,11 @@ class Compute:
 
     def attr(self, name: str):
         return dict(self.attrs)[name]
+
+    def reads(self) -> list[View]:
+        """The views the instruction reads: its sources, and its destination when it
+        accumulates into it or scatters into part of it."""
+        return list(self.srcs) + ([self.dst] if self.acc or self.op == "vscatter" else [])
 
 
 @dataclass(frozen=True)

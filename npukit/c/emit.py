@@ -668,6 +668,9 @@ class _Emitter:
             w.line(f"{self.el(dst, k)} = {literal(st.value, st.dst.dtype)};")
 
     def compute(self, st: ir.Compute, w: Writer) -> None:
+        if st.op == "vscatter":
+            self._scatter(st, w)
+            return
         dst = self.acc(st.dst)
         k = self.k
         title = f"{st.unit.upper() if st.unit == 'alu' else st.unit.capitalize()} {st.op} -> " \
@@ -732,6 +735,22 @@ class _Emitter:
         idx = f"{self.h.use('npk_clamp64')}((int64_t){lanes[1]}, 0, {max(table.size - 1, 0)})"
         value = self.el(self.acc(table), idx)
         return f"({lanes[2]} ? {value} : 0)" if len(lanes) > 2 else value
+
+    def _scatter(self, st: ir.Compute, w: Writer) -> None:
+        """``vscatter``: each active lane, in order, to the table element at its index; a
+        lane whose index lies outside the table writes nothing (the simulator reports it)."""
+        table, k = self.acc(st.dst), self.k
+        vals, idx = (self.acc(v) for v in st.srcs[:2])
+        w.banner(f"Vec vscatter {self.describe(st.srcs[0])} -> {self.describe(st.dst)} at "
+                 f"the indices {self.describe(st.srcs[1])}, lanes in order", st.label)
+        with w.block(f"for (int64_t {k} = 0; {k} < {st.srcs[0].size}; {k}++)"):
+            i = f"(int64_t){self.el(idx, k)}"
+            cond = f"{i} >= 0 && {i} < {st.dst.size}"
+            if len(st.srcs) > 2:
+                cond = f"{self.el(self.acc(st.srcs[2]), k)} && {cond}"
+            value = A.convert(self.h, self.el(vals, k), st.srcs[0].dtype, st.dst.dtype)
+            with w.block(f"if ({cond})"):
+                w.line(f"{self.el(table, i)} = {value};")
 
     def _lut(self, st: ir.Compute, p: str) -> tuple[str, np.dtype]:
         """One lane of a LUT instruction: a call of its own helper (``npukit.c.lut``)."""

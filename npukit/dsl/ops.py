@@ -197,6 +197,20 @@ def dma_copy(dst: Ptr, src: Ptr, width, src_stride=None, times=1, dst_stride=Non
     tracer().dma_copy(dst, src, width, src_stride, times, dst_stride)
 
 
+def vstore_scatter(value: Vec, ptr: Ptr, indices: Vec, mask=None) -> None:
+    """Lane ``k`` of ``value`` stored at ``ptr[indices[k]]`` (in elements; 16-bit integer
+    indices) where ``mask`` is True, lanes in order (a later lane wins). An index outside
+    the destination is an ``OutOfBoundsError`` of the simulator."""
+    tracer().scatter(value, ptr, indices, mask)
+
+
+def dma_transpose2d(dst: Ptr, src: Ptr, row, col, dst_stride=None, src_stride=None) -> None:
+    """The ``row`` x ``col`` matrix at ``src`` (rows ``src_stride`` values apart, ``col`` by
+    default) written transposed at ``dst`` (rows ``dst_stride`` apart, ``row`` by default)
+    by DMA; sizes and strides in values of the element type, all constants."""
+    tracer().dma_transpose(dst, src, row, col, dst_stride, src_stride)
+
+
 def vload_gather(ptr: Ptr, indices: Vec, mask=None) -> Vec:
     """Lane ``k`` is ``ptr[indices[k]]`` (16-bit integer indices); lanes where ``mask`` is
     False read nothing and are 0. An index outside the table is an ``OutOfBoundsError`` of

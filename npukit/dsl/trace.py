@@ -515,6 +515,38 @@ class Tracer:
         self.emit(ir.Copy(views[1], views[0],
                           self.tgt.engine(src.buf.memory, dst.buf.memory).name, label=what))
 
+    def dma_transpose(self, dst: Ptr, src: Ptr, row, col, dst_stride, src_stride) -> None:
+        """``row`` x ``col`` values at ``src`` (rows ``src_stride`` apart) written transposed
+        at ``dst`` (rows ``dst_stride`` apart): ``dst[j·dst_stride + i] = src[i·src_stride +
+        j]``; all counted in elements, all constants."""
+        what = self.label()
+        for name, p in (("dst", dst), ("src", src)):
+            if not isinstance(p, Ptr) or p.scope == "constant" and name == "dst":
+                raise KernelError(f"`{what}`: S.dma_transpose2d {name} must be a pointer to "
+                                  f"global memory or lsram, got {_describe(p)}")
+        if dst.type.elem != src.type.elem:
+            raise DTypeError(f"`{what}`: S.dma_transpose2d needs pointers of one element "
+                             f"type: dst is {dst.type}*, src is {src.type}*")
+        src_stride = col if src_stride is None else src_stride
+        dst_stride = row if dst_stride is None else dst_stride
+        sizes = dict(row=row, col=col, dst_stride=dst_stride, src_stride=src_stride)
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                   for v in sizes.values()):
+            raise KernelError(f"`{what}`: S.dma_transpose2d takes constant sizes and strides, "
+                              f"got {sizes}")
+        if row < 0 or col < 0 or src_stride < col or dst_stride < row:
+            raise KernelError(f"`{what}`: S.dma_transpose2d({sizes}): sizes are never "
+                              f"negative, src_stride is at least col and dst_stride at least "
+                              f"row")
+        if row == 0 or col == 0:
+            return
+        self.check(src, src.offset, (row - 1) * src_stride + col, what, False)
+        self.check(dst, dst.offset, (col - 1) * dst_stride + row, what, True)
+        t = src.type.elem
+        self.emit(ir.Copy(ir.View(dst.buf, Layout((row, col), t, (1, dst_stride)), dst.offset),
+                          ir.View(src.buf, Layout((row, col), t, (src_stride, 1)), src.offset),
+                          self.tgt.engine(src.buf.memory, dst.buf.memory).name, label=what))
+
     def dma_memset(self, p: Ptr, value, num) -> None:
         """``num`` values at ``p`` set to ``value`` (a constant count)."""
         what = self.label()
@@ -556,6 +588,33 @@ class Tracer:
         srcs = [table, idx] + ([] if mask is None else
                                [self.mask(mask, idx.type.lanes, "S.vload_gather")])
         return self.compute("vgather", p.type.with_lanes(idx.type.lanes), srcs)
+
+    def scatter(self, value: Vec, p: Ptr, idx: Vec, mask) -> None:
+        what = self.label()
+        if not isinstance(p, Ptr) or p.scope == "constant":
+            raise KernelError(f"`{what}`: S.vstore_scatter writes through a pointer to global "
+                              f"memory or lsram, got {_describe(p)}")
+        if not isinstance(value, Vec) or value.type.elem != p.type.elem:
+            raise DTypeError(f"`{what}`: S.vstore_scatter of {_describe(value)} through a "
+                             f"{p.type} pointer: the element types must match")
+        if not isinstance(idx, Vec) or idx.type.elem.kind not in "iu" or \
+                idx.type.elem.itemsize != 2 or idx.type.lanes != value.type.lanes:
+            raise DTypeError(f"`{what}`: S.vstore_scatter indices must be a 16-bit integer "
+                             f"vector of the value's {value.type.lanes} lanes, got "
+                             f"{_describe(idx)}")
+        ext = self.extent(p)
+        if ext is None or p.offset.terms:
+            raise KernelError(f"`{what}`: S.vstore_scatter needs a destination of known "
+                              f"extent at a fixed address (S.alloc_buffer, or a tensor given "
+                              f"a spec); {p.name} + {p.offset} is not")
+        start = p.offset.const
+        table = ir.View(p.buf, Layout((max(ext - start, 0),), p.buf.dtype), ir.affine(start))
+        if p.buf.name in self.params:
+            self.params[p.buf.name]["read"] = self.params[p.buf.name]["written"] = True
+        srcs = (value.view, idx.view) + (() if mask is None else
+                                         (self.mask(mask, idx.type.lanes, what).view,))
+        self.emit(ir.Compute("vec", "vscatter", table, srcs,
+                             attrs=(("pair", (value.type.elem.name, None)),), label=what))
 
     def barrier(self) -> None:
         """``S.barrier()``: the core loop ends here and a new one begins (see

@@ -386,6 +386,9 @@ class Machine:
         if st.op == "vgather":
             self.write(st.dst, self._gather(st))
             return
+        if st.op == "vscatter":
+            self._scatter(st)
+            return
         if st.op in arith.VEC_OPS:
             srcs = [self.read(v) for v in st.srcs]
             self.write(st.dst, arith.vec_op(st.op, srcs, st.dst.dtype, dict(st.attrs)))
@@ -453,6 +456,33 @@ class Machine:
             img = self.images[table.buffer.name]
             out = img[self._base(table)[:, None] + _offsets_at(table.layout, pos)]
         return np.where(active, out, np.zeros((), out.dtype))
+
+    def _scatter(self, st: ir.Compute) -> None:
+        """``vscatter``: lane k of the values goes to ``table[indices[k]]`` where the mask is
+        true, rows of the batch in order, then lanes in order (a later write wins); an active
+        index outside the table is an ``OutOfBoundsError``."""
+        table = st.dst
+        vals = arith.convert(self.read(st.srcs[0]), table.dtype)
+        idx = self.read(st.srcs[1]).astype(np.int64)
+        active = self.read(st.srcs[2]).astype(bool) if len(st.srcs) > 2 else \
+            np.ones(idx.shape, bool)
+        bad = active & ((idx < 0) | (idx >= table.size))
+        if bad.any():
+            row, lane = (int(a[0]) for a in np.nonzero(bad))
+            where = ", ".join(f"{v.name}={int(self.env[v][row])}" for v in self.env)
+            raise OutOfBoundsError(
+                f"`{st.label}`: vstore_scatter into {table.buffer.name!r} ({table.size} x "
+                f"{table.dtype.name}) writes index {int(idx[row, lane])} in lane {lane}"
+                f"{f' ({where})' if where else ''}, outside its extent 0..{table.size - 1}")
+        pos = self._base(table)[:, None] + _offsets_at(table.layout, np.where(active, idx, 0))
+        buf = table.buffer
+        if buf.role == "internal":
+            rows = self._rows(buf) if buf.name in self.shared else np.arange(self.batch.size)
+            rows = np.broadcast_to(rows[:, None], pos.shape)
+            self.state[buf.name][rows[active], pos[active]] = vals[active]
+            self.depth[buf.name] = len(self.batch.axes)
+        else:
+            self.images[buf.name][pos[active]] = vals[active]
 
     def _accumulate(self, st: ir.Compute, x: np.ndarray) -> np.ndarray:
         """Partials after this instruction in every row: the value at the last reset
@@ -537,6 +567,8 @@ def _row_views(st) -> list[ir.View]:
     if isinstance(st, ir.Append):
         return [st.src]
     if isinstance(st, ir.Compute):
+        if st.op == "vscatter":  # the table it writes into is not copied
+            return list(st.srcs)
         table = {"vgather": 0, "lookup": 1, "linear_approx": 1}.get(st.op)
         return [st.dst] + [v for k, v in enumerate(st.srcs) if k != table]
     return [st.dst] if isinstance(st, ir.Fill) else []
@@ -567,7 +599,7 @@ def _batchable(loop: ir.Loop) -> frozenset[str] | None:
                 written.add("<call>")
                 continue
             reads = [st.src] if isinstance(st, (ir.Copy, ir.Append)) else \
-                list(st.srcs) if isinstance(st, ir.Compute) else []
+                st.reads() if isinstance(st, ir.Compute) else []
             for v in reads:
                 read.add(v.buffer.name)
                 if v.buffer.role == "internal":

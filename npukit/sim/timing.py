@@ -291,11 +291,10 @@ class Timeline:
             unit = st.unit
             u = tgt.units[unit]
             width = u.width(*st.attr("pair"))
-            cost = u.latency + math.ceil(st.dst.size / width)
-            reads = [v.buffer for v in st.srcs]
+            lanes = st.srcs[0].size if st.op == "vscatter" else st.dst.size  # not the table
+            cost = u.latency + math.ceil(lanes / width)
+            reads = [v.buffer for v in st.reads()]
             write, in_place = st.dst.buffer, st.acc
-            if st.acc:
-                reads.append(st.dst.buffer)
         elif isinstance(st, ir.Fill):
             # The first compute unit clears partials or splats a constant as it starts.
             unit, cost, write = next(iter(tgt.units)), 0, st.dst.buffer
@@ -352,7 +351,7 @@ class Timeline:
         if isinstance(st, (ir.Copy, ir.Append)):
             return [st.src]
         if isinstance(st, ir.Compute):
-            return list(st.srcs) + ([st.dst] if st.acc else [])
+            return st.reads()
         return []
 
     def call(self, st: ir.Call) -> None:
