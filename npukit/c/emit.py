@@ -53,6 +53,7 @@ from .calls import PRELUDE_NAMES, ArgStruct, defined_names, emit_call, extern_so
 from .code import Writer, wrap
 from .ctype import TYPEDEFS, c_type, literal, poison_literal
 from .fuse import ProgramInfo, fused_loop
+from .indexed import emit_scatter, gather_lane
 from .lut import lut_lane
 from .threads import FEATURE_MACRO
 from .threads import SOURCE as THREADS_SOURCE
@@ -669,7 +670,7 @@ class _Emitter:
 
     def compute(self, st: ir.Compute, w: Writer) -> None:
         if st.op == "vscatter":
-            self._scatter(st, w)
+            emit_scatter(self, st, w)
             return
         dst = self.acc(st.dst)
         k = self.k
@@ -700,7 +701,7 @@ class _Emitter:
         reads its (bias, scale) pair once, into locals declared on ``w``."""
         dts = [v.dtype for v in st.srcs]
         if st.op == "vgather":
-            return self._gather(st, lanes), st.dst.dtype
+            return gather_lane(self, st, lanes), st.dst.dtype
         if st.op in A.VEC_OPS:
             return A.vec_expr(self.h, st.op, dict(st.attrs), list(zip(lanes, dts)),
                               st.dst.dtype), st.dst.dtype
@@ -727,30 +728,6 @@ class _Emitter:
             return A.rescale_clamp_expr(self.h, lanes[0], p_dt, "bias", "scale", attrs,
                                         self.prog.target.arith.rounding), out_dt
         raise NotImplementedError(f"C back end: no rule for {st.unit}.{st.op} (`{st.label}`)")
-
-    def _gather(self, st: ir.Compute, lanes: list[str]) -> str:
-        """One lane of ``vgather``: the table element at the lane's index, clamped into the
-        table (the simulator reports an index outside it); 0 where the mask is false."""
-        table = st.srcs[0]
-        idx = f"{self.h.use('npk_clamp64')}((int64_t){lanes[1]}, 0, {max(table.size - 1, 0)})"
-        value = self.el(self.acc(table), idx)
-        return f"({lanes[2]} ? {value} : 0)" if len(lanes) > 2 else value
-
-    def _scatter(self, st: ir.Compute, w: Writer) -> None:
-        """``vscatter``: each active lane, in order, to the table element at its index; a
-        lane whose index lies outside the table writes nothing (the simulator reports it)."""
-        table, k = self.acc(st.dst), self.k
-        vals, idx = (self.acc(v) for v in st.srcs[:2])
-        w.banner(f"Vec vscatter {self.describe(st.srcs[0])} -> {self.describe(st.dst)} at "
-                 f"the indices {self.describe(st.srcs[1])}, lanes in order", st.label)
-        with w.block(f"for (int64_t {k} = 0; {k} < {st.srcs[0].size}; {k}++)"):
-            i = f"(int64_t){self.el(idx, k)}"
-            cond = f"{i} >= 0 && {i} < {st.dst.size}"
-            if len(st.srcs) > 2:
-                cond = f"{self.el(self.acc(st.srcs[2]), k)} && {cond}"
-            value = A.convert(self.h, self.el(vals, k), st.srcs[0].dtype, st.dst.dtype)
-            with w.block(f"if ({cond})"):
-                w.line(f"{self.el(table, i)} = {value};")
 
     def _lut(self, st: ir.Compute, p: str) -> tuple[str, np.dtype]:
         """One lane of a LUT instruction: a call of its own helper (``npukit.c.lut``)."""
