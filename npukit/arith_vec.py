@@ -141,7 +141,8 @@ def dot_sum(srcs: list[np.ndarray], dt: np.dtype) -> np.ndarray:
     for m, x, y in zip(srcs[1::3], srcs[2::3], srcs[3::3]):
         acc = np.where(m.astype(bool), acc + x.astype(wide) * y.astype(wide), acc)
     if is_float(dt):
-        return acc.astype(dt)
+        with np.errstate(over="ignore"):  # a sum beyond the float range is infinite
+            return acc.astype(dt)
     return np.clip(acc, int(np.iinfo(dt).min), int(np.iinfo(dt).max)).astype(dt)
 
 
