@@ -465,6 +465,15 @@ class _Emitter:
                                           f"(`{getattr(st, 'label', '')}`)")
             getattr(self, _STATEMENTS[kind])(st, w)
 
+    def branch(self, st: ir.Branch, w: Writer) -> None:
+        w.banner(f"Branch on {self.describe(st.cond)} (a condition known at run time)",
+                 st.label)
+        with w.block(f"if ({self.el(self.acc(st.cond), '0')})"):
+            self.block(st.then, w)
+        if st.orelse:
+            with w.block("else", attach=True):
+                self.block(st.orelse, w)
+
     def loop(self, st: ir.Loop, w: Writer) -> None:
         if st.parallel and not self.in_task:
             self.parallel_loop(st, w)
@@ -746,7 +755,7 @@ class _Emitter:
 
 _POISON = "poison, as in the simulator"
 _STATEMENTS = {"Loop": "loop", "Copy": "copy", "Append": "append", "ResetCursor": "reset_cursor",
-               "Fill": "fill", "Compute": "compute", "Call": "call"}
+               "Fill": "fill", "Compute": "compute", "Call": "call", "Branch": "branch"}
 
 def _check_parallel_body(st: ir.Loop) -> None:
     """A parallel loop's body in C: loops and calls of basic kernels (without argument

@@ -291,8 +291,8 @@ _LUT_OPS = ("lookup", "linear_approx")
 def _statements(body):
     for st in body:
         yield st
-        if isinstance(st, ir.Loop):
-            yield from _statements(st.body)
+        for body in ir.bodies(st):
+            yield from _statements(body)
 _F16 = np.dtype("float16")
 _F32 = np.dtype("float32")
 

@@ -515,38 +515,6 @@ class Tracer:
         self.emit(ir.Copy(views[1], views[0],
                           self.tgt.engine(src.buf.memory, dst.buf.memory).name, label=what))
 
-    def dma_transpose(self, dst: Ptr, src: Ptr, row, col, dst_stride, src_stride) -> None:
-        """``row`` x ``col`` values at ``src`` (rows ``src_stride`` apart) written transposed
-        at ``dst`` (rows ``dst_stride`` apart): ``dst[j·dst_stride + i] = src[i·src_stride +
-        j]``; all counted in elements, all constants."""
-        what = self.label()
-        for name, p in (("dst", dst), ("src", src)):
-            if not isinstance(p, Ptr) or p.scope == "constant" and name == "dst":
-                raise KernelError(f"`{what}`: S.dma_transpose2d {name} must be a pointer to "
-                                  f"global memory or lsram, got {_describe(p)}")
-        if dst.type.elem != src.type.elem:
-            raise DTypeError(f"`{what}`: S.dma_transpose2d needs pointers of one element "
-                             f"type: dst is {dst.type}*, src is {src.type}*")
-        src_stride = col if src_stride is None else src_stride
-        dst_stride = row if dst_stride is None else dst_stride
-        sizes = dict(row=row, col=col, dst_stride=dst_stride, src_stride=src_stride)
-        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-                   for v in sizes.values()):
-            raise KernelError(f"`{what}`: S.dma_transpose2d takes constant sizes and strides, "
-                              f"got {sizes}")
-        if row < 0 or col < 0 or src_stride < col or dst_stride < row:
-            raise KernelError(f"`{what}`: S.dma_transpose2d({sizes}): sizes are never "
-                              f"negative, src_stride is at least col and dst_stride at least "
-                              f"row")
-        if row == 0 or col == 0:
-            return
-        self.check(src, src.offset, (row - 1) * src_stride + col, what, False)
-        self.check(dst, dst.offset, (col - 1) * dst_stride + row, what, True)
-        t = src.type.elem
-        self.emit(ir.Copy(ir.View(dst.buf, Layout((row, col), t, (1, dst_stride)), dst.offset),
-                          ir.View(src.buf, Layout((row, col), t, (src_stride, 1)), src.offset),
-                          self.tgt.engine(src.buf.memory, dst.buf.memory).name, label=what))
-
     def dma_memset(self, p: Ptr, value, num) -> None:
         """``num`` values at ``p`` set to ``value`` (a constant count)."""
         what = self.label()
@@ -761,6 +729,10 @@ def run_guarded(tr: Tracer, body: tuple, loops=()) -> tuple:
     for st in body:
         if isinstance(st, ir.Loop):
             out.append(replace(st, body=run_guarded(tr, st.body, loops + (st.var,))))
+            continue
+        if isinstance(st, ir.Branch):
+            out.append(replace(st, then=run_guarded(tr, st.then, loops),
+                               orelse=run_guarded(tr, st.orelse, loops)))
             continue
         if isinstance(st, ir.Copy):
             over = any(view_range(v, st.valid, loops)[0] < 0 or

@@ -81,6 +81,15 @@ class Machine:
         for st in body:
             getattr(self, type(st).__name__.lower())(st)
 
+    def branch(self, st: ir.Branch) -> None:
+        """One arm, by the condition's value (no loop around a branch is batched, so the
+        batch is one row)."""
+        cond = self.read(st.cond).astype(bool).reshape(-1)
+        if cond.size != 1:
+            raise NotImplementedError(f"simulator: `{st.label}` branches in a batch of "
+                                      f"{cond.size} rows")
+        self.block(st.then if cond[0] else st.orelse)
+
     def loop(self, st: ir.Loop) -> None:
         n = self._trips(st.var)
         if n == 0:
@@ -619,7 +628,8 @@ def _batchable(loop: ir.Loop) -> frozenset[str] | None:
             else:
                 tensors_written.add(dst.buffer.name)
     visit(loop.body)
-    if tensors_read & tensors_written or _inner_trips_depend(loop.body, loop.var):
+    if tensors_read & tensors_written or _inner_trips_depend(loop.body, loop.var) or \
+            _has_branch(loop.body):  # each row would take its own arm
         return None
     # A row of its own would keep one iteration's elements only (the last row survives the
     # batch): a buffer read before it is written is shared, and so is one the loop only
@@ -631,6 +641,11 @@ def _batchable(loop: ir.Loop) -> frozenset[str] | None:
     if all(_disjoint(loop.body, b, loop.var) for b in conflict):
         return frozenset(conflict)
     return None
+
+
+def _has_branch(body) -> bool:
+    return any(isinstance(st, ir.Branch) or any(_has_branch(b) for b in ir.bodies(st))
+               for st in body)
 
 
 def _inner_trips_depend(body, var: ir.Var) -> bool:

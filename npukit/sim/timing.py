@@ -183,6 +183,9 @@ class Timeline:
         for st in body:
             if isinstance(st, ir.Loop):
                 self.loop(st)
+            elif isinstance(st, ir.Branch):  # no data here: both arms, an upper bound
+                self.block(st.then)
+                self.block(st.orelse)
             elif isinstance(st, ir.ResetCursor):
                 self.s[self.ix["cursor"]] = 0
             else:
@@ -386,8 +389,8 @@ class Timeline:
 def _walk(body):
     for st in body:
         yield st, None
-        if isinstance(st, ir.Loop):
-            yield from _walk(st.body)
+        for body in ir.bodies(st):
+            yield from _walk(body)
 
 
 def _loops(body):
