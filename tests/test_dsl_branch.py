@@ -91,6 +91,9 @@ def test_a_branch_is_one_ir_statement_shown_in_the_program_text_and_costed_both_
     prog = all_any_program()
     branches = [st for st, _ in prog.walk() if isinstance(st, ir.Branch)]
     assert len(branches) == 2 and branches[0].orelse and not branches[1].orelse
+    # the statements keep the labels of their source lines (decorator included above them)
+    assert [b.label for b in branches] == ["if S.vall(m):", "if S.vany(m):"]
+    assert {st.label for st in branches[0].then} == {"out[0] = 10"}
     assert "if " in program_text(prog) and "else:" in program_text(prog)
     a = np.zeros(16, np.int16)
     c_all = prog.run("sim", a=a, b=a - 1, out=np.zeros(4, np.int16)).cycles

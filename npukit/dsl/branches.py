@@ -72,8 +72,8 @@ def _rewrite(fn) -> types.CodeType:
         decorator_list=[], returns=None)
     module = ast.Module(body=[outer], type_ignores=[])
     ast.copy_location(outer, fdef)
-    ast.increment_lineno(module, fn.__code__.co_firstlineno - fdef.lineno)
     ast.fix_missing_locations(module)
+    ast.increment_lineno(module, fn.__code__.co_firstlineno - 1)  # line 1: its first line
     code = compile(module, fn.__code__.co_filename, "exec")
     outer_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     return next(c for c in outer_code.co_consts
@@ -116,9 +116,11 @@ class _IfRewriter(ast.NodeTransformer):
                         [node.test, ast.Constant(tuple(escaping)), ast.Constant(_exits(arms))],
                         [])
 
-        def arm(method: str, body: list) -> ast.If:
+        def arm(method: str, body: list) -> ast.If:  # on the line of the if, as its test
             call = ast.Call(ast.Attribute(ast.Name(c, ast.Load()), method, ast.Load()), [], [])
-            return ast.If(call, body or [ast.Pass()], [])
+            for n in ast.walk(call):
+                ast.copy_location(n, node.test)
+            return ast.copy_location(ast.If(call, body or [ast.Pass()], []), node.test)
 
         out = ast.With([ast.withitem(test, ast.Name(c, ast.Store()))],
                        [arm("then", node.body), arm("orelse", node.orelse)])
