@@ -74,6 +74,7 @@ def per_lane_program(dtype: str, lanes: int):
     return S.build(classify, target="compass", a=lanes, out=partial(lanes, "int8"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_branches_inside_a_loop_decide_each_iteration_and_nest(dtype):
     n = 24

@@ -171,6 +171,7 @@ def test_integer_accumulations_saturate_the_exact_sum(name, group, bits, signs):
     assert want[1] == info.max
 
 
+@pytest.mark.slow
 @given(st.lists(st.integers(-32768, 32767), min_size=32, max_size=32),
        st.lists(st.integers(-2**31, 2**31 - 1), min_size=8, max_size=8))
 @settings(max_examples=25, deadline=None)

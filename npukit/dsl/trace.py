@@ -535,6 +535,19 @@ class Tracer:
         self.emit(ir.Fill(ir.View(p.buf, Layout((n,), p.type.elem), p.offset), v.item(),
                           what))
 
+    def table(self, p: Ptr, builtin: str, what: str) -> ir.View:
+        """Everything from ``p`` to the end of its buffer, which lane indices address (a
+        gather reads it, a scatter reads and writes it)."""
+        ext = self.extent(p)
+        if ext is None or p.offset.terms:
+            raise KernelError(f"`{what}`: {builtin} needs a table of known extent at a fixed "
+                              f"address (S.alloc_const, S.alloc_buffer, or a tensor given a "
+                              f"size); {p.name} + {p.offset} is not")
+        if p.buf.name in self.params:
+            self.params[p.buf.name]["read"] = True
+        start = p.offset.const
+        return ir.View(p.buf, Layout((max(ext - start, 0),), p.buf.dtype), ir.affine(start))
+
     def gather(self, p: Ptr, idx: Vec, mask) -> Vec:
         what = self.label()
         if not isinstance(p, Ptr) or p.type.is_vector:
@@ -544,15 +557,7 @@ class Tracer:
                 idx.type.elem.itemsize != 2:
             raise DTypeError(f"`{what}`: S.vload_gather indices must be a 16-bit integer "
                              f"vector (int16xN or uint16xN), got {_describe(idx)}")
-        ext = self.extent(p)
-        if ext is None or p.offset.terms:
-            raise KernelError(f"`{what}`: S.vload_gather needs a table of known extent at a "
-                              f"fixed address (S.alloc_const, S.alloc, or a tensor given a "
-                              f"spec); {p.name} + {p.offset} is not")
-        start = p.offset.const
-        table = ir.View(p.buf, Layout((max(ext - start, 0),), p.buf.dtype), ir.affine(start))
-        if p.buf.name in self.params:
-            self.params[p.buf.name]["read"] = True
+        table = self.table(p, "S.vload_gather", what)
         srcs = [table, idx] + ([] if mask is None else
                                [self.mask(mask, idx.type.lanes, "S.vload_gather")])
         return self.compute("vgather", p.type.with_lanes(idx.type.lanes), srcs)
@@ -570,15 +575,9 @@ class Tracer:
             raise DTypeError(f"`{what}`: S.vstore_scatter indices must be a 16-bit integer "
                              f"vector of the value's {value.type.lanes} lanes, got "
                              f"{_describe(idx)}")
-        ext = self.extent(p)
-        if ext is None or p.offset.terms:
-            raise KernelError(f"`{what}`: S.vstore_scatter needs a destination of known "
-                              f"extent at a fixed address (S.alloc_buffer, or a tensor given "
-                              f"a spec); {p.name} + {p.offset} is not")
-        start = p.offset.const
-        table = ir.View(p.buf, Layout((max(ext - start, 0),), p.buf.dtype), ir.affine(start))
-        if p.buf.name in self.params:
-            self.params[p.buf.name]["read"] = self.params[p.buf.name]["written"] = True
+        table = self.table(p, "S.vstore_scatter", what)
+        if p.buf.name in self.params:  # the elements not stored keep their values
+            self.params[p.buf.name]["written"] = True
         srcs = (value.view, idx.view) + (() if mask is None else
                                          (self.mask(mask, idx.type.lanes, what).view,))
         self.emit(ir.Compute("vec", "vscatter", table, srcs,

@@ -440,11 +440,11 @@ class Machine:
                                        a["lo"], a["hi"], a["scale_exp"], a["in_dtype"],
                                        a.get("to_vector"))
 
-    def _gather(self, st: ir.Compute) -> np.ndarray:
-        """``vgather``: lane k reads ``table[indices[k]]`` (0 where the mask is false); an
-        active index outside the table view is an ``OutOfBoundsError``."""
-        table, idx_view = st.srcs[0], st.srcs[1]
-        idx = self.read(idx_view).astype(np.int64)
+    def _indices(self, st: ir.Compute, table: ir.View, what: str, verb: str):
+        """The lane indices (``srcs[1]``) of a gather or scatter and which lanes are active
+        (``srcs[2]``, the mask, when given); an active index outside ``table`` is an
+        ``OutOfBoundsError``."""
+        idx = self.read(st.srcs[1]).astype(np.int64)
         active = self.read(st.srcs[2]).astype(bool) if len(st.srcs) > 2 else \
             np.ones(idx.shape, bool)
         bad = active & ((idx < 0) | (idx >= table.size))
@@ -452,9 +452,16 @@ class Machine:
             row, lane = (int(a[0]) for a in np.nonzero(bad))
             where = ", ".join(f"{v.name}={int(self.env[v][row])}" for v in self.env)
             raise OutOfBoundsError(
-                f"`{st.label}`: vload_gather from {table.buffer.name!r} ({table.size} x "
-                f"{table.dtype.name}) reads index {int(idx[row, lane])} in lane {lane}"
+                f"`{st.label}`: {what} {table.buffer.name!r} ({table.size} x "
+                f"{table.dtype.name}) {verb} index {int(idx[row, lane])} in lane {lane}"
                 f"{f' ({where})' if where else ''}, outside its extent 0..{table.size - 1}")
+        return idx, active
+
+    def _gather(self, st: ir.Compute) -> np.ndarray:
+        """``vgather``: lane k reads ``table[indices[k]]`` (0 where the mask is false); an
+        active index outside the table view is an ``OutOfBoundsError``."""
+        table = st.srcs[0]
+        idx, active = self._indices(st, table, "vload_gather from", "reads")
         pos = np.where(active, idx, 0)
         if table.buffer.role == "internal":
             flat = self.state[table.buffer.name]
@@ -472,17 +479,7 @@ class Machine:
         index outside the table is an ``OutOfBoundsError``."""
         table = st.dst
         vals = arith.convert(self.read(st.srcs[0]), table.dtype)
-        idx = self.read(st.srcs[1]).astype(np.int64)
-        active = self.read(st.srcs[2]).astype(bool) if len(st.srcs) > 2 else \
-            np.ones(idx.shape, bool)
-        bad = active & ((idx < 0) | (idx >= table.size))
-        if bad.any():
-            row, lane = (int(a[0]) for a in np.nonzero(bad))
-            where = ", ".join(f"{v.name}={int(self.env[v][row])}" for v in self.env)
-            raise OutOfBoundsError(
-                f"`{st.label}`: vstore_scatter into {table.buffer.name!r} ({table.size} x "
-                f"{table.dtype.name}) writes index {int(idx[row, lane])} in lane {lane}"
-                f"{f' ({where})' if where else ''}, outside its extent 0..{table.size - 1}")
+        idx, active = self._indices(st, table, "vstore_scatter into", "writes")
         pos = self._base(table)[:, None] + _offsets_at(table.layout, np.where(active, idx, 0))
         buf = table.buffer
         if buf.role == "internal":
