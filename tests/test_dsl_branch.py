@@ -152,6 +152,17 @@ def test_arms_that_would_need_merged_values_are_refused_by_name():
         S.build(early, target="compass", out=partial(16, "int16"))
 
 
+def test_a_barrier_inside_an_arm_is_refused():
+    @S.prim_func
+    def sync_in_arm(a: S.ptr("i16x16", "global"), out: S.ptr("i16x16", "global")):
+        if S.vany(a[0] > 0):
+            S.barrier()
+        out[0] = a[0]
+
+    with pytest.raises(nk.KernelError, match="S.barrier inside an if on a run-time value"):
+        S.build(sync_in_arm, target="compass")
+
+
 def test_vall_refuses_a_vector_of_numbers():
     @S.prim_func
     def bad(a: S.ptr("i16x16", "global"), out: S.ptr("i16x16", "global")):

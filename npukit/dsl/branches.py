@@ -154,6 +154,7 @@ class RuntimeIf:
                               f"arm early (return, break or continue); npukit traces both "
                               f"arms: store the results and let the kernel run on")
         tr.blocks.append([])
+        tr.arms += 1
         self.label = tr.label()
         return True
 
@@ -168,6 +169,7 @@ class RuntimeIf:
     def __exit__(self, kind, exc, tb) -> bool:
         if self.runtime and kind is None:
             tr = tracer()
+            tr.arms -= 1
             orelse = tuple(tr.blocks.pop())
             cond = ir.View(self.test.buf, Layout((1,), np.bool_))
             tr.emit(ir.Branch(cond, self.then_body, orelse, self.label))

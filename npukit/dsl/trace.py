@@ -99,6 +99,7 @@ class Tracer:
         self.core_var: ir.Var | None = None  # the core loop's variable: the local id
         self.fixed_id: int | None = None  # the local id when traced once per TEC
         self.funcs: list = []  # the Python functions traced, kernel first
+        self.arms = 0  # arms of run-time ifs being traced (npukit.dsl.branches)
 
     def local_id(self):
         """``S.get_local_id()``: the core loop's variable, or this trace's TEC."""
@@ -587,8 +588,9 @@ class Tracer:
         """``S.barrier()``: the core loop ends here and a new one begins (see
         ``npukit.dsl.memory.barrier``)."""
         label = self.label()
-        if len(self.loops) != 1:
-            raise KernelError(f"`{label}`: S.barrier inside a device loop; npukit takes "
+        if len(self.loops) != 1 or self.arms:
+            where = "an if on a run-time value" if self.arms else "a device loop"
+            raise KernelError(f"`{label}`: S.barrier inside {where}; npukit takes "
                               f"barriers in the kernel's straight-line code")
         self.close(f"{self.name}: each TEC runs up to `{label}`", cores=True)
         self.open(self.core_var)
