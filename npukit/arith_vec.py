@@ -19,7 +19,7 @@ import numpy as np
 from .dtypes import is_float
 
 MORE_OPS = ("vshl", "vshr", "vclz", "vcls", "vpopcnt", "vbitrev", "vrotr", "vbitcast",
-            "vmulhi", "vquot", "vrem", "vfma", "vmath")
+            "vmulhi", "vquot", "vrem", "vfma", "vmath", "vdot")
 MATH_FNS = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "tanh": np.tanh, "sin": np.sin,
     "cos": np.cos, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
@@ -132,6 +132,20 @@ def remainder(x: np.ndarray, y: np.ndarray, dt: np.dtype) -> np.ndarray:
     return np.where(b == 0, 0, np.where(a < 0, -r, r)).astype(dt)
 
 
+def dot_sum(srcs: list[np.ndarray], dt: np.dtype) -> np.ndarray:
+    """``acc + Σ x_i·y_i`` over the terms ``(m_i, x_i, y_i)`` whose mask lane is true, in
+    order: integers exactly (int64), then clamped to ``dt``'s range; floats in float64, left
+    to right, then rounded once to ``dt``."""
+    wide = np.float64 if is_float(dt) else np.int64
+    acc = srcs[0].astype(wide)
+    for m, x, y in zip(srcs[1::3], srcs[2::3], srcs[3::3]):
+        acc = np.where(m.astype(bool), acc + x.astype(wide) * y.astype(wide), acc)
+    if is_float(dt):
+        with np.errstate(over="ignore"):  # a sum beyond the float range is infinite
+            return acc.astype(dt)
+    return np.clip(acc, int(np.iinfo(dt).min), int(np.iinfo(dt).max)).astype(dt)
+
+
 def math_fn(fn: str, x: np.ndarray, dt: np.dtype) -> np.ndarray:
     """``fn`` of each float lane computed in float64, rounded to float32, then to ``dt``; a
     NaN result is the positive quiet NaN (libraries differ in the sign they give it)."""
@@ -167,6 +181,8 @@ def vec_op_more(op: str, srcs: list[np.ndarray], dt: np.dtype, attrs: dict) -> n
     if op == "vfma":  # acc + x * y in float64, rounded once
         acc, x, y = (v.astype(np.float64) for v in srcs)
         return (acc + x * y).astype(dt)
+    if op == "vdot":
+        return dot_sum(srcs, dt)
     if op == "vmath" and is_float(dt):
         return math_fn(attrs["fn"], srcs[0], dt)
     raise KeyError(f"no vector instruction {op!r} on {dt.name}")

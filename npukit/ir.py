@@ -23,6 +23,10 @@ A ``Program`` is a tree of statements over buffers that live in named memories:
   the destination instead of replacing it.
 - ``Call``: an opaque call of an ``Extern`` function (a basic kernel) with pointer and
   scalar arguments.
+- ``Branch``: ``then`` runs when the one ``bool`` element ``cond`` views is true, ``orelse``
+  when it is false (a condition known only at run time: the Compass DSL's ``if S.vall(m):``).
+  What a branch writes is written only when it runs, so it counts for no output's coverage;
+  the cycle model, which does not see data, costs both branches one after the other.
 
 Constant data (a lookup table's memory image) is a ``Buffer`` with ``role="const"`` whose
 ``data`` the program carries; instructions read it through ordinary views.
@@ -72,12 +76,21 @@ the reference):
   destination's width, each operand in its own sign. ``vmath`` (attr ``fn``: ``exp exp2
   log tanh sin cos sqrt rsqrt erf floor ceil``): the function of a float lane in float64,
   rounded to float32, then to the dtype, a NaN as the positive quiet NaN
-  (``npukit.arith_vec`` is the reference).
+  (``npukit.arith_vec`` is the reference). ``vdot``: ``(acc, m1, x1, y1, ..., mk, xk,
+  yk)``, ``acc + Σ xi·yi`` over the terms whose mask lane ``mi`` is true, in order: integers
+  (``x``, ``y`` of at most 16 bits, ``acc`` of at most 32) exactly, then clamped to the
+  destination's range; floats in float64 left to right, rounded once to the destination.
 - ``vgather``: ``(table, indices[, mask])`` -> ``table[indices]``: ``table`` is any view
   (the whole view is addressable), ``indices`` an integer vector; lanes whose mask is
   false read nothing and give 0. An index outside the table is an error the simulator
   reports (``OutOfBoundsError`` naming the table, the index and its extent); generated C
   clamps it and never reads outside.
+- ``vscatter``: ``dst`` is a table (any view, the whole view addressable), ``srcs`` are
+  ``(values, indices[, mask])``: lane ``k`` of ``values`` is written to
+  ``table[indices[k]]`` where the mask is true, lanes in order (a later lane wins); the
+  other elements keep their values, so the table is read as well as written
+  (``Compute.reads``). An index outside the table is an error the simulator reports;
+  generated C skips that lane and never writes outside.
 """
 
 from __future__ import annotations
@@ -417,6 +430,11 @@ class Compute:
     def attr(self, name: str):
         return dict(self.attrs)[name]
 
+    def reads(self) -> list[View]:
+        """The views the instruction reads: its sources, and its destination when it
+        accumulates into it or scatters into part of it."""
+        return list(self.srcs) + ([self.dst] if self.acc or self.op == "vscatter" else [])
+
 
 @dataclass(frozen=True)
 class Ptr:
@@ -479,7 +497,37 @@ class Call:
     label: str = ""
 
 
-Stmt = Loop | Copy | Append | ResetCursor | Fill | Compute | Call
+@dataclass(frozen=True)
+class Branch:
+    """``if cond: then else: orelse`` on a run-time value: ``cond`` views one ``bool``
+    element (a lane of a register)."""
+
+    cond: View
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+    label: str = ""
+
+
+Stmt = Loop | Copy | Append | ResetCursor | Fill | Compute | Call | Branch
+
+
+def bodies(st) -> tuple[tuple[Stmt, ...], ...]:
+    """The statement lists nested in ``st``: a loop's body, a branch's two arms."""
+    if isinstance(st, Loop):
+        return (st.body,)
+    if isinstance(st, Branch):
+        return (st.then, st.orelse)
+    return ()
+
+
+def walk(body: tuple[Stmt, ...], loops: tuple[Var, ...] = ()
+         ) -> Iterator[tuple[Stmt, tuple[Var, ...]]]:
+    """Every statement of ``body`` at any depth in program order, with the loop variables
+    enclosing it (a branch's arms run inside the same loops)."""
+    for s in body:
+        yield s, loops
+        for arm in bodies(s):
+            yield from walk(arm, loops + (s.var,) if isinstance(s, Loop) else loops)
 
 
 def map_views(body: tuple[Stmt, ...], fn: Callable[[View], View]) -> tuple[Stmt, ...]:
@@ -493,6 +541,9 @@ def map_views(body: tuple[Stmt, ...], fn: Callable[[View], View]) -> tuple[Stmt,
     def stmt(st):
         if isinstance(st, Loop):
             return replace(st, body=map_views(st.body, fn))
+        if isinstance(st, Branch):
+            return replace(st, cond=fn(st.cond), then=map_views(st.then, fn),
+                           orelse=map_views(st.orelse, fn))
         if isinstance(st, (Copy, Append)):
             return replace(st, dst=fn(st.dst), src=fn(st.src))
         if isinstance(st, Fill):
@@ -549,12 +600,7 @@ class Program:
 
     def walk(self) -> Iterator[tuple[Stmt, tuple[Var, ...]]]:
         """Every statement in program order with the loop variables enclosing it."""
-        def rec(body, loops):
-            for s in body:
-                yield s, loops
-                if isinstance(s, Loop):
-                    yield from rec(s.body, loops + (s.var,))
-        return rec(self.body, ())
+        return walk(self.body)
 
     def transfers(self):
         """One ``npukit.Transfer`` per data flow (``npukit.transfers``)."""

@@ -62,6 +62,11 @@ def _block(body, depth: int) -> list[str]:
             lines.append(_with_label(head + ("  [one iteration per core]" if st.cores else ""),
                                      st.label))
             lines += _block(st.body, depth + 1)
+        elif isinstance(st, ir.Branch):
+            lines.append(_with_label(f"{pad}if {view_text(st.cond)}:", st.label))
+            lines += _block(st.then, depth + 1)
+            if st.orelse:
+                lines += [f"{pad}else:"] + _block(st.orelse, depth + 1)
         else:
             lines.append(_with_label(pad + statement_text(st), st.label))
     return lines

@@ -76,9 +76,11 @@ def _check_append_keeps_data(st: ir.Append, loops) -> None:
 
 def _check_outputs_written(prog: ir.Program) -> None:
     """Every element of every parameter with role ``"out"`` is written by the program's
-    data flows (Copy, Append, Fill into it), or ``ShapeError``: an unwritten element would
-    hold poison on the simulator and the array's old contents in C. Checked in closed form
-    (``npukit.coverage``), else element by element up to ``EXACT_LIMIT`` elements.
+    data flows (Copy, Append, Fill into it; a ``vscatter`` writes elements known only at run
+    time and a ``Branch`` arm may not run, so they count for none), or ``ShapeError``: an
+    unwritten element would hold poison on the simulator and the array's old contents in C.
+    Checked in closed form (``npukit.coverage``), else element by element up to
+    ``EXACT_LIMIT`` elements.
 
     Not checked: parameters a basic kernel gets a pointer to (``ir.Call`` with ``ir.Ptr``,
     in AutoTiler programs), which code npukit cannot see writes, and outputs built with
@@ -86,10 +88,13 @@ def _check_outputs_written(prog: ir.Program) -> None:
     array's contents)."""
     pointed = {a.view.buffer.name for st, _ in prog.walk() if isinstance(st, ir.Call)
                for a in st.args if isinstance(a, ir.Ptr)}
+    maybe = {id(s) for st, _ in prog.walk() if isinstance(st, ir.Branch)
+             for arm in ir.bodies(st) for s, _ in ir.walk(arm)}
     writers: dict[str, list] = {}
     for st, loops in prog.walk():
         dst = getattr(st, "dst", None)
-        if dst is not None and dst.buffer.role == "out":
+        if dst is not None and dst.buffer.role == "out" and id(st) not in maybe and \
+                getattr(st, "op", "") != "vscatter":
             writers.setdefault(dst.buffer.name, []).append((st, loops))
     for buf, spec in prog.params:
         if buf.role == "out" and buf.name not in pointed:

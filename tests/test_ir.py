@@ -45,6 +45,7 @@ def _every_statement_kind(a: ir.Buffer) -> tuple[ir.Stmt, ...]:
                    attrs=(("shift", 1),)),
         ir.Compute("act", "vgather", _view(tile), (_view(a, i % 3), _view(a))),
         ir.Call(ext, (ir.Ptr(_view(a)), ir.Val(ir.affine(j)), ir.Deref(_view(a, 1)))),
+        ir.Branch(_view(a, 2), (ir.Fill(_view(a, 3), 1),), (ir.Fill(_view(tile), 2),)),
     )
     inner = ir.Loop(j, body, "rows", parallel=True)
     return (ir.Loop(i, (inner,), "cores", cores=True),)
@@ -68,11 +69,11 @@ def test_map_buffers_reaches_every_view_of_every_statement_kind():
     kinds = {type(st) for st, _ in ir.Program("p", None, (), (), body).walk()}
     assert kinds == set(typing.get_args(ir.Stmt)), "a statement kind the test does not build"
     seen = [x.name for x in _buffers_in(body)]
-    assert seen.count("a") == 9
+    assert seen.count("a") == 11
 
     mapped = ir.map_buffers(body, lambda x: b if x.name == "a" else x)
     after = [x.name for x in _buffers_in(mapped)]
-    assert "a" not in after and after.count("b") == 9 and after.count("tile") == 4
+    assert "a" not in after and after.count("b") == 11 and after.count("tile") == 5
     # everything but the buffers is kept: loops' flags and variables, lanes, attributes
     assert ir.map_buffers(mapped, lambda x: a if x.name == "b" else x) == body
     outer, inner = mapped[0], mapped[0].body[0]
@@ -94,7 +95,7 @@ def test_map_views_gives_each_view_to_the_function():
         return dataclasses.replace(v, offset=v.offset + 5)
 
     mapped = ir.map_views(body, shift)
-    assert len(offsets) == 13  # 9 views of a, 4 of tile
+    assert len(offsets) == 16  # 11 views of a, 5 of tile
     fill = mapped[0].body[0].body[3]
     assert fill.dst.offset == ir.affine(ir.Var("j", 3, fill.dst.offset.vars[0].trips)) * 16 + 5
 
@@ -104,9 +105,9 @@ def test_walk_visits_in_program_order_with_the_enclosing_loops():
     walked = list(ir.Program("p", None, (), (), body).walk())
     names = [type(st).__name__ for st, _ in walked]
     assert names == ["Loop", "Loop", "ResetCursor", "Copy", "Append", "Fill", "Compute",
-                     "Compute", "Call"]
+                     "Compute", "Call", "Branch", "Fill", "Fill"]
     assert [tuple(v.name for v in loops) for _, loops in walked] == \
-        [(), ("i",)] + [("i", "j")] * 7
+        [(), ("i",)] + [("i", "j")] * 10
 
 
 def mul_program(n=40):

@@ -123,6 +123,23 @@ def _bitcast(h, x: str, src: np.dtype, dst: np.dtype) -> str:
     return f"{h.define(name, text)}({x})"
 
 
+def _dot(h, srcs: list[tuple[str, np.dtype]], dst: np.dtype, convert) -> str:
+    """``vdot``: a helper per term count and kind adds the terms whose mask is set, in order,
+    in int64 (exact) or double; the result is saturated (integers) or rounded once."""
+    k, flt = (len(srcs) - 1) // 3, dst.kind == "f" or dst.name == "bfloat16"
+    w = "double" if flt else "int64_t"
+    name = f"npk_vdot_{'f64' if flt else 'i64'}_{k}"
+    params = ", ".join(f"int m{i}, {w} x{i}, {w} y{i}" for i in range(k))
+    adds = "".join(f"    if (m{i})\n        acc += x{i} * y{i};\n" for i in range(k))
+    text = (f"/* acc + the products x_i * y_i whose mask m_i is set, in order, in {w}. */\n"
+            f"static inline {w} {name}({w} acc, {params})\n{{\n{adds}    return acc;\n}}")
+    wd = _F64 if flt else np.dtype("int64")
+    args = [convert(h, e, d, wd) if i % 3 != 1 else f"({e} != 0)" for i, (e, d) in
+            enumerate(srcs)]
+    total = f"{h.define(name, text)}({', '.join(args)})"
+    return convert(h, total, _F64, dst) if flt else f"{h.use('npk_sat_' + dst.name)}({total})"
+
+
 def vec_expr_more(h, op: str, attrs: dict, srcs: list[tuple[str, np.dtype]], dst: np.dtype,
                   convert) -> str:
     """One lane of an instruction of ``arith_vec.MORE_OPS`` as a C expression of ``dst``
@@ -167,6 +184,8 @@ def vec_expr_more(h, op: str, attrs: dict, srcs: list[tuple[str, np.dtype]], dst
     if op == "vfma":  # float64 products of float32 lanes are exact; one rounding at the end
         acc, x64, y64 = (convert(h, e, d, _F64) for e, d in srcs)
         return convert(h, f"({acc} + {x64} * {y64})", _F64, dst)
+    if op == "vdot":
+        return _dot(h, srcs, dst, convert)
     if op == "vmath":
         arg = convert(h, x, x_dt, _F64)
         f32 = f"(float){_helper(h, 'npk_nan_canon')}({_MATH[attrs['fn']].format(arg)})"

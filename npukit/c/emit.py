@@ -53,6 +53,7 @@ from .calls import PRELUDE_NAMES, ArgStruct, defined_names, emit_call, extern_so
 from .code import Writer, wrap
 from .ctype import TYPEDEFS, c_type, literal, poison_literal
 from .fuse import ProgramInfo, fused_loop
+from .indexed import emit_scatter, gather_lane
 from .lut import lut_lane
 from .threads import FEATURE_MACRO
 from .threads import SOURCE as THREADS_SOURCE
@@ -464,6 +465,15 @@ class _Emitter:
                                           f"(`{getattr(st, 'label', '')}`)")
             getattr(self, _STATEMENTS[kind])(st, w)
 
+    def branch(self, st: ir.Branch, w: Writer) -> None:
+        w.banner(f"Branch on {self.describe(st.cond)} (a condition known at run time)",
+                 st.label)
+        with w.block(f"if ({self.el(self.acc(st.cond), '0')})"):
+            self.block(st.then, w)
+        if st.orelse:
+            with w.block("else", attach=True):
+                self.block(st.orelse, w)
+
     def loop(self, st: ir.Loop, w: Writer) -> None:
         if st.parallel and not self.in_task:
             self.parallel_loop(st, w)
@@ -668,6 +678,9 @@ class _Emitter:
             w.line(f"{self.el(dst, k)} = {literal(st.value, st.dst.dtype)};")
 
     def compute(self, st: ir.Compute, w: Writer) -> None:
+        if st.op == "vscatter":
+            emit_scatter(self, st, w)
+            return
         dst = self.acc(st.dst)
         k = self.k
         title = f"{st.unit.upper() if st.unit == 'alu' else st.unit.capitalize()} {st.op} -> " \
@@ -697,7 +710,7 @@ class _Emitter:
         reads its (bias, scale) pair once, into locals declared on ``w``."""
         dts = [v.dtype for v in st.srcs]
         if st.op == "vgather":
-            return self._gather(st, lanes), st.dst.dtype
+            return gather_lane(self, st, lanes), st.dst.dtype
         if st.op in A.VEC_OPS:
             return A.vec_expr(self.h, st.op, dict(st.attrs), list(zip(lanes, dts)),
                               st.dst.dtype), st.dst.dtype
@@ -725,14 +738,6 @@ class _Emitter:
                                         self.prog.target.arith.rounding), out_dt
         raise NotImplementedError(f"C back end: no rule for {st.unit}.{st.op} (`{st.label}`)")
 
-    def _gather(self, st: ir.Compute, lanes: list[str]) -> str:
-        """One lane of ``vgather``: the table element at the lane's index, clamped into the
-        table (the simulator reports an index outside it); 0 where the mask is false."""
-        table = st.srcs[0]
-        idx = f"{self.h.use('npk_clamp64')}((int64_t){lanes[1]}, 0, {max(table.size - 1, 0)})"
-        value = self.el(self.acc(table), idx)
-        return f"({lanes[2]} ? {value} : 0)" if len(lanes) > 2 else value
-
     def _lut(self, st: ir.Compute, p: str) -> tuple[str, np.dtype]:
         """One lane of a LUT instruction: a call of its own helper (``npukit.c.lut``)."""
         tv = st.srcs[1]
@@ -750,7 +755,7 @@ class _Emitter:
 
 _POISON = "poison, as in the simulator"
 _STATEMENTS = {"Loop": "loop", "Copy": "copy", "Append": "append", "ResetCursor": "reset_cursor",
-               "Fill": "fill", "Compute": "compute", "Call": "call"}
+               "Fill": "fill", "Compute": "compute", "Call": "call", "Branch": "branch"}
 
 def _check_parallel_body(st: ir.Loop) -> None:
     """A parallel loop's body in C: loops and calls of basic kernels (without argument

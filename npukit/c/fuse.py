@@ -136,7 +136,7 @@ def _reads(st) -> list[ir.View]:
     if isinstance(st, (ir.Copy, ir.Append)):
         return [st.src]
     if isinstance(st, ir.Compute):
-        return list(st.srcs) + ([st.dst] if st.acc else [])
+        return st.reads()
     return []
 
 
@@ -179,7 +179,7 @@ def _plan(em, loop: ir.Loop) -> _Plan | None:
     body = _flat_body(loop.body)
     if not body or not all(isinstance(s, (ir.Copy, ir.Compute, ir.Append)) for s in body):
         return None
-    if any(s.op == "vgather" for s in body if isinstance(s, ir.Compute)):
+    if any(s.op in ("vgather", "vscatter") for s in body if isinstance(s, ir.Compute)):
         return None  # a table indexed by lanes is no lane
     written = {s.dst.buffer.name for s in body if _internal(s.dst)}
     tensors_read = {v.buffer.name for s in body for v in _reads(s) if not _internal(v)}
@@ -291,8 +291,8 @@ _LUT_OPS = ("lookup", "linear_approx")
 def _statements(body):
     for st in body:
         yield st
-        if isinstance(st, ir.Loop):
-            yield from _statements(st.body)
+        for body in ir.bodies(st):
+            yield from _statements(body)
 _F16 = np.dtype("float16")
 _F32 = np.dtype("float32")
 

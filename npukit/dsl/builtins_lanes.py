@@ -216,6 +216,36 @@ def _reduce(op: str, x, mask, neutral, what: str, acc_type: DType | None = None)
     return out
 
 
+def _all_lanes(op: str, mask, what: str) -> Vec:
+    """``op`` ("vand", "vor") over every lane of a bool vector, halving it each step: a
+    one-lane bool value, which an ``if`` may test at run time."""
+    tr = tracer()
+    if not isinstance(mask, Vec) or not mask.type.is_bool:
+        raise DTypeError(f"{what}: expects a bool vector (a mask), got {_describe(mask)}")
+    level = mask
+    while level.type.lanes > 1:
+        n = level.type.lanes
+        half = n // 2
+        out = tr.compute(op, DType("bool").with_lanes(half),
+                         [_lanes(level, 0, half), _lanes(level, half, half)])
+        if n % 2:  # the odd lane out joins lane 0
+            last = tr.compute(op, DType("bool"), [_lanes(out, 0, 1), _lanes(level, n - 1, 1)])
+            _move(out, 0, 1, last.view)
+        level = out
+    return level
+
+
+def vall(mask) -> Vec:
+    """Whether every lane of the mask is True: a bool value known at run time (``if
+    S.vall(m):`` branches on it)."""
+    return _all_lanes("vand", mask, "S.vall")
+
+
+def vany(mask) -> Vec:
+    """Whether any lane of the mask is True: a bool value known at run time."""
+    return _all_lanes("vor", mask, "S.vany")
+
+
 def _lowest(dt: np.dtype):
     return -np.inf if is_float(dt) else np.iinfo(dt).min
 

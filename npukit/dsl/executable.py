@@ -23,17 +23,21 @@ from ..errors import KernelError, NpukitError, TargetError
 from ..machine import target as _target
 from .kernel import PrimFunc, build
 
-# The Compass targets npukit models: the X2 core of target "compass" (npukit/targets).
-_X2 = ("X2_1204", "X2_1204MP3")
+# The Compass targets npukit models as target "compass" (npukit/targets): the X2 core, and
+# the X3P core, whose builtins the public DSL computes as on X2 (one Python simulator
+# implementation of each; 256-bit vectors on both). X3P lacks vmml, vmma and the float
+# vqdpa, which the public DSL refuses there and npukit does not.
+_MODELLED = ("X2_1204", "X2_1204MP3", "X3P_1304")
 
 
 def _compass_target(name: str | None):
     """npukit's target for a Compass DSL target name ("X2_1204", "compass -mcpu=X2_1204")."""
     cpu = (name or "X2_1204").split("-mcpu=")[-1].strip()
-    if cpu == "compass" or cpu.startswith("X2_"):
+    if cpu == "compass" or cpu.startswith("X2_") or cpu in _MODELLED:
         return _target("compass")
-    raise TargetError(f"BuildManager(target={name!r}): npukit models the Zhouyi X2 core "
-                      f"(target 'compass', as {', '.join(_X2)}); {cpu} is not modelled")
+    raise TargetError(f"BuildManager(target={name!r}): npukit models the Zhouyi X2 and X3P "
+                      f"cores (target 'compass', as {', '.join(_MODELLED)}); {cpu} is not "
+                      f"modelled")
 
 
 class BuildManager:

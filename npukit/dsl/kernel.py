@@ -17,6 +17,7 @@ from ..layout import Layout
 from ..machine import Target
 from ..machine import target as _target
 from . import trace
+from .branches import RuntimeIf, branching_code, closure_for
 from .memory import check_barriers
 from .trace import Tracer, error_site
 from .types import DType, PtrType, is_type_name, is_vector_name
@@ -199,14 +200,18 @@ def _gate(loop, value):
 
 
 def _traced(fn):
-    """``fn`` with the DSL's ``range`` and, for its module's strings that name vector types
+    """``fn`` with the DSL's ``range``, its ``if`` statements able to branch on run-time
+    values (``npukit.dsl.branches``) and, for its module's strings that name vector types
     (``vdtype = "float16x16"``), the types themselves (so ``vdtype.lanes`` works)."""
     g = dict(fn.__globals__)
     for k, v in g.items():
         if is_vector_name(v):
             g[k] = DType(v)
     g["range"] = _device_range
-    out = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
+    g["__npk_if__"] = RuntimeIf
+    code = branching_code(fn)
+    trace.tracer().code.add(code)  # its lines label what it records
+    out = types.FunctionType(code, g, fn.__name__, fn.__defaults__, closure_for(code, fn))
     out.__kwdefaults__ = fn.__kwdefaults__
     return out
 
@@ -372,9 +377,10 @@ def _source(fn) -> str:
 def _used(body) -> set[str]:
     out: set[str] = set()
     for st in body:
-        if isinstance(st, ir.Loop):
-            out |= _used(st.body)
-        for v in (getattr(st, "dst", None), getattr(st, "src", None), *getattr(st, "srcs", ())):
+        for body in ir.bodies(st):
+            out |= _used(body)
+        for v in (getattr(st, "dst", None), getattr(st, "src", None), getattr(st, "cond", None),
+                  *getattr(st, "srcs", ())):
             if v is not None:
                 out.add(v.buffer.name)
     return out

@@ -224,10 +224,16 @@ def check_barriers(body: tuple, tec: ir.Var) -> None:
         before |= wrote
 
 
+_MAYBE = ir.Var("branch_arm", 1)
+
+
 def _flat(body, loops: tuple):
     """Each statement with the loop variables around it."""
     for st in body:
         if isinstance(st, ir.Loop):
             yield from _flat(st.body, loops + (st.var,))
+        elif isinstance(st, ir.Branch):  # an arm may not run: as a loop of unknown trips
+            for arm in ir.bodies(st):
+                yield from _flat(arm, loops + (_MAYBE,))
         else:
             yield st, loops

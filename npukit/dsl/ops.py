@@ -6,10 +6,11 @@ import builtins
 
 import numpy as np
 
-from .. import arith
+from .. import arith, ir
 from ..errors import DTypeError, KernelError
+from ..layout import Layout
 from .types import DType
-from .values import Index, Ptr, Scalar, Vec, imax, imin, tracer
+from .values import Index, Ptr, Scalar, Vec, _describe, imax, imin, tracer
 from .values import ceildiv as _ceildiv
 
 # -- cores ---------------------------------------------------------------------------------
@@ -195,6 +196,48 @@ def dma_copy(dst: Ptr, src: Ptr, width, src_stride=None, times=1, dst_stride=Non
     (and ``src_stride``/``dst_stride``, values between row starts, ``width`` by default):
     that many rows of ``width`` values, all constants."""
     tracer().dma_copy(dst, src, width, src_stride, times, dst_stride)
+
+
+def vstore_scatter(value: Vec, ptr: Ptr, indices: Vec, mask=None) -> None:
+    """Lane ``k`` of ``value`` stored at ``ptr[indices[k]]`` (in elements; 16-bit integer
+    indices) where ``mask`` is True, lanes in order (a later lane wins). An index outside
+    the destination is an ``OutOfBoundsError`` of the simulator."""
+    tracer().scatter(value, ptr, indices, mask)
+
+
+def dma_transpose2d(dst: Ptr, src: Ptr, row, col, dst_stride=None, src_stride=None) -> None:
+    """The ``row`` x ``col`` matrix at ``src`` (rows ``src_stride`` values apart, ``col`` by
+    default) written transposed at ``dst`` (rows ``dst_stride`` apart, ``row`` by default)
+    by DMA: ``dst[j·dst_stride + i] = src[i·src_stride + j]``; sizes and strides in values
+    of the element type, all constants."""
+    tr = tracer()
+    what = tr.label()
+    for name, p in (("dst", dst), ("src", src)):
+        if not isinstance(p, Ptr) or p.scope == "constant" and name == "dst":
+            raise KernelError(f"`{what}`: S.dma_transpose2d {name} must be a pointer to "
+                              f"global memory or lsram, got {_describe(p)}")
+    if dst.type.elem != src.type.elem:
+        raise DTypeError(f"`{what}`: S.dma_transpose2d needs pointers of one element "
+                         f"type: dst is {dst.type}*, src is {src.type}*")
+    src_stride = col if src_stride is None else src_stride
+    dst_stride = row if dst_stride is None else dst_stride
+    sizes = dict(row=row, col=col, dst_stride=dst_stride, src_stride=src_stride)
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+               for v in sizes.values()):
+        raise KernelError(f"`{what}`: S.dma_transpose2d takes constant sizes and strides, "
+                          f"got {sizes}")
+    if row < 0 or col < 0 or src_stride < col or dst_stride < row:
+        raise KernelError(f"`{what}`: S.dma_transpose2d({sizes}): sizes are never "
+                          f"negative, src_stride is at least col and dst_stride at least "
+                          f"row")
+    if row == 0 or col == 0:
+        return
+    tr.check(src, src.offset, (row - 1) * src_stride + col, what, False)
+    tr.check(dst, dst.offset, (col - 1) * dst_stride + row, what, True)
+    t = src.type.elem
+    tr.emit(ir.Copy(ir.View(dst.buf, Layout((row, col), t, (1, dst_stride)), dst.offset),
+                    ir.View(src.buf, Layout((row, col), t, (src_stride, 1)), src.offset),
+                    tr.tgt.engine(src.buf.memory, dst.buf.memory).name, label=what))
 
 
 def vload_gather(ptr: Ptr, indices: Vec, mask=None) -> Vec:

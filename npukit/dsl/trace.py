@@ -99,6 +99,7 @@ class Tracer:
         self.core_var: ir.Var | None = None  # the core loop's variable: the local id
         self.fixed_id: int | None = None  # the local id when traced once per TEC
         self.funcs: list = []  # the Python functions traced, kernel first
+        self.arms = 0  # arms of run-time ifs being traced (npukit.dsl.branches)
 
     def local_id(self):
         """``S.get_local_id()``: the core loop's variable, or this trace's TEC."""
@@ -535,6 +536,19 @@ class Tracer:
         self.emit(ir.Fill(ir.View(p.buf, Layout((n,), p.type.elem), p.offset), v.item(),
                           what))
 
+    def table(self, p: Ptr, builtin: str, what: str) -> ir.View:
+        """Everything from ``p`` to the end of its buffer, which lane indices address (a
+        gather reads it, a scatter reads and writes it)."""
+        ext = self.extent(p)
+        if ext is None or p.offset.terms:
+            raise KernelError(f"`{what}`: {builtin} needs a table of known extent at a fixed "
+                              f"address (S.alloc_const, S.alloc_buffer, or a tensor given a "
+                              f"size); {p.name} + {p.offset} is not")
+        if p.buf.name in self.params:
+            self.params[p.buf.name]["read"] = True
+        start = p.offset.const
+        return ir.View(p.buf, Layout((max(ext - start, 0),), p.buf.dtype), ir.affine(start))
+
     def gather(self, p: Ptr, idx: Vec, mask) -> Vec:
         what = self.label()
         if not isinstance(p, Ptr) or p.type.is_vector:
@@ -544,25 +558,39 @@ class Tracer:
                 idx.type.elem.itemsize != 2:
             raise DTypeError(f"`{what}`: S.vload_gather indices must be a 16-bit integer "
                              f"vector (int16xN or uint16xN), got {_describe(idx)}")
-        ext = self.extent(p)
-        if ext is None or p.offset.terms:
-            raise KernelError(f"`{what}`: S.vload_gather needs a table of known extent at a "
-                              f"fixed address (S.alloc_const, S.alloc, or a tensor given a "
-                              f"spec); {p.name} + {p.offset} is not")
-        start = p.offset.const
-        table = ir.View(p.buf, Layout((max(ext - start, 0),), p.buf.dtype), ir.affine(start))
-        if p.buf.name in self.params:
-            self.params[p.buf.name]["read"] = True
+        table = self.table(p, "S.vload_gather", what)
         srcs = [table, idx] + ([] if mask is None else
                                [self.mask(mask, idx.type.lanes, "S.vload_gather")])
         return self.compute("vgather", p.type.with_lanes(idx.type.lanes), srcs)
+
+    def scatter(self, value: Vec, p: Ptr, idx: Vec, mask) -> None:
+        what = self.label()
+        if not isinstance(p, Ptr) or p.scope == "constant":
+            raise KernelError(f"`{what}`: S.vstore_scatter writes through a pointer to global "
+                              f"memory or lsram, got {_describe(p)}")
+        if not isinstance(value, Vec) or value.type.elem != p.type.elem:
+            raise DTypeError(f"`{what}`: S.vstore_scatter of {_describe(value)} through a "
+                             f"{p.type} pointer: the element types must match")
+        if not isinstance(idx, Vec) or idx.type.elem.kind not in "iu" or \
+                idx.type.elem.itemsize != 2 or idx.type.lanes != value.type.lanes:
+            raise DTypeError(f"`{what}`: S.vstore_scatter indices must be a 16-bit integer "
+                             f"vector of the value's {value.type.lanes} lanes, got "
+                             f"{_describe(idx)}")
+        table = self.table(p, "S.vstore_scatter", what)
+        if p.buf.name in self.params:  # the elements not stored keep their values
+            self.params[p.buf.name]["written"] = True
+        srcs = (value.view, idx.view) + (() if mask is None else
+                                         (self.mask(mask, idx.type.lanes, what).view,))
+        self.emit(ir.Compute("vec", "vscatter", table, srcs,
+                             attrs=(("pair", (value.type.elem.name, None)),), label=what))
 
     def barrier(self) -> None:
         """``S.barrier()``: the core loop ends here and a new one begins (see
         ``npukit.dsl.memory.barrier``)."""
         label = self.label()
-        if len(self.loops) != 1:
-            raise KernelError(f"`{label}`: S.barrier inside a device loop; npukit takes "
+        if len(self.loops) != 1 or self.arms:
+            where = "an if on a run-time value" if self.arms else "a device loop"
+            raise KernelError(f"`{label}`: S.barrier inside {where}; npukit takes "
                               f"barriers in the kernel's straight-line code")
         self.close(f"{self.name}: each TEC runs up to `{label}`", cores=True)
         self.open(self.core_var)
@@ -702,6 +730,10 @@ def run_guarded(tr: Tracer, body: tuple, loops=()) -> tuple:
     for st in body:
         if isinstance(st, ir.Loop):
             out.append(replace(st, body=run_guarded(tr, st.body, loops + (st.var,))))
+            continue
+        if isinstance(st, ir.Branch):
+            out.append(replace(st, then=run_guarded(tr, st.then, loops),
+                               orelse=run_guarded(tr, st.orelse, loops)))
             continue
         if isinstance(st, ir.Copy):
             over = any(view_range(v, st.valid, loops)[0] < 0 or

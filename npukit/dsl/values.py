@@ -320,6 +320,12 @@ class Vec:
     def dtype(self) -> DType:
         return self.type
 
+    @property
+    def addr(self) -> Ptr:
+        """The register's address, for the builtins that write through a pointer
+        (``S.vmml(acc.addr, x, y)`` writes into ``acc``)."""
+        return Ptr(self.buf, self.type, ir.affine(0), "vreg", self.buf.name)
+
     def __getitem__(self, i):
         return tracer().lane(self, i)
 

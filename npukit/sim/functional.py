@@ -81,6 +81,15 @@ class Machine:
         for st in body:
             getattr(self, type(st).__name__.lower())(st)
 
+    def branch(self, st: ir.Branch) -> None:
+        """One arm, by the condition's value (no loop around a branch is batched, so the
+        batch is one row)."""
+        cond = self.read(st.cond).astype(bool).reshape(-1)
+        if cond.size != 1:
+            raise NotImplementedError(f"simulator: `{st.label}` branches in a batch of "
+                                      f"{cond.size} rows")
+        self.block(st.then if cond[0] else st.orelse)
+
     def loop(self, st: ir.Loop) -> None:
         n = self._trips(st.var)
         if n == 0:
@@ -386,6 +395,9 @@ class Machine:
         if st.op == "vgather":
             self.write(st.dst, self._gather(st))
             return
+        if st.op == "vscatter":
+            self._scatter(st)
+            return
         if st.op in arith.VEC_OPS:
             srcs = [self.read(v) for v in st.srcs]
             self.write(st.dst, arith.vec_op(st.op, srcs, st.dst.dtype, dict(st.attrs)))
@@ -428,11 +440,11 @@ class Machine:
                                        a["lo"], a["hi"], a["scale_exp"], a["in_dtype"],
                                        a.get("to_vector"))
 
-    def _gather(self, st: ir.Compute) -> np.ndarray:
-        """``vgather``: lane k reads ``table[indices[k]]`` (0 where the mask is false); an
-        active index outside the table view is an ``OutOfBoundsError``."""
-        table, idx_view = st.srcs[0], st.srcs[1]
-        idx = self.read(idx_view).astype(np.int64)
+    def _indices(self, st: ir.Compute, table: ir.View, what: str, verb: str):
+        """The lane indices (``srcs[1]``) of a gather or scatter and which lanes are active
+        (``srcs[2]``, the mask, when given); an active index outside ``table`` is an
+        ``OutOfBoundsError``."""
+        idx = self.read(st.srcs[1]).astype(np.int64)
         active = self.read(st.srcs[2]).astype(bool) if len(st.srcs) > 2 else \
             np.ones(idx.shape, bool)
         bad = active & ((idx < 0) | (idx >= table.size))
@@ -440,9 +452,16 @@ class Machine:
             row, lane = (int(a[0]) for a in np.nonzero(bad))
             where = ", ".join(f"{v.name}={int(self.env[v][row])}" for v in self.env)
             raise OutOfBoundsError(
-                f"`{st.label}`: vload_gather from {table.buffer.name!r} ({table.size} x "
-                f"{table.dtype.name}) reads index {int(idx[row, lane])} in lane {lane}"
+                f"`{st.label}`: {what} {table.buffer.name!r} ({table.size} x "
+                f"{table.dtype.name}) {verb} index {int(idx[row, lane])} in lane {lane}"
                 f"{f' ({where})' if where else ''}, outside its extent 0..{table.size - 1}")
+        return idx, active
+
+    def _gather(self, st: ir.Compute) -> np.ndarray:
+        """``vgather``: lane k reads ``table[indices[k]]`` (0 where the mask is false); an
+        active index outside the table view is an ``OutOfBoundsError``."""
+        table = st.srcs[0]
+        idx, active = self._indices(st, table, "vload_gather from", "reads")
         pos = np.where(active, idx, 0)
         if table.buffer.role == "internal":
             flat = self.state[table.buffer.name]
@@ -453,6 +472,23 @@ class Machine:
             img = self.images[table.buffer.name]
             out = img[self._base(table)[:, None] + _offsets_at(table.layout, pos)]
         return np.where(active, out, np.zeros((), out.dtype))
+
+    def _scatter(self, st: ir.Compute) -> None:
+        """``vscatter``: lane k of the values goes to ``table[indices[k]]`` where the mask is
+        true, rows of the batch in order, then lanes in order (a later write wins); an active
+        index outside the table is an ``OutOfBoundsError``."""
+        table = st.dst
+        vals = arith.convert(self.read(st.srcs[0]), table.dtype)
+        idx, active = self._indices(st, table, "vstore_scatter into", "writes")
+        pos = self._base(table)[:, None] + _offsets_at(table.layout, np.where(active, idx, 0))
+        buf = table.buffer
+        if buf.role == "internal":
+            rows = self._rows(buf) if buf.name in self.shared else np.arange(self.batch.size)
+            rows = np.broadcast_to(rows[:, None], pos.shape)
+            self.state[buf.name][rows[active], pos[active]] = vals[active]
+            self.depth[buf.name] = len(self.batch.axes)
+        else:
+            self.images[buf.name][pos[active]] = vals[active]
 
     def _accumulate(self, st: ir.Compute, x: np.ndarray) -> np.ndarray:
         """Partials after this instruction in every row: the value at the last reset
@@ -537,6 +573,8 @@ def _row_views(st) -> list[ir.View]:
     if isinstance(st, ir.Append):
         return [st.src]
     if isinstance(st, ir.Compute):
+        if st.op == "vscatter":  # the table it writes into is not copied
+            return list(st.srcs)
         table = {"vgather": 0, "lookup": 1, "linear_approx": 1}.get(st.op)
         return [st.dst] + [v for k, v in enumerate(st.srcs) if k != table]
     return [st.dst] if isinstance(st, ir.Fill) else []
@@ -567,7 +605,7 @@ def _batchable(loop: ir.Loop) -> frozenset[str] | None:
                 written.add("<call>")
                 continue
             reads = [st.src] if isinstance(st, (ir.Copy, ir.Append)) else \
-                list(st.srcs) if isinstance(st, ir.Compute) else []
+                st.reads() if isinstance(st, ir.Compute) else []
             for v in reads:
                 read.add(v.buffer.name)
                 if v.buffer.role == "internal":
@@ -587,7 +625,8 @@ def _batchable(loop: ir.Loop) -> frozenset[str] | None:
             else:
                 tensors_written.add(dst.buffer.name)
     visit(loop.body)
-    if tensors_read & tensors_written or _inner_trips_depend(loop.body, loop.var):
+    if tensors_read & tensors_written or _inner_trips_depend(loop.body, loop.var) or \
+            _has_branch(loop.body):  # each row would take its own arm
         return None
     # A row of its own would keep one iteration's elements only (the last row survives the
     # batch): a buffer read before it is written is shared, and so is one the loop only
@@ -599,6 +638,11 @@ def _batchable(loop: ir.Loop) -> frozenset[str] | None:
     if all(_disjoint(loop.body, b, loop.var) for b in conflict):
         return frozenset(conflict)
     return None
+
+
+def _has_branch(body) -> bool:
+    return any(isinstance(st, ir.Branch) or any(_has_branch(b) for b in ir.bodies(st))
+               for st in body)
 
 
 def _inner_trips_depend(body, var: ir.Var) -> bool:

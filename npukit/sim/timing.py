@@ -183,6 +183,9 @@ class Timeline:
         for st in body:
             if isinstance(st, ir.Loop):
                 self.loop(st)
+            elif isinstance(st, ir.Branch):  # no data here: both arms, an upper bound
+                self.block(st.then)
+                self.block(st.orelse)
             elif isinstance(st, ir.ResetCursor):
                 self.s[self.ix["cursor"]] = 0
             else:
@@ -291,11 +294,10 @@ class Timeline:
             unit = st.unit
             u = tgt.units[unit]
             width = u.width(*st.attr("pair"))
-            cost = u.latency + math.ceil(st.dst.size / width)
-            reads = [v.buffer for v in st.srcs]
+            lanes = st.srcs[0].size if st.op == "vscatter" else st.dst.size  # not the table
+            cost = u.latency + math.ceil(lanes / width)
+            reads = [v.buffer for v in st.reads()]
             write, in_place = st.dst.buffer, st.acc
-            if st.acc:
-                reads.append(st.dst.buffer)
         elif isinstance(st, ir.Fill):
             # The first compute unit clears partials or splats a constant as it starts.
             unit, cost, write = next(iter(tgt.units)), 0, st.dst.buffer
@@ -352,7 +354,7 @@ class Timeline:
         if isinstance(st, (ir.Copy, ir.Append)):
             return [st.src]
         if isinstance(st, ir.Compute):
-            return list(st.srcs) + ([st.dst] if st.acc else [])
+            return st.reads()
         return []
 
     def call(self, st: ir.Call) -> None:
@@ -387,8 +389,8 @@ class Timeline:
 def _walk(body):
     for st in body:
         yield st, None
-        if isinstance(st, ir.Loop):
-            yield from _walk(st.body)
+        for body in ir.bodies(st):
+            yield from _walk(body)
 
 
 def _loops(body):

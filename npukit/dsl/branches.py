@@ -1,0 +1,176 @@
+"""``if`` on a value known only at run time (``if S.vall(mask):``, ``if a[0] > b[0]:``): the
+kernel's source is rewritten so that both arms are traced, into an ``ir.Branch``.
+
+A kernel is traced by running its Python once, so a plain ``if`` can follow one arm only.
+Each ``if`` of a kernel (or device subroutine) becomes::
+
+    with __npk_if__(TEST, escaping, exits) as c:
+        if c.then():
+            BODY
+        if c.orelse():
+            ORELSE
+
+When ``TEST`` is decided at build time (a number, a build-time comparison, the local id)
+``then``/``orelse`` are ``bool(TEST)`` and its negation: Python's own ``if``. When it is a
+one-lane ``bool`` value (a lane of a mask, ``S.vall``/``S.vany``, a comparison of lanes), both
+arms are traced, each into its own block, and the statement becomes one ``ir.Branch``. Such an
+arm may store through pointers and compute values it uses itself; assigning a name that is
+used outside the arms (``escaping``) or leaving the arm early (``return``, ``break``,
+``continue``: ``exits``) would need values merged after the branch, and is a ``KernelError``
+naming it (select values with ``S.vsel`` instead).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import types
+
+import numpy as np
+
+from .. import ir
+from ..errors import KernelError
+from ..layout import Layout
+from .values import Vec, tracer
+
+_CACHE: dict = {}
+
+
+def branching_code(fn) -> types.CodeType:
+    """``fn``'s code with every ``if`` rewritten as above (its own code when it has none or
+    its source cannot be read); line numbers and file stay the source's."""
+    key = fn.__code__
+    if key not in _CACHE:
+        _CACHE[key] = _rewrite(fn)
+    return _CACHE[key]
+
+
+def closure_for(code: types.CodeType, fn) -> tuple | None:
+    """``fn``'s closure cells in the order ``code`` names its free variables."""
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    return tuple(cells[n] for n in code.co_freevars) if code.co_freevars else None
+
+
+def _rewrite(fn) -> types.CodeType:
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(src)
+    except (OSError, TypeError, SyntaxError):
+        return fn.__code__
+    fdef = tree.body[0] if tree.body else None
+    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+            fdef.name != fn.__name__ or not any(isinstance(n, ast.If) for n in ast.walk(fdef)):
+        return fn.__code__  # no if, or not the source of fn (code given to exec)
+    fdef.decorator_list = []
+    _IfRewriter(fdef).visit(fdef)
+    # an outer function whose parameters are fn's free variables keeps them free in fdef
+    outer = ast.FunctionDef(
+        name="__npk_outer__", body=[fdef, ast.Return(ast.Name(fdef.name, ast.Load()))],
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in fn.__code__.co_freevars],
+                           kwonlyargs=[], kw_defaults=[], defaults=[]),
+        decorator_list=[], returns=None)
+    module = ast.Module(body=[outer], type_ignores=[])
+    ast.copy_location(outer, fdef)
+    ast.fix_missing_locations(module)
+    ast.increment_lineno(module, fn.__code__.co_firstlineno - 1)  # line 1: its first line
+    code = compile(module, fn.__code__.co_filename, "exec")
+    outer_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return next(c for c in outer_code.co_consts
+                if isinstance(c, types.CodeType) and c.co_name == fdef.name)
+
+
+def _names(nodes, ctx) -> set[str]:
+    return {n.id for node in nodes for n in ast.walk(node)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+
+
+def _exits(nodes) -> bool:
+    """Whether a ``return`` (anywhere) or a ``break``/``continue`` of a loop outside the
+    arms leaves them."""
+    def rec(node, in_loop: bool) -> bool:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        if isinstance(node, ast.Return) or \
+                isinstance(node, (ast.Break, ast.Continue)) and not in_loop:
+            return True
+        loop = isinstance(node, (ast.For, ast.While))
+        return any(rec(c, in_loop or loop) for c in ast.iter_child_nodes(node))
+    return any(rec(n, False) for n in nodes)
+
+
+class _IfRewriter(ast.NodeTransformer):
+    def __init__(self, fdef):
+        self.fdef, self.count = fdef, 0
+
+    def visit_If(self, node: ast.If):
+        self.generic_visit(node)  # inner ifs first (an elif is an if in orelse)
+        arms = node.body + node.orelse
+        inside = {id(n) for a in arms for n in ast.walk(a)}
+        loaded = {n.id for n in ast.walk(self.fdef) if isinstance(n, ast.Name) and
+                  isinstance(n.ctx, ast.Load) and id(n) not in inside}
+        escaping = sorted(_names(arms, ast.Store) & loaded)
+        self.count += 1
+        c = f"__npk_c{self.count}__"
+        test = ast.Call(ast.Name("__npk_if__", ast.Load()),
+                        [node.test, ast.Constant(tuple(escaping)), ast.Constant(_exits(arms))],
+                        [])
+
+        def arm(method: str, body: list) -> ast.If:  # on the line of the if, as its test
+            call = ast.Call(ast.Attribute(ast.Name(c, ast.Load()), method, ast.Load()), [], [])
+            for n in ast.walk(call):
+                ast.copy_location(n, node.test)
+            return ast.copy_location(ast.If(call, body or [ast.Pass()], []), node.test)
+
+        out = ast.With([ast.withitem(test, ast.Name(c, ast.Store()))],
+                       [arm("then", node.body), arm("orelse", node.orelse)])
+        return ast.copy_location(out, node)
+
+
+class RuntimeIf:
+    """One ``if`` as the kernel runs it at trace time (see the module docstring)."""
+
+    def __init__(self, test, escaping: tuple, exits: bool):
+        self.test, self.escaping, self.exits = test, escaping, exits
+        self.runtime = isinstance(test, Vec) and test.type.is_bool and test.type.lanes == 1
+        self.value = None
+
+    def __enter__(self) -> RuntimeIf:
+        return self
+
+    def then(self) -> bool:
+        if not self.runtime:
+            self.value = bool(self.test)
+            return self.value
+        tr = tracer()
+        what = f"`{tr.label()}`"
+        if self.escaping:
+            raise KernelError(f"{what}: an if on a value known only at run time assigns "
+                              f"{', '.join(self.escaping)}, used outside its arms; npukit "
+                              f"traces both arms and does not merge values after them: "
+                              f"select the value with S.vsel, or store it through a pointer")
+        if self.exits:
+            raise KernelError(f"{what}: an if on a value known only at run time leaves its "
+                              f"arm early (return, break or continue); npukit traces both "
+                              f"arms: store the results and let the kernel run on")
+        tr.blocks.append([])
+        tr.arms += 1
+        self.label = tr.label()
+        return True
+
+    def orelse(self) -> bool:
+        if not self.runtime:
+            return not self.value
+        tr = tracer()
+        self.then_body = tuple(tr.blocks.pop())
+        tr.blocks.append([])
+        return True
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if self.runtime and kind is None:
+            tr = tracer()
+            tr.arms -= 1
+            orelse = tuple(tr.blocks.pop())
+            cond = ir.View(self.test.buf, Layout((1,), np.bool_))
+            tr.emit(ir.Branch(cond, self.then_body, orelse, self.label))
+        return False
