@@ -42,6 +42,8 @@ from .access import (
     Names,
     access,
     affine_c,
+    coalesced,
+    dense,
     element,
     index,
     injective,
@@ -271,6 +273,11 @@ class _Emitter:
         idx = index(a, k, self.names, self.h)
         return a.ptr if idx == "0" else f"{a.ptr} + {idx}"
 
+    def start(self, a: Access) -> str:
+        """Address of the lowest element of a view whose strides are not negative."""
+        base = self.affine(a.base)
+        return a.ptr if base == "0" else f"{a.ptr} + {base}"
+
     def affine(self, a: ir.Affine) -> str:
         return affine_c(a, self.names, self.h)
 
@@ -412,8 +419,12 @@ class _Emitter:
                 if b.slot_len:
                     where.append(f"{b.slots} slot{'s' if b.slots > 1 else ''} of {b.slot_len}")
                 out.line(decl + (f"  /* {comment_text(', '.join(where))} */" if where else ""))
+        whole = written_whole_first(self.prog)
         for b in used:
-            if is_float(b.dtype) or b.dtype == np.bool_:
+            if b.name in whole:
+                out.comment(f"{self.ptr[key(b)]}: not poisoned, its first statement writes "
+                            f"every element.")
+            elif is_float(b.dtype) or b.dtype == np.bool_:
                 with out.block(f"for (int64_t {self.k} = 0; {self.k} < {b.size}; {self.k}++)"):
                     out.line(f"{self.ptr[key(b)]}[{self.k}] = {poison_literal(b.dtype)};"
                              f"  /* {_POISON} */")
@@ -618,6 +629,12 @@ class _Emitter:
                     count = n_dst if n_dst.isdigit() else f"(size_t){n_dst}"
                     w.line(f"memcpy({self.at(dst)}, {self.at(src)}, "
                            f"{count} * sizeof({c_type(ddt)}));")
+                elif sdt == ddt and valid is None and src.dims == dst.dims and dense(dst.dims):
+                    # Both views visit one dense block in the same order: element k lands
+                    # where it sits, so the block moves as it is.
+                    w.comment("The same dense block in both: copied whole.")
+                    w.line(f"memcpy({self.start(dst)}, {self.start(src)}, "
+                           f"{st.dst.size} * sizeof({c_type(ddt)}));")
                 else:
                     with w.block(f"for (int64_t {k} = 0; {k} < {n_dst}; {k}++)"):
                         w.line(f"{self.el(dst, k)} = {value};")
@@ -772,6 +789,26 @@ def _check_parallel_body(st: ir.Loop) -> None:
                      for a in x.args):
                 raise bad(f"passes an internal buffer to {x.fn.name}")
     visit(st.body)
+
+
+def written_whole_first(prog: ir.Program) -> set[str]:
+    """The internal buffers whose first statement, in program order, is one outside any loop
+    that writes each of their elements and reads none (a copy from another buffer, with no
+    junk rows, or a fill): poisoning them first would change no byte anyone reads."""
+    whole, seen = set(), set()
+    for st in prog.body:
+        views: list[ir.View] = []
+        ir.map_views((st,), lambda v: views.append(v) or v)
+        if isinstance(st, (ir.Copy, ir.Fill)) and getattr(st, "valid", None) is None:
+            dst = st.dst
+            b = dst.buffer
+            reads = isinstance(st, ir.Copy) and key(st.src.buffer) == key(b)
+            if _internal(dst) and b.name not in seen and not reads and \
+                    not dst.offset.terms and dst.size == b.size and \
+                    dst.layout.offset + dst.offset.const == 0 and dense(coalesced(dst.layout)):
+                whole.add(b.name)
+        seen.update(v.buffer.name for v in views if _internal(v))
+    return whole
 
 
 def _internal(v: ir.View) -> bool:
