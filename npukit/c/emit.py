@@ -798,7 +798,7 @@ def written_whole_first(prog: ir.Program) -> set[str]:
     whole, seen = set(), set()
     for st in prog.body:
         views: list[ir.View] = []
-        ir.map_views((st,), lambda v: views.append(v) or v)
+        ir.map_views((st,), lambda v, seen_here=views: seen_here.append(v) or v)
         if isinstance(st, (ir.Copy, ir.Fill)) and getattr(st, "valid", None) is None:
             dst = st.dst
             b = dst.buffer
