@@ -27,8 +27,9 @@ True
 
 from __future__ import annotations
 
+import math
 import re
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 
 import numpy as np
 
@@ -47,8 +48,10 @@ from .access import (
     element,
     index,
     injective,
+    join_sum,
     key,
     safe_name,
+    scaled,
     simplify,
 )
 from .calls import PRELUDE_NAMES, ArgStruct, defined_names, emit_call, extern_sources, prelude
@@ -257,6 +260,7 @@ class _Emitter:
         self.lut_names: dict[tuple, str] = {}  # LUT instruction -> its helper's name
         self.tasks: list[str] = []  # task functions and tables' code, in emission order
         self.in_task = False  # emitting the body of a parallel loop
+        self.dim_names: list[str] = []  # loop variables of copies made run by run
 
     # -- helpers used by the statement emitters and by fuse.py ---------------------------
 
@@ -635,6 +639,8 @@ class _Emitter:
                     w.comment("The same dense block in both: copied whole.")
                     w.line(f"memcpy({self.start(dst)}, {self.start(src)}, "
                            f"{st.dst.size} * sizeof({c_type(ddt)}));")
+                elif sdt == ddt and n_src == n_dst and (run := _inner_run(st)) is not None:
+                    self._copy_runs(st, run, n_dst if valid is not None else None, w)
                 else:
                     with w.block(f"for (int64_t {k} = 0; {k} < {n_dst}; {k}++)"):
                         w.line(f"{self.el(dst, k)} = {value};")
@@ -644,6 +650,34 @@ class _Emitter:
                 with w.block(f"if ({n_dst} > 0)") if not n_text.isdigit() else nullcontext():
                     with w.block(f"for (int64_t {k} = {n_dst}; {k} < {st.dst.size}; {k}++)"):
                         w.line(f"{self.el(dst, k)} = {self._poison(ddt)};  /* {_POISON} */")
+
+    def _copy_runs(self, st: ir.Copy, run: int, live: str | None, w: Writer) -> None:
+        """``st`` as loops over every dim but ``run`` (in order), each moving the elements
+        along dim ``run`` — consecutive in both views — with one memcpy: every element lands
+        where the row-major loop puts it (the views' buffers differ and no two elements of
+        ``dst`` share an address), in cache order. ``live``: the elements that hold data
+        (the first rows of dim 0), or None for all."""
+        shape = st.dst.shape
+        inner = math.prod(shape[1:])
+        counts = [str(n) for n in shape]
+        if live is not None:
+            counts[0] = live if inner == 1 else f"{live} / {inner}"
+        while len(self.dim_names) < len(shape):
+            self.dim_names.append(_ident(f"{self.k}{len(self.dim_names)}", self.taken))
+        loops = [d for d, n in enumerate(shape) if d != run and n > 1]
+
+        def at(v: ir.View) -> str:
+            base = self.affine(access(v, "", self.origin[key(v.buffer)]).base)
+            terms = [base] + [scaled(self.dim_names[d], v.layout.strides[d]) for d in loops]
+            return f"{self.ptr[key(v.buffer)]} + {join_sum(terms)}"
+        w.comment(f"Run by run along dim {run}, consecutive in both views (the same "
+                  f"elements, in memory order).")
+        with ExitStack() as nest:
+            for d in loops:
+                i = self.dim_names[d]
+                nest.enter_context(w.block(f"for (int64_t {i} = 0; {i} < {counts[d]}; {i}++)"))
+            n = counts[run] if counts[run].isdigit() else f"(size_t)({counts[run]})"
+            w.line(f"memcpy({at(st.dst)}, {at(st.src)}, {n} * sizeof({c_type(st.dst.dtype)}));")
 
     def _poison(self, dt: np.dtype) -> str:
         """The poison value of ``dt`` as a C expression."""
@@ -809,6 +843,21 @@ def written_whole_first(prog: ir.Program) -> set[str]:
                 whole.add(b.name)
         seen.update(v.buffer.name for v in views if _internal(v))
     return whole
+
+
+def _inner_run(st: ir.Copy) -> int | None:
+    """The dim along which both views of copy ``st`` step by one element, when it is not
+    the innermost one (a transposed walk: the row-major loop would stride through memory)
+    and the copy may move elements in another order (distinct buffers, no two elements of
+    ``dst`` at one address); else None."""
+    src, dst = st.src.layout, st.dst.layout
+    if src.shape != dst.shape or key(st.src.buffer) == key(st.dst.buffer) or \
+            not injective(coalesced(dst)):
+        return None
+    runs = [d for d, (n, a, b) in enumerate(zip(dst.shape, src.strides, dst.strides))
+            if n > 1 and a == b == 1]
+    inner = [d for d, n in enumerate(dst.shape) if n > 1]
+    return runs[0] if runs and inner and runs[0] != inner[-1] else None
 
 
 def _internal(v: ir.View) -> bool:
