@@ -227,3 +227,68 @@ def test_a_transposed_copy_moves_run_by_run(rows, cols, tiles):
         got[backend] = big[3:-3]
     assert np.array_equal(got["c"], x)
     assert got["c"].tobytes() == got["sim"].tobytes()
+
+
+# -- internal memories read in place -----------------------------------------------------
+
+_TWICE_C = """\
+void Twice(IN_TYPE In, float * __restrict__ Out, int N)
+{
+    /* Out = 2 In + 1 */
+    for (int i = 0; i < N; i++) Out[i] = In[i] * 2.0f + 1.0f;
+}"""
+
+
+def twice(In, Out, N):
+    Out[:N] = In[:N] * np.float32(2) + np.float32(1)
+
+
+def _in_place_program(in_type: str, rewrite: bool) -> ir.Program:
+    """x copied whole into L1 buffer t, ``Twice(t, u)`` (t passed as ``in_type``), u stored
+    to y; with ``rewrite``, t is written again (a fill of its first element) before the
+    call."""
+    tgt = nk.target("gap8")
+    fn = ir.Extern("Twice", ((in_type, "In"), ("float * __restrict__", "Out"), ("int", "N")),
+                   False, _TWICE_C.replace("IN_TYPE", in_type), twice, lambda N, **_: N)
+    x = ir.Buffer("x", "L2", F32, 48, "in")
+    y = ir.Buffer("y", "L2", F32, 48, "out")
+    t, u = ir.Buffer("t", "L1", F32, 48), ir.Buffer("u", "L1", F32, 48)
+    flat = Layout((48,), F32)
+    grid = Layout((6, 8), F32, (1, 6))  # a transposed walk of the same block
+    body = [ir.Copy(ir.View(t, grid), ir.View(x, grid), "cluster_dma", None, "load")]
+    if rewrite:
+        body.append(ir.Fill(ir.View(t, Layout((1,), F32)), 5.0, "rewrite"))
+    body += [ir.Call(fn, (ir.Ptr(ir.View(t, flat)), ir.Ptr(ir.View(u, flat)),
+                          ir.Val(ir.affine(48))), "twice"),
+             ir.Copy(ir.View(y, flat), ir.View(u, flat), "cluster_dma", None, "store")]
+    return ir.Program("in_place", tgt, ((x, flat), (y, flat)), (t, u), tuple(body))
+
+
+@pytest.mark.parametrize("in_type, rewrite, in_place", [
+    ("const float * __restrict__", False, True),
+    ("float * __restrict__", False, False),  # the kernel might write it
+    ("const float * __restrict__", True, False)])  # written after its copy
+def test_a_buffer_copied_whole_and_only_read_is_read_in_place(in_type, rewrite, in_place):
+    """An internal buffer whose first statement copies an input whole and that nothing
+    writes after is the input itself when the input sits on a 64-byte boundary, else its
+    copy: the simulator's bytes and numpy's values either way, aligned or not."""
+    prog = _in_place_program(in_type, rewrite)
+    src = prog.c_source()
+    assert ("t = (uintptr_t)(x) % 64 == 0 ? (float *)(x) : t_mem;" in src) == in_place
+    assert ("if (t == t_mem)" in src) == in_place
+    base = (np.arange(64, dtype=np.float32) * 0.5 - 9).astype(np.float32)
+    for shift in (0, 1):  # x on a 64-byte boundary, then not
+        big = np.zeros(64 + 32, np.float32)
+        at = (-big.ctypes.data % 64) // 4 + shift
+        x = big[at:at + 48]
+        x[...] = base[:48]
+        assert (x.ctypes.data % 64 == 0) == (shift == 0)
+        got = {}
+        for backend in ("sim", "c"):
+            got[backend] = np.full(48, CANARY, F32)
+            prog.run(backend, x=x, y=got[backend])
+        want = base[:48] * np.float32(2) + np.float32(1)
+        if rewrite:
+            want[0] = np.float32(11)
+        assert np.array_equal(got["c"], want)
+        assert got["c"].tobytes() == got["sim"].tobytes()

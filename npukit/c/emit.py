@@ -241,6 +241,10 @@ class _Emitter:
             self.ptr[key(buf)] = _ident(f"{buf.memory}_{buf.name}" if placed else buf.name,
                                         taken)
             self.origin[key(buf)] = 0
+        # Internal buffers read in place of the tensor they copy whole: buffer name ->
+        # (the copy, the name of the local array used when the tensor is not aligned)
+        self.in_place = {name: (st, _ident(f"{self.ptr[key(st.dst.buffer)]}_mem", taken))
+                         for name, st in read_only_copies(prog).items()}
         # (C pointer type, name) of the internal memories: locals a parallel call's task
         # may read
         self.internal_fields = [(f"{c_type(b.dtype)} *", self.ptr[key(b)])
@@ -418,11 +422,23 @@ class _Emitter:
             parts = ", ".join(f"{b.name} {b.nbytes} B" for b in bufs)
             out.comment(f"{mem}: {size} B on {self.prog.target.name}; holds {parts}")
             for b in bufs:
-                decl = f"{c_type(b.dtype, b.name)} {self.ptr[key(b)]}[{b.size}] NPK_ALIGNED;"
+                name = self.in_place[b.name][1] if b.name in self.in_place else self.ptr[key(b)]
+                decl = f"{c_type(b.dtype, b.name)} {name}[{b.size}] NPK_ALIGNED;"
                 where = [] if b.address is None else [f"{mem}_Memory + {b.address}"]
                 if b.slot_len:
                     where.append(f"{b.slots} slot{'s' if b.slots > 1 else ''} of {b.slot_len}")
                 out.line(decl + (f"  /* {comment_text(', '.join(where))} */" if where else ""))
+        for b in used:
+            if b.name in self.in_place:
+                st, store = self.in_place[b.name]
+                src = self.start(self.acc(st.src))
+                out.comment(f"{self.ptr[key(b)]}: the {b.size} elements of tensor "
+                            f"{st.src.buffer.name} it would copy whole, read where they are "
+                            f"when they are aligned as a local array is (nothing writes "
+                            f"either); else {store}, their copy.")
+                out.line(f"{c_type(b.dtype)} *const {self.ptr[key(b)]} = "
+                         f"(uintptr_t)({src}) % 64 == 0 ? ({c_type(b.dtype)} *)({src}) : "
+                         f"{store};")
         whole = written_whole_first(self.prog)
         for b in used:
             if b.name in whole:
@@ -591,6 +607,14 @@ class _Emitter:
         w.line(f"{self.cursor[st.cursor]} = 0;")
 
     def copy(self, st: ir.Copy, w: Writer) -> None:
+        held = self.in_place.get(st.dst.buffer.name) if _internal(st.dst) else None
+        if held is not None and held[0] is st:
+            with w.block(f"if ({self.ptr[key(st.dst.buffer)]} == {held[1]})"):
+                self._copy(st, w)
+        else:
+            self._copy(st, w)
+
+    def _copy(self, st: ir.Copy, w: Writer) -> None:
         src, dst = self.acc(st.src), self.acc(st.dst)
         sdt, ddt = st.src.dtype, st.dst.dtype
         kind = {(False, True): "Load", (True, False): "Store"}.get(
@@ -843,6 +867,43 @@ def written_whole_first(prog: ir.Program) -> set[str]:
                 whole.add(b.name)
         seen.update(v.buffer.name for v in views if _internal(v))
     return whole
+
+
+def read_only_copies(prog: ir.Program) -> dict[str, ir.Copy]:
+    """The internal buffers a program may read in place of the tensor they copy: the first
+    statement of each (``written_whole_first``) copies it whole, as one block in the same
+    order, from an input tensor of its dtype, and no statement writes it after, nor passes
+    it to a basic kernel but as a pointer to const (the input, being one, is never
+    written): buffer name -> that copy."""
+    whole = written_whole_first(prog)
+    first: dict[str, ir.Copy] = {}
+    for st in prog.body:
+        if isinstance(st, ir.Copy) and _internal(st.dst) and st.dst.buffer.name in whole and \
+                st.dst.buffer.name not in first:
+            first[st.dst.buffer.name] = st
+    out = {}
+    for name, st in first.items():
+        src, dst = st.src, st.dst
+        if src.buffer.role == "in" and src.dtype == dst.dtype and not src.offset.terms and \
+                coalesced(src.layout) == coalesced(dst.layout):
+            out[name] = st
+    for st, _ in prog.walk():
+        for name in _written(st) & set(out):
+            if out[name] is not st:
+                del out[name]
+    return out
+
+
+def _written(st) -> set[str]:
+    """The internal buffers statement ``st`` may write (a basic kernel: every one it gets a
+    pointer to that is not a pointer to const)."""
+    if isinstance(st, (ir.Copy, ir.Append, ir.Fill, ir.Compute)):
+        return {st.dst.buffer.name} if _internal(st.dst) else set()
+    if isinstance(st, ir.Call):
+        return {a.view.buffer.name for a, (ctype, _) in zip(st.args, st.fn.args)
+                if isinstance(a, ir.Ptr) and _internal(a.view) and
+                not re.match(r"\s*const\b", ctype)}
+    return set()
 
 
 def _inner_run(st: ir.Copy) -> int | None:
