@@ -112,3 +112,30 @@ def test_a_schedule_is_host_or_tiles():
     g = npukit.onnx.load(m)
     with pytest.raises(NpukitError, match=r"schedule='fast': use 'host' .* or 'tiles'"):
         g.run("c", schedule="fast", x=x)
+
+
+@pytest.mark.slow
+def test_the_compiled_host_graph_reused_on_other_inputs():
+    """One compiled handle of the host schedule, constructed once, called on three inputs in
+    turn (the first again last): each call gives the simulator's bytes for its own input,
+    every output element written over a canary, nothing left of the call before."""
+    m, x = cnn(12)
+    g = npukit.onnx.load(m)
+    handle = g.host_graph().compile("c")
+    constructs = []
+    real = handle.construct
+    handle.construct = lambda *a: constructs.append(a) or real(*a)
+    r = np.random.default_rng(8)
+    results = []
+    for xi in (x, r.uniform(-2, 2, x.shape).astype(np.float32), x):
+        sim, host = ({o: np.full(p.shape, CANARY[p.dtype], p.dtype)
+                      for o, p in g.outputs.items()} for _ in range(2))
+        g.run("sim", x=xi, **sim)
+        g.run("c", x=xi, **host)
+        for o in host:
+            assert (host[o] != CANARY[host[o].dtype]).all()
+            assert host[o].tobytes() == sim[o].tobytes(), o
+        results.append(host)
+    assert g.host_graph().compile("c") is handle and len(constructs) == 1
+    assert results[0]["logits"].tobytes() != results[1]["logits"].tobytes()
+    assert results[0]["logits"].tobytes() == results[2]["logits"].tobytes()

@@ -44,6 +44,18 @@ def injective(dims: tuple[tuple[int, int], ...]) -> bool:
     return True
 
 
+def dense(dims: tuple[tuple[int, int], ...]) -> bool:
+    """True when the indices fill ``0 .. Π n_d - 1`` exactly once, in any order: sorted by
+    stride, each stride is the product of the counts inside it (a copy between two views of
+    the same dense dims moves one block, whatever order it visits it in)."""
+    extent = 1
+    for n, s in sorted(dims, key=lambda d: d[1]):
+        if s != extent:
+            return False
+        extent *= n
+    return True
+
+
 @dataclass(frozen=True)
 class Access:
     """The elements of a view as ``ptr[base + index(k)]``; ``base`` is affine in the loop

@@ -11,10 +11,10 @@ parallel kernel runs on each of the target's cores, ``gap_coreid()`` saying whic
   host's threads (``npk_parallel_for``; each thread takes a contiguous range of core ids,
   ``gap_coreid()`` is thread-local), the dispatch returning when every core has: that
   return is the barrier. A core must then write what no other core of the call reads or
-  writes, as on the target, where the cores run at once. Each thread takes at least
-  ``core_grain`` cores: all of them (one thread) unless the call's tensors and tiles hold
-  ``CALL_GRAIN`` elements or more, since waking a thread costs more than a small tile's
-  work (``NPUKIT_GRAIN`` overrides it, for tests);
+  writes, as on the target, where the cores run at once. The cores run on one thread
+  unless the call's work — its kernel's ``cost`` at the largest values its scalar
+  arguments take — is ``CALL_WORK`` cycles or more, since waking a thread costs more than
+  a smaller call's work (``NPUKIT_GRAIN`` overrides it, for tests);
 - a kernel that waits at a barrier in the middle (MatMax: each core stores its partial
   maximum, waits, then the last core combines them) needs all its cores running at once,
   more than the host has threads: its cores run one after the other, core 0 first, and
@@ -204,9 +204,30 @@ def emit_call(em, st: ir.Call, w: Writer) -> None:
             w.line(line)
 
 
-# The fewest elements of tensors and tiles a call must point to before its cores are shared
-# among the host's threads: a thread's wake-up costs more than a smaller tile's work.
-CALL_GRAIN = 1 << 16
+# The least work (the kernel's cost, in the target's cycles: about one multiply-accumulate
+# each for a convolution) of a call whose cores are shared among the host's threads: waking
+# a thread takes tens of microseconds in a virtual machine, a million such cycles a few
+# hundred on the host.
+CALL_WORK = 1 << 20
+
+
+def call_work(st: ir.Call) -> int:
+    """The work of call ``st``: its kernel's ``cost`` of its scalar arguments at the largest
+    values they take; 0 without a cost, or when the cost cannot be had (the simulator names
+    the failure)."""
+    if not st.fn.cost:
+        return 0
+    top = {}
+    for (_, name), a in zip(st.fn.args, st.args):
+        if isinstance(a, ir.Val):
+            e = a.expr
+            top[name] = min(e.width, max(0, e.total - e.start.bounds()[0])) \
+                if isinstance(e, ir.Lanes) else e.bounds()[1]
+    try:
+        work = st.fn.cost(**top)
+        return int(work) if work >= 0 else 0
+    except Exception:  # a user's cost function: the simulator reports its failure
+        return 0
 
 
 def _on_threads(em, st: ir.Call, calls: list[str], struct: str | None, w: Writer) -> None:
@@ -225,8 +246,8 @@ def _on_threads(em, st: ir.Call, calls: list[str], struct: str | None, w: Writer
         em.internal_at[w] for w in words if w in em.internal_at)]
     if struct is not None:
         extra.append((f"{fn.arg_type} *", struct))
-    pointed = sum(a.view.size for a in st.args if isinstance(a, ir.Ptr))
-    grain = 1 if pointed >= CALL_GRAIN else cores
+    work = call_work(st)
+    grain = 1 if work >= CALL_WORK else cores
     body = Writer(1)
     with body.block("for (int64_t core = begin; core < end; core++)"):
         body.line("npk_core_id = (int)core;")
@@ -235,9 +256,9 @@ def _on_threads(em, st: ir.Call, calls: list[str], struct: str | None, w: Writer
     body.line("npk_core_id = 0;")
     w.comment(f"Dispatched on the {cores} cores, on the host's threads: {fn.name} does not "
               f"wait at a barrier before it returns, so its cores need not run at once"
-              + ("" if grain == 1 else
-                 f" (its tiles hold {pointed} elements: fewer than {CALL_GRAIN}, so one "
-                 f"thread runs them, core 0 first)") + ".")
+              + (f" (its work, {work} cycles, is split)" if grain == 1 else
+                 f" (its work, {work} cycles, is less than {CALL_WORK}: one thread runs "
+                 f"them, core 0 first)") + ".")
     with w.block():
         em.run_task(f"the dispatch of {fn.name}: cores [begin, end) of it, on one thread.",
                     extra, body, str(cores), grain, w)

@@ -47,10 +47,17 @@ from .access import (
     injective,
     key,
     safe_name,
-    simplify,
 )
 from .calls import PRELUDE_NAMES, ArgStruct, defined_names, emit_call, extern_sources, prelude
 from .code import Writer, wrap
+from .copies import (
+    POISON,
+    emit_copy,
+    inner_run,
+    lanes_c,
+    read_only_copies,
+    written_whole_first,
+)
 from .ctype import TYPEDEFS, c_type, literal, poison_literal
 from .fuse import ProgramInfo, fused_loop
 from .indexed import emit_scatter, gather_lane
@@ -179,33 +186,6 @@ def c_header(prog: ir.Program) -> str:
     return _Emitter(prog, fuse=False).header()
 
 
-def _left(lanes: ir.Lanes, names: Names, h: A.Helpers) -> str:
-    """``total - start`` as C text, ``start`` kept whole: ``300 - (10 * Tile + 10)``."""
-    start = affine_c(lanes.start, names, h)
-    single = not any(op in start for op in (" + ", " - "))
-    return f"{lanes.total} - {start if single else f'({start})'}"
-
-
-def valid_count(lanes: ir.Lanes, view: ir.View, names: Names, h: A.Helpers) -> str:
-    """C expression of how many elements of ``view`` hold data: the first ``valid`` indices
-    of its dim 0, each as many elements as one index of dim 0 spans."""
-    rows = view.shape[0] if view.shape else 1
-    inner = view.size // rows if rows else 0
-    start = simplify(lanes.start)
-    if not start.terms:
-        return str(int(np.clip(lanes.total - start.const, 0, min(lanes.width, rows))) * inner)
-    count = f"{h.use('npk_clamp64')}({_left(lanes, names, h)}, 0, {min(lanes.width, rows)})"
-    return count if inner == 1 else f"{count} * {inner}"
-
-
-def lanes_c(lanes: ir.Lanes, names: Names, h: A.Helpers) -> str:
-    """C expression of ``clamp(total - start, 0, width)`` (a number when constant)."""
-    start = simplify(lanes.start)
-    if not start.terms:
-        return str(int(np.clip(lanes.total - start.const, 0, lanes.width)))
-    return f"{h.use('npk_clamp64')}({_left(lanes, names, h)}, 0, {lanes.width})"
-
-
 class _Emitter:
     def __init__(self, prog: ir.Program, fuse: bool, helpers: A.Helpers | None = None,
                  entry: str | None = None):
@@ -237,6 +217,10 @@ class _Emitter:
             self.ptr[key(buf)] = _ident(f"{buf.memory}_{buf.name}" if placed else buf.name,
                                         taken)
             self.origin[key(buf)] = 0
+        # Internal buffers read in place of the tensor they copy whole: buffer name ->
+        # (the copy, the name of the local array used when the tensor is not aligned)
+        self.in_place = {name: (st, _ident(f"{self.ptr[key(st.dst.buffer)]}_mem", taken))
+                         for name, st in read_only_copies(prog).items()}
         # (C pointer type, name) of the internal memories: locals a parallel call's task
         # may read
         self.internal_fields = [(f"{c_type(b.dtype)} *", self.ptr[key(b)])
@@ -256,6 +240,10 @@ class _Emitter:
         self.lut_names: dict[tuple, str] = {}  # LUT instruction -> its helper's name
         self.tasks: list[str] = []  # task functions and tables' code, in emission order
         self.in_task = False  # emitting the body of a parallel loop
+        # loop variables of the copies made run by run (copies.py), one per dim
+        ranks = [len(st.dst.shape) for st, _ in prog.walk()
+                 if isinstance(st, ir.Copy) and inner_run(st) is not None]
+        self.dim_names = [_ident(f"{self.k}{d}", self.taken) for d in range(max(ranks, default=0))]
 
     # -- helpers used by the statement emitters and by fuse.py ---------------------------
 
@@ -271,6 +259,11 @@ class _Emitter:
         """Address of element ``k``: ``ptr + index``."""
         idx = index(a, k, self.names, self.h)
         return a.ptr if idx == "0" else f"{a.ptr} + {idx}"
+
+    def start(self, a: Access) -> str:
+        """Address of the lowest element of a view whose strides are not negative."""
+        base = self.affine(a.base)
+        return a.ptr if base == "0" else f"{a.ptr} + {base}"
 
     def affine(self, a: ir.Affine) -> str:
         return affine_c(a, self.names, self.h)
@@ -408,19 +401,35 @@ class _Emitter:
             parts = ", ".join(f"{b.name} {b.nbytes} B" for b in bufs)
             out.comment(f"{mem}: {size} B on {self.prog.target.name}; holds {parts}")
             for b in bufs:
-                decl = f"{c_type(b.dtype, b.name)} {self.ptr[key(b)]}[{b.size}] NPK_ALIGNED;"
+                name = self.in_place[b.name][1] if b.name in self.in_place else self.ptr[key(b)]
+                decl = f"{c_type(b.dtype, b.name)} {name}[{b.size}] NPK_ALIGNED;"
                 where = [] if b.address is None else [f"{mem}_Memory + {b.address}"]
                 if b.slot_len:
                     where.append(f"{b.slots} slot{'s' if b.slots > 1 else ''} of {b.slot_len}")
                 out.line(decl + (f"  /* {comment_text(', '.join(where))} */" if where else ""))
         for b in used:
-            if is_float(b.dtype) or b.dtype == np.bool_:
+            if b.name in self.in_place:
+                st, store = self.in_place[b.name]
+                src = self.start(self.acc(st.src))
+                out.comment(f"{self.ptr[key(b)]}: the {b.size} elements of tensor "
+                            f"{st.src.buffer.name} it would copy whole, read where they are "
+                            f"when they are aligned as a local array is (nothing writes "
+                            f"either); else {store}, their copy.")
+                out.line(f"{c_type(b.dtype)} *const {self.ptr[key(b)]} = "
+                         f"(uintptr_t)({src}) % 64 == 0 ? ({c_type(b.dtype)} *)({src}) : "
+                         f"{store};")
+        whole = written_whole_first(self.prog)
+        for b in used:
+            if b.name in whole:
+                out.comment(f"{self.ptr[key(b)]}: not poisoned, its first statement writes "
+                            f"every element.")
+            elif is_float(b.dtype) or b.dtype == np.bool_:
                 with out.block(f"for (int64_t {self.k} = 0; {self.k} < {b.size}; {self.k}++)"):
                     out.line(f"{self.ptr[key(b)]}[{self.k}] = {poison_literal(b.dtype)};"
-                             f"  /* {_POISON} */")
+                             f"  /* {POISON} */")
             else:
                 out.line(f"memset({self.ptr[key(b)]}, 0xA5, sizeof {self.ptr[key(b)]});"
-                         f"  /* {_POISON} */")
+                         f"  /* {POISON} */")
         for c, name in self.cursor.items():
             out.line(f"int64_t {name} = 0;  /* append cursor {comment_text(repr(c))}: elements "
                      f"written so far */")
@@ -586,65 +595,15 @@ class _Emitter:
         w.line(f"{self.cursor[st.cursor]} = 0;")
 
     def copy(self, st: ir.Copy, w: Writer) -> None:
-        src, dst = self.acc(st.src), self.acc(st.dst)
-        sdt, ddt = st.src.dtype, st.dst.dtype
-        kind = {(False, True): "Load", (True, False): "Store"}.get(
-            (_internal(st.src), _internal(st.dst)), "Move")
-        rows = "rows" if len(st.dst.shape) > 1 else "lanes"
-        what = f"{kind} {self.describe(st.src)} -> {self.describe(st.dst)}"
-        valid = st.valid
-        if valid is not None and valid_count(valid, st.dst, self.names, self.h) == \
-                str(st.dst.size) == valid_count(valid, st.src, self.names, self.h):
-            valid = None  # every row holds data
-        what += f", valid {rows} only" if valid is not None else ""
-        if self.prog.source or not st.label:
-            w.banner(what, st.label)
-        else:  # a front end's block title ("Read Next Tile In1"), then what moves where
-            w.banner(st.label, what)
-        same = key(st.src.buffer) == key(st.dst.buffer)
-        k = self.k
-        with w.block() if valid is not None or same else nullcontext():
-            n_src = n_dst = str(st.dst.size)
-            if valid is not None:
-                n_src = valid_count(valid, st.src, self.names, self.h)
-                n_dst = valid_count(valid, st.dst, self.names, self.h)
-                w.line(f"const int64_t {self.live} = {n_dst};  /* elements that hold data */")
-                n_text = n_dst
-                n_src = self.live if n_src == n_dst else n_src
-                n_dst = self.live
-            value = A.convert(self.h, self.el(src, k), sdt, ddt)
-            if n_src != n_dst:  # the views split their valid rows differently
-                junk = A.convert(self.h, self._poison(sdt), sdt, ddt)
-                value = f"{k} < {n_src} ? {value} : {junk}"
-            # No valid row: the views may lie past a tensor's end (the read after the last
-            # tile), so nothing is addressed.
-            empty = valid is not None and not (_internal(st.src) and _internal(st.dst)) and \
-                (n_text == "0" or not n_text.isdigit() and
-                 simplify(valid.start).bounds()[1] >= valid.total)
-            with w.block(f"if ({self.live} > 0)") if empty else nullcontext():
-                if same:
-                    self._via_tmp(w, dst, ddt, n_dst, value, st.dst.size)
-                elif sdt == ddt and src.run == 1 and dst.run == 1 and n_src == n_dst:
-                    count = n_dst if n_dst.isdigit() else f"(size_t){n_dst}"
-                    w.line(f"memcpy({self.at(dst)}, {self.at(src)}, "
-                           f"{count} * sizeof({c_type(ddt)}));")
-                else:
-                    with w.block(f"for (int64_t {k} = 0; {k} < {n_dst}; {k}++)"):
-                        w.line(f"{self.el(dst, k)} = {value};")
-            if valid is not None and _internal(st.dst) and n_text != "0":
-                # A copy with no valid row moves nothing, and leaves memory as it was.
-                w.comment(f"Junk {rows}: poisoned, as in the simulator.")
-                with w.block(f"if ({n_dst} > 0)") if not n_text.isdigit() else nullcontext():
-                    with w.block(f"for (int64_t {k} = {n_dst}; {k} < {st.dst.size}; {k}++)"):
-                        w.line(f"{self.el(dst, k)} = {self._poison(ddt)};  /* {_POISON} */")
+        emit_copy(self, st, w)
 
-    def _poison(self, dt: np.dtype) -> str:
+    def poison(self, dt: np.dtype) -> str:
         """The poison value of ``dt`` as a C expression."""
         if dt.kind == "c":
             return f"{self.h.use('npk_poison_' + dt.name)}()"
         return poison_literal(dt)
 
-    def _via_tmp(self, w: Writer, dst: Access, dt: np.dtype, count: str, value: str,
+    def via_tmp(self, w: Writer, dst: Access, dt: np.dtype, count: str, value: str,
                  size: int) -> None:
         """Compute every lane into a local array before writing any to ``dst``."""
         k, tmp = self.k, self.tmp
@@ -700,7 +659,7 @@ class _Emitter:
             for line in decls.lines:
                 w.line(line)
             if tmp:
-                self._via_tmp(w, dst, st.dst.dtype, str(st.dst.size), value, st.dst.size)
+                self.via_tmp(w, dst, st.dst.dtype, str(st.dst.size), value, st.dst.size)
             else:
                 with w.block(f"for (int64_t {k} = 0; {k} < {st.dst.size}; {k}++)"):
                     w.line(f"{self.el(dst, k)} = {value};")
@@ -753,7 +712,6 @@ class _Emitter:
         return lut_lane(self.h, st, p, table.ptr, table.base.const, self.lut_names[which])
 
 
-_POISON = "poison, as in the simulator"
 _STATEMENTS = {"Loop": "loop", "Copy": "copy", "Append": "append", "ResetCursor": "reset_cursor",
                "Fill": "fill", "Compute": "compute", "Call": "call", "Branch": "branch"}
 
@@ -777,10 +735,6 @@ def _check_parallel_body(st: ir.Loop) -> None:
                      for a in x.args):
                 raise bad(f"passes an internal buffer to {x.fn.name}")
     visit(st.body)
-
-
-def _internal(v: ir.View) -> bool:
-    return v.buffer.role == "internal"
 
 
 def _elem_type(dt: np.dtype) -> str:

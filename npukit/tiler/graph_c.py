@@ -45,11 +45,22 @@ typedef enum {
     AT_L1_MEM, AT_L2_MEM, AT_L2_DYN_MEM, AT_L3_MEM, AT_L3_DYN_MEM, AT_CTXT_MEM
 } AT_MEM_TYPE;
 
-static void *npk_host_alloc(size_t Size) { return malloc(Size ? Size : 1); }
+/* A heap block on a 64-byte boundary, as the layers' local arrays are: a layer then reads
+   a tensor it would copy whole where it is (the address malloc gave is kept just before). */
+static void *npk_host_alloc(size_t Size)
+{
+    char *Raw = (char *) malloc(Size + 64 + sizeof(void *)), *Block;
+    if (!Raw) return 0;
+    Block = Raw + sizeof(void *);
+    Block += (64 - (uintptr_t) Block % 64) % 64;
+    ((void **) Block)[-1] = Raw;
+    return Block;
+}
+static void npk_host_free(void *Block) { if (Block) free(((void **) Block)[-1]); }
 #define AT_L1_ALLOC(Cid, Size) ((AT_L1_POINTER) npk_host_alloc(Size))
-#define AT_L1_FREE(Cid, Ptr, Size) free(Ptr)
+#define AT_L1_FREE(Cid, Ptr, Size) npk_host_free(Ptr)
 #define AT_L2_ALLOC(Cid, Size) ((AT_L2_POINTER) npk_host_alloc(Size))
-#define AT_L2_FREE(Cid, Ptr, Size) free(Ptr)"""
+#define AT_L2_FREE(Cid, Ptr, Size) npk_host_free(Ptr)"""
 
 _FILE = """\
 /* An L3 flash: the bytes of its constants file. */
@@ -83,14 +94,14 @@ static void npk_flash_open(npk_flash_T *Fs, const char *Name, int *Error)
     }
     fclose(F);
     if (*Error) {
-        free(Fs->Data);
+        npk_host_free(Fs->Data);
         Fs->Data = 0;
     }
 }
 
 static void npk_flash_close(npk_flash_T *Fs)
 {
-    free(Fs->Data);
+    npk_host_free(Fs->Data);
     Fs->Data = 0;
     Fs->Size = 0;
 }
@@ -138,7 +149,7 @@ typedef char *{p}_INT_ADDR_TYPE;
 #define {p}_OPEN(Ram, Conf, Error) (*(Ram) = *(Conf), *(Error) = 0)
 #define {p}_CLOSE(Ram) ((void) (Ram))
 #define {p}_ALLOC(Ram, Size) ((void) (Ram), ({p}_POINTER) npk_host_alloc(Size))
-#define {p}_FREE(Ram, Ptr, Size) ((void) (Ram), free(Ptr))
+#define {p}_FREE(Ram, Ptr, Size) ((void) (Ram), npk_host_free(Ptr))
 #define {p}_CL_COPY(Ram, Ext, Int, Size, Dir, Event) \\
     ((void) (Ram), (void) (Event), \\
      (Dir) ? memcpy((Ext), (Int), (Size)) : memcpy((Int), (Ext), (Size)))
@@ -217,7 +228,8 @@ class _Generator:
                                        self.construct(), self.destruct(), self.runner(),
                                        self.memory()) if x)
         return c_unit(progs, [layer.name for layer in g.layers], header=self.header(),
-                      tail=tail, includes=("stddef.h", "stdio.h", "stdlib.h", "string.h"))
+                      tail=tail,
+                      includes=("stddef.h", "stdint.h", "stdio.h", "stdlib.h", "string.h"))
 
     def header(self) -> str:
         g, m = self.g, self.g.memory

@@ -1,0 +1,231 @@
+"""The C of a data flow (``ir.Copy``) and what it may leave out without changing a byte:
+a ``memcpy`` where both views are one run, one dense block visited in the same order, or
+runs along one dim; no poison in a memory its first statement writes whole; no copy at all
+of an input a memory only reads (``read_only_copies``). ``emit_copy`` writes the C through
+the emitter of ``npukit.c.emit``."""
+
+from __future__ import annotations
+
+import math
+import re
+from contextlib import ExitStack, nullcontext
+
+import numpy as np
+
+from .. import ir
+from . import arith as A
+from .access import (
+    Names,
+    access,
+    affine_c,
+    coalesced,
+    dense,
+    injective,
+    join_sum,
+    key,
+    scaled,
+    simplify,
+)
+from .code import Writer
+from .ctype import c_type
+
+POISON = "poison, as in the simulator"
+
+
+def _left(lanes: ir.Lanes, names: Names, h: A.Helpers) -> str:
+    """``total - start`` as C text, ``start`` kept whole: ``300 - (10 * Tile + 10)``."""
+    start = affine_c(lanes.start, names, h)
+    single = not any(op in start for op in (" + ", " - "))
+    return f"{lanes.total} - {start if single else f'({start})'}"
+
+
+def valid_count(lanes: ir.Lanes, view: ir.View, names: Names, h: A.Helpers) -> str:
+    """C expression of how many elements of ``view`` hold data: the first ``valid`` indices
+    of its dim 0, each as many elements as one index of dim 0 spans."""
+    rows = view.shape[0] if view.shape else 1
+    inner = view.size // rows if rows else 0
+    start = simplify(lanes.start)
+    if not start.terms:
+        return str(int(np.clip(lanes.total - start.const, 0, min(lanes.width, rows))) * inner)
+    count = f"{h.use('npk_clamp64')}({_left(lanes, names, h)}, 0, {min(lanes.width, rows)})"
+    return count if inner == 1 else f"{count} * {inner}"
+
+
+def lanes_c(lanes: ir.Lanes, names: Names, h: A.Helpers) -> str:
+    """C expression of ``clamp(total - start, 0, width)`` (a number when constant)."""
+    start = simplify(lanes.start)
+    if not start.terms:
+        return str(int(np.clip(lanes.total - start.const, 0, lanes.width)))
+    return f"{h.use('npk_clamp64')}({_left(lanes, names, h)}, 0, {lanes.width})"
+
+
+def emit_copy(em, st: ir.Copy, w: Writer) -> None:
+    held = em.in_place.get(st.dst.buffer.name) if internal(st.dst) else None
+    if held is not None and held[0] is st:
+        with w.block(f"if ({em.ptr[key(st.dst.buffer)]} == {held[1]})"):
+            _copy(em, st, w)
+    else:
+        _copy(em, st, w)
+
+def _copy(em, st: ir.Copy, w: Writer) -> None:
+    src, dst = em.acc(st.src), em.acc(st.dst)
+    sdt, ddt = st.src.dtype, st.dst.dtype
+    kind = {(False, True): "Load", (True, False): "Store"}.get(
+        (internal(st.src), internal(st.dst)), "Move")
+    rows = "rows" if len(st.dst.shape) > 1 else "lanes"
+    what = f"{kind} {em.describe(st.src)} -> {em.describe(st.dst)}"
+    valid = st.valid
+    if valid is not None and valid_count(valid, st.dst, em.names, em.h) == \
+            str(st.dst.size) == valid_count(valid, st.src, em.names, em.h):
+        valid = None  # every row holds data
+    what += f", valid {rows} only" if valid is not None else ""
+    if em.prog.source or not st.label:
+        w.banner(what, st.label)
+    else:  # a front end's block title ("Read Next Tile In1"), then what moves where
+        w.banner(st.label, what)
+    same = key(st.src.buffer) == key(st.dst.buffer)
+    k = em.k
+    with w.block() if valid is not None or same else nullcontext():
+        n_src = n_dst = str(st.dst.size)
+        if valid is not None:
+            n_src = valid_count(valid, st.src, em.names, em.h)
+            n_dst = valid_count(valid, st.dst, em.names, em.h)
+            w.line(f"const int64_t {em.live} = {n_dst};  /* elements that hold data */")
+            n_text = n_dst
+            n_src = em.live if n_src == n_dst else n_src
+            n_dst = em.live
+        value = A.convert(em.h, em.el(src, k), sdt, ddt)
+        if n_src != n_dst:  # the views split their valid rows differently
+            junk = A.convert(em.h, em.poison(sdt), sdt, ddt)
+            value = f"{k} < {n_src} ? {value} : {junk}"
+        # No valid row: the views may lie past a tensor's end (the read after the last
+        # tile), so nothing is addressed.
+        empty = valid is not None and not (internal(st.src) and internal(st.dst)) and \
+            (n_text == "0" or not n_text.isdigit() and
+             simplify(valid.start).bounds()[1] >= valid.total)
+        with w.block(f"if ({em.live} > 0)") if empty else nullcontext():
+            if same:
+                em.via_tmp(w, dst, ddt, n_dst, value, st.dst.size)
+            elif sdt == ddt and src.run == 1 and dst.run == 1 and n_src == n_dst:
+                count = n_dst if n_dst.isdigit() else f"(size_t){n_dst}"
+                w.line(f"memcpy({em.at(dst)}, {em.at(src)}, "
+                       f"{count} * sizeof({c_type(ddt)}));")
+            elif sdt == ddt and valid is None and src.dims == dst.dims and dense(dst.dims):
+                # Both views visit one dense block in the same order: element k lands
+                # where it sits, so the block moves as it is.
+                w.comment("The same dense block in both: copied whole.")
+                w.line(f"memcpy({em.start(dst)}, {em.start(src)}, "
+                       f"{st.dst.size} * sizeof({c_type(ddt)}));")
+            elif sdt == ddt and n_src == n_dst and (run := inner_run(st)) is not None:
+                _copy_runs(em, st, run, n_dst if valid is not None else None, w)
+            else:
+                with w.block(f"for (int64_t {k} = 0; {k} < {n_dst}; {k}++)"):
+                    w.line(f"{em.el(dst, k)} = {value};")
+        if valid is not None and internal(st.dst) and n_text != "0":
+            # A copy with no valid row moves nothing, and leaves memory as it was.
+            w.comment(f"Junk {rows}: poisoned, as in the simulator.")
+            with w.block(f"if ({n_dst} > 0)") if not n_text.isdigit() else nullcontext():
+                with w.block(f"for (int64_t {k} = {n_dst}; {k} < {st.dst.size}; {k}++)"):
+                    w.line(f"{em.el(dst, k)} = {em.poison(ddt)};  /* {POISON} */")
+
+def _copy_runs(em, st: ir.Copy, run: int, live: str | None, w: Writer) -> None:
+    """``st`` as loops over every dim but ``run`` (in order), each moving the elements
+    along dim ``run`` — consecutive in both views — with one memcpy: every element lands
+    where the row-major loop puts it (the views' buffers differ and no two elements of
+    ``dst`` share an address), in cache order. ``live``: the elements that hold data
+    (the first rows of dim 0), or None for all."""
+    shape = st.dst.shape
+    inner = math.prod(shape[1:])
+    counts = [str(n) for n in shape]
+    if live is not None:
+        counts[0] = live if inner == 1 else f"{live} / {inner}"
+    loops = [d for d, n in enumerate(shape) if d != run and n > 1]
+
+    def at(v: ir.View) -> str:
+        base = em.affine(access(v, "", em.origin[key(v.buffer)]).base)
+        terms = [base] + [scaled(em.dim_names[d], v.layout.strides[d]) for d in loops]
+        return f"{em.ptr[key(v.buffer)]} + {join_sum(terms)}"
+    w.comment(f"Run by run along dim {run}, consecutive in both views (the same "
+              f"elements, in memory order).")
+    with ExitStack() as nest:
+        for d in loops:
+            i = em.dim_names[d]
+            nest.enter_context(w.block(f"for (int64_t {i} = 0; {i} < {counts[d]}; {i}++)"))
+        n = counts[run] if counts[run].isdigit() else f"(size_t)({counts[run]})"
+        w.line(f"memcpy({at(st.dst)}, {at(st.src)}, {n} * sizeof({c_type(st.dst.dtype)}));")
+
+
+def written_whole_first(prog: ir.Program) -> set[str]:
+    """The internal buffers whose first statement, in program order, is one outside any loop
+    that writes each of their elements and reads none (a copy from another buffer, with no
+    junk rows, or a fill): poisoning them first would change no byte anyone reads."""
+    whole, seen = set(), set()
+    for st in prog.body:
+        views: list[ir.View] = []
+        ir.map_views((st,), lambda v, seen_here=views: seen_here.append(v) or v)
+        if isinstance(st, (ir.Copy, ir.Fill)) and getattr(st, "valid", None) is None:
+            dst = st.dst
+            b = dst.buffer
+            reads = isinstance(st, ir.Copy) and key(st.src.buffer) == key(b)
+            if internal(dst) and b.name not in seen and not reads and \
+                    not dst.offset.terms and dst.size == b.size and \
+                    dst.layout.offset + dst.offset.const == 0 and dense(coalesced(dst.layout)):
+                whole.add(b.name)
+        seen.update(v.buffer.name for v in views if internal(v))
+    return whole
+
+
+def read_only_copies(prog: ir.Program) -> dict[str, ir.Copy]:
+    """The internal buffers a program may read in place of the tensor they copy: the first
+    statement of each (``written_whole_first``) copies it whole, as one block in the same
+    order, from an input tensor of its dtype, and no statement writes it after, nor passes
+    it to a basic kernel but as a pointer to const (the input, being one, is never
+    written): buffer name -> that copy."""
+    whole = written_whole_first(prog)
+    first: dict[str, ir.Copy] = {}
+    for st in prog.body:
+        if isinstance(st, ir.Copy) and internal(st.dst) and st.dst.buffer.name in whole and \
+                st.dst.buffer.name not in first:
+            first[st.dst.buffer.name] = st
+    out = {}
+    for name, st in first.items():
+        src, dst = st.src, st.dst
+        if src.buffer.role == "in" and src.dtype == dst.dtype and not src.offset.terms and \
+                coalesced(src.layout) == coalesced(dst.layout):
+            out[name] = st
+    for st, _ in prog.walk():
+        for name in _written(st) & set(out):
+            if out[name] is not st:
+                del out[name]
+    return out
+
+
+def _written(st) -> set[str]:
+    """The internal buffers statement ``st`` may write (a basic kernel: every one it gets a
+    pointer to that is not a pointer to const)."""
+    if isinstance(st, (ir.Copy, ir.Append, ir.Fill, ir.Compute)):
+        return {st.dst.buffer.name} if internal(st.dst) else set()
+    if isinstance(st, ir.Call):
+        return {a.view.buffer.name for a, (ctype, _) in zip(st.args, st.fn.args)
+                if isinstance(a, ir.Ptr) and internal(a.view) and
+                not re.match(r"\s*const\b", ctype)}
+    return set()
+
+
+def inner_run(st: ir.Copy) -> int | None:
+    """The dim along which both views of copy ``st`` step by one element, when it is not
+    the innermost one (a transposed walk: the row-major loop would stride through memory)
+    and the copy may move elements in another order (distinct buffers, no two elements of
+    ``dst`` at one address); else None."""
+    src, dst = st.src.layout, st.dst.layout
+    if src.shape != dst.shape or key(st.src.buffer) == key(st.dst.buffer) or \
+            not injective(coalesced(dst)):
+        return None
+    runs = [d for d, (n, a, b) in enumerate(zip(dst.shape, src.strides, dst.strides))
+            if n > 1 and a == b == 1]
+    inner = [d for d, n in enumerate(dst.shape) if n > 1]
+    return runs[0] if runs and inner and runs[0] != inner[-1] else None
+
+
+def internal(v: ir.View) -> bool:
+    return v.buffer.role == "internal"
