@@ -1,6 +1,8 @@
 """Rewriting a read ``Net`` into the operations npukit lowers:
 
 - ``Identity``, ``Dropout`` (inference) and same-type ``Cast`` become aliases;
+- ``ConvTranspose`` becomes a ``Conv`` (after an ``InsertZeros`` when strided or cropped:
+  ``npukit.onnx.conv_transpose``);
 - ``BatchNormalization`` after a ``Conv`` whose output it alone reads is folded into the
   convolution's weights and bias;
 - ``ReduceMean`` over the two spatial axes of a 4-D tensor (PyTorch's dynamo exporter writes
@@ -23,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
+from .conv_transpose import conv_transpose_as_conv
 from .reader import MS_DOMAIN, Net, Node, QConst, TInfo
 
 ALIAS_OPS = ("Identity", "Dropout")
@@ -557,6 +560,7 @@ def normalize(net: Net, fuse_qdq: bool = True) -> dict[str, str]:
     """Every rewrite, in order; returns the aliases (output -> tensor it names). Without
     ``fuse_qdq`` QDQ patterns stay float operations between their Q and DQ layers."""
     alias = aliases(net)
+    conv_transpose_as_conv(net)
     fold_batchnorm(net)
     reduce_mean_as_pool(net)
     explicit_quantized(net)
