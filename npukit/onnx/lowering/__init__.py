@@ -34,6 +34,7 @@ from . import (
     quantized,
     reductions,
     resize,
+    select,
     shape,
     softmax,
 )
@@ -67,6 +68,8 @@ HANDLERS = {
     "Resize": resize.resize,
     "Upsample": resize.resize,
     "Split": indexing.split,
+    "Tile": select.tile,
+    "Trilu": select.trilu,
     "Gather": indexing.gather,
     **{op: reductions.reduce for op in reductions.OPS},
     "Sum": elementwise.sum_inputs,
@@ -85,6 +88,7 @@ HANDLERS = {
     "LRN": batch.per_image(norm.lrn),
     "LayerNormalization": norm.layer_norm,
     "InstanceNormalization": norm.instance_norm,
+    "GroupNormalization": norm.group_norm,
     "BatchNormalization": norm.batch_norm,
 }
 
