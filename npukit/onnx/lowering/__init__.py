@@ -84,6 +84,7 @@ HANDLERS = {
     "QMatMul": linear.qmatmul,
     "Softmax": partial(softmax.softmax, quant=False),
     "LogSoftmax": partial(softmax.softmax, quant=False),
+    "Hardmax": partial(softmax.softmax, quant=False),
     "QSoftmax": partial(softmax.softmax, quant=True),
     "LRN": batch.per_image(norm.lrn),
     "LayerNormalization": norm.layer_norm,

@@ -1,4 +1,4 @@
-"""Softmax, LogSoftmax and QLinearSoftmax."""
+"""Softmax, LogSoftmax, Hardmax and QLinearSoftmax: one layer along an axis."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from ...tiler.basic_kernels import softmax as softmax_kernels
 from ...tiler.basic_kernels.common import f32_bits
 from ..reader import Node
 from .context import Lowering
+
+WHAT = {"LogSoftmax": "log softmax", "Hardmax": "hardmax"}
 
 
 def softmax(ctx: Lowering, n: Node, quant: bool) -> None:
@@ -27,7 +29,7 @@ def softmax(ctx: Lowering, n: Node, quant: bool) -> None:
         d, inner = s[axis], int(np.prod(s[axis + 1:]))
     else:
         d, inner = int(np.prod(s[axis:])), 1
-    name = ctx.layer("Softmax")
+    name = ctx.layer("Hardmax" if n.op == "Hardmax" else "Softmax")
     ins = [ctx.tensor(x)]
     if quant:
         (xs, _), (ys, yz) = n.attrs["x"], n.attrs["y"]
@@ -35,8 +37,9 @@ def softmax(ctx: Lowering, n: Node, quant: bool) -> None:
         G.softmax(ctx.m, name, Outer=outer, D=d, Inner=inner, dt=ctx.dtype(x),
                   Ys=f32_bits(np.floor(np.float32(1) / np.float32(ys))), Zp=yz)
     else:
-        G.softmax(ctx.m, name, Outer=outer, D=d, Inner=inner, log=n.op == "LogSoftmax")
+        G.softmax(ctx.m, name, Outer=outer, D=d, Inner=inner, log=n.op == "LogSoftmax",
+                  hard=n.op == "Hardmax")
     ctx.add(name, "QLinearSoftmax" if quant else n.op, [n],
-            f"{outer} x {'log softmax' if n.op == 'LogSoftmax' else 'softmax'} over {d}"
+            f"{outer} x {WHAT.get(n.op, 'softmax')} over {d}"
             + (f" (stride {inner})" if inner > 1 else ""),
             ins, [ctx.output(n.outputs[0])])
