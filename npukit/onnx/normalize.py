@@ -5,6 +5,8 @@
   ``npukit.onnx.conv_transpose``);
 - ``LpNormalization``, ``LpPool``, ``GlobalLpPool`` and ``RMSNormalization`` become
   reductions, a depthwise convolution and elementwise operations (``npukit.onnx.composites``);
+- ``Einsum`` of one or two operands becomes sums, transposes, reshapes and a ``MatMul``
+  (``npukit.onnx.einsum``);
 - ``BatchNormalization`` after a ``Conv`` whose output it alone reads is folded into the
   convolution's weights and bias;
 - ``ReduceMean`` over the two spatial axes of a 4-D tensor (PyTorch's dynamo exporter writes
@@ -29,6 +31,7 @@ import numpy as np
 from ..errors import ModelError
 from .composites import composites_as_layers
 from .conv_transpose import conv_transpose_as_conv
+from .einsum import einsum_as_layers
 from .reader import MS_DOMAIN, Net, Node, QConst, TInfo
 
 ALIAS_OPS = ("Identity", "Dropout")
@@ -565,6 +568,7 @@ def normalize(net: Net, fuse_qdq: bool = True) -> dict[str, str]:
     alias = aliases(net)
     conv_transpose_as_conv(net)
     composites_as_layers(net)
+    einsum_as_layers(net)
     fold_batchnorm(net)
     reduce_mean_as_pool(net)
     explicit_quantized(net)
