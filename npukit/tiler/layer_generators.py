@@ -75,7 +75,6 @@ from .basic_kernels import (
     common,
     convolution,
     elementwise,
-    hardmax,
     linear,
     mathfn,
     movement,
@@ -437,15 +436,16 @@ def matmul(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c: str 
 # -- softmax, LRN -----------------------------------------------------------------------------
 
 def softmax(m, Name: str, *, Outer: int, D: int, Inner: int, dt="float32",
-            Ys: int = 0, Zp: int = 0, log: bool = False, hard: bool = False) -> None:
+            Ys: int = 0, Zp: int = 0, log: bool = False, kernel=None) -> None:
     """``Name(In, Out)`` (integers: ``Name(In, Table, Out)``): softmax along the middle axis of
     [Outer, D, Inner]: along rows (tiles of rows) when Inner is 1, else along the columns of
     vertical tiles of each [D, Inner] plane. float32, or ONNX Runtime's QLinearSoftmax on
     int8/uint8 with its 256-entry exp table (``basic_kernels.softmax.qsoftmax``); ``log``:
-    float32 LogSoftmax; ``hard``: float32 Hardmax (``basic_kernels.hardmax``)."""
+    float32 LogSoftmax; ``kernel``: another float32 basic kernel of the same arguments along
+    the axis (``basic_kernels.along_axis``: Hardmax, CumSum)."""
     quant = not is_float(dt)
     k = _lib(m, softmax_kernels.qsoftmax(np.dtype(dt).name) if quant
-             else hardmax.hardmax() if hard
+             else kernel if kernel is not None
              else softmax_kernels.layer_log_softmax("float32") if log
              else softmax_kernels.layer_softmax("float32"))
     item = np.dtype(dt).itemsize

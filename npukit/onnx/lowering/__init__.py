@@ -85,6 +85,7 @@ HANDLERS = {
     "Softmax": partial(softmax.softmax, quant=False),
     "LogSoftmax": partial(softmax.softmax, quant=False),
     "Hardmax": partial(softmax.softmax, quant=False),
+    "CumSum": softmax.cumsum,
     "QSoftmax": partial(softmax.softmax, quant=True),
     "LRN": batch.per_image(norm.lrn),
     "LayerNormalization": norm.layer_norm,
