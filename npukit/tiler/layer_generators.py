@@ -75,6 +75,7 @@ from .basic_kernels import (
     common,
     convolution,
     elementwise,
+    gridsample,
     linear,
     mathfn,
     movement,
@@ -263,6 +264,29 @@ def resize_planes(m, Name: str, *, dt, Planes: int, Width: int, Height: int, Wo:
             KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Width, Height, item, 0, 0, 0, "In"),
             *(KerArg(n, Obj.O_IN, size, 1, 4, 0, 0, 0, n) for n, _, size in tables),
             KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, item, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * Wo * Ho
+
+
+def grid_sample(m, Name: str, *, Planes: int, Width: int, Height: int, Wo: int, Ho: int,
+                mode: str, padding: str, align: bool) -> None:
+    """``Name(In, Grid, Out)``: each of the Planes [Height, Width] float32 planes of In
+    sampled at the [Ho, Wo, 2] locations of Grid (``basic_kernels.gridsample``): the input
+    plane and the grid whole, the output in tiles of rows."""
+    k = _lib(m, gridsample.grid_sample(mode, padding, align))
+    m.UserKernel(Name,
+        KernelDimensions(1, Width, Height, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr("float32", True), "In"), TCArg(_ptr("float32", True), "Grid"),
+              TCArg(_ptr("float32"), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(Width), Imm(Height), K_Arg("Out", KER_ARG_TILE),
+            Imm(Wo), K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
+            K_Arg("Grid", KER_ARG_TILE)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Width, Height, 4, 0, 0, 0, "In"),
+            KerArg("Grid", Obj.O_IN, 2 * Wo * Ho, 1, 4, 0, 0, 0, "Grid"),
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, 4, 0, 0, 0, "Out")))
     m._cnn_ops[Name] = Planes * Wo * Ho
 
 
