@@ -123,3 +123,33 @@ def test_refusals_name_the_node_and_the_values(op, inits, match):
     m = model([node(op, ins, ["y"])], {"x": x}, ["y"], inits, opset=13)
     with pytest.raises(ModelError, match=match):
         npukit.onnx.load(m)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_in_a_qdq_model_as_onnx_runtime_runs_it(act, tmp_path):
+    """ONNX Runtime's quantize_static around a strided Slice, a Tile, a cubic Resize, a
+    ConvTranspose and a Trilu: each runs in float32 between its DequantizeLinear and
+    QuantizeLinear (as ONNX Runtime runs them), the int8 output ONNX Runtime's bytes."""
+    from onnx_helpers import quantize_qdq
+
+    x = RNG.normal(size=(1, 4, 8, 8)).astype(np.float32)
+    inits = {"w": (RNG.normal(size=(6, 4, 3, 3)) * 0.3).astype(np.float32),
+             "st": np.array([0, 7], np.int64), "en": np.array([6, -9], np.int64),
+             "ax": np.array([1, 3], np.int64), "sp": np.array([2, -2], np.int64),
+             "rep": np.array([1, 2, 1, 1], np.int64),
+             "s": np.array([1, 1, 1.5, 1.5], np.float32),
+             "wt": (RNG.normal(size=(6, 5, 3, 3)) * 0.3).astype(np.float32)}
+    nodes = [node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             node("Slice", ["c", "st", "en", "ax", "sp"], ["sl"]),
+             node("Tile", ["sl", "rep"], ["t"]),
+             node("Resize", ["t", "", "s"], ["rz"], mode="cubic"),
+             node("ConvTranspose", ["rz", "wt"], ["ct"], strides=[2, 2]),
+             node("Trilu", ["ct"], ["y"])]
+    m = model(nodes, {"x": x}, ["y"], inits, opset=17)
+    cal = [{"x": RNG.normal(size=x.shape).astype(np.float32)} for _ in range(4)]
+    qm = quantize_qdq(m, cal, tmp_path, act=act)
+    g, out, ref = check_ops(qm, {"x": x})
+    ops = [info.ops for info in g.layers]
+    assert {"Slice", "Tile", "Trilu", "InsertZeros", "Resize (rows last)"} <= set(ops)
+    assert out["y"].tobytes() == ref["y"].tobytes()
