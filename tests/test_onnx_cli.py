@@ -93,16 +93,16 @@ def test_the_emitted_project_builds_with_make_and_reproduces_the_outputs(small, 
 
 
 def test_an_unsupported_operator_is_one_line_and_a_nonzero_exit(tmp_path, capsys):
-    m = model([node("Relu", ["x"], ["r"]), node("Hardmax", ["r"], ["y"], name="my_hardmax")],
-              {"x": np.zeros((1, 4), np.float32)}, ["y"])
+    m = model([node("Relu", ["x"], ["r"]), node("Det", ["r"], ["y"], name="my_det")],
+              {"x": np.zeros((1, 4, 4), np.float32)}, ["y"])
     onnx.save(m, tmp_path / "bad.onnx")
     assert main(["run", str(tmp_path / "bad.onnx")]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1
-    assert "node 'my_hardmax' (Hardmax)" in lines[0]
-    assert "operator 'Hardmax' is not supported" in lines[0]
+    assert "node 'my_det' (Det)" in lines[0]
+    assert "operator 'Det' is not supported" in lines[0]
 
 
 def test_check_fails_past_the_tolerance(small, capsys, monkeypatch):

@@ -106,9 +106,9 @@ def refused(nodes, inputs, inits=None, opset=17, **kw):
 
 
 def test_an_unsupported_operator_is_named_with_its_node():
-    msg = refused([node("Relu", ["x"], ["r"]), node("Hardmax", ["r"], ["y"], name="hardmax_1")],
-                  {"x": randn(1, 4)})
-    assert msg.startswith("node 'hardmax_1' (Hardmax): operator 'Hardmax' is not supported")
+    msg = refused([node("Relu", ["x"], ["r"]), node("Det", ["r"], ["y"], name="det_1")],
+                  {"x": randn(1, 4, 4)})
+    assert msg.startswith("node 'det_1' (Det): operator 'Det' is not supported")
 
 
 @pytest.mark.parametrize("case,match", [

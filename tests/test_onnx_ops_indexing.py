@@ -80,15 +80,6 @@ def test_slice_attributes_split_num_outputs_and_int8_data():
     assert np.array_equal(np.concatenate([out[k] for k in "abc"], axis=1), q)
 
 
-def test_slice_steps_other_than_one_are_refused_by_name():
-    x = RNG.normal(size=(6, 4)).astype(np.float32)
-    m = model([node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="s1")], {"x": x}, ["y"],
-              {"st": ints(0), "en": ints(6), "ax": ints(0), "sp": ints(2)}, opset=13)
-    with pytest.raises(ModelError, match=r"^node 's1' \(Slice\): steps \[2\]; npukit slices "
-                                         r"with step 1$"):
-        npukit.onnx.load(m)
-
-
 def test_a_pad_value_the_model_computes_is_refused_by_name():
     """It was a KeyError once a CastLike before it became a view."""
     x = RNG.normal(size=(2, 3)).astype(np.float32)

@@ -79,7 +79,7 @@ def test_nearest_on_int8_upsample_and_resize_10_and_axes():
 
 
 @pytest.mark.parametrize("attrs,match", [
-    (dict(mode="cubic"), r"mode='cubic'; npukit resizes with 'nearest' or 'linear'"),
+    (dict(mode="area"), r"mode='area'; npukit resizes with 'nearest', 'linear' or 'cubic'"),
     (dict(mode="linear", antialias=1), r"antialias=1 is not supported"),
     (dict(mode="linear", coordinate_transformation_mode="tf_crop_and_resize"),
      r"coordinate_transformation_mode='tf_crop_and_resize'; npukit takes"),

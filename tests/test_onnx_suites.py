@@ -46,16 +46,15 @@ def test_a_right_a_wrong_a_refused_and_a_crashing_case(tmp_path, monkeypatch):
     off = np.maximum(x, 0)
     off[1, 3] += 0.01  # one element beyond rtol 1e-3
     wrong = write_case(tmp_path / "test_relu_off", relu, {"x": x}, {"y": off})
-    erf = write_case(tmp_path / "test_hardmax",
-                     [h.make_node("Hardmax", ["x"], ["y"], name="e")], {"x": x}, {"y": x})
-    got = {c.name: S.run_case((c, 60.0, True)) for c in (right, wrong, erf)}
+    det = write_case(tmp_path / "test_det", [h.make_node("Det", ["x3"], ["y"], name="e")],
+                     {"x3": x.reshape(2, 2, 4)[:, :, :2].copy()}, {"y": x[:, 0]})
+    got = {c.name: S.run_case((c, 60.0, True)) for c in (right, wrong, det)}
     assert (got["test_relu"].npukit, got["test_relu"].ort, got["test_relu"].sim) == \
         ("pass", True, True)
     assert got["test_relu_off"].npukit == "wrong" and not got["test_relu_off"].ort
     assert got["test_relu_off"].why == "output 'y': 1 of 16 elements differ"
-    assert got["test_hardmax"].npukit == "refused" and not got["test_hardmax"].ort
-    assert got["test_hardmax"].why.startswith("node 'e' (Hardmax): operator 'Hardmax' is not "
-                                              "supported")
+    assert got["test_det"].npukit == "refused" and not got["test_det"].ort
+    assert got["test_det"].why.startswith("node 'e' (Det): operator 'Det' is not supported")
 
     import npukit.onnx
 

@@ -1,6 +1,12 @@
 """Rewriting a read ``Net`` into the operations npukit lowers:
 
 - ``Identity``, ``Dropout`` (inference) and same-type ``Cast`` become aliases;
+- ``ConvTranspose`` becomes a ``Conv`` (after an ``InsertZeros`` when strided or cropped:
+  ``npukit.onnx.conv_transpose``);
+- ``LpNormalization``, ``LpPool``, ``GlobalLpPool`` and ``RMSNormalization`` become
+  reductions, a depthwise convolution and elementwise operations (``npukit.onnx.composites``);
+- ``Einsum`` of one or two operands becomes sums, transposes, reshapes and a ``MatMul``
+  (``npukit.onnx.einsum``);
 - ``BatchNormalization`` after a ``Conv`` whose output it alone reads is folded into the
   convolution's weights and bias;
 - ``ReduceMean`` over the two spatial axes of a 4-D tensor (PyTorch's dynamo exporter writes
@@ -23,6 +29,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
+from .composites import composites_as_layers
+from .conv_transpose import conv_transpose_as_conv
+from .einsum import einsum_as_layers
 from .reader import MS_DOMAIN, Net, Node, QConst, TInfo
 
 ALIAS_OPS = ("Identity", "Dropout")
@@ -553,6 +562,9 @@ def normalize(net: Net, fuse_qdq: bool = True) -> dict[str, str]:
     """Every rewrite, in order; returns the aliases (output -> tensor it names). Without
     ``fuse_qdq`` QDQ patterns stay float operations between their Q and DQ layers."""
     alias = aliases(net)
+    conv_transpose_as_conv(net)
+    composites_as_layers(net)
+    einsum_as_layers(net)
     fold_batchnorm(net)
     reduce_mean_as_pool(net)
     explicit_quantized(net)

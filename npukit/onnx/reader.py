@@ -24,6 +24,7 @@ ONNX_TYPE_NAMES = {0: "undefined", 1: "float", 2: "uint8", 3: "int8", 4: "uint16
                    6: "int32", 7: "int64", 8: "string", 9: "bool", 10: "float16", 11: "double",
                    12: "uint32", 13: "uint64", 16: "bfloat16"}
 MS_DOMAIN = "com.microsoft"
+SAME_SHAPE_OPS = ("GroupNormalization",)
 # The largest constant npukit computes while folding (docs/onnx.md): a node whose output
 # would be larger is refused before anything is allocated.
 MAX_FOLDED_BYTES = 256 << 20
@@ -202,9 +203,13 @@ def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
 
 def _infer(model):
     """ONNX shape inference, completed for the ONNX Runtime operators of the com.microsoft
-    domain npukit reads (the onnx package has no shapes for them)."""
+    domain npukit reads (the onnx package has no shapes for them) and for the operators of
+    ``SAME_SHAPE_OPS`` where it gives up (GroupNormalization-21: its output is its input's
+    shape)."""
     from onnx import helper, shape_inference
 
+    if any(node.op_type in SAME_SHAPE_OPS for node in model.graph.node):
+        _same_shapes(model, shape_inference)
     for _ in range(len(model.graph.node) + 1):
         try:
             model = _infer_once(model, shape_inference)
@@ -226,6 +231,26 @@ def _infer(model):
         if not added:
             return model
     return model
+
+
+def _same_shapes(model, shape_inference) -> None:
+    """Value infos for the outputs of ``SAME_SHAPE_OPS``, their input's type and shape, added
+    to ``model`` before the strict inference (which refuses a reader of a tensor without a
+    type)."""
+    from onnx import helper
+
+    for _ in range(len(model.graph.node)):
+        known = _infos(shape_inference.infer_shapes(model, strict_mode=False, data_prop=True))
+        added = False
+        for node in model.graph.node:
+            et, dims = known.get(node.input[0] if node.input else "", (0, None))
+            if node.op_type in SAME_SHAPE_OPS and dims is not None and \
+                    known.get(node.output[0], (0, None))[1] is None:
+                model.graph.value_info.append(
+                    helper.make_tensor_value_info(node.output[0], et, dims))
+                added = True
+        if not added:
+            return
 
 
 def _pool_size(size: int, k: int, s: int, d: int, pads: tuple[int, int], ceil: bool) -> int:

@@ -75,6 +75,7 @@ from .basic_kernels import (
     common,
     convolution,
     elementwise,
+    gridsample,
     linear,
     mathfn,
     movement,
@@ -266,6 +267,29 @@ def resize_planes(m, Name: str, *, dt, Planes: int, Width: int, Height: int, Wo:
     m._cnn_ops[Name] = Planes * Wo * Ho
 
 
+def grid_sample(m, Name: str, *, Planes: int, Width: int, Height: int, Wo: int, Ho: int,
+                mode: str, padding: str, align: bool) -> None:
+    """``Name(In, Grid, Out)``: each of the Planes [Height, Width] float32 planes of In
+    sampled at the [Ho, Wo, 2] locations of Grid (``basic_kernels.gridsample``): the input
+    plane and the grid whole, the output in tiles of rows."""
+    k = _lib(m, gridsample.grid_sample(mode, padding, align))
+    m.UserKernel(Name,
+        KernelDimensions(1, Width, Height, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr("float32", True), "In"), TCArg(_ptr("float32", True), "Grid"),
+              TCArg(_ptr("float32"), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(Width), Imm(Height), K_Arg("Out", KER_ARG_TILE),
+            Imm(Wo), K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
+            K_Arg("Grid", KER_ARG_TILE)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Width, Height, 4, 0, 0, 0, "In"),
+            KerArg("Grid", Obj.O_IN, 2 * Wo * Ho, 1, 4, 0, 0, 0, "Grid"),
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, 4, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * Wo * Ho
+
+
 def global_pool(m, Name: str, *, dt, C: int, Width: int, Height: int, InZp: int = 0,
                 Scale: int = 0, OutZp: int = 0) -> None:
     """``Name(In, Out)``: the average of each of the C planes of In [C, Height, Width] into
@@ -436,14 +460,16 @@ def matmul(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c: str 
 # -- softmax, LRN -----------------------------------------------------------------------------
 
 def softmax(m, Name: str, *, Outer: int, D: int, Inner: int, dt="float32",
-            Ys: int = 0, Zp: int = 0, log: bool = False) -> None:
+            Ys: int = 0, Zp: int = 0, log: bool = False, kernel=None) -> None:
     """``Name(In, Out)`` (integers: ``Name(In, Table, Out)``): softmax along the middle axis of
     [Outer, D, Inner]: along rows (tiles of rows) when Inner is 1, else along the columns of
     vertical tiles of each [D, Inner] plane. float32, or ONNX Runtime's QLinearSoftmax on
     int8/uint8 with its 256-entry exp table (``basic_kernels.softmax.qsoftmax``); ``log``:
-    float32 LogSoftmax."""
+    float32 LogSoftmax; ``kernel``: another float32 basic kernel of the same arguments along
+    the axis (``basic_kernels.along_axis``: Hardmax, CumSum)."""
     quant = not is_float(dt)
     k = _lib(m, softmax_kernels.qsoftmax(np.dtype(dt).name) if quant
+             else kernel if kernel is not None
              else softmax_kernels.layer_log_softmax("float32") if log
              else softmax_kernels.layer_softmax("float32"))
     item = np.dtype(dt).itemsize

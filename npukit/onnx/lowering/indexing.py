@@ -1,4 +1,4 @@
-"""Slice (step 1), Split and Gather with constant indices: crops along axes, one
+"""Slice (other steps: ``select``), Split and Gather with constant indices: crops along axes, one
 ``pad_axis`` layer with negative pads per cropped axis (float32, int8, uint8)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from ...errors import ModelError
 from ...tiler import layer_generators as G
 from ..reader import Node
 from .context import Lowering
+from .select import steps_slice
 from .shape import pad_axes
 
 
@@ -36,7 +37,7 @@ def slice_(ctx: Lowering, n: Node) -> None:
         axes, steps = _ints(ctx, n, 3, "axes"), _ints(ctx, n, 4, "steps")
     axes = _axes(n, list(range(len(starts))) if axes is None else list(axes), len(s))
     if steps is not None and any(v != 1 for v in steps):
-        raise ModelError(f"{n.where()}: steps {steps}; npukit slices with step 1")
+        return steps_slice(ctx, n, x, n.outputs[0], list(zip(axes, starts, ends, steps)))
     todo = []
     for a, b, e in zip(axes, starts, ends):
         d = s[a]

@@ -1,5 +1,6 @@
-"""Normalisation: LRN, LayerNormalization, InstanceNormalization (a layer normalisation of
-each plane, then a per-channel scale and shift layer), and BatchNormalization that no
+"""Normalisation: LRN, LayerNormalization, InstanceNormalization and GroupNormalization (a
+layer normalisation of each plane or group of planes, then a per-channel scale and shift
+layer), and BatchNormalization that no
 convolution absorbed (a scale and a shift layer)."""
 
 from __future__ import annotations
@@ -76,28 +77,49 @@ def _normalise_rows(ctx: Lowering, n: Node, x: str, out: str, rows: int, d: int,
 def instance_norm(ctx: Lowering, n: Node) -> None:
     """InstanceNormalization: each plane of each image normalised as a row, then ``*
     scale[c] + B[c]``."""
+    _grouped(ctx, n, ctx.shape(n.inputs[0])[1] if len(ctx.shape(n.inputs[0])) > 1 else 1)
+
+
+def group_norm(ctx: Lowering, n: Node) -> None:
+    """GroupNormalization: the ``num_groups`` groups of channels of each image normalised as
+    rows, then ``* scale[c] + bias[c]`` (opset 18's one value per group, constant, repeated
+    over the group's channels)."""
+    if "num_groups" not in n.attrs:
+        raise ModelError(f"{n.where()}: the attribute num_groups is required")
+    _grouped(ctx, n, int(n.attrs["num_groups"]))
+
+
+def _grouped(ctx: Lowering, n: Node, groups: int) -> None:
     x, out = n.inputs[0], n.outputs[0]
     s = ctx.shape(x)
     if len(s) < 3 or ctx.dtype(x) != np.float32:
         raise ModelError(f"{n.where()}: {n.op} takes float32 [N, C, ...] data, got "
                          f"{ctx.dtype(x)} {list(s)}")
+    if groups < 1 or s[1] % groups:
+        raise ModelError(f"{n.where()}: num_groups={groups} does not divide the {s[1]} "
+                         f"channels")
+    shape = (s[1],) + (1,) * (len(s) - 2)  # [C, 1, ...]: broadcast along the planes
+    params = []
     for t in n.inputs[1:3]:
-        if ctx.shape(t) != (s[1],) or ctx.dtype(t) != np.float32:
-            raise ModelError(f"{n.where()}: scale and B take {s[1]} float32 values (one per "
-                             f"channel), {t!r} is {ctx.dtype(t)} {list(ctx.shape(t))}")
-    rows, d = s[0] * s[1], int(np.prod(s[2:]))
+        k = f"{t}__per_channel"
+        if ctx.shape(t) == (groups,) and groups != s[1] and t in ctx.net.consts:
+            ctx.net.consts[k] = np.repeat(ctx.net.consts[t], s[1] // groups).reshape(shape)
+        elif ctx.shape(t) == (s[1],) and ctx.dtype(t) == np.float32:
+            ctx.net.info[k] = type(ctx.info(out))(shape, np.dtype(np.float32))
+            ctx.of[k] = ctx.tensor(t)
+        else:
+            raise ModelError(f"{n.where()}: the scale and the shift take {s[1]} float32 "
+                             f"values (one per channel; or, constant, one per group), {t!r} "
+                             f"is {ctx.dtype(t)} {list(ctx.shape(t))}")
+        params.append(k)
+    rows, d = s[0] * groups, int(np.prod(s[1:])) // groups
     norm = f"{out}__normalised"
     ctx.net.info[norm] = ctx.net.info[out]
     ones = ctx.const(np.ones(d, np.float32), f"{n.name}_ones")
     zeros = ctx.const(np.zeros(d, np.float32), f"{n.name}_zeros")
     stats = [ctx.local(f"{n.name}_{k}", np.float32, rows) for k in ("mean", "inv_std")]
     _normalise_rows(ctx, n, x, norm, rows, d, ones, zeros, stats)
-    # scale and B as [C, 1, ...]: the same bytes, broadcast along the planes
-    shape = (s[1],) + (1,) * (len(s) - 2)
-    ka, kb = (f"{t}__per_channel" for t in n.inputs[1:3])
-    for k, t in ((ka, n.inputs[1]), (kb, n.inputs[2])):
-        ctx.net.info[k] = type(ctx.info(out))(shape, np.dtype(np.float32))
-        ctx.of[k] = ctx.tensor(t)
+    ka, kb = params
     scaled = f"{out}__scaled"
     ctx.net.info[scaled] = ctx.net.info[out]
     binary_layer(ctx, Node("Mul", n.name, [norm, ka], [scaled], {}), norm, ka, scaled, [],

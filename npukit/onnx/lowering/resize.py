@@ -1,6 +1,6 @@
 """Resize and Upsample of the last two axes, nearest or bilinear: the source rows and columns
 of every output row and column are computed here as ONNX Runtime computes them (float32
-coordinates), then one ``resize_planes`` layer reads them as tables."""
+coordinates), then one ``resize_planes`` layer reads them as tables; cubic: ``resize_cubic``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from ...errors import ModelError
 from ...tiler import layer_generators as G
 from ..reader import Node
 from .context import Lowering
+from .resize_cubic import cubic
 
 F = np.float32
 COORDS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
@@ -84,9 +85,9 @@ def resize(ctx: Lowering, n: Node) -> None:
         if how not in NEAREST:
             raise ModelError(f"{n.where()}: nearest_mode={how!r}; ONNX takes {list(NEAREST)}")
     kind = a.get("mode", "nearest")
-    if kind not in ("nearest", "linear", "bilinear"):
-        raise ModelError(f"{n.where()}: mode={kind!r}; npukit resizes with 'nearest' or "
-                         f"'linear'")
+    if kind not in ("nearest", "linear", "bilinear", "cubic"):
+        raise ModelError(f"{n.where()}: mode={kind!r}; npukit resizes with 'nearest', "
+                         f"'linear' or 'cubic'")
     if a.get("antialias", 0):
         raise ModelError(f"{n.where()}: antialias=1 is not supported")
     if mode not in COORDS:
@@ -117,9 +118,12 @@ def resize(ctx: Lowering, n: Node) -> None:
                     f"those of the {so[d]} made; give sizes instead of scales")
     linear = kind != "nearest"
     if linear and ctx.dtype(x) != np.float32:
-        raise ModelError(f"{n.where()}: linear resizing of {ctx.dtype(x)} data is not "
+        raise ModelError(f"{n.where()}: {kind} resizing of {ctx.dtype(x)} data is not "
                          f"supported (float32 only)")
     h, w, ho, wo = s[-2], s[-1], so[-2], so[-1]
+    if kind == "cubic":
+        return cubic(ctx, n, source_coords(mode, wo, w, F(full[rank - 1] or F(wo / w))),
+                     source_coords(mode, ho, h, F(full[rank - 2] or F(ho / h))))
     ys, fy = tables(linear, mode, how, ho, h, full[rank - 2] or F(ho / h))
     xs, fx = tables(linear, mode, how, wo, w, full[rank - 1] or F(wo / w))
     planes = int(np.prod(s[:-2]))
