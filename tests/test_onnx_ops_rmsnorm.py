@@ -1,5 +1,5 @@
-"""RMSNormalization (opset 23; rewritten as ONNX defines it: x / sqrt(mean(x * x) + epsilon)
-* scale) against ONNX Runtime and float64 numpy, with poisoned outputs; the refusals."""
+"""RMSNormalization (opset 23; its ONNX function body: x / sqrt(mean(x * x) + epsilon) *
+scale) against ONNX Runtime and float64 numpy, with poisoned outputs; the refusals."""
 
 import numpy as np
 import pytest
@@ -29,8 +29,11 @@ def test_rms_norm_over_the_trailing_axes_with_a_scale_input(axis):
     assert np.abs(out["y"] - want).max() <= 1e-5 * np.abs(want).max()
 
 
-@pytest.mark.parametrize("attrs,match", [(dict(axis=3), "axis=3"),
-                                         (dict(stash_type=0), "stash_type=0")])
+@pytest.mark.parametrize("attrs,match", [(dict(axis=3), r"\(RMSNormalization\): axis=3 for a "
+                                                           r"rank-3 input"),
+                                         (dict(stash_type=0), r"\(RMSNormalization\): operator "
+                                                              r"'RMSNormalization' is not "
+                                                              r"supported")])
 def test_refusals_name_the_attribute(attrs, match):
     x = RNG.normal(size=(2, 3, 4)).astype(np.float32)
     m = model([node("RMSNormalization", ["x", "w"], ["y"], **attrs)], {"x": x}, ["y"],

@@ -6,9 +6,10 @@
 - ``LpPool`` (1-D and 2-D; ``kernel_shape``, ``strides``, ``pads``, ``auto_pad``,
   ``dilations``): ``|x|^p`` (``Abs``; p 2: ``x * x``; else ``Pow``), summed over each window by a
   depthwise convolution of ones (padding adds zeros), then ``^(1/p)`` (p 2: ``Sqrt``);
-- ``GlobalLpPool``: the same sums by a ``ReduceSum`` over the spatial axes;
-- ``RMSNormalization`` (``axis``, ``epsilon``): ONNX's definition, ``x / sqrt(ReduceMean(x *
-  x) + epsilon) * scale`` over the axes from ``axis`` on.
+- ``GlobalLpPool``: the same sums by a ``ReduceSum`` over the spatial axes.
+
+(``RMSNormalization`` and the other operators ONNX defines as functions are expanded when
+the model is read: ``npukit.onnx.functions``.)
 
 ONNX Runtime computes the same sums in float32 (results differ in the last bits: the sums run
 in another order)."""
@@ -114,29 +115,8 @@ def global_lp_pool(net: Net, n: Node) -> list[Node]:
     return _root(r, sums, p, out)
 
 
-def rms_normalization(net: Net, n: Node) -> list[Node]:
-    x = n.inputs[0]
-    if x not in net.info or net.info[x].dtype != np.float32:
-        raise ModelError(f"{n.where()}: RMSNormalization takes float32 data of a known shape")
-    if int(n.attrs.get("stash_type", 1)) != 1:
-        raise ModelError(f"{n.where()}: stash_type={n.attrs['stash_type']}; npukit computes "
-                         f"in float32 (stash_type=1)")
-    shape = net.info[x].shape
-    axis = int(n.attrs.get("axis", -1))
-    if not -len(shape) <= axis < len(shape):
-        raise ModelError(f"{n.where()}: axis={axis} for a rank-{len(shape)} input")
-    axes = list(range(axis % len(shape), len(shape)))
-    kept = tuple(1 if a in axes else d for a, d in enumerate(shape))
-    r = _Rewrite(net, n)
-    mean = r.op("ReduceMean", [r.op("Mul", [x, x], shape)], kept, axes=axes, keepdims=1)
-    eps = r.const("epsilon", np.array([n.attrs.get("epsilon", 1e-5)], np.float32))
-    rms = r.op("Sqrt", [r.op("Add", [mean, eps], kept)], kept)
-    r.op("Mul", [r.op("Div", [x, rms], shape), n.inputs[1]], shape, n.outputs[0])
-    return r.nodes
-
-
 REWRITES = {"LpNormalization": lp_normalization, "LpPool": lp_pool,
-            "GlobalLpPool": global_lp_pool, "RMSNormalization": rms_normalization}
+            "GlobalLpPool": global_lp_pool}
 
 
 def composites_as_layers(net: Net) -> None:

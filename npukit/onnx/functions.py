@@ -31,14 +31,27 @@ def _has_body(op: str, version: int) -> bool:
     return schema is not None and (schema.has_function or schema.has_context_dependent_function)
 
 
+def _check_axis(node, rank: int | None) -> None:
+    """Refuse an ``axis`` outside the first input's rank: a body would compute something
+    (over no axis) where ONNX Runtime refuses the node."""
+    for a in node.attribute:
+        if a.name == "axis" and rank is not None and not -rank <= a.i < rank:
+            raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): axis={a.i} "
+                             f"for a rank-{rank} input")
+
+
 def _with_defaults(model, ops: list[str], version: int) -> None:
     """Write out the default of every attribute the nodes of ``ops`` leave unset (a body
     that refers to an attribute, ``MeanVarianceNormalization``'s axes, gets no value from
     the inliner otherwise, and silently computes something else), and drop the empty names
     of optional inputs left out at the end (the inliner asks for their type)."""
-    for node in model.graph.node:
+    g = model.graph
+    ranks = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in [*g.input, *g.value_info]
+             if vi.type.tensor_type.HasField("shape")}
+    for node in g.node:
         if node.op_type not in ops or node.domain not in ONNX_DOMAINS:
             continue
+        _check_axis(node, ranks.get(node.input[0]) if node.input else None)
         while node.input and not node.input[-1]:  # optional inputs left out at the end
             node.input.pop()
         given = {a.name for a in node.attribute}
@@ -79,10 +92,10 @@ def expand(model, native: frozenset[str]):
             todo = sorted(op for op in ops - native - KEEP if _has_body(op, version))
             if not todo:
                 break
-            _with_defaults(model, todo, version)
             # A body that depends on its inputs' types (Attention's) reads them from the
             # model: inferred first.
             model = _inferred(model)
+            _with_defaults(model, todo, version)
             model = inliner.inline_selected_functions(
                 model, [("", op) for op in todo], exclude=False, inline_schema_functions=True)
     except Exception as exc:  # noqa: BLE001 - the inliner's own message, on one line

@@ -3,7 +3,7 @@
 - ``Identity``, ``Dropout`` (inference) and same-type ``Cast`` become aliases;
 - ``ConvTranspose`` becomes a ``Conv`` (after an ``InsertZeros`` when strided or cropped:
   ``npukit.onnx.conv_transpose``);
-- ``LpNormalization``, ``LpPool``, ``GlobalLpPool`` and ``RMSNormalization`` become
+- ``LpNormalization``, ``LpPool`` and ``GlobalLpPool`` become
   reductions, a depthwise convolution and elementwise operations (``npukit.onnx.composites``);
 - ``Einsum`` of one or two operands becomes sums, transposes, reshapes and a ``MatMul``
   (``npukit.onnx.einsum``);

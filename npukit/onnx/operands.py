@@ -36,7 +36,8 @@ SHAPE_OPERANDS = {
 # fixed. Operator -> {input index: operand name}.
 _Q = {1: "scale", 2: "zero point"}
 VALUE_OPERANDS = {
-    "Conv": {1: "weights", 2: "bias"}, "CausalConvWithState": {1: "weights", 2: "bias"},
+    "Conv": {1: "weights", 2: "bias"}, "ConvTranspose": {1: "weights", 2: "bias"},
+    "CausalConvWithState": {1: "weights", 2: "bias"},
     "BatchNormalization": {1: "scale", 2: "B", 3: "mean",
                                                                 4: "var"},
     "QuantizeLinear": _Q, "DequantizeLinear": _Q, "Clip": {1: "min", 2: "max"},
