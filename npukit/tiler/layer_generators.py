@@ -16,7 +16,8 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
 - ``resize_planes``: nearest or bilinear resizing of planes by row and column tables.
 - ``global_pool``: the average of each plane, accumulated tile by tile.
 - ``unary``, ``lut``: elementwise functions and 256-entry tables.
-- ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views.
+- ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views;
+  ``typed`` the same for casts, integers, comparisons, logic and ``Where``.
 - ``matmul``: rows of ``A`` times column tiles of ``B`` (vertical tiles), with Gemm's ``C``.
 - ``softmax``, ``reduce``, ``lrn``: along rows or, in vertical tiles, along columns;
   ``layer_norm`` along rows.
@@ -75,6 +76,7 @@ from .basic_kernels import (
     common,
     convolution,
     elementwise,
+    integer,
     linear,
     mathfn,
     movement,
@@ -373,6 +375,30 @@ def binary(m, Name: str, *, a_dt, b_dt, out_dt, Planes: int, Rows: int, Cols: in
             Imm(Act), Imm(P[0]), Imm(P[1]), Imm(P[2]), Imm(Za), Imm(Zb), Imm(Zout), Imm(Lo),
             Imm(Hi)))),
         KerArgs(ka, kb,
+                KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Planes), Cols, Rows,
+                       np.dtype(out_dt).itemsize, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * Rows * Cols
+
+
+def typed(m, Name: str, *, op: str, in_dts: tuple, out_dt, Planes: int, Rows: int, Cols: int,
+          fulls: tuple[tuple[bool, bool, bool], ...]) -> None:
+    """``Name(In0, .., Out)``: ``Out[p][r][c] = op(In0, ..)`` on [Planes, Rows, Cols] for any
+    element types: ``basic_kernels.integer.OPS[op]`` (casts, integer arithmetic, comparisons,
+    logic, ``Where``); ``fulls`` say along which dimensions each operand varies, as
+    ``binary``'s ``a_full``."""
+    names = tuple(np.dtype(d).name for d in in_dts)
+    k = _lib(m, integer.elementwise(op, names, np.dtype(out_dt).name, _width(m, out_dt)))
+    kargs, strides = zip(*(_bcast_arg(f"In{i}", dt, Planes, Rows, Cols, f)
+                           for i, (dt, f) in enumerate(zip(in_dts, fulls))))
+    m.UserKernel(Name,
+        KernelDimensions(1, Cols, Rows, Planes), _plane_order(Planes), TILE_HOR,
+        CArgs(*(TCArg(_ptr(dt, True), f"In{i}") for i, dt in enumerate(in_dts)),
+              TCArg(_ptr(out_dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            *(K_Arg(f"In{i}", KER_ARG_TILE) for i in range(len(in_dts))),
+            K_Arg("Out", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE_H), Imm(Cols),
+            *(Imm(v) for rc in strides for v in rc)))),
+        KerArgs(*kargs,
                 KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Planes), Cols, Rows,
                        np.dtype(out_dt).itemsize, 0, 0, 0, "Out")))
     m._cnn_ops[Name] = Planes * Rows * Cols

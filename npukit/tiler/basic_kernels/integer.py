@@ -1,0 +1,235 @@
+"""Elementwise basic kernels on every element type of a model (integers, bool, float32), each
+operation's C expression next to its numpy twin (``OPS``):
+
+- ``Cast``: conversions as ONNX Runtime's ``Cast`` gives them on x86 (its vectorised loop):
+  float to integer truncates toward zero; NaN and values outside int32 (int64 for int64)
+  give int32's (int64's) minimum, of which narrower types keep the low bits; uint32 takes
+  ``[2**31, 2**32)`` as ``x - 2**31`` with the top bit set, so from ``2**32`` on gives 0;
+  integers narrow by keeping their low bits; anything to bool is ``!= 0`` (NaN is true).
+- integer arithmetic in two's complement, wrapping (``Add``, ``Sub``, ``Mul``, ``Neg``,
+  ``Abs``); ``Div`` truncates toward zero, ``Mod`` takes the divisor's sign (``Mod1``, ONNX's
+  ``fmod=1``: the dividend's); a zero divisor gives 0 (ONNX leaves it undefined) and
+  ``MIN / -1`` wraps to ``MIN``;
+- comparisons of any numeric type to bool (NaN compares false), ``And``, ``Or``, ``Xor``,
+  ``Not`` on bool, the bitwise operations, ``BitShift`` (a shift by the width or more gives
+  0), ``Max``, ``Min``, ``Sign``, ``IsNaN``, ``IsInf``, and ``Where``.
+
+Operands broadcast by strides as ``elementwise.binary``'s: ``X_k[r*R_k + c*C_k]``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from ...dtypes import dtype as np_dtype
+from .common import BasicKernel, c_signature, layer_c_type, layer_suffix, share_rows
+
+CAST_HELPERS = """\
+#ifndef NPK_CAST_HELPERS
+#define NPK_CAST_HELPERS
+/* float -> int32 and int64 as x86's truncating conversions: NaN and values out of range give
+   the minimum (C leaves them undefined, so the range is tested first). */
+static inline int npk_cvt32(float X)
+{
+    return X >= -2147483648.0f && X < 2147483648.0f ? (int)X : (int)(-2147483647 - 1);
+}
+static inline long long npk_cvt64(float X)
+{
+    return X >= -9223372036854775808.0f && X < 9223372036854775808.0f ? (long long)X
+                                                                       : -9223372036854775807LL - 1;
+}
+#endif"""
+
+
+@dataclass(frozen=True)
+class Op:
+    """An operation of ``arity`` operands: ``c(types, out)`` its C expression over ``X0``..
+    (``types`` the operands' numpy dtypes, ``out`` the result's), ``ref`` its numpy twin on
+    the operand arrays and the result's dtype."""
+
+    arity: int
+    c: object
+    ref: object
+
+
+def _wrap(expr: str, out: np.dtype) -> str:
+    """A 64-bit two's-complement result kept to ``out``'s bits."""
+    return f"({layer_c_type(out)})({expr})"
+
+
+def _u(x: str) -> str:
+    return f"(unsigned long long){x}"
+
+
+def _cast_c(ts, out) -> str:
+    src = ts[0]
+    if out == np.bool_:
+        return "X0 != 0"
+    if src.kind == "f" and out.kind in "iu":
+        if out.itemsize == 8:
+            return "npk_cvt64(X0)"
+        if out == np.uint32:
+            return _wrap("X0 >= 2147483648.0f ? (unsigned int)npk_cvt32(X0 - 2147483648.0f) "
+                         "^ 0x80000000u : (unsigned int)npk_cvt32(X0)", out)
+        return _wrap("npk_cvt32(X0)", out)
+    return _wrap("X0", out)
+
+
+def _cast_ref(x, out):
+    if out == np.bool_:
+        return x != 0
+    if x.dtype.kind == "f" and out.kind in "iu":
+        wide = x.astype(np.float64)
+
+        def cvt(v, bits):
+            ok = (v >= -2.0 ** (bits - 1)) & (v < 2.0 ** (bits - 1))
+            return np.where(ok, np.where(ok, v, 0).astype(np.int64), -2 ** (bits - 1))
+        if out.itemsize == 8:
+            return cvt(wide, 64)
+        if out == np.uint32:
+            high = wide >= 2.0 ** 31
+            return np.where(high, cvt(wide - 2.0 ** 31, 32).astype(out) ^ np.uint32(1 << 31),
+                            cvt(wide, 32).astype(out))
+        return cvt(wide, 32).astype(out)
+    return x.astype(out)
+
+
+def _safe(y):
+    """The divisor where it is neither 0 nor -1 (the cases the kernels answer alone)."""
+    return np.where((y == 0) | (y == -1) if y.dtype.kind == "i" else y == 0, 1, y).astype(y.dtype)
+
+
+def _div_ref(x, y, out):
+    s = _safe(y)
+    q = (x - np.fmod(x, s)) // s  # exact: the truncated quotient
+    if y.dtype.kind == "i":
+        q = np.where(y == -1, np.negative(x), q)
+    return np.where(y == 0, 0, q).astype(out)
+
+
+def _mod_ref(fmod: bool):
+    def ref(x, y, out):
+        s = _safe(y)
+        r = np.fmod(x, s) if fmod else np.mod(x, s)
+        return np.where(s == y, r, 0).astype(out)
+    return ref
+
+
+def _div_c(ts, out) -> str:
+    if ts[0].kind == "u":
+        return _wrap("X1 == 0 ? 0 : X0 / X1", out)
+    return _wrap(f"X1 == 0 ? 0 : X1 == -1 ? 0ULL - {_u('X0')} : {_u('(X0 / X1)')}", out)
+
+
+def _mod_c(fmod: bool):
+    def c(ts, out) -> str:
+        if ts[0].kind == "u":
+            return _wrap("X1 == 0 ? 0 : X0 % X1", out)
+        # C's % takes the dividend's sign; ONNX's fmod=0 the divisor's.
+        r = "(X0 % X1)"
+        fix = "" if fmod else f" + ({r} != 0 && ({r} < 0) != (X1 < 0) ? X1 : 0)"
+        return _wrap(f"X1 == 0 || X1 == -1 ? 0 : {r}{fix}", out)
+    return c
+
+
+def _shift(left: bool):
+    def c(ts, out) -> str:
+        bits = 8 * ts[0].itemsize
+        op = "<<" if left else ">>"
+        return _wrap(f"X1 >= {bits} ? 0 : {_u('X0')} {op} X1", out)
+
+    def ref(x, y, out):
+        bits = 8 * x.dtype.itemsize
+        s = np.where(y >= bits, 0, y).astype(x.dtype)
+        v = np.left_shift(x, s) if left else np.right_shift(x, s)
+        return np.where(y >= bits, 0, v).astype(out)
+    return Op(2, c, ref)
+
+
+def _arith(c_op: str, np_fn) -> Op:
+    return Op(2, lambda ts, out: _wrap(f"{_u('X0')} {c_op} {_u('X1')}", out),
+              lambda x, y, out: np_fn(x, y).astype(out))
+
+
+def _simple(arity: int, expr: str, np_fn) -> Op:
+    return Op(arity, lambda ts, out: _wrap(expr, out),
+              lambda *a: np_fn(*a[:-1]).astype(a[-1]))
+
+
+FLT_MAX = "3.40282347e38f"
+OPS = {
+    "Cast": Op(1, _cast_c, _cast_ref),
+    "Add": _arith("+", np.add), "Sub": _arith("-", np.subtract),
+    "Mul": _arith("*", np.multiply),
+    "Div": Op(2, _div_c, _div_ref), "Mod": Op(2, _mod_c(False), _mod_ref(False)),
+    "Mod1": Op(2, _mod_c(True), _mod_ref(True)),
+    "Neg": Op(1, lambda ts, out: _wrap(f"0ULL - {_u('X0')}", out),
+              lambda x, out: np.negative(x).astype(out)),
+    "Abs": Op(1, lambda ts, out: _wrap(f"X0 < 0 ? 0ULL - {_u('X0')} : {_u('X0')}", out)
+              if ts[0].kind == "i" else _wrap("X0", out), lambda x, out: np.abs(x).astype(out)),
+    "Sign": _simple(1, "(X0 > 0) - (X0 < 0)", np.sign),
+    "Max": _simple(2, "X0 > X1 ? X0 : X1", np.maximum),
+    "Min": _simple(2, "X0 < X1 ? X0 : X1", np.minimum),
+    "Equal": _simple(2, "X0 == X1", np.equal), "Less": _simple(2, "X0 < X1", np.less),
+    "LessOrEqual": _simple(2, "X0 <= X1", np.less_equal),
+    "Greater": _simple(2, "X0 > X1", np.greater),
+    "GreaterOrEqual": _simple(2, "X0 >= X1", np.greater_equal),
+    "And": _simple(2, "X0 && X1", np.logical_and), "Or": _simple(2, "X0 || X1", np.logical_or),
+    "Xor": _simple(2, "X0 != X1", np.logical_xor), "Not": _simple(1, "!X0", np.logical_not),
+    "BitwiseAnd": _simple(2, "X0 & X1", np.bitwise_and),
+    "BitwiseOr": _simple(2, "X0 | X1", np.bitwise_or),
+    "BitwiseXor": _simple(2, "X0 ^ X1", np.bitwise_xor),
+    "BitwiseNot": _simple(1, "~X0", np.invert),
+    "ShiftLeft": _shift(True), "ShiftRight": _shift(False),
+    "IsNaN": _simple(1, "X0 != X0", np.isnan),
+    "IsPosInf": _simple(1, f"X0 > {FLT_MAX}", np.isposinf),
+    "IsNegInf": _simple(1, f"X0 < -{FLT_MAX}", np.isneginf),
+    "IsInf": _simple(1, f"X0 > {FLT_MAX} || X0 < -{FLT_MAX}", np.isinf),
+    "Where": _simple(3, "X0 ? X1 : X2", np.where),
+}
+
+
+@cache
+def elementwise(op: str, in_dts: tuple[str, ...], out_dt: str, width: int) -> BasicKernel:
+    """``Out[r][c] = OPS[op](X0[r*R0 + c*C0], ...)`` over ``Rows`` x ``Cols`` (a stride 0
+    broadcasts); rows are shared among the cores."""
+    spec = OPS[op]
+    ts, out = tuple(np_dtype(d) for d in in_dts), np_dtype(out_dt)
+    name = f"KerEltNpk_{op}_{layer_suffix(*in_dts, out_dt)}"
+    ins = [f"X{k}" for k in range(spec.arity)]
+    args = tuple((f"const {layer_c_type(t)} *__restrict__", f"In{k}")
+                 for k, t in enumerate(ts)) + (
+        (f"{layer_c_type(out)} *__restrict__", "Out"), ("int", "Rows"), ("int", "Cols")) + \
+        tuple(("int", f"{a}{k}") for k in range(spec.arity) for a in "RC")
+    reads = "\n".join(f"            {layer_c_type(t)} X{k} = In{k}[r * R{k} + c * C{k}];"
+                      for k, t in enumerate(ts))
+    src = f"""\
+{CAST_HELPERS}
+void {name}({c_signature(args)})
+{{
+    /* Out[r][c] = {op}({', '.join(ins)}) with X_k = In_k[r*R_k + c*C_k]; rows are shared
+       among the cores. */
+{share_rows()}
+    for (int r = First; r < Last; r++)
+        for (int c = 0; c < Cols; c++) {{
+{reads}
+            Out[r * Cols + c] = {spec.c(ts, out)};
+        }}
+}}"""
+
+    def reference(*a, core_id, core_count):
+        arrays, (o, rows, cols), strides = a[:spec.arity], a[spec.arity:spec.arity + 3], \
+            a[spec.arity + 3:]
+        if core_id or rows <= 0:
+            return
+        r, c = np.arange(rows)[:, None], np.arange(cols)[None, :]
+        xs = [x[r * strides[2 * k] + c * strides[2 * k + 1]] for k, x in enumerate(arrays)]
+        with np.errstate(all="ignore"):
+            o[:rows * cols].reshape(rows, cols)[...] = spec.ref(*xs, out)
+
+    return BasicKernel(name, args, True, src, reference,
+                       lambda Rows, Cols, **_: math.ceil(Rows * Cols / width) * 2 + Rows)

@@ -1,0 +1,211 @@
+"""Integer and bool tensors through the ONNX path (npukit.onnx.lowering.typed and
+npukit.tiler.basic_kernels.integer): Cast among every type npukit computes on, integer
+arithmetic, comparisons, logic, bitwise operations and Where, with ONNX Runtime as the oracle
+(bit for bit), the simulator equal to the C, outputs poisoned; int64 extremes, NaN and
+infinities, broadcasting."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto  # noqa: E402
+from onnx import helper as h  # noqa: E402
+from ops_helpers import check_ops, model, node  # noqa: E402
+
+import npukit.onnx  # noqa: E402
+from npukit import ModelError  # noqa: E402
+
+RNG = np.random.default_rng(2020)
+INTS = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64"]
+TYPES = ["float32", *INTS, "bool"]
+
+
+def values(dt: str, n: int) -> np.ndarray:
+    """``n`` values of ``dt``: the type's extremes, 0, +-1, then random ones (float32: NaN,
+    infinities, values beyond int32 and int64, fractions of both signs)."""
+    if dt == "bool":
+        return np.resize(np.array([True, False, False, True, True]), n)
+    if dt == "float32":
+        special = [np.nan, np.inf, -np.inf, 0.0, -0.0, 2.5, -2.5, 0.99, -0.99, 300.7, -300.7,
+                   3e9, -3e9, 5e9, 1e20, -1e20, 65537.2, 2.0 ** 31, -2.0 ** 31, 2.0 ** 63]
+        rest = RNG.normal(size=n) * 10.0 ** RNG.integers(0, 6, n)
+        return np.concatenate([special, rest])[:n].astype(np.float32)
+    info = np.iinfo(dt)
+    special = [info.min, info.max, 0, 1, info.max - 1, info.min + 1]
+    if info.min < 0:
+        special += [-1, -2]
+    rest = RNG.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+    return np.concatenate([np.array(special, dt), rest])[:n]
+
+
+def exact(c: dict, ref: dict) -> None:
+    for k, want in ref.items():
+        assert c[k].dtype == want.dtype and c[k].tobytes() == want.tobytes(), k
+
+
+@pytest.mark.slow
+def test_cast_between_every_pair_of_types_is_onnx_runtimes_bit_for_bit():
+    inputs = {f"x_{s}": values(s, 60).reshape(3, 20) for s in TYPES}
+    nodes, outs = [], []
+    for s in TYPES:
+        for d in TYPES:
+            if s != d:
+                to = h.np_dtype_to_tensor_dtype(np.dtype(d))
+                nodes.append(node("Cast", [f"x_{s}"], [f"y_{s}_{d}"], to=to))
+                outs.append(f"y_{s}_{d}")
+    m = model(nodes, inputs, outs, opset=19)
+    g, c, ref = check_ops(m, inputs)
+    exact(c, ref)
+    assert {info.ops for info in g.layers} == {"Cast"} and len(g.layers) == len(outs)
+    # The data reach the cases ONNX Runtime's x86 conversions decide: NaN and out-of-range
+    # to the minimum of int32, low bits kept by narrower types.
+    assert c["y_float32_int32"][0, 0] == np.iinfo(np.int32).min
+    assert c["y_float32_int8"][0, 10] == -44 and c["y_float32_uint32"][0, 11] == 3000000000
+    assert c["y_float32_uint32"][0, 13] == 0  # 5e9: ONNX Runtime's vectorised conversion
+    assert c["y_float32_bool"][0, :3].all() and not c["y_float32_bool"][0, 3:5].any()
+
+
+def test_a_nan_to_every_integer_and_a_shape_output_and_an_empty_cast_like_target():
+    x = np.array([[np.nan, -7.9, 7.9, 1e10]], np.float32)
+    like = np.zeros(0, np.int16)
+    g_ = h.make_graph([node("CastLike", ["x", "like"], ["y"]), node("Shape", ["x"], ["s"])],
+                      "g", [h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4]),
+                            h.make_tensor_value_info("like", TensorProto.INT16, [0])],
+                      [h.make_tensor_value_info("y", TensorProto.INT16, [1, 4]),
+                       h.make_tensor_value_info("s", TensorProto.INT64, [2])])
+    m = h.make_model(g_, opset_imports=[h.make_opsetid("", 19)])
+    g, c, ref = check_ops(m, {"x": x, "like": like})
+    exact(c, ref)
+    assert c["y"].tolist() == [[0, -7, 7, 0]] and c["s"].tolist() == [1, 4]
+    assert list(g.inputs) == ["x"] and g.type_only == ("like",)
+
+
+def ort_has(n, inputs: dict) -> bool:
+    """Whether ONNX Runtime has a kernel for node ``n`` on these inputs."""
+    import onnxruntime as ort
+    try:
+        ort.InferenceSession(model([n], {k: inputs[k] for k in n.input}, list(n.output),
+                                   opset=19).SerializeToString(),
+                             providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001 (ORT raises its own types: not implemented, invalid graph)
+        return False
+    return True
+
+
+def _int_case(dt: str):
+    """A model of every integer operator ONNX Runtime implements on ``dt``, on tensors ``a``
+    [4, 1, 9] and ``b`` [3, 9] (broadcast), nonzero divisors (ONNX Runtime traps on 0)."""
+    signed = np.dtype(dt).kind == "i"
+    a = values(dt, 36).reshape(4, 1, 9)
+    b = values(dt, 27)[::-1].reshape(3, 9).copy()
+    b[b == 0] = 3
+    if signed:  # ONNX Runtime traps on MIN / -1 (wider than int16): MIN + 1 / -1
+        b[0, :3] = -1
+        a[0, 0, :3] = np.iinfo(dt).min + 1
+    inputs = {"a": a, "b": b, "s": (b % (8 * np.dtype(dt).itemsize)).astype(dt),
+              "lo": np.array(-5 if signed else 5, dt), "hi": np.array(90, dt),
+              "bn": np.where(b == np.iinfo(dt).min, 5, b).astype(dt),
+              "m": RNG.integers(0, 2, (3, 1)).astype(bool)}
+    ops = ["Add", "Sub", "Mul", "Div", "Max", "Min", "Equal", "Less", "LessOrEqual",
+           "Greater", "GreaterOrEqual", "BitwiseAnd", "BitwiseOr", "BitwiseXor"]
+    nodes = [node(op, ["a", "b"], [op]) for op in ops]
+    nodes += [node("Mod", ["a", "b"], ["Mod0"]), node("Mod", ["a", "b"], ["Mod1"], fmod=1),
+              node("Neg", ["bn"], ["Neg"]), node("Abs", ["bn"], ["Abs"]),  # ORT traps on MIN
+              node("Sign", ["a"], ["Sign"]), node("BitwiseNot", ["a"], ["BitwiseNot"]),
+              node("Relu", ["a"], ["Relu"]), node("Clip", ["a", "lo", "hi"], ["Clip"]),
+              node("BitShift", ["a", "s"], ["Left"], direction="LEFT"),
+              node("BitShift", ["a", "s"], ["Right"], direction="RIGHT"),
+              node("Where", ["m", "a", "b"], ["Where"])]
+    nodes = [n for n in nodes if ort_has(n, inputs)]
+    if dt == "int8":  # bool logic rides along once
+        nodes += [node("Less", ["b", "a"], ["L2"]), node("And", ["Less", "L2"], ["And"]),
+                  node("Or", ["Less", "L2"], ["Or"]), node("Xor", ["Less", "L2"], ["Xor"]),
+                  node("Not", ["Less"], ["Not"])]
+    used = {t for n in nodes for t in n.input}
+    feeds = {k: v for k, v in inputs.items() if k in used and k not in ("lo", "hi")}
+    outs = [o for n in nodes for o in n.output]
+    consts = {k: inputs[k] for k in ("lo", "hi") if k in used}
+    return model(nodes, feeds, outs, consts, opset=19), feeds
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dt", INTS)
+def test_integer_operators_are_onnx_runtimes_bit_for_bit(dt):
+    m, inputs = _int_case(dt)
+    g, c, ref = check_ops(m, inputs)
+    exact(c, ref)
+    assert len(ref) >= 17
+    if np.dtype(dt).kind == "i":
+        assert c["Div"][0, 0, 0] == np.iinfo(dt).max  # (MIN + 1) / -1
+    with np.errstate(over="ignore"):  # the data overflow: the products wrap
+        assert c["Mul"].tolist() == (inputs["a"] * inputs["b"]).tolist()
+
+
+def test_float_comparisons_isnan_isinf_and_where_on_float32():
+    x = np.array([[np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.5, 3e38]], np.float32)
+    y = np.array([[np.nan, np.inf, 1.0, -0.0, 0.0, 1.5, -3.0, np.inf]], np.float32)
+    nodes = [node(op, ["x", "y"], [op]) for op in ("Equal", "Less", "LessOrEqual", "Greater",
+                                                   "GreaterOrEqual")]
+    nodes += [node("IsNaN", ["x"], ["nan"]), node("IsInf", ["x"], ["inf"]),
+              node("IsInf", ["x"], ["pos"], detect_negative=0),
+              node("IsInf", ["x"], ["neg"], detect_positive=0),
+              node("IsInf", ["x"], ["none"], detect_positive=0, detect_negative=0),
+              node("Where", ["Less", "x", "y"], ["w"])]
+    outs = [o for n in nodes for o in n.output]
+    g, c, ref = check_ops(model(nodes, {"x": x, "y": y}, outs, opset=20), {"x": x, "y": y})
+    exact(c, ref)
+    assert c["Equal"].tolist() == [[False, True, False, True, True, True, False, False]]
+    assert c["inf"].tolist() == [[False, True, True, False, False, False, False, False]]
+
+
+@pytest.mark.slow
+def test_division_and_remainder_by_zero_give_zero_and_types_are_checked():
+    """ONNX leaves them undefined (ONNX Runtime traps): npukit's kernels give 0, and
+    MIN / -1 wraps to MIN, the simulator and the C alike."""
+    a = np.array([[7, -7, np.iinfo(np.int64).min, 5, np.iinfo(np.int64).min]], np.int64)
+    b = np.array([[0, 0, 0, -1, -1]], np.int64)
+    m = model([node("Div", ["a", "b"], ["q"]), node("Mod", ["a", "b"], ["r"]),
+               node("Sum", ["a", "b", "a"], ["s"])], {"a": a, "b": b}, ["q", "r", "s"],
+              opset=19)
+    g = npukit.onnx.load(m)
+    for backend in ("c", "sim"):
+        out = g.run(backend, a=a, b=b).outputs
+        assert out["q"].tolist() == [[0, 0, 0, -5, np.iinfo(np.int64).min]]  # MIN / -1 wraps
+        assert out["r"].tolist() == [[0, 0, 0, 0, 0]]
+        assert out["s"].tolist() == [[14, -14, 0, 9, -1]]  # MIN + MIN wraps to 0
+    bad = model([node("And", ["a", "a"], ["y"], name="and1")], {"a": a}, ["y"], opset=19)
+    bad.graph.output[0].type.tensor_type.elem_type = TensorProto.BOOL
+    with pytest.raises(ModelError, match=r"^node 'and1' \(And\): And of int64 tensor 'a' is "
+                                         r"not supported \(npukit computes it on bool\)"):
+        npukit.onnx.load(bad)
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None)
+@given(st.data())
+def test_where_and_add_broadcast_int64_extremes_as_onnx_runtime(data):
+    rank = data.draw(st.integers(1, 4))
+    out = data.draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank))
+
+    def operand():
+        return tuple(d if data.draw(st.booleans()) else 1 for d in out)[
+            data.draw(st.integers(0, rank - 1)):]
+    sa, sb, sc = operand(), operand(), operand()
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    big = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, -1, 0, 1], np.int64)
+    a = rng.choice(big, sa) + rng.integers(-3, 3, sa)
+    b = rng.choice(big, sb) - rng.integers(-3, 3, sb)
+    cond = rng.integers(0, 2, sc).astype(bool)
+    inputs = {"c": cond, "a": a.astype(np.int64), "b": b.astype(np.int64)}
+    m = model([node("Where", ["c", "a", "b"], ["w"]), node("Add", ["a", "b"], ["s"]),
+               node("Greater", ["a", "b"], ["gt"])], inputs, ["w", "s", "gt"], opset=19)
+    try:
+        g, c, ref = check_ops(m, inputs)
+    except ModelError as e:  # more than three alternating groups of broadcast dimensions
+        assert "three groups" in str(e)
+        return
+    exact(c, ref)
