@@ -209,3 +209,40 @@ def test_where_and_add_broadcast_int64_extremes_as_onnx_runtime(data):
         assert "three groups" in str(e)
         return
     exact(c, ref)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+def test_argmax_argmin_every_axis_ties_first_or_last_as_onnx_runtime(op):
+    """Values drawn from seven, so most rows tie: the first index, or the last with
+    select_last_index, as ONNX Runtime; float32 and int64 inputs, keepdims 0 and 1."""
+    x = RNG.integers(-3, 4, (3, 7, 5))
+    inputs = {"f": x.astype(np.float32), "i": x.astype(np.int64) * 2 ** 40}
+    nodes = [node(op, [t], [f"{t}{a}{last}{kd}"], axis=a, keepdims=kd, select_last_index=last)
+             for t in inputs for a in (0, 1, -1) for last in (0, 1) for kd in (0, 1)]
+    outs = [o for n in nodes for o in n.output]
+    g, c, ref = check_ops(model(nodes, inputs, outs, opset=13), inputs)
+    exact(c, ref)
+    assert (c["f110"] != c["f100"]).any()  # ties resolved both ways on the data
+    assert c["f111"].shape == (3, 1, 5) and c["f110"].shape == (3, 5)
+
+
+@pytest.mark.slow
+def test_gather_by_run_time_indices_wraps_negatives_and_clamps_out_of_range():
+    x = RNG.normal(size=(3, 7, 5)).astype(np.float32)
+    idx = {"i0": RNG.integers(-3, 3, (2, 4)), "i1": RNG.integers(-7, 7, (6,)),
+           "i2": np.array([4, -5, 0], np.int32)}
+    idx = {k: v.astype(np.int32 if k == "i2" else np.int64) for k, v in idx.items()}
+    inputs = {"x": x, "q": (x * 40).astype(np.int8), **idx}
+    nodes = [node("Gather", ["x", "i0"], ["y0"], axis=0),
+             node("Gather", ["x", "i1"], ["y1"], axis=1),
+             node("Gather", ["q", "i2"], ["y2"], axis=-1)]
+    g, c, ref = check_ops(model(nodes, inputs, ["y0", "y1", "y2"], opset=13), inputs)
+    exact(c, ref)
+    assert {info.ops for info in g.layers} == {"Gather"} and len(g.layers) == 3
+    # Out of range (ONNX Runtime refuses it when it runs): clamped into the axis.
+    bad = {"x": x, "i1": np.array([7, -8, 100, -100], np.int64)}
+    gb = npukit.onnx.load(model([nodes[1]], bad, ["y1"], opset=13))
+    for backend in ("c", "sim"):
+        y = gb.run(backend, **bad).outputs["y1"]
+        assert np.array_equal(y, x[:, [6, 0, 6, 0]])

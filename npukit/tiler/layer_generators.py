@@ -21,7 +21,7 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
 - ``matmul``: rows of ``A`` times column tiles of ``B`` (vertical tiles), with Gemm's ``C``.
 - ``softmax``, ``reduce``, ``lrn``: along rows or, in vertical tiles, along columns;
   ``layer_norm`` along rows.
-- ``pad_axis``, ``concat``, ``transpose``: data movement.
+- ``pad_axis``, ``concat``, ``transpose``, ``gather``: data movement.
 
 Padding of windowed layers. These layers' arguments have no padding of their own, so the
 tiler cuts argument ``a`` into tiles starting at line ``k_a * T * i``: a tile cannot start
@@ -268,6 +268,29 @@ def resize_planes(m, Name: str, *, dt, Planes: int, Width: int, Height: int, Wo:
     m._cnn_ops[Name] = Planes * Wo * Ho
 
 
+def gather(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int) -> None:
+    """``Name(In, Idx, Out)``: each of the Planes [D, Inner] planes of In gives the rows the
+    K run-time indices ``Idx`` name (``basic_kernels.movement.gather_rows``): the input plane
+    and the indices whole, the output [K, Inner] in tiles of rows."""
+    k = _lib(m, movement.gather_rows(np.dtype(dt).name, np.dtype(idx_dt).name))
+    item = np.dtype(dt).itemsize
+    m.UserKernel(Name,
+        KernelDimensions(1, Inner, D, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(idx_dt, True), "Idx"),
+              TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(D), Imm(Inner), K_Arg("Idx", KER_ARG_TILE),
+            K_Arg("Out", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILEOFFSET),
+            K_Arg("Out", KER_ARG_TILE_H)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"),
+            KerArg("Idx", Obj.O_IN, K, 1, np.dtype(idx_dt).itemsize, 0, 0, 0, "Idx"),
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, K, item, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * K * Inner
+
+
 def global_pool(m, Name: str, *, dt, C: int, Width: int, Height: int, InZp: int = 0,
                 Scale: int = 0, OutZp: int = 0) -> None:
     """``Name(In, Out)``: the average of each of the C planes of In [C, Height, Width] into
@@ -496,12 +519,17 @@ def softmax(m, Name: str, *, Outer: int, D: int, Inner: int, dt="float32",
     m._cnn_ops[Name] = Outer * D * Inner
 
 
-def reduce(m, Name: str, *, op: str, Outer: int, D: int, Inner: int) -> None:
-    """``Name(In, Out)``: the float32 reduction ``op`` (``basic_kernels.reduction.REDUCE``)
-    of [Outer, D, Inner] along its middle axis into [Outer, Inner]: tiles of rows when Inner
-    is 1, else vertical tiles of each [D, Inner] plane (every tile holds all D values of
-    its columns)."""
-    k = _lib(m, reduction.reduce(op, _width(m, "float32")))
+def reduce(m, Name: str, *, op: str, Outer: int, D: int, Inner: int, dt="float32",
+           last: bool = False) -> None:
+    """``Name(In, Out)``: the float32 reduction ``op`` (``basic_kernels.reduction.REDUCE``),
+    or ``ArgMax``/``ArgMin`` of ``dt`` values into int64 indices (``last``: the last on
+    ties), of [Outer, D, Inner] along its middle axis into [Outer, Inner]: tiles of rows when
+    Inner is 1, else vertical tiles of each [D, Inner] plane (every tile holds all D values
+    of its columns)."""
+    arg = op in ("ArgMax", "ArgMin")
+    out_dt = "int64" if arg else "float32"
+    k = _lib(m, reduction.arg_reduce(op, np.dtype(dt).name, last) if arg else
+             reduction.reduce(op, _width(m, "float32")))
     if Inner == 1:
         order, dims = KernelIterationOrder(KER_DIM2, KER_TILE), KernelDimensions(1, D, Outer, 1)
         con, (wi, hi), (wo, ho), planes = OBJ_CONSTRAINTS_TILE_HOR, (D, Outer), (1, Outer), 1
@@ -511,14 +539,14 @@ def reduce(m, Name: str, *, op: str, Outer: int, D: int, Inner: int) -> None:
         con, (wi, hi), (wo, ho), planes = OBJ_CONSTRAINTS_TILE_VER, (Inner, D), (Inner, 1), Outer
         binds = [K_Arg("In", KER_ARG_TILE_W), Imm(1), Imm(D), K_Arg("In", KER_ARG_TILE_W)]
     m.UserKernel(Name, dims, order, TILE_HOR,
-        CArgs(TCArg(_ptr("float32", True), "In"), TCArg(_ptr("float32"), "Out")),
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(out_dt), "Out")),
         Calls(Call(k, LOC_INNER_LOOP, Bindings(
             K_Arg("In", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE), *binds))),
         KerArgs(
-            KerArg("In", IN_DB | Obj.O_TILED | _per_plane(planes, True), wi, hi, 4, 0, con, 0,
-                   "In"),
-            KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(planes), wo, ho, 4, 0, con, 0,
-                   "Out")))
+            KerArg("In", IN_DB | Obj.O_TILED | _per_plane(planes, True), wi, hi,
+                   np.dtype(dt).itemsize, 0, con, 0, "In"),
+            KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(planes), wo, ho, 8 if arg else 4, 0,
+                   con, 0, "Out")))
     m._cnn_ops[Name] = Outer * D * Inner
 
 

@@ -72,6 +72,8 @@ HANDLERS = {
     "Split": indexing.split,
     "Gather": indexing.gather,
     **{op: reductions.reduce for op in reductions.OPS},
+    "ArgMax": reductions.arg,
+    "ArgMin": reductions.arg,
     "Sum": typed.on_integers(elementwise.sum_inputs, typed.int_variadic),
     "QAdd": elementwise.qadd,
     "QMul": elementwise.qmul,

@@ -59,3 +59,22 @@ def reduce(ctx: Lowering, n: Node) -> None:
     G.reduce(ctx.m, name, op=n.op, Outer=outer, D=d, Inner=inner)
     ctx.add(name, n.op, [n], f"axes {axes}: [{outer}, {d}, {inner}] -> [{outer}, {inner}]",
             [ctx.tensor(src)], [ctx.output(out)])
+
+
+def arg(ctx: Lowering, n: Node) -> None:
+    """ArgMax and ArgMin along ``axis`` (``keepdims`` only names the output's shape;
+    ``select_last_index``): one layer over the input read as [outer, D, inner]."""
+    x, out = n.inputs[0], n.outputs[0]
+    s, dt = ctx.shape(x), ctx.dtype(x)
+    if dt.kind not in "fiu":
+        raise ModelError(f"{n.where()}: {n.op} of {dt} data is not supported")
+    axis = int(n.attrs.get("axis", 0))
+    if not -len(s) <= axis < len(s):
+        raise ModelError(f"{n.where()}: axis={axis} for a rank-{len(s)} input")
+    axis %= len(s)
+    outer, d, inner = int(np.prod(s[:axis])), s[axis], int(np.prod(s[axis + 1:]))
+    last = bool(n.attrs.get("select_last_index", 0))
+    name = ctx.layer(n.op)
+    G.reduce(ctx.m, name, op=n.op, Outer=outer, D=d, Inner=inner, dt=dt, last=last)
+    ctx.add(name, n.op, [n], f"axis {axis}: [{outer}, {d}, {inner}] -> [{outer}, {inner}]"
+            + (" (last on ties)" if last else ""), [ctx.tensor(x)], [ctx.output(out)])

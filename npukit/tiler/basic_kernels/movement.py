@@ -1,6 +1,6 @@
 """Data-movement basic kernels of the layer kernels, each C template next to its numpy
-reference: padding one axis (``pad_axis``, ONNX Pad's modes), 2-D copies (``copy2d``) and
-transposition (``transpose``).
+reference: padding one axis (``pad_axis``, ONNX Pad's modes), 2-D copies (``copy2d``),
+transposition (``transpose``) and rows picked by run-time indices (``gather_rows``).
 """
 
 from __future__ import annotations
@@ -148,3 +148,38 @@ void {name}({c_signature(args)})
         Out[:A * B * I] = In[:A * B * I].reshape(A, B, I).transpose(1, 0, 2).reshape(-1)
 
     return BasicKernel(name, args, True, src, reference, lambda A, B, I, **_: A * B * I)  # noqa: E741
+
+
+@cache
+def gather_rows(dt: str, idx_dt: str) -> BasicKernel:
+    """``Out[r][c] = In[i][c]`` for the ``Rows`` output rows from ``Row0``, ``W`` wide, with
+    ``i = Idx[Row0 + r]`` as ONNX's Gather reads it (negative counts from the end, plus
+    ``D``) and then clamped to ``[0, D - 1]``: an index outside the axis (which ONNX Runtime
+    refuses at run time) reads the nearest row, never outside the tensor."""
+    name = f"KerGatherRowsNpk_{layer_suffix(dt, idx_dt)}"
+    t, ti = layer_c_type(dt), layer_c_type(idx_dt)
+    args = ((f"const {t} *__restrict__", "In"), ("int", "D"), ("int", "W"),
+            (f"const {ti} *__restrict__", "Idx"), (f"{t} *__restrict__", "Out"),
+            ("int", "Row0"), ("int", "Rows"))
+    src = f"""\
+void {name}({c_signature(args)})
+{{
+    /* Gather: output row Row0 + r is input row Idx[Row0 + r] (negative from the end, then
+       clamped to the D rows); rows are shared among the cores. */
+{share_rows()}
+    for (int r = First; r < Last; r++) {{
+        long long I = Idx[Row0 + r];
+        if (I < 0) I += D;
+        I = I < 0 ? 0 : I > D - 1 ? D - 1 : I;
+        for (int c = 0; c < W; c++) Out[r * W + c] = In[I * W + c];
+    }}
+}}"""
+
+    def reference(In, D, W, Idx, Out, Row0, Rows, *, core_id, core_count):
+        if core_id or Rows <= 0:
+            return
+        i = Idx[Row0:Row0 + Rows].astype(np.int64)
+        i = np.clip(np.where(i < 0, i + D, i), 0, D - 1)
+        Out[:Rows * W].reshape(Rows, W)[...] = In[:D * W].reshape(D, W)[i]
+
+    return BasicKernel(name, args, True, src, reference, lambda Rows, W, **_: Rows * (W + 4))

@@ -8,6 +8,11 @@
 ``final(m, acc, n, mx)`` with ``n`` the count as a float; ``mx`` is the maximum of the
 values, found by a first pass when ``two_pass`` (LogSumExp: ``log(sum exp(x - mx)) + mx``),
 else 0. Sums run in order, one float32 rounding per addition.
+
+``arg_reduce`` is ONNX's ``ArgMax`` and ``ArgMin`` on any element type: the int64 index of
+the first extreme value (the last with ``select_last_index``), as ONNX Runtime's loop finds
+it: a value replaces the best one only when strictly greater (smaller; or equal, for the
+last), so a NaN is never taken unless it is the first value.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from functools import cache
 
 import numpy as np
 
-from .common import HELPERS, BasicKernel, c_signature, share_rows
+from .common import HELPERS, BasicKernel, c_signature, layer_c_type, layer_suffix, share_rows
 from .scalar import C_HELPERS, NUMPY, CBuilder, abs_, exp, log, maximum, minimum, sqrt
 
 
@@ -107,3 +112,46 @@ void {name}({c_signature(args)})
     cost = len(loop.lines) + 1 + (len(pre.lines) + 1 if two_pass else 0)
     return BasicKernel(name, args, True, src, reference,
                        lambda N, D, **_: math.ceil(N / width) * D * cost + N)
+
+
+@cache
+def arg_reduce(op: str, dt: str, last: bool) -> BasicKernel:
+    """``Out[v] = argmax (ArgMax) or argmin (ArgMin) of In[v*Sv + d*Sd] over d < D``, the
+    first index on ties (the last when ``last``), for the ``N`` vectors of a tile; int64
+    results; the vectors are shared among the cores."""
+    cmp = (">" if op == "ArgMax" else "<") + ("=" if last else "")
+    name = f"KerArgNpk_{op[3:]}{'Last' if last else ''}_{layer_suffix(dt)}"
+    t = layer_c_type(dt)
+    args = ((f"const {t} *__restrict__", "In"), ("long long int *__restrict__", "Out"),
+            ("int", "N"), ("int", "Sv"), ("int", "D"), ("int", "Sd"))
+    src = f"""\
+void {name}({c_signature(args)})
+{{
+    /* Out[v] = the index d of the {'largest' if op == 'ArgMax' else 'smallest'} In[v*Sv + d*Sd]
+       ({'last' if last else 'first'} on ties): X[d] {cmp} Best replaces it. The vectors are
+       shared among the cores. */
+    int Rows = N;
+{share_rows()}
+    for (int v = First; v < Last; v++) {{
+        const {t} *X = In + v * Sv;
+        {t} Best = X[0];
+        long long int Idx = 0;
+        for (int d = 1; d < D; d++)
+            if (X[d * Sd] {cmp} Best) {{ Best = X[d * Sd]; Idx = d; }}
+        Out[v] = Idx;
+    }}
+}}"""
+    better = {">": np.greater, "<": np.less, ">=": np.greater_equal,
+              "<=": np.less_equal}[cmp]
+
+    def reference(In, Out, N, Sv, D, Sd, *, core_id, core_count):
+        if core_id or N <= 0:
+            return
+        x = In[np.arange(N)[:, None] * Sv + np.arange(D)[None, :] * Sd]
+        best, idx = x[:, 0].copy(), np.zeros(N, np.int64)
+        for d in range(1, D):
+            take = better(x[:, d], best)
+            best, idx = np.where(take, x[:, d], best), np.where(take, d, idx)
+        Out[:N] = idx
+
+    return BasicKernel(name, args, True, src, reference, lambda N, D, **_: N * D)
