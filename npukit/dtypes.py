@@ -53,8 +53,8 @@ class DTypeFacts:
     """One element type as the back ends spell it: ``c_type`` the C99 type npukit's C
     declares an element with, ``gap_c_type`` the spelling of the GAP AutoTiler's generated code
     and of npukit's layer kernels (``None`` where neither has kernels for it; GAP has no
-    64-bit or bool kernels, npukit's layers spell them ``long long int`` and ``_Bool``, one
-    byte holding 0 or 1)."""
+    64-bit, bool or 16-bit float kernels, npukit's layers spell them ``long long int``,
+    ``_Bool`` (one byte holding 0 or 1), ``double``, ``npk_float16``, ``npk_bfloat16``)."""
 
     name: str
     c_type: str
@@ -87,10 +87,10 @@ FACTS = {f.name: f for f in (
     DTypeFacts("uint32", "uint32_t", "unsigned int"),
     DTypeFacts("int64", "int64_t", "long long int"),
     DTypeFacts("uint64", "uint64_t"),
-    DTypeFacts("float16", "npk_float16"),  # gcc's _Float16 (npukit.c.ctype.TYPEDEFS)
-    DTypeFacts("bfloat16", "npk_bfloat16"),  # its 16 bits in a uint16_t
+    DTypeFacts("float16", "npk_float16", "npk_float16"),  # gcc's _Float16 (npukit.c.ctype)
+    DTypeFacts("bfloat16", "npk_bfloat16", "npk_bfloat16"),  # its 16 bits in a uint16_t
     DTypeFacts("float32", "float", "float"),
-    DTypeFacts("float64", "double"),
+    DTypeFacts("float64", "double", "double"),
     DTypeFacts("complex64", "float _Complex"),
     DTypeFacts("complex128", "double _Complex"),
     DTypeFacts("bool", "uint8_t", "_Bool"),  # a mask lane: 0 or 1 in one byte

@@ -52,12 +52,13 @@ class OnnxGraph:
         decl = lowering.decls
         self.inputs = {d.onnx: Port(d.cname, net.info[d.onnx].shape, d.dtype)
                        for d in decl.values() if d.kind == "in"}
-        # An input whose type alone is read (CastLike's target) is accepted by run, unread.
-        self.type_only = tuple(t for t in net.inputs if t not in self.inputs and all(
+        # Inputs whose values no node reads (CastLike's target, a Shape's input, an input
+        # nothing uses): run accepts them and reads nothing.
+        self.unread = tuple(t for t in net.inputs if t not in self.inputs and all(
             TYPE_ONLY.get(n.op) == k for n in net.nodes for k, x in enumerate(n.inputs)
             if x == t))
-        for t in net.inputs:  # an input no layer reads still has its port
-            if t not in self.inputs and t not in self.type_only:
+        for t in net.inputs:
+            if t not in self.inputs and t not in self.unread:
                 raise ModelError(f"input {t!r} is read by no operation npukit runs")
         self.outputs = {}
         for o in net.outputs:
@@ -131,7 +132,7 @@ class OnnxGraph:
     def _arrays(self, arrays: dict) -> tuple[dict, dict]:
         """The graph's arrays by C name, and the outputs by ONNX name (allocated when not
         given)."""
-        known = set(self.inputs) | set(self.outputs) | set(self.type_only)
+        known = set(self.inputs) | set(self.outputs) | set(self.unread)
         extra = sorted(k for k in arrays if k not in known)
         missing = sorted(k for k in self.inputs if k not in arrays)
         if extra or missing:

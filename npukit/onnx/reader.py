@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..dtypes import dtype as np_dtype
 from ..errors import ModelError
 from .operands import TYPE_ONLY, operands_known
 
 # ONNX element types npukit's layers compute on; others may appear in folded constants only.
 DTYPES = {1: np.dtype("float32"), 2: np.dtype("uint8"), 3: np.dtype("int8"),
           4: np.dtype("uint16"), 5: np.dtype("int16"), 6: np.dtype("int32"),
-          7: np.dtype("int64"), 9: np.dtype("bool"), 12: np.dtype("uint32")}
+          7: np.dtype("int64"), 9: np.dtype("bool"), 12: np.dtype("uint32"),
+          10: np.dtype("float16"), 11: np.dtype("float64"), 16: np_dtype("bfloat16")}
 COMPUTED = ", ".join(d.name for d in DTYPES.values())
 ONNX_TYPE_NAMES = {0: "undefined", 1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16",
                    6: "int32", 7: "int64", 8: "string", 9: "bool", 10: "float16", 11: "double",
@@ -158,7 +160,7 @@ def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
     """Give every graph input concrete dimensions: the ones given, else the model's (a
     symbolic or missing dimension becomes 1)."""
     given = dict(input_shapes or {})
-    type_only = _type_only(model.graph)
+    unread = _unread(model.graph)
     for vi in inputs:
         dims = _dims(vi)
         if vi.name in given:
@@ -173,7 +175,7 @@ def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
         elif dims is None:
             raise ModelError(f"input {vi.name!r}: the model gives no shape; pass "
                              f"input_shapes={{{vi.name!r}: (...)}}")
-        elif 0 in dims and vi.name not in type_only:
+        elif 0 in dims and vi.name not in unread:
             raise ModelError(f"input {vi.name!r}: dimension {dims.index(0)} is 0 ({dims}), an "
                              f"empty tensor; npukit computes on non-empty ones (input_shapes "
                              f"gives other dimensions)")
@@ -192,14 +194,15 @@ def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
         vi.type.tensor_type.ClearField("shape")
 
 
-def _type_only(g) -> set[str]:
-    """The tensors every reader of which reads only their type or shape (``TYPE_ONLY``:
-    CastLike's target of shape [0] in ONNX's tests), so they may be empty."""
+def _unread(g) -> set[str]:
+    """The graph inputs whose values no node reads: read only for their type or shape
+    (``TYPE_ONLY``: CastLike's target, of shape [0] in ONNX's tests) or not at all, so they
+    may be empty."""
     reads: dict[str, set[bool]] = {}
     for node in g.node:
         for k, t in enumerate(node.input):
             reads.setdefault(t, set()).add(TYPE_ONLY.get(node.op_type) == k)
-    return {t for t, how in reads.items() if how == {True}}
+    return {vi.name for vi in g.input} - {t for t, how in reads.items() if False in how}
 
 
 def _infer(model):

@@ -39,6 +39,9 @@ from . import (
 )
 from .context import VIEW_OPS, Lowering, c_name
 
+# Operators that move float16, bfloat16 and float64 tensors (no other computes on them).
+CAST_ONLY_OPS = ("Cast", "CastLike", *VIEW_OPS)
+
 HANDLERS = {
     **{op: shape.view for op in VIEW_OPS},
     "Cast": typed.cast,
@@ -101,6 +104,8 @@ def lower(net: Net, alias: dict[str, str], model: Model, graph_name: str) -> Low
         if id(n) in ctx.done:
             continue
         handler = HANDLERS.get(n.op)
+        if handler is not None and n.op not in CAST_ONLY_OPS:
+            typed.compute_types(ctx, n)
         if handler is None:
             raise ModelError(f"{n.where()}: operator {n.op!r} is not supported by npukit "
                              f"(see docs/onnx.md for the supported operators)")

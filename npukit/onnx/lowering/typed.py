@@ -24,6 +24,16 @@ SAME_TYPE = (*COMPARISONS, *LOGICAL, *BITWISE, "Add", "Sub", "Mul", "Div", "Mod"
              "Sign", "Max", "Min", "BitShift")
 OPS = (*COMPARISONS, *LOGICAL, *BITWISE, "Mod", "BitShift", "IsNaN", "IsInf", "Where")
 INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64")
+CAST_ONLY = ("float16", "bfloat16", "float64")  # tensors only Cast reads and makes
+
+
+def compute_types(ctx: Lowering, n: Node) -> None:
+    """Refuse an operator other than Cast on a float16, bfloat16 or float64 tensor."""
+    for t in [*n.inputs, *n.outputs[:1]]:
+        if t and ctx.dtype(t).name in CAST_ONLY:
+            raise ModelError(f"{n.where()}: {n.op} of {ctx.dtype(t)} tensor {t!r} is not "
+                             f"supported (npukit casts {', '.join(CAST_ONLY)} tensors, and "
+                             f"computes on float32, integers and bool)")
 
 
 def _check_type(ctx: Lowering, n: Node, t: str, allowed) -> str:

@@ -1,10 +1,13 @@
-"""Elementwise basic kernels on every element type of a model (integers, bool, float32), each
-operation's C expression next to its numpy twin (``OPS``):
+"""Elementwise basic kernels on every element type of a model (integers, bool, float32; casts
+also of float16, bfloat16, float64), each operation's C expression next to its numpy twin (``OPS``):
 
 - ``Cast``: conversions as ONNX Runtime's ``Cast`` gives them on x86 (its vectorised loop):
   float to integer truncates toward zero; NaN and values outside int32 (int64 for int64)
   give int32's (int64's) minimum, of which narrower types keep the low bits; uint32 takes
-  ``[2**31, 2**32)`` as ``x - 2**31`` with the top bit set, so from ``2**32`` on gives 0;
+  ``[2**31, 2**32)`` as ``x - 2**31`` with the top bit set, so from ``2**32`` on gives 0
+  (from float16 and bfloat16, converted one by one, the low bits of the int64 conversion);
+  float16 and bfloat16 values are widened to float32 exactly, and rounded to from float32
+  (bfloat16: as ml_dtypes, to nearest even) or, float16, from float64 directly;
   integers narrow by keeping their low bits; anything to bool is ``!= 0`` (NaN is true).
 - integer arithmetic in two's complement, wrapping (``Add``, ``Sub``, ``Mul``, ``Neg``,
   ``Abs``); ``Div`` truncates toward zero, ``Mod`` takes the divisor's sign (``Mod1``, ONNX's
@@ -26,6 +29,7 @@ from functools import cache
 import numpy as np
 
 from ...dtypes import dtype as np_dtype
+from ...dtypes import is_float
 from .common import BasicKernel, c_signature, layer_c_type, layer_suffix, share_rows
 
 CAST_HELPERS = """\
@@ -41,6 +45,30 @@ static inline long long npk_cvt64(float X)
 {
     return X >= -9223372036854775808.0f && X < 9223372036854775808.0f ? (long long)X
                                                                        : -9223372036854775807LL - 1;
+}
+static inline int npk_cvt32d(double X)
+{
+    return X >= -2147483648.0 && X < 2147483648.0 ? (int)X : (int)(-2147483647 - 1);
+}
+static inline long long npk_cvt64d(double X)
+{
+    return X >= -9223372036854775808.0 && X < 9223372036854775808.0 ? (long long)X
+                                                                     : -9223372036854775807LL - 1;
+}
+/* float32 <-> bfloat16 bits: rounded to nearest even, NaN to the quiet 0x7FC0 (sign kept). */
+static inline npk_bfloat16 npk_bf16_from_f32(float F)
+{
+    union { float f; unsigned int u; } V;
+    V.f = F;
+    if ((V.u & 0x7FFFFFFFu) > 0x7F800000u)
+        return (npk_bfloat16)((V.u >> 16 & 0x8000u) | 0x7FC0u);
+    return (npk_bfloat16)((V.u + 0x7FFFu + (V.u >> 16 & 1u)) >> 16);
+}
+static inline float npk_bf16_to_f32(npk_bfloat16 B)
+{
+    union { unsigned int u; float f; } V;
+    V.u = (unsigned int)B << 16;
+    return V.f;
 }
 #endif"""
 
@@ -67,34 +95,48 @@ def _u(x: str) -> str:
 
 def _cast_c(ts, out) -> str:
     src = ts[0]
+    x = "npk_bf16_to_f32(X0)" if src.name == "bfloat16" else \
+        "(float)X0" if src.name == "float16" else "X0"  # exact
     if out == np.bool_:
-        return "X0 != 0"
-    if src.kind == "f" and out.kind in "iu":
+        return f"{x} != 0"
+    if is_float(src) and out.kind in "iu":
+        d = "d" if src == np.float64 else ""
         if out.itemsize == 8:
-            return "npk_cvt64(X0)"
+            return f"npk_cvt64{d}({x})"
+        if out == np.uint32 and src.itemsize == 2:  # ONNX Runtime's scalar loop
+            return _wrap(f"npk_cvt64({x})", out)
         if out == np.uint32:
-            return _wrap("X0 >= 2147483648.0f ? (unsigned int)npk_cvt32(X0 - 2147483648.0f) "
-                         "^ 0x80000000u : (unsigned int)npk_cvt32(X0)", out)
-        return _wrap("npk_cvt32(X0)", out)
-    return _wrap("X0", out)
+            two31 = "2147483648.0" + ("" if d else "f")
+            return _wrap(f"{x} >= {two31} ? (unsigned int)npk_cvt32{d}({x} - {two31}) "
+                         f"^ 0x80000000u : (unsigned int)npk_cvt32{d}({x})", out)
+        return _wrap(f"npk_cvt32{d}({x})", out)
+    if out.name == "bfloat16":  # through float32, as ml_dtypes rounds
+        return f"npk_bf16_from_f32((float){x})"
+    return _wrap(x, out)
 
 
 def _cast_ref(x, out):
+    if is_float(x.dtype) and out != np.float64:
+        x64 = x.astype(np.float64)
+    else:
+        x64 = x
     if out == np.bool_:
-        return x != 0
-    if x.dtype.kind == "f" and out.kind in "iu":
-        wide = x.astype(np.float64)
-
+        return x64 != 0
+    if is_float(x.dtype) and out.kind in "iu":
         def cvt(v, bits):
             ok = (v >= -2.0 ** (bits - 1)) & (v < 2.0 ** (bits - 1))
             return np.where(ok, np.where(ok, v, 0).astype(np.int64), -2 ** (bits - 1))
         if out.itemsize == 8:
-            return cvt(wide, 64)
+            return cvt(x64, 64)
+        if out == np.uint32 and x.dtype.itemsize == 2:
+            return cvt(x64, 64).astype(out)
         if out == np.uint32:
-            high = wide >= 2.0 ** 31
-            return np.where(high, cvt(wide - 2.0 ** 31, 32).astype(out) ^ np.uint32(1 << 31),
-                            cvt(wide, 32).astype(out))
-        return cvt(wide, 32).astype(out)
+            high = x64 >= 2.0 ** 31
+            return np.where(high, cvt(x64 - 2.0 ** 31, 32).astype(out) ^ np.uint32(1 << 31),
+                            cvt(x64, 32).astype(out))
+        return cvt(x64, 32).astype(out)
+    if out.name == "bfloat16":
+        return x.astype(np.float32).astype(out)
     return x.astype(out)
 
 
