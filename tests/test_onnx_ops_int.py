@@ -283,3 +283,20 @@ def test_float16_and_float64_casts_as_onnx_runtime_and_bfloat16_as_ml_dtypes():
     with pytest.raises(ModelError, match=r"^node 'r' \(Relu\): Relu of float16 tensor 'x' is "
                                          r"not supported \(npukit casts float16"):
         npukit.onnx.load(bad)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("l1", [48000, 1600], ids=["one-tile", "tiles"])
+def test_gather_elements_along_every_axis_as_onnx_runtime(l1):
+    x = RNG.normal(size=(3, 7, 5)).astype(np.float32)
+    inputs, nodes = {"x": x}, []
+    for axis in (0, 1, -1):
+        shape = list(x.shape)
+        shape[axis] = 4
+        d = x.shape[axis]
+        inputs[f"i{axis}"] = RNG.integers(-d, d, shape).astype(np.int64 if axis else np.int32)
+        nodes.append(node("GatherElements", ["x", f"i{axis}"], [f"y{axis}"], axis=axis))
+    outs = [n.output[0] for n in nodes]
+    g, c, ref = check_ops(model(nodes, inputs, outs, opset=13), inputs, l1_budget=l1)
+    exact(c, ref)
+    assert (inputs["i1"] < 0).any() and [info.ops for info in g.layers] == ["GatherElements"] * 3

@@ -268,12 +268,17 @@ def resize_planes(m, Name: str, *, dt, Planes: int, Width: int, Height: int, Wo:
     m._cnn_ops[Name] = Planes * Wo * Ho
 
 
-def gather(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int) -> None:
+def gather(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int,
+           elements: bool = False) -> None:
     """``Name(In, Idx, Out)``: each of the Planes [D, Inner] planes of In gives the rows the
-    K run-time indices ``Idx`` name (``basic_kernels.movement.gather_rows``): the input plane
-    and the indices whole, the output [K, Inner] in tiles of rows."""
-    k = _lib(m, movement.gather_rows(np.dtype(dt).name, np.dtype(idx_dt).name))
-    item = np.dtype(dt).itemsize
+    K run-time indices ``Idx`` name (``basic_kernels.movement.gather_rows``), or with
+    ``elements`` each output value the row its own index names (``Idx`` [Planes, K, Inner],
+    ONNX's GatherElements): the input plane whole, the output [K, Inner] (and the indices of
+    ``elements``) in tiles of rows."""
+    k = _lib(m, movement.gather_rows(np.dtype(dt).name, np.dtype(idx_dt).name, elements))
+    item, iitem = np.dtype(dt).itemsize, np.dtype(idx_dt).itemsize
+    idx = KerArg("Idx", IN_DB | Obj.O_3D | Obj.O_4D | Obj.O_TILED, Inner, K, iitem, 0, 0, 0,
+                 "Idx") if elements else KerArg("Idx", Obj.O_IN, K, 1, iitem, 0, 0, 0, "Idx")
     m.UserKernel(Name,
         KernelDimensions(1, Inner, D, Planes),
         KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
@@ -285,8 +290,7 @@ def gather(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int)
             K_Arg("Out", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILEOFFSET),
             K_Arg("Out", KER_ARG_TILE_H)))),
         KerArgs(
-            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"),
-            KerArg("Idx", Obj.O_IN, K, 1, np.dtype(idx_dt).itemsize, 0, 0, 0, "Idx"),
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"), idx,
             KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, K, item, 0, 0, 0, "Out")))
     m._cnn_ops[Name] = Planes * K * Inner
 

@@ -74,6 +74,7 @@ HANDLERS = {
     "Upsample": resize.resize,
     "Split": indexing.split,
     "Gather": indexing.gather,
+    "GatherElements": indexing.gather_elements,
     **{op: reductions.reduce for op in reductions.OPS},
     "ArgMax": reductions.arg,
     "ArgMin": reductions.arg,

@@ -125,3 +125,23 @@ def _gather_rows(ctx: Lowering, n: Node, axis: int) -> None:
              K=k)
     ctx.add(name, "Gather", [n], f"{k} run-time indices of axis {axis} (size {s[axis]})",
             [ctx.tensor(x), ctx.tensor(idx)], [ctx.output(out)])
+
+
+def gather_elements(ctx: Lowering, n: Node) -> None:
+    """GatherElements: ``out[.., j, ..] = x[.., indices[.., j, ..], ..]`` along ``axis``, the
+    indices' other dimensions those of ``x`` (one ``gather`` layer of elements)."""
+    x, idx, out = n.inputs[0], n.inputs[1], n.outputs[0]
+    s, q, idt = ctx.shape(x), ctx.shape(idx), ctx.dtype(idx)
+    axis = _axes(n, [int(n.attrs.get("axis", 0))], len(s))[0]
+    if idt.name not in ("int32", "int64"):
+        raise ModelError(f"{n.where()}: indices {idx!r} of type {idt}; ONNX's GatherElements "
+                         f"takes int32 or int64")
+    if len(q) != len(s) or any(a != b for k, (a, b) in enumerate(zip(q, s)) if k != axis):
+        raise ModelError(f"{n.where()}: indices of shape {q} for data {s} along axis {axis}; "
+                         f"npukit takes indices of the data's size on the other axes")
+    outer, inner = int(np.prod(s[:axis])), int(np.prod(s[axis + 1:]))
+    name = ctx.layer("GatherElements")
+    G.gather(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=outer, D=s[axis], Inner=inner,
+             K=q[axis], elements=True)
+    ctx.add(name, "GatherElements", [n], f"{q} indices into axis {axis} of {s}",
+            [ctx.tensor(x), ctx.tensor(idx)], [ctx.output(out)])

@@ -151,35 +151,50 @@ void {name}({c_signature(args)})
 
 
 @cache
-def gather_rows(dt: str, idx_dt: str) -> BasicKernel:
+def gather_rows(dt: str, idx_dt: str, elements: bool = False) -> BasicKernel:
     """``Out[r][c] = In[i][c]`` for the ``Rows`` output rows from ``Row0``, ``W`` wide, with
-    ``i = Idx[Row0 + r]`` as ONNX's Gather reads it (negative counts from the end, plus
-    ``D``) and then clamped to ``[0, D - 1]``: an index outside the axis (which ONNX Runtime
-    refuses at run time) reads the nearest row, never outside the tensor."""
-    name = f"KerGatherRowsNpk_{layer_suffix(dt, idx_dt)}"
+    ``i = Idx[Row0 + r]`` as ONNX's Gather reads it (``elements``: ``i = Idx[r][c]``, the
+    tile of indices matching the output's, as GatherElements) — negative counts from the
+    end, plus ``D`` — then clamped to ``[0, D - 1]``: an index outside the axis (which ONNX
+    Runtime refuses at run time) reads the nearest row, never outside the tensor."""
+    name = f"KerGather{'Elements' if elements else 'Rows'}Npk_{layer_suffix(dt, idx_dt)}"
     t, ti = layer_c_type(dt), layer_c_type(idx_dt)
     args = ((f"const {t} *__restrict__", "In"), ("int", "D"), ("int", "W"),
             (f"const {ti} *__restrict__", "Idx"), (f"{t} *__restrict__", "Out"),
             ("int", "Row0"), ("int", "Rows"))
+    index = "Idx[r * W + c]" if elements else "Idx[Row0 + r]"
+    clamp = f"""\
+        long long I = {index};
+        if (I < 0) I += D;
+        I = I < 0 ? 0 : I > D - 1 ? D - 1 : I;"""
+    body = (f"""\
+        for (int c = 0; c < W; c++) {{
+    {clamp.replace(chr(10), chr(10) + '    ')}
+            Out[r * W + c] = In[I * W + c];
+        }}""" if elements else f"""\
+{clamp}
+        for (int c = 0; c < W; c++) Out[r * W + c] = In[I * W + c];""")
     src = f"""\
 void {name}({c_signature(args)})
 {{
-    /* Gather: output row Row0 + r is input row Idx[Row0 + r] (negative from the end, then
-       clamped to the D rows); rows are shared among the cores. */
+    /* {'GatherElements: Out[r][c] is In[Idx[r][c]][c]' if elements else
+        'Gather: output row Row0 + r is input row Idx[Row0 + r]'} (negative from the end,
+       then clamped to the D rows); rows are shared among the cores. */
 {share_rows()}
-    for (int r = First; r < Last; r++) {{
-        long long I = Idx[Row0 + r];
-        if (I < 0) I += D;
-        I = I < 0 ? 0 : I > D - 1 ? D - 1 : I;
-        for (int c = 0; c < W; c++) Out[r * W + c] = In[I * W + c];
+{'    (void)Row0;' + chr(10) if elements else ''}    for (int r = First; r < Last; r++) {{
+{body}
     }}
 }}"""
 
     def reference(In, D, W, Idx, Out, Row0, Rows, *, core_id, core_count):
         if core_id or Rows <= 0:
             return
-        i = Idx[Row0:Row0 + Rows].astype(np.int64)
+        if elements:
+            i = Idx[:Rows * W].reshape(Rows, W).astype(np.int64)
+        else:
+            i = Idx[Row0:Row0 + Rows].astype(np.int64)[:, None]
         i = np.clip(np.where(i < 0, i + D, i), 0, D - 1)
-        Out[:Rows * W].reshape(Rows, W)[...] = In[:D * W].reshape(D, W)[i]
+        plane = In[:D * W].reshape(D, W)
+        Out[:Rows * W].reshape(Rows, W)[...] = plane[i, np.arange(W)[None, :]]
 
     return BasicKernel(name, args, True, src, reference, lambda Rows, W, **_: Rows * (W + 4))
