@@ -300,3 +300,19 @@ def test_gather_elements_along_every_axis_as_onnx_runtime(l1):
     g, c, ref = check_ops(model(nodes, inputs, outs, opset=13), inputs, l1_budget=l1)
     exact(c, ref)
     assert (inputs["i1"] < 0).any() and [info.ops for info in g.layers] == ["GatherElements"] * 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("largest", [1, 0])
+def test_topk_values_and_indices_ties_by_lower_index_as_onnx_runtime(largest):
+    x = RNG.integers(-3, 4, (3, 7, 5))  # seven values: most columns tie
+    inputs = {"f": x.astype(np.float32), "i": x.astype(np.int64) * 2 ** 40 - 5}
+    nodes = [node("TopK", [t, "k"], [f"v{t}{a}", f"i{t}{a}"], axis=a, largest=largest)
+             for t in inputs for a in (0, 1, -1)]
+    outs = [o for n in nodes for o in n.output]
+    m = model(nodes, inputs, outs, {"k": np.array([3], np.int64)}, opset=13)
+    g, c, ref = check_ops(m, inputs)
+    exact(c, ref)
+    assert c["vf1"].shape == (3, 3, 5) and c["if1"].dtype == np.int64
+    ties = np.diff(c["vf1"], axis=1) == 0
+    assert ties.any() and (np.diff(c["if1"], axis=1)[ties] > 0).all()  # lower index first

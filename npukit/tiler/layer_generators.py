@@ -295,6 +295,27 @@ def gather(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int,
     m._cnn_ops[Name] = Planes * K * Inner
 
 
+def top_k(m, Name: str, *, dt, Planes: int, D: int, Inner: int, K: int, largest: bool) -> None:
+    """``Name(In, Vals, Idx)``: ONNX's sorted TopK along the middle axis of [Planes, D, Inner]
+    (``basic_kernels.reduction.top_k``): each plane whole in L1, its K values and int64
+    indices per column."""
+    k = _lib(m, reduction.top_k(np.dtype(dt).name, largest))
+    item = np.dtype(dt).itemsize
+    m.UserKernel(Name,
+        KernelDimensions(1, Inner, D, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(dt), "Vals"), TCArg(_ptr("int64"), "Idx")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(D), Imm(Inner), Imm(K), K_Arg("Vals", KER_ARG_TILE),
+            K_Arg("Idx", KER_ARG_TILE)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"),
+            KerArg("Vals", OUT_DB | Obj.O_3D, Inner, K, item, 0, 0, 0, "Vals"),
+            KerArg("Idx", OUT_DB | Obj.O_3D, Inner, K, 8, 0, 0, 0, "Idx")))
+    m._cnn_ops[Name] = Planes * D * Inner
+
+
 def global_pool(m, Name: str, *, dt, C: int, Width: int, Height: int, InZp: int = 0,
                 Scale: int = 0, OutZp: int = 0) -> None:
     """``Name(In, Out)``: the average of each of the C planes of In [C, Height, Width] into

@@ -78,6 +78,7 @@ HANDLERS = {
     **{op: reductions.reduce for op in reductions.OPS},
     "ArgMax": reductions.arg,
     "ArgMin": reductions.arg,
+    "TopK": reductions.top_k,
     "Sum": typed.on_integers(elementwise.sum_inputs, typed.int_variadic),
     "QAdd": elementwise.qadd,
     "QMul": elementwise.qmul,
