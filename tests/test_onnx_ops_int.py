@@ -316,3 +316,20 @@ def test_topk_values_and_indices_ties_by_lower_index_as_onnx_runtime(largest):
     assert c["vf1"].shape == (3, 3, 5) and c["if1"].dtype == np.int64
     ties = np.diff(c["vf1"], axis=1) == 0
     assert ties.any() and (np.diff(c["if1"], axis=1)[ties] > 0).all()  # lower index first
+
+
+@pytest.mark.slow
+def test_signed_bitshift_of_opset_28_with_negative_and_wide_shifts_as_onnx_runtime():
+    inputs = {}
+    for dt in ("int8", "int32", "int64", "uint16"):
+        bits = 8 * np.dtype(dt).itemsize
+        inputs[f"x_{dt}"] = values(dt, 24).reshape(2, 12)
+        lo = -bits - 2 if np.dtype(dt).kind == "i" else 0
+        inputs[f"s_{dt}"] = RNG.integers(lo, bits + 3, (2, 12)).astype(dt)
+        inputs[f"s_{dt}"][0, :2] = [bits, bits - 1]
+    nodes = [node("BitShift", [f"x_{dt}", f"s_{dt}"], [f"{d}_{dt}"], direction=d)
+             for dt in ("int8", "int32", "int64", "uint16") for d in ("LEFT", "RIGHT")]
+    outs = [n.output[0] for n in nodes]
+    g, c, ref = check_ops(model(nodes, inputs, outs, opset=28), inputs)
+    exact(c, ref)
+    assert (inputs["s_int8"] < 0).any() and (c["RIGHT_int8"] == -1).any()

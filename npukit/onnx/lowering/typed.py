@@ -96,8 +96,6 @@ def typed_op(ctx: Lowering, n: Node) -> None:
         allowed: tuple = ("bool",)
     elif n.op in BITWISE or n.op == "Mod":
         allowed = INTS
-    elif n.op == "BitShift":
-        allowed = ("uint8", "uint16", "uint32")
     elif n.op in ("IsNaN", "IsInf"):
         allowed = ("float32",)
     elif n.op in COMPARISONS:

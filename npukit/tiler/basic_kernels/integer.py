@@ -14,8 +14,9 @@ also of float16, bfloat16, float64), each operation's C expression next to its n
   ``fmod=1``: the dividend's); a zero divisor gives 0 (ONNX leaves it undefined) and
   ``MIN / -1`` wraps to ``MIN``;
 - comparisons of any numeric type to bool (NaN compares false), ``And``, ``Or``, ``Xor``,
-  ``Not`` on bool, the bitwise operations, ``BitShift`` (a shift by the width or more gives
-  0), ``Max``, ``Min``, ``Sign``, ``IsNaN``, ``IsInf``, and ``Where``.
+  ``Not`` on bool, the bitwise operations, ``BitShift`` (opset 28's signed types too: a
+  shift by a negative amount or the width or more gives 0, or a right shift the sign's
+  fill), ``Max``, ``Min``, ``Sign``, ``IsNaN``, ``IsInf``, and ``Where``.
 
 Operands broadcast by strides as ``elementwise.binary``'s: ``X_k[r*R_k + c*C_k]``.
 """
@@ -179,16 +180,24 @@ def _mod_c(fmod: bool):
 
 
 def _shift(left: bool):
+    """ONNX's BitShift: a shift by a negative amount or the width or more gives 0 (right,
+    signed: the sign's fill, -1 or 0); signed right shifts are arithmetic."""
     def c(ts, out) -> str:
         bits = 8 * ts[0].itemsize
-        op = "<<" if left else ">>"
-        return _wrap(f"X1 >= {bits} ? 0 : {_u('X0')} {op} X1", out)
+        signed = ts[0].kind == "i"
+        out_of_range = f"X1 < 0 || X1 >= {bits}" if signed else f"X1 >= {bits}"
+        if left:
+            return _wrap(f"{out_of_range} ? 0 : {_u('X0')} << X1", out)
+        fill = "(X0 < 0 ? -1 : 0)" if signed else "0"
+        return _wrap(f"{out_of_range} ? {fill} : X0 >> X1", out)
 
     def ref(x, y, out):
         bits = 8 * x.dtype.itemsize
-        s = np.where(y >= bits, 0, y).astype(x.dtype)
-        v = np.left_shift(x, s) if left else np.right_shift(x, s)
-        return np.where(y >= bits, 0, v).astype(out)
+        bad = (y < 0) | (y >= bits)
+        s = np.where(bad, 0, y).astype(x.dtype)
+        if left:
+            return np.where(bad, 0, np.left_shift(x, s)).astype(out)
+        return np.where(bad, np.where(x < 0, -1, 0), np.right_shift(x, s)).astype(out)
     return Op(2, c, ref)
 
 
