@@ -333,3 +333,22 @@ def test_signed_bitshift_of_opset_28_with_negative_and_wide_shifts_as_onnx_runti
     g, c, ref = check_ops(model(nodes, inputs, outs, opset=28), inputs)
     exact(c, ref)
     assert (inputs["s_int8"] < 0).any() and (c["RIGHT_int8"] == -1).any()
+
+
+def test_clip_with_bounds_given_at_run_time_float_and_integer():
+    """Bounds that are graph inputs: one Clip layer (before, refused); min > max gives max and
+    NaN stays NaN, as ONNX Runtime."""
+    x = (RNG.normal(size=(3, 8)) * 3).astype(np.float32)
+    x[0, 0] = np.nan
+    f = {"x": x, "lo": np.array(-1.0, np.float32), "hi": np.array(1.5, np.float32)}
+    m = model([node("Clip", ["x", "lo", "hi"], ["y"]), node("Clip", ["x", "", "hi"], ["y2"]),
+               node("Clip", ["x", "hi", "lo"], ["y3"])], f, ["y", "y2", "y3"], opset=13)
+    g, c, ref = check_ops(m, f)
+    exact(c, ref)
+    assert np.isnan(c["y"][0, 0]) and (c["y3"][~np.isnan(x)] == -1).all()
+    i = {"x": values("int32", 24).reshape(3, 8), "lo": np.array(-5, np.int32),
+         "hi": np.array(9, np.int32)}
+    g, c, ref = check_ops(model([node("Clip", ["x", "lo", "hi"], ["y"])], i, ["y"], opset=13),
+                          i)
+    exact(c, ref)
+    assert [info.ops for info in g.layers] == ["Clip"] and c["y"].min() == -5

@@ -59,7 +59,8 @@ HANDLERS = {
     "GlobalAveragePool": batch.per_image(partial(pool.global_pool, quant=False)),
     "QGlobalAveragePool": batch.per_image(partial(pool.global_pool, quant=True)),
     **{op: elementwise.act for op in ("LeakyRelu", "Sigmoid", "Tanh")},
-    **{op: typed.on_integers(elementwise.act, typed.int_act) for op in ("Relu", "Clip")},
+    "Relu": typed.on_integers(elementwise.act, typed.clip),
+    "Clip": typed.clip,
     **{op: typed.on_integers(elementwise.float_binary, typed.int_arith)
        for op in elementwise.BINARY},
     **{op: math.math_unary for op in math.OPS},

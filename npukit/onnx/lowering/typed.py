@@ -13,7 +13,7 @@ from ...errors import ModelError
 from ...tiler import layer_generators as G
 from ..reader import Node
 from .context import Lowering
-from .elementwise import broadcast_view
+from .elementwise import act, broadcast_view
 from .shape import view
 
 COMPARISONS = ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual")
@@ -169,30 +169,27 @@ def int_variadic(ctx: Lowering, n: Node) -> None:
         acc = step_out
 
 
-def int_act(ctx: Lowering, n: Node) -> None:
-    """Relu and Clip (constant bounds) of integer tensors: Max with the lower bound, then Min
-    with the upper (ONNX: ``min(max(x, lo), hi)``, so ``lo > hi`` gives ``hi``)."""
-    if n.op not in ("Relu", "Clip"):
-        raise ModelError(f"{n.where()}: {n.op} on {ctx.dtype(n.inputs[0])} data outside a "
-                         f"DequantizeLinear/QuantizeLinear pair is not supported")
-    dt = ctx.dtype(n.inputs[0])
-    _check_type(ctx, n, n.inputs[0], INTS)
-    lo, hi = (0, None) if n.op == "Relu" else (
-        ctx.const_input(n, k, f"Clip's {what}") for k, what in ((1, "min"), (2, "max")))
-    ins = [n.inputs[0]]
-    for op, v in (("Max", lo), ("Min", hi)):
-        if v is None:
-            continue
-        c = f"{n.name}__{op.lower()}"
-        ctx.net.consts[c] = np.asarray(v).astype(dt).reshape(1)  # of x's type (ONNX)
-        ins.append(c)
-    if len(ins) == 1:
-        return view(ctx, Node("Identity", n.name, ins, n.outputs, {}))
-    out = n.outputs[0]
-    if len(ins) == 3:
-        mid = f"{out}__max"
-        ctx.net.info[mid] = ctx.net.info[out]
-        layer(ctx, n, "Max", ins[:2], mid, [], "Clip")
-        layer(ctx, n, "Min", [mid, ins[2]], out, [n], "Clip")
-    else:
-        layer(ctx, n, "Max" if lo is not None else "Min", ins, out, [n], "Clip")
+def clip(ctx: Lowering, n: Node) -> None:
+    """Relu and Clip of integer tensors, and Clip of float32 ones whose bounds are computed or
+    graph inputs (with constant bounds a float Clip is an activation, ``elementwise.act``):
+    one ``Clip`` layer, ``min(max(x, lo), hi)`` as ONNX (``lo > hi`` gives ``hi``; NaN stays
+    NaN); an absent bound is the type's extreme."""
+    x, dt = n.inputs[0], ctx.dtype(n.inputs[0])
+    bounds = [t for t in n.inputs[1:3] if t]
+    if dt == np.float32 and ("min" in n.attrs or "max" in n.attrs or all(
+            ctx.alias.get(t, t) in ctx.net.consts for t in bounds)):
+        return act(ctx, n)
+    _check_type(ctx, n, x, (*INTS, "float32"))
+    ext = (-np.inf, np.inf) if dt == np.float32 else np.iinfo(dt)
+    extremes = ext if dt == np.float32 else (ext.min, ext.max)
+    ins = [x]
+    for k, v in ((1, extremes[0]), (2, extremes[1])):
+        given = n.inputs[k] if k < len(n.inputs) and n.inputs[k] else ""
+        if n.op == "Relu" and k == 1:
+            v = 0
+        if given:
+            ins.append(given)
+        else:
+            ins.append(f"{n.name}__{'min' if k == 1 else 'max'}")
+            ctx.net.consts[ins[-1]] = np.array([v], dt)
+    layer(ctx, n, "Clip", ins, n.outputs[0], [n], n.op)

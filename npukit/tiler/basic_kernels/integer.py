@@ -16,7 +16,8 @@ also of float16, bfloat16, float64), each operation's C expression next to its n
 - comparisons of any numeric type to bool (NaN compares false), ``And``, ``Or``, ``Xor``,
   ``Not`` on bool, the bitwise operations, ``BitShift`` (opset 28's signed types too: a
   shift by a negative amount or the width or more gives 0, or a right shift the sign's
-  fill), ``Max``, ``Min``, ``Sign``, ``IsNaN``, ``IsInf``, and ``Where``.
+  fill), ``Max``, ``Min``, ``Clip`` (``min(max(x, lo), hi)``, NaN kept), ``Sign``, ``IsNaN``,
+  ``IsInf``, and ``Where``.
 
 Operands broadcast by strides as ``elementwise.binary``'s: ``X_k[r*R_k + c*C_k]``.
 """
@@ -241,6 +242,9 @@ OPS = {
     "IsNegInf": _simple(1, f"X0 < -{FLT_MAX}", np.isneginf),
     "IsInf": _simple(1, f"X0 > {FLT_MAX} || X0 < -{FLT_MAX}", np.isinf),
     "Where": _simple(3, "X0 ? X1 : X2", np.where),
+    "Clip": _simple(3, "(X0 < X1 ? X1 : X0) > X2 ? X2 : (X0 < X1 ? X1 : X0)",
+                    lambda x, lo, hi: np.where(np.where(x < lo, lo, x) > hi, hi,
+                                               np.where(x < lo, lo, x))),
 }
 
 
