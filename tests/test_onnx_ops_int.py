@@ -69,6 +69,7 @@ def test_cast_between_every_pair_of_types_is_onnx_runtimes_bit_for_bit():
     assert c["y_float32_bool"][0, :3].all() and not c["y_float32_bool"][0, 3:5].any()
 
 
+@pytest.mark.slow
 def test_a_nan_to_every_integer_and_a_shape_output_and_an_empty_cast_like_target():
     x = np.array([[np.nan, -7.9, 7.9, 1e10]], np.float32)
     like = np.zeros(0, np.int16)
@@ -300,6 +301,8 @@ def test_gather_elements_along_every_axis_as_onnx_runtime(l1):
     g, c, ref = check_ops(model(nodes, inputs, outs, opset=13), inputs, l1_budget=l1)
     exact(c, ref)
     assert (inputs["i1"] < 0).any() and [info.ops for info in g.layers] == ["GatherElements"] * 3
+    tiles = g.run("c", schedule="tiles", **inputs).outputs  # the target's L1 tiles in C
+    assert all(tiles[k].tobytes() == c[k].tobytes() for k in outs)
 
 
 @pytest.mark.slow
@@ -314,6 +317,8 @@ def test_topk_values_and_indices_ties_by_lower_index_as_onnx_runtime(largest):
     g, c, ref = check_ops(m, inputs)
     exact(c, ref)
     assert c["vf1"].shape == (3, 3, 5) and c["if1"].dtype == np.int64
+    tiles = g.run("c", schedule="tiles", **inputs).outputs  # the target's L1 tiles in C
+    assert all(tiles[k].tobytes() == c[k].tobytes() for k in outs)
     ties = np.diff(c["vf1"], axis=1) == 0
     assert ties.any() and (np.diff(c["if1"], axis=1)[ties] > 0).all()  # lower index first
 
