@@ -357,3 +357,14 @@ def test_clip_with_bounds_given_at_run_time_float_and_integer():
                           i)
     exact(c, ref)
     assert [info.ops for info in g.layers] == ["Clip"] and c["y"].min() == -5
+
+
+def test_inputs_passed_through_as_outputs_are_copied_whole_in_every_type():
+    inputs = {"a": np.array([[np.iinfo(np.int64).min, 5, np.iinfo(np.int64).max]], np.int64),
+              "b": np.array([[True, False, True]]),
+              "h": np.array([[1.5, np.nan, -2.0]], np.float16)}
+    m = model([node("Identity", [k], [f"y{k}"]) for k in inputs], inputs,
+              [f"y{k}" for k in inputs], opset=13)
+    g, c, ref = check_ops(m, inputs)
+    exact(c, ref)
+    assert [info.ops for info in g.layers] == ["Copy"] * 3
