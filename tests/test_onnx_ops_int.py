@@ -359,6 +359,7 @@ def test_clip_with_bounds_given_at_run_time_float_and_integer():
     assert [info.ops for info in g.layers] == ["Clip"] and c["y"].min() == -5
 
 
+@pytest.mark.slow
 def test_inputs_passed_through_as_outputs_are_copied_whole_in_every_type():
     inputs = {"a": np.array([[np.iinfo(np.int64).min, 5, np.iinfo(np.int64).max]], np.int64),
               "b": np.array([[True, False, True]]),
