@@ -54,7 +54,8 @@ class DTypeFacts:
     declares an element with, ``gap_c_type`` the spelling of the GAP AutoTiler's generated code
     and of npukit's layer kernels (``None`` where neither has kernels for it; GAP has no
     64-bit, bool or 16-bit float kernels, npukit's layers spell them ``long long int``,
-    ``_Bool`` (one byte holding 0 or 1), ``double``, ``npk_float16``, ``npk_bfloat16``)."""
+    ``unsigned long long int``, ``_Bool`` (one byte holding 0 or 1), ``double``,
+    ``npk_float16``, ``npk_bfloat16``)."""
 
     name: str
     c_type: str
@@ -86,7 +87,7 @@ FACTS = {f.name: f for f in (
     DTypeFacts("int32", "int32_t", "int"),
     DTypeFacts("uint32", "uint32_t", "unsigned int"),
     DTypeFacts("int64", "int64_t", "long long int"),
-    DTypeFacts("uint64", "uint64_t"),
+    DTypeFacts("uint64", "uint64_t", "unsigned long long int"),
     DTypeFacts("float16", "npk_float16", "npk_float16"),  # gcc's _Float16 (npukit.c.ctype)
     DTypeFacts("bfloat16", "npk_bfloat16", "npk_bfloat16"),  # its 16 bits in a uint16_t
     DTypeFacts("float32", "float", "float"),

@@ -20,7 +20,7 @@ import npukit.onnx  # noqa: E402
 from npukit import ModelError  # noqa: E402
 
 RNG = np.random.default_rng(2020)
-INTS = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64"]
+INTS = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
 TYPES = ["float32", *INTS, "bool"]
 
 

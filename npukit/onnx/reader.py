@@ -19,6 +19,7 @@ from .operands import TYPE_ONLY, operands_known
 DTYPES = {1: np.dtype("float32"), 2: np.dtype("uint8"), 3: np.dtype("int8"),
           4: np.dtype("uint16"), 5: np.dtype("int16"), 6: np.dtype("int32"),
           7: np.dtype("int64"), 9: np.dtype("bool"), 12: np.dtype("uint32"),
+          13: np.dtype("uint64"),
           10: np.dtype("float16"), 11: np.dtype("float64"), 16: np_dtype("bfloat16")}
 COMPUTED = ", ".join(d.name for d in DTYPES.values())
 ONNX_TYPE_NAMES = {0: "undefined", 1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16",

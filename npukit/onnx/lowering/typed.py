@@ -23,7 +23,7 @@ BITWISE = ("BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot")
 SAME_TYPE = (*COMPARISONS, *LOGICAL, *BITWISE, "Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs",
              "Sign", "Max", "Min", "BitShift")
 OPS = (*COMPARISONS, *LOGICAL, *BITWISE, "Mod", "BitShift", "IsNaN", "IsInf", "Where")
-INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64")
+INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 CAST_ONLY = ("float16", "bfloat16", "float64")  # tensors only Cast reads and makes
 
 
@@ -94,7 +94,7 @@ def typed_op(ctx: Lowering, n: Node) -> None:
     ins = [t for t in n.inputs if t]
     if n.op in LOGICAL:
         allowed: tuple = ("bool",)
-    elif n.op in BITWISE or n.op == "Mod":
+    elif n.op in (*BITWISE, "Mod", "BitShift"):
         allowed = INTS
     elif n.op in ("IsNaN", "IsInf"):
         allowed = ("float32",)

@@ -19,8 +19,8 @@ Two families of basic kernels use them:
   ``q = clamp(rne(float(acc) * scale)) + zero_point``. Float parameters travel as their
   IEEE-754 bits in ``int`` arguments (``f32_bits``). Types ``LAYER_CODES``: ``fl`` float32,
   ``fps`` int8, ``u8`` uint8, ``fpd`` int32 (and, for a model's integer and bool tensors,
-  ``fp`` int16, ``u16`` uint16, ``u32`` uint32, ``i64`` int64, ``b`` bool, and for casts
-  ``f16`` float16, ``bf16`` bfloat16, ``fd`` float64); their C helpers
+  ``fp`` int16, ``u16`` uint16, ``u32`` uint32, ``i64`` int64, ``u64`` uint64, ``b`` bool,
+  and for casts ``f16`` float16, ``bf16`` bfloat16, ``fd`` float64); their C helpers
   (``HELPERS``) are defined once behind an include guard.
 
 A kernel is named like GAP's (``KerConvDP_fp``; mixed types list each operand's code). Every
@@ -43,8 +43,8 @@ from ...errors import DTypeError
 CODES = {"int8": "fps", "int16": "fp", "int32": "fpd", "float32": "fl"}
 # ... and npukit's layer kernels (scale and zero point, float32).
 LAYER_CODES = {"int8": "fps", "uint8": "u8", "int16": "fp", "uint16": "u16", "int32": "fpd",
-               "uint32": "u32", "int64": "i64", "bool": "b", "float32": "fl", "float16": "f16",
-               "bfloat16": "bf16", "float64": "fd"}
+               "uint32": "u32", "int64": "i64", "uint64": "u64", "bool": "b", "float32": "fl",
+               "float16": "f16", "bfloat16": "bf16", "float64": "fd"}
 
 # Activation codes (float layers; integer layers fold their activation into a clamp).
 ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP, ACT_SIGMOID, ACT_TANH = range(6)

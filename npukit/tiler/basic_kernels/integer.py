@@ -5,7 +5,8 @@ also of float16, bfloat16, float64), each operation's C expression next to its n
   float to integer truncates toward zero; NaN and values outside int32 (int64 for int64)
   give int32's (int64's) minimum, of which narrower types keep the low bits; uint32 takes
   ``[2**31, 2**32)`` as ``x - 2**31`` with the top bit set, so from ``2**32`` on gives 0
-  (from float16 and bfloat16, converted one by one, the low bits of the int64 conversion);
+  (from float16 and bfloat16, converted one by one, the low bits of the int64 conversion),
+  uint64 ``[2**63, 2**64)`` as ``x - 2**63`` with the top bit set;
   float16 and bfloat16 values are widened to float32 exactly, and rounded to from float32
   (bfloat16: as ml_dtypes, to nearest even) or, float16, from float64 directly;
   integers narrow by keeping their low bits; anything to bool is ``!= 0`` (NaN is true).
@@ -103,6 +104,10 @@ def _cast_c(ts, out) -> str:
         return f"{x} != 0"
     if is_float(src) and out.kind in "iu":
         d = "d" if src == np.float64 else ""
+        if out == np.uint64:  # [2**63, 2**64) as x - 2**63 with the top bit set
+            two63 = "9223372036854775808.0" + ("" if d else "f")
+            return _wrap(f"{x} >= {two63} ? (unsigned long long)npk_cvt64{d}({x} - {two63}) "
+                         f"^ 0x8000000000000000ull : (unsigned long long)npk_cvt64{d}({x})", out)
         if out.itemsize == 8:
             return f"npk_cvt64{d}({x})"
         if out == np.uint32 and src.itemsize == 2:  # ONNX Runtime's scalar loop
@@ -128,6 +133,10 @@ def _cast_ref(x, out):
         def cvt(v, bits):
             ok = (v >= -2.0 ** (bits - 1)) & (v < 2.0 ** (bits - 1))
             return np.where(ok, np.where(ok, v, 0).astype(np.int64), -2 ** (bits - 1))
+        if out == np.uint64:
+            high = x64 >= 2.0 ** 63
+            return np.where(high, cvt(x64 - 2.0 ** 63, 64).astype(out) ^ np.uint64(1 << 63),
+                            cvt(x64, 64).astype(out))
         if out.itemsize == 8:
             return cvt(x64, 64)
         if out == np.uint32 and x.dtype.itemsize == 2:
@@ -198,7 +207,8 @@ def _shift(left: bool):
         s = np.where(bad, 0, y).astype(x.dtype)
         if left:
             return np.where(bad, 0, np.left_shift(x, s)).astype(out)
-        return np.where(bad, np.where(x < 0, -1, 0), np.right_shift(x, s)).astype(out)
+        fill = np.where(x < 0, -1, 0).astype(x.dtype)  # (uint64 with int64 would be float)
+        return np.where(bad, fill, np.right_shift(x, s)).astype(out)
     return Op(2, c, ref)
 
 
