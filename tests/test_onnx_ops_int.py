@@ -369,3 +369,21 @@ def test_inputs_passed_through_as_outputs_are_copied_whole_in_every_type():
     g, c, ref = check_ops(m, inputs)
     exact(c, ref)
     assert [info.ops for info in g.layers] == ["Copy"] * 3
+
+
+@pytest.mark.slow
+def test_gather_nd_with_batch_dims_and_negative_coordinates_as_onnx_runtime():
+    x = RNG.normal(size=(3, 4, 5, 6)).astype(np.float32)
+    inputs, nodes = {"x": x}, []
+    for k, (b, shape) in enumerate([(0, (7, 2)), (0, (2, 3, 1)), (0, (4, 4)), (1, (3, 5, 2)),
+                                    (2, (3, 4, 2, 1))]):
+        dims = np.array(x.shape[b:b + shape[-1]])
+        inputs[f"i{k}"] = (RNG.integers(0, 2 * 10 ** 6, shape) % (2 * dims) - dims).astype(
+            np.int64)
+        nodes.append(node("GatherND", ["x", f"i{k}"], [f"y{k}"], batch_dims=b))
+    outs = [n.output[0] for n in nodes]
+    g, c, ref = check_ops(model(nodes, inputs, outs, opset=13), inputs)
+    exact(c, ref)
+    tiles = g.run("c", schedule="tiles", **inputs).outputs
+    assert all(tiles[k].tobytes() == c[k].tobytes() for k in outs)
+    assert (inputs["i0"] < 0).any() and c["y2"].shape == (4,)

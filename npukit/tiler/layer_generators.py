@@ -295,6 +295,33 @@ def gather(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int,
     m._cnn_ops[Name] = Planes * K * Inner
 
 
+def gather_nd(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, Q: int,
+              R: int) -> None:
+    """``Name(In, Idx, Dims, Out)``: ONNX's GatherND on each of the Planes (``batch_dims``)
+    [D, Inner] planes of In: Q rows, each at the R coordinates ``Idx`` gives along the
+    axes ``Dims`` (``basic_kernels.movement.gather_nd``); the plane and its indices whole,
+    the output [Q, Inner] in tiles of rows."""
+    k = _lib(m, movement.gather_nd(np.dtype(dt).name, np.dtype(idx_dt).name))
+    item = np.dtype(dt).itemsize
+    m.UserKernel(Name,
+        KernelDimensions(1, Inner, D, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(idx_dt, True), "Idx"),
+              TCArg(_ptr("int32", True), "Dims"), TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(Inner), K_Arg("Idx", KER_ARG_TILE), Imm(R),
+            K_Arg("Dims", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
+            K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"),
+            KerArg("Idx", IN_DB | Obj.O_3D | Obj.O_4D, R, Q, np.dtype(idx_dt).itemsize, 0, 0,
+                   0, "Idx"),
+            KerArg("Dims", Obj.O_IN, R, 1, 4, 0, 0, 0, "Dims"),
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, Q, item, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * Q * Inner
+
+
 def top_k(m, Name: str, *, dt, Planes: int, D: int, Inner: int, K: int, largest: bool) -> None:
     """``Name(In, Vals, Idx)``: ONNX's sorted TopK along the middle axis of [Planes, D, Inner]
     (``basic_kernels.reduction.top_k``): each plane whole in L1, its K values and int64

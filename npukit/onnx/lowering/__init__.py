@@ -76,6 +76,7 @@ HANDLERS = {
     "Split": indexing.split,
     "Gather": indexing.gather,
     "GatherElements": indexing.gather_elements,
+    "GatherND": indexing.gather_nd,
     **{op: reductions.reduce for op in reductions.OPS},
     "ArgMax": reductions.arg,
     "ArgMin": reductions.arg,

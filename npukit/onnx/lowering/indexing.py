@@ -145,3 +145,25 @@ def gather_elements(ctx: Lowering, n: Node) -> None:
              K=q[axis], elements=True)
     ctx.add(name, "GatherElements", [n], f"{q} indices into axis {axis} of {s}",
             [ctx.tensor(x), ctx.tensor(idx)], [ctx.output(out)])
+
+
+def gather_nd(ctx: Lowering, n: Node) -> None:
+    """GatherND (``batch_dims`` too): the data read as [batch, D, inner] planes with D the
+    product of the R axes the last axis of ``indices`` addresses; one ``gather_nd`` layer."""
+    x, idx, out = n.inputs[0], n.inputs[1], n.outputs[0]
+    s, q, idt = ctx.shape(x), ctx.shape(idx), ctx.dtype(idx)
+    b = int(n.attrs.get("batch_dims", 0))
+    if idt != np.int64:
+        raise ModelError(f"{n.where()}: indices {idx!r} of type {idt}; ONNX's GatherND takes "
+                         f"int64")
+    r = q[-1]
+    if not 1 <= r <= len(s) - b or q[:b] != s[:b]:
+        raise ModelError(f"{n.where()}: indices of shape {q} for data {s} with batch_dims={b}")
+    planes, d = int(np.prod(s[:b])), int(np.prod(s[b:b + r]))
+    inner, rows = int(np.prod(s[b + r:])), int(np.prod(q[b:-1]))
+    dims = ctx.const(np.array(s[b:b + r], np.int32), f"{n.name}_dims")
+    name = ctx.layer("GatherND")
+    G.gather_nd(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=planes, D=d, Inner=inner,
+                Q=rows, R=r)
+    ctx.add(name, "GatherND", [n], f"{rows} rows at {r} coordinates of {s} "
+            f"(batch_dims={b})", [ctx.tensor(x), ctx.tensor(idx), dims], [ctx.output(out)])
