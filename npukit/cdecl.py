@@ -48,7 +48,9 @@ C_TYPES = {
     "unsigned short": "uint16", "unsigned short int": "uint16", "Wordu16": "uint16",
     "uint16_t": "uint16", "int": "int32", "Word32": "int32", "int32_t": "int32",
     "unsigned int": "uint32", "unsigned": "uint32", "Wordu32": "uint32", "uint32_t": "uint32",
-    "int64_t": "int64", "uint64_t": "uint64", "float": "float32",
+    "int64_t": "int64", "long long int": "int64", "long long": "int64", "_Bool": "bool",
+    "uint64_t": "uint64", "unsigned long long int": "uint64", "unsigned long long": "uint64",
+    "float": "float32",
     "float _Complex": "complex64", "double": "float64",
     "npk_float16": "float16", "npk_bfloat16": "bfloat16",  # npukit's own (npukit.c.ctype)
 }

@@ -51,8 +51,11 @@ def int_range(dt) -> tuple[int, int]:
 @dataclass(frozen=True)
 class DTypeFacts:
     """One element type as the back ends spell it: ``c_type`` the C99 type npukit's C
-    declares an element with, ``gap_c_type`` the GAP AutoTiler CNN library's spelling
-    (``None`` where that library has no kernels for it)."""
+    declares an element with, ``gap_c_type`` the spelling of the GAP AutoTiler's generated code
+    and of npukit's layer kernels (``None`` where neither has kernels for it; GAP has no
+    64-bit, bool or 16-bit float kernels, npukit's layers spell them ``long long int``,
+    ``unsigned long long int``, ``_Bool`` (one byte holding 0 or 1), ``double``,
+    ``npk_float16``, ``npk_bfloat16``)."""
 
     name: str
     c_type: str
@@ -80,16 +83,16 @@ FACTS = {f.name: f for f in (
     DTypeFacts("int8", "int8_t", "signed char"),
     DTypeFacts("uint8", "uint8_t", "unsigned char"),
     DTypeFacts("int16", "int16_t", "short int"),
-    DTypeFacts("uint16", "uint16_t"),
+    DTypeFacts("uint16", "uint16_t", "unsigned short int"),
     DTypeFacts("int32", "int32_t", "int"),
-    DTypeFacts("uint32", "uint32_t"),
-    DTypeFacts("int64", "int64_t"),
-    DTypeFacts("uint64", "uint64_t"),
-    DTypeFacts("float16", "npk_float16"),  # gcc's _Float16 (npukit.c.ctype.TYPEDEFS)
-    DTypeFacts("bfloat16", "npk_bfloat16"),  # its 16 bits in a uint16_t
+    DTypeFacts("uint32", "uint32_t", "unsigned int"),
+    DTypeFacts("int64", "int64_t", "long long int"),
+    DTypeFacts("uint64", "uint64_t", "unsigned long long int"),
+    DTypeFacts("float16", "npk_float16", "npk_float16"),  # gcc's _Float16 (npukit.c.ctype)
+    DTypeFacts("bfloat16", "npk_bfloat16", "npk_bfloat16"),  # its 16 bits in a uint16_t
     DTypeFacts("float32", "float", "float"),
-    DTypeFacts("float64", "double"),
+    DTypeFacts("float64", "double", "double"),
     DTypeFacts("complex64", "float _Complex"),
     DTypeFacts("complex128", "double _Complex"),
-    DTypeFacts("bool", "uint8_t"),  # a mask lane: 0 or 1
+    DTypeFacts("bool", "uint8_t", "_Bool"),  # a mask lane: 0 or 1 in one byte
 )}

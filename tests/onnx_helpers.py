@@ -8,15 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
 import npukit.onnx
 from npukit.onnx.check import compare, ort_run
 
-TYPES = {np.dtype("float32"): TensorProto.FLOAT, np.dtype("int8"): TensorProto.INT8,
-         np.dtype("uint8"): TensorProto.UINT8}
 MS = h.make_opsetid("com.microsoft", 1)
 
 
@@ -29,7 +26,7 @@ def model(nodes, inputs: dict[str, np.ndarray], outputs: list[str], inits=None, 
     """A model of ``nodes``: typed inputs from example arrays, outputs typed by ONNX shape
     inference, ``inits`` as initializers."""
     g = h.make_graph(nodes, "m",
-                     [h.make_tensor_value_info(n, TYPES[a.dtype], a.shape)
+                     [h.make_tensor_value_info(n, h.np_dtype_to_tensor_dtype(a.dtype), a.shape)
                       for n, a in inputs.items()],
                      [onnx.ValueInfoProto(name=o) for o in outputs],
                      [nh.from_array(np.asarray(v), k) for k, v in (inits or {}).items()])

@@ -102,15 +102,13 @@ def test_two_identity_outputs_of_one_tensor_and_of_a_graph_input():
 
 # -- Clip bounds ---------------------------------------------------------------------------------
 
-def test_clip_bounds_as_graph_inputs_are_refused_naming_the_node():
+def test_clip_bounds_as_graph_inputs_are_one_clip_layer():
     x = randn(1, 8)
-    m = model([node("Clip", ["x", "lo", "hi"], ["y"], name="clip")],
-              {"x": x, "lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32)}, ["y"])
-    with pytest.raises(ModelError, match=r"^node 'clip' \(Clip\): its min 'lo' must be a "
-                                         r"constant to plan the node; it is the graph input "
-                                         r"'lo': give 'lo' to npukit.onnx.load\(\.\.\., "
-                                         r"constants=\.\.\.\) if fixed$"):
-        npukit.onnx.load(m)
+    inputs = {"x": x, "lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32)}
+    m = model([node("Clip", ["x", "lo", "hi"], ["y"], name="clip")], inputs, ["y"])
+    g, _, outs = against_ort(m, inputs, backends=("sim", "c"))
+    assert np.array_equal(outs["c"]["y"], np.clip(x, -0.5, 0.5))
+    assert [info.ops for info in g.layers] == ["Clip"]
 
 
 def test_clip_bounds_as_initializers_are_taken():

@@ -172,9 +172,9 @@ def test_refusals_name_the_node_and_the_attribute(attrs, inputs, match):
         npukit.onnx.load(m)
 
 
-def test_weights_computed_by_the_model_are_refused():
+def test_weights_given_as_a_graph_input_are_refused_without_a_value():
     x = RNG.normal(size=(1, 2, 4, 4)).astype(np.float32)
     w = RNG.normal(size=(2, 3, 3, 3)).astype(np.float32)
     m = model([node("ConvTranspose", ["x", "w"], ["y"])], {"x": x, "w": w}, ["y"])
-    with pytest.raises(ModelError, match="the weights 'w' must be a constant"):
+    with pytest.raises(ModelError, match="its weights 'w' must be a constant"):
         npukit.onnx.load(m)

@@ -32,16 +32,21 @@ def test_expand_broadcasts_to_a_larger_rank_and_in_the_middle():
     assert [info.ops for info in g.layers].count("Expand") == 3
 
 
-def test_cast_like_to_the_same_type_is_a_view_and_to_another_is_refused():
+def test_cast_like_to_the_same_type_is_a_view_and_to_another_is_a_cast():
     x = RNG.normal(size=(2, 7)).astype(np.float32)
     m = model([node("CastLike", ["x", "x"], ["c"]), node("Exp", ["c"], ["y"])], {"x": x},
               ["y"], opset=15)
     g, out, _ = check_ops(m, {"x": x})
     assert [info.ops for info in g.layers] == ["Exp"]
-    m = model([node("CastLike", ["x", "k"], ["y"], name="cl")], {"x": x}, ["y"],
+    m = model([node("CastLike", ["x", "k"], ["y"], name="cl")], {"x": x * 50}, ["y"],
               {"k": np.array([1], np.int8)}, opset=15)
-    with pytest.raises(ModelError, match=r"^node 'cl' \(CastLike\): casts float32 to int8; "
-                                         r"npukit keeps each tensor's type"):
+    g, out, ref = check_ops(m, {"x": x * 50})
+    assert [info.ops for info in g.layers] == ["CastLike"]
+    assert np.array_equal(out["y"], ref["y"]) and np.abs(out["y"]).max() > 10
+    m = model([node("CastLike", ["x", "k"], ["y"], name="cl")], {"x": x}, ["y"],
+              {"k": np.array(["a"], object)}, opset=15)
+    with pytest.raises(ModelError, match=r"^node 'cl' \(CastLike\): output 'y' has element type "
+                                         r"string; npukit computes on float32"):
         npukit.onnx.load(m)
 
 

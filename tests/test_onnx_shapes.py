@@ -191,10 +191,11 @@ def test_a_pad_value_given_as_a_graph_input_is_refused_naming_the_node():
         npukit.onnx.load(m)
 
 
-def test_weights_scales_and_bounds_given_as_graph_inputs_are_constant_operands():
-    """ONNX's node tests feed a Conv's weights, a QuantizeLinear's scale and Clip's bounds
-    as graph inputs; npukit compiles them in, so it lists them, refuses them without values
-    naming the operand, and runs with them given as constants as ONNX Runtime runs them."""
+def test_weights_and_scales_given_as_graph_inputs_are_constant_operands():
+    """ONNX's node tests feed a Conv's weights and a QuantizeLinear's scale as graph inputs;
+    npukit compiles them in, so it lists them, refuses them without values naming the
+    operand, and runs with them given as constants as ONNX Runtime runs them (a Clip bound
+    given as an input stays a run-time input of its Clip layer)."""
     w = RNG.normal(size=(2, 3, 3, 3)).astype(np.float32)
     feeds = {"x": X, "w": w, "b": np.array([0.5, -0.25], np.float32),
              "lo": np.array(-0.5, np.float32), "s": np.array(0.02, np.float32),
@@ -203,19 +204,19 @@ def test_weights_scales_and_bounds_given_as_graph_inputs_are_constant_operands()
              node("Clip", ["c", "lo"], ["k"]), node("Reshape", ["k", "shape"], ["f"]),
              node("QuantizeLinear", ["f", "s"], ["y"])]
     m = with_inputs(nodes, feeds, ["y"], {})
-    assert npukit.onnx.constant_operands(m) == ["w", "b", "lo", "s", "shape"]
+    assert npukit.onnx.constant_operands(m) == ["w", "b", "s", "shape"]
     assert npukit.onnx.shape_operands(m) == ["shape"]
-    fixed = {k: v for k, v in feeds.items() if k != "x"}
+    fixed = {k: v for k, v in feeds.items() if k not in ("x", "lo")}
     with pytest.raises(ModelError, match=r"^node 'conv' \(Conv\): its weights 'w' must be a "
                                          r"constant to plan the node; it is the graph input 'w'"):
         npukit.onnx.load(m, constants={k: v for k, v in fixed.items() if k != "w"})
     g = npukit.onnx.load(m, constants=fixed)
-    assert list(g.inputs) == ["x"]
+    assert list(g.inputs) == ["x", "lo"]
     want, _ = ort_run(m, feeds)
-    out = g.run("c", x=X).outputs["y"]
+    out = g.run("c", x=X, lo=feeds["lo"]).outputs["y"]
     assert out.dtype == np.uint8 and len(np.unique(out)) > 10
     assert np.abs(out.astype(int) - want["y"]).max() <= 1  # the check's 1 LSB
-    assert out.tobytes() == g.run("sim", x=X).outputs["y"].tobytes()
+    assert out.tobytes() == g.run("sim", x=X, lo=feeds["lo"]).outputs["y"].tobytes()
 
 
 @pytest.mark.parametrize("constants, message", [

@@ -265,7 +265,7 @@ def shape_operands(model) -> list[str]:
 def constant_operands(model) -> list[str]:
     """The graph inputs of ``model`` that ``load`` needs as ``constants``: those that only
     select a shape (``shape_operands``) and those npukit compiles in (a Conv's weights and
-    bias, quantization scales and zero points, a Clip's bounds, a Pad's fill value)."""
+    bias, quantization scales and zero points, a Pad's fill value)."""
     from .reader import constant_operands as find
 
     return find(model)

@@ -337,7 +337,11 @@ def _clip_bounds(net: Net, act: Node) -> tuple[float | None, float | None]:
         return 0.0, None
     if "min" in act.attrs or "max" in act.attrs:  # Clip-6
         return _ordered(act.attrs.get("min"), act.attrs.get("max"))
-    # Clip's bounds are constants here: npukit.onnx.operands refused the others by name.
+    for k, what in ((1, "min"), (2, "max")):
+        if k < len(act.inputs) and act.inputs[k] and act.inputs[k] not in net.consts:
+            raise ModelError(f"{act.where()}: its {what} {act.inputs[k]!r} is computed or a "
+                             f"graph input; npukit needs Clip's min and max as constants "
+                             f"(initializers)")
     lo = net.consts[act.inputs[1]] if len(act.inputs) > 1 and act.inputs[1] else None
     hi = net.consts[act.inputs[2]] if len(act.inputs) > 2 and act.inputs[2] else None
     return _ordered(None if lo is None else float(lo), None if hi is None else float(hi))

@@ -1,7 +1,7 @@
 """The operands npukit needs as constants to plan a node: those that only select a shape
 (``SHAPE_OPERANDS``: a Reshape's shape, axes, pads, starts and ends, scales, sizes, repeats)
 and those it compiles in (``VALUE_OPERANDS``: weights, quantization parameters, a Pad's fill
-value, Clip's bounds). A graph input in such a place is given to ``npukit.onnx.load`` as a
+value). A graph input in such a place is given to ``npukit.onnx.load`` as a
 constant (``constants=``); ``shape_operands`` lists the graph inputs that only select
 shapes, ``constant_operands`` every graph input npukit needs as a constant."""
 
@@ -40,7 +40,7 @@ VALUE_OPERANDS = {
     "CausalConvWithState": {1: "weights", 2: "bias"},
     "BatchNormalization": {1: "scale", 2: "B", 3: "mean",
                                                                 4: "var"},
-    "QuantizeLinear": _Q, "DequantizeLinear": _Q, "Clip": {1: "min", 2: "max"},
+    "QuantizeLinear": _Q, "DequantizeLinear": _Q,
     "QLinearConv": {1: "x scale", 2: "x zero point", 3: "weights", 4: "w scale",
                     5: "w zero point", 6: "y scale", 7: "y zero point", 8: "bias"},
     "QLinearMatMul": {1: "a scale", 2: "a zero point", 4: "b scale", 5: "b zero point",
@@ -63,8 +63,7 @@ def constant_operands(g) -> list[str]:
     """The graph inputs of ``g`` (an ``onnx.GraphProto``) npukit needs as constants to compile
     it: those that select a shape somewhere (also when read as data elsewhere: a window
     operator's size is both its length and a term of its values), and those read directly
-    as a ``VALUE_OPERANDS`` operand (a Conv's weights, a quantization scale, a Clip
-    bound)."""
+    as a ``VALUE_OPERANDS`` operand (a Conv's weights, a quantization scale)."""
     valued = {t for node in g.node for k, t in enumerate(node.input)
               if node.domain in ("", "ai.onnx") and k in VALUE_OPERANDS.get(node.op_type, {})}
     return [t for t, r in _roles(g).items() if t in valued or "shape" in r]

@@ -11,15 +11,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..dtypes import dtype as np_dtype
 from ..errors import ModelError
 from .control import unroll
 from .functions import expand as expand_functions
-from .operands import operands_known
+from .operands import TYPE_ONLY, operands_known
 from .sequences import resolve as resolve_sequences
 
 # ONNX element types npukit's layers compute on; others may appear in folded constants only.
 DTYPES = {1: np.dtype("float32"), 2: np.dtype("uint8"), 3: np.dtype("int8"),
-          6: np.dtype("int32"), 7: np.dtype("int64"), 9: np.dtype("bool")}
+          4: np.dtype("uint16"), 5: np.dtype("int16"), 6: np.dtype("int32"),
+          7: np.dtype("int64"), 9: np.dtype("bool"), 12: np.dtype("uint32"),
+          13: np.dtype("uint64"),
+          10: np.dtype("float16"), 11: np.dtype("float64"), 16: np_dtype("bfloat16")}
+COMPUTED = ", ".join(d.name for d in DTYPES.values())
 ONNX_TYPE_NAMES = {0: "undefined", 1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16",
                    6: "int32", 7: "int64", 8: "string", 9: "bool", 10: "float16", 11: "double",
                    12: "uint32", 13: "uint64", 16: "bfloat16"}
@@ -168,6 +173,7 @@ def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
     """Give every graph input concrete dimensions: the ones given, else the model's (a
     symbolic or missing dimension becomes 1)."""
     given = dict(input_shapes or {})
+    unread = _unread(model.graph)
     for vi in inputs:
         dims = _dims(vi)
         if vi.name in given:
@@ -182,7 +188,7 @@ def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
         elif dims is None:
             raise ModelError(f"input {vi.name!r}: the model gives no shape; pass "
                              f"input_shapes={{{vi.name!r}: (...)}}")
-        elif 0 in dims:
+        elif 0 in dims and vi.name not in unread:
             raise ModelError(f"input {vi.name!r}: dimension {dims.index(0)} is 0 ({dims}), an "
                              f"empty tensor; npukit computes on non-empty ones (input_shapes "
                              f"gives other dimensions)")
@@ -199,6 +205,17 @@ def _fix_inputs(model, inputs, input_shapes: dict | None) -> None:
     del model.graph.value_info[:]
     for vi in model.graph.output:
         vi.type.tensor_type.ClearField("shape")
+
+
+def _unread(g) -> set[str]:
+    """The graph inputs whose values no node reads: read only for their type or shape
+    (``TYPE_ONLY``: CastLike's target, of shape [0] in ONNX's tests) or not at all, so they
+    may be empty."""
+    reads: dict[str, set[bool]] = {}
+    for node in g.node:
+        for k, t in enumerate(node.input):
+            reads.setdefault(t, set()).add(TYPE_ONLY.get(node.op_type) == k)
+    return {vi.name for vi in g.input} - {t for t, how in reads.items() if False in how}
 
 
 def _infer(model):
@@ -681,8 +698,8 @@ def read(model, input_shapes: dict | None = None, constants: dict | None = None,
             et, dims = infos.get(t, (0, None))
             if et and et not in DTYPES:
                 raise ModelError(f"{n.where()}: output {t!r} has element type "
-                                 f"{ONNX_TYPE_NAMES.get(et, et)}; npukit computes on float32, "
-                                 f"int8 and uint8")
+                                 f"{ONNX_TYPE_NAMES.get(et, et)}; npukit computes on "
+                                 f"{COMPUTED}")
             if t not in info:
                 raise ModelError(f"{n.where()}: the shape of output {t!r} is unknown after "
                                  f"shape inference ({dims})")
@@ -699,8 +716,8 @@ def read(model, input_shapes: dict | None = None, constants: dict | None = None,
                              f"on non-empty ones")
     for vi in inputs:
         et = vi.type.tensor_type.elem_type
-        if et not in (1, 2, 3):
+        if et not in DTYPES:
             raise ModelError(f"input {vi.name!r} has element type {ONNX_TYPE_NAMES.get(et, et)}; "
-                             f"npukit takes float32, int8 and uint8 inputs")
+                             f"npukit takes {COMPUTED} inputs")
     return Net(g.name or "model", opset, [vi.name for vi in inputs], [vi.name for vi in g.output],
                info, consts, qconsts, nodes)

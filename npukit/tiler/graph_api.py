@@ -194,8 +194,8 @@ class ConstInitT:
         if raw.size != count:
             raise TilingError(f"{what}: {raw.size} values but the tensor has {count} elements")
         raw = raw.reshape(-1)
-        if dtype.kind == "f":
-            return raw.astype(dtype)
+        if dtype.kind == "f" or raw.dtype == dtype and self.Format == 1:
+            return raw.astype(dtype)  # integers of the tensor's type as given (int64 whole)
         if self.Format == 0:
             scaled = np.floor(raw.astype(np.float64) * 2.0 ** self.Fract + 0.5)
         else:
@@ -235,9 +235,10 @@ class ConstInitT:
 
 def ConstInfo(FileName, Format: int, Binary: int, Size: int, Fract: int) -> ConstInitT:
     """A descriptor for an initialised constant: ``FileName`` a path (relative to
-    ``Model.SetConstDir``'s folder, else to the working directory) or a numpy array."""
-    if int(Size) not in (8, 16, 32):
-        raise TilingError(f"ConstInfo: Size must be 8, 16 or 32 bits, got {Size}")
+    ``Model.SetConstDir``'s folder, else to the working directory) or a numpy array.
+    ``Size`` 8, 16 or 32 bits as the GAP AutoTiler takes, or 64 (npukit's int64 tensors)."""
+    if int(Size) not in (8, 16, 32, 64):
+        raise TilingError(f"ConstInfo: Size must be 8, 16, 32 or 64 bits, got {Size}")
     return ConstInitT(FileName, int(Format), int(Binary), int(Size), int(Fract))
 
 

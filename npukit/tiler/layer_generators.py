@@ -16,11 +16,12 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
 - ``resize_planes``: nearest or bilinear resizing of planes by row and column tables.
 - ``global_pool``: the average of each plane, accumulated tile by tile.
 - ``unary``, ``lut``: elementwise functions and 256-entry tables.
-- ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views.
+- ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views;
+  ``typed`` the same for casts, integers, comparisons, logic and ``Where``.
 - ``matmul``: rows of ``A`` times column tiles of ``B`` (vertical tiles), with Gemm's ``C``.
 - ``softmax``, ``reduce``, ``lrn``: along rows or, in vertical tiles, along columns;
   ``layer_norm`` along rows.
-- ``pad_axis``, ``concat``, ``transpose``: data movement.
+- ``pad_axis``, ``concat``, ``transpose``, ``gather``: data movement.
 
 Padding of windowed layers. These layers' arguments have no padding of their own, so the
 tiler cuts argument ``a`` into tiles starting at line ``k_a * T * i``: a tile cannot start
@@ -76,6 +77,7 @@ from .basic_kernels import (
     convolution,
     elementwise,
     gridsample,
+    integer,
     linear,
     mathfn,
     movement,
@@ -288,6 +290,79 @@ def grid_sample(m, Name: str, *, Planes: int, Width: int, Height: int, Wo: int, 
             KerArg("Grid", Obj.O_IN, 2 * Wo * Ho, 1, 4, 0, 0, 0, "Grid"),
             KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, 4, 0, 0, 0, "Out")))
     m._cnn_ops[Name] = Planes * Wo * Ho
+def gather(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int,
+           elements: bool = False) -> None:
+    """``Name(In, Idx, Out)``: each of the Planes [D, Inner] planes of In gives the rows the
+    K run-time indices ``Idx`` name (``basic_kernels.movement.gather_rows``), or with
+    ``elements`` each output value the row its own index names (``Idx`` [Planes, K, Inner],
+    ONNX's GatherElements): the input plane whole, the output [K, Inner] (and the indices of
+    ``elements``) in tiles of rows."""
+    k = _lib(m, movement.gather_rows(np.dtype(dt).name, np.dtype(idx_dt).name, elements))
+    item, iitem = np.dtype(dt).itemsize, np.dtype(idx_dt).itemsize
+    idx = KerArg("Idx", IN_DB | Obj.O_3D | Obj.O_4D | Obj.O_TILED, Inner, K, iitem, 0, 0, 0,
+                 "Idx") if elements else KerArg("Idx", Obj.O_IN, K, 1, iitem, 0, 0, 0, "Idx")
+    m.UserKernel(Name,
+        KernelDimensions(1, Inner, D, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(idx_dt, True), "Idx"),
+              TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(D), Imm(Inner), K_Arg("Idx", KER_ARG_TILE),
+            K_Arg("Out", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILEOFFSET),
+            K_Arg("Out", KER_ARG_TILE_H)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"), idx,
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, K, item, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * K * Inner
+
+
+def gather_nd(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, Q: int,
+              R: int) -> None:
+    """``Name(In, Idx, Dims, Out)``: ONNX's GatherND on each of the Planes (``batch_dims``)
+    [D, Inner] planes of In: Q rows, each at the R coordinates ``Idx`` gives along the
+    axes ``Dims`` (``basic_kernels.movement.gather_nd``); the plane and its indices whole,
+    the output [Q, Inner] in tiles of rows."""
+    k = _lib(m, movement.gather_nd(np.dtype(dt).name, np.dtype(idx_dt).name))
+    item = np.dtype(dt).itemsize
+    m.UserKernel(Name,
+        KernelDimensions(1, Inner, D, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(idx_dt, True), "Idx"),
+              TCArg(_ptr("int32", True), "Dims"), TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(Inner), K_Arg("Idx", KER_ARG_TILE), Imm(R),
+            K_Arg("Dims", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
+            K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"),
+            KerArg("Idx", IN_DB | Obj.O_3D | Obj.O_4D, R, Q, np.dtype(idx_dt).itemsize, 0, 0,
+                   0, "Idx"),
+            KerArg("Dims", Obj.O_IN, R, 1, 4, 0, 0, 0, "Dims"),
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, Q, item, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * Q * Inner
+
+
+def top_k(m, Name: str, *, dt, Planes: int, D: int, Inner: int, K: int, largest: bool) -> None:
+    """``Name(In, Vals, Idx)``: ONNX's sorted TopK along the middle axis of [Planes, D, Inner]
+    (``basic_kernels.reduction.top_k``): each plane whole in L1, its K values and int64
+    indices per column."""
+    k = _lib(m, reduction.top_k(np.dtype(dt).name, largest))
+    item = np.dtype(dt).itemsize
+    m.UserKernel(Name,
+        KernelDimensions(1, Inner, D, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(dt), "Vals"), TCArg(_ptr("int64"), "Idx")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(D), Imm(Inner), Imm(K), K_Arg("Vals", KER_ARG_TILE),
+            K_Arg("Idx", KER_ARG_TILE)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"),
+            KerArg("Vals", OUT_DB | Obj.O_3D, Inner, K, item, 0, 0, 0, "Vals"),
+            KerArg("Idx", OUT_DB | Obj.O_3D, Inner, K, 8, 0, 0, 0, "Idx")))
+    m._cnn_ops[Name] = Planes * D * Inner
 
 
 def global_pool(m, Name: str, *, dt, C: int, Width: int, Height: int, InZp: int = 0,
@@ -402,6 +477,30 @@ def binary(m, Name: str, *, a_dt, b_dt, out_dt, Planes: int, Rows: int, Cols: in
     m._cnn_ops[Name] = Planes * Rows * Cols
 
 
+def typed(m, Name: str, *, op: str, in_dts: tuple, out_dt, Planes: int, Rows: int, Cols: int,
+          fulls: tuple[tuple[bool, bool, bool], ...]) -> None:
+    """``Name(In0, .., Out)``: ``Out[p][r][c] = op(In0, ..)`` on [Planes, Rows, Cols] for any
+    element types: ``basic_kernels.integer.OPS[op]`` (casts, integer arithmetic, comparisons,
+    logic, ``Where``); ``fulls`` say along which dimensions each operand varies, as
+    ``binary``'s ``a_full``."""
+    names = tuple(np.dtype(d).name for d in in_dts)
+    k = _lib(m, integer.elementwise(op, names, np.dtype(out_dt).name, _width(m, out_dt)))
+    kargs, strides = zip(*(_bcast_arg(f"In{i}", dt, Planes, Rows, Cols, f)
+                           for i, (dt, f) in enumerate(zip(in_dts, fulls))))
+    m.UserKernel(Name,
+        KernelDimensions(1, Cols, Rows, Planes), _plane_order(Planes), TILE_HOR,
+        CArgs(*(TCArg(_ptr(dt, True), f"In{i}") for i, dt in enumerate(in_dts)),
+              TCArg(_ptr(out_dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            *(K_Arg(f"In{i}", KER_ARG_TILE) for i in range(len(in_dts))),
+            K_Arg("Out", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE_H), Imm(Cols),
+            *(Imm(v) for rc in strides for v in rc)))),
+        KerArgs(*kargs,
+                KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Planes), Cols, Rows,
+                       np.dtype(out_dt).itemsize, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * Rows * Cols
+
+
 # -- matrix products --------------------------------------------------------------------------
 
 def matmul(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c: str | None = None,
@@ -496,12 +595,17 @@ def softmax(m, Name: str, *, Outer: int, D: int, Inner: int, dt="float32",
     m._cnn_ops[Name] = Outer * D * Inner
 
 
-def reduce(m, Name: str, *, op: str, Outer: int, D: int, Inner: int) -> None:
-    """``Name(In, Out)``: the float32 reduction ``op`` (``basic_kernels.reduction.REDUCE``)
-    of [Outer, D, Inner] along its middle axis into [Outer, Inner]: tiles of rows when Inner
-    is 1, else vertical tiles of each [D, Inner] plane (every tile holds all D values of
-    its columns)."""
-    k = _lib(m, reduction.reduce(op, _width(m, "float32")))
+def reduce(m, Name: str, *, op: str, Outer: int, D: int, Inner: int, dt="float32",
+           last: bool = False) -> None:
+    """``Name(In, Out)``: the float32 reduction ``op`` (``basic_kernels.reduction.REDUCE``),
+    or ``ArgMax``/``ArgMin`` of ``dt`` values into int64 indices (``last``: the last on
+    ties), of [Outer, D, Inner] along its middle axis into [Outer, Inner]: tiles of rows when
+    Inner is 1, else vertical tiles of each [D, Inner] plane (every tile holds all D values
+    of its columns)."""
+    arg = op in ("ArgMax", "ArgMin")
+    out_dt = "int64" if arg else "float32"
+    k = _lib(m, reduction.arg_reduce(op, np.dtype(dt).name, last) if arg else
+             reduction.reduce(op, _width(m, "float32")))
     if Inner == 1:
         order, dims = KernelIterationOrder(KER_DIM2, KER_TILE), KernelDimensions(1, D, Outer, 1)
         con, (wi, hi), (wo, ho), planes = OBJ_CONSTRAINTS_TILE_HOR, (D, Outer), (1, Outer), 1
@@ -511,14 +615,14 @@ def reduce(m, Name: str, *, op: str, Outer: int, D: int, Inner: int) -> None:
         con, (wi, hi), (wo, ho), planes = OBJ_CONSTRAINTS_TILE_VER, (Inner, D), (Inner, 1), Outer
         binds = [K_Arg("In", KER_ARG_TILE_W), Imm(1), Imm(D), K_Arg("In", KER_ARG_TILE_W)]
     m.UserKernel(Name, dims, order, TILE_HOR,
-        CArgs(TCArg(_ptr("float32", True), "In"), TCArg(_ptr("float32"), "Out")),
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(out_dt), "Out")),
         Calls(Call(k, LOC_INNER_LOOP, Bindings(
             K_Arg("In", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE), *binds))),
         KerArgs(
-            KerArg("In", IN_DB | Obj.O_TILED | _per_plane(planes, True), wi, hi, 4, 0, con, 0,
-                   "In"),
-            KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(planes), wo, ho, 4, 0, con, 0,
-                   "Out")))
+            KerArg("In", IN_DB | Obj.O_TILED | _per_plane(planes, True), wi, hi,
+                   np.dtype(dt).itemsize, 0, con, 0, "In"),
+            KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(planes), wo, ho, 8 if arg else 4, 0,
+                   con, 0, "Out")))
     m._cnn_ops[Name] = Outer * D * Inner
 
 

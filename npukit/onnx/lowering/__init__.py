@@ -38,13 +38,17 @@ from . import (
     select,
     shape,
     softmax,
+    typed,
 )
 from .context import VIEW_OPS, Lowering, c_name
 
+# Operators that move float16, bfloat16 and float64 tensors (no other computes on them).
+CAST_ONLY_OPS = ("Cast", "CastLike", *VIEW_OPS)
+
 HANDLERS = {
     **{op: shape.view for op in VIEW_OPS},
-    "Cast": shape.cast,
-    "CastLike": shape.cast,
+    "Cast": typed.cast,
+    "CastLike": typed.cast,
     "Concat": shape.concat,
     "Transpose": shape.transpose,
     "DepthToSpace": shape.depth_space,
@@ -58,12 +62,17 @@ HANDLERS = {
     "QAveragePool": batch.per_image(partial(pool.pool, quant_avg=True)),
     "GlobalAveragePool": batch.per_image(partial(pool.global_pool, quant=False)),
     "QGlobalAveragePool": batch.per_image(partial(pool.global_pool, quant=True)),
-    **{op: elementwise.act for op in ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh")},
-    **{op: elementwise.float_binary for op in elementwise.BINARY},
+    **{op: elementwise.act for op in ("LeakyRelu", "Sigmoid", "Tanh")},
+    "Relu": typed.on_integers(elementwise.act, typed.clip),
+    "Clip": typed.clip,
+    **{op: typed.on_integers(elementwise.float_binary, typed.int_arith)
+       for op in elementwise.BINARY},
     **{op: math.math_unary for op in math.OPS},
+    **{op: typed.on_integers(math.math_unary, typed.int_arith) for op in ("Abs", "Neg", "Sign")},
+    **{op: typed.typed_op for op in typed.OPS},
     "Pow": math.math_binary,
     "PRelu": math.math_binary,
-    **{op: math.variadic for op in ("Max", "Min", "Mean")},
+    **{op: typed.on_integers(math.variadic, typed.int_variadic) for op in ("Max", "Min", "Mean")},
     "Expand": math.expand,
     "Slice": indexing.slice_,
     "Resize": resize.resize,
@@ -73,8 +82,13 @@ HANDLERS = {
     "Tile": select.tile,
     "Trilu": select.trilu,
     "Gather": indexing.gather,
+    "GatherElements": indexing.gather_elements,
+    "GatherND": indexing.gather_nd,
     **{op: reductions.reduce for op in reductions.OPS},
-    "Sum": elementwise.sum_inputs,
+    "ArgMax": reductions.arg,
+    "ArgMin": reductions.arg,
+    "TopK": reductions.top_k,
+    "Sum": typed.on_integers(elementwise.sum_inputs, typed.int_variadic),
     "QAdd": elementwise.qadd,
     "QMul": elementwise.qmul,
     "QClamp": quantized.qclamp,
@@ -104,6 +118,8 @@ def lower(net: Net, alias: dict[str, str], model: Model, graph_name: str) -> Low
         if id(n) in ctx.done:
             continue
         handler = HANDLERS.get(n.op)
+        if handler is not None and n.op not in CAST_ONLY_OPS:
+            typed.compute_types(ctx, n)
         if handler is None:
             raise ModelError(f"{n.where()}: operator {n.op!r} is not supported by npukit "
                              f"(see docs/onnx.md for the supported operators)")

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...cdecl import C_KEYWORDS
-from ...dtypes import int_range
 from ...errors import ModelError
 from ...tiler import layer_generators as G
 from ...tiler.basic_kernels import common
@@ -302,9 +301,8 @@ class Lowering:
             G.unary(self.m, lname, in_dt=d.dtype, out_dt=d.dtype, Rows=rows, Cols=cols,
                     Op=common.ACT_NONE)
         else:
-            lo, hi = int_range(d.dtype)
-            G.unary(self.m, lname, in_dt=d.dtype, out_dt=d.dtype, Rows=rows, Cols=cols,
-                    Op=0, P0=lo, P1=hi)
+            G.typed(self.m, lname, op="Cast", in_dts=(d.dtype,), out_dt=d.dtype, Planes=1,
+                    Rows=rows, Cols=cols, fulls=((False, rows > 1, cols > 1),))
         self.add(lname, "Copy", [], f"{d.size} values to output {o!r}", [src], [name])
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...dtypes import int_range
 from ...errors import ModelError
 from ...tiler import layer_generators as G
 from ...tiler.basic_kernels import elementwise
@@ -59,9 +58,6 @@ def unary(ctx: Lowering, n: Node, in_dt, out_dt, op: int, p0: int, p1: int, what
 
 def act(ctx: Lowering, n: Node) -> None:
     dt = ctx.dtype(n.inputs[0])
-    if n.op == "Relu" and dt in (np.int8, np.uint8):  # max(x, 0) on integers (opset 14)
-        hi = int_range(dt)[1]
-        return unary(ctx, n, dt, dt, 0, 0, hi, f"clamp to [0, {hi}]")
     if dt != np.float32:
         raise ModelError(f"{n.where()}: {n.op} on {ctx.dtype(n.inputs[0])} data outside a "
                          f"DequantizeLinear/QuantizeLinear pair is not supported")

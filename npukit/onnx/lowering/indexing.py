@@ -1,5 +1,6 @@
-"""Slice (other steps: ``select``), Split and Gather with constant indices: crops along axes, one
-``pad_axis`` layer with negative pads per cropped axis (float32, int8, uint8)."""
+"""Slice (other steps: ``select``), Split and Gather with constant indices: crops along axes,
+one ``pad_axis`` layer with negative pads per cropped axis; Gather with indices computed or
+given at run time: one ``gather`` layer."""
 
 from __future__ import annotations
 
@@ -79,10 +80,12 @@ def split(ctx: Lowering, n: Node) -> None:
 
 def gather(ctx: Lowering, n: Node) -> None:
     """Gather with constant indices: each index a crop of the axis (a ``pad_axis`` layer),
-    several put together by one ``concat``."""
+    several put together by one ``concat``; with run-time indices one ``gather`` layer."""
     x, out = n.inputs[0], n.outputs[0]
     s = ctx.shape(x)
     axis = _axes(n, [int(n.attrs.get("axis", 0))], len(s))[0]
+    if ctx.alias.get(n.inputs[1], n.inputs[1]) not in ctx.net.consts:
+        return _gather_rows(ctx, n, axis)
     idx = _ints(ctx, n, 1, "indices")
     d = s[axis]
     bad = [i for i in idx if not -d <= i < d]
@@ -105,3 +108,63 @@ def gather(ctx: Lowering, n: Node) -> None:
         G.concat(ctx.m, name, dt=dt, Outer=outer, Ds=(1,) * len(idx), Inner=inner)
         ctx.add(name, "Gather", [n], f"{len(idx)} indices of axis {axis} together", parts,
                 [ctx.output(out)])
+
+
+def _gather_rows(ctx: Lowering, n: Node, axis: int) -> None:
+    """Gather by int32 or int64 indices known at run time (a token-id embedding): the input
+    read as [outer, D, inner], the output [outer, indices, inner]. An index outside
+    ``[-D, D)`` (which ONNX Runtime refuses when it runs) is clamped into the axis."""
+    x, idx, out = n.inputs[0], n.inputs[1], n.outputs[0]
+    s, idt = ctx.shape(x), ctx.dtype(idx)
+    if idt.name not in ("int32", "int64"):
+        raise ModelError(f"{n.where()}: indices {idx!r} of type {idt}; ONNX's Gather takes "
+                         f"int32 or int64")
+    outer, inner = int(np.prod(s[:axis])), int(np.prod(s[axis + 1:]))
+    k = int(np.prod(ctx.shape(idx)))
+    name = ctx.layer("Gather")
+    G.gather(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=outer, D=s[axis], Inner=inner,
+             K=k)
+    ctx.add(name, "Gather", [n], f"{k} run-time indices of axis {axis} (size {s[axis]})",
+            [ctx.tensor(x), ctx.tensor(idx)], [ctx.output(out)])
+
+
+def gather_elements(ctx: Lowering, n: Node) -> None:
+    """GatherElements: ``out[.., j, ..] = x[.., indices[.., j, ..], ..]`` along ``axis``, the
+    indices' other dimensions those of ``x`` (one ``gather`` layer of elements)."""
+    x, idx, out = n.inputs[0], n.inputs[1], n.outputs[0]
+    s, q, idt = ctx.shape(x), ctx.shape(idx), ctx.dtype(idx)
+    axis = _axes(n, [int(n.attrs.get("axis", 0))], len(s))[0]
+    if idt.name not in ("int32", "int64"):
+        raise ModelError(f"{n.where()}: indices {idx!r} of type {idt}; ONNX's GatherElements "
+                         f"takes int32 or int64")
+    if len(q) != len(s) or any(a != b for k, (a, b) in enumerate(zip(q, s)) if k != axis):
+        raise ModelError(f"{n.where()}: indices of shape {q} for data {s} along axis {axis}; "
+                         f"npukit takes indices of the data's size on the other axes")
+    outer, inner = int(np.prod(s[:axis])), int(np.prod(s[axis + 1:]))
+    name = ctx.layer("GatherElements")
+    G.gather(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=outer, D=s[axis], Inner=inner,
+             K=q[axis], elements=True)
+    ctx.add(name, "GatherElements", [n], f"{q} indices into axis {axis} of {s}",
+            [ctx.tensor(x), ctx.tensor(idx)], [ctx.output(out)])
+
+
+def gather_nd(ctx: Lowering, n: Node) -> None:
+    """GatherND (``batch_dims`` too): the data read as [batch, D, inner] planes with D the
+    product of the R axes the last axis of ``indices`` addresses; one ``gather_nd`` layer."""
+    x, idx, out = n.inputs[0], n.inputs[1], n.outputs[0]
+    s, q, idt = ctx.shape(x), ctx.shape(idx), ctx.dtype(idx)
+    b = int(n.attrs.get("batch_dims", 0))
+    if idt != np.int64:
+        raise ModelError(f"{n.where()}: indices {idx!r} of type {idt}; ONNX's GatherND takes "
+                         f"int64")
+    r = q[-1]
+    if not 1 <= r <= len(s) - b or q[:b] != s[:b]:
+        raise ModelError(f"{n.where()}: indices of shape {q} for data {s} with batch_dims={b}")
+    planes, d = int(np.prod(s[:b])), int(np.prod(s[b:b + r]))
+    inner, rows = int(np.prod(s[b + r:])), int(np.prod(q[b:-1]))
+    dims = ctx.const(np.array(s[b:b + r], np.int32), f"{n.name}_dims")
+    name = ctx.layer("GatherND")
+    G.gather_nd(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=planes, D=d, Inner=inner,
+                Q=rows, R=r)
+    ctx.add(name, "GatherND", [n], f"{rows} rows at {r} coordinates of {s} "
+            f"(batch_dims={b})", [ctx.tensor(x), ctx.tensor(idx), dims], [ctx.output(out)])

@@ -59,3 +59,50 @@ def reduce(ctx: Lowering, n: Node) -> None:
     G.reduce(ctx.m, name, op=n.op, Outer=outer, D=d, Inner=inner)
     ctx.add(name, n.op, [n], f"axes {axes}: [{outer}, {d}, {inner}] -> [{outer}, {inner}]",
             [ctx.tensor(src)], [ctx.output(out)])
+
+
+def arg(ctx: Lowering, n: Node) -> None:
+    """ArgMax and ArgMin along ``axis`` (``keepdims`` only names the output's shape;
+    ``select_last_index``): one layer over the input read as [outer, D, inner]."""
+    x, out = n.inputs[0], n.outputs[0]
+    s, dt = ctx.shape(x), ctx.dtype(x)
+    if dt.kind not in "fiu":
+        raise ModelError(f"{n.where()}: {n.op} of {dt} data is not supported")
+    axis = int(n.attrs.get("axis", 0))
+    if not -len(s) <= axis < len(s):
+        raise ModelError(f"{n.where()}: axis={axis} for a rank-{len(s)} input")
+    axis %= len(s)
+    outer, d, inner = int(np.prod(s[:axis])), s[axis], int(np.prod(s[axis + 1:]))
+    last = bool(n.attrs.get("select_last_index", 0))
+    name = ctx.layer(n.op)
+    G.reduce(ctx.m, name, op=n.op, Outer=outer, D=d, Inner=inner, dt=dt, last=last)
+    ctx.add(name, n.op, [n], f"axis {axis}: [{outer}, {d}, {inner}] -> [{outer}, {inner}]"
+            + (" (last on ties)" if last else ""), [ctx.tensor(x)], [ctx.output(out)])
+
+
+def top_k(ctx: Lowering, n: Node) -> None:
+    """TopK (sorted; ``largest``; K a constant): one layer writing the values and the int64
+    indices, each [outer, K, inner] plane whole."""
+    x = n.inputs[0]
+    s, dt = ctx.shape(x), ctx.dtype(x)
+    if dt.kind not in "fiu":
+        raise ModelError(f"{n.where()}: {n.op} of {dt} data is not supported")
+    if not n.attrs.get("sorted", 1):
+        raise ModelError(f"{n.where()}: sorted=0 (an order ONNX leaves open) is not supported")
+    if n.attrs.get("k") is not None:  # TopK-1's attribute
+        k = int(n.attrs["k"])
+    else:
+        k = int(ctx.const_input(n, 1, "K")[0])
+    axis = int(n.attrs.get("axis", -1))
+    if not -len(s) <= axis < len(s):
+        raise ModelError(f"{n.where()}: axis={axis} for a rank-{len(s)} input")
+    axis %= len(s)
+    if not 1 <= k <= s[axis]:
+        raise ModelError(f"{n.where()}: K={k} for axis {axis} of size {s[axis]}")
+    outer, d, inner = int(np.prod(s[:axis])), s[axis], int(np.prod(s[axis + 1:]))
+    largest = bool(n.attrs.get("largest", 1))
+    name = ctx.layer(n.op)
+    G.top_k(ctx.m, name, dt=dt, Planes=outer, D=d, Inner=inner, K=k, largest=largest)
+    outs = [ctx.output(t) for t in n.outputs]  # Values and Indices (both required)
+    ctx.add(name, n.op, [n], f"{'largest' if largest else 'smallest'} {k} of axis {axis}: "
+            f"[{outer}, {d}, {inner}] -> [{outer}, {k}, {inner}]", [ctx.tensor(x)], outs)

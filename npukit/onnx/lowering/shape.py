@@ -23,15 +23,6 @@ def view(ctx: Lowering, n: Node) -> None:
     ctx.done.add(id(n))
 
 
-def cast(ctx: Lowering, n: Node) -> None:
-    if n.op == "CastLike" and ctx.dtype(n.inputs[0]) == ctx.dtype(n.outputs[0]):
-        return view(ctx, n)
-    to = f"to={n.attrs.get('to')} " if n.op == "Cast" else ""
-    raise ModelError(f"{n.where()}: {to}casts {ctx.dtype(n.inputs[0])} "
-                     f"to {ctx.dtype(n.outputs[0])}; npukit keeps each tensor's type (a "
-                     f"Cast to the same type is dropped)")
-
-
 def concat(ctx: Lowering, n: Node) -> None:
     ins = [t for t in n.inputs if t]
     out = n.outputs[0]

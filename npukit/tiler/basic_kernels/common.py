@@ -18,8 +18,10 @@ Two families of basic kernels use them:
   wrapping int32 accumulator and requantised as ONNX Runtime's ``MlasRequantizeOutput``:
   ``q = clamp(rne(float(acc) * scale)) + zero_point``. Float parameters travel as their
   IEEE-754 bits in ``int`` arguments (``f32_bits``). Types ``LAYER_CODES``: ``fl`` float32,
-  ``fps`` int8, ``u8`` uint8, ``fpd`` int32; their C helpers (``HELPERS``) are defined once
-  behind an include guard.
+  ``fps`` int8, ``u8`` uint8, ``fpd`` int32 (and, for a model's integer and bool tensors,
+  ``fp`` int16, ``u16`` uint16, ``u32`` uint32, ``i64`` int64, ``u64`` uint64, ``b`` bool,
+  and for casts ``f16`` float16, ``bf16`` bfloat16, ``fd`` float64); their C helpers
+  (``HELPERS``) are defined once behind an include guard.
 
 A kernel is named like GAP's (``KerConvDP_fp``; mixed types list each operand's code). Every
 kernel is self-contained C, so a translation unit carries only the kernels it calls.
@@ -40,7 +42,9 @@ from ...errors import DTypeError
 # GAP's type codes: the CNN library kernels (Q-format fixed point, float32) ...
 CODES = {"int8": "fps", "int16": "fp", "int32": "fpd", "float32": "fl"}
 # ... and npukit's layer kernels (scale and zero point, float32).
-LAYER_CODES = {"int8": "fps", "uint8": "u8", "int32": "fpd", "float32": "fl"}
+LAYER_CODES = {"int8": "fps", "uint8": "u8", "int16": "fp", "uint16": "u16", "int32": "fpd",
+               "uint32": "u32", "int64": "i64", "uint64": "u64", "bool": "b", "float32": "fl",
+               "float16": "f16", "bfloat16": "bf16", "float64": "fd"}
 
 # Activation codes (float layers; integer layers fold their activation into a clamp).
 ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP, ACT_SIGMOID, ACT_TANH = range(6)
