@@ -51,10 +51,12 @@ from .values import (
     _describe,
     as_affine,
     ceildiv,
+    check_immediate,
     imax,
     imin,
     index,
     make_value,
+    sign_note,
     tracer,
 )
 
@@ -231,7 +233,8 @@ class Tracer:
             if x.type.lanes == 1 < like.lanes and x.type == like.element_of:  # spread it
                 return self.spread(x, like.lanes)
             if x.type != like:
-                raise DTypeError(f"{what}: vector type mismatch: {like} and {x.type}")
+                raise DTypeError(f"{what}: vector type mismatch: {like} and {x.type}"
+                                 f"{sign_note(like, x.type)}")
             return x
         if isinstance(x, Scalar) and x.type != like.element_of:
             # a typed scalar of the same kind converts to the lanes' type (an integer must
@@ -246,6 +249,7 @@ class Tracer:
                                                              np.number, np.bool_)):
             raise KernelError(f"{what}: {_describe(x)} cannot meet a {like} vector (only "
                               f"vectors, numbers and typed constants can)")
+        check_immediate(x, like, what)
         return self.splat(like, x)
 
     def vector_type(self, what: str, *xs) -> DType:
