@@ -443,6 +443,11 @@ class Tracer:
 
     def store(self, p: Ptr, i, value) -> None:
         start, t = self.element_run(p, i)
+        if isinstance(value, Scalar) and t.lanes == 1 and is_float(value.type.elem) and \
+                is_float(t.elem):  # a float constant rounds into any float element, as a
+            value = value.value    # number does (S.rint(1.234) into a float16*)
+        if isinstance(value, Vec) and sign_note(value.type, t):  # the other sign: its bits
+            value = self.compute("vbitcast", t, [value])          # are stored, as C does
         self.store_run(p, start, self.coerce(value, t, f"`{self.label()}`: storing into "
                                                      f"{t}* {p.name}"))
 
