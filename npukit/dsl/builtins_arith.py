@@ -366,8 +366,12 @@ def clz(x, mask=None):
 
 def reinterpret(x, dtype):
     """The bits of ``x`` read as ``dtype`` (the same lane width: ``int32x8`` as
-    ``float32x8``; a scalar type keeps the lanes)."""
+    ``float32x8``; a scalar type keeps the lanes). A Python number is a 32-bit constant:
+    a float a float32, an integer an int32 (a uint32 past its range)."""
     t = DType(dtype)
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        x = Scalar(DType("float32" if isinstance(x, float) else
+                         "int32" if x < 2 ** 31 else "uint32"), x)
     if isinstance(x, Scalar):
         if t.elem.itemsize != x.type.elem.itemsize:
             raise DTypeError(f"S.reinterpret of {x.type} as {t}: the widths differ")

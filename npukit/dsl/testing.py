@@ -24,10 +24,10 @@ def get_range(dtype) -> tuple:
     t = DType(dtype).element_of
     if t.is_bool:
         return False, True
-    info = (ml_dtypes.finfo if t.is_bfloat16 else np.finfo)(t.elem) if t.is_float else \
+    info = (ml_dtypes.finfo if t.is_bfloat16 else np.finfo)(t.elem) if t.is_floating else \
         np.iinfo(t.elem)
-    return float(info.min) if t.is_float else int(info.min), \
-        float(info.max) if t.is_float else int(info.max)
+    return float(info.min) if t.is_floating else int(info.min), \
+        float(info.max) if t.is_floating else int(info.max)
 
 
 def rand(shape, dtype, low=None, high=None, enable_corner_values=True,
@@ -47,10 +47,10 @@ def rand(shape, dtype, low=None, high=None, enable_corner_values=True,
         lo = lo if low is None else low
         if high is not None:  # excluded: the type's value just below it
             hi = np.nextafter(t.elem.type(high), t.elem.type(-np.inf)).item() \
-                if t.is_float else high - 1
+                if t.is_floating else high - 1
         if lo > hi:
             raise DTypeError(f"rand: empty range [{low}, {high}) for {t}")
-        if t.is_float:  # a normal law around the middle gives values with fractions
+        if t.is_floating:  # a normal law around the middle gives values with fractions
             spread = min((float(hi) - lo) / 6, 700.0 if t.is_float16 else 1e6)
             out = np.random.normal((float(lo) + hi) / 2, spread, shape)
             out = np.clip(out, lo, hi).astype(t.elem)
