@@ -23,7 +23,7 @@ import dis
 import sys
 import types
 
-from ..errors import CompassBuildError, KernelError, NpukitError, TargetError
+from ..errors import CompassBuildError, DTypeError, KernelError, NpukitError, TargetError
 from ..machine import target as _target
 from .kernel import PrimFunc
 from .types import PtrType
@@ -51,9 +51,10 @@ class BuildManager:
 
     def build(self, func: PrimFunc, name: str | None = None) -> Executable:
         """An executable of ``func`` (a ``@S.prim_func``). A kernel without scalar
-        parameters is built here, so a kernel npukit refuses fails here, as in the public
-        DSL: the error is written to stderr and raised as a ``CompassBuildError`` (a
-        ``RuntimeError``)."""
+        parameters is built here, so a kernel whose types npukit refuses fails here, as in
+        the public DSL: the error is written to stderr and raised as a
+        ``CompassBuildError`` (a ``RuntimeError``). What depends on the arrays' sizes is
+        checked when the executable is called."""
         if not isinstance(func, PrimFunc):
             raise KernelError(f"BuildManager.build: {func!r} is not a Compass DSL kernel; "
                               f"decorate it with @S.prim_func")
@@ -61,11 +62,22 @@ class BuildManager:
         try:
             _refuse_python_max_min(func)
             if not _scalar_parameters(func):
-                ex.program = func.host_program(self.target)
+                ex.program = _typed_program(func, self.target)
         except NpukitError as exc:
             print(f"error: {exc}", file=sys.stderr)  # where the public DSL reports it
             raise CompassBuildError(str(exc)) from exc
         return ex
+
+
+def _typed_program(func: PrimFunc, target):
+    """``func``'s program, or None where building it needs the arrays' sizes (a gather
+    table's extent, say): only a type error is final before the call."""
+    try:
+        return func.host_program(target)
+    except DTypeError:
+        raise
+    except NpukitError:
+        return None  # the call builds it with the arrays' sizes and reports what remains
 
 
 def _scalar_parameters(func: PrimFunc) -> list[str]:

@@ -98,6 +98,9 @@ class Tracer:
         self.params: dict[str, dict] = {}
         self.broken: str | None = None
         self.count = 0
+        # registers that hold a constant mask: name -> its lanes (a masked load reads no
+        # lane past the last active one, as the Compass DSL reads masked-off lanes not)
+        self.const_masks: dict[str, tuple[bool, ...]] = {}
         self.core_var: ir.Var | None = None  # the core loop's variable: the local id
         self.fixed_id: int | None = None  # the local id when traced once per TEC
         self.funcs: list = []  # the Python functions traced, kernel first
@@ -303,6 +306,7 @@ class Tracer:
             out = self.new_vec(DType("bool").with_lanes(lanes), "mask")
             self.emit(ir.Copy(out.view, ir.View(data, Layout((lanes,), np.bool_)),
                               self.tgt.engine("constant", "vreg").name, label=self.label()))
+            self.const_masks[out.buf.name] = tuple(bits.tolist())
             return out
         if not isinstance(m, Vec) or m.type.elem != np.bool_:
             raise DTypeError(f"{what}: mask must be a bool vector (a comparison), got "
@@ -525,7 +529,8 @@ class Tracer:
                           self.tgt.engine(src.buf.memory, dst.buf.memory).name, label=what))
 
     def dma_memset(self, p: Ptr, value, num) -> None:
-        """``num`` values at ``p`` set to ``value`` (a constant count)."""
+        """``num`` elements at ``p`` set to ``value`` (a constant count of scalars, whatever
+        ``p`` points at; a number or a run-time scalar)."""
         what = self.label()
         if not isinstance(p, Ptr) or p.scope == "constant":
             raise KernelError(f"`{what}`: S.dma_memset sets global memory or lsram through "
@@ -533,22 +538,29 @@ class Tracer:
         if isinstance(num, bool) or not isinstance(num, (int, np.integer)) or num < 0:
             raise KernelError(f"`{what}`: S.dma_memset count {num!r}: npukit takes a "
                               f"constant count >= 0")
-        n = int(num) * p.type.lanes
+        n = int(num)
         if n == 0:
+            return
+        dst = ir.View(p.buf, Layout((n,), p.type.elem), p.offset)
+        if isinstance(value, Vec) and value.type.lanes == 1:  # a run-time scalar (a[0])
+            x = self.coerce(value, p.type.element_of, f"`{what}`: S.dma_memset value")
+            self.check(p, p.offset, n, what, True)
+            every = ir.View(x.buf, Layout((n,), p.type.elem, (0,)))  # its one lane, n times
+            self.emit(ir.Copy(dst, every, self.tgt.engine("vreg", p.buf.memory).name,
+                              label=what))
             return
         if isinstance(value, (Vec, Index, Ptr)):
             raise KernelError(f"`{what}`: S.dma_memset of {_describe(value)}: npukit takes a "
-                              f"value known at build time")
+                              f"number or a scalar")
         v = _convert(value, p.type.element_of, f"`{what}`: S.dma_memset value")
         self.check(p, p.offset, n, what, True)
-        self.emit(ir.Fill(ir.View(p.buf, Layout((n,), p.type.elem), p.offset), v.item(),
-                          what))
+        self.emit(ir.Fill(dst, v.item(), what))
 
     def gather(self, p: Ptr, idx: Vec, mask) -> Vec:
         what = self.label()
-        if not isinstance(p, Ptr) or p.type.is_vector:
-            raise KernelError(f"`{what}`: S.vload_gather reads scalars through a pointer to "
-                              f"them, got {_describe(p)}")
+        if not isinstance(p, Ptr):  # a vector pointer's indices count elements too
+            raise KernelError(f"`{what}`: S.vload_gather reads through a pointer, got "
+                              f"{_describe(p)}")
         if not isinstance(idx, Vec) or idx.type.elem.kind not in "iu" or \
                 idx.type.elem.itemsize != 2:
             raise DTypeError(f"`{what}`: S.vload_gather indices must be a 16-bit integer "
@@ -564,7 +576,7 @@ class Tracer:
             self.params[p.buf.name]["read"] = True
         srcs = [table, idx] + ([] if mask is None else
                                [self.mask(mask, idx.type.lanes, "S.vload_gather")])
-        return self.compute("vgather", p.type.with_lanes(idx.type.lanes), srcs)
+        return self.compute("vgather", p.type.element_of.with_lanes(idx.type.lanes), srcs)
 
     def barrier(self) -> None:
         """``S.barrier()``: the core loop ends here and a new one begins (see
@@ -650,6 +662,7 @@ class Tracer:
                                      f"{old.type} before, {new.type} after")
                 self.emit(ir.Copy(old.view, new.view, self.tgt.engine("vreg", "vreg").name,
                                   label=f"{name} carried to the next iteration of `{label}`"))
+                self.const_masks.pop(old.buf.name, None)  # no longer constant
                 if serial in new.loops:  # made in the body: later uses read the carried one
                     new.buf = old.buf
             elif isinstance(old, (Vec, Index, Scalar, Ptr, int, float)) and \
