@@ -72,7 +72,10 @@ def assert_allclose(actual, desired, rtol=None, atol=None) -> None:
     if a.dtype != d.dtype:
         raise AssertionError(f"dtype mismatch: actual {a.dtype}, desired {d.dtype}")
     rtol = 0 if rtol is None else rtol
-    if a.dtype.kind == "f":
+    if a.dtype.kind == "V":  # bfloat16: exact, in float32 (numpy 1 cannot promote bfloat16)
+        a, d = a.astype(np.float32), d.astype(np.float32)
+        atol = 0 if atol is None else atol
+    elif a.dtype.kind == "f":
         atol = 1e-6 if atol is None else atol
         if atol or rtol:
             bits = np.int16 if a.itemsize == 2 else np.int32 if a.itemsize == 4 else np.int64
