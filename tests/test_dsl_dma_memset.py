@@ -4,19 +4,9 @@ C against numpy, canaries around what is set."""
 
 import numpy as np
 import pytest
+from dsl_check import host_and_c
 
-from npukit.dsl import BuildManager
 from npukit.dsl import script as S
-
-
-def _both(func, *arrays):
-    """``func`` run on the simulator and in C, each on fresh copies: their outputs."""
-    runs = []
-    for run in (func, BuildManager().build(func)):
-        copies = [a.copy() for a in arrays]
-        run(*copies)
-        runs.append(copies)
-    return runs
 
 
 @pytest.mark.slow
@@ -30,7 +20,7 @@ def test_a_run_time_value_is_set(dtype):
     canary = np.array(42, dtype)
     want = np.full(30, canary)
     want[2:22] = a[3]
-    for _, b in _both(fill, a, np.full(30, canary)):
+    for _, b in host_and_c(fill, a, np.full(30, canary)):
         np.testing.assert_array_equal(b.view(f"u{a.itemsize}"), want.view(f"u{a.itemsize}"))
 
 
@@ -42,7 +32,7 @@ def test_the_count_is_of_elements_through_a_vector_pointer():
 
     want = np.full(64, 9, np.int16)
     want[16:40] = -300
-    for (out,) in _both(fill, np.full(64, 9, np.int16)):
+    for (out,) in host_and_c(fill, np.full(64, 9, np.int16)):
         np.testing.assert_array_equal(out, want)
 
 
@@ -61,5 +51,5 @@ def test_a_loop_reading_local_memory_set_before_it():
 
     a = (np.arange(n) * 13 - 30000).astype(np.int16)
     want = (a.astype(np.int64) + 1000).astype(np.int16)  # wraps as int16 lanes do
-    for _, b in _both(add_set, a, np.full(n, 5, np.int16)):
+    for _, b in host_and_c(add_set, a, np.full(n, 5, np.int16)):
         np.testing.assert_array_equal(b, want)

@@ -5,19 +5,9 @@ stores its bits. Checked on the simulator and in C against numpy, with canaries 
 import ml_dtypes
 import numpy as np
 import pytest
+from dsl_check import host_and_c
 
-from npukit.dsl import BuildManager
 from npukit.dsl import script as S
-
-
-def _both(func, *arrays):
-    """``func`` run on the simulator and in C, each on fresh copies: their outputs."""
-    runs = []
-    for run in (func, BuildManager().build(func)):
-        copies = [a.copy() for a in arrays]
-        run(*copies)
-        runs.append(copies)
-    return runs
 
 
 @pytest.mark.slow
@@ -34,7 +24,7 @@ def test_a_float_constant_rounds_into_a_float_element(dtype):
     dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
     canary = np.array(-77.0, dt)
     want = np.array([canary, 2.0, third, -1235.0, canary], dt)  # numpy rounds to nearest
-    for (out,) in _both(consts, np.full(5, canary, dt)):
+    for (out,) in host_and_c(consts, np.full(5, canary, dt)):
         np.testing.assert_array_equal(out.view(f"uint{8 * dt.itemsize}"),
                                       want.view(f"uint{8 * dt.itemsize}"))
 
@@ -60,7 +50,7 @@ def test_a_vector_of_the_other_sign_stores_its_bits(dtype):
     u[0] = 2 ** bits - 1
     ones = np.array([bin(int(v)).count("1") for v in a.view(f"u{dtype}")], dtype)
     twice = ((u.astype(np.int64) * 2) % 2 ** bits).astype(f"u{dtype}").view(dtype)
-    for out, uout in (r[2:] for r in _both(signs, a, u, np.full(3 * lanes, 91, dtype),
+    for out, uout in (r[2:] for r in host_and_c(signs, a, u, np.full(3 * lanes, 91, dtype),
                                            np.full(3 * lanes, 92, f"u{dtype}"))):
         np.testing.assert_array_equal(out, np.concatenate([np.full(lanes, 91, dtype), ones,
                                                            twice]))

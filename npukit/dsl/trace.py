@@ -52,6 +52,7 @@ from .values import (
     as_affine,
     ceildiv,
     check_immediate,
+    differ_in_sign,
     imax,
     imin,
     index,
@@ -99,7 +100,7 @@ class Tracer:
         self.broken: str | None = None
         self.count = 0
         # registers that hold a constant mask: name -> its lanes (a masked load reads no
-        # lane past the last active one, as the Compass DSL reads masked-off lanes not)
+        # lane past the last active one: the Compass DSL does not read masked-off lanes)
         self.const_masks: dict[str, tuple[bool, ...]] = {}
         self.core_var: ir.Var | None = None  # the core loop's variable: the local id
         self.fixed_id: int | None = None  # the local id when traced once per TEC
@@ -450,8 +451,8 @@ class Tracer:
         if isinstance(value, Scalar) and t.lanes == 1 and is_float(value.type.elem) and \
                 is_float(t.elem):  # a float constant rounds into any float element, as a
             value = value.value    # number does (S.rint(1.234) into a float16*)
-        if isinstance(value, Vec) and sign_note(value.type, t):  # the other sign: its bits
-            value = self.compute("vbitcast", t, [value])          # are stored, as C does
+        if isinstance(value, Vec) and differ_in_sign(value.type, t):  # its bits are
+            value = self.compute("vbitcast", t, [value])              # stored, as C does
         self.store_run(p, start, self.coerce(value, t, f"`{self.label()}`: storing into "
                                                      f"{t}* {p.name}"))
 

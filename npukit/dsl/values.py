@@ -301,13 +301,18 @@ def _convert(value, type_: DType, what: str):
     return dt.type(int(value))
 
 
+def differ_in_sign(a: DType, b: DType) -> bool:
+    """``a`` and ``b`` are integer types alike but for their sign (``int8x32``,
+    ``uint8x32``)."""
+    return a.lanes == b.lanes and a.elem.itemsize == b.elem.itemsize and \
+        {a.elem.kind, b.elem.kind} == {"i", "u"}
+
+
 def sign_note(a: DType, b: DType) -> str:
-    """For a message about vector types ``a`` and ``b``: the Compass DSL's words when they
-    differ only in sign (``int8x32``, ``uint8x32``), else nothing."""
-    same_shape = a.lanes == b.lanes and a.elem.itemsize == b.elem.itemsize
-    if same_shape and {a.elem.kind, b.elem.kind} == {"i", "u"}:
-        return ". The sign of operands is different: cast one with S.cast"
-    return ""
+    """For a message about types ``a`` and ``b``: the Compass DSL's words when they differ
+    only in sign, else nothing."""
+    return ". The sign of operands is different: cast one with S.cast" \
+        if differ_in_sign(a, b) else ""
 
 
 def check_immediate(value, like: DType, what: str) -> None:
