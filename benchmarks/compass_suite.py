@@ -1,6 +1,6 @@
 """The public Compass DSL's own tutorials and unit tests, run on npukit: a per-file table.
 
-    python benchmarks/compass_suite.py PATH_TO_CHECKOUT [--timeout S] [--only GLOB]
+    python benchmarks/compass_suite.py PATH_TO_CHECKOUT [--timeout S] [--only GLOB] [--python EXE]
 
 PATH_TO_CHECKOUT is a checkout of Arm China's Compass_Apache_TVM (GitHub). Its tutorials
 (``python/tvm/compass/dsl/samples/tutorial_*.py``) and DSL unit tests
@@ -10,6 +10,12 @@ one textual change, the one a user makes: ``tvm.compass.dsl`` becomes ``npukit.d
 in a subprocess of its own, with a time limit, and one row per file gives its passed,
 failed and erroring cases and the first failure's reason. A file passes whole when every
 case it collects passes. Nothing of the suite is kept.
+
+The files run under ``--python`` (this interpreter by default), which must have npukit,
+pytest and whatever the files import. The public suite's own numpy code is written for
+numpy 1 (the public repository installs numpy 1.21): under numpy 2 some of its reference
+computations refuse to store ``-3`` in a ``uint8`` array (``OverflowError``). Run it with
+the Python of a virtual environment holding numpy 1.26 to measure npukit rather than that.
 """
 
 from __future__ import annotations
@@ -58,12 +64,12 @@ def suite_files(checkout: Path, only: str = "*") -> list[Path]:
     return [f for f in files if fnmatch(f.name, only)]
 
 
-def run_file(path: Path, work: Path, timeout: float) -> Row:
-    """``path`` changed textually and run by pytest in a subprocess."""
+def run_file(path: Path, work: Path, timeout: float, python: str = sys.executable) -> Row:
+    """``path`` changed textually and run by pytest in a subprocess of ``python``."""
     copy = work / path.name
     copy.write_text(textual_change(path.read_text()))
     report = work / f"{path.stem}.xml"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
            f"--junitxml={report}", str(copy)]
     try:
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=timeout)
@@ -133,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("checkout", type=Path, help="a checkout of Compass_Apache_TVM")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per file")
     ap.add_argument("--only", default="*", help="file names matching this glob")
+    ap.add_argument("--python", default=sys.executable,
+                    help="the interpreter that runs the files (one with numpy 1 for the "
+                         "suite's numpy-1 code); this one by default")
     args = ap.parse_args(argv)
     files = suite_files(args.checkout, args.only)
     if not files:
@@ -143,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rows = []
         for f in files:
-            rows.append(run_file(f, work, args.timeout))
+            rows.append(run_file(f, work, args.timeout, args.python))
             print(f"{f.name}: {rows[-1].passed} passed, {rows[-1].failed} failed, "
                   f"{rows[-1].errors} errors", file=sys.stderr, flush=True)
         print(table(rows))

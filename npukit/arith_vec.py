@@ -83,8 +83,9 @@ def count_leading_sign_bits(x: np.ndarray, dt: np.dtype) -> np.ndarray:
 
 
 def count_ones(x: np.ndarray, dt: np.dtype) -> np.ndarray:
-    u, _ = _unsigned_bits(x)
-    return np.bitwise_count(u).astype(dt)
+    """Set bits of each lane, counted over its bytes (numpy 1 has no ``bitwise_count``)."""
+    lanes = np.ascontiguousarray(x).reshape(-1, 1).view(np.uint8)
+    return np.unpackbits(lanes, axis=1).sum(axis=1).reshape(x.shape).astype(dt)
 
 
 def reverse_bits(x: np.ndarray, dt: np.dtype) -> np.ndarray:

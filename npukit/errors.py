@@ -38,6 +38,11 @@ class KernelError(NpukitError):
     """A kernel that breaks the structure rules of its front end."""
 
 
+class CompassBuildError(KernelError, RuntimeError):
+    """A Compass DSL kernel that ``BuildManager.build`` refuses; a ``RuntimeError`` too, as
+    the public Compass DSL's build raises one. Its cause is the error the build met."""
+
+
 class KernelAttributeError(KernelError, AttributeError):
     """A misspelt kernel-language method (``s.alu.add``); the message suggests the right
     name. An ``AttributeError`` too, so ``hasattr`` keeps working."""

@@ -33,6 +33,18 @@ def run_both(prog, inputs: dict, outputs: dict) -> dict:
     return got["sim"]
 
 
+def host_and_c(func, *arrays) -> list[list[np.ndarray]]:
+    """A ``@S.prim_func`` run as the public DSL's users run it, on fresh copies of
+    ``arrays`` each: called (the simulator), then through ``BuildManager`` (the C); the
+    copies after each run."""
+    runs = []
+    for run in (func, S.BuildManager().build(func)):
+        copies = [a.copy() for a in arrays]
+        run(*copies)
+        runs.append(copies)
+    return runs
+
+
 def assert_lanes(got: np.ndarray, want: np.ndarray, defined=None) -> None:
     """``got`` equals ``want`` bit for bit where ``defined`` (a bool array; all lanes when
     None); a NaN lane only needs to be NaN. Undefined lanes must hold npukit's poison."""

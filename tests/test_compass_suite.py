@@ -92,3 +92,21 @@ def test_table_of_a_small_checkout(tmp_path, capsys):
 def test_an_empty_checkout_is_refused(tmp_path, capsys):
     assert _suite().main([str(tmp_path)]) == 2
     assert "no tutorial or DSL test under" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_files_run_under_the_python_given(tmp_path, capsys):
+    # An "interpreter" that marks its environment: the file passes only when run under it.
+    python = tmp_path / "marked-python"
+    python.write_text(f'#!/bin/sh\nSUITE_MARK=given exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    root = tmp_path / "checkout"
+    tests = root / "compass/tests/python/unittest/dsl"
+    tests.mkdir(parents=True)
+    (tests / "test_marked.py").write_text(
+        "import os\n\ndef test_marked():\n    assert os.environ.get('SUITE_MARK') == 'given'\n")
+    suite = _suite()
+    assert suite.main([str(root), "--python", str(python)]) == 0
+    assert "| test_marked.py | 1 | 0 | 0 | yes |" in capsys.readouterr().out
+    assert suite.main([str(root)]) == 0  # this interpreter: no mark, the case fails
+    assert "| test_marked.py | 0 | 1 | 0 | no |" in capsys.readouterr().out

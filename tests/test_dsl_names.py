@@ -121,6 +121,10 @@ def test_assert_allclose_reads_as_the_public_dsl_does():
     with pytest.raises(AssertionError):
         assert_allclose(np.int32([5]), np.int32([6]))  # integers compare exactly
     assert_allclose(np.int32([5]), np.int32([6]), atol=1)
+    bf = np.array([1.0, -2.5, 3e38], ml_dtypes.bfloat16)  # compared exactly, numpy 1 or 2
+    assert_allclose(bf, bf.copy())
+    with pytest.raises(AssertionError):
+        assert_allclose(bf, (bf.view(np.uint16) + np.uint16(1)).view(ml_dtypes.bfloat16))
 
 
 def test_what_cannot_be_modelled_is_refused_by_name():

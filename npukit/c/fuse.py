@@ -649,7 +649,14 @@ def _emit(em, plan: _Plan, w: Writer) -> None:
             for line in plan.invariants:
                 body.line(line.strip())
             _main_loops(body, plan, e, "begin", "end")
-            extra = [(f"const {c_type(b.dtype)} *", em.ptr[key(b)]) for b in plan.read]
+            # internal memories are locals of the entry function: the task gets the ones
+            # its invariants and its streams read (lsram filled before the loop, say)
+            steps = _flat_body(loop.body)
+            made = {st.dst.buffer.name for st in steps}
+            streamed = [st.src.buffer for st in steps if isinstance(st, ir.Copy) and
+                        _internal(st.src) and st.src.buffer.name not in made]
+            seen = {key(b): b for b in plan.read + streamed}
+            extra = [(f"const {c_type(b.dtype)} *", em.ptr[k]) for k, b in seen.items()]
             extra += [("int64_t ", cursor)] if cursor is not None else []
             w.comment("The elements are shared among the host's threads: each is computed on "
                       "its own, so the result does not depend on how they are shared.")

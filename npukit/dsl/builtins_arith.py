@@ -366,8 +366,12 @@ def clz(x, mask=None):
 
 def reinterpret(x, dtype):
     """The bits of ``x`` read as ``dtype`` (the same lane width: ``int32x8`` as
-    ``float32x8``; a scalar type keeps the lanes)."""
+    ``float32x8``; a scalar type keeps the lanes). A Python number is a 32-bit constant:
+    a float a float32, an integer an int32 (a uint32 past its range)."""
     t = DType(dtype)
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        x = Scalar(DType("float32" if isinstance(x, float) else
+                         "int32" if x < 2 ** 31 else "uint32"), x)
     if isinstance(x, Scalar):
         if t.elem.itemsize != x.type.elem.itemsize:
             raise DTypeError(f"S.reinterpret of {x.type} as {t}: the widths differ")
@@ -598,7 +602,8 @@ def fma(acc, x, y, mask=None):
     tr = tracer()
     t = tr.vector_type("S.fma", acc, x, y)
     if t.elem != np.float32:
-        raise DTypeError(f"S.fma of {t}: expects float32 lanes")
+        raise DTypeError(f"S.fma of {t}: expects float32 lanes. Only support float32 "
+                         f"instruction (the Compass DSL's words)")
     a, b, c = (tr.coerce(v, t, "S.fma") for v in (acc, x, y))
     out = tr.compute("vfma", t, [a, b, c])
     return out if mask is None else tr.select(mask, out, a, "S.fma")
@@ -608,12 +613,14 @@ def _fma_half(acc, x, y, mask, first: int, what: str) -> Vec:
     """``acc + x · y`` on the even (``first`` 0) or odd lanes of 16-bit float ``x``, ``y``
     widened to float32: the product and the sum each rounded to float32."""
     tr = tracer()
-    acc = _vec(acc, what, "f")
+    acc = _vec(acc, what)
     x, y = (tr.coerce(v, tr.vector_type(what, x, y), what) for v in (x, y))
     n = acc.type.lanes
-    if acc.type.elem != np.float32 or x.type.elem.itemsize != 2 or x.type.lanes != 2 * n:
-        raise DTypeError(f"{what}: expects a float32 accumulator of n lanes and 16-bit float "
-                         f"operands of 2n lanes, got {acc.type}, {x.type}")
+    if acc.type.elem != np.float32 or not _is_float(x.type) or x.type.elem.itemsize != 2 \
+            or x.type.lanes != 2 * n:
+        raise DTypeError(f'{what}: expects a float32 accumulator of n lanes and 16-bit float '
+                         f'operands of 2n lanes. Argument type mismatch: 0-th: "{acc.type}" '
+                         f'vs. 1-th: "{x.type}"')
     wide = [tr.compute("vcast", acc.type, [_lanes(v, first, n, 2)]) for v in (x, y)]
     out = tr.arith("vadd", acc, tr.arith("vmul", *wide, what), what)
     return out if mask is None else tr.select(mask, out, acc, what)

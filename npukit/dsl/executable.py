@@ -19,9 +19,14 @@ True
 
 from __future__ import annotations
 
-from ..errors import KernelError, NpukitError, TargetError
+import dis
+import sys
+import types
+
+from ..errors import CompassBuildError, DTypeError, KernelError, NpukitError, TargetError
 from ..machine import target as _target
-from .kernel import PrimFunc, build
+from .kernel import PrimFunc
+from .types import PtrType
 
 # The Compass targets npukit models as target "compass" (npukit/targets): the X2 core, and
 # the X3P core, whose builtins the public DSL computes as on X2 (one Python simulator
@@ -49,11 +54,55 @@ class BuildManager:
         self.options = options
 
     def build(self, func: PrimFunc, name: str | None = None) -> Executable:
-        """An executable of ``func`` (a ``@S.prim_func``)."""
+        """An executable of ``func`` (a ``@S.prim_func``). A kernel without scalar
+        parameters is built here, so a kernel whose types npukit refuses fails here, as in
+        the public DSL: the error is written to stderr and raised as a
+        ``CompassBuildError`` (a ``RuntimeError``). What depends on the arrays' sizes is
+        checked when the executable is called."""
         if not isinstance(func, PrimFunc):
             raise KernelError(f"BuildManager.build: {func!r} is not a Compass DSL kernel; "
                               f"decorate it with @S.prim_func")
-        return Executable(func, self.target, name or func.name)
+        ex = Executable(func, self.target, name or func.name)
+        try:
+            _refuse_python_max_min(func)
+            if not _scalar_parameters(func):
+                ex.program = _typed_program(func, self.target)
+        except NpukitError as exc:
+            print(f"error: {exc}", file=sys.stderr)  # where the public DSL reports it
+            raise CompassBuildError(str(exc)) from exc
+        return ex
+
+
+def _typed_program(func: PrimFunc, target):
+    """``func``'s program, or None where building it needs the arrays' sizes (a gather
+    table's extent, say): only a type error is final before the call."""
+    try:
+        return func.host_program(target)
+    except DTypeError:
+        raise
+    except NpukitError:
+        return None  # the call builds it with the arrays' sizes and reports what remains
+
+
+def _scalar_parameters(func: PrimFunc) -> list[str]:
+    """The parameters a call gives as numbers (npukit specialises the kernel for them)."""
+    return [n for n, p in func.signature.parameters.items() if not isinstance(p.annotation,
+                                                                              PtrType)]
+
+
+def _refuse_python_max_min(func: PrimFunc) -> None:
+    """The public DSL refuses Python's ``max``/``min`` in a kernel (``S.max``/``S.min`` are
+    its own); npukit refuses them at build too, rather than comparing at build time."""
+    codes = [func.fn.__code__]
+    while codes:
+        code = codes.pop()
+        codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        for ins in dis.get_instructions(code):
+            if ins.opname == "LOAD_GLOBAL" and ins.argval in ("max", "min") and \
+                    ins.argval not in func.fn.__globals__:
+                raise KernelError(f'{func.name}: Python\'s {ins.argval}() in a kernel: The '
+                                  f'built-in "{ins.argval}" isn\'t supported, please use '
+                                  f'"S.{ins.argval}".')
 
 
 class Executable:
@@ -77,13 +126,12 @@ class Executable:
     @property
     def c_code(self) -> str:
         if self.program is None:
-            scalars = [n for n, p in self.func.signature.parameters.items()
-                       if not hasattr(p.annotation, "scope")]
+            scalars = _scalar_parameters(self.func)
             if scalars:
                 raise KernelError(f"{self.name}.c_code: call the executable first: npukit "
                                   f"specialises the kernel for its scalar arguments "
                                   f"({', '.join(scalars)}), so its C exists after a call")
-            self.program = build(self.func, self.target)
+            self.program = self.func.host_program(self.target)
         return self.program.c_source()
 
     def _refused(self, what: str):

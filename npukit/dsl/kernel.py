@@ -60,6 +60,11 @@ class PrimFunc:
             raise DTypeError(f"{self.name} returns {got} but is annotated -> {ann}")
         return out
 
+    def host_program(self, target) -> ir.Program:
+        """The program of a kernel without scalar parameters as host calls run it: every
+        pointer raw memory, its extent what the kernel touches."""
+        return _build(self, target, {}, partial=True)
+
     def specialise(self, target, args: tuple, kwargs: dict) -> tuple[ir.Program, dict]:
         """The program for a host call's arguments (numpy arrays for the pointers, numbers
         for the scalars) and the flat arrays to run it with: built once per argument

@@ -95,11 +95,16 @@ def vstore(value: Vec, ptr: Ptr, mask=None, stride: int = 1) -> None:
 
 
 def _bits(mask, lanes: int):
-    """A constant mask's lanes as a list of bools, or None for a run-time mask."""
+    """A constant mask's lanes as a list of bools (a short list's missing lanes False), or
+    None for a run-time mask."""
     if isinstance(mask, str):
         return _parse_mask(mask, lanes, "mask")
+    if isinstance(mask, Vec):
+        bits = tracer().const_masks.get(mask.buf.name)
+        return None if bits is None else list(bits)
     if isinstance(mask, (list, tuple, np.ndarray)):
-        return [bool(b) for b in np.asarray(mask).reshape(-1)]
+        bits = [bool(b) for b in np.asarray(mask).reshape(-1)]
+        return bits + [False] * (lanes - len(bits))
     return None
 
 
@@ -141,8 +146,9 @@ def _stride(stride, what: str) -> int:
 
 
 def dma_memset(ptr: Ptr, value, num) -> None:
-    """Set ``num`` values at ``ptr`` (of a vector pointer: ``num`` vectors) to ``value``;
-    ``num`` a constant."""
+    """Set ``num`` elements at ``ptr`` to ``value`` (a number, or a run-time scalar such as
+    ``a[0]``); ``num`` counts scalar elements, also through a vector pointer, and is a
+    constant."""
     tracer().dma_memset(ptr, value, num)
 
 

@@ -24,10 +24,10 @@ def get_range(dtype) -> tuple:
     t = DType(dtype).element_of
     if t.is_bool:
         return False, True
-    info = (ml_dtypes.finfo if t.is_bfloat16 else np.finfo)(t.elem) if t.is_float else \
+    info = (ml_dtypes.finfo if t.is_bfloat16 else np.finfo)(t.elem) if t.is_floating else \
         np.iinfo(t.elem)
-    return float(info.min) if t.is_float else int(info.min), \
-        float(info.max) if t.is_float else int(info.max)
+    return float(info.min) if t.is_floating else int(info.min), \
+        float(info.max) if t.is_floating else int(info.max)
 
 
 def rand(shape, dtype, low=None, high=None, enable_corner_values=True,
@@ -47,10 +47,10 @@ def rand(shape, dtype, low=None, high=None, enable_corner_values=True,
         lo = lo if low is None else low
         if high is not None:  # excluded: the type's value just below it
             hi = np.nextafter(t.elem.type(high), t.elem.type(-np.inf)).item() \
-                if t.is_float else high - 1
+                if t.is_floating else high - 1
         if lo > hi:
             raise DTypeError(f"rand: empty range [{low}, {high}) for {t}")
-        if t.is_float:  # a normal law around the middle gives values with fractions
+        if t.is_floating:  # a normal law around the middle gives values with fractions
             spread = min((float(hi) - lo) / 6, 700.0 if t.is_float16 else 1e6)
             out = np.random.normal((float(lo) + hi) / 2, spread, shape)
             out = np.clip(out, lo, hi).astype(t.elem)
@@ -72,7 +72,10 @@ def assert_allclose(actual, desired, rtol=None, atol=None) -> None:
     if a.dtype != d.dtype:
         raise AssertionError(f"dtype mismatch: actual {a.dtype}, desired {d.dtype}")
     rtol = 0 if rtol is None else rtol
-    if a.dtype.kind == "f":
+    if a.dtype.kind == "V":  # bfloat16: exact, in float32 (numpy 1 cannot promote bfloat16)
+        a, d = a.astype(np.float32), d.astype(np.float32)
+        atol = 0 if atol is None else atol
+    elif a.dtype.kind == "f":
         atol = 1e-6 if atol is None else atol
         if atol or rtol:
             bits = np.int16 if a.itemsize == 2 else np.int32 if a.itemsize == 4 else np.int64

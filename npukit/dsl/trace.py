@@ -51,10 +51,13 @@ from .values import (
     _describe,
     as_affine,
     ceildiv,
+    check_immediate,
+    differ_in_sign,
     imax,
     imin,
     index,
     make_value,
+    sign_note,
     tracer,
 )
 
@@ -96,6 +99,9 @@ class Tracer:
         self.params: dict[str, dict] = {}
         self.broken: str | None = None
         self.count = 0
+        # registers that hold a constant mask: name -> its lanes (a masked load reads no
+        # lane past the last active one: the Compass DSL does not read masked-off lanes)
+        self.const_masks: dict[str, tuple[bool, ...]] = {}
         self.core_var: ir.Var | None = None  # the core loop's variable: the local id
         self.fixed_id: int | None = None  # the local id when traced once per TEC
         self.funcs: list = []  # the Python functions traced, kernel first
@@ -232,7 +238,8 @@ class Tracer:
             if x.type.lanes == 1 < like.lanes and x.type == like.element_of:  # spread it
                 return self.spread(x, like.lanes)
             if x.type != like:
-                raise DTypeError(f"{what}: vector type mismatch: {like} and {x.type}")
+                raise DTypeError(f"{what}: vector type mismatch: {like} and {x.type}"
+                                 f"{sign_note(like, x.type)}")
             return x
         if isinstance(x, Scalar) and x.type != like.element_of:
             # a typed scalar of the same kind converts to the lanes' type (an integer must
@@ -247,6 +254,7 @@ class Tracer:
                                                              np.number, np.bool_)):
             raise KernelError(f"{what}: {_describe(x)} cannot meet a {like} vector (only "
                               f"vectors, numbers and typed constants can)")
+        check_immediate(x, like, what)
         return self.splat(like, x)
 
     def vector_type(self, what: str, *xs) -> DType:
@@ -300,6 +308,7 @@ class Tracer:
             out = self.new_vec(DType("bool").with_lanes(lanes), "mask")
             self.emit(ir.Copy(out.view, ir.View(data, Layout((lanes,), np.bool_)),
                               self.tgt.engine("constant", "vreg").name, label=self.label()))
+            self.const_masks[out.buf.name] = tuple(bits.tolist())
             return out
         if not isinstance(m, Vec) or m.type.elem != np.bool_:
             raise DTypeError(f"{what}: mask must be a bool vector (a comparison), got "
@@ -440,6 +449,11 @@ class Tracer:
 
     def store(self, p: Ptr, i, value) -> None:
         start, t = self.element_run(p, i)
+        if isinstance(value, Scalar) and t.lanes == 1 and is_float(value.type.elem) and \
+                is_float(t.elem):  # a float constant rounds into any float element, as a
+            value = value.value    # number does (S.rint(1.234) into a float16*)
+        if isinstance(value, Vec) and differ_in_sign(value.type, t):  # its bits are
+            value = self.compute("vbitcast", t, [value])              # stored, as C does
         self.store_run(p, start, self.coerce(value, t, f"`{self.label()}`: storing into "
                                                      f"{t}* {p.name}"))
 
@@ -517,7 +531,8 @@ class Tracer:
                           self.tgt.engine(src.buf.memory, dst.buf.memory).name, label=what))
 
     def dma_memset(self, p: Ptr, value, num) -> None:
-        """``num`` values at ``p`` set to ``value`` (a constant count)."""
+        """``num`` elements at ``p`` set to ``value`` (a constant count of scalars, whatever
+        ``p`` points at; a number or a run-time scalar)."""
         what = self.label()
         if not isinstance(p, Ptr) or p.scope == "constant":
             raise KernelError(f"`{what}`: S.dma_memset sets global memory or lsram through "
@@ -525,16 +540,23 @@ class Tracer:
         if isinstance(num, bool) or not isinstance(num, (int, np.integer)) or num < 0:
             raise KernelError(f"`{what}`: S.dma_memset count {num!r}: npukit takes a "
                               f"constant count >= 0")
-        n = int(num) * p.type.lanes
+        n = int(num)
         if n == 0:
+            return
+        dst = ir.View(p.buf, Layout((n,), p.type.elem), p.offset)
+        if isinstance(value, Vec) and value.type.lanes == 1:  # a run-time scalar (a[0])
+            x = self.coerce(value, p.type.element_of, f"`{what}`: S.dma_memset value")
+            self.check(p, p.offset, n, what, True)
+            every = ir.View(x.buf, Layout((n,), p.type.elem, (0,)))  # its one lane, n times
+            self.emit(ir.Copy(dst, every, self.tgt.engine("vreg", p.buf.memory).name,
+                              label=what))
             return
         if isinstance(value, (Vec, Index, Ptr)):
             raise KernelError(f"`{what}`: S.dma_memset of {_describe(value)}: npukit takes a "
-                              f"value known at build time")
+                              f"number or a scalar")
         v = _convert(value, p.type.element_of, f"`{what}`: S.dma_memset value")
         self.check(p, p.offset, n, what, True)
-        self.emit(ir.Fill(ir.View(p.buf, Layout((n,), p.type.elem), p.offset), v.item(),
-                          what))
+        self.emit(ir.Fill(dst, v.item(), what))
 
     def table(self, p: Ptr, builtin: str, what: str) -> ir.View:
         """Everything from ``p`` to the end of its buffer, which lane indices address (a
@@ -551,9 +573,9 @@ class Tracer:
 
     def gather(self, p: Ptr, idx: Vec, mask) -> Vec:
         what = self.label()
-        if not isinstance(p, Ptr) or p.type.is_vector:
-            raise KernelError(f"`{what}`: S.vload_gather reads scalars through a pointer to "
-                              f"them, got {_describe(p)}")
+        if not isinstance(p, Ptr):  # a vector pointer's indices count elements too
+            raise KernelError(f"`{what}`: S.vload_gather reads through a pointer, got "
+                              f"{_describe(p)}")
         if not isinstance(idx, Vec) or idx.type.elem.kind not in "iu" or \
                 idx.type.elem.itemsize != 2:
             raise DTypeError(f"`{what}`: S.vload_gather indices must be a 16-bit integer "
@@ -561,7 +583,7 @@ class Tracer:
         table = self.table(p, "S.vload_gather", what)
         srcs = [table, idx] + ([] if mask is None else
                                [self.mask(mask, idx.type.lanes, "S.vload_gather")])
-        return self.compute("vgather", p.type.with_lanes(idx.type.lanes), srcs)
+        return self.compute("vgather", p.type.element_of.with_lanes(idx.type.lanes), srcs)
 
     def scatter(self, value: Vec, p: Ptr, idx: Vec, mask) -> None:
         what = self.label()
@@ -669,6 +691,7 @@ class Tracer:
                                      f"{old.type} before, {new.type} after")
                 self.emit(ir.Copy(old.view, new.view, self.tgt.engine("vreg", "vreg").name,
                                   label=f"{name} carried to the next iteration of `{label}`"))
+                self.const_masks.pop(old.buf.name, None)  # no longer constant
                 if serial in new.loops:  # made in the body: later uses read the carried one
                     new.buf = old.buf
             elif isinstance(old, (Vec, Index, Scalar, Ptr, int, float)) and \

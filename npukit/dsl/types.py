@@ -65,16 +65,19 @@ class DType(str):
     def with_lanes(self, lanes: int) -> DType:
         return DType(self.elem.name if lanes == 1 else f"{self.elem.name}x{lanes}")
 
-    # The questions the Compass DSL's DataType answers, by the same names.
+    # The questions the Compass DSL's DataType answers, by the same names: "float" is
+    # float16/float32, "floating" counts bfloat16 too.
     is_scalar = property(lambda self: self.lanes == 1)
     is_bool = property(lambda self: self.elem == np.bool_)
-    is_float = is_floating = property(lambda self: self.elem.kind == "f" or self.is_bfloat16)
-    is_float16 = is_floating16 = property(lambda self: self.elem == np.float16)
+    is_float = property(lambda self: self.elem.kind == "f")
+    is_floating = property(lambda self: self.is_float or self.is_bfloat16)
+    is_float16 = property(lambda self: self.elem == np.float16)
+    is_floating16 = property(lambda self: self.is_floating and self.bits == 16)
     is_float32 = is_floating32 = property(lambda self: self.elem == np.float32)
     is_integer = property(lambda self: self.elem.kind in "iu")
     is_int = is_signed = property(lambda self: self.elem.kind == "i")
     is_uint = is_unsigned = property(lambda self: self.elem.kind == "u")
-    is_bfloat16 = property(lambda self: self.elem.name == "bfloat16")
+    is_bfloat = is_bfloat16 = property(lambda self: self.elem.name == "bfloat16")
     is_bfloat16_scalar = property(lambda self: self.is_bfloat16 and self.is_scalar)
     is_int16 = property(lambda self: self.elem == np.int16)
     is_int32 = property(lambda self: self.elem == np.int32)
@@ -82,10 +85,11 @@ class DType(str):
     is_uint32 = property(lambda self: self.elem == np.uint32)
     is_bool_vector = property(lambda self: self.is_bool and self.is_vector)
     is_float_vector = property(lambda self: self.is_float and self.is_vector)
-    is_floating16_vector = property(lambda self: self.is_float16 and self.is_vector)
+    is_floating16_vector = property(lambda self: self.is_floating16 and self.is_vector)
     is_integer_vector = property(lambda self: self.is_integer and self.is_vector)
     is_integer_scalar = property(lambda self: self.is_integer and self.is_scalar)
     is_float_scalar = property(lambda self: self.is_float and self.is_scalar)
+    is_floating_scalar = property(lambda self: self.is_floating and self.is_scalar)
     bits = property(lambda self: 8 * self.elem.itemsize if not self.is_bool else 1)
     bytes = itemsize = property(lambda self: self.elem.itemsize)
     total_bits = property(lambda self: self.bits * self.lanes)
@@ -94,7 +98,7 @@ class DType(str):
     def with_bits(self, bits: int) -> DType:
         """The same kind of number in ``bits`` bits: ``DType("int8x32").with_bits(16)`` is
         ``int16x32``."""
-        kind = "float" if self.is_float else {"i": "int", "u": "uint"}[self.elem.kind]
+        kind = "float" if self.is_floating else {"i": "int", "u": "uint"}[self.elem.kind]
         return DType(f"{kind}{bits}").with_lanes(self.lanes)
 
     def with_int(self) -> DType:

@@ -301,6 +301,33 @@ def _convert(value, type_: DType, what: str):
     return dt.type(int(value))
 
 
+def differ_in_sign(a: DType, b: DType) -> bool:
+    """``a`` and ``b`` are integer types alike but for their sign (``int8x32``,
+    ``uint8x32``)."""
+    return a.lanes == b.lanes and a.elem.itemsize == b.elem.itemsize and \
+        {a.elem.kind, b.elem.kind} == {"i", "u"}
+
+
+def sign_note(a: DType, b: DType) -> str:
+    """For a message about types ``a`` and ``b``: the Compass DSL's words when they differ
+    only in sign, else nothing."""
+    return ". The sign of operands is different: cast one with S.cast" \
+        if differ_in_sign(a, b) else ""
+
+
+def check_immediate(value, like: DType, what: str) -> None:
+    """An integer number meeting integer lanes must fit them, signed or unsigned: ``300``
+    meets no 8-bit lanes (the Compass DSL refuses it with these words)."""
+    if like.elem.kind not in "iu" or not isinstance(value, (int, np.integer)) or \
+            isinstance(value, (bool, np.bool_)):
+        return
+    bits = 8 * like.elem.itemsize
+    if not -2 ** (bits - 1) <= int(value) < 2 ** bits:
+        raise DTypeError(f'{what}: {value} fits no {bits}-bit lane, signed or unsigned. '
+                         f'Can\'t broadcast "{value}" to any of "({like.with_int()}, '
+                         f'{like.with_uint()})".')
+
+
 # -- vectors and pointers ----------------------------------------------------------------
 
 class Vec:
