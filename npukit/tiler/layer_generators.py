@@ -728,7 +728,15 @@ def concat(m, Name: str, *, dt, Outer: int, Ds: tuple[int, ...], Inner: int) -> 
 def transpose(m, Name: str, *, dt, Planes: int, A: int, B: int, I: int) -> None:  # noqa: E741
     """``Name(In, Out)``: [Planes, A, B, I] -> [Planes, B, A, I]. The longer of A and B is
     tiled: horizontal tiles of its rows on one side, vertical tiles of its columns on the
-    other."""
+    other. When one row or column of those does not fit L1 (I large, as the channel
+    shuffle's [g, C/g, H*W] planes), the I values of every item are cut in vertical tiles
+    instead, each tile transposing all A x B items."""
+    m._first_that_tiles(Name, _transpose_rows, _transpose_items,
+                        (m, Name, dt, Planes, A, B, I))
+
+
+def _transpose_rows(m, Name: str, dt, Planes: int, A: int, B: int, I: int) -> None:  # noqa: E741
+    """``transpose`` in tiles of A or B."""
     k = _lib(m, movement.transpose(np.dtype(dt).name))
     item = np.dtype(dt).itemsize
     hor, ver = OBJ_CONSTRAINTS_TILE_HOR, OBJ_CONSTRAINTS_TILE_VER
@@ -749,6 +757,23 @@ def transpose(m, Name: str, *, dt, Planes: int, A: int, B: int, I: int) -> None:
         Calls(Call(k, LOC_INNER_LOOP, Bindings(
             K_Arg("In", KER_ARG_TILE), *ab, Imm(I), K_Arg("Out", KER_ARG_TILE)))),
         KerArgs(kin, kout))
+    m._cnn_ops[Name] = Planes * A * B * I
+
+
+def _transpose_items(m, Name: str, dt, Planes: int, A: int, B: int, I: int) -> None:  # noqa: E741
+    """``transpose`` in tiles of I: In and Out as A*B rows of I values, vertical tiles of
+    their columns (a tile holds a few values of every item)."""
+    k = _lib(m, movement.transpose(np.dtype(dt).name))
+    item, ver = np.dtype(dt).itemsize, OBJ_CONSTRAINTS_TILE_VER
+    m.UserKernel(Name, KernelDimensions(1, I, A * B, Planes), _plane_order(Planes), TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(A), Imm(B), K_Arg("In", KER_ARG_TILE_W),
+            K_Arg("Out", KER_ARG_TILE)))),
+        KerArgs(KerArg("In", IN_DB | Obj.O_TILED | _per_plane(Planes, True), I, A * B, item, 0,
+                       ver, 0, "In"),
+                KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Planes), I, A * B, item, 0, ver,
+                       0, "Out")))
     m._cnn_ops[Name] = Planes * A * B * I
 
 
