@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from npukit import TilingError
@@ -186,8 +186,94 @@ def test_a_transpose_that_fits_in_rows_keeps_its_row_tiles():
     assert m.kernels["T"].kerargs[0].W == 60 * 10  # In as A rows of B * I values
 
 
-def test_a_transpose_nothing_fits_is_refused_naming_the_budget():
+def test_a_transpose_nothing_fits_is_refused_naming_the_sizes_and_the_budget():
     m = Model(target="gap8", l1_budget=1000)
-    G.transpose(m, "T", dt="float32", Planes=1, A=40, B=50, I=30)
-    with pytest.raises(TilingError, match=r"^T: .*L1 budget of 1000 B"):
-        m.tiling("T")
+    with pytest.raises(TilingError, match=r"^T: transposing \[1, 40, 50, 30\] into \[1, 50, 40, "
+                                          r"30\] needs min\(A, B\) x I = 1200 or A x B = 2000 "
+                                          r"values in 4 slots of L1, over the budget of 1000 B"):
+        G.transpose(m, "T", dt="float32", Planes=1, A=40, B=50, I=30)
+
+
+# -- through ONNX, against ONNX Runtime ---------------------------------------------------------
+
+def k_tiled_layers(g) -> list[str]:
+    """The layers of an imported graph made in the K-tiled form (they bind B transposed)."""
+    return [i.name for i in g.layers
+            if any(c.ArgName == "Bt" for c in g.model.kernels[i.name].cargs)]
+
+
+@pytest.mark.slow  # ONNX Runtime, two back ends
+@pytest.mark.parametrize("b_const", [True, False], ids=["weights", "computed"])
+def test_a_gemm_whose_rows_do_not_fit_matches_onnx_runtime(b_const):
+    """A fully-connected layer (Gemm, transB, bias, Relu) with K = 3000 float32 under an L1
+    of 6000 B; B a constant (read as given, [N, K]) or computed (transposed by a layer)."""
+    pytest.importorskip("onnxruntime")
+    from onnx_helpers import against_ort, model, node
+
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, (2, 3000)).astype(np.float32)
+    w = (rng.normal(size=(10, 3000)) * 0.03).astype(np.float32)
+    bias = rng.normal(size=10).astype(np.float32)
+    nodes = [node("Gemm", ["x", "w", "b"], ["y"], transB=1), node("Relu", ["y"], ["r"])]
+    ins = {"x": x}
+    if not b_const:
+        nodes.insert(0, node("Neg", ["v"], ["w"]))
+        ins["v"] = -w
+    m = model(nodes, ins, ["r"], {"b": bias, **({"w": w} if b_const else {})})
+    g, stats, outs = against_ort(m, ins, ("sim", "c"), l1_budget=6000)
+    assert len(k_tiled_layers(g)) == 1
+    assert (outs["c"]["r"] > 0).any() and (outs["c"]["r"] == 0).any()
+
+
+@pytest.mark.slow  # ONNX Runtime, two back ends
+def test_an_int8_qlinearmatmul_whose_rows_do_not_fit_is_bit_exact():
+    pytest.importorskip("onnxruntime")
+    from onnx_helpers import against_ort, model, node
+
+    rng = np.random.default_rng(6)
+    a = rng.integers(0, 256, (1, 4000), dtype=np.uint8)
+    w = rng.integers(-127, 128, (4000, 12), dtype=np.int8)
+    inits = dict(sa=np.float32(0.02), za=np.uint8(120), w=w, sw=np.float32(0.01),
+                 zw=np.int8(0), sy=np.float32(3.0), zy=np.uint8(128))
+    m = model([node("QLinearMatMul", ["a", "sa", "za", "w", "sw", "zw", "sy", "zy"], ["y"])],
+              {"a": a}, ["y"], inits, opset=13)
+    g, stats, outs = against_ort(m, {"a": a}, ("sim", "c"), l1_budget=3000)
+    assert len(k_tiled_layers(g)) == 1
+    assert stats["c"]["y"].exact == 1.0
+    assert len(np.unique(outs["c"]["y"])) > 3
+
+
+@pytest.mark.slow  # ONNX Runtime, two back ends per example
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape=st.lists(st.integers(2, 5), min_size=2, max_size=4), last=st.integers(200, 1000),
+       perm_seed=st.integers(0, 2 ** 31))
+def test_transposes_of_tensors_larger_than_l1_match_onnx_runtime(shape, last, perm_seed):
+    """Random permutations of tensors 2 to 210 times the L1 budget (12000 B), the last axis
+    long (rows of it with the other axes do not fit), against ONNX Runtime, sim == C. The
+    other axes hold at most 625 values: every swap fits one of the two tilings."""
+    pytest.importorskip("onnxruntime")
+    from onnx_helpers import against_ort, model, node
+
+    rng = np.random.default_rng(perm_seed)
+    dims = (1, *shape, last)
+    perm = [0, *(1 + rng.permutation(len(dims) - 1))]
+    x = rng.uniform(-1, 1, dims).astype(np.float32)
+    assume(x.nbytes >= 2 * 12000)
+    m = model([node("Transpose", ["x"], ["y"], perm=perm)], {"x": x}, ["y"])
+    _, _, outs = against_ort(m, {"x": x}, ("sim", "c"), l1_budget=12000)
+    assert np.array_equal(outs["c"]["y"], x.transpose(perm))
+
+
+@pytest.mark.slow  # ONNX Runtime
+def test_the_channel_shuffle_of_shufflenet_is_tiled():
+    """ShuffleNet's [1, g, C/g, H, W] -> [1, C/g, g, H, W] at 56 x 56 (a 50,176-byte row of
+    the old tiling) under GAP8's 48000 B."""
+    pytest.importorskip("onnxruntime")
+    from onnx_helpers import against_ort, model, node
+
+    x = np.random.default_rng(7).uniform(-1, 1, (1, 4, 6, 56, 56)).astype(np.float32)
+    m = model([node("Transpose", ["x"], ["y"], perm=[0, 2, 1, 3, 4])], {"x": x}, ["y"])
+    g, _, outs = against_ort(m, {"x": x}, ("c",), l1_budget=48000)
+    assert np.array_equal(outs["c"]["y"], x.transpose(0, 2, 1, 3, 4))
+    (layer,) = g.layers
+    assert g.model.kernels[layer.name].kerargs[0].W == 56 * 56  # tiles of the H*W values

@@ -730,9 +730,17 @@ def transpose(m, Name: str, *, dt, Planes: int, A: int, B: int, I: int) -> None:
     tiled: horizontal tiles of its rows on one side, vertical tiles of its columns on the
     other. When one row or column of those does not fit L1 (I large, as the channel
     shuffle's [g, C/g, H*W] planes), the I values of every item are cut in vertical tiles
-    instead, each tile transposing all A x B items."""
+    instead, each tile transposing all A x B items. One of those, min(A, B) x I or A x B
+    values, in 4 slots (in and out, double buffered), must fit L1."""
     m._first_that_tiles(Name, _transpose_rows, _transpose_items,
                         (m, Name, dt, Planes, A, B, I))
+    try:
+        m.tiling(Name)
+    except TilingError as e:
+        raise TilingError(f"{Name}: transposing [{Planes}, {A}, {B}, {I}] into [{Planes}, {B}, "
+                          f"{A}, {I}] needs min(A, B) x I = {min(A, B) * I} or A x B = {A * B} "
+                          f"values in 4 slots of L1, over the budget of {m.l1_budget} B: "
+                          f"{e}") from None
 
 
 def _transpose_rows(m, Name: str, dt, Planes: int, A: int, B: int, I: int) -> None:  # noqa: E741
