@@ -17,10 +17,13 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
 - ``global_pool``: the average of each plane, accumulated tile by tile.
 - ``unary``, ``lut``: elementwise functions and 256-entry tables.
 - ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views.
-- ``matmul``: rows of ``A`` times column tiles of ``B`` (vertical tiles), with Gemm's ``C``.
+- ``matmul``: rows of ``A`` times column tiles of ``B`` (vertical tiles), with Gemm's ``C``;
+  ``matmul_k_tiled`` when a row of K does not fit L1: K in tiles, an L1 accumulator per
+  output column across them.
 - ``softmax``, ``reduce``, ``lrn``: along rows or, in vertical tiles, along columns;
   ``layer_norm`` along rows.
-- ``pad_axis``, ``concat``, ``transpose``: data movement.
+- ``pad_axis``, ``concat``, ``transpose``: data movement (a transpose in tiles of its
+  swapped axes or, when a row of those does not fit, of its items' values).
 
 Padding of windowed layers. These layers' arguments have no padding of their own, so the
 tiler cuts argument ``a`` into tiles starting at line ``k_a * T * i``: a tile cannot start
