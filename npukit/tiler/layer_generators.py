@@ -464,17 +464,17 @@ def _matmul_rows(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c
     m._cnn_ops[Name] = M * K_ * N
 
 
-
 def matmul_k_tiled(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c, Alpha,
                    Beta, Act, ActParams, Za, Zb, scale_per_column, Zout, Lo, Hi) -> None:
     """``matmul`` with the reduction dimension in tiles, for rows of K that do not fit L1
     (the GAP AutoTiler's linear layer with a reduction): ``Name(A, Bt[, C][, Scale], Out)``
     with ``Bt`` [N, K], B transposed. ``KernelIterSpace(D1 rows of A, D0 blocks of up to 8
-    output columns, T0 tiles of K)``: before the first K tile an L1 accumulator per column
-    receives 0 (float32) or the int32 bias, each K tile adds its products in order of k,
-    after the last one the accumulator is scaled, added to C and activated (float32) or
-    requantised into the output. The solver picks the K tile; the arithmetic, the order of
-    each column's sum included, is ``matmul``'s, whatever the tile."""
+    output columns, T0 tiles of K)``, K tiles of a multiple of 8 values: before the first K
+    tile an L1 accumulator per column receives 0 (float32) or the int32 bias, each K tile
+    adds its products in order of k, after the last one the accumulator is scaled, added to
+    C and activated (float32) or requantised into the output. The solver picks the K tile;
+    the arithmetic, the order of each column's sum included, is ``matmul``'s, whatever the
+    tile."""
     flt = is_float(out_dt)
     acc = "float32" if flt else "int32"
     names = [np.dtype(d).name for d in (a_dt, b_dt, out_dt)]
@@ -484,27 +484,24 @@ def matmul_k_tiled(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int,
     nb = max(d for d in range(1, 9) if N % d == 0)  # output columns per block
     ver = OBJ_CONSTRAINTS_TILE_VER
     cargs = [TCArg(_ptr(a_dt, True), "A"), TCArg(_ptr(b_dt, True), "Bt")]
+    # K tiles of a multiple of 8 values (vector-friendly, and 8 times fewer sizes to try).
     kerargs = [KerArg("A", KerArgSpace(2, D1, T0), IN_DB, K_, 1, np.dtype(a_dt).itemsize, 0, ver,
-                      0, "A"),
+                      8, "A"),
                KerArg("Bt", KerArgSpace(2, D0, T0), IN_DB, K_, nb, np.dtype(b_dt).itemsize, 0,
-                      ver, 0, "Bt")]
-    # C, Scale: [M, N] ("element"), [N] ("column", per column), [M] ("row") or one value.
-    spaces = {"element": (D1, D0), "column": (D0,), "row": (D1,), "scalar": (),
-              True: (D0,), False: ()}
-    cols = {"element": nb, "column": nb, True: nb}
+                      ver, 8, "Bt")]
 
-    def operand(name: str, kind) -> KerArg:
-        sp = spaces[kind]
-        if not sp:  # the same value for every block: whole in L1, read once
+    def operand(name: str, spaces: tuple) -> KerArg:
+        """C or Scale, 4-byte items walked by ``spaces`` (D1: per row, D0: per column)."""
+        if not spaces:  # one value for every block: whole in L1, read once
             return KerArg(name, KerArgSpace(1, T0), Obj.O_IN | Obj.O_BUFF | Obj.O_NTILED, 1, 1,
                           4, 0, 0, 0, name)
-        return KerArg(name, KerArgSpace(len(sp), *sp), IN_DB, cols.get(kind, 1), 1, 4, 0, 0, 0,
-                      name)
+        return KerArg(name, KerArgSpace(len(spaces), *spaces), IN_DB,
+                      nb if spaces[-1] == D0 else 1, 1, 4, 0, 0, 0, name)
 
-    cdt = "float32" if flt else "int32"
     if c is not None:
-        cargs.append(TCArg(_ptr(cdt, True), "C"))
-        kerargs.append(operand("C", c))
+        cargs.append(TCArg(_ptr(acc, True), "C"))  # Gemm's C, or the int32 bias
+        kerargs.append(operand("C", {"element": (D1, D0), "column": (D0,), "row": (D1,),
+                                     "scalar": ()}[c]))
         c_bind, c_step = K_Arg("C", KER_ARG_TILE), int(c in ("column", "element"))
     else:  # the kernels never read C: any pointer to 4-byte items
         c_bind, c_step = K_Arg("Acc", KER_ARG_TILE), 0
@@ -516,7 +513,7 @@ def matmul_k_tiled(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int,
                 Imm(ActParams[0]), Imm(ActParams[1])]
     else:
         cargs.append(TCArg(_ptr("float32", True), "Scale"))
-        kerargs.append(operand("Scale", bool(scale_per_column)))
+        kerargs.append(operand("Scale", (D0,) if scale_per_column else ()))
         start_c = [c_bind, Imm(c_step), Imm(has_c)]
         part_zps = [Imm(Za), Imm(Zb)]
         tail = [K_Arg("Scale", KER_ARG_TILE), Imm(int(scale_per_column)), Imm(Zout), Imm(Lo),

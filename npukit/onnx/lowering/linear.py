@@ -19,7 +19,8 @@ def transposed(ctx: Lowering, n: Node, t: str) -> str:
             return t[:-3]
         name = f"{t}__T"
         v = ctx.net.consts[t]
-        ctx.net.consts[name] = np.ascontiguousarray(v.reshape(-1, v.shape[-1]).T)
+        # A view: copied when a layer reads it (a K-tiled product reads the original).
+        ctx.net.consts[name] = v.reshape(-1, v.shape[-1]).T
         return name
     *lead, c = ctx.shape(t)
     r = int(np.prod(lead))
