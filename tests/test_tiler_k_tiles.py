@@ -196,6 +196,18 @@ def test_a_transpose_nothing_fits_is_refused_naming_the_sizes_and_the_budget():
 
 # -- through ONNX, against ONNX Runtime ---------------------------------------------------------
 
+def against_ort_tiles(m, inputs: dict, **load_kw):
+    """``against_ort`` on the simulator and the host C, then the C of the target's own plan
+    (``schedule="tiles"``: the tiles these tests are about): its bytes are the simulator's."""
+    from onnx_helpers import against_ort
+
+    g, stats, outs = against_ort(m, inputs, ("sim", "c"), **load_kw)
+    tiles = g.run("c", schedule="tiles", **inputs).outputs
+    for k, v in outs["sim"].items():
+        assert tiles[k].tobytes() == v.tobytes(), f"{k}: the tile schedule's C differs"
+    return g, stats, outs
+
+
 def k_tiled_layers(g) -> list[str]:
     """The layers of an imported graph made in the K-tiled form (they bind B transposed)."""
     return [i.name for i in g.layers
@@ -208,7 +220,7 @@ def test_a_gemm_whose_rows_do_not_fit_matches_onnx_runtime(b_const):
     """A fully-connected layer (Gemm, transB, bias, Relu) with K = 3000 float32 under an L1
     of 6000 B; B a constant (read as given, [N, K]) or computed (transposed by a layer)."""
     pytest.importorskip("onnxruntime")
-    from onnx_helpers import against_ort, model, node
+    from onnx_helpers import model, node
 
     rng = np.random.default_rng(5)
     x = rng.uniform(-1, 1, (2, 3000)).astype(np.float32)
@@ -220,7 +232,7 @@ def test_a_gemm_whose_rows_do_not_fit_matches_onnx_runtime(b_const):
         nodes.insert(0, node("Neg", ["v"], ["w"]))
         ins["v"] = -w
     m = model(nodes, ins, ["r"], {"b": bias, **({"w": w} if b_const else {})})
-    g, stats, outs = against_ort(m, ins, ("sim", "c"), l1_budget=6000)
+    g, stats, outs = against_ort_tiles(m, ins, l1_budget=6000)
     assert len(k_tiled_layers(g)) == 1
     assert (outs["c"]["r"] > 0).any() and (outs["c"]["r"] == 0).any()
 
@@ -228,7 +240,7 @@ def test_a_gemm_whose_rows_do_not_fit_matches_onnx_runtime(b_const):
 @pytest.mark.slow  # ONNX Runtime, two back ends
 def test_an_int8_qlinearmatmul_whose_rows_do_not_fit_is_bit_exact():
     pytest.importorskip("onnxruntime")
-    from onnx_helpers import against_ort, model, node
+    from onnx_helpers import model, node
 
     rng = np.random.default_rng(6)
     a = rng.integers(0, 256, (1, 4000), dtype=np.uint8)
@@ -237,7 +249,7 @@ def test_an_int8_qlinearmatmul_whose_rows_do_not_fit_is_bit_exact():
                  zw=np.int8(0), sy=np.float32(3.0), zy=np.uint8(128))
     m = model([node("QLinearMatMul", ["a", "sa", "za", "w", "sw", "zw", "sy", "zy"], ["y"])],
               {"a": a}, ["y"], inits, opset=13)
-    g, stats, outs = against_ort(m, {"a": a}, ("sim", "c"), l1_budget=3000)
+    g, stats, outs = against_ort_tiles(m, {"a": a}, l1_budget=3000)
     assert len(k_tiled_layers(g)) == 1
     assert stats["c"]["y"].exact == 1.0
     assert len(np.unique(outs["c"]["y"])) > 3
@@ -252,7 +264,7 @@ def test_transposes_of_tensors_larger_than_l1_match_onnx_runtime(shape, last, pe
     long (rows of it with the other axes do not fit), against ONNX Runtime, sim == C. The
     other axes hold at most 625 values: every swap fits one of the two tilings."""
     pytest.importorskip("onnxruntime")
-    from onnx_helpers import against_ort, model, node
+    from onnx_helpers import model, node
 
     rng = np.random.default_rng(perm_seed)
     dims = (1, *shape, last)
@@ -260,7 +272,7 @@ def test_transposes_of_tensors_larger_than_l1_match_onnx_runtime(shape, last, pe
     x = rng.uniform(-1, 1, dims).astype(np.float32)
     assume(x.nbytes >= 2 * 12000)
     m = model([node("Transpose", ["x"], ["y"], perm=perm)], {"x": x}, ["y"])
-    _, _, outs = against_ort(m, {"x": x}, ("sim", "c"), l1_budget=12000)
+    _, _, outs = against_ort_tiles(m, {"x": x}, l1_budget=12000)
     assert np.array_equal(outs["c"]["y"], x.transpose(perm))
 
 
@@ -269,11 +281,11 @@ def test_the_channel_shuffle_of_shufflenet_is_tiled():
     """ShuffleNet's [1, g, C/g, H, W] -> [1, C/g, g, H, W] at 56 x 56 (a 50,176-byte row of
     the old tiling) under GAP8's 48000 B."""
     pytest.importorskip("onnxruntime")
-    from onnx_helpers import against_ort, model, node
+    from onnx_helpers import model, node
 
     x = np.random.default_rng(7).uniform(-1, 1, (1, 4, 6, 56, 56)).astype(np.float32)
     m = model([node("Transpose", ["x"], ["y"], perm=[0, 2, 1, 3, 4])], {"x": x}, ["y"])
-    g, _, outs = against_ort(m, {"x": x}, ("c",), l1_budget=48000)
+    g, _, outs = against_ort_tiles(m, {"x": x}, l1_budget=48000)
     assert np.array_equal(outs["c"]["y"], x.transpose(0, 2, 1, 3, 4))
     (layer,) = g.layers
     assert g.model.kernels[layer.name].kerargs[0].W == 56 * 56  # tiles of the H*W values
