@@ -289,3 +289,17 @@ def test_the_channel_shuffle_of_shufflenet_is_tiled():
     assert np.array_equal(outs["c"]["y"], x.transpose(0, 2, 1, 3, 4))
     (layer,) = g.layers
     assert g.model.kernels[layer.name].kerargs[0].W == 56 * 56  # tiles of the H*W values
+
+
+def test_an_imported_product_no_k_tile_fits_is_refused_naming_the_node():
+    pytest.importorskip("onnxruntime")
+    from onnx_helpers import model, node
+
+    import npukit.onnx
+
+    x, w = np.ones((1, 5000), np.float32), np.ones((8, 5000), np.float32)
+    m = model([node("Gemm", ["x", "w"], ["y"], transB=1, name="fc")], {"x": x}, ["y"], {"w": w})
+    with pytest.raises(TilingError, match=r"^node 'fc' \(Gemm\), layer L0_Gemm: \[1, 5000\] x "
+                                          r"\[5000, 8\] does not fit the L1 budget of 100 B even "
+                                          r"with K = 5000 cut into tiles: "):
+        npukit.onnx.load(m, l1_budget=100)
