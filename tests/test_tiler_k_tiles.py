@@ -83,6 +83,7 @@ def test_a_float_product_tiled_along_k_sums_in_order_of_k(M, K, N, budget, c, se
     k_tiled_float(M, K, N, budget, c, seed)
 
 
+@pytest.mark.slow  # compiles C (~1.5 s)
 def test_the_k_tiled_form_gives_the_bytes_of_the_whole_row_form():
     """The summation order does not depend on the tiling: the same product planned with an
     L1 that holds whole rows of K gives the same bytes."""
