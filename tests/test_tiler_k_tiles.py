@@ -304,3 +304,29 @@ def test_an_imported_product_no_k_tile_fits_is_refused_naming_the_node():
                                           r"\[5000, 8\] does not fit the L1 budget of 100 B even "
                                           r"with K = 5000 cut into tiles: "):
         npukit.onnx.load(m, l1_budget=100)
+
+
+@pytest.mark.slow  # builds a C project with make
+def test_an_emitted_project_with_a_k_tiled_product_builds_with_warnings_as_errors(tmp_path):
+    """The deployable C of a K-tiled product without C (its kernels' unused C pointer must
+    not alias the accumulator they write: restrict) builds and reproduces the outputs."""
+    import subprocess
+
+    pytest.importorskip("onnxruntime")
+    from onnx_helpers import model, node
+
+    import npukit.onnx
+
+    rng = np.random.default_rng(8)
+    x = rng.uniform(-1, 1, (1, 3000)).astype(np.float32)
+    w = rng.uniform(-1, 1, (8, 3000)).astype(np.float32)
+    g = npukit.onnx.load(model([node("Gemm", ["x", "w"], ["y"], transB=1)], {"x": x}, ["y"],
+                               {"w": w}), l1_budget=4000)
+    assert len(k_tiled_layers(g)) == 1
+    g.emit(tmp_path, {"x": x})
+    r = subprocess.run(["make", "-C", str(tmp_path), "check", "CFLAGS=-O1 -Wall -Wextra -Werror"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "outputs identical to expected/" in r.stdout
+    y = np.load(tmp_path / "outputs" / "y.npy")
+    assert np.abs(y - x.astype(np.float64) @ w.T.astype(np.float64)).max() < 1e-3

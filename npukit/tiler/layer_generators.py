@@ -503,11 +503,11 @@ def matmul_k_tiled(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int,
         kerargs.append(operand("C", {"element": (D1, D0), "column": (D0,), "row": (D1,),
                                      "scalar": ()}[c]))
         c_bind, c_step = K_Arg("C", KER_ARG_TILE), int(c in ("column", "element"))
-    else:  # the kernels never read C: any pointer to 4-byte items
-        c_bind, c_step = K_Arg("Acc", KER_ARG_TILE), 0
+    else:  # the kernels never read C: a pointer that is not the one they write (restrict)
+        c_bind, c_step = K_Arg("Acc" if flt else "Scale", KER_ARG_TILE), 0
     has_c = int(c is not None)
     if flt:
-        start_c = [K_Arg("Acc", KER_ARG_TILE), Imm(0), Imm(0)]  # C comes after the scaling
+        start_c = [K_Arg("Out", KER_ARG_TILE), Imm(0), Imm(0)]  # C comes after the scaling
         part_zps = []
         tail = [c_bind, Imm(c_step), Imm(has_c), Imm(Alpha), Imm(Beta), Imm(Act),
                 Imm(ActParams[0]), Imm(ActParams[1])]
