@@ -3,6 +3,8 @@ Constant, unused optional outputs, IR version 3 (initializers listed as graph in
 Clip bounds that are not constants, QOperator models ending in a softmax, and empty
 tensors. Each is run against ONNX Runtime or refused with one line naming the node."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -204,33 +206,6 @@ def test_a_qoperator_model_from_quantize_static_ending_in_softmax(tmp_path):
 
 # -- IR version 3: initializers listed as graph inputs ------------------------------------------
 
-def with_random_weights(m: onnx.ModelProto, rng) -> onnx.ModelProto:
-    """``m`` with each ``ConstantOfShape`` of a constant shape (the weights of the onnx
-    wheel's ``light_*`` models) replaced by a random initializer of that shape, listed as a
-    graph input as IR version 3 requires (He-scaled weights; vectors in [0.5, 1.5])."""
-    out = onnx.ModelProto()
-    out.CopyFrom(m)
-    g = out.graph
-    inits = {t.name: nh.to_array(t) for t in g.initializer}
-    keep, new = [], []
-    for n in g.node:
-        if n.op_type == "ConstantOfShape" and n.input[0] in inits:
-            shape = tuple(int(d) for d in inits[n.input[0]])
-            fan = int(np.prod(shape[1:])) if len(shape) > 1 else 0
-            v = rng.normal(size=shape) * np.sqrt(2 / fan) if fan else rng.uniform(0.5, 1.5, shape)
-            new.append(nh.from_array(v.astype(np.float32), n.output[0]))
-        else:
-            keep.append(n)
-    used = {x for n in keep for x in n.input}
-    ins = [vi for vi in g.input if vi.name in used or vi.name not in inits]
-    kept_inits = [t for t in g.initializer if t.name in used]
-    del g.node[:], g.initializer[:], g.input[:]
-    g.node.extend(keep)
-    g.initializer.extend(kept_inits + new)
-    g.input.extend(ins + [h.make_tensor_value_info(t.name, t.data_type, t.dims) for t in new])
-    return out
-
-
 @pytest.mark.slow  # plans and runs a 26-layer model (~35 s)
 def test_light_squeezenet_of_the_onnx_wheel_in_ir_version_3():
     """Its weights are initializers that are also graph inputs; after folding, shape
@@ -238,6 +213,9 @@ def test_light_squeezenet_of_the_onnx_wheel_in_ir_version_3():
     from pathlib import Path
 
     from npukit.onnx.check import ort_run
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    from onnx_light import with_random_weights
 
     path = Path(onnx.__file__).parent / "backend/test/data/light/light_squeezenet.onnx"
     if not path.exists():

@@ -152,20 +152,22 @@ class CNNGenerators(OnePlaneCNNGenerators):
         self._first_that_tiles(Name, self._conv_par_feat, self.CNN_ConvolutionPoolReLU_OnePlane,
                                args)
 
-    def _first_that_tiles(self, Name: str, *forms_and_args) -> None:
+    def _first_that_tiles(self, Name: str, *forms_and_args):
         """Create user kernel ``Name`` in the first form whose tiling fits the L1 budget (the
-        last one whatever it gives), as gap_sdk's generators try their forms in turn."""
+        last one whatever it gives), as gap_sdk's generators try their forms in turn;
+        returns the form used."""
         *forms, args = forms_and_args
         for form in forms[:-1]:
             form(*args)
             try:
                 self.tiling(Name)
-                return
+                return form
             except TilingError:
                 del self.kernels[Name]
                 if self._open:
                     self._open[1].remove(Name)
         forms[-1](*args)
+        return forms[-1]
 
     def _conv_par_feat(
             self, Name, Ctrl, In_DataSize, Filter_DataSize, Bias_DataSize, Out_DataSize, In_Q,

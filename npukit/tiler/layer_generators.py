@@ -13,15 +13,18 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
   ``CNN_ConvolutionPoolReLU``; a one-tile L1 accumulator receives the bias, then each input
   plane's taps, then is activated and pooled into the output tile.
 - ``pool``: max or average pooling with ONNX's padding, dilations and ``count_include_pad``.
-- ``resize_planes``: nearest or bilinear resizing of planes by row and column tables.
 - ``global_pool``: the average of each plane, accumulated tile by tile.
 - ``unary``, ``lut``: elementwise functions and 256-entry tables.
 - ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views;
   ``typed`` the same for casts, integers, comparisons, logic and ``Where``.
-- ``matmul``: rows of ``A`` times column tiles of ``B`` (vertical tiles), with Gemm's ``C``.
+- ``matmul``: rows of ``A`` times column tiles of ``B`` (vertical tiles), with Gemm's ``C``;
+  ``matmul_k_tiled`` when a row of K does not fit L1: K in tiles, an L1 accumulator per
+  output column across them.
 - ``softmax``, ``reduce``, ``lrn``: along rows or, in vertical tiles, along columns;
   ``layer_norm`` along rows.
-- ``pad_axis``, ``concat``, ``transpose``, ``gather``: data movement.
+- ``pad_axis``, ``concat``, ``transpose``: data movement (a transpose in tiles of its
+  swapped axes or, when a row of those does not fit, of its items' values); the layers that
+  read at run-time indices are in ``npukit.tiler.layer_generators_indexed``.
 
 Padding of windowed layers. These layers' arguments have no padding of their own, so the
 tiler cuts argument ``a`` into tiles starting at line ``k_a * T * i``: a tile cannot start
@@ -36,11 +39,15 @@ yet.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ..dtypes import is_float
 from ..errors import TilingError
 from .api import (
+    D0,
+    D1,
     KER_ARG_TILE,
     KER_ARG_TILE_H,
     KER_ARG_TILE_W,
@@ -55,9 +62,14 @@ from .api import (
     LOC_IN_PLANE_PROLOG,
     LOC_INNER_LOOP,
     LOC_INNER_LOOP_EPILOG,
+    LOC_LOOP,
+    LOC_LOOP_EPILOG,
+    LOC_LOOP_PROLOG,
     OBJ_CONSTRAINTS_TILE_HOR,
     OBJ_CONSTRAINTS_TILE_VER,
+    T0,
     TILE_HOR,
+    TILE_VER,
     Bindings,
     Call,
     Calls,
@@ -67,16 +79,17 @@ from .api import (
     Ker_IteratorIndex,
     KerArg,
     KerArgs,
+    KerArgSpace,
     KernelDimensions,
     KernelIterationOrder,
     Obj,
     TCArg,
 )
+from .api_spaces import IterFixedSpace, IterTiledSpace, KernelIterSpace
 from .basic_kernels import (
     common,
     convolution,
     elementwise,
-    gridsample,
     integer,
     linear,
     mathfn,
@@ -84,7 +97,6 @@ from .basic_kernels import (
     normalisation,
     pooling,
     reduction,
-    resize,
 )
 from .basic_kernels import softmax as softmax_kernels
 
@@ -243,128 +255,6 @@ def pool(m, Name: str, *, dt, C: int, Width: int, Height: int, in_tiled: bool, H
     m._cnn_ops[Name] = C * Wo * Ho * Fx * Fy
 
 
-def resize_planes(m, Name: str, *, dt, Planes: int, Width: int, Height: int, Wo: int, Ho: int,
-                  linear: bool) -> None:
-    """``Name(In, Ys, Fy, Xs, Fx, Out)``: each of the Planes [Height, Width] planes of In
-    resized to [Ho, Wo] by the row and column tables (``basic_kernels.resize``): the input
-    plane whole, the output in tiles of rows."""
-    k = _lib(m, resize.resize(np.dtype(dt).name, linear))
-    item = np.dtype(dt).itemsize
-    tables = [("Ys", "int32", 2 * Ho), ("Fy", "float32", Ho), ("Xs", "int32", 2 * Wo),
-              ("Fx", "float32", Wo)]
-    m.UserKernel(Name,
-        KernelDimensions(1, Width, Height, Planes),
-        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
-        TILE_HOR,
-        CArgs(TCArg(_ptr(dt, True), "In"), *(TCArg(_ptr(t, True), n) for n, t, _ in tables),
-              TCArg(_ptr(dt), "Out")),
-        Calls(Call(k, LOC_INNER_LOOP, Bindings(
-            K_Arg("In", KER_ARG_TILE), Imm(Width), K_Arg("Out", KER_ARG_TILE), Imm(Wo),
-            K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
-            *(K_Arg(n, KER_ARG_TILE) for n, _, _ in tables)))),
-        KerArgs(
-            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Width, Height, item, 0, 0, 0, "In"),
-            *(KerArg(n, Obj.O_IN, size, 1, 4, 0, 0, 0, n) for n, _, size in tables),
-            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, item, 0, 0, 0, "Out")))
-    m._cnn_ops[Name] = Planes * Wo * Ho
-
-
-def grid_sample(m, Name: str, *, Planes: int, Width: int, Height: int, Wo: int, Ho: int,
-                mode: str, padding: str, align: bool) -> None:
-    """``Name(In, Grid, Out)``: each of the Planes [Height, Width] float32 planes of In
-    sampled at the [Ho, Wo, 2] locations of Grid (``basic_kernels.gridsample``): the input
-    plane and the grid whole, the output in tiles of rows."""
-    k = _lib(m, gridsample.grid_sample(mode, padding, align))
-    m.UserKernel(Name,
-        KernelDimensions(1, Width, Height, Planes),
-        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
-        TILE_HOR,
-        CArgs(TCArg(_ptr("float32", True), "In"), TCArg(_ptr("float32", True), "Grid"),
-              TCArg(_ptr("float32"), "Out")),
-        Calls(Call(k, LOC_INNER_LOOP, Bindings(
-            K_Arg("In", KER_ARG_TILE), Imm(Width), Imm(Height), K_Arg("Out", KER_ARG_TILE),
-            Imm(Wo), K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
-            K_Arg("Grid", KER_ARG_TILE)))),
-        KerArgs(
-            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Width, Height, 4, 0, 0, 0, "In"),
-            KerArg("Grid", Obj.O_IN, 2 * Wo * Ho, 1, 4, 0, 0, 0, "Grid"),
-            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, 4, 0, 0, 0, "Out")))
-    m._cnn_ops[Name] = Planes * Wo * Ho
-def gather(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int,
-           elements: bool = False) -> None:
-    """``Name(In, Idx, Out)``: each of the Planes [D, Inner] planes of In gives the rows the
-    K run-time indices ``Idx`` name (``basic_kernels.movement.gather_rows``), or with
-    ``elements`` each output value the row its own index names (``Idx`` [Planes, K, Inner],
-    ONNX's GatherElements): the input plane whole, the output [K, Inner] (and the indices of
-    ``elements``) in tiles of rows."""
-    k = _lib(m, movement.gather_rows(np.dtype(dt).name, np.dtype(idx_dt).name, elements))
-    item, iitem = np.dtype(dt).itemsize, np.dtype(idx_dt).itemsize
-    idx = KerArg("Idx", IN_DB | Obj.O_3D | Obj.O_4D | Obj.O_TILED, Inner, K, iitem, 0, 0, 0,
-                 "Idx") if elements else KerArg("Idx", Obj.O_IN, K, 1, iitem, 0, 0, 0, "Idx")
-    m.UserKernel(Name,
-        KernelDimensions(1, Inner, D, Planes),
-        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
-        TILE_HOR,
-        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(idx_dt, True), "Idx"),
-              TCArg(_ptr(dt), "Out")),
-        Calls(Call(k, LOC_INNER_LOOP, Bindings(
-            K_Arg("In", KER_ARG_TILE), Imm(D), Imm(Inner), K_Arg("Idx", KER_ARG_TILE),
-            K_Arg("Out", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILEOFFSET),
-            K_Arg("Out", KER_ARG_TILE_H)))),
-        KerArgs(
-            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"), idx,
-            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, K, item, 0, 0, 0, "Out")))
-    m._cnn_ops[Name] = Planes * K * Inner
-
-
-def gather_nd(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, Q: int,
-              R: int) -> None:
-    """``Name(In, Idx, Dims, Out)``: ONNX's GatherND on each of the Planes (``batch_dims``)
-    [D, Inner] planes of In: Q rows, each at the R coordinates ``Idx`` gives along the
-    axes ``Dims`` (``basic_kernels.movement.gather_nd``); the plane and its indices whole,
-    the output [Q, Inner] in tiles of rows."""
-    k = _lib(m, movement.gather_nd(np.dtype(dt).name, np.dtype(idx_dt).name))
-    item = np.dtype(dt).itemsize
-    m.UserKernel(Name,
-        KernelDimensions(1, Inner, D, Planes),
-        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
-        TILE_HOR,
-        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(idx_dt, True), "Idx"),
-              TCArg(_ptr("int32", True), "Dims"), TCArg(_ptr(dt), "Out")),
-        Calls(Call(k, LOC_INNER_LOOP, Bindings(
-            K_Arg("In", KER_ARG_TILE), Imm(Inner), K_Arg("Idx", KER_ARG_TILE), Imm(R),
-            K_Arg("Dims", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
-            K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H)))),
-        KerArgs(
-            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"),
-            KerArg("Idx", IN_DB | Obj.O_3D | Obj.O_4D, R, Q, np.dtype(idx_dt).itemsize, 0, 0,
-                   0, "Idx"),
-            KerArg("Dims", Obj.O_IN, R, 1, 4, 0, 0, 0, "Dims"),
-            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, Q, item, 0, 0, 0, "Out")))
-    m._cnn_ops[Name] = Planes * Q * Inner
-
-
-def top_k(m, Name: str, *, dt, Planes: int, D: int, Inner: int, K: int, largest: bool) -> None:
-    """``Name(In, Vals, Idx)``: ONNX's sorted TopK along the middle axis of [Planes, D, Inner]
-    (``basic_kernels.reduction.top_k``): each plane whole in L1, its K values and int64
-    indices per column."""
-    k = _lib(m, reduction.top_k(np.dtype(dt).name, largest))
-    item = np.dtype(dt).itemsize
-    m.UserKernel(Name,
-        KernelDimensions(1, Inner, D, Planes),
-        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
-        TILE_HOR,
-        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(dt), "Vals"), TCArg(_ptr("int64"), "Idx")),
-        Calls(Call(k, LOC_INNER_LOOP, Bindings(
-            K_Arg("In", KER_ARG_TILE), Imm(D), Imm(Inner), Imm(K), K_Arg("Vals", KER_ARG_TILE),
-            K_Arg("Idx", KER_ARG_TILE)))),
-        KerArgs(
-            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"),
-            KerArg("Vals", OUT_DB | Obj.O_3D, Inner, K, item, 0, 0, 0, "Vals"),
-            KerArg("Idx", OUT_DB | Obj.O_3D, Inner, K, 8, 0, 0, 0, "Idx")))
-    m._cnn_ops[Name] = Planes * D * Inner
-
-
 def global_pool(m, Name: str, *, dt, C: int, Width: int, Height: int, InZp: int = 0,
                 Scale: int = 0, OutZp: int = 0) -> None:
     """``Name(In, Out)``: the average of each of the C planes of In [C, Height, Width] into
@@ -506,11 +396,28 @@ def typed(m, Name: str, *, op: str, in_dts: tuple, out_dt, Planes: int, Rows: in
 def matmul(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c: str | None = None,
            Alpha: int = 0, Beta: int = 0, Act: int = common.ACT_NONE, ActParams=(0, 0), Za: int = 0,
            Zb: int = 0, scale_per_column: bool = False, Zout: int = 0, Lo: int = 0,
-           Hi: int = 0) -> None:
+           Hi: int = 0, k_tiles: bool = False) -> bool:
     """``Name(A, B[, C][, Scale], Out)``: Out [M, N] = A [M, K] x B [K, N], Gemm's ``C``
     (float32) or the int32 bias (integers) being ``c``: ``"column"`` [N], ``"element"`` [M, N],
     ``"row"`` [M] or ``"scalar"`` [1]. Each output row is an out-plane; B, C, Scale and Out are
-    cut in vertical tiles of columns. Integers: Scale [N] or [1] float32."""
+    cut in vertical tiles of columns. Integers: Scale [N] or [1] float32.
+
+    A row of A and a column of B are whole in L1. When they do not fit and ``k_tiles`` is
+    set, the layer is made in the K-tiled form instead (``matmul_k_tiled``), which reads B
+    transposed ([N, K]). Returns whether it did."""
+    kw = dict(a_dt=a_dt, b_dt=b_dt, out_dt=out_dt, M=M, K_=K_, N=N, c=c, Alpha=Alpha,
+              Beta=Beta, Act=Act, ActParams=ActParams, Za=Za, Zb=Zb,
+              scale_per_column=scale_per_column, Zout=Zout, Lo=Lo, Hi=Hi)
+    rows, k_tiled = partial(_matmul_rows, m, Name, **kw), partial(matmul_k_tiled, m, Name, **kw)
+    if not k_tiles:
+        rows()
+        return False
+    return m._first_that_tiles(Name, rows, k_tiled, ()) is k_tiled
+
+
+def _matmul_rows(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c, Alpha, Beta,
+                 Act, ActParams, Za, Zb, scale_per_column, Zout, Lo, Hi) -> None:
+    """``matmul``'s form with whole rows of K."""
     flt = is_float(out_dt)
     k = _lib(m, linear.matmul(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
                          _width(m, a_dt)))
@@ -554,6 +461,85 @@ def matmul(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c: str 
             K_Arg("Out", KER_ARG_TILE), *tail))),
         KerArgs(*kerargs))
     m._cnn_ops[Name] = M * K_ * N
+
+
+def matmul_k_tiled(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c, Alpha,
+                   Beta, Act, ActParams, Za, Zb, scale_per_column, Zout, Lo, Hi) -> None:
+    """``matmul`` with the reduction dimension in tiles, for rows of K that do not fit L1
+    (the GAP AutoTiler's linear layer with a reduction): ``Name(A, Bt[, C][, Scale], Out)``
+    with ``Bt`` [N, K], B transposed. ``KernelIterSpace(D1 rows of A, D0 blocks of up to 8
+    output columns, T0 tiles of K)``, K tiles of a multiple of 8 values: before the first K
+    tile an L1 accumulator per column receives 0 (float32) or the int32 bias, each K tile
+    adds its products in order of k, after the last one the accumulator is scaled, added to
+    C and activated (float32) or requantised into the output. The solver picks the K tile;
+    the arithmetic, the order of each column's sum included, is ``matmul``'s, whatever the
+    tile."""
+    flt = is_float(out_dt)
+    acc = "float32" if flt else "int32"
+    names = [np.dtype(d).name for d in (a_dt, b_dt, out_dt)]
+    start = _lib(m, linear.matmul_acc_start(acc))
+    part = _lib(m, linear.matmul_acc(names[0], names[1], acc, _width(m, a_dt)))
+    last = _lib(m, linear.matmul_acc_out(acc, names[2]))
+    nb = max(d for d in range(1, 9) if N % d == 0)  # output columns per block
+    ver = OBJ_CONSTRAINTS_TILE_VER
+    cargs = [TCArg(_ptr(a_dt, True), "A"), TCArg(_ptr(b_dt, True), "Bt")]
+    # K tiles of a multiple of 8 values (vector-friendly, and 8 times fewer sizes to try).
+    kerargs = [KerArg("A", KerArgSpace(2, D1, T0), IN_DB, K_, 1, np.dtype(a_dt).itemsize, 0, ver,
+                      8, "A"),
+               KerArg("Bt", KerArgSpace(2, D0, T0), IN_DB, K_, nb, np.dtype(b_dt).itemsize, 0,
+                      ver, 8, "Bt")]
+
+    def operand(name: str, spaces: tuple) -> KerArg:
+        """C or Scale, 4-byte items walked by ``spaces`` (D1: per row, D0: per column)."""
+        if not spaces:  # one value for every block: whole in L1, read once
+            return KerArg(name, KerArgSpace(1, T0), Obj.O_IN | Obj.O_BUFF | Obj.O_NTILED, 1, 1,
+                          4, 0, 0, 0, name)
+        return KerArg(name, KerArgSpace(len(spaces), *spaces), IN_DB,
+                      nb if spaces[-1] == D0 else 1, 1, 4, 0, 0, 0, name)
+
+    if c is not None:
+        cargs.append(TCArg(_ptr(acc, True), "C"))  # Gemm's C, or the int32 bias
+        kerargs.append(operand("C", {"element": (D1, D0), "column": (D0,), "row": (D1,),
+                                     "scalar": ()}[c]))
+        c_bind, c_step = K_Arg("C", KER_ARG_TILE), int(c in ("column", "element"))
+    else:  # the kernels never read C: a pointer that is not the one they write (restrict)
+        c_bind, c_step = K_Arg("Acc" if flt else "Scale", KER_ARG_TILE), 0
+    has_c = int(c is not None)
+    if flt:
+        start_c = [K_Arg("Out", KER_ARG_TILE), Imm(0), Imm(0)]  # C comes after the scaling
+        part_zps = []
+        tail = [c_bind, Imm(c_step), Imm(has_c), Imm(Alpha), Imm(Beta), Imm(Act),
+                Imm(ActParams[0]), Imm(ActParams[1])]
+    else:
+        cargs.append(TCArg(_ptr("float32", True), "Scale"))
+        kerargs.append(operand("Scale", (D0,) if scale_per_column else ()))
+        start_c = [c_bind, Imm(c_step), Imm(has_c)]
+        part_zps = [Imm(Za), Imm(Zb)]
+        tail = [K_Arg("Scale", KER_ARG_TILE), Imm(int(scale_per_column)), Imm(Zout), Imm(Lo),
+                Imm(Hi)]
+    cargs.append(TCArg(_ptr(out_dt), "Out"))
+    kerargs += [KerArg("Out", KerArgSpace(2, D1, D0), OUT_DB, nb, 1, np.dtype(out_dt).itemsize,
+                       0, 0, 0, "Out"),
+                KerArg("Acc", KerArgSpace(1, T0), Obj.O_BUFF | Obj.O_NTILED, nb, 1, 4, 0, 0, 0,
+                       None)]
+    m.UserKernel(Name,
+        KernelIterSpace(3, IterFixedSpace(D1, M), IterFixedSpace(D0, N // nb), IterTiledSpace(T0)),
+        TILE_VER,
+        CArgs(*cargs),
+        Calls(
+            Call(start, LOC_LOOP_PROLOG, Bindings(K_Arg("Acc", KER_ARG_TILE), Imm(nb), *start_c)),
+            Call(part, LOC_LOOP, Bindings(
+                K_Arg("A", KER_ARG_TILE), K_Arg("A", KER_ARG_TILE_W), K_Arg("Bt", KER_ARG_TILE),
+                Imm(nb), K_Arg("Acc", KER_ARG_TILE), *part_zps)),
+            Call(last, LOC_LOOP_EPILOG, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(nb), K_Arg("Out", KER_ARG_TILE), *tail))),
+        KerArgs(*kerargs))
+    m._cnn_ops[Name] = M * K_ * N
+    try:
+        m.tiling(Name)
+    except TilingError as e:
+        raise TilingError(f"{Name}: [{M}, {K_}] x [{K_}, {N}] does not fit the L1 budget of "
+                          f"{m.l1_budget} B even with K = {K_} cut into tiles: {e}") from None
 
 
 # -- softmax, LRN -----------------------------------------------------------------------------
@@ -748,7 +734,23 @@ def concat(m, Name: str, *, dt, Outer: int, Ds: tuple[int, ...], Inner: int) -> 
 def transpose(m, Name: str, *, dt, Planes: int, A: int, B: int, I: int) -> None:  # noqa: E741
     """``Name(In, Out)``: [Planes, A, B, I] -> [Planes, B, A, I]. The longer of A and B is
     tiled: horizontal tiles of its rows on one side, vertical tiles of its columns on the
-    other."""
+    other. When one row or column of those does not fit L1 (I large, as the channel
+    shuffle's [g, C/g, H*W] planes), the I values of every item are cut in vertical tiles
+    instead, each tile transposing all A x B items. One of those, min(A, B) x I or A x B
+    values, in 4 slots (in and out, double buffered), must fit L1."""
+    m._first_that_tiles(Name, _transpose_rows, _transpose_items,
+                        (m, Name, dt, Planes, A, B, I))
+    try:
+        m.tiling(Name)
+    except TilingError as e:
+        raise TilingError(f"{Name}: transposing [{Planes}, {A}, {B}, {I}] into [{Planes}, {B}, "
+                          f"{A}, {I}] needs min(A, B) x I = {min(A, B) * I} or A x B = {A * B} "
+                          f"values in 4 slots of L1, over the budget of {m.l1_budget} B: "
+                          f"{e}") from None
+
+
+def _transpose_rows(m, Name: str, dt, Planes: int, A: int, B: int, I: int) -> None:  # noqa: E741
+    """``transpose`` in tiles of A or B."""
     k = _lib(m, movement.transpose(np.dtype(dt).name))
     item = np.dtype(dt).itemsize
     hor, ver = OBJ_CONSTRAINTS_TILE_HOR, OBJ_CONSTRAINTS_TILE_VER
@@ -772,5 +774,22 @@ def transpose(m, Name: str, *, dt, Planes: int, A: int, B: int, I: int) -> None:
     m._cnn_ops[Name] = Planes * A * B * I
 
 
-__all__ = ["conv_pool_act", "pool", "resize_planes", "global_pool", "unary", "lut", "binary",
+def _transpose_items(m, Name: str, dt, Planes: int, A: int, B: int, I: int) -> None:  # noqa: E741
+    """``transpose`` in tiles of I: In and Out as A*B rows of I values, vertical tiles of
+    their columns (a tile holds a few values of every item)."""
+    k = _lib(m, movement.transpose(np.dtype(dt).name))
+    item, ver = np.dtype(dt).itemsize, OBJ_CONSTRAINTS_TILE_VER
+    m.UserKernel(Name, KernelDimensions(1, I, A * B, Planes), _plane_order(Planes), TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(A), Imm(B), K_Arg("In", KER_ARG_TILE_W),
+            K_Arg("Out", KER_ARG_TILE)))),
+        KerArgs(KerArg("In", IN_DB | Obj.O_TILED | _per_plane(Planes, True), I, A * B, item, 0,
+                       ver, 0, "In"),
+                KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Planes), I, A * B, item, 0, ver,
+                       0, "Out")))
+    m._cnn_ops[Name] = Planes * A * B * I
+
+
+__all__ = ["conv_pool_act", "pool", "global_pool", "unary", "lut", "binary",
            "matmul", "softmax", "reduce", "lrn", "layer_norm", "pad_axis", "concat", "transpose"]

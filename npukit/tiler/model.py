@@ -282,7 +282,8 @@ class Model(GraphModel, CNNGenerators):
             uk = self._kernel(name)
             check_calls(uk, self.libs)
             spaces, frames = kernel_frames(uk)
-            _fits_target(name, frames, self.target)
+            _fits_target(name, frames, self.target, {"L3_RAM": self.l3_budget,
+                                                     "L3_FLASH": self.l3_flash_budget})
             self._tilings[name] = solve(Problem(
                 name, spaces, frames, self.l1_budget, self.settings.promote,
                 "old" if uk.iter_space is None else "new", self.autotiler_version))
@@ -324,17 +325,19 @@ class Model(GraphModel, CNNGenerators):
         return check(prog)
 
 
-def _fits_target(name: str, frames, target: Target) -> None:
+def _fits_target(name: str, frames, target: Target, budgets: dict[str, int]) -> None:
     """An argument larger than the target's largest memory can live nowhere: refused before
-    the solver enumerates tile sizes for it."""
-    big = max(target.memories.values(), key=lambda m: m.size)
+    the solver enumerates tile sizes for it. ``budgets`` give the L3 memories a graph may
+    use (a flash budget may exceed the target's own flash, to run larger models)."""
+    sizes = {k: max(m.size, budgets.get(k, 0)) for k, m in target.memories.items()}
+    big = max(sizes, key=sizes.get)
     for f in frames:
         size = math.prod(f.shape) * f.elem
-        if size > big.size:
+        if size > sizes[big]:
             raise CapacityError(
                 f"{name}: argument {f.arg.KerArgName!r} ({' x '.join(map(str, f.shape))} x "
                 f"{f.elem} B = {size} B) is larger than the largest memory of {target.name}, "
-                f"{big.name} of {big.size} B")
+                f"{big} of {sizes[big]} B")
 
 
 __all__ = ["Model"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from ...errors import ModelError
+from ...errors import ModelError, TilingError
 from ...tiler.model import Model
 from ..reader import Net
 from . import (
@@ -123,7 +123,10 @@ def lower(net: Net, alias: dict[str, str], model: Model, graph_name: str) -> Low
         if handler is None:
             raise ModelError(f"{n.where()}: operator {n.op!r} is not supported by npukit "
                              f"(see docs/onnx.md for the supported operators)")
-        handler(ctx, n)
+        try:
+            handler(ctx, n)
+        except TilingError as exc:  # a layer generator's refusal, which names its layer
+            raise type(exc)(f"{n.where()}, layer {exc}") from None
     for o in net.outputs:
         ctx.finish_output(o)
     ctx.declare()

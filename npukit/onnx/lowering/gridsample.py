@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ModelError
-from ...tiler import layer_generators as G
+from ...tiler import layer_generators_indexed as GI
 from ..reader import Node
 from .context import Lowering
 
@@ -37,7 +37,7 @@ def grid_sample(ctx: Lowering, n: Node) -> None:
     _, c, h, w = s
     ho, wo = sg[1], sg[2]
     name = ctx.layer("GridSample")
-    G.grid_sample(ctx.m, name, Planes=c, Width=w, Height=h, Wo=wo, Ho=ho, mode=mode,
+    GI.grid_sample(ctx.m, name, Planes=c, Width=w, Height=h, Wo=wo, Ho=ho, mode=mode,
                   padding=padding, align=align)
     ctx.add(name, "GridSample", [n], f"{c} x [{h}, {w}] at [{ho}, {wo}], {mode}, padding "
             f"{padding}" + (", aligned corners" if align else ""),

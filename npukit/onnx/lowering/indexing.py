@@ -8,6 +8,7 @@ import numpy as np
 
 from ...errors import ModelError
 from ...tiler import layer_generators as G
+from ...tiler import layer_generators_indexed as GI
 from ..reader import Node
 from .context import Lowering
 from .select import steps_slice
@@ -122,7 +123,7 @@ def _gather_rows(ctx: Lowering, n: Node, axis: int) -> None:
     outer, inner = int(np.prod(s[:axis])), int(np.prod(s[axis + 1:]))
     k = int(np.prod(ctx.shape(idx)))
     name = ctx.layer("Gather")
-    G.gather(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=outer, D=s[axis], Inner=inner,
+    GI.gather(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=outer, D=s[axis], Inner=inner,
              K=k)
     ctx.add(name, "Gather", [n], f"{k} run-time indices of axis {axis} (size {s[axis]})",
             [ctx.tensor(x), ctx.tensor(idx)], [ctx.output(out)])
@@ -142,7 +143,7 @@ def gather_elements(ctx: Lowering, n: Node) -> None:
                          f"npukit takes indices of the data's size on the other axes")
     outer, inner = int(np.prod(s[:axis])), int(np.prod(s[axis + 1:]))
     name = ctx.layer("GatherElements")
-    G.gather(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=outer, D=s[axis], Inner=inner,
+    GI.gather(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=outer, D=s[axis], Inner=inner,
              K=q[axis], elements=True)
     ctx.add(name, "GatherElements", [n], f"{q} indices into axis {axis} of {s}",
             [ctx.tensor(x), ctx.tensor(idx)], [ctx.output(out)])
@@ -164,7 +165,7 @@ def gather_nd(ctx: Lowering, n: Node) -> None:
     inner, rows = int(np.prod(s[b + r:])), int(np.prod(q[b:-1]))
     dims = ctx.const(np.array(s[b:b + r], np.int32), f"{n.name}_dims")
     name = ctx.layer("GatherND")
-    G.gather_nd(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=planes, D=d, Inner=inner,
+    GI.gather_nd(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=planes, D=d, Inner=inner,
                 Q=rows, R=r)
     ctx.add(name, "GatherND", [n], f"{rows} rows at {r} coordinates of {s} "
             f"(batch_dims={b})", [ctx.tensor(x), ctx.tensor(idx), dims], [ctx.output(out)])

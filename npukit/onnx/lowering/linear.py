@@ -12,12 +12,18 @@ from .context import Lowering
 
 
 def transposed(ctx: Lowering, n: Node, t: str) -> str:
-    """A 2-D tensor transposed by a layer (a constant is transposed here)."""
+    """A tensor read as a matrix [rows, last axis], transposed by a layer (a constant is
+    transposed here; a constant this made, transposed back, is the original)."""
     if t in ctx.net.consts:
+        if t.endswith("__T") and t[:-3] in ctx.net.consts:
+            return t[:-3]
         name = f"{t}__T"
-        ctx.net.consts[name] = np.ascontiguousarray(ctx.net.consts[t].T)
+        v = ctx.net.consts[t]
+        # A view: copied when a layer reads it (a K-tiled product reads the original).
+        ctx.net.consts[name] = v.reshape(-1, v.shape[-1]).T
         return name
-    r, c = ctx.shape(t)
+    *lead, c = ctx.shape(t)
+    r = int(np.prod(lead))
     out = f"{t}__T_{n.name}"
     ctx.net.info[out] = type(ctx.info(t))((c, r), ctx.dtype(t))
     name = ctx.layer("Transpose")
@@ -159,8 +165,10 @@ def float_matmul(ctx: Lowering, n: Node, a: str, b: str, c: str | None, alpha: f
     nodes, ops, out, code, ap = ctx.with_float_act(n)
     ckind = c_kind(ctx, n, c, M, N) if c else None
     name = ctx.layer(n.op)
-    G.matmul(ctx.m, name, a_dt="float32", b_dt="float32", out_dt="float32", M=M, K_=K_, N=N,
-             c=ckind, Alpha=f32_bits(alpha), Beta=f32_bits(beta), Act=code, ActParams=ap)
+    if G.matmul(ctx.m, name, a_dt="float32", b_dt="float32", out_dt="float32", M=M, K_=K_, N=N,
+                c=ckind, Alpha=f32_bits(alpha), Beta=f32_bits(beta), Act=code, ActParams=ap,
+                k_tiles=True):
+        b = transposed(ctx, n, b) if N > 1 else b  # the K-tiled form reads B as [N, K]
     ins = [ctx.tensor(a), ctx.tensor(b)] + ([ctx.tensor(c)] if c else [])
     detail = f"[{M}, {K_}] x [{K_}, {N}]" + (f" + C ({ckind})" if c else "") + \
         (f", alpha {alpha:g}" if alpha != 1 else "") + (f", beta {beta:g}" if c and beta != 1
@@ -185,8 +193,10 @@ def qmatmul(ctx: Lowering, n: Node) -> None:
                              f"({zps.tolist()})")
         zb = int(zps[0])
         sb = np.asarray(wq.scale, np.float32).reshape(-1)
-        b_name, b_shape = ctx.const(bvals, f"{n.name}_weights"), bvals.shape
-        b_dt = bvals.dtype
+        b_shape, b_dt = bvals.shape, bvals.dtype
+
+        def b_tensor(k_tiled: bool) -> str:
+            return ctx.const(bvals.T if k_tiled else bvals, f"{n.name}_weights")
     else:
         bt = n.inputs[1]
         sb_, zb = n.attrs["b"]
@@ -198,7 +208,9 @@ def qmatmul(ctx: Lowering, n: Node) -> None:
             return batched_matmul(ctx, n, a, bt, "QLinearMatMul", dict(
                 scale=ctx.const(scale, f"{n.name}_scale"), Za=za, Zb=zb, Zout=zy,
                 Lo=n.attrs.get("lo", int(info.min)), Hi=n.attrs.get("hi", int(info.max))))
-        b_name = ctx.tensor(bt)
+
+        def b_tensor(k_tiled: bool) -> str:
+            return ctx.tensor(transposed(ctx, n, bt) if k_tiled and N > 1 else bt)
     M, K_, N = mk_sizes(n, ctx.shape(a), b_shape)
     scale = ((alpha * np.float32(sa)) * sb) / np.float32(sy) if alpha != 1 else \
         (np.float32(sa) * sb) / np.float32(sy)
@@ -209,18 +221,19 @@ def qmatmul(ctx: Lowering, n: Node) -> None:
     lo, hi = n.attrs.get("lo", int(info.min)), n.attrs.get("hi", int(info.max))
     bias = n.attrs.get("bias")
     ckind = None
-    ins = [ctx.tensor(a), b_name]
     if bias is not None:
         bias = np.asarray(bias, np.int32)
         ckind = "scalar" if bias.size == 1 else ("column" if bias.size == N else None)
         if ckind is None:
             raise ModelError(f"{n.where()}: a bias of shape {list(bias.shape)} for {N} "
                              f"columns")
+    name = ctx.layer("QMatMul")
+    k_tiled = G.matmul(ctx.m, name, a_dt=ctx.dtype(a), b_dt=b_dt,
+                       out_dt=ctx.dtype(n.outputs[0]), M=M, K_=K_, N=N, c=ckind, Za=za, Zb=zb,
+                       scale_per_column=per_col, Zout=zy, Lo=lo, Hi=hi, k_tiles=True)
+    ins = [ctx.tensor(a), b_tensor(k_tiled)]
+    if bias is not None:
         ins.append(ctx.const(bias.reshape(-1), f"{n.name}_bias"))
     ins.append(ctx.const(scale.astype(np.float32).reshape(-1), f"{n.name}_scale"))
-    name = ctx.layer("QMatMul")
-    G.matmul(ctx.m, name, a_dt=ctx.dtype(a), b_dt=b_dt, out_dt=ctx.dtype(n.outputs[0]),
-             M=M, K_=K_, N=N, c=ckind, Za=za, Zb=zb, scale_per_column=per_col, Zout=zy,
-             Lo=lo, Hi=hi)
     ctx.add(name, "QLinearMatMul", [n], f"[{M}, {K_}] x [{K_}, {N}]", ins,
             [ctx.output(n.outputs[0])])

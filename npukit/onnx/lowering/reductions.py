@@ -9,6 +9,7 @@ import numpy as np
 
 from ...errors import ModelError
 from ...tiler import layer_generators as G
+from ...tiler import layer_generators_indexed as GI
 from ...tiler.basic_kernels.reduction import REDUCE
 from ..reader import Node
 from .context import Lowering
@@ -102,7 +103,7 @@ def top_k(ctx: Lowering, n: Node) -> None:
     outer, d, inner = int(np.prod(s[:axis])), s[axis], int(np.prod(s[axis + 1:]))
     largest = bool(n.attrs.get("largest", 1))
     name = ctx.layer(n.op)
-    G.top_k(ctx.m, name, dt=dt, Planes=outer, D=d, Inner=inner, K=k, largest=largest)
+    GI.top_k(ctx.m, name, dt=dt, Planes=outer, D=d, Inner=inner, K=k, largest=largest)
     outs = [ctx.output(t) for t in n.outputs]  # Values and Indices (both required)
     ctx.add(name, n.op, [n], f"{'largest' if largest else 'smallest'} {k} of axis {axis}: "
             f"[{outer}, {d}, {inner}] -> [{outer}, {k}, {inner}]", [ctx.tensor(x)], outs)

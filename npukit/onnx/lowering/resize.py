@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ModelError
-from ...tiler import layer_generators as G
+from ...tiler import layer_generators_indexed as GI
 from ..reader import Node
 from .context import Lowering
 from .resize_cubic import cubic
@@ -128,7 +128,7 @@ def resize(ctx: Lowering, n: Node) -> None:
     xs, fx = tables(linear, mode, how, wo, w, full[rank - 1] or F(wo / w))
     planes = int(np.prod(s[:-2]))
     name = ctx.layer(n.op)
-    G.resize_planes(ctx.m, name, dt=ctx.dtype(x), Planes=planes, Width=w, Height=h, Wo=wo,
+    GI.resize_planes(ctx.m, name, dt=ctx.dtype(x), Planes=planes, Width=w, Height=h, Wo=wo,
                     Ho=ho, linear=linear)
     ins = [ctx.tensor(x)] + [ctx.const(v, f"{n.name}_{k}") for k, v in
                              (("ys", ys), ("fy", fy), ("xs", xs), ("fx", fx))]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ModelError
-from ...tiler import layer_generators as G
+from ...tiler import layer_generators_indexed as GI
 from ..reader import Node, TInfo
 from .context import Lowering
 from .shape import pad_axes
@@ -22,7 +22,7 @@ def pick(ctx: Lowering, src: str, out: str, planes: int, h: int, w: int, rows, c
     planes."""
     rows, cols = np.asarray(rows, np.int32), np.asarray(cols, np.int32)
     name = ctx.layer(ops)
-    G.resize_planes(ctx.m, name, dt=ctx.dtype(src), Planes=planes, Width=w, Height=h,
+    GI.resize_planes(ctx.m, name, dt=ctx.dtype(src), Planes=planes, Width=w, Height=h,
                     Wo=cols.size, Ho=rows.size, linear=False)
     hint = f"{nodes[0].name if nodes else out}_{ops}"
     tables = [ctx.const(np.repeat(rows, 2), f"{hint}_rows"),

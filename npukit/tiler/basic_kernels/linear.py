@@ -92,6 +92,29 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
 
 # -- matrix products --------------------------------------------------------------------------
 
+def _float_out_c(acc: str) -> str:
+    """C: ``Out[j] = act(Alpha * acc[j] (+ Beta * C[j*CStep]))`` over this core's columns."""
+    return f"""\
+    for (int j = First; j < Last; j++) {{
+        float V = Al * {acc}[j];
+        if (HasC) V = V + Be * C[j * CStep];
+        Out[j] = npk_act(V, Act, A0, A1);
+    }}"""
+
+def _columns_c(name: str, args, comment: str, body: str, helpers: bool = False) -> str:
+    """A basic kernel's C whose ``body`` runs over columns ``First`` .. ``Last`` of ``Wn``,
+    shared among the cores (``comment`` says what it computes; ``helpers``: with the layer
+    kernels' helpers before it)."""
+    return f"""\
+{HELPERS if helpers else ''}{chr(10) if helpers else ''}void {name}({c_signature(args)})
+{{
+    /* {comment} */
+    int Rows = Wn;
+{share_rows()}
+{body}
+}}"""
+
+
 @cache
 def matmul(a_dt: str, b_dt: str, out_dt: str, width: int) -> BasicKernel:
     """One output row block: ``Out[j] = sum_k A[k] * B[k][j]`` for the ``Wn`` columns of the
@@ -108,19 +131,15 @@ def matmul(a_dt: str, b_dt: str, out_dt: str, width: int) -> BasicKernel:
             (f"{to} *__restrict__", "Out")]
     if flt:
         args += [("int", "Alpha"), ("int", "Beta"), ("int", "Act"), ("int", "P0"), ("int", "P1")]
-        body = """\
+        body = f"""\
     float Al = npk_f32(Alpha), Be = npk_f32(Beta), A0 = npk_f32(P0), A1 = npk_f32(P1);
     for (int j = First; j < Last; j++) Out[j] = 0.0f;
-    for (int k = 0; k < K; k++) {
+    for (int k = 0; k < K; k++) {{
         float Ak = A[k];
         const float *Bk = B + k * Wn;
         for (int j = First; j < Last; j++) Out[j] = Out[j] + Ak * Bk[j];
-    }
-    for (int j = First; j < Last; j++) {
-        float V = Al * Out[j];
-        if (HasC) V = V + Be * C[j * CStep];
-        Out[j] = npk_act(V, Act, A0, A1);
-    }"""
+    }}
+{_float_out_c("Out")}"""
     else:
         args += [("int", "Za"), ("int", "Zb"), ("const float *__restrict__", "Scale"),
                  ("int", "ScaleStep"), ("int", "Zout"), ("int", "Lo"), ("int", "Hi")]
@@ -139,16 +158,9 @@ def matmul(a_dt: str, b_dt: str, out_dt: str, width: int) -> BasicKernel:
             Out[j] = ({to})npk_requant(Acc[j - j0], Scale[j * ScaleStep], Zout, Lo, Hi);
     }}"""
     args = tuple(args)
-    src = f"""\
-{HELPERS}
-void {name}({c_signature(args)})
-{{
-    /* Out[j] = A . B[:, j] for the Wn columns of the block (see the module's matmul()); the
-       columns are shared among the cores. */
-    int Rows = Wn;
-{share_rows()}
-{body}
-}}"""
+    src = _columns_c(name, args, "Out[j] = A . B[:, j] for the Wn columns of the block (see the "
+                     "module's matmul()); the\n       columns are shared among the cores.", body,
+                     helpers=True)
 
     def reference(A, K, B, Wn, C, CStep, HasC, Out, *rest, core_id, core_count):
         if core_id or Wn <= 0:
@@ -172,3 +184,116 @@ void {name}({c_signature(args)})
 
     return BasicKernel(name, args, True, src, reference,
                        lambda K, Wn, **_: math.ceil(K * Wn / width) + 4 * Wn)
+
+
+# -- matrix products with the reduction dimension in tiles -----------------------------------
+# A product whose rows of K do not fit L1 walks K in tiles: ``matmul_acc_start`` fills an
+# L1 accumulator before the first K tile, ``matmul_acc`` adds each tile's products to it,
+# ``matmul_acc_out`` scales, adds C, activates (float32) or requantises (integers) after the
+# last one. Each column's sum runs over k in ascending order in one float32 accumulator,
+# exactly as ``matmul`` does, so the results do not depend on the K tile. B arrives
+# transposed: a tile holds ``Wn`` rows (output columns) of ``K`` values.
+
+@cache
+def matmul_acc_start(acc_dt: str) -> BasicKernel:
+    """``Acc[j] = C[j*CStep]`` when ``HasC``, else 0, for the ``Wn`` columns of the block."""
+    name = f"KerMatMulAccStartNpk_{layer_suffix(acc_dt)}"
+    t = layer_c_type(acc_dt)
+    args = ((f"{t} *__restrict__", "Acc"), ("int", "Wn"), (f"const {t} *__restrict__", "C"),
+            ("int", "CStep"), ("int", "HasC"))
+    src = _columns_c(name, args, "The accumulator of a K-tiled product before its first K "
+                     "tile; the columns are shared\n       among the cores.",
+                     "    for (int j = First; j < Last; j++) Acc[j] = HasC ? C[j * CStep] : 0;")
+
+    def reference(Acc, Wn, C, CStep, HasC, *, core_id, core_count):
+        if core_id or Wn <= 0:
+            return
+        Acc[:Wn] = C[np.arange(Wn) * CStep] if HasC else 0
+
+    return BasicKernel(name, args, True, src, reference, lambda Wn, **_: Wn)
+
+
+@cache
+def matmul_acc(a_dt: str, b_dt: str, acc_dt: str, width: int) -> BasicKernel:
+    """``Acc[j] += sum_k A[k] * Bt[j][k]`` over the ``K`` values of one K tile (``Bt`` row
+    pitch ``K``), k ascending; integers ``(A[k] - Za) * (Bt[j][k] - Zb)`` in a wrapping
+    int32."""
+    flt = is_float(acc_dt)
+    name = f"KerMatMulAccNpk_{layer_suffix(a_dt, b_dt, acc_dt)}"
+    ta, tb, tc = layer_c_type(a_dt), layer_c_type(b_dt), layer_c_type(acc_dt)
+    args = [(f"const {ta} *__restrict__", "A"), ("int", "K"), (f"const {tb} *__restrict__", "Bt"),
+            ("int", "Wn"), (f"{tc} *__restrict__", "Acc")]
+    if flt:
+        step = "S = S + A[k] * Bj[k];"
+    else:
+        args += [("int", "Za"), ("int", "Zb")]
+        step = ("S = (int)((unsigned int)S + (unsigned int)(((int)A[k] - Za) * "
+                "((int)Bj[k] - Zb)));  /* wraps */")
+    args = tuple(args)
+    src = _columns_c(name, args, "One K tile of a K-tiled product added to the accumulator of "
+                     "each of the Wn columns;\n       the columns are shared among the cores.",
+                     f"""\
+    for (int j = First; j < Last; j++) {{
+        const {tb} *Bj = Bt + j * K;
+        {tc} S = Acc[j];
+        for (int k = 0; k < K; k++) {step}
+        Acc[j] = S;
+    }}""")
+
+    def reference(A, K, Bt, Wn, Acc, *zps, core_id, core_count):
+        if core_id or Wn <= 0 or K <= 0:
+            return
+        b = Bt[:Wn * K].reshape(Wn, K)
+        if flt:  # float32 products, then a sum in order (numpy's accumulate is sequential)
+            terms = np.concatenate([Acc[:Wn, None], A[None, :K] * b], axis=1)
+            Acc[:Wn] = np.add.accumulate(terms, axis=1, dtype=np.float32)[:, -1]
+            return
+        za, zb = zps
+        s = (b.astype(np.int64) - zb) @ (A[:K].astype(np.int64) - za)
+        Acc[:Wn] = wrap32(Acc[:Wn].astype(np.int64) + s)
+
+    return BasicKernel(name, args, True, src, reference,
+                       lambda K, Wn, **_: math.ceil(K * Wn / width) + 4 * Wn)
+
+
+@cache
+def matmul_acc_out(acc_dt: str, out_dt: str) -> BasicKernel:
+    """The last step of a K-tiled product, as ``matmul`` ends: float32 ``Out[j] =
+    act(Alpha * Acc[j] (+ Beta * C[j*CStep]))``; integers ``Out[j] = requant(Acc[j],
+    Scale[j*ScaleStep], Zout, Lo, Hi)``."""
+    flt = is_float(out_dt)
+    name = f"KerMatMulAccOutNpk_{layer_suffix(acc_dt, out_dt)}"
+    ta, to = layer_c_type(acc_dt), layer_c_type(out_dt)
+    args = [(f"const {ta} *__restrict__", "Acc"), ("int", "Wn"), (f"{to} *__restrict__", "Out")]
+    if flt:
+        args += [(f"const {ta} *__restrict__", "C"), ("int", "CStep"), ("int", "HasC"),
+                 ("int", "Alpha"), ("int", "Beta"), ("int", "Act"), ("int", "P0"), ("int", "P1")]
+        body = f"""\
+    float Al = npk_f32(Alpha), Be = npk_f32(Beta), A0 = npk_f32(P0), A1 = npk_f32(P1);
+{_float_out_c("Acc")}"""
+    else:
+        args += [("const float *__restrict__", "Scale"), ("int", "ScaleStep"), ("int", "Zout"),
+                 ("int", "Lo"), ("int", "Hi")]
+        body = f"""\
+    for (int j = First; j < Last; j++)
+        Out[j] = ({to})npk_requant(Acc[j], Scale[j * ScaleStep], Zout, Lo, Hi);"""
+    args = tuple(args)
+    src = _columns_c(name, args, "The accumulators of a K-tiled product after its last K tile, "
+                     "into the output; the\n       columns are shared among the cores.", body,
+                     helpers=True)
+
+    def reference(Acc, Wn, Out, *rest, core_id, core_count):
+        if core_id or Wn <= 0:
+            return
+        cols = np.arange(Wn)
+        if flt:
+            c, cstep, has_c, alpha, beta, act, p0, p1 = rest
+            v = bits_f32(alpha) * Acc[:Wn]
+            if has_c:
+                v = v + bits_f32(beta) * c[cols * cstep]
+            Out[:Wn] = activate(v, act, p0, p1)
+            return
+        scale, sstep, zout, lo, hi = rest
+        Out[:Wn] = requant(Acc[:Wn], scale[cols * sstep], zout, lo, hi)
+
+    return BasicKernel(name, args, True, src, reference, lambda Wn, **_: 4 * Wn)

@@ -1,0 +1,165 @@
+"""Layer generators of the ONNX importer whose layers read at positions known only at run time
+or computed per output (``npukit.tiler.layer_generators`` holds the others, and the helpers
+these share):
+
+- ``resize_planes``: nearest or bilinear resizing of planes by row and column tables.
+- ``grid_sample``: planes sampled at the locations of a grid (ONNX's GridSample).
+- ``gather``: the rows run-time indices name (Gather, GatherElements); ``gather_nd``: rows at
+  run-time coordinates (GatherND).
+- ``top_k``: the K largest or smallest values along an axis and their indices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .api import (
+    KER_ARG_TILE,
+    KER_ARG_TILE_H,
+    KER_ARG_TILEOFFSET,
+    KER_DIM4,
+    KER_IN_PLANE,
+    KER_OUT_PLANE,
+    KER_TILE,
+    LOC_INNER_LOOP,
+    TILE_HOR,
+    Bindings,
+    Call,
+    Calls,
+    CArgs,
+    Imm,
+    K_Arg,
+    KerArg,
+    KerArgs,
+    KernelDimensions,
+    KernelIterationOrder,
+    Obj,
+    TCArg,
+)
+from .basic_kernels import gridsample, movement, reduction, resize
+from .layer_generators import IN_DB, OUT_DB, _lib, _ptr
+
+
+def resize_planes(m, Name: str, *, dt, Planes: int, Width: int, Height: int, Wo: int, Ho: int,
+                  linear: bool) -> None:
+    """``Name(In, Ys, Fy, Xs, Fx, Out)``: each of the Planes [Height, Width] planes of In
+    resized to [Ho, Wo] by the row and column tables (``basic_kernels.resize``): the input
+    plane whole, the output in tiles of rows."""
+    k = _lib(m, resize.resize(np.dtype(dt).name, linear))
+    item = np.dtype(dt).itemsize
+    tables = [("Ys", "int32", 2 * Ho), ("Fy", "float32", Ho), ("Xs", "int32", 2 * Wo),
+              ("Fx", "float32", Wo)]
+    m.UserKernel(Name,
+        KernelDimensions(1, Width, Height, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), *(TCArg(_ptr(t, True), n) for n, t, _ in tables),
+              TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(Width), K_Arg("Out", KER_ARG_TILE), Imm(Wo),
+            K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
+            *(K_Arg(n, KER_ARG_TILE) for n, _, _ in tables)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Width, Height, item, 0, 0, 0, "In"),
+            *(KerArg(n, Obj.O_IN, size, 1, 4, 0, 0, 0, n) for n, _, size in tables),
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, item, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * Wo * Ho
+
+
+def grid_sample(m, Name: str, *, Planes: int, Width: int, Height: int, Wo: int, Ho: int,
+                mode: str, padding: str, align: bool) -> None:
+    """``Name(In, Grid, Out)``: each of the Planes [Height, Width] float32 planes of In
+    sampled at the [Ho, Wo, 2] locations of Grid (``basic_kernels.gridsample``): the input
+    plane and the grid whole, the output in tiles of rows."""
+    k = _lib(m, gridsample.grid_sample(mode, padding, align))
+    m.UserKernel(Name,
+        KernelDimensions(1, Width, Height, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr("float32", True), "In"), TCArg(_ptr("float32", True), "Grid"),
+              TCArg(_ptr("float32"), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(Width), Imm(Height), K_Arg("Out", KER_ARG_TILE),
+            Imm(Wo), K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
+            K_Arg("Grid", KER_ARG_TILE)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Width, Height, 4, 0, 0, 0, "In"),
+            KerArg("Grid", Obj.O_IN, 2 * Wo * Ho, 1, 4, 0, 0, 0, "Grid"),
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, 4, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * Wo * Ho
+def gather(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int,
+           elements: bool = False) -> None:
+    """``Name(In, Idx, Out)``: each of the Planes [D, Inner] planes of In gives the rows the
+    K run-time indices ``Idx`` name (``basic_kernels.movement.gather_rows``), or with
+    ``elements`` each output value the row its own index names (``Idx`` [Planes, K, Inner],
+    ONNX's GatherElements): the input plane whole, the output [K, Inner] (and the indices of
+    ``elements``) in tiles of rows."""
+    k = _lib(m, movement.gather_rows(np.dtype(dt).name, np.dtype(idx_dt).name, elements))
+    item, iitem = np.dtype(dt).itemsize, np.dtype(idx_dt).itemsize
+    idx = KerArg("Idx", IN_DB | Obj.O_3D | Obj.O_4D | Obj.O_TILED, Inner, K, iitem, 0, 0, 0,
+                 "Idx") if elements else KerArg("Idx", Obj.O_IN, K, 1, iitem, 0, 0, 0, "Idx")
+    m.UserKernel(Name,
+        KernelDimensions(1, Inner, D, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(idx_dt, True), "Idx"),
+              TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(D), Imm(Inner), K_Arg("Idx", KER_ARG_TILE),
+            K_Arg("Out", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILEOFFSET),
+            K_Arg("Out", KER_ARG_TILE_H)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"), idx,
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, K, item, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * K * Inner
+
+
+def gather_nd(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, Q: int,
+              R: int) -> None:
+    """``Name(In, Idx, Dims, Out)``: ONNX's GatherND on each of the Planes (``batch_dims``)
+    [D, Inner] planes of In: Q rows, each at the R coordinates ``Idx`` gives along the
+    axes ``Dims`` (``basic_kernels.movement.gather_nd``); the plane and its indices whole,
+    the output [Q, Inner] in tiles of rows."""
+    k = _lib(m, movement.gather_nd(np.dtype(dt).name, np.dtype(idx_dt).name))
+    item = np.dtype(dt).itemsize
+    m.UserKernel(Name,
+        KernelDimensions(1, Inner, D, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(idx_dt, True), "Idx"),
+              TCArg(_ptr("int32", True), "Dims"), TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(Inner), K_Arg("Idx", KER_ARG_TILE), Imm(R),
+            K_Arg("Dims", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
+            K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"),
+            KerArg("Idx", IN_DB | Obj.O_3D | Obj.O_4D, R, Q, np.dtype(idx_dt).itemsize, 0, 0,
+                   0, "Idx"),
+            KerArg("Dims", Obj.O_IN, R, 1, 4, 0, 0, 0, "Dims"),
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, Q, item, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * Q * Inner
+
+
+def top_k(m, Name: str, *, dt, Planes: int, D: int, Inner: int, K: int, largest: bool) -> None:
+    """``Name(In, Vals, Idx)``: ONNX's sorted TopK along the middle axis of [Planes, D, Inner]
+    (``basic_kernels.reduction.top_k``): each plane whole in L1, its K values and int64
+    indices per column."""
+    k = _lib(m, reduction.top_k(np.dtype(dt).name, largest))
+    item = np.dtype(dt).itemsize
+    m.UserKernel(Name,
+        KernelDimensions(1, Inner, D, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(dt), "Vals"), TCArg(_ptr("int64"), "Idx")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), Imm(D), Imm(Inner), Imm(K), K_Arg("Vals", KER_ARG_TILE),
+            K_Arg("Idx", KER_ARG_TILE)))),
+        KerArgs(
+            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"),
+            KerArg("Vals", OUT_DB | Obj.O_3D, Inner, K, item, 0, 0, 0, "Vals"),
+            KerArg("Idx", OUT_DB | Obj.O_3D, Inner, K, 8, 0, 0, 0, "Idx")))
+    m._cnn_ops[Name] = Planes * D * Inner
+
+
+__all__ = ["resize_planes", "grid_sample", "gather", "gather_nd", "top_k"]
