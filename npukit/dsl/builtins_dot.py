@@ -41,7 +41,7 @@ def _operands(x, y, what: str) -> tuple[Vec, Vec]:
     a, b = (v if isinstance(v, Vec) else tr.coerce(v, t, what) for v in (x, y))
     ta, tb = a.type, b.type
     if ta.is_bool or tb.is_bool or ta.lanes != tb.lanes or ta.bits != tb.bits or \
-            ta.is_float != tb.is_float or ta.is_float and ta != tb:
+            ta.is_floating != tb.is_floating or ta.is_floating and ta != tb:
         raise DTypeError(f"{what}: Argument type mismatch: x is {ta}, y is {tb} (the lanes, "
                          f"lane width and kind must agree; integers may differ in sign)")
     native = native_lanes(ta)
@@ -53,7 +53,7 @@ def _operands(x, y, what: str) -> tuple[Vec, Vec]:
 
 def _kinds(a: Vec, ints: tuple[int, ...], floats: bool, what: str, rule: str) -> None:
     t = a.type
-    if not (t.is_integer and t.bits in ints or floats and t.bits == 16 and t.is_float):
+    if not (t.is_integer and t.bits in ints or floats and t.bits == 16 and t.is_floating):
         raise DTypeError(f"{what} of {t}: Only supports {rule}")
 
 
@@ -101,7 +101,7 @@ def _dot(x, y, mask, group: int, what: str) -> Vec:
         _kinds(a, (8,), True, what, "8-bit integer instruction or 16-bit floating instruction")
     m = _mask(mask, a.type.lanes, what)
     n = a.type.lanes // group
-    if a.type.is_float:  # float32 sums in the even lanes; the odd lanes are undefined
+    if a.type.is_floating:  # float32 sums in the even lanes; the odd lanes are undefined
         out_t = DType(f"float32x{a.type.lanes // 2}")
         sums = _sums(tr.splat(out_t.with_lanes(n), 0.0).view, a, b, m, group, out_t)
     else:
@@ -109,7 +109,7 @@ def _dot(x, y, mask, group: int, what: str) -> Vec:
         sums = _sums(tr.splat(out_t, 0).view, a, b, m, group, out_t)
     if mask is not None:  # a lane none of whose inputs is active is undefined
         sums = tr.masked(sums, _any_of(m, group), None, what)
-    if not a.type.is_float:
+    if not a.type.is_floating:
         return sums
     out = tr.new_vec(out_t, what[2:])
     tr.emit(ir.Fill(out.view, poison(np.dtype("float32"), ()).item(), tr.label()))
@@ -138,16 +138,16 @@ def _dpa(acc, x, y, mask, group: int, what: str) -> Vec:
                           f"{_describe(acc)}")
     a, b = _operands(x, y, what)
     t, xt = acc.type, a.type
-    factor = 2 if xt.is_float else group
+    factor = 2 if xt.is_floating else group
     fits = t.bits == factor * xt.bits and xt.lanes == factor * t.lanes and (
-        t.is_integer and xt.is_integer or group == 4 and t.is_float32 and xt.is_float)
+        t.is_integer and xt.is_integer or group == 4 and t.is_float32 and xt.is_floating)
     if not fits:
         rule = "lanes of twice the bits and half the lanes" if group == 2 else \
             "int32/uint32 lanes for 8-bit x, float32 lanes (half as many) for 16-bit floats"
         raise DTypeError(f"{what}: Argument type mismatch: acc is {t}, x is {xt} (acc needs "
                          f"{rule})")
     m = _mask(mask, xt.lanes, what)
-    if not xt.is_float:
+    if not xt.is_floating:
         return _sums(acc.view, a, b, m, group, t)
     n = xt.lanes // group  # float: the sums land in the even lanes, the odd keep acc
     sums = _sums(_lanes(acc, 0, n, 2), a, b, m, group, t)
