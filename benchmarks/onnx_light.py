@@ -118,7 +118,7 @@ def main(argv=None) -> None:
           "| goal met |")
     print("| --- | ---: | ---: | ---: | ---: | --- | --- |")
     for name in names:
-        r = check(models[name], a.seed, a.schedule)
+        r = check(models[name], seed=a.seed, schedule=a.schedule)
         if "refused" in r:
             print(f"| {name} | | {r['plan']:.1f} | | refused: {r['refused']} | | no |")
             continue

@@ -50,4 +50,5 @@ if __name__ == "__main__":
     sim, c = np.full(n, 99, np.int8), np.full(n, 99, np.int8)
     relu_add_int8(a, b, sim, n)  # the simulator ("PySim")
     BuildManager(target="X2_1204").build(relu_add_int8)(a, b, c, n)  # the generated C
-    print("simulator == numpy:", (sim == want).all(), " C == simulator:", (c == sim).all())
+    assert (sim == want).all() and (c == sim).all()
+    print(f"relu_add_int8 on {n} values: simulator == numpy, C == simulator")
