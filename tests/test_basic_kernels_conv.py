@@ -287,3 +287,26 @@ def test_the_host_modules_example_runs():
 
     result = doctest.testmod(host, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.parametrize("flags", list(FLAGS))
+@pytest.mark.parametrize("Sx", [1, 2])
+def test_max_pooling_keeps_the_first_of_equal_or_unordered_values(flags, Sx):
+    """A window's max replaces its value only by a greater one (``V > M ? V : M``), in the
+    vector lanes as in the plain loop: of -0 and +0 the first stays, a NaN stays when first
+    and is skipped after; 16-lane blocks and a tail, strides 1 and 2."""
+    rng = np.random.default_rng(Sx)
+    Wo, rows = 37, 3
+    Wc, Hc = Wo * Sx + 1, rows * 2
+    acc = rng.choice(np.array([-0.0, 0.0, np.nan, 1.0, -1.0], np.float32), Hc * Wc)
+    p = dict(Wc=Wc, AccRow0=0, Hc=Hc, Wo=Wo, OutRow0=0, OutRows=rows, Fx=2, Fy=2, Sx=Sx,
+             Sy=2, Oper=common.POOL_MAX)
+    rest = [common.ACT_NONE, 0, 0]
+    want = out_definition(acc, *p.values(), rest, True).astype(np.float32)
+    out = np.full(rows * Wo + 5, POISON["float32"], np.int32).view(np.float32)
+    before = out.copy()
+    out_compiled("float32", "float32", 1, flags)(acc, Wc, 0, Hc, out,
+                                                 *list(p.values())[3:], *rest)
+    assert np.array_equal(out[:rows * Wo].view(np.int32), want.view(np.int32))
+    assert np.array_equal(out[rows * Wo:].view(np.int32), before[rows * Wo:].view(np.int32))
+    assert np.isnan(want).any() and (want.view(np.int32) == np.int32(-2**31)).any()

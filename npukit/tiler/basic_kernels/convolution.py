@@ -391,6 +391,8 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
     args = tuple(args)
     src = f"""\
 {HELPERS}
+{AVX512_HELPERS}
+{_conv_out_vectors(name, args, flt, to)}
 void {name}({c_signature(args)})
 {{
     /* Out[y][x] pools (Oper 0: none, 1: max, 2: average) the activated accumulators of its
@@ -398,8 +400,13 @@ void {name}({c_signature(args)})
        Rows are shared among the cores. */
     {init}    int Rows = OutRows;
 {share_rows()}
-    for (int y = First; y < Last; y++)
-        for (int x = 0; x < Wo; x++) {{
+    for (int y = First; y < Last; y++) {{
+        int x = 0;
+#ifdef NPK_AVX512
+        x = {name}_Vectors({", ".join(n for _, n in args)}, y);
+#endif
+        /* The outputs left (all of them without AVX-512), one at a time. */
+        for (; x < Wo; x++) {{
             {decl}
             int N = 0;
             for (int fy = 0; fy < Fy; fy++) {{
@@ -416,6 +423,7 @@ void {name}({c_signature(args)})
             }}
             {store}
         }}
+    }}
 }}"""
 
     def reference(Acc, Wc, AccRow0, Hc, Out, Wo, OutRow0, OutRows, Fx, Fy, Sx, Sy, Oper, *rest,
@@ -457,3 +465,93 @@ void {name}({c_signature(args)})
         return Wo * OutRows * (Fx * Fy + 4)
 
     return BasicKernel(name, args, True, src, reference, cost)
+
+
+def _conv_out_vectors(name: str, args, flt: bool, to: str) -> str:
+    """C of ``conv_out``'s AVX-512 part: the outputs of row ``y`` whose windows lie inside
+    the row, 16 at a time, each lane computing what the plain loop computes for its output in
+    the same order (the float activations and max as ``V > M ? V : M``, the average's sum
+    from +0 in (fy, fx) order, the requantisation's float steps). Returns how many outputs
+    it wrote: 0 where it does not apply (column strides other than 1 and 2, sigmoid, tanh)."""
+    if flt:
+        load = "_mm512_maskz_loadu_ps"
+        even = "_mm512_permutex2var_ps"
+        value = """\
+                switch (Act) {  /* npk_act, lane by lane */
+                case 1: V = _mm512_max_ps(V, Zero); break;
+                case 2: V = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(V, Zero, _CMP_GE_OQ),
+                                                 _mm512_mul_ps(V, A0v), V); break;
+                case 3: R = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(V, A1v, _CMP_GT_OQ), V, A1v);
+                        V = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(V, A0v, _CMP_LT_OQ), R, A0v);
+                        break;
+                default: break;
+                }"""
+        init = """\
+    __m512 Zero = _mm512_setzero_ps(), A0v = _mm512_set1_ps(npk_f32(P0)),
+           A1v = _mm512_set1_ps(npk_f32(P1)), R;
+    if (Act > 3) return 0;  /* sigmoid and tanh: the plain loop */"""
+        pool = """\
+                M = N == 0 ? V : _mm512_max_ps(V, M);  /* V > M ? V : M */
+                S = _mm512_add_ps(S, V);"""
+        store = """\
+        if (Oper == 2) M = _mm512_div_ps(S, _mm512_set1_ps((float)N));
+        _mm512_mask_storeu_ps(Out + y * Wo + x, K, M);"""
+        decl = "__m512 M = Zero, S = Zero, V;"
+    else:
+        load = "_mm512_maskz_loadu_epi32"
+        even = "_mm512_permutex2var_epi32"
+        value = """\
+                {   /* npk_requant, lane by lane */
+                    __m512 F = _mm512_mul_ps(_mm512_cvtepi32_ps(V), Scv);
+                    __m512 Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Hv, _CMP_GT_OQ), F, Hv);
+                    Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Lv, _CMP_LT_OQ), Q, Lv);
+                    Q = _mm512_sub_ps(_mm512_add_ps(Q, Rne), Rne);
+                    V = _mm512_add_epi32(_mm512_cvttps_epi32(Q), Zv);
+                }"""
+        init = """\
+    float Sc = Scale[Index];
+    __m512 Scv = _mm512_set1_ps(Sc), Lv = _mm512_set1_ps((float)(Lo - Zout)),
+           Hv = _mm512_set1_ps((float)(Hi - Zout)), Rne = _mm512_set1_ps(12582912.0f);
+    __m512i Zv = _mm512_set1_epi32(Zout);"""
+        pool = "                M = N == 0 ? V : _mm512_max_epi32(V, M);"
+        store = ("        _mm512_mask_cvtepi32_storeu_epi8((void *)(Out + y * Wo + x), K, M);"
+                 f"  /* ({to})M */")
+        decl = "__m512i M = _mm512_setzero_si512(), V;"
+    params = c_signature(args) + ", int y"
+    return f"""\
+#ifdef NPK_AVX512
+static inline NPK_ALWAYS_INLINE int {name}_Vectors({params})
+{{
+    /* Outputs x < Xv have every column of their window below Wc: 16 lanes at a time. */
+    int Xv = Wc < Fx ? 0 : (Wc - Fx) / Sx + 1;
+    const __m512i Even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4,
+                                          2, 0);
+{init}
+    Xv = Xv < Wo ? Xv : Wo;
+    if (Sx > 2) return 0;
+    for (int x = 0; x < Xv; x += {LANES}) {{
+        __mmask16 K = npk_cols(x, Xv);
+        {decl}
+        int N = 0;
+        for (int fy = 0; fy < Fy; fy++) {{
+            int cy = (OutRow0 + y) * Sy + fy;
+            const {"float" if flt else "int"} *Line;
+            if (cy >= Hc) break;
+            Line = Acc + (cy - AccRow0) * Wc;
+            for (int fx = 0; fx < Fx; fx++) {{
+                int C = x * Sx + fx;  /* the column of lane 0 */
+                if (Sx == 1)
+                    V = {load}(K, Line + C);
+                else  /* the even lanes of 32 columns */
+                    V = {even}({load}(npk_cols(C, Wc), Line + C), Even,
+                            {load}(npk_cols(C + {LANES}, Wc), Line + C + {LANES}));
+{value}
+{pool}
+                N++;
+            }}
+        }}
+{store}
+    }}
+    return Xv;
+}}
+#endif"""
