@@ -174,6 +174,8 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
 
 # Vectors of accumulators the layer convolution's largest register block holds.
 CONV_VECTORS = 4
+# The widest filter the register blocks take (their tap masks are computed once per block).
+CONV_MAX_FX = 16
 
 
 @cache
@@ -209,6 +211,9 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
         vterm = ("V = _mm512_maskz_loadu_ps(M, Line + C + {o});\n"
                  "                        S{k} = _mm512_mask_add_ps(S{k}, M, S{k}, "
                  "_mm512_mul_ps(V, Wv));")
+        vfull = ("V = _mm512_loadu_ps(Line + C + {o});\n"
+                 "                        S{k} = _mm512_add_ps(S{k}, _mm512_mul_ps(V, Wv));")
+        vfull_load, vfull_store = "_mm512_loadu_ps(A + x + {o})", "_mm512_storeu_ps"
     else:
         wt, unused = "int Wt = (int)F[fx] - Zw;", ""
         term = ("A[c] = (int)((unsigned int)A[c] + (unsigned int)(((int)Row[c * Sx] - Zin) * "
@@ -221,6 +226,10 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
         vterm = (f"V = _mm512_sub_epi32({widen}(_mm_maskz_loadu_epi8(M, Line + C + {{o}})), "
                  f"Zv);\n                        S{{k}} = _mm512_mask_add_epi32(S{{k}}, M, "
                  f"S{{k}}, _mm512_mullo_epi32(V, Wv));  /* wraps */")
+        vfull = (f"V = _mm512_sub_epi32({widen}(_mm_loadu_si128((const __m128i *)(Line + C + "
+                 f"{{o}}))), Zv);\n                        S{{k}} = _mm512_add_epi32(S{{k}}, "
+                 f"_mm512_mullo_epi32(V, Wv));  /* wraps */")
+        vfull_load, vfull_store = ("_mm512_loadu_si512(A + x + {o})", "_mm512_storeu_si512")
     line_ok = "P - PadT >= 0 && P - PadT < Hreal && L >= 0 && L < InRows"
 
     def block(n: int) -> str:
@@ -229,31 +238,58 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
                          for k in range(n))
         loads = "\n".join(f"                {vacc} S{k} = {vload.format(k=k, o=k * LANES)};"
                           for k in range(n))
+        taps = "\n".join(f"                __mmask16 T{k}[{CONV_MAX_FX}];" for k in range(n))
+        tap_masks = "\n".join(
+            f"                    T{k}[fx] = K{k} & npk_cols(x - PadL + fx * Dx + {k * LANES}, W);"
+            for k in range(n))
         terms = "\n".join(f"""\
-                        M = K{k} & npk_cols(C + {k * LANES}, W);
+                        M = T{k}[fx];
                         {vterm.format(k=k, o=k * LANES)}""" for k in range(n))
         stores = "\n".join(f"                {vstore}(A + x + {k * LANES}, K{k}, S{k});"
                            for k in range(n))
+        full_loads = "\n".join(f"                {vacc} S{k} = "
+                               f"{vfull_load.format(o=k * LANES)};" for k in range(n))
+        full_terms = "\n".join(f"                        {vfull.format(k=k, o=k * LANES)}"
+                               for k in range(n))
+        full_stores = "\n".join(f"                {vfull_store}(A + x + {k * LANES}, S{k});"
+                                for k in range(n))
+        taps_loop = f"""\
+                for (int fy = Fy0; fy < Fy1; fy++) {{{{
+                    const {tw} *F = Filter + fy * Fx;
+                    const {ti} *Line = In + (P0 + fy * Dy - InRow0) * W;
+                    for (int fx = 0; fx < Fx; fx++) {{{{
+                        int C = x - PadL + fx * Dx;  /* the input column of lane 0 */
+                        {vwt}
+{{terms}}
+                    }}}}
+                }}}}"""
         return f"""\
             /* Columns x .. x+{cols - 1} (those below Wo): {n} vector{'s' if n > 1 else ''} \
 of accumulators
-               in registers across the taps. */
+               in registers across the taps; where every lane is an output and every tap's
+               column is inside the row, without masks. */
             {{
+            if (x + {cols} <= Wo && x >= PadL && x + {cols - 1} - PadL + (Fx - 1) * Dx < W) {{
+{full_loads}
+                {vacc} V;
+{taps_loop.format(terms=full_terms)}
+{full_stores}
+                x += {cols};
+            }} else {{
 {live}
 {loads}
+{taps}
                 __mmask16 M;
                 {vacc} V;
-                for (int fy = Fy0; fy < Fy1; fy++) {{
-                    const {tw} *F = Filter + fy * Fx;
-                    const {ti} *Line = In + (P0 + fy * Dy - InRow0) * W;
-                    for (int fx = 0; fx < Fx; fx++) {{
-                        int C = x - PadL + fx * Dx;  /* the input column of lane 0 */
-                        {vwt}
-{terms}
-                    }}
+                /* Each tap's lanes (an output's, and its column inside the row), the same
+                   for every filter row. */
+                for (int fx = 0; fx < Fx; fx++) {{
+{tap_masks}
                 }}
+{taps_loop.format(terms=terms)}
 {stores}
                 x += {cols};
+            }}
             }}"""
 
     blocks = "\n".join(f"            {'if' if n == CONV_VECTORS else 'else if'} "
@@ -276,10 +312,10 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
 {unused}    int Rows = OutRows;
 {share_rows()}
 #ifdef NPK_AVX512
-    /* At stride 1, each row in blocks of vectors; a lane is added a tap when its column is
-       an output (below Wo) and the tap's column is inside the row. (A 1x1 filter's one
-       pass over the row is faster as the plain loop.) */
-    if (Sx == 1 && Fx * Fy > 1) {{{vzin.replace(chr(10) + "            ", chr(10) + "        ")}
+    /* At stride 1 (filters up to {CONV_MAX_FX} columns wide), each row in blocks of vectors; a
+       lane is added a tap when its column is an output (below Wo) and the tap's column is
+       inside the row. (A 1x1 filter's one pass over the row is faster as the plain loop.) */
+    if (Sx == 1 && Fx * Fy > 1 && Fx <= {CONV_MAX_FX}) {{{vzin.replace(chr(10) + "            ", chr(10) + "        ")}
         for (int y = First; y < Last; y++) {{
             int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
             {ta} *A = Acc + y * Wo;
