@@ -291,22 +291,28 @@ def test_the_host_modules_example_runs():
 
 @pytest.mark.parametrize("flags", list(FLAGS))
 @pytest.mark.parametrize("Sx", [1, 2])
-def test_max_pooling_keeps_the_first_of_equal_or_unordered_values(flags, Sx):
-    """A window's max replaces its value only by a greater one (``V > M ? V : M``), in the
-    vector lanes as in the plain loop: of -0 and +0 the first stays, a NaN stays when first
-    and is skipped after; 16-lane blocks and a tail, strides 1 and 2."""
+@pytest.mark.parametrize("out_dt", ["int8", "uint8"])
+def test_requantised_lanes_at_the_extremes_are_the_definition(flags, Sx, out_dt):
+    """The integer output's 16-lane blocks (and the plain loop after them): accumulators at
+    int32's ends and at ties of the rounding (x.5 after the scale), zero points at the type's
+    ends, a clamp narrower than the type, 2x2 max pooling at strides 1 and 2."""
     rng = np.random.default_rng(Sx)
     Wo, rows = 37, 3
-    Wc, Hc = Wo * Sx + 1, rows * 2
-    acc = rng.choice(np.array([-0.0, 0.0, np.nan, 1.0, -1.0], np.float32), Hc * Wc)
-    p = dict(Wc=Wc, AccRow0=0, Hc=Hc, Wo=Wo, OutRow0=0, OutRows=rows, Fx=2, Fy=2, Sx=Sx,
-             Sy=2, Oper=common.POOL_MAX)
-    rest = [common.ACT_NONE, 0, 0]
-    want = out_definition(acc, *p.values(), rest, True).astype(np.float32)
-    out = np.full(rows * Wo + 5, POISON["float32"], np.int32).view(np.float32)
-    before = out.copy()
-    out_compiled("float32", "float32", 1, flags)(acc, Wc, 0, Hc, out,
-                                                 *list(p.values())[3:], *rest)
-    assert np.array_equal(out[:rows * Wo].view(np.int32), want.view(np.int32))
-    assert np.array_equal(out[rows * Wo:].view(np.int32), before[rows * Wo:].view(np.int32))
-    assert np.isnan(want).any() and (want.view(np.int32) == np.int32(-2**31)).any()
+    Wc, Hc = (Wo - 1) * Sx + 2, rows + 1
+    ends = np.array([-2**31, 2**31 - 1, -2**31 + 1, 0, 1, -1, 5, -5, 3, -3], np.int64)
+    acc = np.where(rng.random(Hc * Wc) < 0.3, rng.choice(ends, Hc * Wc),
+                   rng.integers(-3000, 3000, Hc * Wc)).astype(np.int32)
+    lo, hi = (-128, 127) if out_dt == "int8" else (0, 255)
+    cases = [(lo, 0.5, 0), (hi, 0.5, 0), (3, 0.013, 7), (-7 if lo else 9, 1e9, 0)]
+    for zout, scale, clamp in cases:
+        p = dict(Wc=Wc, AccRow0=0, Hc=Hc, Wo=Wo, OutRow0=0, OutRows=rows, Fx=2, Fy=2, Sx=Sx,
+                 Sy=1, Oper=common.POOL_MAX)
+        rest = [np.array([9.0, scale], np.float32), 1, zout, lo + clamp, hi - clamp]
+        want = out_definition(acc, *p.values(), rest, False).astype(out_dt)
+        out = np.full(rows * Wo + 5, 0x5A, np.uint8).view(out_dt)
+        before = out.copy()
+        out_compiled("int32", out_dt, 8, flags)(acc, Wc, 0, Hc, out, *list(p.values())[3:],
+                                                *rest)
+        assert np.array_equal(out[:rows * Wo], want), (zout, scale)
+        assert np.array_equal(out[rows * Wo:], before[rows * Wo:])
+        assert len(np.unique(want)) > 2

@@ -174,8 +174,6 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
 
 # Vectors of accumulators the layer convolution's largest register block holds.
 CONV_VECTORS = 4
-# The widest filter the register blocks take (their tap masks are computed once per block).
-CONV_MAX_FX = 16
 
 
 @cache
@@ -211,9 +209,6 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
         vterm = ("V = _mm512_maskz_loadu_ps(M, Line + C + {o});\n"
                  "                        S{k} = _mm512_mask_add_ps(S{k}, M, S{k}, "
                  "_mm512_mul_ps(V, Wv));")
-        vfull = ("V = _mm512_loadu_ps(Line + C + {o});\n"
-                 "                        S{k} = _mm512_add_ps(S{k}, _mm512_mul_ps(V, Wv));")
-        vfull_load, vfull_store = "_mm512_loadu_ps(A + x + {o})", "_mm512_storeu_ps"
     else:
         wt, unused = "int Wt = (int)F[fx] - Zw;", ""
         term = ("A[c] = (int)((unsigned int)A[c] + (unsigned int)(((int)Row[c * Sx] - Zin) * "
@@ -226,10 +221,6 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
         vterm = (f"V = _mm512_sub_epi32({widen}(_mm_maskz_loadu_epi8(M, Line + C + {{o}})), "
                  f"Zv);\n                        S{{k}} = _mm512_mask_add_epi32(S{{k}}, M, "
                  f"S{{k}}, _mm512_mullo_epi32(V, Wv));  /* wraps */")
-        vfull = (f"V = _mm512_sub_epi32({widen}(_mm_loadu_si128((const __m128i *)(Line + C + "
-                 f"{{o}}))), Zv);\n                        S{{k}} = _mm512_add_epi32(S{{k}}, "
-                 f"_mm512_mullo_epi32(V, Wv));  /* wraps */")
-        vfull_load, vfull_store = ("_mm512_loadu_si512(A + x + {o})", "_mm512_storeu_si512")
     line_ok = "P - PadT >= 0 && P - PadT < Hreal && L >= 0 && L < InRows"
 
     def block(n: int) -> str:
@@ -238,58 +229,31 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
                          for k in range(n))
         loads = "\n".join(f"                {vacc} S{k} = {vload.format(k=k, o=k * LANES)};"
                           for k in range(n))
-        taps = "\n".join(f"                __mmask16 T{k}[{CONV_MAX_FX}];" for k in range(n))
-        tap_masks = "\n".join(
-            f"                    T{k}[fx] = K{k} & npk_cols(x - PadL + fx * Dx + {k * LANES}, W);"
-            for k in range(n))
         terms = "\n".join(f"""\
-                        M = T{k}[fx];
+                        M = K{k} & npk_cols(C + {k * LANES}, W);
                         {vterm.format(k=k, o=k * LANES)}""" for k in range(n))
         stores = "\n".join(f"                {vstore}(A + x + {k * LANES}, K{k}, S{k});"
                            for k in range(n))
-        full_loads = "\n".join(f"                {vacc} S{k} = "
-                               f"{vfull_load.format(o=k * LANES)};" for k in range(n))
-        full_terms = "\n".join(f"                        {vfull.format(k=k, o=k * LANES)}"
-                               for k in range(n))
-        full_stores = "\n".join(f"                {vfull_store}(A + x + {k * LANES}, S{k});"
-                                for k in range(n))
-        taps_loop = f"""\
-                for (int fy = Fy0; fy < Fy1; fy++) {{{{
-                    const {tw} *F = Filter + fy * Fx;
-                    const {ti} *Line = In + (P0 + fy * Dy - InRow0) * W;
-                    for (int fx = 0; fx < Fx; fx++) {{{{
-                        int C = x - PadL + fx * Dx;  /* the input column of lane 0 */
-                        {vwt}
-{{terms}}
-                    }}}}
-                }}}}"""
         return f"""\
             /* Columns x .. x+{cols - 1} (those below Wo): {n} vector{'s' if n > 1 else ''} \
 of accumulators
-               in registers across the taps; where every lane is an output and every tap's
-               column is inside the row, without masks. */
+               in registers across the taps. */
             {{
-            if (x + {cols} <= Wo && x >= PadL && x + {cols - 1} - PadL + (Fx - 1) * Dx < W) {{
-{full_loads}
-                {vacc} V;
-{taps_loop.format(terms=full_terms)}
-{full_stores}
-                x += {cols};
-            }} else {{
 {live}
 {loads}
-{taps}
                 __mmask16 M;
                 {vacc} V;
-                /* Each tap's lanes (an output's, and its column inside the row), the same
-                   for every filter row. */
-                for (int fx = 0; fx < Fx; fx++) {{
-{tap_masks}
+                for (int fy = Fy0; fy < Fy1; fy++) {{
+                    const {tw} *F = Filter + fy * Fx;
+                    const {ti} *Line = In + (P0 + fy * Dy - InRow0) * W;
+                    for (int fx = 0; fx < Fx; fx++) {{
+                        int C = x - PadL + fx * Dx;  /* the input column of lane 0 */
+                        {vwt}
+{terms}
+                    }}
                 }}
-{taps_loop.format(terms=terms)}
 {stores}
                 x += {cols};
-            }}
             }}"""
 
     blocks = "\n".join(f"            {'if' if n == CONV_VECTORS else 'else if'} "
@@ -312,10 +276,10 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
 {unused}    int Rows = OutRows;
 {share_rows()}
 #ifdef NPK_AVX512
-    /* At stride 1 (filters up to {CONV_MAX_FX} columns wide), each row in blocks of vectors; a
-       lane is added a tap when its column is an output (below Wo) and the tap's column is
-       inside the row. (A 1x1 filter's one pass over the row is faster as the plain loop.) */
-    if (Sx == 1 && Fx * Fy > 1 && Fx <= {CONV_MAX_FX}) {{{vzin.replace(chr(10) + "            ", chr(10) + "        ")}
+    /* At stride 1, each row in blocks of vectors; a lane is added a tap when its column is
+       an output (below Wo) and the tap's column is inside the row. (A 1x1 filter's one
+       pass over the row is faster as the plain loop.) */
+    if (Sx == 1 && Fx * Fy > 1) {{{vzin.replace(chr(10) + "            ", chr(10) + "        ")}
         for (int y = First; y < Last; y++) {{
             int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
             {ta} *A = Acc + y * Wo;
@@ -402,7 +366,11 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
     activation folded in the clamp), then an optional pooling without padding (``Oper`` 1 max,
     2 average over the window's existing rows and columns, float32 only) over ``Fy`` x ``Fx``
     windows at strides ``Sy``, ``Sx``. Accumulator line ``c - AccRow0`` holds convolution row
-    ``c``; rows from ``Hc`` on do not exist (a ceil-mode window's end)."""
+    ``c``; rows from ``Hc`` on do not exist (a ceil-mode window's end).
+
+    Integer outputs, where the compiler targets AVX-512: the outputs whose window lies
+    inside the row (column strides 1 and 2) are computed 16 lanes at a time, each as the
+    plain loop computes it (``_requant_vectors``); the same bytes."""
     flt = is_float(acc_dt)
     name = f"KerConvOutNpk_{layer_suffix(acc_dt, out_dt)}"
     ta, to = layer_c_type(acc_dt), layer_c_type(out_dt)
@@ -425,10 +393,21 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
         decl, first = "int M = 0;", "M = N == 0 || V > M ? V : M;"
         store = f"Out[y * Wo + x] = ({to})M;"
     args = tuple(args)
+    vectors, row_close = "", ""
+    row_open = ("    for (int y = First; y < Last; y++)\n"
+                "        for (int x = 0; x < Wo; x++) {")
+    if not flt:
+        vectors = f"{AVX512_HELPERS}\n{_requant_vectors(name, args, to)}"
+        row_open = (f"    for (int y = First; y < Last; y++) {{\n        int x = 0;\n"
+                    f"#ifdef NPK_AVX512\n        x = {name}_Vectors("
+                    f"{', '.join(n for _, n in args)}, y);\n#endif\n"
+                    f"        /* The outputs left (all of them without AVX-512), one at a "
+                    f"time. */\n"
+                    f"        for (; x < Wo; x++) {{")
+        row_close = "    }\n"
     src = f"""\
 {HELPERS}
-{AVX512_HELPERS}
-{_conv_out_vectors(name, args, flt, to)}
+{vectors}
 void {name}({c_signature(args)})
 {{
     /* Out[y][x] pools (Oper 0: none, 1: max, 2: average) the activated accumulators of its
@@ -436,13 +415,7 @@ void {name}({c_signature(args)})
        Rows are shared among the cores. */
     {init}    int Rows = OutRows;
 {share_rows()}
-    for (int y = First; y < Last; y++) {{
-        int x = 0;
-#ifdef NPK_AVX512
-        x = {name}_Vectors({", ".join(n for _, n in args)}, y);
-#endif
-        /* The outputs left (all of them without AVX-512), one at a time. */
-        for (; x < Wo; x++) {{
+{row_open}
             {decl}
             int N = 0;
             for (int fy = 0; fy < Fy; fy++) {{
@@ -459,8 +432,7 @@ void {name}({c_signature(args)})
             }}
             {store}
         }}
-    }}
-}}"""
+{row_close}}}"""
 
     def reference(Acc, Wc, AccRow0, Hc, Out, Wo, OutRow0, OutRows, Fx, Fy, Sx, Sy, Oper, *rest,
                   core_id, core_count):
@@ -503,56 +475,12 @@ void {name}({c_signature(args)})
     return BasicKernel(name, args, True, src, reference, cost)
 
 
-def _conv_out_vectors(name: str, args, flt: bool, to: str) -> str:
-    """C of ``conv_out``'s AVX-512 part: the outputs of row ``y`` whose windows lie inside
-    the row, 16 at a time, each lane computing what the plain loop computes for its output in
-    the same order (the float activations and max as ``V > M ? V : M``, the average's sum
-    from +0 in (fy, fx) order, the requantisation's float steps). Returns how many outputs
-    it wrote: 0 where it does not apply (column strides other than 1 and 2, sigmoid, tanh)."""
-    if flt:
-        load = "_mm512_maskz_loadu_ps"
-        even = "_mm512_permutex2var_ps"
-        value = """\
-                switch (Act) {  /* npk_act, lane by lane */
-                case 1: V = _mm512_max_ps(V, Zero); break;
-                case 2: V = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(V, Zero, _CMP_GE_OQ),
-                                                 _mm512_mul_ps(V, A0v), V); break;
-                case 3: R = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(V, A1v, _CMP_GT_OQ), V, A1v);
-                        V = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(V, A0v, _CMP_LT_OQ), R, A0v);
-                        break;
-                default: break;
-                }"""
-        init = """\
-    __m512 Zero = _mm512_setzero_ps(), A0v = _mm512_set1_ps(npk_f32(P0)),
-           A1v = _mm512_set1_ps(npk_f32(P1)), R;
-    if (Act > 3) return 0;  /* sigmoid and tanh: the plain loop */"""
-        pool = """\
-                M = N == 0 ? V : _mm512_max_ps(V, M);  /* V > M ? V : M */
-                S = _mm512_add_ps(S, V);"""
-        store = """\
-        if (Oper == 2) M = _mm512_div_ps(S, _mm512_set1_ps((float)N));
-        _mm512_mask_storeu_ps(Out + y * Wo + x, K, M);"""
-        decl = "__m512 M = Zero, S = Zero, V;"
-    else:
-        load = "_mm512_maskz_loadu_epi32"
-        even = "_mm512_permutex2var_epi32"
-        value = """\
-                {   /* npk_requant, lane by lane */
-                    __m512 F = _mm512_mul_ps(_mm512_cvtepi32_ps(V), Scv);
-                    __m512 Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Hv, _CMP_GT_OQ), F, Hv);
-                    Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Lv, _CMP_LT_OQ), Q, Lv);
-                    Q = _mm512_sub_ps(_mm512_add_ps(Q, Rne), Rne);
-                    V = _mm512_add_epi32(_mm512_cvttps_epi32(Q), Zv);
-                }"""
-        init = """\
-    float Sc = Scale[Index];
-    __m512 Scv = _mm512_set1_ps(Sc), Lv = _mm512_set1_ps((float)(Lo - Zout)),
-           Hv = _mm512_set1_ps((float)(Hi - Zout)), Rne = _mm512_set1_ps(12582912.0f);
-    __m512i Zv = _mm512_set1_epi32(Zout);"""
-        pool = "                M = N == 0 ? V : _mm512_max_epi32(V, M);"
-        store = ("        _mm512_mask_cvtepi32_storeu_epi8((void *)(Out + y * Wo + x), K, M);"
-                 f"  /* ({to})M */")
-        decl = "__m512i M = _mm512_setzero_si512(), V;"
+def _requant_vectors(name: str, args, to: str) -> str:
+    """C of the integer ``conv_out``'s AVX-512 part: the outputs of row ``y`` whose windows
+    lie inside the row, 16 at a time, each lane computing what the plain loop computes for its
+    output (``npk_requant``'s float steps, then the max as ``V > M ? V : M``). Returns how
+    many outputs it wrote: 0 at column strides above 2. (A float output's plain loop is left
+    to the compiler, which vectorises it in a graph's call, its arguments constants.)"""
     params = c_signature(args) + ", int y"
     return f"""\
 #ifdef NPK_AVX512
@@ -562,31 +490,41 @@ static inline NPK_ALWAYS_INLINE int {name}_Vectors({params})
     int Xv = Wc < Fx ? 0 : (Wc - Fx) / Sx + 1;
     const __m512i Even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4,
                                           2, 0);
-{init}
+    __m512 Scv = _mm512_set1_ps(Scale[Index]), Lv = _mm512_set1_ps((float)(Lo - Zout)),
+           Hv = _mm512_set1_ps((float)(Hi - Zout)), Rne = _mm512_set1_ps(12582912.0f);
+    __m512i Zv = _mm512_set1_epi32(Zout);
+    (void)Oper;
     Xv = Xv < Wo ? Xv : Wo;
     if (Sx > 2) return 0;
     for (int x = 0; x < Xv; x += {LANES}) {{
         __mmask16 K = npk_cols(x, Xv);
-        {decl}
+        __m512i M = _mm512_setzero_si512(), V;
         int N = 0;
         for (int fy = 0; fy < Fy; fy++) {{
             int cy = (OutRow0 + y) * Sy + fy;
-            const {"float" if flt else "int"} *Line;
+            const int *Line;
             if (cy >= Hc) break;
             Line = Acc + (cy - AccRow0) * Wc;
             for (int fx = 0; fx < Fx; fx++) {{
                 int C = x * Sx + fx;  /* the column of lane 0 */
+                __m512 F, Q;
                 if (Sx == 1)
-                    V = {load}(K, Line + C);
+                    V = _mm512_maskz_loadu_epi32(K, Line + C);
                 else  /* the even lanes of 32 columns */
-                    V = {even}({load}(npk_cols(C, Wc), Line + C), Even,
-                            {load}(npk_cols(C + {LANES}, Wc), Line + C + {LANES}));
-{value}
-{pool}
+                    V = _mm512_permutex2var_epi32(
+                        _mm512_maskz_loadu_epi32(npk_cols(C, Wc), Line + C), Even,
+                        _mm512_maskz_loadu_epi32(npk_cols(C + {LANES}, Wc), Line + C + {LANES}));
+                /* npk_requant, lane by lane */
+                F = _mm512_mul_ps(_mm512_cvtepi32_ps(V), Scv);
+                Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Hv, _CMP_GT_OQ), F, Hv);
+                Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Lv, _CMP_LT_OQ), Q, Lv);
+                Q = _mm512_sub_ps(_mm512_add_ps(Q, Rne), Rne);
+                V = _mm512_add_epi32(_mm512_cvttps_epi32(Q), Zv);
+                M = N == 0 ? V : _mm512_max_epi32(V, M);
                 N++;
             }}
         }}
-{store}
+        _mm512_mask_cvtepi32_storeu_epi8((void *)(Out + y * Wo + x), K, M);  /* ({to})M */
     }}
     return Xv;
 }}
