@@ -108,8 +108,10 @@ def cases(draw):
     reach = (p["W"] - 1 + p["PadL"]) // p["Sx"] + 2
     p["Wo"] = draw(st.integers(1, max(1, reach)))
     flt = in_dt == "float32"
-    p["Zin"] = 0 if flt else draw(st.sampled_from([0, 3, -128, 128]))
-    p["Zw"] = 0 if flt else draw(st.sampled_from([0, 1, 255]))
+    # zero points of ONNX's types, the extremes the 16-bit products take (+-32512) and beyond
+    # (the plain loops)
+    p["Zin"] = 0 if flt else draw(st.sampled_from([0, 3, -128, 128, 127, -32512, 32513]))
+    p["Zw"] = 0 if flt else draw(st.sampled_from([0, 1, 255, -128, 32512, -32513]))
     return in_dt, w_dt, p, draw(st.sampled_from([1, 8])), draw(st.sampled_from(list(FLAGS))), \
         draw(st.integers(0, 2**32 - 1))
 
@@ -161,6 +163,32 @@ def test_every_block_size_and_tail_of_a_padded_3x3_row(flags, cores, Wo):
     compiled("float32", "float32", cores, flags)(*args)
     assert np.array_equal(acc[:tile].view(np.int32), want.view(np.int32))
     assert np.array_equal(acc[tile:].view(np.int32), before[tile:].view(np.int32))
+    assert not np.array_equal(acc[:tile], before[:tile])
+
+
+@pytest.mark.parametrize("flags", list(FLAGS))
+@pytest.mark.parametrize("types, zin, zw", [
+    (("int8", "int8"), -128, 0), (("int8", "int8"), 127, -128), (("uint8", "int8"), 255, 0),
+    (("uint8", "uint8"), 0, 255), (("int8", "int8"), 32512, -32512)])
+@pytest.mark.parametrize("Wo", [7, 16, 33, 64, 70])
+def test_integer_blocks_at_the_extremes_of_values_and_zero_points(flags, types, zin, zw, Wo):
+    """A padded 3x3 integer row with inputs and weights at their type's ends (and between),
+    zero points at ONNX's ends and at the largest the 16-bit products take: exact, the
+    canaries kept."""
+    in_dt, w_dt = types
+    p = dict(W=Wo, Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1, PadL=1, PadT=1, Hreal=5, InRow0=0,
+             InRows=7, OutRow0=0, OutRows=5, Wo=Wo, Zin=zin, Zw=zw)
+    args, acc, tile = arguments(in_dt, w_dt, p, Wo)
+    rng = np.random.default_rng(Wo)
+    for i, dt in ((0, in_dt), (6, w_dt)):
+        lo, hi = np.iinfo(dt).min, np.iinfo(dt).max
+        args[i][rng.random(args[i].size) < 0.6] = lo
+        args[i][rng.random(args[i].size) < 0.3] = hi
+    before = acc.copy()
+    want = definition(*args)
+    compiled(in_dt, w_dt, 1, flags)(*args)
+    assert np.array_equal(acc[:tile], want)
+    assert np.array_equal(acc[tile:], before[tile:])
     assert not np.array_equal(acc[:tile], before[:tile])
 
 
