@@ -344,3 +344,43 @@ def test_requantised_lanes_at_the_extremes_are_the_definition(flags, Sx, out_dt)
         assert np.array_equal(out[:rows * Wo], want), (zout, scale)
         assert np.array_equal(out[rows * Wo:], before[rows * Wo:])
         assert len(np.unique(want)) > 2
+
+
+# -- a tile of features: several input planes into several planes of accumulators -----------
+
+@cache
+def planes_compiled(in_dt: str, w_dt: str, cores: int, flags: str):
+    with cflags(FLAGS[flags]):
+        return host.c_function(convolution.layer_conv(in_dt, w_dt, 8, planes=True), cores)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.integers(1, 4), st.integers(1, 9))
+def test_a_feature_tile_is_the_one_plane_definition_over_its_features(case, in_feat, out_feat):
+    """``KerParConvNpk``: output feature o adds input features 0, 1, ... in order, each one's
+    taps as the one-plane definition adds them; output feature counts 1-9 (not a multiple of
+    the 8 cores), every tap geometry of the one-plane test; canaries after the last plane."""
+    in_dt, w_dt, p, cores, flags, seed = case
+    rng = np.random.default_rng(seed)
+    plane, taps, tile = p["InRows"] * p["W"], p["Fx"] * p["Fy"], p["OutRows"] * p["Wo"]
+    one, acc, _ = arguments(in_dt, w_dt, dict(p, OutRows=p["OutRows"] * out_feat), seed)
+    In, Filter = values(rng, in_dt, in_feat * plane), values(rng, w_dt, out_feat * in_feat * taps)
+    want = acc[:out_feat * tile].copy()
+    for o in range(out_feat):
+        for i in range(in_feat):
+            given_ = dict(p, In=In[i * plane:(i + 1) * plane],
+                          Filter=Filter[(o * in_feat + i) * taps:][:taps],
+                          Acc=want[o * tile:(o + 1) * tile])
+            names = [n for _, n in convolution.layer_conv(in_dt, w_dt, 8).args]
+            want[o * tile:(o + 1) * tile] = definition(*[given_[n] for n in names])
+    kernel = convolution.layer_conv(in_dt, w_dt, 8, planes=True)
+    given_ = dict(p, In=In, Filter=Filter, Acc=acc, InFeat=in_feat, OutFeat=out_feat)
+    args = [given_[n] for _, n in kernel.args]
+    ref, before = acc.copy(), acc.copy()
+    kernel.reference(*[ref if n == "Acc" else given_[n] for _, n in kernel.args], core_id=0,
+                     core_count=cores)
+    planes_compiled(in_dt, w_dt, cores, flags)(*args)
+    n, bits = out_feat * tile, np.int32
+    assert np.array_equal(acc[:n].view(bits), want.view(bits)), (p, flags, in_feat, out_feat)
+    assert np.array_equal(ref[:n].view(bits), want.view(bits))
+    assert np.array_equal(acc[n:].view(bits), before[n:].view(bits))  # canaries

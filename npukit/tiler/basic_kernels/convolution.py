@@ -177,7 +177,7 @@ CONV_VECTORS = 4
 
 
 @cache
-def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
+def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> BasicKernel:
     """One input plane's contribution to ``OutRows`` rows of ``Wo`` accumulators:
     ``Acc[y][x] += In(p, x*Sx - PadL + fx*Dx) * Filter[fy][fx]`` over the taps in (fy, fx)
     order, ``p = (OutRow0 + y)*Sy + fy*Dy`` a row of the padded input (real row ``p - PadT``),
@@ -189,17 +189,30 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
     is computed in register blocks of up to 4 vectors of ``common.LANES`` outputs, the taps
     innermost, a tap outside the row masked off its lane (integers: zero points within
     +-32512, the products by ``vpmaddwd``); elsewhere tap by tap across the rows. Each output
-    adds its taps in (fy, fx) order either way: float32 results are the same bit for bit."""
+    adds its taps in (fy, fx) order either way: float32 results are the same bit for bit.
+
+    ``planes``: the kernel of a tile of features (``KerParConvNpk``, GAP's ``KerParConv``
+    iteration): ``InFeat`` input planes (``InRows`` x ``W`` each, one after the other) into
+    ``OutFeat`` planes of accumulators, output feature ``o`` taking filter ``[o][i]`` for input
+    feature ``i``; each accumulator adds the input features in order, each one's taps in
+    (fy, fx) order (the sum the single-plane kernel makes over calls, in registers across the
+    input features); the output features are shared among the cores."""
     flt = is_float(in_dt)
     acc_dt = "float32" if flt else "int32"
-    name = f"KerConvNpk_{layer_suffix(in_dt, w_dt)}"
+    name = f"Ker{'Par' if planes else ''}ConvNpk_{layer_suffix(in_dt, w_dt)}"
     ti, tw, ta = layer_c_type(in_dt), layer_c_type(w_dt), layer_c_type(acc_dt)
+    in_feat = (("int", "InFeat"),) if planes else ()
+    out_feat = (("int", "OutFeat"),) if planes else ()
     args = ((f"const {ti} *__restrict__", "In"), ("int", "W"), ("int", "InRow0"),
-            ("int", "InRows"), ("int", "Hreal"), ("int", "PadT"),
+            ("int", "InRows"), ("int", "Hreal"), ("int", "PadT"), *in_feat,
             (f"const {tw} *__restrict__", "Filter"), (f"{ta} *__restrict__", "Acc"),
-            ("int", "Wo"), ("int", "OutRow0"), ("int", "OutRows"), ("int", "Fx"), ("int", "Fy"),
-            ("int", "Sx"), ("int", "Sy"), ("int", "Dx"), ("int", "Dy"), ("int", "PadL"),
-            ("int", "Zin"), ("int", "Zw"))
+            ("int", "Wo"), ("int", "OutRow0"), ("int", "OutRows"), *out_feat, ("int", "Fx"),
+            ("int", "Fy"), ("int", "Sx"), ("int", "Sy"), ("int", "Dx"), ("int", "Dy"),
+            ("int", "PadL"), ("int", "Zin"), ("int", "Zw"))
+    # Where a tap's filter row and input line are: the one plane's, or input feature i's.
+    f_row, in_line = ("(i * Fy + fy) * Fx", "i * InRows + ") if planes else ("fy * Fx", "")
+    row_line = "(i * InRows + L)" if planes else "L"
+    each_feature = "for (int i = 0; i < InFeat; i++)\n" if planes else ""
     if flt:
         wt, unused = "float Wt = F[fx];", c_unused("Zin", "Zw")
         term = "A[c] = A[c] + Row[c * Sx] * Wt;"
@@ -249,9 +262,10 @@ of accumulators
 {loads}
                 __mmask16 M;
                 {vacc} V;
+{'                ' + each_feature if planes else ''}\
                 for (int fy = Fy0; fy < Fy1; fy++) {{
-                    const {tw} *F = Filter + fy * Fx;
-                    const {ti} *Line = In + (P0 + fy * Dy - InRow0) * W;
+                    const {tw} *F = Filter + {f_row};
+                    const {ti} *Line = In + ({in_line}P0 + fy * Dy - InRow0) * W;
                     for (int fx = 0; fx < Fx; fx++) {{
                         int C = x - PadL + fx * Dx;  /* the input column of lane 0 */
                         {vwt}
@@ -268,8 +282,38 @@ of accumulators
     blocks += f"\n            else\n{block(1)}"
     blocks = "\n".join("    " + line if line else line for line in blocks.splitlines())
 
-    def special(**constants: int) -> str:
+    def special(**constants) -> str:
         return ", ".join(str(constants.get(n, n)) for _, n in args)
+
+    if planes:
+        rows_doc = ("Input features in order,\n       each one's taps in (fy, fx) order; "
+                    "every row (the output features are shared among the cores).")
+        rows = "    int First = 0, Last = Rows;"
+        here = dict(Filter="Filter + o * InFeat * Fy * Fx", Acc="Acc + o * OutRows * Wo")
+        entry = f"""\
+    /* Each output feature o of the tile in turn (the features shared among the cores).
+       3x3 and 1x1 filters at stride 1 without dilation (most of a CNN's) run a copy of the
+       loops whose tap counts and strides are constants; others the loops as written. */
+{share_rows("OutFeat")}
+    for (int o = First; o < Last; o++)
+        if (Fx == 3 && Sx == 1 && Dx == 1)
+            {name}_Rows({special(Fx=3, Sx=1, Dx=1, **here)});
+        else if (Fx == 1 && Sx == 1 && Dx == 1)
+            {name}_Rows({special(Fx=1, Sx=1, Dx=1, **here)});
+        else
+            {name}_Rows({special(**here)});"""
+    else:
+        rows_doc = "Rows are shared among the cores."
+        rows = share_rows()
+        entry = f"""\
+    /* 3x3 and 1x1 filters at stride 1 without dilation (most of a CNN's) run a copy of the
+       loops whose tap counts and strides are constants; others the loops as written. */
+    if (Fx == 3 && Sx == 1 && Dx == 1)
+        {name}_Rows({special(Fx=3, Sx=1, Dx=1)});
+    else if (Fx == 1 && Sx == 1 && Dx == 1)
+        {name}_Rows({special(Fx=1, Sx=1, Dx=1)});
+    else
+        {name}_Rows({special()});"""
 
     src = f"""\
 {HELPERS}
@@ -278,9 +322,9 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
 {{
     /* Acc[y][x] accumulates the taps (fy, fx) in order: input row p = (OutRow0 + y)*Sy +
        fy*Dy of the padded plane (line p - InRow0 of the tile, real row p - PadT), column
-       x*Sx - PadL + fx*Dx. Taps on padding add nothing. Rows are shared among the cores. */
+       x*Sx - PadL + fx*Dx. Taps on padding add nothing. {rows_doc} */
 {unused}    int Rows = OutRows;
-{share_rows()}
+{rows}
 #ifdef NPK_AVX512
     /* At stride 1, each row in blocks of vectors; a lane is added a tap when its column is
        an output (below Wo) and the tap's column is inside the row. (A 1x1 filter's one
@@ -306,9 +350,10 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
     }}
 #endif
     /* Otherwise tap by tap: each tap's columns inside the row (X0 .. X1), across the rows. */
+{'    ' + each_feature if planes else ''}\
     for (int fy = 0; fy < Fy; fy++)
         for (int fx = 0; fx < Fx; fx++) {{
-            const {tw} *F = Filter + fy * Fx;
+            const {tw} *F = Filter + {f_row};
             {wt}
 {C_TAP_RANGE}
             for (int y = First; y < Last; y++) {{
@@ -316,7 +361,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
                 {ta} *A = Acc + y * Wo;
                 const {ti} *Row;
                 if (!({line_ok})) continue;
-                Row = In + L * W + Off;
+                Row = In + {row_line} * W + Off;
                 for (int c = X0; c < X1; c++) {term}
             }}
         }}
@@ -324,15 +369,10 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
 
 void {name}({c_signature(args)})
 {{
-    /* 3x3 and 1x1 filters at stride 1 without dilation (most of a CNN's) run a copy of the
-       loops whose tap counts and strides are constants; others the loops as written. */
-    if (Fx == 3 && Sx == 1 && Dx == 1)
-        {name}_Rows({special(Fx=3, Sx=1, Dx=1)});
-    else if (Fx == 1 && Sx == 1 && Dx == 1)
-        {name}_Rows({special(Fx=1, Sx=1, Dx=1)});
-    else
-        {name}_Rows({special()});
+{entry}
 }}"""
+    if planes:
+        return _feature_tile(name, args, src, layer_conv(in_dt, w_dt, width))
 
     def reference(In, W, InRow0, InRows, Hreal, PadT, Filter, Acc, Wo, OutRow0, OutRows, Fx,
                   Fy, Sx, Sy, Dx, Dy, PadL, Zin, Zw, *, core_id, core_count):
@@ -361,6 +401,27 @@ void {name}({c_signature(args)})
 
     def cost(Wo, OutRows, Fx, Fy, **_):
         return math.ceil(Wo * OutRows * Fx * Fy / width) + 4 * OutRows * Fy
+
+    return BasicKernel(name, args, True, src, reference, cost)
+
+
+def _feature_tile(name: str, args, src: str, single: BasicKernel) -> BasicKernel:
+    """``layer_conv(planes=True)``'s kernel: its reference is the one-plane reference over the
+    output features and, for each, the input features in order."""
+    def reference(In, W, InRow0, InRows, Hreal, PadT, InFeat, Filter, Acc, Wo, OutRow0, OutRows,
+                  OutFeat, Fx, Fy, *rest, core_id, core_count):
+        if core_id:
+            return
+        plane, taps, tile = InRows * W, Fy * Fx, OutRows * Wo
+        for o in range(OutFeat):
+            for i in range(InFeat):
+                f = (o * InFeat + i) * taps
+                single.reference(In[i * plane:(i + 1) * plane], W, InRow0, InRows, Hreal, PadT,
+                                 Filter[f:f + taps], Acc[o * tile:(o + 1) * tile], Wo, OutRow0,
+                                 OutRows, Fx, Fy, *rest, core_id=0, core_count=1)
+
+    def cost(InFeat, OutFeat, **kw):
+        return InFeat * OutFeat * single.cost(**kw)
 
     return BasicKernel(name, args, True, src, reference, cost)
 
