@@ -40,6 +40,9 @@ import numpy as np
 from ..dtypes import is_float
 from ..errors import TilingError
 from .api import (
+    D0,
+    D1,
+    KER_ARG_PARTILE_SIZE,
     KER_ARG_TILE,
     KER_ARG_TILE_H,
     KER_ARG_TILE_W,
@@ -50,12 +53,16 @@ from .api import (
     KER_IN_PLANE,
     KER_OUT_PLANE,
     KER_TILE,
+    LOC_D0,
+    LOC_D0_EPILOG,
+    LOC_D0_PROLOG,
     LOC_IN_PLANE_EPILOG,
     LOC_IN_PLANE_PROLOG,
     LOC_INNER_LOOP,
     LOC_INNER_LOOP_EPILOG,
     OBJ_CONSTRAINTS_TILE_HOR,
     OBJ_CONSTRAINTS_TILE_VER,
+    T0,
     TILE_HOR,
     Bindings,
     Call,
@@ -63,14 +70,17 @@ from .api import (
     CArgs,
     Imm,
     K_Arg,
+    K_ArgPar,
     Ker_IteratorIndex,
     KerArg,
     KerArgs,
+    KerArgSpace,
     KernelDimensions,
     KernelIterationOrder,
     Obj,
     TCArg,
 )
+from .api_spaces import IterParSpace, IterTiledSpace, KernelIterSpace
 from .basic_kernels import (
     common,
     convolution,
@@ -132,13 +142,20 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
                   Hc: int, depthwise: bool = False, PoolOper: int = common.POOL_NONE, Fpx: int = 1,
                   Fpy: int = 1, Spx: int = 1, Spy: int = 1, Wo: int, Ho: int,
                   Act: int = common.ACT_NONE, ActParams: tuple[int, int] = (0, 0), Zin: int = 0,
-                  Zw: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0) -> None:
+                  Zw: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0,
+                  par_features: bool = False) -> None:
     """The user kernel ``Name(In, Filter, Bias[, Scale], Out)``: In [InFeat, Height, Width]
     (``in_tiled``: rows already padded, ``PadT`` of them on top, ``Hreal`` real ones; else
     the real plane, padded in the kernel), Filter [OutFeat, InFeat or 1, Fcy, Fcx], Bias
     [OutFeat] (float32 or int32), Scale [OutFeat] float32 (integers: the requantisation
     scale ``x_scale * w_scale / y_scale``), Out [OutFeat, Ho, Wo]; the convolution output is
-    Wc x Hc. Integer outputs are clamped to [Lo, Hi] (the activation, folded)."""
+    Wc x Hc. Integer outputs are clamped to [Lo, Hi] (the activation, folded).
+
+    ``par_features`` (a dense convolution): the features as parametric spaces, as the GAP
+    SDK's current convolution generators iterate (output features, tiles, input features,
+    each space whole where it fits): each call works on every feature of its tile, so a
+    layer that fits runs as a few calls (the host schedule); the same sums in the same order,
+    so the same bytes."""
     flt = is_float(out_dt)
     acc_dt = "float32" if flt else "int32"
     bias_dt = acc_dt
@@ -154,6 +171,14 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
     hc_decl = Spy * (Ho - 1) + Fpy
     _check(Name, f"pooling window {Fpy} smaller than its stride {Spy}", Fpy >= Spy)
     quant = [] if flt else [TCArg(_ptr("float32"), "Scale")]
+    if par_features and not depthwise:
+        _conv_feature_tiles(m, Name, in_dt=in_dt, w_dt=w_dt, out_dt=out_dt, InFeat=InFeat,
+                            OutFeat=OutFeat, Width=Width, Height=Height, in_tiled=in_tiled,
+                            in_rows=(ov_in, PadT, Hreal), conv=(Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL,
+                                                                Wc, Hc, Zin, Zw),
+                            pool=(PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl),
+                            act=(Act, *ActParams) if flt else (Zout, Lo, Hi), quant=quant)
+        return
     conv = _lib(m, convolution.layer_conv(np.dtype(in_dt).name, np.dtype(w_dt).name,
                                           _width(m, in_dt)))
     set_bias = _lib(m, convolution.set_bias(bias_dt, acc_dt))
@@ -203,6 +228,68 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
                 Imm(PoolOper), *tail))),
         KerArgs(*kerargs))
     m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * OutFeat * (1 if depthwise else InFeat)
+
+
+def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: int,
+                        Width: int, Height: int, in_tiled: bool, in_rows, conv, pool, act,
+                        quant) -> None:
+    """``conv_pool_act(par_features=True)``: spaces (output features D1, tiles T0, input
+    features D0); per tile of D1 x T0, the accumulators of its features receive the biases,
+    then each tile of input features (``layer_conv(planes=True)``), then are activated and
+    pooled into the output tile (``conv_out_planes``)."""
+    ov_in, PadT, Hreal = in_rows
+    Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw = conv
+    PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl = pool
+    flt = is_float(out_dt)
+    acc_dt = "float32" if flt else "int32"
+    ker = _lib(m, convolution.layer_conv(np.dtype(in_dt).name, np.dtype(w_dt).name,
+                                         _width(m, in_dt), planes=True))
+    set_bias = _lib(m, convolution.set_bias_planes(acc_dt))
+    out = _lib(m, convolution.conv_out_planes(acc_dt, np.dtype(out_dt).name))
+    in_row0 = K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT)
+    tail = [Imm(v) for v in act] if flt else [K_Arg("Scale", KER_ARG_TILE),
+                                              *(Imm(v) for v in act)]
+    kerargs = [
+        KerArg("In", KerArgSpace(2, D0, T0) if in_tiled else KerArgSpace(1, D0), IN_DB, Width,
+               Height, np.dtype(in_dt).itemsize, ov_in if in_tiled else 0, 0, 0, "In"),
+        KerArg("Bias", KerArgSpace(1, D1), Obj.O_IN, 1, 1, 4, 0, 0, 0, "Bias"),
+        KerArg("Filter", KerArgSpace(2, D1, D0), IN_DB, Fcx, Fcy, np.dtype(w_dt).itemsize, 0,
+               0, 0, "Filter"),
+    ]
+    if not flt:
+        kerargs.append(KerArg("Scale", KerArgSpace(1, D1), Obj.O_IN, 1, 1, 4, 0, 0, 0,
+                              "Scale"))
+    kerargs += [
+        KerArg("Out", KerArgSpace(2, D1, T0), OUT_DB, Wo, Ho, np.dtype(out_dt).itemsize, 0, 0,
+               0, "Out"),
+        KerArg("Acc", KerArgSpace(2, D1, T0), Obj.O_BUFF | Obj.O_ONETILE, Wc, hc_decl, 4,
+               hc_decl - Spy * Ho, 0, 0, None),
+    ]
+    m.UserKernel(Name,
+        KernelIterSpace(3, IterParSpace(D1, OutFeat, 1), IterTiledSpace(T0),
+                        IterParSpace(D0, InFeat, 1)),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
+              TCArg(_ptr(acc_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out")),
+        Calls(
+            Call(set_bias, LOC_D0_PROLOG, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILE_H),
+                K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1), K_Arg("Bias", KER_ARG_TILE))),
+            Call(ker, LOC_D0, Bindings(
+                K_Arg("In", KER_ARG_TILE), Imm(Width), in_row0, K_Arg("In", KER_ARG_TILE_H),
+                Imm(Hreal), Imm(PadT), K_ArgPar("In", KER_ARG_PARTILE_SIZE, D0),
+                K_Arg("Filter", KER_ARG_TILE), K_Arg("Acc", KER_ARG_TILE), Imm(Wc),
+                K_Arg("Acc", KER_ARG_TILEOFFSET), K_Arg("Acc", KER_ARG_TILE_H),
+                K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1), Imm(Fcx), Imm(Fcy), Imm(Scx),
+                Imm(Scy), Imm(Dcx), Imm(Dcy), Imm(PadL), Imm(Zin), Imm(Zw))),
+            Call(out, LOC_D0_EPILOG, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), Imm(Hc),
+                K_Arg("Acc", KER_ARG_TILE_H), K_Arg("Out", KER_ARG_TILE), Imm(Wo),
+                K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
+                K_ArgPar("Out", KER_ARG_PARTILE_SIZE, D1), Imm(Fpx), Imm(Fpy), Imm(Spx),
+                Imm(Spy), Imm(PoolOper), *tail))),
+        KerArgs(*kerargs))
+    m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * OutFeat * InFeat
 
 
 # -- pooling ----------------------------------------------------------------------------------

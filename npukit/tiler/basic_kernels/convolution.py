@@ -78,6 +78,29 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
     return BasicKernel(name, args, False, src, reference, lambda W, H, **_: W * H)
 
 
+@cache
+def set_bias_planes(acc_dt: str) -> BasicKernel:
+    """``Out[o][0 .. W*H) = Bias[o]`` for the ``Feat`` planes of a tile of output features
+    (float32 or int32 accumulators, the bias of the accumulator's type: ``set_bias`` without
+    its alignment)."""
+    name = f"KerParSetBiasNpk_{layer_suffix(acc_dt)}"
+    ta = layer_c_type(acc_dt)
+    args = ((f"{ta} *__restrict__", "Out"), ("int", "W"), ("int", "H"), ("int", "Feat"),
+            (f"const {ta} *__restrict__", "Bias"))
+    src = f"""\
+void {name}({c_signature(args)})
+{{
+    /* Each plane o of the tile starts at the bias of output feature o. */
+    for (int o = 0; o < Feat; o++)
+        for (int i = 0; i < W * H; i++) Out[o * W * H + i] = Bias[o];
+}}"""
+
+    def reference(Out, W, H, Feat, Bias):
+        Out[:Feat * W * H] = np.repeat(Bias[:Feat], W * H)
+
+    return BasicKernel(name, args, False, src, reference, lambda W, H, Feat, **_: W * H * Feat)
+
+
 # -- convolution ----------------------------------------------------------------------------
 
 @cache
@@ -474,6 +497,8 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
         row_close = "    }\n"
     src = f"""\
 {HELPERS}
+#ifndef NPK_KERNEL_{name}
+#define NPK_KERNEL_{name}
 {vectors}
 void {name}({c_signature(args)})
 {{
@@ -499,7 +524,8 @@ void {name}({c_signature(args)})
             }}
             {store}
         }}
-{row_close}}}"""
+{row_close}}}
+#endif"""
 
     def reference(Acc, Wc, AccRow0, Hc, Out, Wo, OutRow0, OutRows, Fx, Fy, Sx, Sy, Oper, *rest,
                   core_id, core_count):
@@ -596,3 +622,43 @@ static inline NPK_ALWAYS_INLINE int {name}_Vectors({params})
     return Xv;
 }}
 #endif"""
+
+
+@cache
+def conv_out_planes(acc_dt: str, out_dt: str) -> BasicKernel:
+    """``conv_out`` of each of the ``Feat`` planes of a tile of output features: plane ``o``
+    of ``AccRows`` accumulator lines into plane ``o`` of ``OutRows`` output rows (integers:
+    ``Scale[o]``)."""
+    flt = is_float(acc_dt)
+    one = conv_out(acc_dt, out_dt)
+    name = f"KerParConvOutNpk_{layer_suffix(acc_dt, out_dt)}"
+    head, tail = one.args[:13], one.args[13:]
+    tail = tail if flt else tuple(a for a in tail if a[1] != "Index")
+    args = (*head[:4], ("int", "AccRows"), *head[4:8], ("int", "Feat"), *head[8:], *tail)
+    call = ", ".join(
+        {"Acc": "Acc + o * AccRows * Wc", "Out": "Out + o * OutRows * Wo", "Index": "o"}.get(n, n)
+        for _, n in one.args)
+    src = f"""\
+{one.c_source}
+void {name}({c_signature(args)})
+{{
+    /* Plane o of the tile: accumulators Acc + o*AccRows*Wc, outputs Out + o*OutRows*Wo
+       (each plane's rows shared among the cores). */
+    for (int o = 0; o < Feat; o++)
+        {one.name}({call});
+}}"""
+
+    def reference(Acc, Wc, AccRow0, Hc, AccRows, Out, Wo, OutRow0, OutRows, Feat, *rest,
+                  core_id, core_count):
+        if core_id:
+            return
+        for o in range(Feat):
+            more = rest if flt else (*rest[:6], o, *rest[6:])  # Scale, then Index o
+            one.reference(Acc[o * AccRows * Wc:(o + 1) * AccRows * Wc], Wc, AccRow0, Hc,
+                          Out[o * OutRows * Wo:(o + 1) * OutRows * Wo], Wo, OutRow0, OutRows,
+                          *more, core_id=0, core_count=1)
+
+    def cost(Feat, **kw):
+        return Feat * one.cost(**kw)
+
+    return BasicKernel(name, args, True, src, reference, cost)
