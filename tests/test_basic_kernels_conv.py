@@ -354,12 +354,23 @@ def planes_compiled(in_dt: str, w_dt: str, cores: int, flags: str):
         return host.c_function(convolution.layer_conv(in_dt, w_dt, 8, planes=True), cores)
 
 
+@st.composite
+def flat_cases(draw):
+    """Planes the feature tile's kernel flattens (rows narrower than 32, as wide as the input,
+    stride 1, no dilation), whole or a tile of their rows."""
+    in_dt, w_dt, p, cores, flags, seed = draw(cases())
+    W = draw(st.integers(1, 31))
+    p = dict(p, W=W, Wo=W, Sx=1, Sy=1, Dx=1, Dy=1, PadL=draw(st.integers(0, p["Fx"] - 1)))
+    return in_dt, w_dt, p, cores, flags, seed
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cases(), st.integers(1, 4), st.integers(1, 9))
+@given(st.one_of(cases(), flat_cases()), st.integers(1, 4), st.integers(1, 9))
 def test_a_feature_tile_is_the_one_plane_definition_over_its_features(case, in_feat, out_feat):
     """``KerParConvNpk``: output feature o adds input features 0, 1, ... in order, each one's
     taps as the one-plane definition adds them; output feature counts 1-9 (not a multiple of
-    the 8 cores), every tap geometry of the one-plane test; canaries after the last plane."""
+    the 8 cores), every tap geometry of the one-plane test, and small planes (flattened into
+    vectors); canaries after the last plane."""
     in_dt, w_dt, p, cores, flags, seed = case
     rng = np.random.default_rng(seed)
     plane, taps, tile = p["InRows"] * p["W"], p["Fx"] * p["Fy"], p["OutRows"] * p["Wo"]
@@ -384,3 +395,36 @@ def test_a_feature_tile_is_the_one_plane_definition_over_its_features(case, in_f
     assert np.array_equal(acc[:n].view(bits), want.view(bits)), (p, flags, in_feat, out_feat)
     assert np.array_equal(ref[:n].view(bits), want.view(bits))
     assert np.array_equal(acc[n:].view(bits), before[n:].view(bits))  # canaries
+
+
+@pytest.mark.parametrize("flags", list(FLAGS))
+@pytest.mark.parametrize("types", TYPES)
+@pytest.mark.parametrize("size, f", [(7, 3), (14, 3), (5, 1), (9, 5), (28, 3), (31, 3)])
+def test_small_same_planes_of_a_feature_tile(flags, types, size, f):
+    """'Same' convolutions of small planes (7x7 to 31x31: flattened into vectors), 5 input
+    and 3 output features, as a CNN's late layers have them: the one-plane definition over
+    the features."""
+    in_dt, w_dt = types
+    pad = f // 2
+    p = dict(W=size, Fx=f, Fy=f, Sx=1, Sy=1, Dx=1, Dy=1, PadL=pad, PadT=pad, Hreal=size,
+             InRow0=0, InRows=size + 2 * pad, OutRow0=0, OutRows=size, Wo=size,
+             Zin=0 if in_dt == "float32" else 5, Zw=0 if in_dt == "float32" else -3)
+    in_feat, out_feat, rng = 5, 3, np.random.default_rng(size)
+    plane, taps, tile = p["InRows"] * size, f * f, size * size
+    _, acc, _ = arguments(in_dt, w_dt, dict(p, OutRows=size * out_feat), size)
+    In, Filter = values(rng, in_dt, in_feat * plane), values(rng, w_dt, out_feat * in_feat * taps)
+    names = [n for _, n in convolution.layer_conv(in_dt, w_dt, 8).args]
+    want = acc[:out_feat * tile].copy()
+    for o in range(out_feat):
+        for i in range(in_feat):
+            given_ = dict(p, In=In[i * plane:(i + 1) * plane],
+                          Filter=Filter[(o * in_feat + i) * taps:][:taps],
+                          Acc=want[o * tile:(o + 1) * tile])
+            want[o * tile:(o + 1) * tile] = definition(*[given_[n] for n in names])
+    kernel = convolution.layer_conv(in_dt, w_dt, 8, planes=True)
+    given_ = dict(p, In=In, Filter=Filter, Acc=acc, InFeat=in_feat, OutFeat=out_feat)
+    before = acc.copy()
+    planes_compiled(in_dt, w_dt, 8, flags)(*[given_[n] for _, n in kernel.args])
+    n = out_feat * tile
+    assert np.array_equal(acc[:n].view(np.int32), want.view(np.int32))
+    assert np.array_equal(acc[n:].view(np.int32), before[n:].view(np.int32))

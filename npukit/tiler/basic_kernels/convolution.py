@@ -197,6 +197,11 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
 
 # Vectors of accumulators the layer convolution's largest register block holds.
 CONV_VECTORS = 4
+# The widest filter whose tap masks a feature tile's blocks hold (wider: the plain loops).
+CONV_MAX_FX = 16
+# The most outputs of a plane a feature tile's kernel flattens into vectors (a multiple of
+# CONV_VECTORS vectors).
+FLAT_MAX = 1024
 
 
 @cache
@@ -236,6 +241,7 @@ def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> Basic
     f_row, in_line = ("(i * Fy + fy) * Fx", "i * InRows + ") if planes else ("fy * Fx", "")
     row_line = "(i * InRows + L)" if planes else "L"
     each_feature = "for (int i = 0; i < InFeat; i++)\n" if planes else ""
+    widest = f" && Fx <= {CONV_MAX_FX}" if planes else ""
     if flt:
         wt, unused = "float Wt = F[fx];", c_unused("Zin", "Zw")
         term = "A[c] = A[c] + Row[c * Sx] * Wt;"
@@ -271,8 +277,16 @@ def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> Basic
                          for k in range(n))
         loads = "\n".join(f"                {vacc} S{k} = {vload.format(k=k, o=k * LANES)};"
                           for k in range(n))
+        # A feature tile's tap masks are the same for every input feature and filter row:
+        # computed once per block.
+        masks = "".join(f"""
+                __mmask16 T{k}[{CONV_MAX_FX}];""" for k in range(n)) + "".join(f"""
+                for (int fx = 0; fx < Fx; fx++)
+                    T{k}[fx] = K{k} & npk_cols(x - PadL + fx * Dx + {k * LANES}, W);"""
+                                                                        for k in range(n))
+        mask = "T{k}[fx]" if planes else "K{k} & npk_cols(C + {o}, W)"
         terms = "\n".join(f"""\
-                        M = K{k} & npk_cols(C + {k * LANES}, W);
+                        M = {mask.format(k=k, o=k * LANES)};
                         {vterm.format(k=k, o=k * LANES)}""" for k in range(n))
         stores = "\n".join(f"                {vstore}(A + x + {k * LANES}, K{k}, S{k});"
                            for k in range(n))
@@ -284,7 +298,7 @@ of accumulators
 {live}
 {loads}
                 __mmask16 M;
-                {vacc} V;
+                {vacc} V;{masks if planes else ''}
 {'                ' + each_feature if planes else ''}\
                 for (int fy = Fy0; fy < Fy1; fy++) {{
                     const {tw} *F = Filter + {f_row};
@@ -318,6 +332,19 @@ of accumulators
        3x3 and 1x1 filters at stride 1 without dilation (most of a CNN's) run a copy of the
        loops whose tap counts and strides are constants; others the loops as written. */
 {share_rows("OutFeat")}
+#ifdef NPK_AVX512
+    /* Planes of rows narrower than 32 outputs, as wide as their input, at stride 1 without
+       dilation: the plane's outputs flattened, 16 to a vector (rows of their own would
+       leave lanes empty). */
+    if (Wo < 32 && Wo == W && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1 &&
+        Fx * Fy <= {CONV_MAX_FX} && OutRows * Wo <= {FLAT_MAX}{small_zero_points}) {{
+        if (Fx == 3 && Fy == 3)
+            {name}_Flat({special(Fx=3, Fy=3)}, First, Last);
+        else
+            {name}_Flat({special()}, First, Last);
+        return;
+    }}
+#endif
     for (int o = First; o < Last; o++)
         if (Fx == 3 && Sx == 1 && Dx == 1)
             {name}_Rows({special(Fx=3, Sx=1, Dx=1, **here)});
@@ -338,9 +365,64 @@ of accumulators
     else
         {name}_Rows({special()});"""
 
+    nv = CONV_VECTORS
+    flat_k = "\n".join(f"            __mmask16 K{k} = npk_cols(q0 + {k * LANES}, N);"
+                        for k in range(nv))
+    flat_loads = "\n".join(f"            {vacc} S{k} = "
+                            f"{vload.format(k=k, o=k * LANES).replace('A + x', 'A + q0')};"
+                            for k in range(nv))
+    flat_terms = "\n".join(f"""\
+                        M = T[b + {k}][fy * Fx + fx];
+                        {vterm.format(k=k, o=k * LANES)}""" for k in range(nv))
+    flat_stores = "\n".join(f"            {vstore}(A + q0 + {k * LANES}, K{k}, S{k});"
+                             for k in range(nv))
+    flat = "" if not planes else f"""
+#ifdef NPK_AVX512
+static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First, int Last)
+{{
+    /* Output features First .. Last-1, each plane's outputs flattened: output q = y*Wo + x
+       adds, for input feature i and tap (fy, fx), input q + (OutRow0 - InRow0 + fy)*W -
+       PadL + fx of plane i (stride 1, W == Wo), in that order; a lane takes a tap when its
+       output exists and the tap's row and column are inside the tile (T: each vector's
+       lanes, tap by tap, the same for every feature). {nv} vectors of accumulators in
+       registers across the features and taps. */
+    int N = OutRows * Wo, Blocks = (N + {LANES - 1}) / {LANES};
+    __mmask16 T[{FLAT_MAX // LANES}][{CONV_MAX_FX}];{vzin.replace("        ", "    ")}
+    for (int b = 0; b < (Blocks + {nv - 1}) / {nv} * {nv}; b++)
+        for (int t = 0; t < Fy * Fx; t++) {{
+            unsigned int Lanes = 0;
+            for (int j = 0; j < {LANES}; j++) {{
+                int q = b * {LANES} + j, P = OutRow0 + q / Wo + t / Fx, L = P - InRow0;
+                int Col = q % Wo - PadL + t % Fx;
+                if (q < N && {line_ok} && Col >= 0 && Col < W) Lanes |= 1u << j;
+            }}
+            T[b][t] = (__mmask16)Lanes;
+        }}
+    for (int o = First; o < Last; o++)
+        for (int b = 0; b < Blocks; b += {nv}) {{
+            int q0 = b * {LANES};
+            {ta} *A = Acc + o * N;
+            __mmask16 M;
+            {vacc} V;
+{flat_k}
+{flat_loads}
+            for (int i = 0; i < InFeat; i++)
+                for (int fy = 0; fy < Fy; fy++) {{
+                    const {tw} *F = Filter + ((o * InFeat + i) * Fy + fy) * Fx;
+                    const {ti} *Line = In + (i * InRows + OutRow0 - InRow0 + fy) * W - PadL;
+                    for (int fx = 0; fx < Fx; fx++) {{
+                        int C = q0 + fx;  /* lane 0's input, from Line */
+                        {vwt}
+{flat_terms}
+                    }}
+                }}
+{flat_stores}
+        }}
+}}
+#endif"""
     src = f"""\
 {HELPERS}
-{AVX512_HELPERS}
+{AVX512_HELPERS}{flat}
 static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
 {{
     /* Acc[y][x] accumulates the taps (fy, fx) in order: input row p = (OutRow0 + y)*Sy +
@@ -352,7 +434,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
     /* At stride 1, each row in blocks of vectors; a lane is added a tap when its column is
        an output (below Wo) and the tap's column is inside the row. (A 1x1 filter's one
        pass over the row is faster as the plain loop.) */
-    if (Sx == 1 && Fx * Fy > 1{small_zero_points}) {{{vzin}
+    if (Sx == 1 && Fx * Fy > 1{small_zero_points}{widest}) {{{vzin}
         for (int y = First; y < Last; y++) {{
             int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
             {ta} *A = Acc + y * Wo;
