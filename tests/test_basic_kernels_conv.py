@@ -364,6 +364,7 @@ def flat_cases(draw):
     return in_dt, w_dt, p, cores, flags, seed
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(cases(), flat_cases()), st.integers(1, 4), st.integers(1, 9))
 def test_a_feature_tile_is_the_one_plane_definition_over_its_features(case, in_feat, out_feat):
@@ -397,6 +398,7 @@ def test_a_feature_tile_is_the_one_plane_definition_over_its_features(case, in_f
     assert np.array_equal(acc[n:].view(bits), before[n:].view(bits))  # canaries
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", list(FLAGS))
 @pytest.mark.parametrize("types", TYPES)
 @pytest.mark.parametrize("size, f", [(7, 3), (14, 3), (5, 1), (9, 5), (28, 3), (31, 3)])
