@@ -401,11 +401,12 @@ def test_a_feature_tile_is_the_one_plane_definition_over_its_features(case, in_f
 @pytest.mark.slow
 @pytest.mark.parametrize("flags", list(FLAGS))
 @pytest.mark.parametrize("types", TYPES)
-@pytest.mark.parametrize("size, f", [(7, 3), (14, 3), (5, 1), (9, 5), (28, 3), (31, 3)])
-def test_small_same_planes_of_a_feature_tile(flags, types, size, f):
-    """'Same' convolutions of small planes (7x7 to 31x31: flattened into vectors), 5 input
-    and 3 output features, as a CNN's late layers have them: the one-plane definition over
-    the features."""
+@pytest.mark.parametrize("size, f", [(7, 3), (14, 3), (5, 1), (9, 5), (28, 3), (31, 3),
+                                     (40, 1), (37, 3)])
+def test_same_planes_of_a_feature_tile(flags, types, size, f):
+    """'Same' convolutions, 5 input and 3 output features, as a CNN's layers have them: small
+    planes (7x7 to 31x31: flattened into vectors), wider ones (rows in blocks, 1x1 too): the
+    one-plane definition over the features."""
     in_dt, w_dt = types
     pad = f // 2
     p = dict(W=size, Fx=f, Fy=f, Sx=1, Sy=1, Dx=1, Dy=1, PadL=pad, PadT=pad, Hreal=size,

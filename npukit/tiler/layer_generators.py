@@ -11,7 +11,9 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
   requantisation (int8/uint8), then an optional pooling without padding. Iteration order
   (out-plane, tile, in-plane) and horizontal tiles of output rows, as GAP's
   ``CNN_ConvolutionPoolReLU``; a one-tile L1 accumulator receives the bias, then each input
-  plane's taps, then is activated and pooled into the output tile.
+  plane's taps, then is activated and pooled into the output tile. With ``par_features``
+  (the host schedule) the features are parametric spaces instead, each call on every
+  feature of its tile.
 - ``pool``: max or average pooling with ONNX's padding, dilations and ``count_include_pad``.
 - ``resize_planes``: nearest or bilinear resizing of planes by row and column tables.
 - ``global_pool``: the average of each plane, accumulated tile by tile.

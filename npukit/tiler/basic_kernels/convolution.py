@@ -242,6 +242,8 @@ def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> Basic
     row_line = "(i * InRows + L)" if planes else "L"
     each_feature = "for (int i = 0; i < InFeat; i++)\n" if planes else ""
     widest = f" && Fx <= {CONV_MAX_FX}" if planes else ""
+    # (A feature tile's 1x1 filter has a tap per input feature: its blocks pay.)
+    several_taps = "(Fx * Fy > 1 || InFeat > 1)" if planes else "Fx * Fy > 1"
     if flt:
         wt, unused = "float Wt = F[fx];", c_unused("Zin", "Zw")
         term = "A[c] = A[c] + Row[c * Sx] * Wt;"
@@ -434,7 +436,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
     /* At stride 1, each row in blocks of vectors; a lane is added a tap when its column is
        an output (below Wo) and the tap's column is inside the row. (A 1x1 filter's one
        pass over the row is faster as the plain loop.) */
-    if (Sx == 1 && Fx * Fy > 1{small_zero_points}{widest}) {{{vzin}
+    if (Sx == 1 && {several_taps}{small_zero_points}{widest}) {{{vzin}
         for (int y = First; y < Last; y++) {{
             int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
             {ta} *A = Acc + y * Wo;
