@@ -173,7 +173,14 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
     hc_decl = Spy * (Ho - 1) + Fpy
     _check(Name, f"pooling window {Fpy} smaller than its stride {Spy}", Fpy >= Spy)
     quant = [] if flt else [TCArg(_ptr("float32"), "Scale")]
-    if par_features and not depthwise:
+    # Tiles of features where every output feature's accumulators and outputs fit L1 whole
+    # beside one input plane and its filters (the input features then come in tiles of the
+    # most that fit); elsewhere the tiler would cut the input features to one and the rows
+    # into tiles: the planes one at a time are faster then.
+    whole = (4 * OutFeat * Wc * hc_decl + np.dtype(out_dt).itemsize * OutFeat * Wo * Ho +
+             np.dtype(in_dt).itemsize * Width * Height +
+             np.dtype(w_dt).itemsize * OutFeat * Fcx * Fcy + 8 * OutFeat)
+    if par_features and not depthwise and whole <= m.l1_budget:
         _conv_feature_tiles(m, Name, in_dt=in_dt, w_dt=w_dt, out_dt=out_dt, InFeat=InFeat,
                             OutFeat=OutFeat, Width=Width, Height=Height, in_tiled=in_tiled,
                             in_rows=(ov_in, PadT, Hreal), conv=(Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL,
@@ -238,7 +245,8 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFe
     """``conv_pool_act(par_features=True)``: spaces (output features D1, tiles T0, input
     features D0); per tile of D1 x T0, the accumulators of its features receive the biases,
     then each tile of input features (``layer_conv(planes=True)``), then are activated and
-    pooled into the output tile (``conv_out_planes``)."""
+    pooled into the output tile (``conv_out_planes``). Single buffers: the host schedule
+    copies a tile before the calls that read it."""
     ov_in, PadT, Hreal = in_rows
     Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw = conv
     PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl = pool
@@ -252,17 +260,17 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFe
     tail = [Imm(v) for v in act] if flt else [K_Arg("Scale", KER_ARG_TILE),
                                               *(Imm(v) for v in act)]
     kerargs = [
-        KerArg("In", KerArgSpace(2, D0, T0) if in_tiled else KerArgSpace(1, D0), IN_DB, Width,
+        KerArg("In", KerArgSpace(2, D0, T0) if in_tiled else KerArgSpace(1, D0), Obj.O_IN, Width,
                Height, np.dtype(in_dt).itemsize, ov_in if in_tiled else 0, 0, 0, "In"),
         KerArg("Bias", KerArgSpace(1, D1), Obj.O_IN, 1, 1, 4, 0, 0, 0, "Bias"),
-        KerArg("Filter", KerArgSpace(2, D1, D0), IN_DB, Fcx, Fcy, np.dtype(w_dt).itemsize, 0,
+        KerArg("Filter", KerArgSpace(2, D1, D0), Obj.O_IN, Fcx, Fcy, np.dtype(w_dt).itemsize, 0,
                0, 0, "Filter"),
     ]
     if not flt:
         kerargs.append(KerArg("Scale", KerArgSpace(1, D1), Obj.O_IN, 1, 1, 4, 0, 0, 0,
                               "Scale"))
     kerargs += [
-        KerArg("Out", KerArgSpace(2, D1, T0), OUT_DB, Wo, Ho, np.dtype(out_dt).itemsize, 0, 0,
+        KerArg("Out", KerArgSpace(2, D1, T0), Obj.O_OUT, Wo, Ho, np.dtype(out_dt).itemsize, 0, 0,
                0, "Out"),
         KerArg("Acc", KerArgSpace(2, D1, T0), Obj.O_BUFF | Obj.O_ONETILE, Wc, hc_decl, 4,
                hc_decl - Spy * Ho, 0, 0, None),

@@ -332,7 +332,8 @@ of accumulators
         entry = f"""\
     /* Each output feature o of the tile in turn (the features shared among the cores).
        3x3 and 1x1 filters at stride 1 without dilation (most of a CNN's) run a copy of the
-       loops whose tap counts and strides are constants; others the loops as written. */
+       loops whose tap counts and strides are constants (not left to the compiler's
+       cloning, which a larger file can change); others the loops as written. */
 {share_rows("OutFeat")}
 #ifdef NPK_AVX512
     /* Planes of rows narrower than 32 outputs, as wide as their input, at stride 1 without
@@ -348,10 +349,10 @@ of accumulators
     }}
 #endif
     for (int o = First; o < Last; o++)
-        if (Fx == 3 && Sx == 1 && Dx == 1)
-            {name}_Rows({special(Fx=3, Sx=1, Dx=1, **here)});
-        else if (Fx == 1 && Sx == 1 && Dx == 1)
-            {name}_Rows({special(Fx=1, Sx=1, Dx=1, **here)});
+        if (Fx == 3 && Fy == 3 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
+            {name}_Rows({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1, **here)});
+        else if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
+            {name}_Rows({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1, **here)});
         else
             {name}_Rows({special(**here)});"""
     else:
@@ -359,11 +360,12 @@ of accumulators
         rows = share_rows()
         entry = f"""\
     /* 3x3 and 1x1 filters at stride 1 without dilation (most of a CNN's) run a copy of the
-       loops whose tap counts and strides are constants; others the loops as written. */
-    if (Fx == 3 && Sx == 1 && Dx == 1)
-        {name}_Rows({special(Fx=3, Sx=1, Dx=1)});
-    else if (Fx == 1 && Sx == 1 && Dx == 1)
-        {name}_Rows({special(Fx=1, Sx=1, Dx=1)});
+       loops whose tap counts and strides are constants (not left to the compiler's
+       cloning, which a larger file can change); others the loops as written. */
+    if (Fx == 3 && Fy == 3 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
+        {name}_Rows({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)});
+    else if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
+        {name}_Rows({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1)});
     else
         {name}_Rows({special()});"""
 
