@@ -88,6 +88,7 @@ CASES = {
     "conv output ReLU float32 56x16": out_case("float32", 56, 16, 1),
     "conv output ReLU+max 2x2 float32 56x16": out_case("float32", 56, 16, 2),
     "conv output requantised int8 56x16": out_case("int8", 56, 16, 1),
+    "conv output requantised+max 2x2 int8 56x16": out_case("int8", 56, 16, 2),
     "matmul float32 256x1000": matmul_case("float32", 256, 1000),
     "matmul int8 256x1000": matmul_case("int8", 256, 1000),
 }

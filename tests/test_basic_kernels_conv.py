@@ -108,8 +108,10 @@ def cases(draw):
     reach = (p["W"] - 1 + p["PadL"]) // p["Sx"] + 2
     p["Wo"] = draw(st.integers(1, max(1, reach)))
     flt = in_dt == "float32"
-    p["Zin"] = 0 if flt else draw(st.sampled_from([0, 3, -128, 128]))
-    p["Zw"] = 0 if flt else draw(st.sampled_from([0, 1, 255]))
+    # zero points of ONNX's types, the extremes the 16-bit products take (+-32512) and beyond
+    # (the plain loops)
+    p["Zin"] = 0 if flt else draw(st.sampled_from([0, 3, -128, 128, 127, -32512, 32513]))
+    p["Zw"] = 0 if flt else draw(st.sampled_from([0, 1, 255, -128, 32512, -32513]))
     return in_dt, w_dt, p, draw(st.sampled_from([1, 8])), draw(st.sampled_from(list(FLAGS))), \
         draw(st.integers(0, 2**32 - 1))
 
@@ -161,6 +163,32 @@ def test_every_block_size_and_tail_of_a_padded_3x3_row(flags, cores, Wo):
     compiled("float32", "float32", cores, flags)(*args)
     assert np.array_equal(acc[:tile].view(np.int32), want.view(np.int32))
     assert np.array_equal(acc[tile:].view(np.int32), before[tile:].view(np.int32))
+    assert not np.array_equal(acc[:tile], before[:tile])
+
+
+@pytest.mark.parametrize("flags", list(FLAGS))
+@pytest.mark.parametrize("types, zin, zw", [
+    (("int8", "int8"), -128, 0), (("int8", "int8"), 127, -128), (("uint8", "int8"), 255, 0),
+    (("uint8", "uint8"), 0, 255), (("int8", "int8"), 32512, -32512)])
+@pytest.mark.parametrize("Wo", [7, 16, 33, 64, 70])
+def test_integer_blocks_at_the_extremes_of_values_and_zero_points(flags, types, zin, zw, Wo):
+    """A padded 3x3 integer row with inputs and weights at their type's ends (and between),
+    zero points at ONNX's ends and at the largest the 16-bit products take: exact, the
+    canaries kept."""
+    in_dt, w_dt = types
+    p = dict(W=Wo, Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1, PadL=1, PadT=1, Hreal=5, InRow0=0,
+             InRows=7, OutRow0=0, OutRows=5, Wo=Wo, Zin=zin, Zw=zw)
+    args, acc, tile = arguments(in_dt, w_dt, p, Wo)
+    rng = np.random.default_rng(Wo)
+    for i, dt in ((0, in_dt), (6, w_dt)):
+        lo, hi = np.iinfo(dt).min, np.iinfo(dt).max
+        args[i][rng.random(args[i].size) < 0.6] = lo
+        args[i][rng.random(args[i].size) < 0.3] = hi
+    before = acc.copy()
+    want = definition(*args)
+    compiled(in_dt, w_dt, 1, flags)(*args)
+    assert np.array_equal(acc[:tile], want)
+    assert np.array_equal(acc[tile:], before[tile:])
     assert not np.array_equal(acc[:tile], before[:tile])
 
 
@@ -287,3 +315,119 @@ def test_the_host_modules_example_runs():
 
     result = doctest.testmod(host, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.parametrize("flags", list(FLAGS))
+@pytest.mark.parametrize("Sx", [1, 2])
+@pytest.mark.parametrize("out_dt", ["int8", "uint8"])
+def test_requantised_lanes_at_the_extremes_are_the_definition(flags, Sx, out_dt):
+    """The integer output's 16-lane blocks (and the plain loop after them): accumulators at
+    int32's ends and at ties of the rounding (x.5 after the scale), zero points at the type's
+    ends, a clamp narrower than the type, 2x2 max pooling at strides 1 and 2."""
+    rng = np.random.default_rng(Sx)
+    Wo, rows = 37, 3
+    Wc, Hc = (Wo - 1) * Sx + 2, rows + 1
+    ends = np.array([-2**31, 2**31 - 1, -2**31 + 1, 0, 1, -1, 5, -5, 3, -3], np.int64)
+    acc = np.where(rng.random(Hc * Wc) < 0.3, rng.choice(ends, Hc * Wc),
+                   rng.integers(-3000, 3000, Hc * Wc)).astype(np.int32)
+    lo, hi = (-128, 127) if out_dt == "int8" else (0, 255)
+    cases = [(lo, 0.5, 0), (hi, 0.5, 0), (3, 0.013, 7), (-7 if lo else 9, 1e9, 0)]
+    for zout, scale, clamp in cases:
+        p = dict(Wc=Wc, AccRow0=0, Hc=Hc, Wo=Wo, OutRow0=0, OutRows=rows, Fx=2, Fy=2, Sx=Sx,
+                 Sy=1, Oper=common.POOL_MAX)
+        rest = [np.array([9.0, scale], np.float32), 1, zout, lo + clamp, hi - clamp]
+        want = out_definition(acc, *p.values(), rest, False).astype(out_dt)
+        out = np.full(rows * Wo + 5, 0x5A, np.uint8).view(out_dt)
+        before = out.copy()
+        out_compiled("int32", out_dt, 8, flags)(acc, Wc, 0, Hc, out, *list(p.values())[3:],
+                                                *rest)
+        assert np.array_equal(out[:rows * Wo], want), (zout, scale)
+        assert np.array_equal(out[rows * Wo:], before[rows * Wo:])
+        assert len(np.unique(want)) > 2
+
+
+# -- a tile of features: several input planes into several planes of accumulators -----------
+
+@cache
+def planes_compiled(in_dt: str, w_dt: str, cores: int, flags: str):
+    with cflags(FLAGS[flags]):
+        return host.c_function(convolution.layer_conv(in_dt, w_dt, 8, planes=True), cores)
+
+
+@st.composite
+def flat_cases(draw):
+    """Planes the feature tile's kernel flattens (rows narrower than 32, as wide as the input,
+    stride 1, no dilation), whole or a tile of their rows."""
+    in_dt, w_dt, p, cores, flags, seed = draw(cases())
+    W = draw(st.integers(1, 31))
+    p = dict(p, W=W, Wo=W, Sx=1, Sy=1, Dx=1, Dy=1, PadL=draw(st.integers(0, p["Fx"] - 1)))
+    return in_dt, w_dt, p, cores, flags, seed
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(cases(), flat_cases()), st.integers(1, 4), st.integers(1, 9))
+def test_a_feature_tile_is_the_one_plane_definition_over_its_features(case, in_feat, out_feat):
+    """``KerParConvNpk``: output feature o adds input features 0, 1, ... in order, each one's
+    taps as the one-plane definition adds them; output feature counts 1-9 (not a multiple of
+    the 8 cores), every tap geometry of the one-plane test, and small planes (flattened into
+    vectors); canaries after the last plane."""
+    in_dt, w_dt, p, cores, flags, seed = case
+    rng = np.random.default_rng(seed)
+    plane, taps, tile = p["InRows"] * p["W"], p["Fx"] * p["Fy"], p["OutRows"] * p["Wo"]
+    one, acc, _ = arguments(in_dt, w_dt, dict(p, OutRows=p["OutRows"] * out_feat), seed)
+    In, Filter = values(rng, in_dt, in_feat * plane), values(rng, w_dt, out_feat * in_feat * taps)
+    want = acc[:out_feat * tile].copy()
+    for o in range(out_feat):
+        for i in range(in_feat):
+            given_ = dict(p, In=In[i * plane:(i + 1) * plane],
+                          Filter=Filter[(o * in_feat + i) * taps:][:taps],
+                          Acc=want[o * tile:(o + 1) * tile])
+            names = [n for _, n in convolution.layer_conv(in_dt, w_dt, 8).args]
+            want[o * tile:(o + 1) * tile] = definition(*[given_[n] for n in names])
+    kernel = convolution.layer_conv(in_dt, w_dt, 8, planes=True)
+    given_ = dict(p, In=In, Filter=Filter, Acc=acc, InFeat=in_feat, OutFeat=out_feat)
+    args = [given_[n] for _, n in kernel.args]
+    ref, before = acc.copy(), acc.copy()
+    kernel.reference(*[ref if n == "Acc" else given_[n] for _, n in kernel.args], core_id=0,
+                     core_count=cores)
+    planes_compiled(in_dt, w_dt, cores, flags)(*args)
+    n, bits = out_feat * tile, np.int32
+    assert np.array_equal(acc[:n].view(bits), want.view(bits)), (p, flags, in_feat, out_feat)
+    assert np.array_equal(ref[:n].view(bits), want.view(bits))
+    assert np.array_equal(acc[n:].view(bits), before[n:].view(bits))  # canaries
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags", list(FLAGS))
+@pytest.mark.parametrize("types", TYPES)
+@pytest.mark.parametrize("size, f", [(7, 3), (14, 3), (5, 1), (9, 5), (28, 3), (31, 3),
+                                     (40, 1), (37, 3)])
+def test_same_planes_of_a_feature_tile(flags, types, size, f):
+    """'Same' convolutions, 5 input and 3 output features, as a CNN's layers have them: small
+    planes (7x7 to 31x31: flattened into vectors), wider ones (rows in blocks, 1x1 too): the
+    one-plane definition over the features."""
+    in_dt, w_dt = types
+    pad = f // 2
+    p = dict(W=size, Fx=f, Fy=f, Sx=1, Sy=1, Dx=1, Dy=1, PadL=pad, PadT=pad, Hreal=size,
+             InRow0=0, InRows=size + 2 * pad, OutRow0=0, OutRows=size, Wo=size,
+             Zin=0 if in_dt == "float32" else 5, Zw=0 if in_dt == "float32" else -3)
+    in_feat, out_feat, rng = 5, 3, np.random.default_rng(size)
+    plane, taps, tile = p["InRows"] * size, f * f, size * size
+    _, acc, _ = arguments(in_dt, w_dt, dict(p, OutRows=size * out_feat), size)
+    In, Filter = values(rng, in_dt, in_feat * plane), values(rng, w_dt, out_feat * in_feat * taps)
+    names = [n for _, n in convolution.layer_conv(in_dt, w_dt, 8).args]
+    want = acc[:out_feat * tile].copy()
+    for o in range(out_feat):
+        for i in range(in_feat):
+            given_ = dict(p, In=In[i * plane:(i + 1) * plane],
+                          Filter=Filter[(o * in_feat + i) * taps:][:taps],
+                          Acc=want[o * tile:(o + 1) * tile])
+            want[o * tile:(o + 1) * tile] = definition(*[given_[n] for n in names])
+    kernel = convolution.layer_conv(in_dt, w_dt, 8, planes=True)
+    given_ = dict(p, In=In, Filter=Filter, Acc=acc, InFeat=in_feat, OutFeat=out_feat)
+    before = acc.copy()
+    planes_compiled(in_dt, w_dt, 8, flags)(*[given_[n] for _, n in kernel.args])
+    n = out_feat * tile
+    assert np.array_equal(acc[:n].view(np.int32), want.view(np.int32))
+    assert np.array_equal(acc[n:].view(np.int32), before[n:].view(np.int32))

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from npukit import TilingError
 from npukit.tiler import Model
 from npukit.tiler import layer_generators as G
+from npukit.tiler import layer_generators_matmul as GM
 from npukit.tiler.basic_kernels.common import ACT_RELU, f32_bits
 
 GUARD = 16
@@ -51,7 +52,7 @@ def k_tiled_float(M, K, N, budget, c, seed):
     cs = {"column": (N,), "row": (M, 1), "element": (M, N), "scalar": (1,), None: None}[c]
     cv = rng.uniform(-1, 1, cs).astype(np.float32) if cs else None
     m = Model(target="gap8", l1_budget=budget)
-    assert G.matmul(m, "L", a_dt="float32", b_dt="float32", out_dt="float32", M=M, K_=K, N=N,
+    assert GM.matmul(m, "L", a_dt="float32", b_dt="float32", out_dt="float32", M=M, K_=K, N=N,
                     c=c, Alpha=f32_bits(0.5), Beta=f32_bits(2.0), Act=ACT_RELU, k_tiles=True)
     t = m.tiling("L")
     assert t.spaces["Tile0"].count > 1 and t.l1_used <= budget
@@ -90,7 +91,7 @@ def test_the_k_tiled_form_gives_the_bytes_of_the_whole_row_form():
     M, K, N = 2, 700, 9
     m, arrays, out = k_tiled_float(M, K, N, 1500, "column", 3)
     whole = Model(target="gap8", l1_budget=48000)
-    assert not G.matmul(whole, "L", a_dt="float32", b_dt="float32", out_dt="float32", M=M,
+    assert not GM.matmul(whole, "L", a_dt="float32", b_dt="float32", out_dt="float32", M=M,
                         K_=K, N=N, c="column", Alpha=f32_bits(0.5), Beta=f32_bits(2.0),
                         Act=ACT_RELU, k_tiles=True)
     rows = run_layer(whole, "L", dict(A=arrays["A"], B=arrays["Bt"].T, C=arrays["C"]),
@@ -126,7 +127,7 @@ def test_an_int8_product_tiled_along_k_is_exact(M, K, N, budget, per_col, bias, 
     scale = (rng.uniform(0.3, 0.8, N if per_col else 1) * 127 / np.abs(acc).max()).astype(
         np.float32)
     m = Model(target="gap8", l1_budget=budget)
-    assert G.matmul(m, "L", a_dt="int8", b_dt="int8", out_dt="int8", M=M, K_=K, N=N,
+    assert GM.matmul(m, "L", a_dt="int8", b_dt="int8", out_dt="int8", M=M, K_=K, N=N,
                     c="column" if bias else None, Za=za, Zb=zb, scale_per_column=per_col,
                     Zout=zout, Lo=-128, Hi=127, k_tiles=True)
     assert m.tiling("L").spaces["Tile0"].count > 1
@@ -142,7 +143,7 @@ def test_a_product_no_k_tile_fits_is_refused_naming_the_layer_k_and_the_budget()
     m = Model(target="gap8", l1_budget=40)
     with pytest.raises(TilingError, match=r"^Lin: \[1, 5000\] x \[5000, 8\] does not fit the L1 "
                                           r"budget of 40 B even with K = 5000 cut into tiles: "):
-        G.matmul(m, "Lin", a_dt="float32", b_dt="float32", out_dt="float32", M=1, K_=5000, N=8,
+        GM.matmul(m, "Lin", a_dt="float32", b_dt="float32", out_dt="float32", M=1, K_=5000, N=8,
                  Alpha=f32_bits(1.0), k_tiles=True)
 
 
@@ -150,7 +151,7 @@ def test_without_k_tiles_the_whole_row_form_is_kept():
     """Callers that cannot bind B transposed (batched products) get the old form and its
     refusal."""
     m = Model(target="gap8", l1_budget=4000)
-    assert not G.matmul(m, "L", a_dt="float32", b_dt="float32", out_dt="float32", M=1,
+    assert not GM.matmul(m, "L", a_dt="float32", b_dt="float32", out_dt="float32", M=1,
                         K_=5000, N=8, Alpha=f32_bits(1.0))
     with pytest.raises(TilingError, match="exceeds the L1 budget of 4000 B"):
         m.tiling("L")

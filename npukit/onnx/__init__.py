@@ -215,7 +215,7 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
 
     def host_plan():
         h = Model(host_target(m.target), l3_budget=l3_budget, l3_flash_budget=l3_flash_budget)
-        lower(tables, alias, h, gname)
+        lower(tables, alias, h, gname, host=True)
         return _planned(h, gname, low.layers)
     return OnnxGraph(m, _planned(m, gname, low.layers), low, net, dtype is None, host_plan)
 

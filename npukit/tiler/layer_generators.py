@@ -11,15 +11,15 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
   requantisation (int8/uint8), then an optional pooling without padding. Iteration order
   (out-plane, tile, in-plane) and horizontal tiles of output rows, as GAP's
   ``CNN_ConvolutionPoolReLU``; a one-tile L1 accumulator receives the bias, then each input
-  plane's taps, then is activated and pooled into the output tile.
+  plane's taps, then is activated and pooled into the output tile. With ``par_features``
+  (the host schedule) the features are parametric spaces instead, each call on every
+  feature of its tile.
 - ``pool``: max or average pooling with ONNX's padding, dilations and ``count_include_pad``.
 - ``global_pool``: the average of each plane, accumulated tile by tile.
 - ``unary``, ``lut``: elementwise functions and 256-entry tables.
 - ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views;
   ``typed`` the same for casts, integers, comparisons, logic and ``Where``.
-- ``matmul``: rows of ``A`` times column tiles of ``B`` (vertical tiles), with Gemm's ``C``;
-  ``matmul_k_tiled`` when a row of K does not fit L1: K in tiles, an L1 accumulator per
-  output column across them.
+- ``matmul``, ``matmul_k_tiled``: in ``npukit.tiler.layer_generators_matmul``.
 - ``softmax``, ``reduce``, ``lrn``: along rows or, in vertical tiles, along columns;
   ``layer_norm`` along rows.
 - ``pad_axis``, ``concat``, ``transpose``: data movement (a transpose in tiles of its
@@ -39,8 +39,6 @@ yet.
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
 from ..dtypes import is_float
@@ -48,6 +46,7 @@ from ..errors import TilingError
 from .api import (
     D0,
     D1,
+    KER_ARG_PARTILE_SIZE,
     KER_ARG_TILE,
     KER_ARG_TILE_H,
     KER_ARG_TILE_W,
@@ -58,24 +57,24 @@ from .api import (
     KER_IN_PLANE,
     KER_OUT_PLANE,
     KER_TILE,
+    LOC_D0,
+    LOC_D0_EPILOG,
+    LOC_D0_PROLOG,
     LOC_IN_PLANE_EPILOG,
     LOC_IN_PLANE_PROLOG,
     LOC_INNER_LOOP,
     LOC_INNER_LOOP_EPILOG,
-    LOC_LOOP,
-    LOC_LOOP_EPILOG,
-    LOC_LOOP_PROLOG,
     OBJ_CONSTRAINTS_TILE_HOR,
     OBJ_CONSTRAINTS_TILE_VER,
     T0,
     TILE_HOR,
-    TILE_VER,
     Bindings,
     Call,
     Calls,
     CArgs,
     Imm,
     K_Arg,
+    K_ArgPar,
     Ker_IteratorIndex,
     KerArg,
     KerArgs,
@@ -85,13 +84,12 @@ from .api import (
     Obj,
     TCArg,
 )
-from .api_spaces import IterFixedSpace, IterTiledSpace, KernelIterSpace
+from .api_spaces import IterParSpace, IterTiledSpace, KernelIterSpace
 from .basic_kernels import (
     common,
     convolution,
     elementwise,
     integer,
-    linear,
     mathfn,
     movement,
     normalisation,
@@ -147,13 +145,20 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
                   Hc: int, depthwise: bool = False, PoolOper: int = common.POOL_NONE, Fpx: int = 1,
                   Fpy: int = 1, Spx: int = 1, Spy: int = 1, Wo: int, Ho: int,
                   Act: int = common.ACT_NONE, ActParams: tuple[int, int] = (0, 0), Zin: int = 0,
-                  Zw: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0) -> None:
+                  Zw: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0,
+                  par_features: bool = False) -> None:
     """The user kernel ``Name(In, Filter, Bias[, Scale], Out)``: In [InFeat, Height, Width]
     (``in_tiled``: rows already padded, ``PadT`` of them on top, ``Hreal`` real ones; else
     the real plane, padded in the kernel), Filter [OutFeat, InFeat or 1, Fcy, Fcx], Bias
     [OutFeat] (float32 or int32), Scale [OutFeat] float32 (integers: the requantisation
     scale ``x_scale * w_scale / y_scale``), Out [OutFeat, Ho, Wo]; the convolution output is
-    Wc x Hc. Integer outputs are clamped to [Lo, Hi] (the activation, folded)."""
+    Wc x Hc. Integer outputs are clamped to [Lo, Hi] (the activation, folded).
+
+    ``par_features`` (a dense convolution): the features as parametric spaces, as the GAP
+    SDK's current convolution generators iterate (output features, tiles, input features,
+    each space whole where it fits): each call works on every feature of its tile, so a
+    layer that fits runs as a few calls (the host schedule); the same sums in the same order,
+    so the same bytes."""
     flt = is_float(out_dt)
     acc_dt = "float32" if flt else "int32"
     bias_dt = acc_dt
@@ -169,6 +174,21 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
     hc_decl = Spy * (Ho - 1) + Fpy
     _check(Name, f"pooling window {Fpy} smaller than its stride {Spy}", Fpy >= Spy)
     quant = [] if flt else [TCArg(_ptr("float32"), "Scale")]
+    # Tiles of features where every output feature's accumulators and outputs fit L1 whole
+    # beside one input plane and its filters (the input features then come in tiles of the
+    # most that fit); elsewhere the tiler would cut the input features to one and the rows
+    # into tiles: the planes one at a time are faster then.
+    whole = (4 * OutFeat * Wc * hc_decl + np.dtype(out_dt).itemsize * OutFeat * Wo * Ho +
+             np.dtype(in_dt).itemsize * Width * Height +
+             np.dtype(w_dt).itemsize * OutFeat * Fcx * Fcy + 8 * OutFeat)
+    if par_features and not depthwise and whole <= m.l1_budget:
+        _conv_feature_tiles(m, Name, in_dt=in_dt, w_dt=w_dt, out_dt=out_dt, InFeat=InFeat,
+                            OutFeat=OutFeat, Width=Width, Height=Height, in_tiled=in_tiled,
+                            in_rows=(ov_in, PadT, Hreal), conv=(Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL,
+                                                                Wc, Hc, Zin, Zw),
+                            pool=(PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl),
+                            act=(Act, *ActParams) if flt else (Zout, Lo, Hi), quant=quant)
+        return
     conv = _lib(m, convolution.layer_conv(np.dtype(in_dt).name, np.dtype(w_dt).name,
                                           _width(m, in_dt)))
     set_bias = _lib(m, convolution.set_bias(bias_dt, acc_dt))
@@ -218,6 +238,69 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
                 Imm(PoolOper), *tail))),
         KerArgs(*kerargs))
     m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * OutFeat * (1 if depthwise else InFeat)
+
+
+def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: int,
+                        Width: int, Height: int, in_tiled: bool, in_rows, conv, pool, act,
+                        quant) -> None:
+    """``conv_pool_act(par_features=True)``: spaces (output features D1, tiles T0, input
+    features D0); per tile of D1 x T0, the accumulators of its features receive the biases,
+    then each tile of input features (``layer_conv(planes=True)``), then are activated and
+    pooled into the output tile (``conv_out_planes``). Single buffers: the host schedule
+    copies a tile before the calls that read it."""
+    ov_in, PadT, Hreal = in_rows
+    Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw = conv
+    PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl = pool
+    flt = is_float(out_dt)
+    acc_dt = "float32" if flt else "int32"
+    ker = _lib(m, convolution.layer_conv(np.dtype(in_dt).name, np.dtype(w_dt).name,
+                                         _width(m, in_dt), planes=True))
+    set_bias = _lib(m, convolution.set_bias_planes(acc_dt))
+    out = _lib(m, convolution.conv_out_planes(acc_dt, np.dtype(out_dt).name))
+    in_row0 = K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT)
+    tail = [Imm(v) for v in act] if flt else [K_Arg("Scale", KER_ARG_TILE),
+                                              *(Imm(v) for v in act)]
+    kerargs = [
+        KerArg("In", KerArgSpace(2, D0, T0) if in_tiled else KerArgSpace(1, D0), Obj.O_IN, Width,
+               Height, np.dtype(in_dt).itemsize, ov_in if in_tiled else 0, 0, 0, "In"),
+        KerArg("Bias", KerArgSpace(1, D1), Obj.O_IN, 1, 1, 4, 0, 0, 0, "Bias"),
+        KerArg("Filter", KerArgSpace(2, D1, D0), Obj.O_IN, Fcx, Fcy, np.dtype(w_dt).itemsize, 0,
+               0, 0, "Filter"),
+    ]
+    if not flt:
+        kerargs.append(KerArg("Scale", KerArgSpace(1, D1), Obj.O_IN, 1, 1, 4, 0, 0, 0,
+                              "Scale"))
+    kerargs += [
+        KerArg("Out", KerArgSpace(2, D1, T0), Obj.O_OUT, Wo, Ho, np.dtype(out_dt).itemsize, 0, 0,
+               0, "Out"),
+        KerArg("Acc", KerArgSpace(2, D1, T0), Obj.O_BUFF | Obj.O_ONETILE, Wc, hc_decl, 4,
+               hc_decl - Spy * Ho, 0, 0, None),
+    ]
+    m.UserKernel(Name,
+        KernelIterSpace(3, IterParSpace(D1, OutFeat, 1), IterTiledSpace(T0),
+                        IterParSpace(D0, InFeat, 1)),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
+              TCArg(_ptr(acc_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out")),
+        Calls(
+            Call(set_bias, LOC_D0_PROLOG, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILE_H),
+                K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1), K_Arg("Bias", KER_ARG_TILE))),
+            Call(ker, LOC_D0, Bindings(
+                K_Arg("In", KER_ARG_TILE), Imm(Width), in_row0, K_Arg("In", KER_ARG_TILE_H),
+                Imm(Hreal), Imm(PadT), K_ArgPar("In", KER_ARG_PARTILE_SIZE, D0),
+                K_Arg("Filter", KER_ARG_TILE), K_Arg("Acc", KER_ARG_TILE), Imm(Wc),
+                K_Arg("Acc", KER_ARG_TILEOFFSET), K_Arg("Acc", KER_ARG_TILE_H),
+                K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1), Imm(Fcx), Imm(Fcy), Imm(Scx),
+                Imm(Scy), Imm(Dcx), Imm(Dcy), Imm(PadL), Imm(Zin), Imm(Zw))),
+            Call(out, LOC_D0_EPILOG, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), Imm(Hc),
+                K_Arg("Acc", KER_ARG_TILE_H), K_Arg("Out", KER_ARG_TILE), Imm(Wo),
+                K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
+                K_ArgPar("Out", KER_ARG_PARTILE_SIZE, D1), Imm(Fpx), Imm(Fpy), Imm(Spx),
+                Imm(Spy), Imm(PoolOper), *tail))),
+        KerArgs(*kerargs))
+    m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * OutFeat * InFeat
 
 
 # -- pooling ----------------------------------------------------------------------------------
@@ -392,157 +475,6 @@ def typed(m, Name: str, *, op: str, in_dts: tuple, out_dt, Planes: int, Rows: in
 
 
 # -- matrix products --------------------------------------------------------------------------
-
-def matmul(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c: str | None = None,
-           Alpha: int = 0, Beta: int = 0, Act: int = common.ACT_NONE, ActParams=(0, 0), Za: int = 0,
-           Zb: int = 0, scale_per_column: bool = False, Zout: int = 0, Lo: int = 0,
-           Hi: int = 0, k_tiles: bool = False) -> bool:
-    """``Name(A, B[, C][, Scale], Out)``: Out [M, N] = A [M, K] x B [K, N], Gemm's ``C``
-    (float32) or the int32 bias (integers) being ``c``: ``"column"`` [N], ``"element"`` [M, N],
-    ``"row"`` [M] or ``"scalar"`` [1]. Each output row is an out-plane; B, C, Scale and Out are
-    cut in vertical tiles of columns. Integers: Scale [N] or [1] float32.
-
-    A row of A and a column of B are whole in L1. When they do not fit and ``k_tiles`` is
-    set, the layer is made in the K-tiled form instead (``matmul_k_tiled``), which reads B
-    transposed ([N, K]). Returns whether it did."""
-    kw = dict(a_dt=a_dt, b_dt=b_dt, out_dt=out_dt, M=M, K_=K_, N=N, c=c, Alpha=Alpha,
-              Beta=Beta, Act=Act, ActParams=ActParams, Za=Za, Zb=Zb,
-              scale_per_column=scale_per_column, Zout=Zout, Lo=Lo, Hi=Hi)
-    rows, k_tiled = partial(_matmul_rows, m, Name, **kw), partial(matmul_k_tiled, m, Name, **kw)
-    if not k_tiles:
-        rows()
-        return False
-    return m._first_that_tiles(Name, rows, k_tiled, ()) is k_tiled
-
-
-def _matmul_rows(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c, Alpha, Beta,
-                 Act, ActParams, Za, Zb, scale_per_column, Zout, Lo, Hi) -> None:
-    """``matmul``'s form with whole rows of K."""
-    flt = is_float(out_dt)
-    k = _lib(m, linear.matmul(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
-                         _width(m, a_dt)))
-    ver = OBJ_CONSTRAINTS_TILE_VER
-    cdt = "float32" if flt else "int32"
-    cargs = [TCArg(_ptr(a_dt, True), "A"), TCArg(_ptr(b_dt, True), "B")]
-    kerargs = [KerArg("A", Obj.O_IN | Obj.O_DB | _per_plane(M, True), K_, 1,
-                      np.dtype(a_dt).itemsize, 0, 0, 0, "A"),
-               KerArg("B", IN_DB | Obj.O_TILED, N, K_, np.dtype(b_dt).itemsize, 0, ver, 0, "B")]
-    if c is not None:
-        cargs.append(TCArg(_ptr(cdt, True), "C"))
-        if c in ("column", "element"):
-            kerargs.append(KerArg("C", IN_DB | Obj.O_TILED | _per_plane(M, c == "element"), N, 1,
-                                  4, 0, ver, 0, "C"))
-        else:
-            kerargs.append(KerArg("C", IN_DB | _per_plane(M, c == "row"), 1, 1, 4, 0, 0, 0,
-                                  "C"))
-        c_bind, c_step = K_Arg("C", KER_ARG_TILE), int(c in ("column", "element"))
-    else:
-        # No C: the kernel never reads it; the binding is any pointer to 4-byte items.
-        c_bind, c_step = K_Arg("B" if flt else "Scale", KER_ARG_TILE), 0
-    if flt:
-        tail = [Imm(Alpha), Imm(Beta), Imm(Act), Imm(ActParams[0]), Imm(ActParams[1])]
-    else:
-        cargs.append(TCArg(_ptr("float32", True), "Scale"))
-        if scale_per_column:
-            kerargs.append(KerArg("Scale", IN_DB | Obj.O_TILED, N, 1, 4, 0, ver, 0, "Scale"))
-        else:
-            kerargs.append(KerArg("Scale", Obj.O_IN, 1, 1, 4, 0, 0, 0, "Scale"))
-        tail = [Imm(Za), Imm(Zb), K_Arg("Scale", KER_ARG_TILE), Imm(int(scale_per_column)),
-                Imm(Zout), Imm(Lo), Imm(Hi)]
-    cargs.append(TCArg(_ptr(out_dt), "Out"))
-    kerargs.append(KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(M), N, 1,
-                          np.dtype(out_dt).itemsize, 0, ver, 0, "Out"))
-    m.UserKernel(Name,
-        KernelDimensions(1, N, K_, M), _plane_order(M), TILE_HOR,
-        CArgs(*cargs),
-        Calls(Call(k, LOC_INNER_LOOP, Bindings(
-            K_Arg("A", KER_ARG_TILE), Imm(K_), K_Arg("B", KER_ARG_TILE),
-            K_Arg("B", KER_ARG_TILE_W), c_bind, Imm(c_step), Imm(int(c is not None)),
-            K_Arg("Out", KER_ARG_TILE), *tail))),
-        KerArgs(*kerargs))
-    m._cnn_ops[Name] = M * K_ * N
-
-
-def matmul_k_tiled(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int, c, Alpha,
-                   Beta, Act, ActParams, Za, Zb, scale_per_column, Zout, Lo, Hi) -> None:
-    """``matmul`` with the reduction dimension in tiles, for rows of K that do not fit L1
-    (the GAP AutoTiler's linear layer with a reduction): ``Name(A, Bt[, C][, Scale], Out)``
-    with ``Bt`` [N, K], B transposed. ``KernelIterSpace(D1 rows of A, D0 blocks of up to 8
-    output columns, T0 tiles of K)``, K tiles of a multiple of 8 values: before the first K
-    tile an L1 accumulator per column receives 0 (float32) or the int32 bias, each K tile
-    adds its products in order of k, after the last one the accumulator is scaled, added to
-    C and activated (float32) or requantised into the output. The solver picks the K tile;
-    the arithmetic, the order of each column's sum included, is ``matmul``'s, whatever the
-    tile."""
-    flt = is_float(out_dt)
-    acc = "float32" if flt else "int32"
-    names = [np.dtype(d).name for d in (a_dt, b_dt, out_dt)]
-    start = _lib(m, linear.matmul_acc_start(acc))
-    part = _lib(m, linear.matmul_acc(names[0], names[1], acc, _width(m, a_dt)))
-    last = _lib(m, linear.matmul_acc_out(acc, names[2]))
-    nb = max(d for d in range(1, 9) if N % d == 0)  # output columns per block
-    ver = OBJ_CONSTRAINTS_TILE_VER
-    cargs = [TCArg(_ptr(a_dt, True), "A"), TCArg(_ptr(b_dt, True), "Bt")]
-    # K tiles of a multiple of 8 values (vector-friendly, and 8 times fewer sizes to try).
-    kerargs = [KerArg("A", KerArgSpace(2, D1, T0), IN_DB, K_, 1, np.dtype(a_dt).itemsize, 0, ver,
-                      8, "A"),
-               KerArg("Bt", KerArgSpace(2, D0, T0), IN_DB, K_, nb, np.dtype(b_dt).itemsize, 0,
-                      ver, 8, "Bt")]
-
-    def operand(name: str, spaces: tuple) -> KerArg:
-        """C or Scale, 4-byte items walked by ``spaces`` (D1: per row, D0: per column)."""
-        if not spaces:  # one value for every block: whole in L1, read once
-            return KerArg(name, KerArgSpace(1, T0), Obj.O_IN | Obj.O_BUFF | Obj.O_NTILED, 1, 1,
-                          4, 0, 0, 0, name)
-        return KerArg(name, KerArgSpace(len(spaces), *spaces), IN_DB,
-                      nb if spaces[-1] == D0 else 1, 1, 4, 0, 0, 0, name)
-
-    if c is not None:
-        cargs.append(TCArg(_ptr(acc, True), "C"))  # Gemm's C, or the int32 bias
-        kerargs.append(operand("C", {"element": (D1, D0), "column": (D0,), "row": (D1,),
-                                     "scalar": ()}[c]))
-        c_bind, c_step = K_Arg("C", KER_ARG_TILE), int(c in ("column", "element"))
-    else:  # the kernels never read C: a pointer that is not the one they write (restrict)
-        c_bind, c_step = K_Arg("Acc" if flt else "Scale", KER_ARG_TILE), 0
-    has_c = int(c is not None)
-    if flt:
-        start_c = [K_Arg("Out", KER_ARG_TILE), Imm(0), Imm(0)]  # C comes after the scaling
-        part_zps = []
-        tail = [c_bind, Imm(c_step), Imm(has_c), Imm(Alpha), Imm(Beta), Imm(Act),
-                Imm(ActParams[0]), Imm(ActParams[1])]
-    else:
-        cargs.append(TCArg(_ptr("float32", True), "Scale"))
-        kerargs.append(operand("Scale", (D0,) if scale_per_column else ()))
-        start_c = [c_bind, Imm(c_step), Imm(has_c)]
-        part_zps = [Imm(Za), Imm(Zb)]
-        tail = [K_Arg("Scale", KER_ARG_TILE), Imm(int(scale_per_column)), Imm(Zout), Imm(Lo),
-                Imm(Hi)]
-    cargs.append(TCArg(_ptr(out_dt), "Out"))
-    kerargs += [KerArg("Out", KerArgSpace(2, D1, D0), OUT_DB, nb, 1, np.dtype(out_dt).itemsize,
-                       0, 0, 0, "Out"),
-                KerArg("Acc", KerArgSpace(1, T0), Obj.O_BUFF | Obj.O_NTILED, nb, 1, 4, 0, 0, 0,
-                       None)]
-    m.UserKernel(Name,
-        KernelIterSpace(3, IterFixedSpace(D1, M), IterFixedSpace(D0, N // nb), IterTiledSpace(T0)),
-        TILE_VER,
-        CArgs(*cargs),
-        Calls(
-            Call(start, LOC_LOOP_PROLOG, Bindings(K_Arg("Acc", KER_ARG_TILE), Imm(nb), *start_c)),
-            Call(part, LOC_LOOP, Bindings(
-                K_Arg("A", KER_ARG_TILE), K_Arg("A", KER_ARG_TILE_W), K_Arg("Bt", KER_ARG_TILE),
-                Imm(nb), K_Arg("Acc", KER_ARG_TILE), *part_zps)),
-            Call(last, LOC_LOOP_EPILOG, Bindings(
-                K_Arg("Acc", KER_ARG_TILE), Imm(nb), K_Arg("Out", KER_ARG_TILE), *tail))),
-        KerArgs(*kerargs))
-    m._cnn_ops[Name] = M * K_ * N
-    try:
-        m.tiling(Name)
-    except TilingError as e:
-        raise TilingError(f"{Name}: [{M}, {K_}] x [{K_}, {N}] does not fit the L1 budget of "
-                          f"{m.l1_budget} B even with K = {K_} cut into tiles: {e}") from None
-
-
-# -- softmax, LRN -----------------------------------------------------------------------------
 
 def softmax(m, Name: str, *, Outer: int, D: int, Inner: int, dt="float32",
             Ys: int = 0, Zp: int = 0, log: bool = False, kernel=None) -> None:
@@ -792,4 +724,4 @@ def _transpose_items(m, Name: str, dt, Planes: int, A: int, B: int, I: int) -> N
 
 
 __all__ = ["conv_pool_act", "pool", "global_pool", "unary", "lut", "binary",
-           "matmul", "softmax", "reduce", "lrn", "layer_norm", "pad_axis", "concat", "transpose"]
+           "softmax", "reduce", "lrn", "layer_norm", "pad_axis", "concat", "transpose"]

@@ -111,9 +111,11 @@ HANDLERS = {
 }
 
 
-def lower(net: Net, alias: dict[str, str], model: Model, graph_name: str) -> Lowering:
-    """The layers and tensors of ``net`` on ``model``, declared as graph ``graph_name``."""
-    ctx = Lowering(net, alias, model, graph_name)
+def lower(net: Net, alias: dict[str, str], model: Model, graph_name: str,
+          host: bool = False) -> Lowering:
+    """The layers and tensors of ``net`` on ``model``, declared as graph ``graph_name``;
+    ``host``: for the host schedule (its convolutions work on tiles of features)."""
+    ctx = Lowering(net, alias, model, graph_name, host)
     for n in net.nodes:
         if id(n) in ctx.done:
             continue

@@ -96,8 +96,10 @@ class Lowering:
     """What the operator handlers build on a model from a normalized ``Net``: the graph's
     tensor declarations, its layers and the fusion checks they share."""
 
-    def __init__(self, net: Net, alias: dict[str, str], model: Model, graph_name: str):
+    def __init__(self, net: Net, alias: dict[str, str], model: Model, graph_name: str,
+                 host: bool = False):
         self.net, self.m, self.gname = net, model, graph_name
+        self.host = host  # planned for the host schedule
         self.alias = alias
         self.decls: dict[str, Decl] = {}
         self.of: dict[str, str] = {}  # ONNX tensor -> C name

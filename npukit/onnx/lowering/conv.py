@@ -85,7 +85,7 @@ def conv(ctx: Lowering, n: Node, quant: bool) -> None:
     params = dict(InFeat=C, OutFeat=O, Width=W, Height=hp, in_tiled=tiled, Hreal=H,
                   PadT=pt, PadL=pl, Fcx=kw, Fcy=kh, Dcx=dx, Dcy=dy, Scx=sx, Scy=sy, Wc=Wc,
                   Hc=Hc, depthwise=depthwise, PoolOper=poper, Fpx=fpx, Fpy=fpy, Spx=spx,
-                  Spy=spy, Wo=Wo, Ho=Ho)
+                  Spy=spy, Wo=Wo, Ho=Ho, par_features=ctx.host)
     wname = ctx.const(w, f"{n.name}_weights")
     if quant:
         sx_, zx = n.attrs["x"]

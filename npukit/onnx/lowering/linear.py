@@ -6,6 +6,7 @@ import numpy as np
 
 from ...errors import ModelError
 from ...tiler import layer_generators as G
+from ...tiler import layer_generators_matmul as GM
 from ...tiler.basic_kernels.common import f32_bits
 from ..reader import Node, QConst
 from .context import Lowering
@@ -85,7 +86,7 @@ def batched_matmul(ctx: Lowering, n: Node, a: str, b: str, ops: str, quant: dict
                    ) -> None:
     """MatMul with batched operands (numpy's broadcasting of the leading dimensions): per
     output matrix, the two operand matrices (cropped when the operand holds several), a
-    ``matmul`` layer, then one ``concat`` of the products. ``quant``: ``G.matmul``'s integer
+    ``matmul`` layer, then one ``concat`` of the products. ``quant``: ``GM.matmul``'s integer
     parameters and the scale constant (per tensor), else float32."""
     sa, sb = ctx.shape(a), ctx.shape(b)
     sa2 = (1,) + tuple(sa) if len(sa) == 1 else tuple(sa)
@@ -106,12 +107,12 @@ def batched_matmul(ctx: Lowering, n: Node, a: str, b: str, ops: str, quant: dict
         bm = _batch_item(ctx, n, b, int(np.prod(bb)), ib, K_ * N)
         name = ctx.layer(ops)
         if quant is None:
-            G.matmul(ctx.m, name, a_dt="float32", b_dt="float32", out_dt="float32", M=M,
+            GM.matmul(ctx.m, name, a_dt="float32", b_dt="float32", out_dt="float32", M=M,
                      K_=K_, N=N, Alpha=f32_bits(1.0), Beta=f32_bits(1.0))
             ins = [am, bm]
         else:
             scale, kw = quant["scale"], {k: v for k, v in quant.items() if k != "scale"}
-            G.matmul(ctx.m, name, a_dt=ctx.dtype(a), b_dt=ctx.dtype(b), out_dt=dt, M=M, K_=K_,
+            GM.matmul(ctx.m, name, a_dt=ctx.dtype(a), b_dt=ctx.dtype(b), out_dt=dt, M=M, K_=K_,
                      N=N, **kw)
             ins = [am, bm, scale]
         prod = ctx.local(f"{out}_{len(prods)}", dt, M * N)
@@ -165,7 +166,7 @@ def float_matmul(ctx: Lowering, n: Node, a: str, b: str, c: str | None, alpha: f
     nodes, ops, out, code, ap = ctx.with_float_act(n)
     ckind = c_kind(ctx, n, c, M, N) if c else None
     name = ctx.layer(n.op)
-    if G.matmul(ctx.m, name, a_dt="float32", b_dt="float32", out_dt="float32", M=M, K_=K_, N=N,
+    if GM.matmul(ctx.m, name, a_dt="float32", b_dt="float32", out_dt="float32", M=M, K_=K_, N=N,
                 c=ckind, Alpha=f32_bits(alpha), Beta=f32_bits(beta), Act=code, ActParams=ap,
                 k_tiles=True):
         b = transposed(ctx, n, b) if N > 1 else b  # the K-tiled form reads B as [N, K]
@@ -228,7 +229,7 @@ def qmatmul(ctx: Lowering, n: Node) -> None:
             raise ModelError(f"{n.where()}: a bias of shape {list(bias.shape)} for {N} "
                              f"columns")
     name = ctx.layer("QMatMul")
-    k_tiled = G.matmul(ctx.m, name, a_dt=ctx.dtype(a), b_dt=b_dt,
+    k_tiled = GM.matmul(ctx.m, name, a_dt=ctx.dtype(a), b_dt=b_dt,
                        out_dt=ctx.dtype(n.outputs[0]), M=M, K_=K_, N=N, c=ckind, Za=za, Zb=zb,
                        scale_per_column=per_col, Zout=zy, Lo=lo, Hi=hi, k_tiles=True)
     ins = [ctx.tensor(a), b_tensor(k_tiled)]

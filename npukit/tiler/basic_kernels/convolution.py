@@ -78,6 +78,29 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
     return BasicKernel(name, args, False, src, reference, lambda W, H, **_: W * H)
 
 
+@cache
+def set_bias_planes(acc_dt: str) -> BasicKernel:
+    """``Out[o][0 .. W*H) = Bias[o]`` for the ``Feat`` planes of a tile of output features
+    (float32 or int32 accumulators, the bias of the accumulator's type: ``set_bias`` without
+    its alignment)."""
+    name = f"KerParSetBiasNpk_{layer_suffix(acc_dt)}"
+    ta = layer_c_type(acc_dt)
+    args = ((f"{ta} *__restrict__", "Out"), ("int", "W"), ("int", "H"), ("int", "Feat"),
+            (f"const {ta} *__restrict__", "Bias"))
+    src = f"""\
+void {name}({c_signature(args)})
+{{
+    /* Each plane o of the tile starts at the bias of output feature o. */
+    for (int o = 0; o < Feat; o++)
+        for (int i = 0; i < W * H; i++) Out[o * W * H + i] = Bias[o];
+}}"""
+
+    def reference(Out, W, H, Feat, Bias):
+        Out[:Feat * W * H] = np.repeat(Bias[:Feat], W * H)
+
+    return BasicKernel(name, args, False, src, reference, lambda W, H, Feat, **_: W * H * Feat)
+
+
 # -- convolution ----------------------------------------------------------------------------
 
 @cache
@@ -174,10 +197,15 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
 
 # Vectors of accumulators the layer convolution's largest register block holds.
 CONV_VECTORS = 4
+# The widest filter whose tap masks a feature tile's blocks hold (wider: the plain loops).
+CONV_MAX_FX = 16
+# The most outputs of a plane a feature tile's kernel flattens into vectors (a multiple of
+# CONV_VECTORS vectors).
+FLAT_MAX = 1024
 
 
 @cache
-def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
+def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> BasicKernel:
     """One input plane's contribution to ``OutRows`` rows of ``Wo`` accumulators:
     ``Acc[y][x] += In(p, x*Sx - PadL + fx*Dx) * Filter[fy][fx]`` over the taps in (fy, fx)
     order, ``p = (OutRow0 + y)*Sy + fy*Dy`` a row of the padded input (real row ``p - PadT``),
@@ -187,19 +215,35 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
 
     Where the compiler targets AVX-512, a row at stride 1 of a filter with more than one tap
     is computed in register blocks of up to 4 vectors of ``common.LANES`` outputs, the taps
-    innermost, a tap outside the row masked off its lane; elsewhere tap by tap across the
-    rows. Each output adds its taps in (fy, fx) order either way: float32 results are the
-    same bit for bit."""
+    innermost, a tap outside the row masked off its lane (integers: zero points within
+    +-32512, the products by ``vpmaddwd``); elsewhere tap by tap across the rows. Each output
+    adds its taps in (fy, fx) order either way: float32 results are the same bit for bit.
+
+    ``planes``: the kernel of a tile of features (``KerParConvNpk``, GAP's ``KerParConv``
+    iteration): ``InFeat`` input planes (``InRows`` x ``W`` each, one after the other) into
+    ``OutFeat`` planes of accumulators, output feature ``o`` taking filter ``[o][i]`` for input
+    feature ``i``; each accumulator adds the input features in order, each one's taps in
+    (fy, fx) order (the sum the single-plane kernel makes over calls, in registers across the
+    input features); the output features are shared among the cores."""
     flt = is_float(in_dt)
     acc_dt = "float32" if flt else "int32"
-    name = f"KerConvNpk_{layer_suffix(in_dt, w_dt)}"
+    name = f"Ker{'Par' if planes else ''}ConvNpk_{layer_suffix(in_dt, w_dt)}"
     ti, tw, ta = layer_c_type(in_dt), layer_c_type(w_dt), layer_c_type(acc_dt)
+    in_feat = (("int", "InFeat"),) if planes else ()
+    out_feat = (("int", "OutFeat"),) if planes else ()
     args = ((f"const {ti} *__restrict__", "In"), ("int", "W"), ("int", "InRow0"),
-            ("int", "InRows"), ("int", "Hreal"), ("int", "PadT"),
+            ("int", "InRows"), ("int", "Hreal"), ("int", "PadT"), *in_feat,
             (f"const {tw} *__restrict__", "Filter"), (f"{ta} *__restrict__", "Acc"),
-            ("int", "Wo"), ("int", "OutRow0"), ("int", "OutRows"), ("int", "Fx"), ("int", "Fy"),
-            ("int", "Sx"), ("int", "Sy"), ("int", "Dx"), ("int", "Dy"), ("int", "PadL"),
-            ("int", "Zin"), ("int", "Zw"))
+            ("int", "Wo"), ("int", "OutRow0"), ("int", "OutRows"), *out_feat, ("int", "Fx"),
+            ("int", "Fy"), ("int", "Sx"), ("int", "Sy"), ("int", "Dx"), ("int", "Dy"),
+            ("int", "PadL"), ("int", "Zin"), ("int", "Zw"))
+    # Where a tap's filter row and input line are: the one plane's, or input feature i's.
+    f_row, in_line = ("(i * Fy + fy) * Fx", "i * InRows + ") if planes else ("fy * Fx", "")
+    row_line = "(i * InRows + L)" if planes else "L"
+    each_feature = "for (int i = 0; i < InFeat; i++)\n" if planes else ""
+    widest = f" && Fx <= {CONV_MAX_FX}" if planes else ""
+    # (A feature tile's 1x1 filter has a tap per input feature: its blocks pay.)
+    several_taps = "(Fx * Fy > 1 || InFeat > 1)" if planes else "Fx * Fy > 1"
     if flt:
         wt, unused = "float Wt = F[fx];", c_unused("Zin", "Zw")
         term = "A[c] = A[c] + Row[c * Sx] * Wt;"
@@ -213,15 +257,21 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
         wt, unused = "int Wt = (int)F[fx] - Zw;", ""
         term = ("A[c] = (int)((unsigned int)A[c] + (unsigned int)(((int)Row[c * Sx] - Zin) * "
                 "Wt));  /* wraps */")
-        vwt = "__m512i Wv = _mm512_set1_epi32((int)F[fx] - Zw);"
-        vzin = "\n            __m512i Zv = _mm512_set1_epi32(Zin);"
+        # With zero points within +-32512 (every ONNX zero point), In - Zin and Filter - Zw
+        # fit 16 bits: a lane holding In - Zin (its high 16 bits the sign) times one holding
+        # the weight in its low 16 bits (high 16 bits 0), vpmaddwd gives the exact product,
+        # at a fraction of vpmulld's cost.
+        vwt = "__m512i Wv = _mm512_set1_epi32(((int)F[fx] - Zw) & 0xFFFF);"
+        vzin = "\n        __m512i Zv = _mm512_set1_epi32(Zin);"
         vload, vstore = "_mm512_maskz_loadu_epi32(K{k}, A + x + {o})", "_mm512_mask_storeu_epi32"
         vacc = "__m512i"
         widen = "_mm512_cvtepi8_epi32" if np.dtype(in_dt) == np.int8 else "_mm512_cvtepu8_epi32"
         vterm = (f"V = _mm512_sub_epi32({widen}(_mm_maskz_loadu_epi8(M, Line + C + {{o}})), "
                  f"Zv);\n                        S{{k}} = _mm512_mask_add_epi32(S{{k}}, M, "
-                 f"S{{k}}, _mm512_mullo_epi32(V, Wv));  /* wraps */")
+                 f"S{{k}}, _mm512_madd_epi16(V, Wv));  /* wraps */")
     line_ok = "P - PadT >= 0 && P - PadT < Hreal && L >= 0 && L < InRows"
+    small_zero_points = "" if flt else (" && Zin >= -32512 && Zin <= 32512 && Zw >= -32512 && "
+                                        "Zw <= 32512")
 
     def block(n: int) -> str:
         cols = n * LANES
@@ -229,8 +279,16 @@ def layer_conv(in_dt: str, w_dt: str, width: int) -> BasicKernel:
                          for k in range(n))
         loads = "\n".join(f"                {vacc} S{k} = {vload.format(k=k, o=k * LANES)};"
                           for k in range(n))
+        # A feature tile's tap masks are the same for every input feature and filter row:
+        # computed once per block.
+        masks = "".join(f"""
+                __mmask16 T{k}[{CONV_MAX_FX}];""" for k in range(n)) + "".join(f"""
+                for (int fx = 0; fx < Fx; fx++)
+                    T{k}[fx] = K{k} & npk_cols(x - PadL + fx * Dx + {k * LANES}, W);"""
+                                                                        for k in range(n))
+        mask = "T{k}[fx]" if planes else "K{k} & npk_cols(C + {o}, W)"
         terms = "\n".join(f"""\
-                        M = K{k} & npk_cols(C + {k * LANES}, W);
+                        M = {mask.format(k=k, o=k * LANES)};
                         {vterm.format(k=k, o=k * LANES)}""" for k in range(n))
         stores = "\n".join(f"                {vstore}(A + x + {k * LANES}, K{k}, S{k});"
                            for k in range(n))
@@ -242,10 +300,11 @@ of accumulators
 {live}
 {loads}
                 __mmask16 M;
-                {vacc} V;
+                {vacc} V;{masks if planes else ''}
+{'                ' + each_feature if planes else ''}\
                 for (int fy = Fy0; fy < Fy1; fy++) {{
-                    const {tw} *F = Filter + fy * Fx;
-                    const {ti} *Line = In + (P0 + fy * Dy - InRow0) * W;
+                    const {tw} *F = Filter + {f_row};
+                    const {ti} *Line = In + ({in_line}P0 + fy * Dy - InRow0) * W;
                     for (int fx = 0; fx < Fx; fx++) {{
                         int C = x - PadL + fx * Dx;  /* the input column of lane 0 */
                         {vwt}
@@ -262,24 +321,124 @@ of accumulators
     blocks += f"\n            else\n{block(1)}"
     blocks = "\n".join("    " + line if line else line for line in blocks.splitlines())
 
-    def special(**constants: int) -> str:
+    def special(**constants) -> str:
         return ", ".join(str(constants.get(n, n)) for _, n in args)
 
+    if planes:
+        rows_doc = ("Input features in order,\n       each one's taps in (fy, fx) order; "
+                    "every row (the output features are shared among the cores).")
+        rows = "    int First = 0, Last = Rows;"
+        here = dict(Filter="Filter + o * InFeat * Fy * Fx", Acc="Acc + o * OutRows * Wo")
+        entry = f"""\
+    /* Each output feature o of the tile in turn (the features shared among the cores).
+       3x3 and 1x1 filters at stride 1 without dilation (most of a CNN's) run a copy of the
+       loops whose tap counts and strides are constants (not left to the compiler's
+       cloning, which a larger file can change); others the loops as written. */
+{share_rows("OutFeat")}
+#ifdef NPK_AVX512
+    /* Planes of rows narrower than 32 outputs, as wide as their input, at stride 1 without
+       dilation: the plane's outputs flattened, 16 to a vector (rows of their own would
+       leave lanes empty). */
+    if (Wo < 32 && Wo == W && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1 &&
+        Fx * Fy <= {CONV_MAX_FX} && OutRows * Wo <= {FLAT_MAX}{small_zero_points}) {{
+        if (Fx == 3 && Fy == 3)
+            {name}_Flat({special(Fx=3, Fy=3)}, First, Last);
+        else
+            {name}_Flat({special()}, First, Last);
+        return;
+    }}
+#endif
+    for (int o = First; o < Last; o++)
+        if (Fx == 3 && Fy == 3 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
+            {name}_Rows({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1, **here)});
+        else if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
+            {name}_Rows({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1, **here)});
+        else
+            {name}_Rows({special(**here)});"""
+    else:
+        rows_doc = "Rows are shared among the cores."
+        rows = share_rows()
+        entry = f"""\
+    /* 3x3 and 1x1 filters at stride 1 without dilation (most of a CNN's) run a copy of the
+       loops whose tap counts and strides are constants (not left to the compiler's
+       cloning, which a larger file can change); others the loops as written. */
+    if (Fx == 3 && Fy == 3 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
+        {name}_Rows({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)});
+    else if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
+        {name}_Rows({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1)});
+    else
+        {name}_Rows({special()});"""
+
+    nv = CONV_VECTORS
+    flat_k = "\n".join(f"            __mmask16 K{k} = npk_cols(q0 + {k * LANES}, N);"
+                        for k in range(nv))
+    flat_loads = "\n".join(f"            {vacc} S{k} = "
+                            f"{vload.format(k=k, o=k * LANES).replace('A + x', 'A + q0')};"
+                            for k in range(nv))
+    flat_terms = "\n".join(f"""\
+                        M = T[b + {k}][fy * Fx + fx];
+                        {vterm.format(k=k, o=k * LANES)}""" for k in range(nv))
+    flat_stores = "\n".join(f"            {vstore}(A + q0 + {k * LANES}, K{k}, S{k});"
+                             for k in range(nv))
+    flat = "" if not planes else f"""
+#ifdef NPK_AVX512
+static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First, int Last)
+{{
+    /* Output features First .. Last-1, each plane's outputs flattened: output q = y*Wo + x
+       adds, for input feature i and tap (fy, fx), input q + (OutRow0 - InRow0 + fy)*W -
+       PadL + fx of plane i (stride 1, W == Wo), in that order; a lane takes a tap when its
+       output exists and the tap's row and column are inside the tile (T: each vector's
+       lanes, tap by tap, the same for every feature). {nv} vectors of accumulators in
+       registers across the features and taps. */
+    int N = OutRows * Wo, Blocks = (N + {LANES - 1}) / {LANES};
+    __mmask16 T[{FLAT_MAX // LANES}][{CONV_MAX_FX}];{vzin.replace("        ", "    ")}
+    for (int b = 0; b < (Blocks + {nv - 1}) / {nv} * {nv}; b++)
+        for (int t = 0; t < Fy * Fx; t++) {{
+            unsigned int Lanes = 0;
+            for (int j = 0; j < {LANES}; j++) {{
+                int q = b * {LANES} + j, P = OutRow0 + q / Wo + t / Fx, L = P - InRow0;
+                int Col = q % Wo - PadL + t % Fx;
+                if (q < N && {line_ok} && Col >= 0 && Col < W) Lanes |= 1u << j;
+            }}
+            T[b][t] = (__mmask16)Lanes;
+        }}
+    for (int o = First; o < Last; o++)
+        for (int b = 0; b < Blocks; b += {nv}) {{
+            int q0 = b * {LANES};
+            {ta} *A = Acc + o * N;
+            __mmask16 M;
+            {vacc} V;
+{flat_k}
+{flat_loads}
+            for (int i = 0; i < InFeat; i++)
+                for (int fy = 0; fy < Fy; fy++) {{
+                    const {tw} *F = Filter + ((o * InFeat + i) * Fy + fy) * Fx;
+                    const {ti} *Line = In + (i * InRows + OutRow0 - InRow0 + fy) * W - PadL;
+                    for (int fx = 0; fx < Fx; fx++) {{
+                        int C = q0 + fx;  /* lane 0's input, from Line */
+                        {vwt}
+{flat_terms}
+                    }}
+                }}
+{flat_stores}
+        }}
+}}
+#endif"""
     src = f"""\
 {HELPERS}
-{AVX512_HELPERS}
+{AVX512_HELPERS}{flat}
 static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
 {{
     /* Acc[y][x] accumulates the taps (fy, fx) in order: input row p = (OutRow0 + y)*Sy +
        fy*Dy of the padded plane (line p - InRow0 of the tile, real row p - PadT), column
-       x*Sx - PadL + fx*Dx. Taps on padding add nothing. Rows are shared among the cores. */
+       x*Sx - PadL + fx*Dx. Taps on padding add nothing. {rows_doc} */
 {unused}    int Rows = OutRows;
-{share_rows()}
+{rows}
 #ifdef NPK_AVX512
     /* At stride 1, each row in blocks of vectors; a lane is added a tap when its column is
        an output (below Wo) and the tap's column is inside the row. (A 1x1 filter's one
        pass over the row is faster as the plain loop.) */
-    if (Sx == 1 && Fx * Fy > 1) {{{vzin.replace(chr(10) + "            ", chr(10) + "        ")}
+    if (Sx == 1 && {several_taps}{small_zero_points}{widest}) {{{vzin}
         for (int y = First; y < Last; y++) {{
             int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
             {ta} *A = Acc + y * Wo;
@@ -300,9 +459,10 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
     }}
 #endif
     /* Otherwise tap by tap: each tap's columns inside the row (X0 .. X1), across the rows. */
+{'    ' + each_feature if planes else ''}\
     for (int fy = 0; fy < Fy; fy++)
         for (int fx = 0; fx < Fx; fx++) {{
-            const {tw} *F = Filter + fy * Fx;
+            const {tw} *F = Filter + {f_row};
             {wt}
 {C_TAP_RANGE}
             for (int y = First; y < Last; y++) {{
@@ -310,7 +470,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
                 {ta} *A = Acc + y * Wo;
                 const {ti} *Row;
                 if (!({line_ok})) continue;
-                Row = In + L * W + Off;
+                Row = In + {row_line} * W + Off;
                 for (int c = X0; c < X1; c++) {term}
             }}
         }}
@@ -318,15 +478,10 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
 
 void {name}({c_signature(args)})
 {{
-    /* 3x3 and 1x1 filters at stride 1 without dilation (most of a CNN's) run a copy of the
-       loops whose tap counts and strides are constants; others the loops as written. */
-    if (Fx == 3 && Sx == 1 && Dx == 1)
-        {name}_Rows({special(Fx=3, Sx=1, Dx=1)});
-    else if (Fx == 1 && Sx == 1 && Dx == 1)
-        {name}_Rows({special(Fx=1, Sx=1, Dx=1)});
-    else
-        {name}_Rows({special()});
+{entry}
 }}"""
+    if planes:
+        return _feature_tile(name, args, src, layer_conv(in_dt, w_dt, width))
 
     def reference(In, W, InRow0, InRows, Hreal, PadT, Filter, Acc, Wo, OutRow0, OutRows, Fx,
                   Fy, Sx, Sy, Dx, Dy, PadL, Zin, Zw, *, core_id, core_count):
@@ -359,6 +514,27 @@ void {name}({c_signature(args)})
     return BasicKernel(name, args, True, src, reference, cost)
 
 
+def _feature_tile(name: str, args, src: str, single: BasicKernel) -> BasicKernel:
+    """``layer_conv(planes=True)``'s kernel: its reference is the one-plane reference over the
+    output features and, for each, the input features in order."""
+    def reference(In, W, InRow0, InRows, Hreal, PadT, InFeat, Filter, Acc, Wo, OutRow0, OutRows,
+                  OutFeat, Fx, Fy, *rest, core_id, core_count):
+        if core_id:
+            return
+        plane, taps, tile = InRows * W, Fy * Fx, OutRows * Wo
+        for o in range(OutFeat):
+            for i in range(InFeat):
+                f = (o * InFeat + i) * taps
+                single.reference(In[i * plane:(i + 1) * plane], W, InRow0, InRows, Hreal, PadT,
+                                 Filter[f:f + taps], Acc[o * tile:(o + 1) * tile], Wo, OutRow0,
+                                 OutRows, Fx, Fy, *rest, core_id=0, core_count=1)
+
+    def cost(InFeat, OutFeat, **kw):
+        return InFeat * OutFeat * single.cost(**kw)
+
+    return BasicKernel(name, args, True, src, reference, cost)
+
+
 @cache
 def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
     """From a tile of convolution accumulators to output rows: each accumulator becomes
@@ -366,7 +542,11 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
     activation folded in the clamp), then an optional pooling without padding (``Oper`` 1 max,
     2 average over the window's existing rows and columns, float32 only) over ``Fy`` x ``Fx``
     windows at strides ``Sy``, ``Sx``. Accumulator line ``c - AccRow0`` holds convolution row
-    ``c``; rows from ``Hc`` on do not exist (a ceil-mode window's end)."""
+    ``c``; rows from ``Hc`` on do not exist (a ceil-mode window's end).
+
+    Integer outputs, where the compiler targets AVX-512: the outputs whose window lies
+    inside the row (column strides 1 and 2) are computed 16 lanes at a time, each as the
+    plain loop computes it (``_requant_vectors``); the same bytes."""
     flt = is_float(acc_dt)
     name = f"KerConvOutNpk_{layer_suffix(acc_dt, out_dt)}"
     ta, to = layer_c_type(acc_dt), layer_c_type(out_dt)
@@ -389,8 +569,23 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
         decl, first = "int M = 0;", "M = N == 0 || V > M ? V : M;"
         store = f"Out[y * Wo + x] = ({to})M;"
     args = tuple(args)
+    vectors, row_close = "", ""
+    row_open = ("    for (int y = First; y < Last; y++)\n"
+                "        for (int x = 0; x < Wo; x++) {")
+    if not flt:
+        vectors = f"{AVX512_HELPERS}\n{_requant_vectors(name, args, to)}"
+        row_open = (f"    for (int y = First; y < Last; y++) {{\n        int x = 0;\n"
+                    f"#ifdef NPK_AVX512\n        x = {name}_Vectors("
+                    f"{', '.join(n for _, n in args)}, y);\n#endif\n"
+                    f"        /* The outputs left (all of them without AVX-512), one at a "
+                    f"time. */\n"
+                    f"        for (; x < Wo; x++) {{")
+        row_close = "    }\n"
     src = f"""\
 {HELPERS}
+#ifndef NPK_KERNEL_{name}
+#define NPK_KERNEL_{name}
+{vectors}
 void {name}({c_signature(args)})
 {{
     /* Out[y][x] pools (Oper 0: none, 1: max, 2: average) the activated accumulators of its
@@ -398,8 +593,7 @@ void {name}({c_signature(args)})
        Rows are shared among the cores. */
     {init}    int Rows = OutRows;
 {share_rows()}
-    for (int y = First; y < Last; y++)
-        for (int x = 0; x < Wo; x++) {{
+{row_open}
             {decl}
             int N = 0;
             for (int fy = 0; fy < Fy; fy++) {{
@@ -416,7 +610,8 @@ void {name}({c_signature(args)})
             }}
             {store}
         }}
-}}"""
+{row_close}}}
+#endif"""
 
     def reference(Acc, Wc, AccRow0, Hc, Out, Wo, OutRow0, OutRows, Fx, Fy, Sx, Sy, Oper, *rest,
                   core_id, core_count):
@@ -455,5 +650,101 @@ void {name}({c_signature(args)})
 
     def cost(Wo, OutRows, Fx, Fy, **_):
         return Wo * OutRows * (Fx * Fy + 4)
+
+    return BasicKernel(name, args, True, src, reference, cost)
+
+
+def _requant_vectors(name: str, args, to: str) -> str:
+    """C of the integer ``conv_out``'s AVX-512 part: the outputs of row ``y`` whose windows
+    lie inside the row, 16 at a time, each lane computing what the plain loop computes for its
+    output (``npk_requant``'s float steps, then the max as ``V > M ? V : M``). Returns how
+    many outputs it wrote: 0 at column strides above 2. (A float output's plain loop is left
+    to the compiler, which vectorises it in a graph's call, its arguments constants.)"""
+    params = c_signature(args) + ", int y"
+    return f"""\
+#ifdef NPK_AVX512
+static inline NPK_ALWAYS_INLINE int {name}_Vectors({params})
+{{
+    /* Outputs x < Xv have every column of their window below Wc: 16 lanes at a time. */
+    int Xv = Wc < Fx ? 0 : (Wc - Fx) / Sx + 1;
+    const __m512i Even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4,
+                                          2, 0);
+    __m512 Scv = _mm512_set1_ps(Scale[Index]), Lv = _mm512_set1_ps((float)(Lo - Zout)),
+           Hv = _mm512_set1_ps((float)(Hi - Zout)), Rne = _mm512_set1_ps(12582912.0f);
+    __m512i Zv = _mm512_set1_epi32(Zout);
+    (void)Oper;
+    Xv = Xv < Wo ? Xv : Wo;
+    if (Sx > 2) return 0;
+    for (int x = 0; x < Xv; x += {LANES}) {{
+        __mmask16 K = npk_cols(x, Xv);
+        __m512i M = _mm512_setzero_si512(), V;
+        int N = 0;
+        for (int fy = 0; fy < Fy; fy++) {{
+            int cy = (OutRow0 + y) * Sy + fy;
+            const int *Line;
+            if (cy >= Hc) break;
+            Line = Acc + (cy - AccRow0) * Wc;
+            for (int fx = 0; fx < Fx; fx++) {{
+                int C = x * Sx + fx;  /* the column of lane 0 */
+                __m512 F, Q;
+                if (Sx == 1)
+                    V = _mm512_maskz_loadu_epi32(K, Line + C);
+                else  /* the even lanes of 32 columns */
+                    V = _mm512_permutex2var_epi32(
+                        _mm512_maskz_loadu_epi32(npk_cols(C, Wc), Line + C), Even,
+                        _mm512_maskz_loadu_epi32(npk_cols(C + {LANES}, Wc), Line + C + {LANES}));
+                /* npk_requant, lane by lane */
+                F = _mm512_mul_ps(_mm512_cvtepi32_ps(V), Scv);
+                Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Hv, _CMP_GT_OQ), F, Hv);
+                Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Lv, _CMP_LT_OQ), Q, Lv);
+                Q = _mm512_sub_ps(_mm512_add_ps(Q, Rne), Rne);
+                V = _mm512_add_epi32(_mm512_cvttps_epi32(Q), Zv);
+                M = N == 0 ? V : _mm512_max_epi32(V, M);
+                N++;
+            }}
+        }}
+        _mm512_mask_cvtepi32_storeu_epi8((void *)(Out + y * Wo + x), K, M);  /* ({to})M */
+    }}
+    return Xv;
+}}
+#endif"""
+
+
+@cache
+def conv_out_planes(acc_dt: str, out_dt: str) -> BasicKernel:
+    """``conv_out`` of each of the ``Feat`` planes of a tile of output features: plane ``o``
+    of ``AccRows`` accumulator lines into plane ``o`` of ``OutRows`` output rows (integers:
+    ``Scale[o]``)."""
+    flt = is_float(acc_dt)
+    one = conv_out(acc_dt, out_dt)
+    name = f"KerParConvOutNpk_{layer_suffix(acc_dt, out_dt)}"
+    head, tail = one.args[:13], one.args[13:]
+    tail = tail if flt else tuple(a for a in tail if a[1] != "Index")
+    args = (*head[:4], ("int", "AccRows"), *head[4:8], ("int", "Feat"), *head[8:], *tail)
+    call = ", ".join(
+        {"Acc": "Acc + o * AccRows * Wc", "Out": "Out + o * OutRows * Wo", "Index": "o"}.get(n, n)
+        for _, n in one.args)
+    src = f"""\
+{one.c_source}
+void {name}({c_signature(args)})
+{{
+    /* Plane o of the tile: accumulators Acc + o*AccRows*Wc, outputs Out + o*OutRows*Wo
+       (each plane's rows shared among the cores). */
+    for (int o = 0; o < Feat; o++)
+        {one.name}({call});
+}}"""
+
+    def reference(Acc, Wc, AccRow0, Hc, AccRows, Out, Wo, OutRow0, OutRows, Feat, *rest,
+                  core_id, core_count):
+        if core_id:
+            return
+        for o in range(Feat):
+            more = rest if flt else (*rest[:6], o, *rest[6:])  # Scale, then Index o
+            one.reference(Acc[o * AccRows * Wc:(o + 1) * AccRows * Wc], Wc, AccRow0, Hc,
+                          Out[o * OutRows * Wo:(o + 1) * OutRows * Wo], Wo, OutRow0, OutRows,
+                          *more, core_id=0, core_count=1)
+
+    def cost(Feat, **kw):
+        return Feat * one.cost(**kw)
 
     return BasicKernel(name, args, True, src, reference, cost)
