@@ -119,3 +119,20 @@ def test_what_cannot_be_resolved_is_refused_by_name():
         npukit.onnx.load(at)
     with pytest.raises(ModelError, match=r"position 2 is outside -2..1 for a sequence of 2"):
         npukit.onnx.load(at, constants={"p": np.array(2, np.int64)})
+
+
+def test_a_sequence_input_is_no_constant_operand_and_not_taken_as_one():
+    """A sequence graph input (ONNX's expanded SequenceMap cases) feeding a Loop's trip
+    count is not listed, and given as a constant it is refused in one line (it used to be
+    numpy's ValueError on the ragged list)."""
+    from onnx import TensorProto, helper
+
+    seq = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None)
+    g = helper.make_graph([node("SequenceLength", ["s"], ["n"])], "m", [seq],
+                          [helper.make_tensor_value_info("n", TensorProto.INT64, [])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    assert npukit.onnx.constant_operands(m) == [] and npukit.onnx.shape_operands(m) == []
+    ragged = [np.zeros(2, np.float32), np.zeros(3, np.float32)]
+    with pytest.raises(ModelError, match=r"^constants\['s'\]: the model's input is a "
+                                         r"sequence_type, not a tensor"):
+        npukit.onnx.load(m, constants={"s": ragged})

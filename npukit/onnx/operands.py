@@ -93,7 +93,9 @@ def _roles(g) -> dict[str, set[str]]:
             else:
                 role = made
             roles.setdefault(t, set()).update(role)
-    inputs = [vi.name for vi in g.input if vi.name not in {t.name for t in g.initializer}]
+    inits = {t.name for t in g.initializer}
+    inputs = [vi.name for vi in g.input  # a sequence or optional input is no constant
+              if vi.name not in inits and vi.type.HasField("tensor_type")]
     return {t: roles.get(t, set()) for t in inputs}
 
 

@@ -147,7 +147,14 @@ def _bind_constants(model, constants: dict) -> None:
         if name not in inputs:
             raise ModelError(f"constants names {name!r}, which is not an input of the model "
                              f"({', '.join(inputs) or 'none'})")
-        value = np.asarray(value)
+        if not inputs[name].type.HasField("tensor_type"):
+            raise ModelError(f"constants[{name!r}]: the model's input is a "
+                             f"{inputs[name].type.WhichOneof('value')}, not a tensor; npukit "
+                             f"takes tensors as constants")
+        try:
+            value = np.asarray(value)
+        except ValueError as exc:  # a ragged list
+            raise ModelError(f"constants[{name!r}]: not an array ({exc})") from None
         tt = inputs[name].type.tensor_type
         want = helper.tensor_dtype_to_np_dtype(tt.elem_type) if tt.elem_type else value.dtype
         if value.dtype != want:
