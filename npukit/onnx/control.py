@@ -10,12 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
+from .operands import where
 
 MAX_ITERATIONS = 256  # a longer loop would make a program of that many copies of its body
 
-
-def _where(node) -> str:
-    return f"node {node.name or node.op_type!r} ({node.op_type})"
 
 
 def _attr(node, name: str, default=None):
@@ -101,7 +99,7 @@ def _known(node, consts: dict, k: int, what: str):
     if k >= len(node.input) or not node.input[k]:
         return None
     if node.input[k] not in consts:
-        raise ModelError(f"{_where(node)}: its {what} {node.input[k]!r} must be a constant to "
+        raise ModelError(f"{where(node)}: its {what} {node.input[k]!r} must be a constant to "
                          f"decide the control flow when the model is read; give it to "
                          f"npukit.onnx.load(..., constants=...) if it is a graph input")
     return np.asarray(consts[node.input[k]])
@@ -131,14 +129,14 @@ def _loop(node, consts: dict, w: _Writer, opset: int) -> None:
     trip = _known(node, consts, 0, "trip count")
     cond = _known(node, consts, 1, "condition")
     if trip is None:
-        raise ModelError(f"{_where(node)}: a loop without a trip count ends on a condition "
+        raise ModelError(f"{where(node)}: a loop without a trip count ends on a condition "
                          f"computed at run time; npukit writes out loops of known length")
     if cond is not None and len(body.input) > 1 and not _passthrough(body, body.input[1].name):
-        raise ModelError(f"{_where(node)}: the loop's condition is computed by its body; "
+        raise ModelError(f"{where(node)}: the loop's condition is computed by its body; "
                          f"npukit writes out loops that only their trip count ends")
     count = 0 if cond is not None and not bool(cond.reshape(-1)[0]) else int(trip.reshape(-1)[0])
     if not 0 < count <= MAX_ITERATIONS:
-        raise ModelError(f"{_where(node)}: {count} iterations; npukit writes out loops of 1 to "
+        raise ModelError(f"{where(node)}: {count} iterations; npukit writes out loops of 1 to "
                          f"{MAX_ITERATIONS} iterations")
     carried = [t for t in node.input[2:]]
     n_carried = len(carried)
@@ -165,7 +163,7 @@ def _loop(node, consts: dict, w: _Writer, opset: int) -> None:
 
 def _scan(node, consts: dict, w: _Writer, infos: dict, opset: int) -> None:
     if opset < 9:
-        raise ModelError(f"{_where(node)}: Scan-8 (with sequence_lens and a batch axis) is not "
+        raise ModelError(f"{where(node)}: Scan-8 (with sequence_lens and a batch axis) is not "
                          f"supported; Scan-9 and later are")
     body = _attr(node, "body")
     m = int(_attr(node, "num_scan_inputs"))
@@ -181,14 +179,14 @@ def _scan(node, consts: dict, w: _Writer, infos: dict, opset: int) -> None:
         if x in consts:
             dims = list(np.asarray(consts[x]).shape)
         if dims is None or not isinstance(dims[ax % len(dims)], int):
-            raise ModelError(f"{_where(node)}: the length of the scanned input {x!r} is unknown "
+            raise ModelError(f"{where(node)}: the length of the scanned input {x!r} is unknown "
                              f"when the model is read")
         lengths.add(dims[ax % len(dims)])
     if len(lengths) != 1:
-        raise ModelError(f"{_where(node)}: its scanned inputs have lengths {sorted(lengths)}")
+        raise ModelError(f"{where(node)}: its scanned inputs have lengths {sorted(lengths)}")
     length = lengths.pop()
     if not 0 < length <= MAX_ITERATIONS:
-        raise ModelError(f"{_where(node)}: {length} iterations; npukit writes out scans of 1 to "
+        raise ModelError(f"{where(node)}: {length} iterations; npukit writes out scans of 1 to "
                          f"{MAX_ITERATIONS} iterations")
     states = list(node.input[:n])
     scans: list[list[str]] = [[] for _ in range(k)]
@@ -224,5 +222,5 @@ def unroll(node, consts: dict, infos: dict, opset: int) -> list:
     elif node.op_type == "Scan":
         _scan(node, consts, w, infos, opset)
     else:
-        raise ModelError(f"{_where(node)}: control flow (subgraphs) is not supported")
+        raise ModelError(f"{where(node)}: control flow (subgraphs) is not supported")
     return w.nodes

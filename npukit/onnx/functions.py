@@ -8,6 +8,7 @@ too; what the bodies compute on shapes is folded like any shape computation."""
 from __future__ import annotations
 
 from ..errors import ModelError
+from .operands import where
 
 # Operators with a function body that is never expanded: Range's body is a Loop (it is
 # folded when its inputs are constants), SequenceMap's a subgraph, Bernoulli draws random
@@ -36,7 +37,7 @@ def _check_axis(node, rank: int | None) -> None:
     (over no axis) where ONNX Runtime refuses the node."""
     for a in node.attribute:
         if a.name == "axis" and rank is not None and not -rank <= a.i < rank:
-            raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): axis={a.i} "
+            raise ModelError(f"{where(node)}: axis={a.i} "
                              f"for a rank-{rank} input")
 
 

@@ -51,6 +51,12 @@ VALUE_OPERANDS = {
 TYPE_ONLY = {"Shape": 0, "Size": 0, "CastLike": 1}
 
 
+def where(node) -> str:
+    """``node 'name' (Op)``: how a refusal names an ``onnx.NodeProto`` (its operator when it
+    has no name)."""
+    return f"node {node.name or node.op_type!r} ({node.op_type})"
+
+
 def _slots(node) -> dict[int, str]:
     """The operands of ``node`` npukit needs as constants: ``SHAPE_OPERANDS`` and
     ``VALUE_OPERANDS``."""
@@ -135,5 +141,5 @@ def operands_known(node, consts: dict, producer: dict, inputs: set[str]) -> None
             f"computed from the graph inputs {srcs}" if srcs else "computed at run time"
         give = f": give {', '.join(repr(s) for s in srcs)} to npukit.onnx.load(..., " \
             f"constants=...) if fixed" if srcs else ""
-        raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): its {what} "
+        raise ModelError(f"{where(node)}: its {what} "
                          f"{t!r} must be a constant to plan the node; it is {how}{give}")

@@ -15,7 +15,7 @@ from ..dtypes import dtype as np_dtype
 from ..errors import ModelError
 from .control import unroll
 from .functions import expand as expand_functions
-from .operands import TYPE_ONLY, operands_known
+from .operands import TYPE_ONLY, operands_known, where
 from .sequences import resolve as resolve_sequences
 
 # ONNX element types npukit's layers compute on; others may appear in folded constants only.
@@ -495,7 +495,7 @@ def _foldable(node, values: list, infos: dict) -> None:
             continue
         size = int(np.prod(made[0], dtype=object)) * made[1]
         if size > MAX_FOLDED_BYTES:
-            raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): its "
+            raise ModelError(f"{where(node)}: its "
                              f"constant output {out!r} of shape {list(made[0])} would take "
                              f"{size} B, over the {MAX_FOLDED_BYTES} B npukit folds")
 
@@ -594,7 +594,7 @@ def _fold(nodes, consts: dict, qconsts: dict, infos: dict, opsets) -> list:
             work[k:k] = unroll(node, consts, infos, opset)  # decided now, or refused
             continue
         if node.op_type in RANDOM_OPS and node.domain in ("", "ai.onnx"):
-            raise ModelError(f"node {node.name or node.op_type!r} ({node.op_type}): draws new "
+            raise ModelError(f"{where(node)}: draws new "
                              f"random numbers at every run; npukit's programs are "
                              f"deterministic (feed the numbers as an input)")
         ins = [x for x in node.input if x]

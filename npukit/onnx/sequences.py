@@ -10,13 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
+from .operands import where
 
 SEQUENCE_OPS = {"SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase",
                 "SequenceAt", "SequenceLength", "ConcatFromSequence", "SplitToSequence"}
 
-
-def _where(node) -> str:
-    return f"node {node.name or node.op_type!r} ({node.op_type})"
 
 
 def _position(node, k: int, consts: dict, length: int, insert: bool) -> int | None:
@@ -27,13 +25,13 @@ def _position(node, k: int, consts: dict, length: int, insert: bool) -> int | No
         return None
     t = node.input[k]
     if t not in consts:
-        raise ModelError(f"{_where(node)}: its position {t!r} must be a constant to choose the "
+        raise ModelError(f"{where(node)}: its position {t!r} must be a constant to choose the "
                          f"tensor at build time; give it to npukit.onnx.load(..., "
                          f"constants=...) if it is a graph input")
     p = int(np.asarray(consts[t]).reshape(-1)[0])
     hi = length if insert else length - 1
     if not -length <= p <= hi:
-        raise ModelError(f"{_where(node)}: position {p} is outside -{length}..{hi} for a "
+        raise ModelError(f"{where(node)}: position {p} is outside -{length}..{hi} for a "
                          f"sequence of {length} tensors")
     return p + length if p < 0 else p
 
@@ -85,7 +83,7 @@ def resolve(model) -> dict[str, np.ndarray]:
         op = node.op_type if node.domain in ("", "ai.onnx") else ""
         if op not in SEQUENCE_OPS:
             if any(t in seqs for t in node.input):
-                raise ModelError(f"{_where(node)}: reads a sequence; npukit resolves sequences "
+                raise ModelError(f"{where(node)}: reads a sequence; npukit resolves sequences "
                                  f"only through the sequence operators")
             nodes.append(node)
             continue
@@ -104,13 +102,13 @@ def resolve(model) -> dict[str, np.ndarray]:
                 seqs[out] = items
             elif op == "SequenceErase":
                 if not items:
-                    raise ModelError(f"{_where(node)}: erases from an empty sequence")
+                    raise ModelError(f"{where(node)}: erases from an empty sequence")
                 del items[-1 if (p := _position(node, 1, consts, len(items), False)) is None
                            else p]
                 seqs[out] = items
             elif op == "SequenceAt":
                 if not items:
-                    raise ModelError(f"{_where(node)}: reads from an empty sequence")
+                    raise ModelError(f"{where(node)}: reads from an empty sequence")
                 p = _position(node, 1, consts, len(items), insert=False)
                 nodes.append(helper.make_node("Identity", [items[p]], [out], name=node.name))
             elif op == "SequenceLength":
@@ -119,7 +117,7 @@ def resolve(model) -> dict[str, np.ndarray]:
                                                   np.array(len(items), np.int64))))
             else:
                 if not items:
-                    raise ModelError(f"{_where(node)}: concatenates an empty sequence")
+                    raise ModelError(f"{where(node)}: concatenates an empty sequence")
                 axis = int(attrs["axis"])
                 if attrs.get("new_axis", 0):
                     parts = [f"{out}__{k}" for k in range(len(items))]
@@ -134,13 +132,13 @@ def resolve(model) -> dict[str, np.ndarray]:
             axis = int(attrs.get("axis", 0))
             if dims is None or not -len(dims) <= axis < len(dims) or \
                     dims[axis % len(dims)] is None:
-                raise ModelError(f"{_where(node)}: the size of {x!r} along axis {axis} is "
+                raise ModelError(f"{where(node)}: the size of {x!r} along axis {axis} is "
                                  f"unknown when the model is read")
             size = dims[axis % len(dims)]
             split = None
             if len(node.input) > 1 and node.input[1]:
                 if node.input[1] not in consts:
-                    raise ModelError(f"{_where(node)}: its split {node.input[1]!r} must be a "
+                    raise ModelError(f"{where(node)}: its split {node.input[1]!r} must be a "
                                      f"constant; give it to npukit.onnx.load(..., "
                                      f"constants=...) if it is a graph input")
                 split = np.asarray(consts[node.input[1]]).astype(np.int64)
@@ -152,7 +150,7 @@ def resolve(model) -> dict[str, np.ndarray]:
             else:
                 sizes = [int(s) for s in split]
             if sum(sizes) != size or min(sizes, default=0) < 0:
-                raise ModelError(f"{_where(node)}: split sizes {sizes} do not cut the "
+                raise ModelError(f"{where(node)}: split sizes {sizes} do not cut the "
                                  f"{size} elements of {x!r} along axis {axis}")
             parts = [f"{out}__{k}" for k in range(len(sizes))]
             keep = split is not None or attrs.get("keepdims", 1)
