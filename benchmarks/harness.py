@@ -67,7 +67,10 @@ def at_threads(cases_for: Callable[[int], dict[str, Callable]], counts, rounds: 
                ) -> dict[int, dict[str, float]]:
     """Median seconds of ``cases_for(t)``'s cases at each thread count ``t`` of ``counts``:
     each round sets each count in turn (outside the timed calls) and runs its cases once,
-    in an order that rotates from round to round; one warm-up round first."""
+    in an order that rotates from round to round; one warm-up round first. Each timed call
+    follows an untimed call of the same case, so what the case before left running does
+    not land in its time (ONNX Runtime's pool keeps its threads spinning a while after a
+    run: on two cores they took the second core from the next case's threads)."""
     cases = {t: cases_for(t) for t in counts}
     times: dict = {t: {name: [] for name in cases[t]} for t in counts}
     for r in range(-1, rounds):
@@ -75,6 +78,7 @@ def at_threads(cases_for: Callable[[int], dict[str, Callable]], counts, rounds: 
             names = list(cases[t])
             with threads(t):
                 for name in names[r % len(names):] + names[:r % len(names)]:
+                    cases[t][name]()
                     t0 = time.perf_counter()
                     cases[t][name]()
                     if r >= 0:

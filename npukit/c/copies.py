@@ -1,8 +1,8 @@
 """The C of a data flow (``ir.Copy``) and what it may leave out without changing a byte:
 a ``memcpy`` where both views are one run, one dense block visited in the same order, or
-runs along one dim; no poison in a memory its first statement writes whole; no copy at all
-of an input a memory only reads (``read_only_copies``). ``emit_copy`` writes the C through
-the emitter of ``npukit.c.emit``."""
+runs consecutive in both (the dims in any order); no poison in a memory its first statement
+writes whole; no copy at all of an input a memory only reads (``read_only_copies``).
+``emit_copy`` writes the C through the emitter of ``npukit.c.emit``."""
 
 from __future__ import annotations
 
@@ -116,8 +116,9 @@ def _copy(em, st: ir.Copy, w: Writer) -> None:
                 w.comment("The same dense block in both: copied whole.")
                 w.line(f"memcpy({em.start(dst)}, {em.start(src)}, "
                        f"{st.dst.size} * sizeof({c_type(ddt)}));")
-            elif sdt == ddt and n_src == n_dst and (run := inner_run(st)) is not None:
-                _copy_runs(em, st, run, n_dst if valid is not None else None, w)
+            elif sdt == ddt and n_src == n_dst and \
+                    (loops := run_loops(st, valid is not None)) is not None:
+                _copy_runs(em, st, loops, n_dst if valid is not None else None, w)
             else:
                 with w.block(f"for (int64_t {k} = 0; {k} < {n_dst}; {k}++)"):
                     w.line(f"{em.el(dst, k)} = {value};")
@@ -128,50 +129,63 @@ def _copy(em, st: ir.Copy, w: Writer) -> None:
                 with w.block(f"for (int64_t {k} = {n_dst}; {k} < {st.dst.size}; {k}++)"):
                     w.line(f"{em.el(dst, k)} = {em.poison(ddt)};  /* {POISON} */")
 
-def _copy_runs(em, st: ir.Copy, run: int, live: str | None, w: Writer) -> None:
-    """``st`` as loops over every dim but ``run`` (in order), each moving the elements
-    along dim ``run`` — consecutive in both views — with one memcpy: every element lands
-    where the row-major loop puts it (the views' buffers differ and no two elements of
-    ``dst`` share an address), in cache order. ``live``: the elements that hold data
-    (the first rows of dim 0), or None for all."""
-    shape = st.dst.shape
-    inner = math.prod(shape[1:])
-    counts = [str(n) for n in shape]
-    if live is not None:
-        counts[0] = live if inner == 1 else f"{live} / {inner}"
-    loops = [d for d, n in enumerate(shape) if d != run and n > 1]
+def _copy_runs(em, st: ir.Copy, loops: tuple[Dim, ...], live: str | None, w: Writer) -> None:
+    """``st`` as ``loops`` (``run_loops``), the innermost moved with one memcpy: every
+    element lands where the row-major loop puts it (the views' buffers differ and no two
+    elements of ``dst`` share an address), in the destination's memory order. ``live``: the
+    elements that hold data (the first rows of dim 0, a loop of its own), or None for all."""
+    inner = math.prod(st.dst.shape[1:])
+    names = em.dim_names
 
-    def at(v: ir.View) -> str:
+    def at(v: ir.View, side: int) -> str:
         base = em.affine(access(v, "", em.origin[key(v.buffer)]).base)
-        terms = [base] + [scaled(em.dim_names[d], v.layout.strides[d]) for d in loops]
+        terms = [base] + [scaled(names[j], d[side]) for j, d in enumerate(loops[:-1])]
         return f"{em.ptr[key(v.buffer)]} + {join_sum(terms)}"
-    w.comment(f"Run by run along dim {run}, consecutive in both views (the same "
-              f"elements, in memory order).")
+
+    def count(d: Dim) -> str:
+        if live is None or d[3] != 0:
+            return str(d[0])
+        return live if inner == 1 else f"{live} / {inner}"
+    runs = loops[-1]
+    w.comment(f"Runs of {runs[0]} elements, consecutive in both views, one memcpy each, in the "
+              f"destination's memory order (the same elements).")
     with ExitStack() as nest:
-        for d in loops:
-            i = em.dim_names[d]
-            nest.enter_context(w.block(f"for (int64_t {i} = 0; {i} < {counts[d]}; {i}++)"))
-        n = counts[run] if counts[run].isdigit() else f"(size_t)({counts[run]})"
-        w.line(f"memcpy({at(st.dst)}, {at(st.src)}, {n} * sizeof({c_type(st.dst.dtype)}));")
+        for j, d in enumerate(loops[:-1]):
+            i = names[j]
+            nest.enter_context(w.block(f"for (int64_t {i} = 0; {i} < {count(d)}; {i}++)"))
+        n = count(runs)
+        n = n if n.isdigit() else f"(size_t)({n})"
+        w.line(f"memcpy({at(st.dst, 2)}, {at(st.src, 1)}, {n} * sizeof({c_type(st.dst.dtype)}));")
 
 
 def written_whole_first(prog: ir.Program) -> set[str]:
-    """The internal buffers whose first statement, in program order, is one outside any loop
-    that writes each of their elements and reads none (a copy from another buffer, with no
-    junk rows, or a fill): poisoning them first would change no byte anyone reads."""
+    """The internal buffers whose first statement, in program order, writes each of their
+    elements and reads none (a copy from another buffer, with no junk rows, or a fill), and
+    runs whenever the program does: outside any loop, or inside loops that each run a fixed
+    number of times, at least once, one iteration after another. Poisoning them first would
+    change no byte anyone reads."""
     whole, seen = set(), set()
-    for st in prog.body:
-        views: list[ir.View] = []
-        ir.map_views((st,), lambda v, seen_here=views: seen_here.append(v) or v)
-        if isinstance(st, (ir.Copy, ir.Fill)) and getattr(st, "valid", None) is None:
-            dst = st.dst
-            b = dst.buffer
-            reads = isinstance(st, ir.Copy) and key(st.src.buffer) == key(b)
-            if internal(dst) and b.name not in seen and not reads and \
-                    not dst.offset.terms and dst.size == b.size and \
-                    dst.layout.offset + dst.offset.const == 0 and dense(coalesced(dst.layout)):
-                whole.add(b.name)
-        seen.update(v.buffer.name for v in views if internal(v))
+
+    def visit(body) -> None:
+        for st in body:
+            if isinstance(st, ir.Loop) and st.var.trips is None and st.var.count >= 1 and \
+                    not (st.cores or st.parallel):
+                visit(st.body)
+                continue
+            views: list[ir.View] = []
+            ir.map_views((st,), lambda v, seen_here=views: seen_here.append(v) or v)
+            if isinstance(st, (ir.Copy, ir.Fill)) and getattr(st, "valid", None) is None:
+                dst = st.dst
+                b = dst.buffer
+                reads = isinstance(st, ir.Copy) and key(st.src.buffer) == key(b)
+                if internal(dst) and b.name not in seen and not reads and \
+                        not dst.offset.terms and dst.size == b.size and \
+                        dst.layout.offset + dst.offset.const == 0 and \
+                        dense(coalesced(dst.layout)):
+                    whole.add(b.name)
+            seen.update(v.buffer.name for v in views if internal(v))
+
+    visit(prog.body)
     return whole
 
 
@@ -212,19 +226,39 @@ def _written(st) -> set[str]:
     return set()
 
 
-def inner_run(st: ir.Copy) -> int | None:
-    """The dim along which both views of copy ``st`` step by one element, when it is not
-    the innermost one (a transposed walk: the row-major loop would stride through memory)
-    and the copy may move elements in another order (distinct buffers, no two elements of
-    ``dst`` at one address); else None."""
+# A loop of a copy made run by run: (count, source stride, destination stride, the view's dim
+# it walks, -1 for dims merged together).
+Dim = tuple[int, int, int, int]
+
+
+def run_loops(st: ir.Copy, rows_only: bool = False) -> tuple[Dim, ...] | None:
+    """Copy ``st`` as nested loops whose innermost one moves a run of elements consecutive
+    in both views: the dims sorted by the destination's stride (its memory order), each
+    merged with the one inside it where both views step over it as one run. None when the
+    copy may not move its elements in another order than the row-major one (one buffer, or
+    two elements of ``dst`` at one address), when no run of two elements or more is
+    consecutive in both, or when the whole copy is one run (a single memcpy). ``rows_only``:
+    dim 0 keeps a loop of its own (the copy moves only its first rows)."""
     src, dst = st.src.layout, st.dst.layout
     if src.shape != dst.shape or key(st.src.buffer) == key(st.dst.buffer) or \
             not injective(coalesced(dst)):
         return None
-    runs = [d for d, (n, a, b) in enumerate(zip(dst.shape, src.strides, dst.strides))
-            if n > 1 and a == b == 1]
-    inner = [d for d, n in enumerate(dst.shape) if n > 1]
-    return runs[0] if runs and inner and runs[0] != inner[-1] else None
+    dims = sorted(((n, a, b, d) for d, (n, a, b) in
+                   enumerate(zip(dst.shape, src.strides, dst.strides))
+                   if n > 1 or rows_only and d == 0),
+                  key=lambda t: -t[2])
+    merged: list[Dim] = []
+    for n, a, b, d in reversed(dims):  # innermost first
+        if merged:
+            m, a1, b1, d1 = merged[-1]
+            if a == m * a1 and b == m * b1 and not (rows_only and 0 in (d, d1)):
+                merged[-1] = (n * m, a1, b1, -1)
+                continue
+        merged.append((n, a, b, d))
+    merged.reverse()
+    if not merged or merged[-1][1:3] != (1, 1) or merged[-1][0] < 2 or len(merged) < 2:
+        return None
+    return tuple(merged)
 
 
 def internal(v: ir.View) -> bool:

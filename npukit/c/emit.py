@@ -53,7 +53,6 @@ from .code import Writer, wrap
 from .copies import (
     POISON,
     emit_copy,
-    inner_run,
     lanes_c,
     read_only_copies,
     written_whole_first,
@@ -241,8 +240,7 @@ class _Emitter:
         self.tasks: list[str] = []  # task functions and tables' code, in emission order
         self.in_task = False  # emitting the body of a parallel loop
         # loop variables of the copies made run by run (copies.py), one per dim
-        ranks = [len(st.dst.shape) for st, _ in prog.walk()
-                 if isinstance(st, ir.Copy) and inner_run(st) is not None]
+        ranks = [len(st.dst.shape) for st, _ in prog.walk() if isinstance(st, ir.Copy)]
         self.dim_names = [_ident(f"{self.k}{d}", self.taken) for d in range(max(ranks, default=0))]
 
     # -- helpers used by the statement emitters and by fuse.py ---------------------------
