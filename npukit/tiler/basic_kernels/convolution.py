@@ -13,6 +13,7 @@ import numpy as np
 
 from ...arith import wrap32
 from ...dtypes import int_range, is_float
+from . import conv_features
 from .common import (
     AVX512_HELPERS,
     C_ALIGN,
@@ -325,6 +326,19 @@ of accumulators
         return ", ".join(str(constants.get(n, n)) for _, n in args)
 
     if planes:
+        n = conv_features.FEATURES
+        feats = "" if not flt else f"""
+#ifdef NPK_AVX512
+    /* Float32 rows at column stride 1: {n} output features at a time (the rest one by one). */
+    if (Sx == 1 && {several_taps}{widest})
+        for (; First + {n} <= Last; First += {n})
+            if (Fx == 3 && Fy == 3 && Sy == 1 && Dx == 1 && Dy == 1)
+                {name}_Feats({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)}, First);
+            else if (Fx == 1 && Fy == 1 && Sy == 1 && Dx == 1 && Dy == 1)
+                {name}_Feats({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1)}, First);
+            else
+                {name}_Feats({special(Sx=1)}, First);
+#endif"""
         rows_doc = ("Input features in order,\n       each one's taps in (fy, fx) order; "
                     "every row (the output features are shared among the cores).")
         rows = "    int First = 0, Last = Rows;"
@@ -347,7 +361,7 @@ of accumulators
             {name}_Flat({special()}, First, Last);
         return;
     }}
-#endif
+#endif{feats}
     for (int o = First; o < Last; o++)
         if (Fx == 3 && Fy == 3 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
             {name}_Rows({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1, **here)});
@@ -380,7 +394,8 @@ of accumulators
                         {vterm.format(k=k, o=k * LANES)}""" for k in range(nv))
     flat_stores = "\n".join(f"            {vstore}(A + q0 + {k * LANES}, K{k}, S{k});"
                              for k in range(nv))
-    flat = "" if not planes else f"""
+    flat = "" if not planes else conv_features.flat_of_features(
+        name, args, line_ok, FLAT_MAX, CONV_MAX_FX) if flt else f"""
 #ifdef NPK_AVX512
 static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First, int Last)
 {{
@@ -424,6 +439,8 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
         }}
 }}
 #endif"""
+    if planes and flt:
+        flat += conv_features.rows_of_features(name, args, line_ok, CONV_MAX_FX)
     src = f"""\
 {HELPERS}
 {AVX512_HELPERS}{flat}

@@ -1,0 +1,173 @@
+"""The float32 feature tile's register blocks (``convolution.layer_conv(planes=True)``,
+AVX-512): several output features' accumulators in registers at once, so that each input
+vector loaded serves all of them. Each accumulator still adds the input features in order,
+each one's taps in (fy, fx) order, a multiply then an add (no fused multiply-add), a tap on
+padding masked off its lane: the bits of the one-feature loops.
+"""
+
+from __future__ import annotations
+
+from .common import LANES, c_signature
+
+# Output features a block holds (x up to ``VECTORS`` vectors of columns: 16 accumulators of
+# the 32 registers, the input vectors and a broadcast weight beside them).
+FEATURES = 4
+VECTORS = 4
+
+
+def rows_of_features(name: str, args, line_ok: str, max_fx: int) -> str:
+    """C of ``{name}_Feats(..., o)``: output features ``o .. o + FEATURES - 1`` of a float32
+    feature tile at column stride 1, each row in blocks of up to ``VECTORS`` vectors."""
+    blocks = "\n".join(f"        {'if' if n == VECTORS else 'else if'} "
+                       f"(Wo - x > {(n - 1) * LANES})\n{_block(n, max_fx)}"
+                       for n in range(VECTORS, 1, -1))
+    blocks += f"\n        else\n{_block(1, max_fx)}"
+    blocks = "\n".join("    " + line if line else line for line in blocks.splitlines())
+    return f"""
+#ifdef NPK_AVX512
+static inline NPK_ALWAYS_INLINE void {name}_Feats({c_signature(args)}, int o)
+{{
+    /* Output features o .. o+{FEATURES - 1} together, at column stride 1: each row in blocks of
+       up to {VECTORS} vectors of {LANES} columns of the {FEATURES} features, in registers across
+       the input features and taps; each input vector loaded serves the {FEATURES} features (their
+       weights broadcast from memory). Each accumulator adds the input features in order,
+       each one's taps in (fy, fx) order, a multiply then an add; a lane takes a tap when its
+       column is an output (below Wo) and the tap's column is inside the row. */
+    int Plane = OutRows * Wo;  /* the accumulators of one output feature */
+    int Step = InFeat * Fy * Fx;  /* the filters of one output feature */
+    (void)Zin;
+    (void)Zw;
+    for (int y = 0; y < OutRows; y++) {{
+        int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
+        float *A = Acc + o * Plane + y * Wo;
+        /* The filter rows Fy0 <= fy < Fy1 whose input line exists (p grows with fy, so
+           they follow each other); the others add nothing. */
+        for (; Fy0 < Fy; Fy0++) {{
+            int P = P0 + Fy0 * Dy, L = P - InRow0;
+            if ({line_ok}) break;
+        }}
+        for (Fy1 = Fy0; Fy1 < Fy; Fy1++) {{
+            int P = P0 + Fy1 * Dy, L = P - InRow0;
+            if (!({line_ok})) break;
+        }}
+        for (int x = 0; x < Wo;)
+{blocks}
+    }}
+}}
+#endif"""
+
+
+def _block(n: int, max_fx: int) -> str:
+    """One block: ``n`` vectors of columns from x of the ``FEATURES`` features."""
+    feats, vecs = range(FEATURES), range(n)
+
+    def lines(indent: int, rows) -> str:
+        return "\n".join(" " * indent + r for r in rows)
+
+    live = [f"__mmask16 K{k} = npk_cols(x + {k * LANES}, Wo);" for k in vecs]
+    masks = [f"__mmask16 T{k}[{max_fx}];" for k in vecs] + [
+        f"for (int fx = 0; fx < Fx; fx++) T{k}[fx] = K{k} & npk_cols(x - PadL + fx * Dx + "
+        f"{k * LANES}, W);" for k in vecs]
+    loads = [f"__m512 S{r}{k} = _mm512_maskz_loadu_ps(K{k}, A + {r} * Plane + x + {k * LANES});"
+             for r in feats for k in vecs]
+    inputs = [f"__m512 V{k} = _mm512_maskz_loadu_ps(T{k}[fx], Line + C + {k * LANES});"
+              for k in vecs]
+    terms = [f"S{r}{k} = _mm512_mask_add_ps(S{r}{k}, T{k}[fx], S{r}{k}, _mm512_mul_ps(V{k}, "
+             f"_mm512_set1_ps(F[{r} * Step + fx])));" for r in feats for k in vecs]
+    stores = [f"_mm512_mask_storeu_ps(A + {r} * Plane + x + {k * LANES}, K{k}, S{r}{k});"
+              for r in feats for k in vecs]
+    return f"""\
+        /* Columns x .. x+{n * LANES - 1} (those below Wo) of the {FEATURES} features: \
+{n * FEATURES} vectors of
+           accumulators; the tap masks, the same for every input feature, once per block. */
+        {{
+{lines(12, live + masks + loads)}
+            for (int i = 0; i < InFeat; i++)
+                for (int fy = Fy0; fy < Fy1; fy++) {{
+                    const float *F = Filter + ((o * InFeat + i) * Fy + fy) * Fx;
+                    const float *Line = In + (i * InRows + P0 + fy * Dy - InRow0) * W;
+                    for (int fx = 0; fx < Fx; fx++) {{
+                        int C = x - PadL + fx * Dx;  /* the input column of lane 0 */
+{lines(24, inputs + terms)}
+                    }}
+                }}
+{lines(12, stores)}
+            x += {n * LANES};
+        }}"""
+
+
+def flat_of_features(name: str, args, line_ok: str, flat_max: int, max_taps: int) -> str:
+    """C of ``{name}_Flat(..., First, Last)`` for float32: output features ``First .. Last-1``
+    of planes narrower than 32 outputs, each plane's outputs flattened, 16 to a vector; blocks
+    of ``VECTORS`` vectors, ``FEATURES`` output features at a time (the rest one by one), each
+    block running only its live taps (a 1x1 plane with padding: its centre tap alone)."""
+    return f"""
+#ifdef NPK_AVX512
+static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First, int Last)
+{{
+    /* Each plane's outputs flattened: output q = y*Wo + x adds, for input feature i and tap
+       t = (fy, fx), input q + (OutRow0 - InRow0 + fy)*W - PadL + fx of plane i (stride 1,
+       W == Wo), in that order; a lane takes a tap when its output exists and the tap's row
+       and column are inside the tile (T: each vector's lanes, tap by tap, the same for
+       every feature). Per block of {VECTORS} vectors, the taps with a lane in the block (Live,
+       in order: the others add nothing); {FEATURES} output features at a time, each input
+       vector loaded serving them all, {VECTORS * FEATURES} vectors of accumulators in
+       registers across the input features and taps; the rest of the features one by one. */
+    int N = OutRows * Wo, Blocks = (N + {LANES - 1}) / {LANES};
+    int Step = InFeat * Fy * Fx;  /* the filters of one output feature */
+    __mmask16 T[{flat_max // LANES}][{max_taps}];
+    (void)Zin;
+    (void)Zw;
+    for (int b = 0; b < (Blocks + {VECTORS - 1}) / {VECTORS} * {VECTORS}; b++)
+        for (int t = 0; t < Fy * Fx; t++) {{
+            unsigned int Lanes = 0;
+            for (int j = 0; j < {LANES}; j++) {{
+                int q = b * {LANES} + j, P = OutRow0 + q / Wo + t / Fx, L = P - InRow0;
+                int Col = q % Wo - PadL + t % Fx;
+                if (q < N && {line_ok} && Col >= 0 && Col < W) Lanes |= 1u << j;
+            }}
+            T[b][t] = (__mmask16)Lanes;
+        }}
+    for (int b = 0; b < Blocks; b += {VECTORS}) {{
+        int q0 = b * {LANES}, Live[{max_taps}], Lives = 0, o = First;
+        for (int t = 0; t < Fy * Fx; t++)
+            if ({" | ".join(f"T[b + {k}][t]" for k in range(VECTORS))})
+                Live[Lives++] = t;
+        for (; o + {FEATURES} <= Last; o += {FEATURES})
+{_flat_block(FEATURES)}
+        for (; o < Last; o++)
+{_flat_block(1)}
+    }}
+}}
+#endif"""
+
+
+def _flat_block(feats: int) -> str:
+    """``feats`` output features from o over the block of vectors from b."""
+    fs, vecs = range(feats), range(VECTORS)
+    live = [f"__mmask16 K{k} = npk_cols(q0 + {k * LANES}, N);" for k in vecs]
+    loads = [f"__m512 S{r}{k} = _mm512_maskz_loadu_ps(K{k}, Acc + (o + {r}) * N + q0 + "
+             f"{k * LANES});" for r in fs for k in vecs]
+    inputs = [f"__m512 V{k} = _mm512_maskz_loadu_ps(T[b + {k}][t], Line + {k * LANES});"
+              for k in vecs]
+    terms = [f"S{r}{k} = _mm512_mask_add_ps(S{r}{k}, T[b + {k}][t], S{r}{k}, _mm512_mul_ps(V{k}, "
+             f"_mm512_set1_ps(F[{r} * Step + t])));" for r in fs for k in vecs]
+    stores = [f"_mm512_mask_storeu_ps(Acc + (o + {r}) * N + q0 + {k * LANES}, K{k}, S{r}{k});"
+              for r in fs for k in vecs]
+
+    def lines(indent: int, rows) -> str:
+        return "\n".join(" " * indent + r for r in rows)
+    return f"""\
+        {{
+{lines(12, live + loads)}
+            for (int i = 0; i < InFeat; i++) {{
+                const float *F = Filter + (o * InFeat + i) * Fy * Fx;
+                const float *Plane = In + (i * InRows + OutRow0 - InRow0) * W - PadL + q0;
+                for (int l = 0; l < Lives; l++) {{
+                    int t = Live[l];
+                    const float *Line = Plane + t / Fx * W + t % Fx;  /* lane 0's input */
+{lines(20, inputs + terms)}
+                }}
+            }}
+{lines(12, stores)}
+        }}"""
