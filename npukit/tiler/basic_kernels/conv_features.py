@@ -9,27 +9,29 @@ from __future__ import annotations
 
 from .common import LANES, c_signature
 
-# Output features a block holds (x up to ``VECTORS`` vectors of columns: 16 accumulators of
-# the 32 registers, the input vectors and a broadcast weight beside them).
-FEATURES = 4
+# Output features a block holds, the most first, then fewer for the rest (the features a
+# core takes need not be a multiple of 4), times up to ``VECTORS`` vectors of columns: up to
+# 16 accumulators of the 32 registers, the input vectors and broadcast weights beside them.
+FEATURES = (4, 2)
 VECTORS = 4
 
 
-def rows_of_features(name: str, args, line_ok: str, max_fx: int) -> str:
-    """C of ``{name}_Feats(..., o)``: output features ``o .. o + FEATURES - 1`` of a float32
-    feature tile at column stride 1, each row in blocks of up to ``VECTORS`` vectors."""
+def rows_of_features(name: str, args, line_ok: str, max_fx: int, feats: int) -> str:
+    """C of ``{name}_Feats{feats}(..., o)``: output features ``o .. o + feats - 1`` of a
+    float32 feature tile at column stride 1, each row in blocks of up to ``VECTORS``
+    vectors."""
     blocks = "\n".join(f"        {'if' if n == VECTORS else 'else if'} "
-                       f"(Wo - x > {(n - 1) * LANES})\n{_block(n, max_fx)}"
+                       f"(Wo - x > {(n - 1) * LANES})\n{_block(n, max_fx, feats)}"
                        for n in range(VECTORS, 1, -1))
-    blocks += f"\n        else\n{_block(1, max_fx)}"
+    blocks += f"\n        else\n{_block(1, max_fx, feats)}"
     blocks = "\n".join("    " + line if line else line for line in blocks.splitlines())
     return f"""
 #ifdef NPK_AVX512
-static inline NPK_ALWAYS_INLINE void {name}_Feats({c_signature(args)}, int o)
+static inline NPK_ALWAYS_INLINE void {name}_Feats{feats}({c_signature(args)}, int o)
 {{
-    /* Output features o .. o+{FEATURES - 1} together, at column stride 1: each row in blocks of
-       up to {VECTORS} vectors of {LANES} columns of the {FEATURES} features, in registers across
-       the input features and taps; each input vector loaded serves the {FEATURES} features (their
+    /* Output features o .. o+{feats - 1} together, at column stride 1: each row in blocks of
+       up to {VECTORS} vectors of {LANES} columns of the {feats} features, in registers across the
+       input features and taps; each input vector loaded serves the {feats} features (their
        weights broadcast from memory). Each accumulator adds the input features in order,
        each one's taps in (fy, fx) order, a multiply then an add; a lane takes a tap when its
        column is an output (below Wo) and the tap's column is inside the row. */
@@ -57,9 +59,9 @@ static inline NPK_ALWAYS_INLINE void {name}_Feats({c_signature(args)}, int o)
 #endif"""
 
 
-def _block(n: int, max_fx: int) -> str:
-    """One block: ``n`` vectors of columns from x of the ``FEATURES`` features."""
-    feats, vecs = range(FEATURES), range(n)
+def _block(n: int, max_fx: int, feats: int) -> str:
+    """One block: ``n`` vectors of columns from x of ``feats`` features."""
+    fs, vecs = range(feats), range(n)
 
     def lines(indent: int, rows) -> str:
         return "\n".join(" " * indent + r for r in rows)
@@ -69,16 +71,16 @@ def _block(n: int, max_fx: int) -> str:
         f"for (int fx = 0; fx < Fx; fx++) T{k}[fx] = K{k} & npk_cols(x - PadL + fx * Dx + "
         f"{k * LANES}, W);" for k in vecs]
     loads = [f"__m512 S{r}{k} = _mm512_maskz_loadu_ps(K{k}, A + {r} * Plane + x + {k * LANES});"
-             for r in feats for k in vecs]
+             for r in fs for k in vecs]
     inputs = [f"__m512 V{k} = _mm512_maskz_loadu_ps(T{k}[fx], Line + C + {k * LANES});"
               for k in vecs]
     terms = [f"S{r}{k} = _mm512_mask_add_ps(S{r}{k}, T{k}[fx], S{r}{k}, _mm512_mul_ps(V{k}, "
-             f"_mm512_set1_ps(F[{r} * Step + fx])));" for r in feats for k in vecs]
+             f"_mm512_set1_ps(F[{r} * Step + fx])));" for r in fs for k in vecs]
     stores = [f"_mm512_mask_storeu_ps(A + {r} * Plane + x + {k * LANES}, K{k}, S{r}{k});"
-              for r in feats for k in vecs]
+              for r in fs for k in vecs]
     return f"""\
-        /* Columns x .. x+{n * LANES - 1} (those below Wo) of the {FEATURES} features: \
-{n * FEATURES} vectors of
+        /* Columns x .. x+{n * LANES - 1} (those below Wo) of the {feats} features: \
+{n * feats} vectors of
            accumulators; the tap masks, the same for every input feature, once per block. */
         {{
 {lines(12, live + masks + loads)}
@@ -101,6 +103,8 @@ def flat_of_features(name: str, args, line_ok: str, flat_max: int, max_taps: int
     of planes narrower than 32 outputs, each plane's outputs flattened, 16 to a vector; blocks
     of ``VECTORS`` vectors, ``FEATURES`` output features at a time (the rest one by one), each
     block running only its live taps (a 1x1 plane with padding: its centre tap alone)."""
+    by_features = "".join(f"        for (; o + {n} <= Last; o += {n})\n{_flat_block(n)}\n"
+                          for n in FEATURES)
     return f"""
 #ifdef NPK_AVX512
 static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First, int Last)
@@ -110,9 +114,11 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
        W == Wo), in that order; a lane takes a tap when its output exists and the tap's row
        and column are inside the tile (T: each vector's lanes, tap by tap, the same for
        every feature). Per block of {VECTORS} vectors, the taps with a lane in the block (Live,
-       in order: the others add nothing); {FEATURES} output features at a time, each input
-       vector loaded serving them all, {VECTORS * FEATURES} vectors of accumulators in
-       registers across the input features and taps; the rest of the features one by one. */
+       in order: the others add nothing); {" or ".join(map(str, FEATURES))} output features \
+at a time, each input
+       vector loaded serving them all, up to {VECTORS * FEATURES[0]} vectors of accumulators \
+in registers across
+       the input features and taps; the last feature alone. */
     int N = OutRows * Wo, Blocks = (N + {LANES - 1}) / {LANES};
     int Step = InFeat * Fy * Fx;  /* the filters of one output feature */
     __mmask16 T[{flat_max // LANES}][{max_taps}];
@@ -133,9 +139,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
         for (int t = 0; t < Fy * Fx; t++)
             if ({" | ".join(f"T[b + {k}][t]" for k in range(VECTORS))})
                 Live[Lives++] = t;
-        for (; o + {FEATURES} <= Last; o += {FEATURES})
-{_flat_block(FEATURES)}
-        for (; o < Last; o++)
+{by_features}        for (; o < Last; o++)
 {_flat_block(1)}
     }}
 }}

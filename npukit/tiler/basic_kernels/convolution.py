@@ -326,18 +326,19 @@ of accumulators
         return ", ".join(str(constants.get(n, n)) for _, n in args)
 
     if planes:
-        n = conv_features.FEATURES
         feats = "" if not flt else f"""
 #ifdef NPK_AVX512
-    /* Float32 rows at column stride 1: {n} output features at a time (the rest one by one). */
-    if (Sx == 1 && {several_taps}{widest})
+    /* Float32 rows at column stride 1: {' or '.join(map(str, conv_features.FEATURES))} output \
+features at a time (the rest one by one). */
+    if (Sx == 1 && {several_taps}{widest}) {{""" + "".join(f"""
         for (; First + {n} <= Last; First += {n})
             if (Fx == 3 && Fy == 3 && Sy == 1 && Dx == 1 && Dy == 1)
-                {name}_Feats({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)}, First);
+                {name}_Feats{n}({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)}, First);
             else if (Fx == 1 && Fy == 1 && Sy == 1 && Dx == 1 && Dy == 1)
-                {name}_Feats({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1)}, First);
+                {name}_Feats{n}({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1)}, First);
             else
-                {name}_Feats({special(Sx=1)}, First);
+                {name}_Feats{n}({special(Sx=1)}, First);""" for n in conv_features.FEATURES) + """
+    }
 #endif"""
         rows_doc = ("Input features in order,\n       each one's taps in (fy, fx) order; "
                     "every row (the output features are shared among the cores).")
@@ -440,7 +441,8 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
 }}
 #endif"""
     if planes and flt:
-        flat += conv_features.rows_of_features(name, args, line_ok, CONV_MAX_FX)
+        flat += "".join(conv_features.rows_of_features(name, args, line_ok, CONV_MAX_FX, n)
+                        for n in conv_features.FEATURES)
     src = f"""\
 {HELPERS}
 {AVX512_HELPERS}{flat}
