@@ -10,31 +10,35 @@ from __future__ import annotations
 from .common import LANES, c_signature
 
 # Output features a block holds, the most first, then fewer for the rest (the features a
-# core takes need not be a multiple of 4), times up to ``VECTORS`` vectors of columns: up to
-# 16 accumulators of the 32 registers, the input vectors and broadcast weights beside them.
+# core takes need not be a multiple of 4), times up to ``ROW_VECTORS`` vectors of a row's
+# columns or ``VECTORS`` vectors of a flattened plane: at most 16 accumulators of the 32
+# registers, the input vectors and broadcast weights beside them. (Rows: 8 accumulators
+# leave the compiler room for the masked adds' operands; 16 measured slower.)
 FEATURES = (4, 2)
+ROW_VECTORS = 2
 VECTORS = 4
 
 
 def rows_of_features(name: str, args, line_ok: str, max_fx: int, feats: int) -> str:
     """C of ``{name}_Feats{feats}(..., o)``: output features ``o .. o + feats - 1`` of a
-    float32 feature tile at column stride 1, each row in blocks of up to ``VECTORS``
+    float32 feature tile at column stride 1, each row in blocks of up to ``ROW_VECTORS``
     vectors."""
-    blocks = "\n".join(f"        {'if' if n == VECTORS else 'else if'} "
+    blocks = "\n".join(f"        {'if' if n == ROW_VECTORS else 'else if'} "
                        f"(Wo - x > {(n - 1) * LANES})\n{_block(n, max_fx, feats)}"
-                       for n in range(VECTORS, 1, -1))
+                       for n in range(ROW_VECTORS, 1, -1))
     blocks += f"\n        else\n{_block(1, max_fx, feats)}"
     blocks = "\n".join("    " + line if line else line for line in blocks.splitlines())
     return f"""
 #ifdef NPK_AVX512
 static inline NPK_ALWAYS_INLINE void {name}_Feats{feats}({c_signature(args)}, int o)
 {{
-    /* Output features o .. o+{feats - 1} together, at column stride 1: each row in blocks of
-       up to {VECTORS} vectors of {LANES} columns of the {feats} features, in registers across the
-       input features and taps; each input vector loaded serves the {feats} features (their
-       weights broadcast from memory). Each accumulator adds the input features in order,
-       each one's taps in (fy, fx) order, a multiply then an add; a lane takes a tap when its
-       column is an output (below Wo) and the tap's column is inside the row. */
+    /* Output features o .. o+{feats - 1} together, at column stride 1: each row in blocks
+       of up to {ROW_VECTORS} vectors of {LANES} columns of the {feats} features, in registers
+       across the input features and taps; each input vector loaded serves the {feats}
+       features (their weights broadcast from memory). Each accumulator adds the input
+       features in order, each one's taps in (fy, fx) order, a multiply then an add; a lane
+       takes a tap when its column is an output (below Wo) and the tap's column is inside
+       the row. */
     int Plane = OutRows * Wo;  /* the accumulators of one output feature */
     int Step = InFeat * Fy * Fx;  /* the filters of one output feature */
     (void)Zin;
