@@ -102,7 +102,7 @@ def _block(n: int, max_fx: int, feats: int) -> str:
         }}"""
 
 
-def flat_of_features(name: str, args, line_ok: str, flat_max: int, max_taps: int) -> str:
+def flat_of_features(name: str, args, flat_max: int, max_taps: int) -> str:
     """C of ``{name}_Flat(..., First, Last)`` for float32: output features ``First .. Last-1``
     of planes narrower than 32 outputs, each plane's outputs flattened, 16 to a vector; blocks
     of ``VECTORS`` vectors, ``FEATURES`` output features at a time (the rest one by one), each
@@ -128,21 +128,36 @@ in registers across
     __mmask16 T[{flat_max // LANES}][{max_taps}];
     (void)Zin;
     (void)Zw;
-    for (int b = 0; b < (Blocks + {VECTORS - 1}) / {VECTORS} * {VECTORS}; b++)
-        for (int t = 0; t < Fy * Fx; t++) {{
-            unsigned int Lanes = 0;
-            for (int j = 0; j < {LANES}; j++) {{
-                int q = b * {LANES} + j, P = OutRow0 + q / Wo + t / Fx, L = P - InRow0;
-                int Col = q % Wo - PadL + t % Fx;
-                if (q < N && {line_ok} && Col >= 0 && Col < W) Lanes |= 1u << j;
-            }}
-            T[b][t] = (__mmask16)Lanes;
-        }}
-    for (int b = 0; b < Blocks; b += {VECTORS}) {{
-        int q0 = b * {LANES}, Live[{max_taps}], Lives = 0, o = First;
+    /* T: lane j of vector b is output q = b*{LANES} + j, at row Y = q / Wo (the quotient in
+       float32: exact, q being below 2^20 and Wo below 32) and column X = q - Y*Wo; it takes
+       tap (fy, fx) when q < N, its input row OutRow0 + Y + fy is a real row inside the tile
+       (RowLo <= Y + fy < RowHi) and its input column X - PadL + fx is inside the row. */
+    int RowLo = (PadT > InRow0 ? PadT : InRow0) - OutRow0;
+    int RowHi = (PadT + Hreal < InRow0 + InRows ? PadT + Hreal : InRow0 + InRows) - OutRow0;
+    for (int b = 0; b < (Blocks + {VECTORS - 1}) / {VECTORS} * {VECTORS}; b++) {{
+        __m512i Q = _mm512_add_epi32(_mm512_set1_epi32(b * {LANES}),
+                                     _mm512_setr_epi32({", ".join(map(str, range(LANES)))}));
+        __m512i Y = _mm512_cvttps_epi32(_mm512_div_ps(_mm512_cvtepi32_ps(Q),
+                                                      _mm512_set1_ps((float)Wo)));
+        __m512i X = _mm512_sub_epi32(Q, _mm512_mullo_epi32(Y, _mm512_set1_epi32(Wo)));
+        __mmask16 Outs = _mm512_cmplt_epi32_mask(Q, _mm512_set1_epi32(N));
+        __mmask16 Rows[{max_taps}], Cols[{max_taps}];
+        for (int fy = 0; fy < Fy; fy++)
+            Rows[fy] = Outs & _mm512_cmpge_epi32_mask(Y, _mm512_set1_epi32(RowLo - fy)) &
+                       _mm512_cmplt_epi32_mask(Y, _mm512_set1_epi32(RowHi - fy));
+        for (int fx = 0; fx < Fx; fx++)
+            Cols[fx] = _mm512_cmpge_epi32_mask(X, _mm512_set1_epi32(PadL - fx)) &
+                       _mm512_cmplt_epi32_mask(X, _mm512_set1_epi32(W + PadL - fx));
         for (int t = 0; t < Fy * Fx; t++)
-            if ({" | ".join(f"T[b + {k}][t]" for k in range(VECTORS))})
-                Live[Lives++] = t;
+            T[b][t] = Rows[t / Fx] & Cols[t % Fx];
+    }}
+    for (int b = 0; b < Blocks; b += {VECTORS}) {{
+        int q0 = b * {LANES}, Live[{max_taps}], Off[{max_taps}], Lives = 0, o = First;
+        for (int t = 0; t < Fy * Fx; t++)
+            if ({" | ".join(f"T[b + {k}][t]" for k in range(VECTORS))}) {{
+                Live[Lives] = t;
+                Off[Lives++] = t / Fx * W + t % Fx;  /* the tap's input, from lane 0's */
+            }}
 {by_features}        for (; o < Last; o++)
 {_flat_block(1)}
     }}
@@ -173,7 +188,7 @@ def _flat_block(feats: int) -> str:
                 const float *Plane = In + (i * InRows + OutRow0 - InRow0) * W - PadL + q0;
                 for (int l = 0; l < Lives; l++) {{
                     int t = Live[l];
-                    const float *Line = Plane + t / Fx * W + t % Fx;  /* lane 0's input */
+                    const float *Line = Plane + Off[l];  /* lane 0's input */
 {lines(20, inputs + terms)}
                 }}
             }}

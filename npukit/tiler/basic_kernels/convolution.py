@@ -396,7 +396,7 @@ features at a time (the rest one by one). */
     flat_stores = "\n".join(f"            {vstore}(A + q0 + {k * LANES}, K{k}, S{k});"
                              for k in range(nv))
     flat = "" if not planes else conv_features.flat_of_features(
-        name, args, line_ok, FLAT_MAX, CONV_MAX_FX) if flt else f"""
+        name, args, FLAT_MAX, CONV_MAX_FX) if flt else f"""
 #ifdef NPK_AVX512
 static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First, int Last)
 {{
