@@ -368,7 +368,7 @@ def features_definition(p, In, Filter, acc, in_feat: int, out_feat: int) -> np.n
     """The one-plane definition over a feature tile: output feature o adds input features
     0, 1, ... in order, its filter [o][i] on input plane i."""
     plane, taps, tile = p["InRows"] * p["W"], p["Fx"] * p["Fy"], p["OutRows"] * p["Wo"]
-    names = [n for _, n in convolution.layer_conv("float32", "float32", 8).args]
+    names = [n for _, n in convolution.layer_conv("float32", "float32", 8).args]  # any types
     want = acc[:out_feat * tile].copy()
     for o in range(out_feat):
         for i in range(in_feat):
@@ -441,14 +441,7 @@ def test_a_feature_tile_is_the_one_plane_definition_over_its_features(case, in_f
     plane, taps, tile = p["InRows"] * p["W"], p["Fx"] * p["Fy"], p["OutRows"] * p["Wo"]
     one, acc, _ = arguments(in_dt, w_dt, dict(p, OutRows=p["OutRows"] * out_feat), seed)
     In, Filter = values(rng, in_dt, in_feat * plane), values(rng, w_dt, out_feat * in_feat * taps)
-    want = acc[:out_feat * tile].copy()
-    for o in range(out_feat):
-        for i in range(in_feat):
-            given_ = dict(p, In=In[i * plane:(i + 1) * plane],
-                          Filter=Filter[(o * in_feat + i) * taps:][:taps],
-                          Acc=want[o * tile:(o + 1) * tile])
-            names = [n for _, n in convolution.layer_conv(in_dt, w_dt, 8).args]
-            want[o * tile:(o + 1) * tile] = definition(*[given_[n] for n in names])
+    want = features_definition(p, In, Filter, acc, in_feat, out_feat)
     kernel = convolution.layer_conv(in_dt, w_dt, 8, planes=True)
     given_ = dict(p, In=In, Filter=Filter, Acc=acc, InFeat=in_feat, OutFeat=out_feat)
     args = [given_[n] for _, n in kernel.args]
@@ -480,14 +473,7 @@ def test_same_planes_of_a_feature_tile(flags, types, size, f):
     plane, taps, tile = p["InRows"] * size, f * f, size * size
     _, acc, _ = arguments(in_dt, w_dt, dict(p, OutRows=size * out_feat), size)
     In, Filter = values(rng, in_dt, in_feat * plane), values(rng, w_dt, out_feat * in_feat * taps)
-    names = [n for _, n in convolution.layer_conv(in_dt, w_dt, 8).args]
-    want = acc[:out_feat * tile].copy()
-    for o in range(out_feat):
-        for i in range(in_feat):
-            given_ = dict(p, In=In[i * plane:(i + 1) * plane],
-                          Filter=Filter[(o * in_feat + i) * taps:][:taps],
-                          Acc=want[o * tile:(o + 1) * tile])
-            want[o * tile:(o + 1) * tile] = definition(*[given_[n] for n in names])
+    want = features_definition(p, In, Filter, acc, in_feat, out_feat)
     kernel = convolution.layer_conv(in_dt, w_dt, 8, planes=True)
     given_ = dict(p, In=In, Filter=Filter, Acc=acc, InFeat=in_feat, OutFeat=out_feat)
     before = acc.copy()

@@ -7,7 +7,7 @@ padding masked off its lane: the bits of the one-feature loops.
 
 from __future__ import annotations
 
-from .common import LANES, c_signature
+from .common import LANES, c_filter_rows, c_signature
 
 # Output features a block holds, the most first, then fewer for the rest (the features a
 # core takes need not be a multiple of 4), times up to ``ROW_VECTORS`` vectors of a row's
@@ -46,16 +46,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Feats{feats}({c_signature(args)}, in
     for (int y = 0; y < OutRows; y++) {{
         int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
         float *A = Acc + o * Plane + y * Wo;
-        /* The filter rows Fy0 <= fy < Fy1 whose input line exists (p grows with fy, so
-           they follow each other); the others add nothing. */
-        for (; Fy0 < Fy; Fy0++) {{
-            int P = P0 + Fy0 * Dy, L = P - InRow0;
-            if ({line_ok}) break;
-        }}
-        for (Fy1 = Fy0; Fy1 < Fy; Fy1++) {{
-            int P = P0 + Fy1 * Dy, L = P - InRow0;
-            if (!({line_ok})) break;
-        }}
+{c_filter_rows(line_ok, 8)}
         for (int x = 0; x < Wo;)
 {blocks}
     }}
@@ -66,10 +57,6 @@ static inline NPK_ALWAYS_INLINE void {name}_Feats{feats}({c_signature(args)}, in
 def _block(n: int, max_fx: int, feats: int) -> str:
     """One block: ``n`` vectors of columns from x of ``feats`` features."""
     fs, vecs = range(feats), range(n)
-
-    def lines(indent: int, rows) -> str:
-        return "\n".join(" " * indent + r for r in rows)
-
     live = [f"__mmask16 K{k} = npk_cols(x + {k * LANES}, Wo);" for k in vecs]
     masks = [f"__mmask16 T{k}[{max_fx}];" for k in vecs] + [
         f"for (int fx = 0; fx < Fx; fx++) T{k}[fx] = K{k} & npk_cols(x - PadL + fx * Dx + "
@@ -177,9 +164,6 @@ def _flat_block(feats: int) -> str:
              f"_mm512_set1_ps(F[{r} * Step + t])));" for r in fs for k in vecs]
     stores = [f"_mm512_mask_storeu_ps(Acc + (o + {r}) * N + q0 + {k * LANES}, K{k}, S{r}{k});"
               for r in fs for k in vecs]
-
-    def lines(indent: int, rows) -> str:
-        return "\n".join(" " * indent + r for r in rows)
     return f"""\
         {{
 {lines(12, live + loads)}
@@ -194,3 +178,8 @@ def _flat_block(feats: int) -> str:
             }}
 {lines(12, stores)}
         }}"""
+
+
+def lines(indent: int, rows) -> str:
+    """C statements ``rows``, one a line, indented."""
+    return "\n".join(" " * indent + r for r in rows)

@@ -25,6 +25,7 @@ from .common import (
     activate,
     align,
     at_norm,
+    c_filter_rows,
     c_signature,
     c_type,
     c_unused,
@@ -461,16 +462,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
         for (int y = First; y < Last; y++) {{
             int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
             {ta} *A = Acc + y * Wo;
-            /* The filter rows Fy0 <= fy < Fy1 whose input line exists (p grows with fy, so
-               they follow each other); the others add nothing. */
-            for (; Fy0 < Fy; Fy0++) {{
-                int P = P0 + Fy0 * Dy, L = P - InRow0;
-                if ({line_ok}) break;
-            }}
-            for (Fy1 = Fy0; Fy1 < Fy; Fy1++) {{
-                int P = P0 + Fy1 * Dy, L = P - InRow0;
-                if (!({line_ok})) break;
-            }}
+{c_filter_rows(line_ok, 12)}
             for (int x = 0; x < Wo;)
 {blocks}
         }}
