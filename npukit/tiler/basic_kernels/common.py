@@ -400,11 +400,11 @@ C_TAP_RANGE = """\
             X1 = X1 < Wo ? X1 : Wo;"""
 
 
-def c_filter_rows(line_ok: str, indent: int) -> str:
+def c_filter_rows(line_ok: str, margin: str) -> str:
     """C finding, for an output row whose first filter row reads padded input row ``P0``, the
     filter rows ``Fy0 <= fy < Fy1`` whose input line exists (``line_ok`` of ``P`` and ``L``,
-    its line in the tile)."""
-    return "\n".join(" " * indent + line if line else line for line in f"""\
+    its line in the tile); each line starts with ``margin``, the template's spaces there."""
+    return "\n".join(margin + line for line in f"""\
 /* The filter rows Fy0 <= fy < Fy1 whose input line exists (p grows with fy, so
    they follow each other); the others add nothing. */
 for (; Fy0 < Fy; Fy0++) {{

@@ -46,7 +46,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Feats{feats}({c_signature(args)}, in
     for (int y = 0; y < OutRows; y++) {{
         int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
         float *A = Acc + o * Plane + y * Wo;
-{c_filter_rows(line_ok, 8)}
+{c_filter_rows(line_ok, "        ")}
         for (int x = 0; x < Wo;)
 {blocks}
     }}
@@ -74,17 +74,17 @@ def _block(n: int, max_fx: int, feats: int) -> str:
 {n * feats} vectors of
            accumulators; the tap masks, the same for every input feature, once per block. */
         {{
-{lines(12, live + masks + loads)}
+{lines("            ", live + masks + loads)}
             for (int i = 0; i < InFeat; i++)
                 for (int fy = Fy0; fy < Fy1; fy++) {{
                     const float *F = Filter + ((o * InFeat + i) * Fy + fy) * Fx;
                     const float *Line = In + (i * InRows + P0 + fy * Dy - InRow0) * W;
                     for (int fx = 0; fx < Fx; fx++) {{
                         int C = x - PadL + fx * Dx;  /* the input column of lane 0 */
-{lines(24, inputs + terms)}
+{lines("                        ", inputs + terms)}
                     }}
                 }}
-{lines(12, stores)}
+{lines("            ", stores)}
             x += {n * LANES};
         }}"""
 
@@ -166,20 +166,20 @@ def _flat_block(feats: int) -> str:
               for r in fs for k in vecs]
     return f"""\
         {{
-{lines(12, live + loads)}
+{lines("            ", live + loads)}
             for (int i = 0; i < InFeat; i++) {{
                 const float *F = Filter + (o * InFeat + i) * Fy * Fx;
                 const float *Plane = In + (i * InRows + OutRow0 - InRow0) * W - PadL + q0;
                 for (int l = 0; l < Lives; l++) {{
                     int t = Live[l];
                     const float *Line = Plane + Off[l];  /* lane 0's input */
-{lines(20, inputs + terms)}
+{lines("                    ", inputs + terms)}
                 }}
             }}
-{lines(12, stores)}
+{lines("            ", stores)}
         }}"""
 
 
-def lines(indent: int, rows) -> str:
-    """C statements ``rows``, one a line, indented."""
-    return "\n".join(" " * indent + r for r in rows)
+def lines(margin: str, rows) -> str:
+    """C statements ``rows``, one a line, each after ``margin`` (the template's spaces)."""
+    return "\n".join(margin + r for r in rows)

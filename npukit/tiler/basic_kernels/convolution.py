@@ -462,7 +462,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
         for (int y = First; y < Last; y++) {{
             int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
             {ta} *A = Acc + y * Wo;
-{c_filter_rows(line_ok, 12)}
+{c_filter_rows(line_ok, "            ")}
             for (int x = 0; x < Wo;)
 {blocks}
         }}
