@@ -226,7 +226,9 @@ def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> Basic
     ``OutFeat`` planes of accumulators, output feature ``o`` taking filter ``[o][i]`` for input
     feature ``i``; each accumulator adds the input features in order, each one's taps in
     (fy, fx) order (the sum the single-plane kernel makes over calls, in registers across the
-    input features); the output features are shared among the cores."""
+    input features); the output features are shared among the cores. In float32 with
+    AVX-512, blocks of 4 or 2 output features at once (``conv_features``: each input vector
+    loaded serves them all), the same sums in the same order."""
     flt = is_float(in_dt)
     acc_dt = "float32" if flt else "int32"
     name = f"Ker{'Par' if planes else ''}ConvNpk_{layer_suffix(in_dt, w_dt)}"
