@@ -94,8 +94,14 @@ def flat_of_features(name: str, args, flat_max: int, max_taps: int) -> str:
     of planes narrower than 32 outputs, each plane's outputs flattened, 16 to a vector; blocks
     of ``VECTORS`` vectors, ``FEATURES`` output features at a time (the rest one by one), each
     block running only its live taps (a 1x1 plane with padding: its centre tap alone)."""
-    by_features = "".join(f"        for (; o + {n} <= Last; o += {n})\n{_flat_block(n)}\n"
-                          for n in FEATURES)
+    def by_features(vectors: int) -> str:
+        """The block's output features, ``FEATURES`` at a time, then one by one."""
+        return "".join(f"""\
+            for (; o + {n} <= Last; o += {n})
+{_flat_block(n, vectors)}
+""" for n in FEATURES) + f"""\
+            for (; o < Last; o++)
+{_flat_block(1, vectors)}"""
     return f"""
 #ifdef NPK_AVX512
 static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First, int Last)
@@ -104,7 +110,8 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
        t = (fy, fx), input q + (OutRow0 - InRow0 + fy)*W - PadL + fx of plane i (stride 1,
        W == Wo), in that order; a lane takes a tap when its output exists and the tap's row
        and column are inside the tile (T: each vector's lanes, tap by tap, the same for
-       every feature). Per block of {VECTORS} vectors, the taps with a lane in the block (Live,
+       every feature). Blocks of {VECTORS} vectors while {VECTORS} remain, then single vectors (a
+       plane of 16 outputs or fewer: one); per block, the taps with a lane in the block (Live,
        in order: the others add nothing); {" or ".join(map(str, FEATURES))} output features \
 at a time, each input
        vector loaded serving them all, up to {VECTORS * FEATURES[0]} vectors of accumulators \
@@ -138,23 +145,29 @@ in registers across
         for (int t = 0; t < Fy * Fx; t++)
             T[b][t] = Rows[t / Fx] & Cols[t % Fx];
     }}
-    for (int b = 0; b < Blocks; b += {VECTORS}) {{
+    for (int b = 0; b < Blocks;) {{
+        int Whole = Blocks - b >= {VECTORS};  /* a block of {VECTORS} vectors, else of one */
         int q0 = b * {LANES}, Live[{max_taps}], Off[{max_taps}], Lives = 0, o = First;
         for (int t = 0; t < Fy * Fx; t++)
-            if ({" | ".join(f"T[b + {k}][t]" for k in range(VECTORS))}) {{
+            if (Whole ? {" | ".join(f"T[b + {k}][t]" for k in range(VECTORS))} : T[b][t]) {{
                 Live[Lives] = t;
                 Off[Lives++] = t / Fx * W + t % Fx;  /* the tap's input, from lane 0's */
             }}
-{by_features}        for (; o < Last; o++)
-{_flat_block(1)}
+        if (Whole) {{
+{by_features(VECTORS)}
+            b += {VECTORS};
+        }} else {{
+{by_features(1)}
+            b += 1;
+        }}
     }}
 }}
 #endif"""
 
 
-def _flat_block(feats: int) -> str:
-    """``feats`` output features from o over the block of vectors from b."""
-    fs, vecs = range(feats), range(VECTORS)
+def _flat_block(feats: int, vectors: int) -> str:
+    """``feats`` output features from o over the block of ``vectors`` vectors from b."""
+    fs, vecs = range(feats), range(vectors)
     live = [f"__mmask16 K{k} = npk_cols(q0 + {k * LANES}, N);" for k in vecs]
     loads = [f"__m512 S{r}{k} = _mm512_maskz_loadu_ps(K{k}, Acc + (o + {r}) * N + q0 + "
              f"{k * LANES});" for r in fs for k in vecs]
@@ -165,19 +178,19 @@ def _flat_block(feats: int) -> str:
     stores = [f"_mm512_mask_storeu_ps(Acc + (o + {r}) * N + q0 + {k * LANES}, K{k}, S{r}{k});"
               for r in fs for k in vecs]
     return f"""\
-        {{
-{lines("            ", live + loads)}
-            for (int i = 0; i < InFeat; i++) {{
-                const float *F = Filter + (o * InFeat + i) * Fy * Fx;
-                const float *Plane = In + (i * InRows + OutRow0 - InRow0) * W - PadL + q0;
-                for (int l = 0; l < Lives; l++) {{
-                    int t = Live[l];
-                    const float *Line = Plane + Off[l];  /* lane 0's input */
-{lines("                    ", inputs + terms)}
+            {{
+{lines("                ", live + loads)}
+                for (int i = 0; i < InFeat; i++) {{
+                    const float *F = Filter + (o * InFeat + i) * Fy * Fx;
+                    const float *Plane = In + (i * InRows + OutRow0 - InRow0) * W - PadL + q0;
+                    for (int l = 0; l < Lives; l++) {{
+                        int t = Live[l];
+                        const float *Line = Plane + Off[l];  /* lane 0's input */
+{lines("                        ", inputs + terms)}
+                    }}
                 }}
-            }}
-{lines("            ", stores)}
-        }}"""
+{lines("                ", stores)}
+            }}"""
 
 
 def lines(margin: str, rows) -> str:
