@@ -364,9 +364,73 @@ def flat_cases(draw):
     return in_dt, w_dt, p, cores, flags, seed
 
 
+def features_definition(p, In, Filter, acc, in_feat: int, out_feat: int) -> np.ndarray:
+    """The one-plane definition over a feature tile: output feature o adds input features
+    0, 1, ... in order, its filter [o][i] on input plane i."""
+    plane, taps, tile = p["InRows"] * p["W"], p["Fx"] * p["Fy"], p["OutRows"] * p["Wo"]
+    names = [n for _, n in convolution.layer_conv("float32", "float32", 8).args]  # any types
+    want = acc[:out_feat * tile].copy()
+    for o in range(out_feat):
+        for i in range(in_feat):
+            given_ = dict(p, In=In[i * plane:(i + 1) * plane],
+                          Filter=Filter[(o * in_feat + i) * taps:][:taps],
+                          Acc=want[o * tile:(o + 1) * tile])
+            want[o * tile:(o + 1) * tile] = definition(*[given_[n] for n in names])
+    return want
+
+
+@st.composite
+def feature_block_cases(draw):
+    """Float32 tiles of features at column stride 1 (the register blocks of several output
+    features): rows of 17 to 80 outputs, or planes of 1x1 to 31x31 flattened into vectors;
+    any padding, row tiles (InRow0 > 0, Hreal below the rows), row strides 1 and 2; 1-17
+    output features (not a multiple of the blocks' 4), 1-9 input features."""
+    _, _, p, _, flags, seed = draw(cases())
+    p = dict(p, Sx=1, Fx=draw(st.sampled_from([1, 3, 3, 2])), Fy=draw(st.sampled_from([1, 3, 3])))
+    if draw(st.booleans()):  # rows
+        W = draw(st.integers(17, 80))
+        p = dict(p, W=W, OutRows=draw(st.integers(1, 3)), Hreal=draw(st.integers(1, 9)))
+        p["PadL"] = draw(st.integers(0, p["Fx"]))
+        p["Wo"] = draw(st.integers(17, W - 1 + p["PadL"] + 2))
+    else:  # a plane flattened, whole or a tile of its rows
+        W, pad = draw(st.integers(1, 31)), draw(st.integers(0, 1))
+        rows = draw(st.integers(1, 9))
+        p = dict(p, W=W, Wo=W, Sy=1, Dx=1, Dy=1, PadL=pad * (p["Fx"] // 2), PadT=pad,
+                 OutRow0=draw(st.integers(0, 2)), OutRows=rows, InRow0=draw(st.integers(0, 2)),
+                 InRows=rows + 2, Hreal=draw(st.integers(1, rows + 2)))
+    return p, draw(st.sampled_from([1, 1, 8])), flags, seed, draw(st.integers(1, 9)), \
+        draw(st.integers(1, 17))
+
+
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(cases(), flat_cases()), st.integers(1, 4), st.integers(1, 9))
+@given(feature_block_cases())
+def test_float_feature_tile_blocks_of_output_features(case):
+    """Several output features' accumulators in registers at once, each input vector loaded
+    serving them all: every output feature is still the one-plane definition over its input
+    features, bit for bit, with infinities and negative zeros among the inputs (infinity
+    times a zero weight: NaN); the accumulators after the last plane untouched."""
+    p, cores, flags, seed, in_feat, out_feat = case
+    rng = np.random.default_rng(seed)
+    plane, taps, tile = p["InRows"] * p["W"], p["Fx"] * p["Fy"], p["OutRows"] * p["Wo"]
+    _, acc, _ = arguments("float32", "float32", dict(p, OutRows=p["OutRows"] * out_feat), seed)
+    In = values(rng, "float32", in_feat * plane)
+    In[rng.random(In.size) < 0.02] = np.float32(np.inf)
+    Filter = values(rng, "float32", out_feat * in_feat * taps)
+    want = features_definition(p, In, Filter, acc, in_feat, out_feat)
+    kernel = convolution.layer_conv("float32", "float32", 8, planes=True)
+    given_ = dict(p, In=In, Filter=Filter, Acc=acc, InFeat=in_feat, OutFeat=out_feat)
+    before = acc.copy()
+    planes_compiled("float32", "float32", cores, flags)(*[given_[n] for _, n in kernel.args])
+    n = out_feat * tile
+    assert np.array_equal(acc[:n].view(np.int32), want.view(np.int32)), (p, flags, in_feat,
+                                                                         out_feat)
+    assert np.array_equal(acc[n:].view(np.int32), before[n:].view(np.int32))
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(cases(), flat_cases()), st.integers(1, 4), st.integers(1, 17))
 def test_a_feature_tile_is_the_one_plane_definition_over_its_features(case, in_feat, out_feat):
     """``KerParConvNpk``: output feature o adds input features 0, 1, ... in order, each one's
     taps as the one-plane definition adds them; output feature counts 1-9 (not a multiple of
@@ -377,14 +441,7 @@ def test_a_feature_tile_is_the_one_plane_definition_over_its_features(case, in_f
     plane, taps, tile = p["InRows"] * p["W"], p["Fx"] * p["Fy"], p["OutRows"] * p["Wo"]
     one, acc, _ = arguments(in_dt, w_dt, dict(p, OutRows=p["OutRows"] * out_feat), seed)
     In, Filter = values(rng, in_dt, in_feat * plane), values(rng, w_dt, out_feat * in_feat * taps)
-    want = acc[:out_feat * tile].copy()
-    for o in range(out_feat):
-        for i in range(in_feat):
-            given_ = dict(p, In=In[i * plane:(i + 1) * plane],
-                          Filter=Filter[(o * in_feat + i) * taps:][:taps],
-                          Acc=want[o * tile:(o + 1) * tile])
-            names = [n for _, n in convolution.layer_conv(in_dt, w_dt, 8).args]
-            want[o * tile:(o + 1) * tile] = definition(*[given_[n] for n in names])
+    want = features_definition(p, In, Filter, acc, in_feat, out_feat)
     kernel = convolution.layer_conv(in_dt, w_dt, 8, planes=True)
     given_ = dict(p, In=In, Filter=Filter, Acc=acc, InFeat=in_feat, OutFeat=out_feat)
     args = [given_[n] for _, n in kernel.args]
@@ -416,14 +473,7 @@ def test_same_planes_of_a_feature_tile(flags, types, size, f):
     plane, taps, tile = p["InRows"] * size, f * f, size * size
     _, acc, _ = arguments(in_dt, w_dt, dict(p, OutRows=size * out_feat), size)
     In, Filter = values(rng, in_dt, in_feat * plane), values(rng, w_dt, out_feat * in_feat * taps)
-    names = [n for _, n in convolution.layer_conv(in_dt, w_dt, 8).args]
-    want = acc[:out_feat * tile].copy()
-    for o in range(out_feat):
-        for i in range(in_feat):
-            given_ = dict(p, In=In[i * plane:(i + 1) * plane],
-                          Filter=Filter[(o * in_feat + i) * taps:][:taps],
-                          Acc=want[o * tile:(o + 1) * tile])
-            want[o * tile:(o + 1) * tile] = definition(*[given_[n] for n in names])
+    want = features_definition(p, In, Filter, acc, in_feat, out_feat)
     kernel = convolution.layer_conv(in_dt, w_dt, 8, planes=True)
     given_ = dict(p, In=In, Filter=Filter, Acc=acc, InFeat=in_feat, OutFeat=out_feat)
     before = acc.copy()

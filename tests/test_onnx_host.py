@@ -96,13 +96,26 @@ def test_random_quantized_models_on_both_schedules(number, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_a_layer_over_the_hosts_l1_runs_in_large_tiles():
+@pytest.mark.parametrize("kind", ["float", "qdq-u8"])
+def test_a_layer_over_the_hosts_l1_runs_in_large_tiles(kind, tmp_path):
     """A first convolution of a 3x320x320 float32 input (1.2 MiB): more than the host's
-    L1, so a few tiles (its tiles live on the C stack), the same bytes."""
+    L1, so a few tiles (its tiles live on the C stack), the same bytes. Neither convolution's
+    accumulators fit L1 whole (8 x 320 x 320 and 12 x 160 x 160 float32 or int32: 3.3 and
+    1.2 MB): each runs on tiles of features in bands of rows, every output feature and every
+    input feature of a band in one tile (not plane by plane); float32 and quantized."""
     m, x = cnn(320)
+    if kind != "float":
+        r = np.random.default_rng(5)
+        calib = [{"x": r.uniform(-1, 1, x.shape).astype(np.float32)} for _ in range(2)]
+        m = quantize_qdq(m, calib, tmp_path, act="u8")
     g = npukit.onnx.load(m)
     host = g.host_graph()
     assert max(layer.tiling.n_tiles for layer in host.layers) > 1
+    convs = [layer.tiling.spaces for layer in host.layers if layer.name.endswith("_Conv")]
+    assert len(convs) == 2
+    for spaces in convs:
+        assert spaces["D1"].count == 1 and spaces["D0"].count == 1, spaces
+        assert spaces["Tile0"].count > 1, spaces
     assert host.memory["L1"].dynamic <= HOST_L1
     assert_same_bytes(runs(g, x))
 

@@ -174,15 +174,20 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
     hc_decl = Spy * (Ho - 1) + Fpy
     _check(Name, f"pooling window {Fpy} smaller than its stride {Spy}", Fpy >= Spy)
     quant = [] if flt else [TCArg(_ptr("float32"), "Scale")]
-    # Tiles of features where every output feature's accumulators and outputs fit L1 whole
-    # beside one input plane and its filters (the input features then come in tiles of the
-    # most that fit); elsewhere the tiler would cut the input features to one and the rows
-    # into tiles: the planes one at a time are faster then.
-    whole = (4 * OutFeat * Wc * hc_decl + np.dtype(out_dt).itemsize * OutFeat * Wo * Ho +
-             np.dtype(in_dt).itemsize * Width * Height +
-             np.dtype(w_dt).itemsize * OutFeat * Fcx * Fcy + 8 * OutFeat)
-    if par_features and not depthwise and whole <= m.l1_budget:
+    item = (np.dtype(in_dt).itemsize, np.dtype(w_dt).itemsize, np.dtype(out_dt).itemsize)
+
+    def l1_bytes(in_feat: int, out_rows: int) -> int:
+        """L1 a tile of every output feature, ``out_rows`` output rows and ``in_feat`` input
+        features takes, about (the solver's alignment aside)."""
+        in_rows = ov_in + k_in * out_rows if in_tiled else Height
+        return (item[0] * in_feat * Width * in_rows + 4 * OutFeat * Wc * (
+            Spy * out_rows + Fpy - Spy) + item[2] * OutFeat * Wo * out_rows +
+            item[1] * OutFeat * in_feat * Fcx * Fcy + 8 * OutFeat)
+
+    in_tile = _feature_tile_inputs(m.l1_budget, InFeat, Ho, l1_bytes)
+    if par_features and not depthwise and in_tile:
         _conv_feature_tiles(m, Name, in_dt=in_dt, w_dt=w_dt, out_dt=out_dt, InFeat=InFeat,
+                            in_tile=in_tile,
                             OutFeat=OutFeat, Width=Width, Height=Height, in_tiled=in_tiled,
                             in_rows=(ov_in, PadT, Hreal), conv=(Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL,
                                                                 Wc, Hc, Zin, Zw),
@@ -240,9 +245,29 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
     m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * OutFeat * (1 if depthwise else InFeat)
 
 
-def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: int,
-                        Width: int, Height: int, in_tiled: bool, in_rows, conv, pool, act,
-                        quant) -> None:
+# The fewest output rows a band of a large plane's tile of features takes.
+BAND_ROWS = 4
+
+
+def _feature_tile_inputs(budget: int, InFeat: int, Ho: int, l1_bytes) -> int:
+    """The input features a tile of features takes at the least (the preferred divider of
+    its input features' space), 0 when it does not pay. Where every output feature's
+    accumulators and outputs fit L1 whole beside one input plane, 1: the solver keeps the
+    rows whole and gives the input features tiles of the most that fit. Elsewhere the
+    solver, which cuts the innermost space first, would cut the input features to one before
+    the rows (then the planes one at a time are faster): the most input features dividing
+    ``InFeat`` whose band of ``BAND_ROWS`` output rows fits, so the rows come in bands
+    instead, every input feature of a band (or as many as fit) in one call."""
+    if l1_bytes(1, Ho) <= budget:
+        return 1
+    rows = min(Ho, BAND_ROWS)
+    return next((d for d in range(InFeat, 0, -1)
+                 if InFeat % d == 0 and l1_bytes(d, rows) <= budget), 0)
+
+
+def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_tile: int,
+                        OutFeat: int, Width: int, Height: int, in_tiled: bool, in_rows, conv,
+                        pool, act, quant) -> None:
     """``conv_pool_act(par_features=True)``: spaces (output features D1, tiles T0, input
     features D0); per tile of D1 x T0, the accumulators of its features receive the biases,
     then each tile of input features (``layer_conv(planes=True)``), then are activated and
@@ -278,7 +303,7 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFe
     ]
     m.UserKernel(Name,
         KernelIterSpace(3, IterParSpace(D1, OutFeat, 1), IterTiledSpace(T0),
-                        IterParSpace(D0, InFeat, 1)),
+                        IterParSpace(D0, InFeat, in_tile)),
         TILE_HOR,
         CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
               TCArg(_ptr(acc_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out")),

@@ -400,6 +400,23 @@ C_TAP_RANGE = """\
             X1 = X1 < Wo ? X1 : Wo;"""
 
 
+def c_filter_rows(line_ok: str, margin: str) -> str:
+    """C finding, for an output row whose first filter row reads padded input row ``P0``, the
+    filter rows ``Fy0 <= fy < Fy1`` whose input line exists (``line_ok`` of ``P`` and ``L``,
+    its line in the tile); each line starts with ``margin``, the template's spaces there."""
+    return "\n".join(margin + line for line in f"""\
+/* The filter rows Fy0 <= fy < Fy1 whose input line exists (p grows with fy, so
+   they follow each other); the others add nothing. */
+for (; Fy0 < Fy; Fy0++) {{
+    int P = P0 + Fy0 * Dy, L = P - InRow0;
+    if ({line_ok}) break;
+}}
+for (Fy1 = Fy0; Fy1 < Fy; Fy1++) {{
+    int P = P0 + Fy1 * Dy, L = P - InRow0;
+    if (!({line_ok})) break;
+}}""".splitlines())
+
+
 
 # float32 or int32 lanes of an AVX-512 register: the columns a layer kernel's vector covers.
 LANES = 16

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...arith import wrap32
 from ...dtypes import int_range, is_float
+from . import conv_features
 from .common import (
     AVX512_HELPERS,
     C_ALIGN,
@@ -24,6 +25,7 @@ from .common import (
     activate,
     align,
     at_norm,
+    c_filter_rows,
     c_signature,
     c_type,
     c_unused,
@@ -224,7 +226,9 @@ def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> Basic
     ``OutFeat`` planes of accumulators, output feature ``o`` taking filter ``[o][i]`` for input
     feature ``i``; each accumulator adds the input features in order, each one's taps in
     (fy, fx) order (the sum the single-plane kernel makes over calls, in registers across the
-    input features); the output features are shared among the cores."""
+    input features); the output features are shared among the cores. In float32 with
+    AVX-512, blocks of 4 or 2 output features at once (``conv_features``: each input vector
+    loaded serves them all), the same sums in the same order."""
     flt = is_float(in_dt)
     acc_dt = "float32" if flt else "int32"
     name = f"Ker{'Par' if planes else ''}ConvNpk_{layer_suffix(in_dt, w_dt)}"
@@ -325,6 +329,20 @@ of accumulators
         return ", ".join(str(constants.get(n, n)) for _, n in args)
 
     if planes:
+        feats = "" if not flt else f"""
+#ifdef NPK_AVX512
+    /* Float32 rows at column stride 1: {' or '.join(map(str, conv_features.FEATURES))} output \
+features at a time (the rest one by one). */
+    if (Sx == 1 && {several_taps}{widest}) {{""" + "".join(f"""
+        for (; First + {n} <= Last; First += {n})
+            if (Fx == 3 && Fy == 3 && Sy == 1 && Dx == 1 && Dy == 1)
+                {name}_Feats{n}({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)}, First);
+            else if (Fx == 1 && Fy == 1 && Sy == 1 && Dx == 1 && Dy == 1)
+                {name}_Feats{n}({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1)}, First);
+            else
+                {name}_Feats{n}({special(Sx=1)}, First);""" for n in conv_features.FEATURES) + """
+    }
+#endif"""
         rows_doc = ("Input features in order,\n       each one's taps in (fy, fx) order; "
                     "every row (the output features are shared among the cores).")
         rows = "    int First = 0, Last = Rows;"
@@ -347,7 +365,7 @@ of accumulators
             {name}_Flat({special()}, First, Last);
         return;
     }}
-#endif
+#endif{feats}
     for (int o = First; o < Last; o++)
         if (Fx == 3 && Fy == 3 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
             {name}_Rows({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1, **here)});
@@ -380,7 +398,8 @@ of accumulators
                         {vterm.format(k=k, o=k * LANES)}""" for k in range(nv))
     flat_stores = "\n".join(f"            {vstore}(A + q0 + {k * LANES}, K{k}, S{k});"
                              for k in range(nv))
-    flat = "" if not planes else f"""
+    flat = "" if not planes else conv_features.flat_of_features(
+        name, args, FLAT_MAX, CONV_MAX_FX) if flt else f"""
 #ifdef NPK_AVX512
 static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First, int Last)
 {{
@@ -424,6 +443,9 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
         }}
 }}
 #endif"""
+    if planes and flt:
+        flat += "".join(conv_features.rows_of_features(name, args, line_ok, CONV_MAX_FX, n)
+                        for n in conv_features.FEATURES)
     src = f"""\
 {HELPERS}
 {AVX512_HELPERS}{flat}
@@ -442,16 +464,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
         for (int y = First; y < Last; y++) {{
             int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
             {ta} *A = Acc + y * Wo;
-            /* The filter rows Fy0 <= fy < Fy1 whose input line exists (p grows with fy, so
-               they follow each other); the others add nothing. */
-            for (; Fy0 < Fy; Fy0++) {{
-                int P = P0 + Fy0 * Dy, L = P - InRow0;
-                if ({line_ok}) break;
-            }}
-            for (Fy1 = Fy0; Fy1 < Fy; Fy1++) {{
-                int P = P0 + Fy1 * Dy, L = P - InRow0;
-                if (!({line_ok})) break;
-            }}
+{c_filter_rows(line_ok, "            ")}
             for (int x = 0; x < Wo;)
 {blocks}
         }}
