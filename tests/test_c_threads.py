@@ -5,11 +5,15 @@ refused. The cycle model runs one iteration per core at a time."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 import npukit as nk
 from npukit import ir
+from npukit.c import threads
+from npukit.c.preamble import PORTABILITY
 from npukit.c.runtime import run_c
 from npukit.layout import Layout
 from npukit.sim.timing import timeline
@@ -110,3 +114,59 @@ def test_loops_from_two_python_threads_and_a_forked_child(monkeypatch):
         os._exit(0 if np.array_equal(out, want) else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+# A loop straight on the runtime: each iteration counts its runs and the thread that ran
+# it; a worker thread sleeps in its first chunk (a thread that gets no core for a while).
+_CLAIMS_C = threads.FEATURE_MACRO + "\n" + PORTABILITY + "\n" + threads.SOURCE + r"""
+#include <time.h>
+typedef struct { int *runs; int *by_caller; pthread_t caller; int slept; } npk_test_ctx;
+
+static void npk_test_body(void *arg, int64_t begin, int64_t end)
+{
+    npk_test_ctx *c = arg;
+    const int caller = pthread_equal(pthread_self(), c->caller);
+    if (!caller && !__atomic_exchange_n(&c->slept, 1, __ATOMIC_RELAXED)) {
+        struct timespec nap = {0, 50 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    for (int64_t i = begin; i < end; i++) {
+        __atomic_fetch_add(&c->runs[i], 1, __ATOMIC_RELAXED);
+        c->by_caller[i] = caller;
+    }
+}
+
+void npk_test_loop(int64_t n, int64_t grain, int *runs, int *by_caller)
+{
+    npk_test_ctx c = {runs, by_caller, pthread_self(), 0};
+    npk_read_env();
+    npk_parallel_for(n, grain, npk_test_body, &c);
+}
+"""
+
+
+@pytest.mark.parametrize("n, grain, threads_", [(64, 1, "2"), (1000, 7, "3"), (5, 1, "2"),
+                                               (9, 4, "2"), (1, 1, "2")])
+def test_chunks_are_claimed_once_and_a_late_thread_delays_nobody(n, grain, threads_,
+                                                                   monkeypatch):
+    """Every iteration runs exactly once whatever the threads, in chunks the threads claim:
+    while a worker sleeps in its first chunk, the calling thread claims every other chunk
+    (with fixed shares, half the loop would wait for the sleeper)."""
+    import ctypes
+
+    from npukit.c import toolchain
+
+    monkeypatch.setenv("NPUKIT_THREADS", threads_)
+    monkeypatch.delenv("NPUKIT_GRAIN", raising=False)
+    fn = ctypes.CDLL(str(toolchain.build(_CLAIMS_C))).npk_test_loop
+    fn.restype = None
+    fn.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
+    for _ in range(3):
+        runs = np.zeros(n, np.int32)
+        by_caller = np.full(n, -1, np.int32)
+        fn(n, grain, runs.ctypes.data, by_caller.ctypes.data)
+        assert (runs == 1).all()
+        t = min(int(threads_), os.cpu_count() or 1, max(1, n // grain))
+        chunks = min(4 * t, n // grain if grain > 1 else n)
+        if t > 1:  # a worker took at most the one chunk it slept in
+            assert (by_caller == 0).sum() <= -(-n // max(chunks, t))

@@ -8,7 +8,7 @@ parallel kernel runs on each of the target's cores, ``gap_coreid()`` saying whic
 
 - when its cores need not run at the same time — its C has no ``gap_waitbarrier()`` but
   as its very last statement, and calls no function that waits at one — they run on the
-  host's threads (``npk_parallel_for``; each thread takes a contiguous range of core ids,
+  host's threads (``npk_parallel_for``; each thread claims contiguous ranges of core ids,
   ``gap_coreid()`` is thread-local), the dispatch returning when every core has: that
   return is the barrier. A core must then write what no other core of the call reads or
   writes, as on the target, where the cores run at once. The cores run on one thread

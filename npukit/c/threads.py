@@ -4,15 +4,18 @@ kernel (``npukit.c.calls``) run on the host's cores through one small C runtime 
 ``npk_parallel_for``.
 
 ``npk_parallel_for(n, grain, body, ctx)`` calls ``body(ctx, begin, end)`` on contiguous
-chunks that cover ``[0, n)``, one chunk per thread: the calling thread runs the first chunk
-and then waits for the others. The thread count is the number of online CPUs, capped by the
+chunks that cover ``[0, n)``, up to four per thread, which the threads claim one at a time
+(an atomic counter): the calling thread claims chunks until none is left, then waits for
+the chunks other threads are running. A thread that does not get a core in time (a busy
+machine) claims nothing and delays nobody: the others run its share. The thread count is
+the number of online CPUs, capped by the
 environment variable ``NPUKIT_THREADS`` and so that each thread gets at least ``grain``
 iterations (``NPUKIT_GRAIN``, when set, replaces every loop's grain: ``NPUKIT_GRAIN=1``
 splits even the smallest loop, which the tests use). Both variables are read when an entry
 function starts (``npk_read_env``), so a Python process can change them between calls. A
 call from inside a chunk runs serially on its thread (no nested threads).
 
-The other chunks run on a pool of POSIX threads that the translation unit starts on its
+The other threads are a pool of POSIX threads that the translation unit starts on its
 first parallel loop and keeps: each waits (sleeping, never spinning) on a condition
 variable for the next loop, so a loop costs a wake-up instead of a thread creation (about
 a hundred microseconds in a virtual machine). One loop uses the pool at a time; a loop
@@ -53,11 +56,13 @@ FEATURE_MACRO = """\
 
 SOURCE = r"""/* ---- Threads (npukit.c.threads) ----
    npk_parallel_for(n, grain, body, ctx) runs body(ctx, begin, end) on contiguous chunks
-   covering [0, n), one per thread; the calling thread runs the first chunk, a pool of
-   sleeping worker threads (started on the first loop, then kept) the others. Threads: the
-   online CPUs, capped by NPUKIT_THREADS and so that each gets at least grain iterations
-   (NPUKIT_GRAIN, when set, replaces grain); a loop inside a chunk, or one started while
-   another runs, runs serially. Without POSIX threads everything runs here. */
+   covering [0, n), up to four per thread, each claimed by one thread (an atomic counter):
+   the calling thread claims chunks until none is left, a pool of sleeping worker threads
+   (started on the first loop, then kept) claims them too, and a worker that wakes late
+   finds nothing left and delays nobody. Threads: the online CPUs, capped by NPUKIT_THREADS
+   and so that each gets at least grain iterations (NPUKIT_GRAIN, when set, replaces
+   grain); a loop inside a chunk, or one started while another runs, runs serially.
+   Without POSIX threads everything runs here. */
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
 #include <stdint.h>
@@ -66,6 +71,7 @@ SOURCE = r"""/* ---- Threads (npukit.c.threads) ----
 #define NPK_HAVE_THREADS 1
 #endif
 #define NPK_MAX_THREADS 64
+#define NPK_CHUNKS_PER_THREAD 4
 
 typedef void (*npk_body_fn)(void *ctx, int64_t begin, int64_t end);
 
@@ -122,22 +128,38 @@ static int64_t npk_threads(int64_t n, int64_t grain)
 }
 
 #ifdef NPK_HAVE_THREADS
-/* The pool. Worker k (1, 2, ...) runs chunk k of every loop that has more than k chunks.
-   `round` counts the loops; a worker waits until it changes. */
+/* The pool. A loop opens a round; worker k (1, 2, ...) joins a round while it is open if
+   the loop has more than k threads, and claims chunks until none is left; the calling
+   thread closes the round once its own claims run dry and waits for the workers that
+   joined. `round` counts the loops; a worker waits until it changes. */
 static struct {
-    pthread_mutex_t lock;  /* guards the fields below */
+    pthread_mutex_t lock;  /* guards the fields below but `next` */
     pthread_cond_t wake;   /* a new round: a loop for the workers */
-    pthread_cond_t done;   /* the last worker chunk of the round finished */
+    pthread_cond_t done;   /* the last worker that joined the round finished */
     pid_t pid;             /* the process the workers belong to */
     int64_t workers;       /* workers started */
     unsigned long round;
     npk_body_fn body;
     void *ctx;
-    int64_t n, t, pending; /* the loop; worker chunks not finished yet */
+    int64_t n, t, chunks;  /* the loop: iterations, threads, chunks */
+    int open;              /* workers may still join the round */
+    int64_t active;        /* workers that joined and have not finished */
+    int64_t next;          /* the next chunk to claim (atomic) */
 } npk_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-               0, 0, 0, NULL, NULL, 0, 0, 0};
+               0, 0, 0, NULL, NULL, 0, 0, 0, 0, 0, 0};
 static pthread_mutex_t npk_pool_busy = PTHREAD_MUTEX_INITIALIZER; /* one loop at a time */
 static unsigned long npk_worker_round[NPK_MAX_THREADS]; /* the round a worker starts after */
+
+/* Chunks of the open round, claimed one at a time until none is left. */
+static void npk_claim(npk_body_fn body, void *ctx, int64_t n, int64_t chunks)
+{
+    for (;;) {
+        const int64_t c = __atomic_fetch_add(&npk_pool.next, 1, __ATOMIC_RELAXED);
+        if (c >= chunks)
+            return;
+        body(ctx, n * c / chunks, n * (c + 1) / chunks);
+    }
+}
 
 static void *npk_worker(void *arg)
 {
@@ -149,14 +171,15 @@ static void *npk_worker(void *arg)
         while (npk_pool.round == seen)
             pthread_cond_wait(&npk_pool.wake, &npk_pool.lock);
         seen = npk_pool.round;
-        if (k < npk_pool.t) {
+        if (npk_pool.open && k < npk_pool.t) {
             const npk_body_fn body = npk_pool.body;
             void *ctx = npk_pool.ctx;
-            const int64_t n = npk_pool.n, t = npk_pool.t;
+            const int64_t n = npk_pool.n, chunks = npk_pool.chunks;
+            npk_pool.active++;
             pthread_mutex_unlock(&npk_pool.lock);
-            body(ctx, n * k / t, n * (k + 1) / t);
+            npk_claim(body, ctx, n, chunks);
             pthread_mutex_lock(&npk_pool.lock);
-            if (--npk_pool.pending == 0)
+            if (--npk_pool.active == 0)
                 pthread_cond_signal(&npk_pool.done);
         }
     }
@@ -216,20 +239,33 @@ static void npk_parallel_for(int64_t n, int64_t grain, npk_body_fn body, void *c
         const int64_t workers = npk_start_workers(t);
         if (workers + 1 < t)
             t = workers + 1;
+        /* Up to four chunks a thread, each of at least grain iterations (t <= n / grain). */
+        int64_t chunks = NPK_CHUNKS_PER_THREAD * t;
+        if (npk_env_grain >= 1)
+            grain = npk_env_grain;
+        if (grain > 1 && chunks > n / grain)
+            chunks = n / grain;
+        if (chunks > n)
+            chunks = n;
+        if (chunks < t)
+            chunks = t;
         pthread_mutex_lock(&npk_pool.lock);
         npk_pool.body = body;
         npk_pool.ctx = ctx;
         npk_pool.n = n;
         npk_pool.t = t;
-        npk_pool.pending = t - 1;
+        npk_pool.chunks = chunks;
+        npk_pool.next = 0;
+        npk_pool.open = 1;
         npk_pool.round++;
         pthread_cond_broadcast(&npk_pool.wake);
         pthread_mutex_unlock(&npk_pool.lock);
         npk_in_parallel = 1;
-        body(ctx, 0, n / t);
+        npk_claim(body, ctx, n, chunks);
         npk_in_parallel = 0;
         pthread_mutex_lock(&npk_pool.lock);
-        while (npk_pool.pending > 0)
+        npk_pool.open = 0; /* a worker not awake yet stays out of this round */
+        while (npk_pool.active > 0)
             pthread_cond_wait(&npk_pool.done, &npk_pool.lock);
         pthread_mutex_unlock(&npk_pool.lock);
         pthread_mutex_unlock(&npk_pool_busy);
