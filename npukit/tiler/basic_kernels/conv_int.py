@@ -236,6 +236,26 @@ static inline NPK_ALWAYS_INLINE unsigned int {name}_Pack(const {tw} *F, int Rows
 }}"""
 
 
+def _pack_run(name: str, tw: str) -> str:
+    """C of ``{name}_PackRun``: a 1x1 filter's weights, 4 input features to a quad."""
+    return f"""\
+static inline NPK_ALWAYS_INLINE unsigned int {name}_PackRun(const {tw} *F, int N, int Zw,
+                                                             int *Q)
+{{
+    /* N weights (F) less Zw as signed bytes, 4 to a quad (0 past N), 64 at a time; returns
+       their sum (wrapping). */
+    const __m512i Ones = _mm512_set1_epi8(1), Zv = _mm512_set1_epi8((char)Zw);
+    __m512i Sums = _mm512_setzero_si512();
+    for (int r = 0; r < N; r += 64) {{
+        __mmask64 K = npk_bytes(0, N - r);
+        __m512i V = _mm512_maskz_sub_epi8(K, _mm512_maskz_loadu_epi8(K, F + r), Zv);
+        _mm512_mask_storeu_epi32(Q + r / 4, npk_cols(0, (N - r + 3) / 4), V);
+        Sums = _mm512_dpbusd_epi32(Sums, Ones, V);
+    }}
+    return (unsigned int)_mm512_reduce_add_epi32(Sums);
+}}"""
+
+
 def _args(in_dt: str, w_dt: str):
     """The parameters of ``{name}_Vnni``: the feature-tile kernel's, then the output features
     ``First .. Last-1`` it computes."""
@@ -287,6 +307,8 @@ def vnni_conv(name: str, in_dt: str, w_dt: str) -> str:
 {VNNI_HELPERS}
 #ifdef NPK_VNNI
 {_pack(name, tw)}
+
+{_pack_run(name, tw)}
 
 {blocks}
 
@@ -348,7 +370,7 @@ static inline NPK_ALWAYS_INLINE int {name}_VnniAny({c_signature(_args(in_dt, w_d
                feature's weights one row of Feat.) */
             for (int k = 0; k < R; k++)
                 Corr[k] = (unsigned int)Byte * (Fq ?
-                    {name}_Pack(Filter + (o + k) * InFeat + i0, 1, Feat, NQ, Zw, Q + k * NQ) :
+                    {name}_PackRun(Filter + (o + k) * InFeat + i0, Feat, Zw, Q + k * NQ) :
                     {name}_Pack(Filter + ((o + k) * InFeat + i0) * Fy * Fx, Feat * Fy, Fx, G, Zw,
                                 Q + k * NQ));
             if (Flat) {{
