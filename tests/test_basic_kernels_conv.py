@@ -585,13 +585,13 @@ def test_a_same_3x3_row_tile_at_the_ends_of_the_zero_points(flags, in_dt, zin, z
 @pytest.mark.parametrize("in_dt, zin", [("int8", -128), ("int8", 127), ("uint8", 255)])
 @pytest.mark.parametrize("W, PadL", [(40, 0), (13, 0), (37, 2)])
 def test_1x1_feature_tiles_take_input_features_four_at_a_time(flags, in_dt, zin, W, PadL):
-    """1x1 filters (a quad holds 4 input features' bytes of a pixel): 1, 3, 5, 9 and 27 input
+    """1x1 filters (a quad holds 4 input features' bytes of a pixel): 1, 3, 5, 8, 9 and 27 input
     features (a group of 4 cut short), rows of 40 and 37 columns (a 32- and a 16-pixel block,
     padding at the left) and 13-wide planes (flattened at 27 input features), rows 1-4 of a
     tile."""
     p = dict(W=W, Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1, PadL=PadL, PadT=0, Hreal=W, InRow0=1,
              InRows=5, OutRow0=1, OutRows=4, Wo=W, Zin=zin, Zw=0)
-    for in_feat in (1, 3, 5, 9, 27):
+    for in_feat in (1, 3, 5, 8, 9, 27):
         acc, ref = run_feature_tile(in_dt, "int8", p, in_feat, 11, 1, flags, in_feat)
         assert np.array_equal(acc, ref), in_feat
 
