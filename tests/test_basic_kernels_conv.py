@@ -596,6 +596,19 @@ def test_1x1_feature_tiles_take_input_features_four_at_a_time(flags, in_dt, zin,
         assert np.array_equal(acc, ref), in_feat
 
 
+@pytest.mark.parametrize("flags", list(VNNI_FLAGS))
+@pytest.mark.parametrize("in_dt, zin", [("int8", -128), ("uint8", 255)])
+@pytest.mark.parametrize("W, F", [(37, 3), (70, 3), (9, 1), (40, 5)])
+def test_a_row_at_column_stride_2(flags, in_dt, zin, W, F):
+    """Column (and row) stride 2, 'same' padding: lane t takes the bytes at column 2t (in
+    blocks of 16 outputs: 19, 35, 5 and 20 of them), a 1x1 filter one tap a quad."""
+    Wo = (W + 2 * (F // 2) - F) // 2 + 1
+    p = dict(W=W, Fx=F, Fy=F, Sx=2, Sy=2, Dx=1, Dy=1, PadL=F // 2, PadT=F // 2, Hreal=9,
+             InRow0=0, InRows=9, OutRow0=0, OutRows=4, Wo=Wo, Zin=zin, Zw=0)
+    acc, ref = run_feature_tile(in_dt, "int8", p, 6, 11, 1, flags, W)
+    assert np.array_equal(acc, ref)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("Fx, Fy, in_feat", [(16, 16, 17), (13, 11, 30)])
 def test_input_features_beyond_one_packed_table_come_in_chunks(Fx, Fy, in_feat):

@@ -26,8 +26,9 @@ Integer sums are exact in any order, so the form reorders freely:
   call has enough pairs of features to pay for the masks;
 - 3x3 filters run a copy whose tap counts are constants.
 
-Elsewhere (column stride or dilation above 1, filters wider or taller than 16, zero points
-outside the byte range, a weight outside -128..127, no VNNI) the kernel's other loops run.
+Elsewhere (column stride above 2, column dilation above 1, filters wider or taller than 16,
+zero points outside the byte range, a weight outside -128..127, no VNNI) the kernel's other
+loops run.
 """
 
 from __future__ import annotations
@@ -69,10 +70,10 @@ static inline __mmask64 npk_bytes(int C, int N)
 #endif"""
 
 
-def _quad_index(first: int) -> str:
-    """``_mm512_set_epi32`` of the vpermb indices giving lane t the bytes first+t .. first+t+3
-    of a 64-byte vector."""
-    words = [sum((first + t + b) << (8 * b) for b in range(4)) for t in range(LANES)]
+def _quad_index(first: int, stride: int = 1) -> str:
+    """``_mm512_set_epi32`` of the vpermb indices giving lane t the bytes first+stride*t ..
+    first+stride*t+3 of a 64-byte vector."""
+    words = [sum((first + stride * t + b) << (8 * b) for b in range(4)) for t in range(LANES)]
     return "_mm512_set_epi32(" + ", ".join(f"0x{w:08x}" for w in reversed(words)) + ")"
 
 
@@ -99,6 +100,8 @@ def _block(name: str, ti: str, signed: bool, r: int, p: int, flat: bool) -> str:
                        f"S{k}_{j});" for k, j in vecs)
     masks = ", ".join(f"K{j} = npk_cols(x + {j * LANES}, Wo)" for j in range(p))
     idx = "\n".join(f"    const __m512i Idx{j} = {_quad_index(j * LANES)};" for j in range(p))
+    if p == 1 and not flat:  # a row at column stride 2 takes these blocks: lane t at 2t
+        idx = f"    const __m512i Idx0 = Sx == 1 ? {_quad_index(0)} :\n        {_quad_index(0, 2)};"
     flip = "\n    const __m512i Flip = _mm512_set1_epi8((char)0x80);" if signed else ""
     fidx = "\n".join(f"        const __m512i Fdx{j} = {_feature_index(j * LANES)};"
                      for j in range(p))
@@ -116,7 +119,8 @@ def _block(name: str, ti: str, signed: bool, r: int, p: int, flat: bool) -> str:
        Line + C0 + 4g + t .. +3 (Line: filter row fy's line for output 0, less PadL, at Top +
        fy*Dy*W in its plane; C0 = x), unsigned; T[(j*Fy + fy)*G + g]: the bytes of vector j's
        lanes whose row and column are inside the tile, the others the pad byte."""
-        pad_u = f"\n    const __m512i PadU = {'_mm512_xor_si512(Pad, Flip)' if signed else 'Pad'};"
+        pad_u = (f"\n    const __m512i PadU = {'_mm512_xor_si512(Pad, Flip)' if signed else 'Pad'};"
+                 "\n    (void)Sx;")
         inside = "npk_bytes(Top + fy * Dy * W + C0 + 4 * g, Plane)"
         unused = "    (void)RowsOk;"
     else:
@@ -126,13 +130,15 @@ def _block(name: str, ti: str, signed: bool, r: int, p: int, flat: bool) -> str:
         perms = "\n".join(f"                    __m512i X{j} = _mm512_permutexvar_epi8(Idx{j}, "
                           f"Row);" for j in range(p))
         what = """\
-       of one row: lane t's quad g is the bytes at input columns C0 + 4g + t .. +3 (C0 = x -
-       PadL), unsigned, the pad byte outside the line and for the filter rows fy whose line
-       is outside the tile or the plane (bit fy of RowsOk 0)."""
+       of one row: lane t's quad g is the bytes at input columns C0 + 4g + Sx*t .. +3 (C0 =
+       x*Sx - PadL; Sx 2 in blocks of 16 only), unsigned, the pad byte outside the line and
+       for the filter rows fy whose line is outside the tile or the plane (bit fy of RowsOk
+       0)."""
         pad_u = ""
         inside = "RowsOk >> fy & 1 ? Cols[g] : 0"
         unused = f"""\
     __mmask64 Cols[{VNNI_MAX_F // 4}];  /* quad g's bytes inside the line */
+    (void)Sx;
     (void)T;
     (void)Top;
     (void)Plane;
@@ -142,7 +148,7 @@ def _block(name: str, ti: str, signed: bool, r: int, p: int, flat: bool) -> str:
 static inline NPK_ALWAYS_INLINE void {name}_Vnni{'Flat' if flat else ''}{r}x{p}(const {ti} *In,
     int Base, int Plane, int W, int Feat, int Fy, int Dy, int G, const int *Q, int NQ,
     const unsigned int *Corr, int *A, int Tile, int x, int Wo, int C0, int Top,
-    unsigned int RowsOk, int Fq, __m512i Pad, const __mmask64 *T)
+    unsigned int RowsOk, int Fq, int Sx, __m512i Pad, const __mmask64 *T)
 {{
     /* Output features 0 .. {r - 1} (accumulator planes A + k*Tile), outputs x .. x+{p * LANES - 1}
        (those below Wo) in {r * p} vectors of accumulators in registers across the Feat input
@@ -277,12 +283,12 @@ def vnni_call(name: str, in_dt: str, w_dt: str, part: str = "Vnni", **given: str
 def _calls(name: str, flat: bool) -> str:
     """C choosing the register block of R features at output x (32 outputs, or 16 at the
     end)."""
-    kind, args, end = ("Flat", "A, Tile, x, Tile, x, Top, 0, Fq, Pad, T + x / 16 * Fy * G",
+    kind, args, end = ("Flat", "A, Tile, x, Tile, x, Top, 0, Fq, 1, Pad, T + x / 16 * Fy * G",
                        "Tile") if flat else \
-        ("", "A, Tile, x, Wo, x - PadL, 0, RowsOk, Fq, Pad, T", "Wo")
+        ("", "A, Tile, x, Wo, x * Sx - PadL, 0, RowsOk, Fq, Sx, Pad, T", "Wo && Sx == 1")
     at = "                    "  # inside the loop over x
     return "\n".join(
-        f"{at}{'if' if n == 0 else 'else if'} (R == {r} && {end} - x > {LANES})\n"
+        f"{at}{'if' if n == 0 else 'else if'} (R == {r} && x + {LANES} < {end})\n"
         f"{at}    {name}_Vnni{kind}{r}x2(In, Base, Plane, W, Feat, Fy, Dy, G, Q, NQ, Corr, "
         f"{args});\n"
         f"{at}else if (R == {r})\n"
@@ -316,18 +322,18 @@ static inline NPK_ALWAYS_INLINE int {name}_VnniAny({c_signature(_args(in_dt, w_d
 {{
     /* Output features First .. Last-1 in blocks of R (8, 4, 2, 1), the input features in
        chunks whose quads fit Q (Q + k*NQ: feature o + k's); each output row (or the plane's
-       outputs flattened: Flat) in register blocks of 32 (or 16) outputs. Sx == Dx == 1
-       only. */
-    int G = (Fx + 3) / 4, Byte = Zin + {off}, Lo = 0, Hi = 0, Fq = Fx == 1 && Fy == 1;
+       outputs flattened: Flat) in register blocks of 32 (or 16) outputs (16 at column
+       stride 2). Dx == 1 only. */
+    int G = (Fx + 3) / 4, Byte = Zin + {off}, Lo = 0, Hi = 0, Fq = Fx == 1 && Fy == 1 && Sx == 1;
     int Plane = InRows * W, Tile = OutRows * Wo, Chunk;
     int Q[{VNNI_QUADS} * {most}];
     unsigned int Corr[{most}];
     __m512i Pad = _mm512_set1_epi8((char)Zin);
-    int Flat = Wo < 32 && Wo == W && Sy == 1 && Tile <= {VNNI_FLAT} &&
+    int Flat = Wo < 32 && Wo == W && Sx == 1 && Sy == 1 && Tile <= {VNNI_FLAT} &&
                Fy * G <= {VNNI_FLAT_QUADS} && (Last - First) * InFeat >= {VNNI_FLAT_PAIRS},
         Top = (OutRow0 - InRow0) * W - PadL;
     __mmask64 T[{VNNI_FLAT // LANES * VNNI_FLAT_QUADS}];
-    if (Sx != 1 || Dx != 1 || Fx > {VNNI_MAX_F} || Fy > {VNNI_MAX_F} || Byte < 0 || Byte > 255)
+    if (Sx > 2 || Dx != 1 || Fx > {VNNI_MAX_F} || Fy > {VNNI_MAX_F} || Byte < 0 || Byte > 255)
         return 0;
     if (OutRows <= 0 || Wo <= 0 || First >= Last)
         return 1;  /* nothing to add (a core without rows or features) */
@@ -389,7 +395,7 @@ static inline NPK_ALWAYS_INLINE int {name}_VnniAny({c_signature(_args(in_dt, w_d
                 }}
                 if (!RowsOk)
                     continue;  /* no tap: the accumulators stay */
-                for (int x = 0; x < Wo; x += {2 * LANES})
+                for (int x = 0; x < Wo; x += Sx == 1 ? {2 * LANES} : {LANES})
 {_calls(name, False)}
             }}
         }}
