@@ -481,3 +481,157 @@ def test_same_planes_of_a_feature_tile(flags, types, size, f):
     n = out_feat * tile
     assert np.array_equal(acc[:n].view(np.int32), want.view(np.int32))
     assert np.array_equal(acc[n:].view(np.int32), before[n:].view(np.int32))
+
+
+# -- the integer feature tile's VNNI form (byte quads by vpdpbusd) ---------------------------
+
+# The host's flags (the VNNI form where the host has AVX-512 VNNI and VBMI), the same without
+# VNNI (the AVX-512 blocks), and the plain loops.
+VNNI_FLAGS = dict(FLAGS, novnni=f"{toolchain.DEFAULT_CFLAGS} -mno-avx512vnni")
+
+
+def extreme_values(rng, dt, n):
+    """Integers of ``dt`` over its whole range, its two ends frequent."""
+    lo, hi = np.iinfo(dt).min, np.iinfo(dt).max
+    v = rng.integers(lo, hi + 1, n)
+    v[rng.random(n) < 0.25] = lo
+    v[rng.random(n) < 0.25] = hi
+    return v.astype(dt)
+
+
+@st.composite
+def vnni_cases(draw):
+    """Integer feature tiles: int8/uint8 activations with zero points at the type's ends and
+    between, int8 weights with Zw 0 (uint8 ones with Zw 128: both signed bytes, the VNNI form)
+    or another Zw (a weight outside -128..127: the other loops); filters 1-16 wide, column
+    strides and dilations 1 (some 2: the other loops), pads on every side, row tiles, planes
+    as wide as their input."""
+    in_dt = draw(st.sampled_from(["int8", "uint8"]))
+    w_dt = draw(st.sampled_from(["int8", "int8", "uint8"]))
+    lo, hi = np.iinfo(in_dt).min, np.iinfo(in_dt).max
+    Fx = draw(st.sampled_from([1, 1, 2, 3, 3, 3, 4, 5, 7, 16]))
+    Fy = draw(st.sampled_from([1, 1, 2, 3, 3, 5]))
+    p = dict(W=draw(st.integers(1, 70)), Fx=Fx, Fy=Fy, Sx=draw(st.sampled_from([1, 1, 1, 2])),
+             Sy=draw(st.integers(1, 2)), Dx=draw(st.sampled_from([1, 1, 1, 2])),
+             Dy=draw(st.integers(1, 2)), PadL=draw(st.integers(0, Fx)),
+             PadT=draw(st.integers(0, Fy)), Hreal=draw(st.integers(1, 10)),
+             InRow0=draw(st.integers(0, 3)), InRows=draw(st.integers(1, 10)),
+             OutRow0=draw(st.integers(0, 3)), OutRows=draw(st.integers(1, 6)),
+             Zin=draw(st.sampled_from([lo, hi, (lo + hi + 1) // 2, lo + 3])),
+             Zw=draw(st.sampled_from([0, 0, 0, 5] if w_dt == "int8" else [128, 128, 0, 127])))
+    p["Wo"] = draw(st.integers(1, (p["W"] - 1 + p["PadL"]) // p["Sx"] + 2))
+    if draw(st.booleans()):  # as wide as the input at row stride 1 (as CNNs have them)
+        p.update(Wo=p["W"], Sy=1)
+    return (in_dt, w_dt, p, draw(st.integers(1, 9)), draw(st.integers(1, 17)),
+            draw(st.sampled_from([1, 8])), draw(st.sampled_from(list(VNNI_FLAGS))),
+            draw(st.integers(0, 2**32 - 1)))
+
+
+def run_feature_tile(in_dt, w_dt, p, in_feat, out_feat, cores, flags, seed):
+    """The compiled feature tile on data at the types' ends, its accumulators between
+    poisoned canaries: (the accumulators it wrote, the numpy reference's)."""
+    rng = np.random.default_rng(seed)
+    plane, taps, tile = p["InRows"] * p["W"], p["Fx"] * p["Fy"], p["OutRows"] * p["Wo"]
+    n = out_feat * tile
+    buf = np.full(n + 64, POISON["int32"], np.int32)
+    acc = buf[29:29 + n]  # canaries on both sides
+    acc[:] = rng.integers(-2**31, 2**31, n)
+    In = extreme_values(rng, in_dt, in_feat * plane)
+    Filter = extreme_values(rng, w_dt, out_feat * in_feat * taps)
+    kernel = convolution.layer_conv(in_dt, w_dt, 8, planes=True)
+    given_ = dict(p, In=In, Filter=Filter, Acc=acc, InFeat=in_feat, OutFeat=out_feat)
+    ref, before, inputs = acc.copy(), buf.copy(), (In.copy(), Filter.copy())
+    kernel.reference(*[ref if n == "Acc" else given_[n] for _, n in kernel.args], core_id=0,
+                     core_count=cores)
+    with cflags(VNNI_FLAGS[flags]):
+        fn = host.c_function(kernel, cores)
+    fn(*[given_[n] for _, n in kernel.args])
+    assert np.array_equal(buf[:29], before[:29]) and np.array_equal(buf[29 + n:],
+                                                                     before[29 + n:])
+    assert np.array_equal(In, inputs[0]) and np.array_equal(Filter, inputs[1])
+    return acc, ref
+
+
+@pytest.mark.slow
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(vnni_cases())
+def test_integer_feature_tiles_are_exact_in_the_vnni_form_and_without_it(case):
+    """Input features 1-9, output features 1-17 (not multiples of the 8-feature blocks),
+    widths around the 32-pixel blocks: the reference's wrapping int32 sums exactly, with
+    VNNI, with AVX-512 only and with the plain loops; canaries on both sides kept."""
+    acc, ref = run_feature_tile(*case)
+    assert np.array_equal(acc, ref), case
+
+
+@pytest.mark.parametrize("flags", list(VNNI_FLAGS))
+@pytest.mark.parametrize("in_dt, zin, zw", [("int8", -128, 0), ("int8", 127, 0),
+                                            ("uint8", 0, 0), ("uint8", 255, 0),
+                                            ("int8", 0, 1)])
+@pytest.mark.parametrize("W, InRow0", [(37, 2), (14, 2), (7, 0)])
+def test_a_same_3x3_row_tile_at_the_ends_of_the_zero_points(flags, in_dt, zin, zw, W, InRow0):
+    """A 'same' 3x3 feature tile of rows InRow0 .. InRow0+3 of a 9-row plane (the filter's
+    bottom row on the tile's last line; at InRow0 0 its top row on padding), 11 output features
+    (a block of 8, then 2 and 1), 37 columns (a 32-pixel block and a 16-pixel one) or 14 and
+    7 (the outputs flattened: 56 and 28 of them in 32- and 16-output blocks); Zw 1 takes the
+    other loops (a weight -128 - 1 is no signed byte)."""
+    p = dict(W=W, Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1, PadL=1, PadT=1, Hreal=9, InRow0=InRow0,
+             InRows=6, OutRow0=InRow0, OutRows=4, Wo=W, Zin=zin, Zw=zw)
+    acc, ref = run_feature_tile(in_dt, "int8", p, 24, 11, 1, flags, 7)
+    assert np.array_equal(acc, ref)
+    assert len(np.unique(acc)) > 100
+
+
+@pytest.mark.parametrize("flags", list(VNNI_FLAGS))
+@pytest.mark.parametrize("in_dt, zin", [("int8", -128), ("int8", 127), ("uint8", 255)])
+@pytest.mark.parametrize("W, PadL", [(40, 0), (13, 0), (37, 2)])
+def test_1x1_feature_tiles_take_input_features_four_at_a_time(flags, in_dt, zin, W, PadL):
+    """1x1 filters (a quad holds 4 input features' bytes of a pixel): 1, 3, 5, 8, 9 and 27 input
+    features (a group of 4 cut short), rows of 40 and 37 columns (a 32- and a 16-pixel block,
+    padding at the left) and 13-wide planes (flattened at 27 input features), rows 1-4 of a
+    tile."""
+    p = dict(W=W, Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1, PadL=PadL, PadT=0, Hreal=W, InRow0=1,
+             InRows=5, OutRow0=1, OutRows=4, Wo=W, Zin=zin, Zw=0)
+    for in_feat in (1, 3, 5, 8, 9, 27):
+        acc, ref = run_feature_tile(in_dt, "int8", p, in_feat, 11, 1, flags, in_feat)
+        assert np.array_equal(acc, ref), in_feat
+
+
+@pytest.mark.parametrize("flags", list(VNNI_FLAGS))
+@pytest.mark.parametrize("in_dt, zin", [("int8", -128), ("uint8", 255)])
+@pytest.mark.parametrize("W, F", [(37, 3), (70, 3), (9, 1), (40, 5)])
+def test_a_row_at_column_stride_2(flags, in_dt, zin, W, F):
+    """Column (and row) stride 2, 'same' padding: lane t takes the bytes at column 2t (in
+    blocks of 16 outputs: 19, 35, 5 and 20 of them), a 1x1 filter one tap a quad."""
+    Wo = (W + 2 * (F // 2) - F) // 2 + 1
+    p = dict(W=W, Fx=F, Fy=F, Sx=2, Sy=2, Dx=1, Dy=1, PadL=F // 2, PadT=F // 2, Hreal=9,
+             InRow0=0, InRows=9, OutRow0=0, OutRows=4, Wo=Wo, Zin=zin, Zw=0)
+    acc, ref = run_feature_tile(in_dt, "int8", p, 6, 11, 1, flags, W)
+    assert np.array_equal(acc, ref)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("Fx, Fy, in_feat", [(16, 16, 17), (13, 11, 30)])
+def test_input_features_beyond_one_packed_table_come_in_chunks(Fx, Fy, in_feat):
+    """Filters whose quads for every input feature outnumber one packed table (1024 quads:
+    16 input features of a 16x16 filter, 23 of a 13x11 one): the input features in chunks,
+    each chunk's sums added to the accumulators the last one left."""
+    p = dict(W=40, Fx=Fx, Fy=Fy, Sx=1, Sy=1, Dx=1, Dy=1, PadL=Fx // 2, PadT=Fy // 2, Hreal=4,
+             InRow0=0, InRows=4 + Fy // 2 * 2, OutRow0=0, OutRows=4, Wo=40, Zin=-7, Zw=0)
+    acc, ref = run_feature_tile("int8", "int8", p, in_feat, 3, 1, "native", 3)
+    assert np.array_equal(acc, ref)
+
+
+def test_the_native_flags_take_the_vnni_form_where_the_host_has_it():
+    """The VNNI form is compiled in exactly when the compiler targets AVX-512 with VNNI and
+    VBMI."""
+    from npukit.tiler.basic_kernels import conv_int
+
+    src = (f"{common.AVX512_HELPERS}\n{conv_int.VNNI_HELPERS}\n"
+           f"int npk_probe(void) {{ return NPK_VNNI + 0; }}")
+    with cflags(VNNI_FLAGS["novnni"]):
+        with pytest.raises(Exception, match="NPK_VNNI"):
+            toolchain.function(src, "npk_probe", 0)
+    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    if all(f in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                                "avx512_vbmi")):
+        toolchain.function(src, "npk_probe", 0)  # compiles: the form is in

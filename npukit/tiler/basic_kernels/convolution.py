@@ -37,6 +37,7 @@ from .common import (
     tap_range,
     zero_window,
 )
+from .conv_int import vnni_call, vnni_conv
 
 # -- set bias -------------------------------------------------------------------------------
 
@@ -346,6 +347,12 @@ features at a time (the rest one by one). */
         rows_doc = ("Input features in order,\n       each one's taps in (fy, fx) order; "
                     "every row (the output features are shared among the cores).")
         rows = "    int First = 0, Last = Rows;"
+        vnni = "" if flt else f"""\
+#ifdef NPK_VNNI
+    if ({vnni_call(name, in_dt, w_dt)})  /* integers: the VNNI form where it applies */
+        return;
+#endif
+"""
         here = dict(Filter="Filter + o * InFeat * Fy * Fx", Acc="Acc + o * OutRows * Wo")
         entry = f"""\
     /* Each output feature o of the tile in turn (the features shared among the cores).
@@ -353,7 +360,7 @@ features at a time (the rest one by one). */
        loops whose tap counts and strides are constants (not left to the compiler's
        cloning, which a larger file can change); others the loops as written. */
 {share_rows("OutFeat")}
-#ifdef NPK_AVX512
+{vnni}#ifdef NPK_AVX512
     /* Planes of rows narrower than 32 outputs, as wide as their input, at stride 1 without
        dilation: the plane's outputs flattened, 16 to a vector (rows of their own would
        leave lanes empty). */
@@ -448,7 +455,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
                         for n in conv_features.FEATURES)
     src = f"""\
 {HELPERS}
-{AVX512_HELPERS}{flat}
+{AVX512_HELPERS}{flat}{"" if flt or not planes else chr(10) + vnni_conv(name, in_dt, w_dt)}
 static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
 {{
     /* Acc[y][x] accumulates the taps (fy, fx) in order: input row p = (OutRow0 + y)*Sy +
