@@ -12,6 +12,7 @@ clock, memory traffic) as npukit does.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import statistics
 import time
@@ -63,26 +64,43 @@ def threads(n: int | None):
             torch.set_num_threads(torch_saved)
 
 
+# Seconds between two cases of ``at_threads``: longer than ONNX Runtime's threads spin.
+PAUSE = 0.02
+# A timed sample of ``at_threads`` lasts at least this long (short calls run several times).
+SAMPLE = 0.005
+
+
 def at_threads(cases_for: Callable[[int], dict[str, Callable]], counts, rounds: int,
                ) -> dict[int, dict[str, float]]:
     """Median seconds of ``cases_for(t)``'s cases at each thread count ``t`` of ``counts``:
-    each round sets each count in turn (outside the timed calls) and runs its cases once,
-    in an order that rotates from round to round; one warm-up round first. Each timed call
-    follows an untimed call of the same case, so what the case before left running does
-    not land in its time (ONNX Runtime's pool keeps its threads spinning a while after a
-    run: on two cores they took the second core from the next case's threads)."""
+    each round sets each count in turn (outside the timed calls) and takes one sample of
+    each case, in an order that rotates from round to round; one warm-up round first. A
+    sample runs the case as many times as last ``SAMPLE`` seconds (counted in the warm-up
+    round; one call for a longer case), so a sub-millisecond call is not timed alone
+    against the clock's and the scheduler's jitter. Each sample follows a pause of
+    ``PAUSE`` seconds and an untimed call of the same case, so what the case before left
+    running does not land in its time (ONNX Runtime's pool keeps its threads spinning a
+    while after a run: on two cores they took the second core from the next case's
+    threads)."""
     cases = {t: cases_for(t) for t in counts}
     times: dict = {t: {name: [] for name in cases[t]} for t in counts}
+    reps: dict = {t: {} for t in counts}
     for r in range(-1, rounds):
         for t in counts:
             names = list(cases[t])
             with threads(t):
                 for name in names[r % len(names):] + names[:r % len(names)]:
-                    cases[t][name]()
+                    fn, n = cases[t][name], reps[t].get(name, 1)
+                    time.sleep(PAUSE)
+                    fn()
                     t0 = time.perf_counter()
-                    cases[t][name]()
+                    for _ in range(n):
+                        fn()
+                    took = (time.perf_counter() - t0) / n
                     if r >= 0:
-                        times[t][name].append(time.perf_counter() - t0)
+                        times[t][name].append(took)
+                    else:
+                        reps[t][name] = max(1, math.ceil(SAMPLE / max(took, 1e-9)))
     return {t: {name: statistics.median(v) for name, v in times[t].items()} for t in counts}
 
 

@@ -206,9 +206,10 @@ def emit_call(em, st: ir.Call, w: Writer) -> None:
 
 # The least work (the kernel's cost, in the target's cycles: about one multiply-accumulate
 # each for a convolution) of a call whose cores are shared among the host's threads: waking
-# a thread takes tens of microseconds in a virtual machine, a million such cycles a few
-# hundred on the host.
-CALL_WORK = 1 << 20
+# a thread takes tens of microseconds in a virtual machine, and the host's vector kernels
+# run a million such cycles in 30 to 100 (a convolution's feature tile in AVX-512, its
+# quantized form in VNNI): below 4 million, a second thread measured slower.
+CALL_WORK = 1 << 22
 
 
 def call_work(st: ir.Call) -> int:
