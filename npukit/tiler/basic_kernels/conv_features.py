@@ -61,14 +61,8 @@ def _block(n: int, max_fx: int, feats: int) -> str:
     masks = [f"__mmask16 T{k}[{max_fx}];" for k in vecs] + [
         f"for (int fx = 0; fx < Fx; fx++) T{k}[fx] = K{k} & npk_cols(x - PadL + fx * Dx + "
         f"{k * LANES}, W);" for k in vecs]
-    loads = [f"__m512 S{r}{k} = _mm512_maskz_loadu_ps(K{k}, A + {r} * Plane + x + {k * LANES});"
-             for r in fs for k in vecs]
-    inputs = [f"__m512 V{k} = _mm512_maskz_loadu_ps(T{k}[fx], Line + C + {k * LANES});"
-              for k in vecs]
-    terms = [f"S{r}{k} = _mm512_mask_add_ps(S{r}{k}, T{k}[fx], S{r}{k}, _mm512_mul_ps(V{k}, "
-             f"_mm512_set1_ps(F[{r} * Step + fx])));" for r in fs for k in vecs]
-    stores = [f"_mm512_mask_storeu_ps(A + {r} * Plane + x + {k * LANES}, K{k}, S{r}{k});"
-              for r in fs for k in vecs]
+    loads, inputs, terms, stores = _vector_ops(fs, vecs, "A + {r} * Plane + x", "T{k}[fx]",
+                                               "Line + C", "fx")
     return f"""\
         /* Columns x .. x+{n * LANES - 1} (those below Wo) of the {feats} features: \
 {n * feats} vectors of
@@ -169,14 +163,8 @@ def _flat_block(feats: int, vectors: int) -> str:
     """``feats`` output features from o over the block of ``vectors`` vectors from b."""
     fs, vecs = range(feats), range(vectors)
     live = [f"__mmask16 K{k} = npk_cols(q0 + {k * LANES}, N);" for k in vecs]
-    loads = [f"__m512 S{r}{k} = _mm512_maskz_loadu_ps(K{k}, Acc + (o + {r}) * N + q0 + "
-             f"{k * LANES});" for r in fs for k in vecs]
-    inputs = [f"__m512 V{k} = _mm512_maskz_loadu_ps(T[b + {k}][t], Line + {k * LANES});"
-              for k in vecs]
-    terms = [f"S{r}{k} = _mm512_mask_add_ps(S{r}{k}, T[b + {k}][t], S{r}{k}, _mm512_mul_ps(V{k}, "
-             f"_mm512_set1_ps(F[{r} * Step + t])));" for r in fs for k in vecs]
-    stores = [f"_mm512_mask_storeu_ps(Acc + (o + {r}) * N + q0 + {k * LANES}, K{k}, S{r}{k});"
-              for r in fs for k in vecs]
+    loads, inputs, terms, stores = _vector_ops(fs, vecs, "Acc + (o + {r}) * N + q0",
+                                               "T[b + {k}][t]", "Line", "t")
     return f"""\
             {{
 {lines("                ", live + loads)}
@@ -191,6 +179,23 @@ def _flat_block(feats: int, vectors: int) -> str:
                 }}
 {lines("                ", stores)}
             }}"""
+
+
+def _vector_ops(fs, vecs, acc: str, tap_mask: str, line: str, tap: str):
+    """The C lines of a block of features ``fs`` x vectors ``vecs`` (accumulators S{r}{k}
+    at ``acc`` + 16 k, ``acc`` naming feature r's first column): their loads; each tap's
+    input vectors (lanes ``tap_mask`` of vector k, from ``line`` + 16 k); each feature's
+    masked product-then-add with its weight F[r * Step + ``tap``]; their stores."""
+    loads = [f"__m512 S{r}{k} = _mm512_maskz_loadu_ps(K{k}, {acc.format(r=r)} + {k * LANES});"
+             for r in fs for k in vecs]
+    inputs = [f"__m512 V{k} = _mm512_maskz_loadu_ps({tap_mask.format(k=k)}, {line} + "
+              f"{k * LANES});" for k in vecs]
+    terms = [f"S{r}{k} = _mm512_mask_add_ps(S{r}{k}, {tap_mask.format(k=k)}, S{r}{k}, "
+             f"_mm512_mul_ps(V{k}, _mm512_set1_ps(F[{r} * Step + {tap}])));"
+             for r in fs for k in vecs]
+    stores = [f"_mm512_mask_storeu_ps({acc.format(r=r)} + {k * LANES}, K{k}, S{r}{k});"
+              for r in fs for k in vecs]
+    return loads, inputs, terms, stores
 
 
 def lines(margin: str, rows) -> str:
