@@ -4,6 +4,8 @@ quantized, on models whose target plan cuts layers into several L1 tiles."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -118,6 +120,48 @@ def test_a_layer_over_the_hosts_l1_runs_in_large_tiles(kind, tmp_path):
         assert spaces["Tile0"].count > 1, spaces
     assert host.memory["L1"].dynamic <= HOST_L1
     assert_same_bytes(runs(g, x))
+
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind, cin, cout", [("float", 128, 256), ("qdq-s8", 256, 512)])
+def test_a_filter_over_the_hosts_l1_is_cut_by_output_features(kind, cin, cout, tmp_path):
+    """A 3x3 convolution of a small plane whose filter (1.2 MB: 256x128 float32, 512x256
+    int8) does not fit the host's L1 with every feature: the host schedule cuts the output
+    features (each tile of the filter one block of it, read where it is) and keeps every
+    input feature in one call, rows whole; the same bytes as the simulator and the tile
+    schedule, ONNX Runtime's values (not the simulator: its plane-by-plane run of 1.2M
+    weights takes minutes; the tile schedule's C is the simulator's bytes in the tests
+    above)."""
+    r = np.random.default_rng(11)
+    inits = {"w": (r.normal(size=(cout, cin, 3, 3)) * np.sqrt(2 / (9 * cin))).astype(
+        np.float32), "b": (r.normal(size=cout) * 0.1).astype(np.float32)}
+    nodes = [node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             node("Relu", ["c"], ["y"])]
+    x = r.uniform(-1, 1, (1, cin, 3, 3)).astype(np.float32)
+    m = model(nodes, {"x": x}, ["y"], inits, opset=13)
+    if kind != "float":
+        calib = [{"x": r.uniform(-1, 1, x.shape).astype(np.float32)} for _ in range(2)]
+        m = quantize_qdq(m, calib, tmp_path, act="s8")
+    g = npukit.onnx.load(m)
+    host = g.host_graph()
+    (conv,) = [layer for layer in host.layers if layer.name.endswith("_Conv")]
+    spaces = conv.tiling.spaces
+    assert spaces["D1"].count > 1 and spaces["D0"].count == 1, spaces
+    assert spaces["Tile0"].count == 1, spaces
+    assert re.search(r"L1_Filter = \(\w+ \*\)\(Filter \+ \d+ \* D0 \+ \d+ \* D1\);",
+                     host.c_source())
+    assert host.memory["L1"].dynamic <= HOST_L1
+    got = {}
+    for schedule in ("host", "tiles"):
+        y = np.full((1, cout, 3, 3), CANARY[g.outputs["y"].dtype], g.outputs["y"].dtype)
+        g.run("c", schedule=schedule, x=x, y=y)
+        assert (y != CANARY[y.dtype]).all(), schedule
+        got[schedule] = y
+    assert got["host"].tobytes() == got["tiles"].tobytes()
+    ref, _ = ort_run(m, {"x": x})
+    c = compare("y", got["host"], ref["y"], g.output_steps.get("y"))
+    assert c.within, str(c)
 
 
 def test_a_schedule_is_host_or_tiles():

@@ -176,7 +176,7 @@ def emit_call(em, st: ir.Call, w: Writer) -> None:
         s = em.arg_struct(fn.arg_type)
         struct = s.name
         for a, (_, name), v in zip(st.args, fn.args, values):
-            if _invariant(a):
+            if _invariant(a, em.in_place):
                 s.invariant.append((name, v))
             else:
                 w.line(f"{s.name}->{name} = {v};")
@@ -308,9 +308,11 @@ def function_bodies(source: str) -> dict[str, str]:
     return out
 
 
-def _invariant(a) -> bool:
+def _invariant(a, in_place) -> bool:
     """An argument whose value is the same at every call: a constant, or the address of a
-    view that does not move (``Deref`` reads memory, which may change)."""
+    view that does not move (``Deref`` reads memory, which may change; a buffer read in
+    place, ``in_place``, is wherever its last copy's source was)."""
     if isinstance(a, ir.Val):
         return not (a.expr.terms if isinstance(a.expr, ir.Affine) else a.expr.start.terms)
-    return isinstance(a, ir.Ptr) and not a.view.offset.terms
+    return isinstance(a, ir.Ptr) and not a.view.offset.terms and not (
+        a.view.buffer.role == "internal" and a.view.buffer.name in in_place)

@@ -61,8 +61,13 @@ def lanes_c(lanes: ir.Lanes, names: Names, h: A.Helpers) -> str:
 
 def emit_copy(em, st: ir.Copy, w: Writer) -> None:
     held = em.in_place.get(st.dst.buffer.name) if internal(st.dst) else None
-    if held is not None and held[0] is st:
-        with w.block(f"if ({em.ptr[key(st.dst.buffer)]} == {held[1]})"):
+    if held is not None and any(c is st for c in held[0]):
+        ptr, store = em.ptr[key(st.dst.buffer)], held[1]
+        w.line(f"{ptr} = ({c_type(st.dst.dtype)} *)({em.start(em.acc(st.src))});  "
+               f"/* read where it is */")
+        with w.block(f"if ((uintptr_t){ptr} % 64 != 0)"):
+            w.comment("Not aligned as a local array is: copied.")
+            w.line(f"{ptr} = {store};")
             _copy(em, st, w)
     else:
         _copy(em, st, w)
@@ -75,9 +80,8 @@ def _copy(em, st: ir.Copy, w: Writer) -> None:
     rows = "rows" if len(st.dst.shape) > 1 else "lanes"
     what = f"{kind} {em.describe(st.src)} -> {em.describe(st.dst)}"
     valid = st.valid
-    if valid is not None and valid_count(valid, st.dst, em.names, em.h) == \
-            str(st.dst.size) == valid_count(valid, st.src, em.names, em.h):
-        valid = None  # every row holds data
+    if valid is not None and every_row(st):
+        valid = None
     what += f", valid {rows} only" if valid is not None else ""
     if em.prog.source or not st.label:
         w.banner(what, st.label)
@@ -158,6 +162,18 @@ def _copy_runs(em, st: ir.Copy, loops: tuple[Dim, ...], live: str | None, w: Wri
         w.line(f"memcpy({at(st.dst, 2)}, {at(st.src, 1)}, {n} * sizeof({c_type(st.dst.dtype)}));")
 
 
+def every_row(st: ir.Copy) -> bool:
+    """Whether each row of copy ``st`` holds data, in both views: it has no valid rows, or
+    as many as rows, known at build time."""
+    lanes = st.valid
+    if lanes is None:
+        return True
+    start = simplify(lanes.start)
+    return not start.terms and all(
+        min(max(lanes.total - start.const, 0), lanes.width) >= (v.shape[0] if v.shape else 1)
+        for v in (st.src, st.dst))
+
+
 def written_whole_first(prog: ir.Program) -> set[str]:
     """The internal buffers whose first statement, in program order, writes each of their
     elements and reads none (a copy from another buffer, with no junk rows, or a fill), and
@@ -174,7 +190,7 @@ def written_whole_first(prog: ir.Program) -> set[str]:
                 continue
             views: list[ir.View] = []
             ir.map_views((st,), lambda v, seen_here=views: seen_here.append(v) or v)
-            if isinstance(st, (ir.Copy, ir.Fill)) and getattr(st, "valid", None) is None:
+            if isinstance(st, ir.Fill) or isinstance(st, ir.Copy) and every_row(st):
                 dst = st.dst
                 b = dst.buffer
                 reads = isinstance(st, ir.Copy) and key(st.src.buffer) == key(b)
@@ -189,29 +205,42 @@ def written_whole_first(prog: ir.Program) -> set[str]:
     return whole
 
 
-def read_only_copies(prog: ir.Program) -> dict[str, ir.Copy]:
-    """The internal buffers a program may read in place of the tensor they copy: the first
-    statement of each (``written_whole_first``) copies it whole, as one block in the same
-    order, from an input tensor of its dtype, and no statement writes it after, nor passes
-    it to a basic kernel but as a pointer to const (the input, being one, is never
-    written): buffer name -> that copy."""
+def read_only_copies(prog: ir.Program) -> dict[str, tuple[ir.Copy, ...]]:
+    """The internal buffers a program may read in place of the input tensor they copy: the
+    first statement of each copies it whole (``written_whole_first``); every statement that
+    writes it copies all of it, as one block in the same order, from an input tensor of its
+    dtype (the tensor whole, or one tile of it at a time), outside parallel loops (the
+    copy's thread sets where the buffer is); and no basic kernel gets it but as a pointer
+    to const (the input, being one, is never written): buffer name -> those copies, in
+    program order."""
     whole = written_whole_first(prog)
-    first: dict[str, ir.Copy] = {}
-    for st in prog.body:
-        if isinstance(st, ir.Copy) and internal(st.dst) and st.dst.buffer.name in whole and \
-                st.dst.buffer.name not in first:
-            first[st.dst.buffer.name] = st
-    out = {}
-    for name, st in first.items():
-        src, dst = st.src, st.dst
-        if src.buffer.role == "in" and src.dtype == dst.dtype and not src.offset.terms and \
-                coalesced(src.layout) == coalesced(dst.layout):
-            out[name] = st
-    for st, _ in prog.walk():
-        for name in _written(st) & set(out):
-            if out[name] is not st:
-                del out[name]
-    return out
+    copies: dict[str, list[ir.Copy]] = {}
+    others: set[str] = set()
+
+    def visit(body, shared: bool) -> None:
+        for st in body:
+            for name in _written(st) & whole:
+                if shared and isinstance(st, ir.Copy) and _one_block(st):
+                    copies.setdefault(name, []).append(st)
+                else:
+                    others.add(name)
+            for arm in ir.bodies(st):
+                visit(arm, shared and not (isinstance(st, ir.Loop) and
+                                           (st.cores or st.parallel)))
+
+    visit(prog.body, True)
+    return {name: tuple(sts) for name, sts in copies.items() if name not in others}
+
+
+def _one_block(st: ir.Copy) -> bool:
+    """Whether ``st`` copies an input tensor of its dtype into the whole of an internal
+    buffer, element k of the buffer being element k of one block of the tensor's memory
+    (the same dims, in the same order, from wherever the tile starts)."""
+    src, dst = st.src, st.dst
+    return every_row(st) and src.buffer.role == "in" and src.dtype == dst.dtype and \
+        not dst.offset.terms and dst.layout.offset + dst.offset.const == 0 and \
+        dst.size == dst.buffer.size and coalesced(src.layout) == coalesced(dst.layout) and \
+        dense(coalesced(dst.layout))
 
 
 def _written(st) -> set[str]:

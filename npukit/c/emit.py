@@ -216,10 +216,10 @@ class _Emitter:
             self.ptr[key(buf)] = _ident(f"{buf.memory}_{buf.name}" if placed else buf.name,
                                         taken)
             self.origin[key(buf)] = 0
-        # Internal buffers read in place of the tensor they copy whole: buffer name ->
-        # (the copy, the name of the local array used when the tensor is not aligned)
-        self.in_place = {name: (st, _ident(f"{self.ptr[key(st.dst.buffer)]}_mem", taken))
-                         for name, st in read_only_copies(prog).items()}
+        # Internal buffers read in place of the tensor they copy: buffer name -> (the copies,
+        # the name of the local array used when the tensor's block is not aligned)
+        self.in_place = {name: (sts, _ident(f"{self.ptr[key(sts[0].dst.buffer)]}_mem", taken))
+                         for name, sts in read_only_copies(prog).items()}
         # (C pointer type, name) of the internal memories: locals a parallel call's task
         # may read
         self.internal_fields = [(f"{c_type(b.dtype)} *", self.ptr[key(b)])
@@ -407,15 +407,14 @@ class _Emitter:
                 out.line(decl + (f"  /* {comment_text(', '.join(where))} */" if where else ""))
         for b in used:
             if b.name in self.in_place:
-                st, store = self.in_place[b.name]
-                src = self.start(self.acc(st.src))
-                out.comment(f"{self.ptr[key(b)]}: the {b.size} elements of tensor "
-                            f"{st.src.buffer.name} it would copy whole, read where they are "
-                            f"when they are aligned as a local array is (nothing writes "
-                            f"either); else {store}, their copy.")
-                out.line(f"{c_type(b.dtype)} *const {self.ptr[key(b)]} = "
-                         f"(uintptr_t)({src}) % 64 == 0 ? ({c_type(b.dtype)} *)({src}) : "
-                         f"{store};")
+                sts, store = self.in_place[b.name]
+                what = "the whole" if len(sts) == 1 and not sts[0].src.offset.terms else \
+                    "each tile"
+                out.comment(f"{self.ptr[key(b)]}: {what} of tensor {sts[0].src.buffer.name} it "
+                            f"would copy, read where it is when it is aligned as a local array "
+                            f"is (nothing writes either), else from {store}; set at each "
+                            f"copy.")
+                out.line(f"{c_type(b.dtype)} *{self.ptr[key(b)]} = {store};")
         whole = written_whole_first(self.prog)
         for b in used:
             if b.name in whole:

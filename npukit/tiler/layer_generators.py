@@ -176,18 +176,22 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
     quant = [] if flt else [TCArg(_ptr("float32"), "Scale")]
     item = (np.dtype(in_dt).itemsize, np.dtype(w_dt).itemsize, np.dtype(out_dt).itemsize)
 
-    def l1_bytes(in_feat: int, out_rows: int) -> int:
-        """L1 a tile of every output feature, ``out_rows`` output rows and ``in_feat`` input
-        features takes, about (the solver's alignment aside)."""
+    def l1_bytes(in_feat: int, out_rows: int, out_feat: int = OutFeat) -> int:
+        """L1 a tile of ``out_feat`` output features, ``out_rows`` output rows and
+        ``in_feat`` input features takes, about (the solver's alignment aside)."""
         in_rows = ov_in + k_in * out_rows if in_tiled else Height
-        return (item[0] * in_feat * Width * in_rows + 4 * OutFeat * Wc * (
-            Spy * out_rows + Fpy - Spy) + item[2] * OutFeat * Wo * out_rows +
-            item[1] * OutFeat * in_feat * Fcx * Fcy + 8 * OutFeat)
+        return (item[0] * in_feat * Width * in_rows + 4 * out_feat * Wc * (
+            Spy * out_rows + Fpy - Spy) + item[2] * out_feat * Wo * out_rows +
+            item[1] * out_feat * in_feat * Fcx * Fcy + 8 * out_feat)
 
     in_tile = _feature_tile_inputs(m.l1_budget, InFeat, Ho, l1_bytes)
     if par_features and not depthwise and in_tile:
+        # Every input feature with a part of the output features when that fits whole
+        # planes: a tile of the filter is then one block of it, read where it is.
+        cut_out = in_tile == 1 and l1_bytes(InFeat, Ho) > m.l1_budget >= l1_bytes(InFeat,
+                                                                                 Ho, 1)
         _conv_feature_tiles(m, Name, in_dt=in_dt, w_dt=w_dt, out_dt=out_dt, InFeat=InFeat,
-                            in_tile=in_tile,
+                            in_tile=InFeat if cut_out else in_tile, cut_out=cut_out,
                             OutFeat=OutFeat, Width=Width, Height=Height, in_tiled=in_tiled,
                             in_rows=(ov_in, PadT, Hreal), conv=(Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL,
                                                                 Wc, Hc, Zin, Zw),
@@ -266,13 +270,14 @@ def _feature_tile_inputs(budget: int, InFeat: int, Ho: int, l1_bytes) -> int:
 
 
 def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_tile: int,
-                        OutFeat: int, Width: int, Height: int, in_tiled: bool, in_rows, conv,
-                        pool, act, quant) -> None:
+                        cut_out: bool, OutFeat: int, Width: int, Height: int, in_tiled: bool,
+                        in_rows, conv, pool, act, quant) -> None:
     """``conv_pool_act(par_features=True)``: spaces (output features D1, tiles T0, input
-    features D0); per tile of D1 x T0, the accumulators of its features receive the biases,
-    then each tile of input features (``layer_conv(planes=True)``), then are activated and
-    pooled into the output tile (``conv_out_planes``). Single buffers: the host schedule
-    copies a tile before the calls that read it."""
+    features D0), or with ``cut_out`` (T0, D1, D0), the solver then cutting the output
+    features before the rows; per tile of D1 x T0, the accumulators of its features receive
+    the biases, then each tile of input features (``layer_conv(planes=True)``), then are
+    activated and pooled into the output tile (``conv_out_planes``). Single buffers: the
+    host schedule copies a tile before the calls that read it."""
     ov_in, PadT, Hreal = in_rows
     Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw = conv
     PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl = pool
@@ -302,6 +307,8 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_ti
                hc_decl - Spy * Ho, 0, 0, None),
     ]
     m.UserKernel(Name,
+        KernelIterSpace(3, IterTiledSpace(T0), IterParSpace(D1, OutFeat, 1),
+                        IterParSpace(D0, InFeat, in_tile)) if cut_out else
         KernelIterSpace(3, IterParSpace(D1, OutFeat, 1), IterTiledSpace(T0),
                         IterParSpace(D0, InFeat, in_tile)),
         TILE_HOR,
