@@ -167,6 +167,35 @@ def test_every_block_size_and_tail_of_a_padded_3x3_row(flags, cores, Wo):
 
 
 @pytest.mark.parametrize("flags", list(FLAGS))
+@pytest.mark.parametrize("types, zin, zw", [(("float32", "float32"), 0, 0),
+                                            (("uint8", "int8"), 255, -3),
+                                            (("int8", "int8"), -128, 127)])
+@pytest.mark.parametrize("F, PadL", [(3, 1), (5, 2), (3, 0)])
+@pytest.mark.parametrize("Wo", [1, 7, 16, 17, 32, 33, 48, 49, 64, 65])
+def test_every_block_size_and_tail_of_a_row_at_column_stride_2(flags, types, zin, zw, F, PadL,
+                                                               Wo):
+    """Column and row stride 2 (a 3x3 'same' filter: the specialised copy; 5x5 and an
+    unpadded 3x3: the general one) at every width around the vector blocks, the input one
+    or two columns wider than the outputs read: a lane takes every second input column
+    (the even lanes of 32), the taps on padding or past the row add nothing; float32 bit
+    for bit (negative zeros kept), integers exact; canaries kept, 8 cores sharing rows."""
+    in_dt, w_dt = types
+    W = 2 * (Wo - 1) + F - 2 * PadL + Wo % 2  # 'same' width, or one column more
+    p = dict(W=max(W, 1), Fx=F, Fy=3, Sx=2, Sy=2, Dx=1, Dy=1, PadL=PadL, PadT=1, Hreal=9,
+             InRow0=0, InRows=11, OutRow0=0, OutRows=5, Wo=Wo, Zin=zin, Zw=zw)
+    args, acc, tile = arguments(in_dt, w_dt, p, Wo * F)
+    if in_dt == "float32":
+        acc[:tile:3] = np.float32(-0.0)
+    before = acc.copy()
+    want = definition(*args)
+    compiled(in_dt, w_dt, 8, flags)(*args)
+    bits = np.int32
+    assert np.array_equal(acc[:tile].view(bits), want.view(bits))
+    assert np.array_equal(acc[tile:].view(bits), before[tile:].view(bits))
+    assert not np.array_equal(acc[:tile], before[:tile])
+
+
+@pytest.mark.parametrize("flags", list(FLAGS))
 @pytest.mark.parametrize("types, zin, zw", [
     (("int8", "int8"), -128, 0), (("int8", "int8"), 127, -128), (("uint8", "int8"), 255, 0),
     (("uint8", "uint8"), 0, 255), (("int8", "int8"), 32512, -32512)])

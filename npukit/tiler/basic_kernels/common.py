@@ -441,6 +441,32 @@ static inline __mmask16 npk_cols(int C, int N)
     Hi = Hi < Lo ? Lo : Hi < {LANES} ? Hi : {LANES};
     return (__mmask16)(((1u << Hi) - 1u) & ~((1u << Lo) - 1u));
 }}
+/* The lanes i of a vector reading every S-th column from C (C, C+S, ..., C+{LANES - 1}S) of a
+   row of N elements for which 0 <= C + S*i < N. */
+static inline __mmask16 npk_cols_step(int C, int N, int S)
+{{
+    int Lo = C < 0 ? (S - 1 - C) / S : 0, Hi = N > C ? (N - C + S - 1) / S : 0;
+    Lo = Lo < {LANES} ? Lo : {LANES};
+    Hi = Hi < Lo ? Lo : Hi < {LANES} ? Hi : {LANES};
+    return (__mmask16)(((1u << Hi) - 1u) & ~((1u << Lo) - 1u));
+}}
+/* Lane i: column C + 2i of a row of N floats (the even lanes of the 32 columns from C; those
+   outside the row read as 0). */
+static inline __m512 npk_even_ps(const float *Row, int C, int N)
+{{
+    const __m512i Even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(npk_cols(C, N), Row + C), Even,
+                                  _mm512_maskz_loadu_ps(npk_cols(C + {LANES}, N),
+                                                        Row + C + {LANES}));
+}}
+/* Byte i: column C + 2i of a row of N bytes (the low byte of each 16-bit pair of the 32
+   columns from C; those outside the row read as 0). */
+static inline __m128i npk_even_epi8(const void *Row, int C, int N)
+{{
+    __mmask32 M = (__mmask32)npk_cols(C, N) | (__mmask32)npk_cols(C + {LANES}, N) << {LANES};
+    return _mm256_cvtepi16_epi8(_mm256_maskz_loadu_epi8(M, (const char *)Row + C));
+}}
 #elif defined(__GNUC__)
 #define NPK_ALWAYS_INLINE __attribute__((always_inline))
 #else

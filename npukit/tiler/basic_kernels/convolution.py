@@ -255,7 +255,8 @@ def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> Basic
         vwt, vzin = "__m512 Wv = _mm512_set1_ps(F[fx]);", ""
         vload, vstore = "_mm512_maskz_loadu_ps(K{k}, A + x + {o})", "_mm512_mask_storeu_ps"
         vacc = "__m512"
-        vterm = ("V = _mm512_maskz_loadu_ps(M, Line + C + {o});\n"
+        vterm = ("V = Sx == 1 ? _mm512_maskz_loadu_ps(M, Line + C + {o}) : "
+                 "npk_even_ps(Line, C + 2 * {o}, W);\n"
                  "                        S{k} = _mm512_mask_add_ps(S{k}, M, S{k}, "
                  "_mm512_mul_ps(V, Wv));")
     else:
@@ -271,8 +272,9 @@ def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> Basic
         vload, vstore = "_mm512_maskz_loadu_epi32(K{k}, A + x + {o})", "_mm512_mask_storeu_epi32"
         vacc = "__m512i"
         widen = "_mm512_cvtepi8_epi32" if np.dtype(in_dt) == np.int8 else "_mm512_cvtepu8_epi32"
-        vterm = (f"V = _mm512_sub_epi32({widen}(_mm_maskz_loadu_epi8(M, Line + C + {{o}})), "
-                 f"Zv);\n                        S{{k}} = _mm512_mask_add_epi32(S{{k}}, M, "
+        vterm = (f"V = _mm512_sub_epi32({widen}(Sx == 1 ? _mm_maskz_loadu_epi8(M, Line + C + "
+                 f"{{o}}) : npk_even_epi8(Line, C + 2 * {{o}}, W)), Zv);\n"
+                 f"                        S{{k}} = _mm512_mask_add_epi32(S{{k}}, M, "
                  f"S{{k}}, _mm512_madd_epi16(V, Wv));  /* wraps */")
     line_ok = "P - PadT >= 0 && P - PadT < Hreal && L >= 0 && L < InRows"
     small_zero_points = "" if flt else (" && Zin >= -32512 && Zin <= 32512 && Zw >= -32512 && "
@@ -289,9 +291,10 @@ def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> Basic
         masks = "".join(f"""
                 __mmask16 T{k}[{CONV_MAX_FX}];""" for k in range(n)) + "".join(f"""
                 for (int fx = 0; fx < Fx; fx++)
-                    T{k}[fx] = K{k} & npk_cols(x - PadL + fx * Dx + {k * LANES}, W);"""
+                    T{k}[fx] = K{k} & npk_cols_step(x * Sx - PadL + fx * Dx + {k * LANES} * Sx,
+                                                    W, Sx);"""
                                                                         for k in range(n))
-        mask = "T{k}[fx]" if planes else "K{k} & npk_cols(C + {o}, W)"
+        mask = "T{k}[fx]" if planes else "K{k} & npk_cols_step(C + {o} * Sx, W, Sx)"
         terms = "\n".join(f"""\
                         M = {mask.format(k=k, o=k * LANES)};
                         {vterm.format(k=k, o=k * LANES)}""" for k in range(n))
@@ -311,7 +314,7 @@ of accumulators
                     const {tw} *F = Filter + {f_row};
                     const {ti} *Line = In + ({in_line}P0 + fy * Dy - InRow0) * W;
                     for (int fx = 0; fx < Fx; fx++) {{
-                        int C = x - PadL + fx * Dx;  /* the input column of lane 0 */
+                        int C = x * Sx - PadL + fx * Dx;  /* the input column of lane 0 */
                         {vwt}
 {terms}
                     }}
@@ -356,7 +359,8 @@ features at a time (the rest one by one). */
         here = dict(Filter="Filter + o * InFeat * Fy * Fx", Acc="Acc + o * OutRows * Wo")
         entry = f"""\
     /* Each output feature o of the tile in turn (the features shared among the cores).
-       3x3 and 1x1 filters at stride 1 without dilation (most of a CNN's) run a copy of the
+       3x3 and 1x1 filters at stride 1 and 3x3 at stride 2, without dilation (most of a
+       CNN's), run a copy of the
        loops whose tap counts and strides are constants (not left to the compiler's
        cloning, which a larger file can change); others the loops as written. */
 {share_rows("OutFeat")}
@@ -378,19 +382,24 @@ features at a time (the rest one by one). */
             {name}_Rows({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1, **here)});
         else if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
             {name}_Rows({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1, **here)});
+        else if (Fx == 3 && Fy == 3 && Sx == 2 && Sy == 2 && Dx == 1 && Dy == 1)
+            {name}_Rows({special(Fx=3, Fy=3, Sx=2, Sy=2, Dx=1, Dy=1, **here)});
         else
             {name}_Rows({special(**here)});"""
     else:
         rows_doc = "Rows are shared among the cores."
         rows = share_rows()
         entry = f"""\
-    /* 3x3 and 1x1 filters at stride 1 without dilation (most of a CNN's) run a copy of the
+    /* 3x3 and 1x1 filters at stride 1 and 3x3 at stride 2, without dilation (most of a
+       CNN's), run a copy of the
        loops whose tap counts and strides are constants (not left to the compiler's
        cloning, which a larger file can change); others the loops as written. */
     if (Fx == 3 && Fy == 3 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
         {name}_Rows({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)});
     else if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
         {name}_Rows({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1)});
+    else if (Fx == 3 && Fy == 3 && Sx == 2 && Sy == 2 && Dx == 1 && Dy == 1)
+        {name}_Rows({special(Fx=3, Fy=3, Sx=2, Sy=2, Dx=1, Dy=1)});
     else
         {name}_Rows({special()});"""
 
@@ -464,10 +473,11 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
 {unused}    int Rows = OutRows;
 {rows}
 #ifdef NPK_AVX512
-    /* At stride 1, each row in blocks of vectors; a lane is added a tap when its column is
-       an output (below Wo) and the tap's column is inside the row. (A 1x1 filter's one
-       pass over the row is faster as the plain loop.) */
-    if (Sx == 1 && {several_taps}{small_zero_points}{widest}) {{{vzin}
+    /* At column stride 1 or 2, each row in blocks of vectors (at stride 2 a vector's inputs
+       are the even lanes of 32 columns); a lane is added a tap when its column is an output
+       (below Wo) and the tap's column is inside the row. (A 1x1 filter's one pass over the
+       row is faster as the plain loop.) */
+    if ((Sx == 1 || Sx == 2) && {several_taps}{small_zero_points}{widest}) {{{vzin}
         for (int y = First; y < Last; y++) {{
             int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
             {ta} *A = Acc + y * Wo;
