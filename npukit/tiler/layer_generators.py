@@ -202,7 +202,10 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
                                           _width(m, in_dt)))
     set_bias = _lib(m, convolution.set_bias(bias_dt, acc_dt))
     out = _lib(m, convolution.conv_out(acc_dt, np.dtype(out_dt).name))
-    in_flags = IN_DB | (Obj.O_3D | Obj.O_4D if depthwise else Obj.O_3D)
+    # The host schedule (``par_features``: here a depthwise convolution) single-buffers its
+    # tiles, so that a plane read whole is read where it is (nothing runs beside the copies).
+    db = 0 if par_features else Obj.O_DB
+    in_flags = Obj.O_IN | db | (Obj.O_3D | Obj.O_4D if depthwise else Obj.O_3D)
     in_row0 = K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT)
     if flt:
         tail = [Imm(Act), Imm(ActParams[0]), Imm(ActParams[1])]
@@ -213,14 +216,14 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
         KerArg("In", in_flags | (Obj.O_TILED if in_tiled else 0), Width, Height,
                np.dtype(in_dt).itemsize, ov_in if in_tiled else 0, 0, 0, "In"),
         KerArg("Bias", Obj.O_IN, OutFeat, 1, 4, 0, 0, 0, "Bias"),
-        KerArg("Filter", IN_DB | Obj.O_3D | Obj.O_4D, Fcx, Fcy, np.dtype(w_dt).itemsize, 0, 0,
-               0, "Filter"),
+        KerArg("Filter", Obj.O_IN | db | Obj.O_3D | Obj.O_4D, Fcx, Fcy,
+               np.dtype(w_dt).itemsize, 0, 0, 0, "Filter"),
     ]
     if not flt:
         kerargs.append(KerArg("Scale", Obj.O_IN, OutFeat, 1, 4, 0, 0, 0, "Scale"))
     kerargs += [
-        KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, np.dtype(out_dt).itemsize, 0, 0,
-               0, "Out"),
+        KerArg("Out", Obj.O_OUT | db | Obj.O_3D | Obj.O_TILED, Wo, Ho,
+               np.dtype(out_dt).itemsize, 0, 0, 0, "Out"),
         KerArg("Acc", Obj.O_BUFF | Obj.O_TILED | Obj.O_ONETILE, Wc, hc_decl, 4,
                hc_decl - Spy * Ho, 0, 0, None),
     ]
