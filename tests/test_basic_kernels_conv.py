@@ -410,17 +410,18 @@ def features_definition(p, In, Filter, acc, in_feat: int, out_feat: int) -> np.n
 
 @st.composite
 def feature_block_cases(draw):
-    """Float32 tiles of features at column stride 1 (the register blocks of several output
-    features): rows of 17 to 80 outputs, or planes of 1x1 to 31x31 flattened into vectors;
-    any padding, row tiles (InRow0 > 0, Hreal below the rows), row strides 1 and 2; 1-17
-    output features (not a multiple of the blocks' 4), 1-9 input features."""
+    """Float32 tiles of features at column stride 1 or 2 (the register blocks of several
+    output features): rows of 17 to 80 outputs, or planes of 1x1 to 31x31 flattened into
+    vectors; any padding, row tiles (InRow0 > 0, Hreal below the rows), row strides 1 and 2;
+    1-17 output features (not a multiple of the blocks' 4), 1-9 input features."""
     _, _, p, _, flags, seed = draw(cases())
     p = dict(p, Sx=1, Fx=draw(st.sampled_from([1, 3, 3, 2])), Fy=draw(st.sampled_from([1, 3, 3])))
     if draw(st.booleans()):  # rows
-        W = draw(st.integers(17, 80))
-        p = dict(p, W=W, OutRows=draw(st.integers(1, 3)), Hreal=draw(st.integers(1, 9)))
+        Sx = draw(st.sampled_from([1, 1, 2]))
+        W = draw(st.integers(17 * Sx, 80 * Sx))
+        p = dict(p, W=W, Sx=Sx, OutRows=draw(st.integers(1, 3)), Hreal=draw(st.integers(1, 9)))
         p["PadL"] = draw(st.integers(0, p["Fx"]))
-        p["Wo"] = draw(st.integers(17, W - 1 + p["PadL"] + 2))
+        p["Wo"] = draw(st.integers(17, (W - 1 + p["PadL"]) // Sx + 2))
     else:  # a plane flattened, whole or a tile of its rows
         W, pad = draw(st.integers(1, 31)), draw(st.integers(0, 1))
         rows = draw(st.integers(1, 9))
@@ -456,6 +457,34 @@ def test_float_feature_tile_blocks_of_output_features(case):
                                                                          out_feat)
     assert np.array_equal(acc[n:].view(np.int32), before[n:].view(np.int32))
 
+
+@pytest.mark.parametrize("flags", list(FLAGS))
+@pytest.mark.parametrize("F, PadL", [(3, 1), (2, 0), (5, 2)])
+@pytest.mark.parametrize("Wo", [7, 16, 17, 33, 40])
+@pytest.mark.parametrize("out_feat", [1, 7])
+def test_feature_blocks_at_column_stride_2(flags, F, PadL, Wo, out_feat):
+    """A tile of features at column and row stride 2 (a strided stem: 3 input features),
+    blocks of 4, 2 and 1 output features over 1 or 2 vectors of columns: each output
+    feature is the one-plane definition over its input features, bit for bit; the
+    accumulators after the tile untouched."""
+    W = 2 * (Wo - 1) + F - 2 * PadL + Wo % 2
+    p = dict(W=W, Fx=F, Fy=3, Sx=2, Sy=2, Dx=1, Dy=1, PadL=PadL, PadT=1, Hreal=9, InRow0=0,
+             InRows=11, OutRow0=0, OutRows=3, Wo=Wo, Zin=0, Zw=0)
+    in_feat, seed = 3, Wo * F + out_feat
+    rng = np.random.default_rng(seed)
+    plane, taps, tile = p["InRows"] * W, F * 3, p["OutRows"] * Wo
+    _, acc, _ = arguments("float32", "float32", dict(p, OutRows=p["OutRows"] * out_feat), seed)
+    In = values(rng, "float32", in_feat * plane)
+    Filter = values(rng, "float32", out_feat * in_feat * taps)
+    want = features_definition(p, In, Filter, acc, in_feat, out_feat)
+    kernel = convolution.layer_conv("float32", "float32", 8, planes=True)
+    given_ = dict(p, In=In, Filter=Filter, Acc=acc, InFeat=in_feat, OutFeat=out_feat)
+    before = acc.copy()
+    planes_compiled("float32", "float32", 1, flags)(*[given_[n] for _, n in kernel.args])
+    n = out_feat * tile
+    assert np.array_equal(acc[:n].view(np.int32), want.view(np.int32))
+    assert np.array_equal(acc[n:].view(np.int32), before[n:].view(np.int32))
+    assert not np.array_equal(acc[:n], before[:n])
 
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -450,22 +450,21 @@ static inline __mmask16 npk_cols_step(int C, int N, int S)
     Hi = Hi < Lo ? Lo : Hi < {LANES} ? Hi : {LANES};
     return (__mmask16)(((1u << Hi) - 1u) & ~((1u << Lo) - 1u));
 }}
-/* Lane i: column C + 2i of a row of N floats (the even lanes of the 32 columns from C; those
-   outside the row read as 0). */
-static inline __m512 npk_even_ps(const float *Row, int C, int N)
+/* Lane i: P[2i], the even lanes of P[0 .. 31], Lo and Hi the lanes of P[0 .. 15] and
+   P[16 .. 31] to read (the others 0). */
+static inline __m512 npk_even_ps(const float *P, __mmask16 Lo, __mmask16 Hi)
 {{
     const __m512i Even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
                                            28, 30);
-    return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(npk_cols(C, N), Row + C), Even,
-                                  _mm512_maskz_loadu_ps(npk_cols(C + {LANES}, N),
-                                                        Row + C + {LANES}));
+    return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(Lo, P), Even,
+                                  _mm512_maskz_loadu_ps(Hi, P + {LANES}));
 }}
-/* Byte i: column C + 2i of a row of N bytes (the low byte of each 16-bit pair of the 32
-   columns from C; those outside the row read as 0). */
-static inline __m128i npk_even_epi8(const void *Row, int C, int N)
+/* Byte i: P[2i], the low byte of each 16-bit pair of P[0 .. 31], Lo and Hi the bytes of
+   P[0 .. 15] and P[16 .. 31] to read (the others 0). */
+static inline __m128i npk_even_epi8(const void *P, __mmask16 Lo, __mmask16 Hi)
 {{
-    __mmask32 M = (__mmask32)npk_cols(C, N) | (__mmask32)npk_cols(C + {LANES}, N) << {LANES};
-    return _mm256_cvtepi16_epi8(_mm256_maskz_loadu_epi8(M, (const char *)Row + C));
+    return _mm256_cvtepi16_epi8(_mm256_maskz_loadu_epi8((__mmask32)Lo | (__mmask32)Hi << {LANES},
+                                                        P));
 }}
 #elif defined(__GNUC__)
 #define NPK_ALWAYS_INLINE __attribute__((always_inline))

@@ -21,8 +21,8 @@ VECTORS = 4
 
 def rows_of_features(name: str, args, line_ok: str, max_fx: int, feats: int) -> str:
     """C of ``{name}_Feats{feats}(..., o)``: output features ``o .. o + feats - 1`` of a
-    float32 feature tile at column stride 1, each row in blocks of up to ``ROW_VECTORS``
-    vectors."""
+    float32 feature tile at column stride 1 or 2, each row in blocks of up to
+    ``ROW_VECTORS`` vectors."""
     blocks = "\n".join(f"        {'if' if n == ROW_VECTORS else 'else if'} "
                        f"(Wo - x > {(n - 1) * LANES})\n{_block(n, max_fx, feats)}"
                        for n in range(ROW_VECTORS, 1, -1))
@@ -32,13 +32,13 @@ def rows_of_features(name: str, args, line_ok: str, max_fx: int, feats: int) -> 
 #ifdef NPK_AVX512
 static inline NPK_ALWAYS_INLINE void {name}_Feats{feats}({c_signature(args)}, int o)
 {{
-    /* Output features o .. o+{feats - 1} together, at column stride 1: each row in blocks
-       of up to {ROW_VECTORS} vectors of {LANES} columns of the {feats} features, in registers
-       across the input features and taps; each input vector loaded serves the {feats}
-       features (their weights broadcast from memory). Each accumulator adds the input
-       features in order, each one's taps in (fy, fx) order, a multiply then an add; a lane
-       takes a tap when its column is an output (below Wo) and the tap's column is inside
-       the row. */
+    /* Output features o .. o+{feats - 1} together, at column stride 1 or 2: each row in
+       blocks of up to {ROW_VECTORS} vectors of {LANES} columns of the {feats} features, in
+       registers across the input features and taps; each input vector loaded (at stride 2
+       the even lanes of 32 columns) serves the {feats} features (their weights broadcast
+       from memory). Each accumulator adds the input features in order, each one's taps in
+       (fy, fx) order, a multiply then an add; a lane takes a tap when its column is an
+       output (below Wo) and the tap's column is inside the row. */
     int Plane = OutRows * Wo;  /* the accumulators of one output feature */
     int Step = InFeat * Fy * Fx;  /* the filters of one output feature */
     (void)Zin;
@@ -58,11 +58,15 @@ def _block(n: int, max_fx: int, feats: int) -> str:
     """One block: ``n`` vectors of columns from x of ``feats`` features."""
     fs, vecs = range(feats), range(n)
     live = [f"__mmask16 K{k} = npk_cols(x + {k * LANES}, Wo);" for k in vecs]
-    masks = [f"__mmask16 T{k}[{max_fx}];" for k in vecs] + [
-        f"for (int fx = 0; fx < Fx; fx++) T{k}[fx] = K{k} & npk_cols(x - PadL + fx * Dx + "
-        f"{k * LANES}, W);" for k in vecs]
+    masks = [f"__mmask16 T{k}[{max_fx}], Lo{k}[{max_fx}], Hi{k}[{max_fx}];" for k in vecs] + [
+        f"for (int fx = 0; fx < Fx; fx++) {{\n"
+        f"    int C = x * Sx - PadL + fx * Dx + {k * LANES} * Sx;  /* lane 0's column */\n"
+        f"    T{k}[fx] = K{k} & npk_cols_step(C, W, Sx);\n"
+        f"    Lo{k}[fx] = npk_cols(C, W);  /* at stride 2, the 32 columns to load */\n"
+        f"    Hi{k}[fx] = npk_cols(C + {LANES}, W);\n"
+        f"}}" for k in vecs]
     loads, inputs, terms, stores = _vector_ops(fs, vecs, "A + {r} * Plane + x", "T{k}[fx]",
-                                               "Line + C", "fx")
+                                               "Line + C", "fx", strided=True)
     return f"""\
         /* Columns x .. x+{n * LANES - 1} (those below Wo) of the {feats} features: \
 {n * feats} vectors of
@@ -74,7 +78,7 @@ def _block(n: int, max_fx: int, feats: int) -> str:
                     const float *F = Filter + ((o * InFeat + i) * Fy + fy) * Fx;
                     const float *Line = In + (i * InRows + P0 + fy * Dy - InRow0) * W;
                     for (int fx = 0; fx < Fx; fx++) {{
-                        int C = x - PadL + fx * Dx;  /* the input column of lane 0 */
+                        int C = x * Sx - PadL + fx * Dx;  /* the input column of lane 0 */
 {lines("                        ", inputs + terms)}
                     }}
                 }}
@@ -181,15 +185,21 @@ def _flat_block(feats: int, vectors: int) -> str:
             }}"""
 
 
-def _vector_ops(fs, vecs, acc: str, tap_mask: str, line: str, tap: str):
+def _vector_ops(fs, vecs, acc: str, tap_mask: str, line: str, tap: str, strided=False):
     """The C lines of a block of features ``fs`` x vectors ``vecs`` (accumulators S{r}{k}
     at ``acc`` + 16 k, ``acc`` naming feature r's first column): their loads; each tap's
-    input vectors (lanes ``tap_mask`` of vector k, from ``line`` + 16 k); each feature's
-    masked product-then-add with its weight F[r * Step + ``tap``]; their stores."""
+    input vectors (lanes ``tap_mask`` of vector k, from ``line`` + 16 k; ``strided``: at
+    column stride Sx 2, the even lanes of the 32 columns from ``line`` + 32 k, loading
+    lanes Lo{k}[fx] and Hi{k}[fx]); each feature's masked product-then-add with its weight
+    F[r * Step + ``tap``]; their stores."""
     loads = [f"__m512 S{r}{k} = _mm512_maskz_loadu_ps(K{k}, {acc.format(r=r)} + {k * LANES});"
              for r in fs for k in vecs]
     inputs = [f"__m512 V{k} = _mm512_maskz_loadu_ps({tap_mask.format(k=k)}, {line} + "
               f"{k * LANES});" for k in vecs]
+    if strided:
+        inputs = [f"__m512 V{k} = Sx == 1 ? _mm512_maskz_loadu_ps({tap_mask.format(k=k)}, "
+                  f"{line} + {k * LANES}) : npk_even_ps({line} + {2 * k * LANES}, Lo{k}[fx], "
+                  f"Hi{k}[fx]);" for k in vecs]
     terms = [f"S{r}{k} = _mm512_mask_add_ps(S{r}{k}, {tap_mask.format(k=k)}, S{r}{k}, "
              f"_mm512_mul_ps(V{k}, _mm512_set1_ps(F[{r} * Step + {tap}])));"
              for r in fs for k in vecs]

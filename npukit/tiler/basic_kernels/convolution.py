@@ -255,8 +255,10 @@ def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> Basic
         vwt, vzin = "__m512 Wv = _mm512_set1_ps(F[fx]);", ""
         vload, vstore = "_mm512_maskz_loadu_ps(K{k}, A + x + {o})", "_mm512_mask_storeu_ps"
         vacc = "__m512"
-        vterm = ("V = Sx == 1 ? _mm512_maskz_loadu_ps(M, Line + C + {o}) : "
-                 "npk_even_ps(Line, C + 2 * {o}, W);\n"
+        # A vector of inputs at column stride 1, and at stride 2 (``block``'s masks)
+        vin = ("_mm512_maskz_loadu_ps(M, Line + C + {o})",
+               "npk_even_ps(Line + C + 2 * {o}, Lo{k}[fx], Hi{k}[fx])")
+        vterm = ("V = {load};\n"
                  "                        S{k} = _mm512_mask_add_ps(S{k}, M, S{k}, "
                  "_mm512_mul_ps(V, Wv));")
     else:
@@ -272,8 +274,9 @@ def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> Basic
         vload, vstore = "_mm512_maskz_loadu_epi32(K{k}, A + x + {o})", "_mm512_mask_storeu_epi32"
         vacc = "__m512i"
         widen = "_mm512_cvtepi8_epi32" if np.dtype(in_dt) == np.int8 else "_mm512_cvtepu8_epi32"
-        vterm = (f"V = _mm512_sub_epi32({widen}(Sx == 1 ? _mm_maskz_loadu_epi8(M, Line + C + "
-                 f"{{o}}) : npk_even_epi8(Line, C + 2 * {{o}}, W)), Zv);\n"
+        vin = ("_mm_maskz_loadu_epi8(M, Line + C + {o})",
+               "npk_even_epi8(Line + C + 2 * {o}, Lo{k}[fx], Hi{k}[fx])")
+        vterm = (f"V = _mm512_sub_epi32({widen}({{load}}), Zv);\n"
                  f"                        S{{k}} = _mm512_mask_add_epi32(S{{k}}, M, "
                  f"S{{k}}, _mm512_madd_epi16(V, Wv));  /* wraps */")
     line_ok = "P - PadT >= 0 && P - PadT < Hreal && L >= 0 && L < InRows"
@@ -286,18 +289,22 @@ def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> Basic
                          for k in range(n))
         loads = "\n".join(f"                {vacc} S{k} = {vload.format(k=k, o=k * LANES)};"
                           for k in range(n))
-        # A feature tile's tap masks are the same for every input feature and filter row:
-        # computed once per block.
+        # The tap masks are the same for every filter row (and a feature tile's input
+        # feature): computed once per block; at stride 2 also the masks of the 32 columns a
+        # vector loads.
         masks = "".join(f"""
-                __mmask16 T{k}[{CONV_MAX_FX}];""" for k in range(n)) + "".join(f"""
-                for (int fx = 0; fx < Fx; fx++)
-                    T{k}[fx] = K{k} & npk_cols_step(x * Sx - PadL + fx * Dx + {k * LANES} * Sx,
-                                                    W, Sx);"""
-                                                                        for k in range(n))
-        mask = "T{k}[fx]" if planes else "K{k} & npk_cols_step(C + {o} * Sx, W, Sx)"
+                __mmask16 T{k}[{CONV_MAX_FX}], Lo{k}[{CONV_MAX_FX}], Hi{k}[{CONV_MAX_FX}];"""
+                        for k in range(n)) + "".join(f"""
+                for (int fx = 0; fx < Fx; fx++) {{
+                    int C = x * Sx - PadL + fx * Dx + {k * LANES} * Sx;  /* lane 0's column */
+                    T{k}[fx] = K{k} & npk_cols_step(C, W, Sx);
+                    Lo{k}[fx] = npk_cols(C, W);
+                    Hi{k}[fx] = npk_cols(C + {LANES}, W);
+                }}""" for k in range(n))
         terms = "\n".join(f"""\
-                        M = {mask.format(k=k, o=k * LANES)};
-                        {vterm.format(k=k, o=k * LANES)}""" for k in range(n))
+                        M = T{k}[fx];
+                        {vterm.replace("{load}", f"Sx == 1 ? {vin[0]} : {vin[1]}").format(
+                            k=k, o=k * LANES)}""" for k in range(n))
         stores = "\n".join(f"                {vstore}(A + x + {k * LANES}, K{k}, S{k});"
                            for k in range(n))
         return f"""\
@@ -308,7 +315,7 @@ of accumulators
 {live}
 {loads}
                 __mmask16 M;
-                {vacc} V;{masks if planes else ''}
+                {vacc} V;{masks}
 {'                ' + each_feature if planes else ''}\
                 for (int fy = Fy0; fy < Fy1; fy++) {{
                     const {tw} *F = Filter + {f_row};
@@ -335,16 +342,18 @@ of accumulators
     if planes:
         feats = "" if not flt else f"""
 #ifdef NPK_AVX512
-    /* Float32 rows at column stride 1: {' or '.join(map(str, conv_features.FEATURES))} output \
-features at a time (the rest one by one). */
-    if (Sx == 1 && {several_taps}{widest}) {{""" + "".join(f"""
+    /* Float32 rows at column stride 1 or 2: {' or '.join(map(str, conv_features.FEATURES))} \
+output features at a time (the rest one by one). */
+    if ((Sx == 1 || Sx == 2) && {several_taps}{widest}) {{""" + "".join(f"""
         for (; First + {n} <= Last; First += {n})
-            if (Fx == 3 && Fy == 3 && Sy == 1 && Dx == 1 && Dy == 1)
+            if (Fx == 3 && Fy == 3 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
                 {name}_Feats{n}({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)}, First);
-            else if (Fx == 1 && Fy == 1 && Sy == 1 && Dx == 1 && Dy == 1)
+            else if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
                 {name}_Feats{n}({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1)}, First);
+            else if (Fx == 3 && Fy == 3 && Sx == 2 && Sy == 2 && Dx == 1 && Dy == 1)
+                {name}_Feats{n}({special(Fx=3, Fy=3, Sx=2, Sy=2, Dx=1, Dy=1)}, First);
             else
-                {name}_Feats{n}({special(Sx=1)}, First);""" for n in conv_features.FEATURES) + """
+                {name}_Feats{n}({special()}, First);""" for n in conv_features.FEATURES) + """
     }
 #endif"""
         rows_doc = ("Input features in order,\n       each one's taps in (fy, fx) order; "
@@ -411,7 +420,8 @@ features at a time (the rest one by one). */
                             for k in range(nv))
     flat_terms = "\n".join(f"""\
                         M = T[b + {k}][fy * Fx + fx];
-                        {vterm.format(k=k, o=k * LANES)}""" for k in range(nv))
+                        {vterm.replace("{load}", vin[0]).format(k=k, o=k * LANES)}"""
+                           for k in range(nv))
     flat_stores = "\n".join(f"            {vstore}(A + q0 + {k * LANES}, K{k}, S{k});"
                              for k in range(nv))
     flat = "" if not planes else conv_features.flat_of_features(
