@@ -486,6 +486,39 @@ def test_feature_blocks_at_column_stride_2(flags, F, PadL, Wo, out_feat):
     assert np.array_equal(acc[n:].view(np.int32), before[n:].view(np.int32))
     assert not np.array_equal(acc[:n], before[:n])
 
+@pytest.mark.parametrize("rows, cols", [(1, 2), (2, 1), (2, 2), (1, 3), (4, 1), (1, 4)])
+@pytest.mark.parametrize("F, pad", [(3, 1), (1, 0), (2, 1), (3, 0)])
+@pytest.mark.parametrize("in_feat, out_feat", [(3, 8), (16, 17), (33, 40)])
+def test_planes_of_two_to_four_outputs_take_16_features_a_vector(rows, cols, F, pad, in_feat,
+                                                                 out_feat):
+    """Planes of 2 to 4 outputs (a small image's last layers) with 8 output features or
+    more: 16 features to a vector, the filters transposed 16 input features at a time
+    (chunks of 16 and a rest; groups of 16 features and a rest): every output feature is
+    the one-plane definition over its input features, bit for bit, taps on padding adding
+    nothing, infinities among the inputs; a tile of rows of a taller plane too."""
+    for in_row0, out_row0, hreal in ((0, 0, rows), (1, 1, rows + 2)):
+        p = dict(W=cols, Wo=cols, Fx=F, Fy=F, Sx=1, Sy=1, Dx=1, Dy=1, PadL=pad, PadT=pad,
+                 Hreal=hreal, InRow0=in_row0, InRows=rows + F - 1, OutRow0=out_row0,
+                 OutRows=rows, Zin=0, Zw=0)
+        seed = rows * 1000 + cols * 100 + F * 10 + in_feat + out_row0
+        rng = np.random.default_rng(seed)
+        plane, taps, tile = p["InRows"] * cols, F * F, rows * cols
+        _, acc, _ = arguments("float32", "float32", dict(p, OutRows=rows * out_feat), seed)
+        In = values(rng, "float32", in_feat * plane)
+        In[rng.random(In.size) < 0.02] = np.float32(np.inf)
+        Filter = values(rng, "float32", out_feat * in_feat * taps)
+        with np.errstate(invalid="ignore"):  # infinity times a zero weight: NaN
+            want = features_definition(p, In, Filter, acc, in_feat, out_feat)
+        kernel = convolution.layer_conv("float32", "float32", 8, planes=True)
+        given_ = dict(p, In=In, Filter=Filter, Acc=acc, InFeat=in_feat, OutFeat=out_feat)
+        before = acc.copy()
+        planes_compiled("float32", "float32", 1, "native")(
+            *[given_[n] for _, n in kernel.args])
+        n = out_feat * tile
+        assert np.array_equal(acc[:n].view(np.int32), want.view(np.int32)), (p, in_feat)
+        assert np.array_equal(acc[n:].view(np.int32), before[n:].view(np.int32))
+        assert not np.array_equal(acc[:n], before[:n])
+
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(cases(), flat_cases()), st.integers(1, 4), st.integers(1, 17))

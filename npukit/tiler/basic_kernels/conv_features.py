@@ -185,6 +185,127 @@ def _flat_block(feats: int, vectors: int) -> str:
             }}"""
 
 
+# Outputs of a plane the narrow form takes at most (a vector of accumulators each), and the
+# input features whose filters it transposes at a time.
+NARROW = 4
+NARROW_IN = 16
+
+
+def narrow_of_features(name: str, args, max_taps: int) -> str:
+    """C of ``{name}_Narrow(..., First, Last)`` for float32: output features ``First ..
+    Last-1`` of planes of 2 to ``NARROW`` outputs (a small image's last layers), 16 output
+    features to a vector, a vector per output: where a flattened plane would fill 4 of a
+    vector's 16 lanes, every lane holds an output. The filters of 16 output features are
+    transposed (16 x 16 blocks in registers), ``NARROW_IN`` input features at a time, so
+    that a tap's 16 weights are one vector."""
+    return f"""
+#ifdef NPK_AVX512
+#ifndef NPK_TRANSPOSE16
+#define NPK_TRANSPOSE16
+/* R[0..15] transposed in place: lane r of R[j] becomes lane j of R[r]. */
+static inline NPK_ALWAYS_INLINE void npk_transpose16_ps(__m512 R[16])
+{{
+    __m512 T[16];
+    for (int p = 0; p < 8; p++) {{  /* rows 2p, 2p+1 interleaved, per 128-bit lane */
+        T[2 * p] = _mm512_unpacklo_ps(R[2 * p], R[2 * p + 1]);
+        T[2 * p + 1] = _mm512_unpackhi_ps(R[2 * p], R[2 * p + 1]);
+    }}
+    for (int i = 0; i < 4; i++) {{  /* R[4i + k], 128-bit lane m: column 4m + k of rows 4i.. */
+        R[4 * i] = _mm512_shuffle_ps(T[4 * i], T[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        R[4 * i + 1] = _mm512_shuffle_ps(T[4 * i], T[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        R[4 * i + 2] = _mm512_shuffle_ps(T[4 * i + 1], T[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        R[4 * i + 3] = _mm512_shuffle_ps(T[4 * i + 1], T[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }}
+    for (int k = 0; k < 4; k++) {{  /* 128-bit lanes 0, 2 and 1, 3 of rows 0-7, 8-15 */
+        T[k] = _mm512_shuffle_f32x4(R[k], R[4 + k], _MM_SHUFFLE(2, 0, 2, 0));
+        T[4 + k] = _mm512_shuffle_f32x4(R[k], R[4 + k], _MM_SHUFFLE(3, 1, 3, 1));
+        T[8 + k] = _mm512_shuffle_f32x4(R[8 + k], R[12 + k], _MM_SHUFFLE(2, 0, 2, 0));
+        T[12 + k] = _mm512_shuffle_f32x4(R[8 + k], R[12 + k], _MM_SHUFFLE(3, 1, 3, 1));
+    }}
+    for (int k = 0; k < 4; k++) {{  /* column 4m + k: its four 128-bit lanes gathered */
+        R[k] = _mm512_shuffle_f32x4(T[k], T[8 + k], _MM_SHUFFLE(2, 0, 2, 0));
+        R[8 + k] = _mm512_shuffle_f32x4(T[k], T[8 + k], _MM_SHUFFLE(3, 1, 3, 1));
+        R[4 + k] = _mm512_shuffle_f32x4(T[4 + k], T[12 + k], _MM_SHUFFLE(2, 0, 2, 0));
+        R[12 + k] = _mm512_shuffle_f32x4(T[4 + k], T[12 + k], _MM_SHUFFLE(3, 1, 3, 1));
+    }}
+}}
+#endif
+static inline NPK_ALWAYS_INLINE void {name}_Narrow({c_signature(args)}, int First, int Last)
+{{
+    /* Planes of 2 to {NARROW} outputs: 16 output features to a vector, one vector per output q
+       (S{{q}}, lane r: feature o + r). Output q adds, for each input feature in order, its
+       live taps (Tap[q]: those whose row is a real row inside the tile and whose column is
+       inside the row, in (fy, fx) order), the input broadcast times the tap's weights, a
+       multiply then an add. Wt holds the filters of the 16 features for {NARROW_IN} input
+       features, transposed: Wt[i * Taps + t] lane r is tap t of input feature i of
+       feature o + r. */
+    int N = OutRows * Wo, Taps = Fy * Fx, Step = InFeat * Taps;
+    int Lives[{NARROW}] = {{0}}, Tap[{NARROW}][{max_taps}], Src[{NARROW}][{max_taps}];
+    float Wt[{NARROW_IN * max_taps}][16] __attribute__((aligned(64)));
+    float Q[{NARROW}][16] __attribute__((aligned(64)));
+    (void)Zin;
+    (void)Zw;
+    for (int q = 0; q < N; q++) {{
+        int Y = q / Wo, X = q - Y * Wo;
+        for (int t = 0; t < Taps; t++) {{
+            int P = (OutRow0 + Y) * Sy + t / Fx * Dy, L = P - InRow0;
+            int Col = X * Sx - PadL + t % Fx * Dx;
+            if (P - PadT >= 0 && P - PadT < Hreal && L >= 0 && L < InRows && Col >= 0 &&
+                Col < W) {{
+                Tap[q][Lives[q]] = t;
+                Src[q][Lives[q]++] = L * W + Col;  /* the input, in its plane */
+            }}
+        }}
+    }}
+    for (int o = First; o < Last; o += 16) {{
+        int No = Last - o < 16 ? Last - o : 16;
+        __mmask16 K = (__mmask16)((1u << No) - 1u);
+        __m512 S0, S1, S2, S3;
+        for (int q = 0; q < N; q++)
+            for (int r = 0; r < No; r++) Q[q][r] = Acc[(o + r) * N + q];
+        S0 = _mm512_maskz_loadu_ps(K, Q[0]);
+        S1 = _mm512_maskz_loadu_ps(N > 1 ? K : 0, Q[1]);
+        S2 = _mm512_maskz_loadu_ps(N > 2 ? K : 0, Q[2]);
+        S3 = _mm512_maskz_loadu_ps(N > 3 ? K : 0, Q[3]);
+        for (int i0 = 0; i0 < InFeat; i0 += {NARROW_IN}) {{
+            int Ni = InFeat - i0 < {NARROW_IN} ? InFeat - i0 : {NARROW_IN}, Cols = Ni * Taps;
+            for (int c = 0; c < Cols; c += 16) {{  /* 16 columns (i, t) at a time */
+                __mmask16 M = npk_cols(0, Cols - c);
+                const float *F = Filter + o * Step + i0 * Taps + c;
+                __m512 R[16];
+                for (int r = 0; r < 16; r++)
+                    R[r] = r < No ? _mm512_maskz_loadu_ps(M, F + r * Step) : _mm512_setzero_ps();
+                npk_transpose16_ps(R);
+                for (int j = 0; j < 16 && c + j < Cols; j++)
+                    _mm512_store_ps(Wt[c + j], R[j]);
+            }}
+            for (int i = 0; i < Ni; i++) {{
+                const float *Plane = In + (i0 + i) * InRows * W;
+                const float (*Wi)[16] = Wt + i * Taps;
+                for (int l = 0; l < Lives[0]; l++)
+                    S0 = _mm512_add_ps(S0, _mm512_mul_ps(_mm512_set1_ps(Plane[Src[0][l]]),
+                                                         _mm512_load_ps(Wi[Tap[0][l]])));
+                for (int l = 0; l < Lives[1]; l++)
+                    S1 = _mm512_add_ps(S1, _mm512_mul_ps(_mm512_set1_ps(Plane[Src[1][l]]),
+                                                         _mm512_load_ps(Wi[Tap[1][l]])));
+                for (int l = 0; l < Lives[2]; l++)
+                    S2 = _mm512_add_ps(S2, _mm512_mul_ps(_mm512_set1_ps(Plane[Src[2][l]]),
+                                                         _mm512_load_ps(Wi[Tap[2][l]])));
+                for (int l = 0; l < Lives[3]; l++)
+                    S3 = _mm512_add_ps(S3, _mm512_mul_ps(_mm512_set1_ps(Plane[Src[3][l]]),
+                                                         _mm512_load_ps(Wi[Tap[3][l]])));
+            }}
+        }}
+        _mm512_store_ps(Q[0], S0);
+        _mm512_store_ps(Q[1], S1);
+        _mm512_store_ps(Q[2], S2);
+        _mm512_store_ps(Q[3], S3);
+        for (int q = 0; q < N; q++)
+            for (int r = 0; r < No; r++) Acc[(o + r) * N + q] = Q[q][r];
+    }}
+}}
+#endif"""
+
 def _vector_ops(fs, vecs, acc: str, tap_mask: str, line: str, tap: str, strided=False):
     """The C lines of a block of features ``fs`` x vectors ``vecs`` (accumulators S{r}{k}
     at ``acc`` + 16 k, ``acc`` naming feature r's first column): their loads; each tap's

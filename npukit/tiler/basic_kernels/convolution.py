@@ -366,6 +366,15 @@ output features at a time (the rest one by one). */
 #endif
 """
         here = dict(Filter="Filter + o * InFeat * Fy * Fx", Acc="Acc + o * OutRows * Wo")
+        narrow = "" if not flt else f"""
+    /* Float32 planes of 2 to {conv_features.NARROW} outputs, 8 output features or more: 16 \
+features to a
+       vector, a vector per output (conv_features.narrow_of_features). */
+    if (OutRows * Wo >= 2 && OutRows * Wo <= {conv_features.NARROW} && Last - First >= 8 &&
+        Fx * Fy <= {CONV_MAX_FX}) {{
+        {name}_Narrow({special()}, First, Last);
+        return;
+    }}"""
         entry = f"""\
     /* Each output feature o of the tile in turn (the features shared among the cores).
        3x3 and 1x1 filters at stride 1 and 3x3 at stride 2, without dilation (most of a
@@ -373,7 +382,7 @@ output features at a time (the rest one by one). */
        loops whose tap counts and strides are constants (not left to the compiler's
        cloning, which a larger file can change); others the loops as written. */
 {share_rows("OutFeat")}
-{vnni}#ifdef NPK_AVX512
+{vnni}#ifdef NPK_AVX512{narrow}
     /* Planes of rows narrower than 32 outputs, as wide as their input, at stride 1 without
        dilation: the plane's outputs flattened, 16 to a vector (rows of their own would
        leave lanes empty). */
@@ -472,6 +481,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
     if planes and flt:
         flat += "".join(conv_features.rows_of_features(name, args, line_ok, CONV_MAX_FX, n)
                         for n in conv_features.FEATURES)
+        flat += conv_features.narrow_of_features(name, args, CONV_MAX_FX)
     src = f"""\
 {HELPERS}
 {AVX512_HELPERS}{flat}{"" if flt or not planes else chr(10) + vnni_conv(name, in_dt, w_dt)}
