@@ -486,34 +486,41 @@ def test_feature_blocks_at_column_stride_2(flags, F, PadL, Wo, out_feat):
     assert np.array_equal(acc[n:].view(np.int32), before[n:].view(np.int32))
     assert not np.array_equal(acc[:n], before[:n])
 
-@pytest.mark.parametrize("rows, cols", [(1, 2), (2, 1), (2, 2), (1, 3), (4, 1), (1, 4)])
+@pytest.mark.parametrize("rows, cols", [(1, 1), (1, 2), (2, 1), (2, 2), (1, 3), (4, 1), (1, 4)])
 @pytest.mark.parametrize("F, pad", [(3, 1), (1, 0), (2, 1), (3, 0)])
 @pytest.mark.parametrize("in_feat, out_feat", [(3, 8), (16, 17), (33, 40)])
-def test_planes_of_two_to_four_outputs_take_16_features_a_vector(rows, cols, F, pad, in_feat,
-                                                                 out_feat):
-    """Planes of 2 to 4 outputs (a small image's last layers) with 8 output features or
-    more: 16 features to a vector, the filters transposed 16 input features at a time
-    (chunks of 16 and a rest; groups of 16 features and a rest): every output feature is
-    the one-plane definition over its input features, bit for bit, taps on padding adding
-    nothing, infinities among the inputs; a tile of rows of a taller plane too."""
+@pytest.mark.parametrize("types, zin, zw", [(("float32", "float32"), 0, 0),
+                                            (("uint8", "int8"), 131, -5),
+                                            (("int8", "int8"), -32512, 32512)])
+def test_small_planes_take_16_features_a_vector(rows, cols, F, pad, in_feat, out_feat, types,
+                                                zin, zw):
+    """Planes of up to 4 outputs (a small image's last layers; float32 from 2 outputs) with 8
+    output features or more: 16 features to a vector, the filters transposed 16 input
+    features at a time (chunks of 16 and a rest; groups of 16 features and a rest): every
+    output feature is the one-plane definition over its input features, float32 bit for
+    bit with infinities among the inputs, integers exact at the ends of the zero points the
+    16-bit products take; taps on padding add nothing; a tile of rows of a taller plane
+    too."""
+    in_dt, w_dt = types
+    flt = in_dt == "float32"
     for in_row0, out_row0, hreal in ((0, 0, rows), (1, 1, rows + 2)):
         p = dict(W=cols, Wo=cols, Fx=F, Fy=F, Sx=1, Sy=1, Dx=1, Dy=1, PadL=pad, PadT=pad,
                  Hreal=hreal, InRow0=in_row0, InRows=rows + F - 1, OutRow0=out_row0,
-                 OutRows=rows, Zin=0, Zw=0)
+                 OutRows=rows, Zin=zin, Zw=zw)
         seed = rows * 1000 + cols * 100 + F * 10 + in_feat + out_row0
         rng = np.random.default_rng(seed)
         plane, taps, tile = p["InRows"] * cols, F * F, rows * cols
-        _, acc, _ = arguments("float32", "float32", dict(p, OutRows=rows * out_feat), seed)
-        In = values(rng, "float32", in_feat * plane)
-        In[rng.random(In.size) < 0.02] = np.float32(np.inf)
-        Filter = values(rng, "float32", out_feat * in_feat * taps)
+        _, acc, _ = arguments(in_dt, w_dt, dict(p, OutRows=rows * out_feat), seed)
+        In = values(rng, in_dt, in_feat * plane)
+        if flt:
+            In[rng.random(In.size) < 0.02] = np.float32(np.inf)
+        Filter = values(rng, w_dt, out_feat * in_feat * taps)
         with np.errstate(invalid="ignore"):  # infinity times a zero weight: NaN
             want = features_definition(p, In, Filter, acc, in_feat, out_feat)
-        kernel = convolution.layer_conv("float32", "float32", 8, planes=True)
+        kernel = convolution.layer_conv(in_dt, w_dt, 8, planes=True)
         given_ = dict(p, In=In, Filter=Filter, Acc=acc, InFeat=in_feat, OutFeat=out_feat)
         before = acc.copy()
-        planes_compiled("float32", "float32", 1, "native")(
-            *[given_[n] for _, n in kernel.args])
+        planes_compiled(in_dt, w_dt, 1, "native")(*[given_[n] for _, n in kernel.args])
         n = out_feat * tile
         assert np.array_equal(acc[:n].view(np.int32), want.view(np.int32)), (p, in_feat)
         assert np.array_equal(acc[n:].view(np.int32), before[n:].view(np.int32))

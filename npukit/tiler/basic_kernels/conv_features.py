@@ -7,7 +7,7 @@ padding masked off its lane: the bits of the one-feature loops.
 
 from __future__ import annotations
 
-from .common import LANES, c_filter_rows, c_signature
+from .common import LANES, c_filter_rows, c_signature, layer_c_type
 
 # Output features a block holds, the most first, then fewer for the rest (the features a
 # core takes need not be a multiple of 4), times up to ``ROW_VECTORS`` vectors of a row's
@@ -191,13 +191,40 @@ NARROW = 4
 NARROW_IN = 16
 
 
-def narrow_of_features(name: str, args, max_taps: int) -> str:
-    """C of ``{name}_Narrow(..., First, Last)`` for float32: output features ``First ..
-    Last-1`` of planes of 2 to ``NARROW`` outputs (a small image's last layers), 16 output
-    features to a vector, a vector per output: where a flattened plane would fill 4 of a
-    vector's 16 lanes, every lane holds an output. The filters of 16 output features are
-    transposed (16 x 16 blocks in registers), ``NARROW_IN`` input features at a time, so
-    that a tap's 16 weights are one vector."""
+def narrow_of_features(name: str, args, max_taps: int, in_dt: str = "float32",
+                       w_dt: str = "float32") -> str:
+    """C of ``{name}_Narrow(..., First, Last)``: output features ``First .. Last-1`` of
+    planes of at most ``NARROW`` outputs (a small image's last layers), 16 output features to
+    a vector, a vector per output: where a flattened plane would fill 4 of a vector's 16
+    lanes, every lane holds an output. The filters of 16 output features are transposed (16
+    x 16 blocks in registers), ``NARROW_IN`` input features at a time, so that a tap's 16
+    weights are one vector. Float32 keeps each output's order; integers (int8 or
+    uint8 weights, zero points within +-32512) take each product by ``vpmaddwd``, as
+    ``layer_conv``'s blocks do (integer sums are exact in any order)."""
+    flt = w_dt == "float32"
+    if flt:
+        acc, vec, load, store, add = "float", "__m512", "_mm512_maskz_loadu_ps", \
+            "_mm512_store_ps", "_mm512_add_ps"
+        row = "_mm512_maskz_loadu_ps(M, F + r * Step)"
+        weights = "_mm512_store_ps(Wt[c + j], R[j])"
+        term = "_mm512_mul_ps(_mm512_set1_ps(Plane[Src[{q}][l]]), _mm512_load_ps(Wi[Tap[{q}][l]]))"
+        order = ("the input broadcast times the tap's weights, a multiply then an add (each "
+                 "output's order)")
+    else:
+        widen = "_mm512_cvtepi8_epi32" if w_dt == "int8" else "_mm512_cvtepu8_epi32"
+        acc, vec, load, store, add = "int", "__m512i", "_mm512_maskz_loadu_epi32", \
+            "_mm512_store_si512", "_mm512_add_epi32"
+        row = (f"_mm512_castsi512_ps(_mm512_sub_epi32({widen}(_mm_maskz_loadu_epi8(M, F + r * "
+               f"Step)), _mm512_set1_epi32(Zw)))")
+        weights = ("_mm512_store_si512(Wt[c + j], _mm512_and_si512(_mm512_castps_si512(R[j]), "
+                   "_mm512_set1_epi32(0xFFFF)))  /* Filter - Zw in the low 16 bits */")
+        term = ("_mm512_madd_epi16(_mm512_set1_epi32((int)Plane[Src[{q}][l]] - Zin), "
+                "_mm512_load_si512(Wi[Tap[{q}][l]]))")
+        order = ("(In - Zin) times the tap's Filter - Zw by vpmaddwd (both fit 16 bits), "
+                 "added wrapping")
+    sums = "\n".join(f"""\
+                for (int l = 0; l < Lives[{q}]; l++)
+                    S{q} = {add}(S{q}, {term.format(q=q)});""" for q in range(NARROW))
     return f"""
 #ifdef NPK_AVX512
 #ifndef NPK_TRANSPOSE16
@@ -232,19 +259,17 @@ static inline NPK_ALWAYS_INLINE void npk_transpose16_ps(__m512 R[16])
 #endif
 static inline NPK_ALWAYS_INLINE void {name}_Narrow({c_signature(args)}, int First, int Last)
 {{
-    /* Planes of 2 to {NARROW} outputs: 16 output features to a vector, one vector per output q
+    /* Planes of up to {NARROW} outputs: 16 output features to a vector, one vector per output q
        (S{{q}}, lane r: feature o + r). Output q adds, for each input feature in order, its
        live taps (Tap[q]: those whose row is a real row inside the tile and whose column is
-       inside the row, in (fy, fx) order), the input broadcast times the tap's weights, a
-       multiply then an add. Wt holds the filters of the 16 features for {NARROW_IN} input
-       features, transposed: Wt[i * Taps + t] lane r is tap t of input feature i of
-       feature o + r. */
+       inside the row, in (fy, fx) order), {order}. Wt holds
+       the filters of the 16 features for {NARROW_IN} input features, transposed:
+       Wt[i * Taps + t] lane r is tap t of input feature i of feature o + r. */
     int N = OutRows * Wo, Taps = Fy * Fx, Step = InFeat * Taps;
     int Lives[{NARROW}] = {{0}}, Tap[{NARROW}][{max_taps}], Src[{NARROW}][{max_taps}];
-    float Wt[{NARROW_IN * max_taps}][16] __attribute__((aligned(64)));
-    float Q[{NARROW}][16] __attribute__((aligned(64)));
-    (void)Zin;
-    (void)Zw;
+    {acc} Wt[{NARROW_IN * max_taps}][16] __attribute__((aligned(64)));
+    {acc} Q[{NARROW}][16] __attribute__((aligned(64)));
+{"    (void)Zin;" + chr(10) + "    (void)Zw;" if flt else ""}
     for (int q = 0; q < N; q++) {{
         int Y = q / Wo, X = q - Y * Wo;
         for (int t = 0; t < Taps; t++) {{
@@ -260,46 +285,35 @@ static inline NPK_ALWAYS_INLINE void {name}_Narrow({c_signature(args)}, int Firs
     for (int o = First; o < Last; o += 16) {{
         int No = Last - o < 16 ? Last - o : 16;
         __mmask16 K = (__mmask16)((1u << No) - 1u);
-        __m512 S0, S1, S2, S3;
+        {vec} S0, S1, S2, S3;
         for (int q = 0; q < N; q++)
             for (int r = 0; r < No; r++) Q[q][r] = Acc[(o + r) * N + q];
-        S0 = _mm512_maskz_loadu_ps(K, Q[0]);
-        S1 = _mm512_maskz_loadu_ps(N > 1 ? K : 0, Q[1]);
-        S2 = _mm512_maskz_loadu_ps(N > 2 ? K : 0, Q[2]);
-        S3 = _mm512_maskz_loadu_ps(N > 3 ? K : 0, Q[3]);
+        S0 = {load}(K, Q[0]);
+        S1 = {load}(N > 1 ? K : 0, Q[1]);
+        S2 = {load}(N > 2 ? K : 0, Q[2]);
+        S3 = {load}(N > 3 ? K : 0, Q[3]);
         for (int i0 = 0; i0 < InFeat; i0 += {NARROW_IN}) {{
             int Ni = InFeat - i0 < {NARROW_IN} ? InFeat - i0 : {NARROW_IN}, Cols = Ni * Taps;
             for (int c = 0; c < Cols; c += 16) {{  /* 16 columns (i, t) at a time */
                 __mmask16 M = npk_cols(0, Cols - c);
-                const float *F = Filter + o * Step + i0 * Taps + c;
+                const {layer_c_type(w_dt)} *F = Filter + o * Step + i0 * Taps + c;
                 __m512 R[16];
                 for (int r = 0; r < 16; r++)
-                    R[r] = r < No ? _mm512_maskz_loadu_ps(M, F + r * Step) : _mm512_setzero_ps();
+                    R[r] = r < No ? {row} : _mm512_setzero_ps();
                 npk_transpose16_ps(R);
                 for (int j = 0; j < 16 && c + j < Cols; j++)
-                    _mm512_store_ps(Wt[c + j], R[j]);
+                    {weights};
             }}
             for (int i = 0; i < Ni; i++) {{
-                const float *Plane = In + (i0 + i) * InRows * W;
-                const float (*Wi)[16] = Wt + i * Taps;
-                for (int l = 0; l < Lives[0]; l++)
-                    S0 = _mm512_add_ps(S0, _mm512_mul_ps(_mm512_set1_ps(Plane[Src[0][l]]),
-                                                         _mm512_load_ps(Wi[Tap[0][l]])));
-                for (int l = 0; l < Lives[1]; l++)
-                    S1 = _mm512_add_ps(S1, _mm512_mul_ps(_mm512_set1_ps(Plane[Src[1][l]]),
-                                                         _mm512_load_ps(Wi[Tap[1][l]])));
-                for (int l = 0; l < Lives[2]; l++)
-                    S2 = _mm512_add_ps(S2, _mm512_mul_ps(_mm512_set1_ps(Plane[Src[2][l]]),
-                                                         _mm512_load_ps(Wi[Tap[2][l]])));
-                for (int l = 0; l < Lives[3]; l++)
-                    S3 = _mm512_add_ps(S3, _mm512_mul_ps(_mm512_set1_ps(Plane[Src[3][l]]),
-                                                         _mm512_load_ps(Wi[Tap[3][l]])));
+                const {layer_c_type(in_dt)} *Plane = In + (i0 + i) * InRows * W;
+                const {acc} (*Wi)[16] = Wt + i * Taps;
+{sums}
             }}
         }}
-        _mm512_store_ps(Q[0], S0);
-        _mm512_store_ps(Q[1], S1);
-        _mm512_store_ps(Q[2], S2);
-        _mm512_store_ps(Q[3], S3);
+        {store}(Q[0], S0);
+        {store}(Q[1], S1);
+        {store}(Q[2], S2);
+        {store}(Q[3], S3);
         for (int q = 0; q < N; q++)
             for (int r = 0; r < No; r++) Acc[(o + r) * N + q] = Q[q][r];
     }}

@@ -366,15 +366,20 @@ output features at a time (the rest one by one). */
 #endif
 """
         here = dict(Filter="Filter + o * InFeat * Fy * Fx", Acc="Acc + o * OutRows * Wo")
-        narrow = "" if not flt else f"""
-    /* Float32 planes of 2 to {conv_features.NARROW} outputs, 8 output features or more: 16 \
-features to a
-       vector, a vector per output (conv_features.narrow_of_features). */
-    if (OutRows * Wo >= 2 && OutRows * Wo <= {conv_features.NARROW} && Last - First >= 8 &&
-        Fx * Fy <= {CONV_MAX_FX}) {{
+        # (A float32 1x1 plane is faster flattened: its centre tap alone, without transposing
+        # the filters' other taps; integers flattened feed every tap.)
+        low = 2 if flt else 1
+        narrow = f"""
+#ifdef NPK_AVX512
+    /* Planes of {low} to {conv_features.NARROW} outputs, 8 output features or more: 16 \
+features to a vector, a
+       vector per output (conv_features.narrow_of_features). */
+    if (OutRows * Wo >= {low} && OutRows * Wo <= {conv_features.NARROW} && Last - First >= 8 &&
+        Fx * Fy <= {CONV_MAX_FX}{small_zero_points}) {{
         {name}_Narrow({special()}, First, Last);
         return;
-    }}"""
+    }}
+#endif"""
         entry = f"""\
     /* Each output feature o of the tile in turn (the features shared among the cores).
        3x3 and 1x1 filters at stride 1 and 3x3 at stride 2, without dilation (most of a
@@ -382,7 +387,8 @@ features to a
        loops whose tap counts and strides are constants (not left to the compiler's
        cloning, which a larger file can change); others the loops as written. */
 {share_rows("OutFeat")}
-{vnni}#ifdef NPK_AVX512{narrow}
+{narrow}
+{vnni}#ifdef NPK_AVX512
     /* Planes of rows narrower than 32 outputs, as wide as their input, at stride 1 without
        dilation: the plane's outputs flattened, 16 to a vector (rows of their own would
        leave lanes empty). */
@@ -481,7 +487,8 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
     if planes and flt:
         flat += "".join(conv_features.rows_of_features(name, args, line_ok, CONV_MAX_FX, n)
                         for n in conv_features.FEATURES)
-        flat += conv_features.narrow_of_features(name, args, CONV_MAX_FX)
+    if planes:
+        flat += conv_features.narrow_of_features(name, args, CONV_MAX_FX, in_dt, w_dt)
     src = f"""\
 {HELPERS}
 {AVX512_HELPERS}{flat}{"" if flt or not planes else chr(10) + vnni_conv(name, in_dt, w_dt)}
