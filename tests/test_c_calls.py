@@ -113,10 +113,7 @@ def test_a_memory_written_whole_first_inside_a_loop_is_not_poisoned():
     tile on the host schedule), then a kernel reads it: t is not poisoned first (nobody
     could read the poison); the same copy inside a loop that may not run: poisoned."""
     tgt = nk.target("gap8")
-    fn = ir.Extern("Twice", (("const float * __restrict__", "In"),
-                             ("float * __restrict__", "Out"), ("int", "N")),
-                   False, _TWICE_C.replace("IN_TYPE", "const float * __restrict__"), twice,
-                   lambda N, **_: N)
+    fn = twice_fn("const float * __restrict__")
     x = ir.Buffer("x", "L2", F32, 60, "in")
     y = ir.Buffer("y", "L2", F32, 60, "out")
     t, u = ir.Buffer("t", "L1", F32, 20), ir.Buffer("u", "L1", F32, 20)
@@ -147,29 +144,28 @@ def test_a_memory_written_whole_first_inside_a_loop_is_not_poisoned():
 
 
 
-@pytest.mark.parametrize("kernel_in, src_layout, in_place", [
-    ("const float * __restrict__", (16, 1), True),  # each tile one block of x
-    ("float * __restrict__", (16, 1), False),  # the kernel might write the tile
-    ("const float * __restrict__", (2, 8), False)])  # a tile of two runs, 8 apart
-def test_tiles_copied_whole_and_only_read_are_read_in_place(kernel_in, src_layout, in_place):
+@pytest.mark.parametrize("kernel_in, one_block, in_place", [
+    ("const float * __restrict__", True, True),  # each tile one block of x
+    ("float * __restrict__", True, False),  # the kernel might write the tile
+    ("const float * __restrict__", False, False)])  # a tile of two runs, 32 apart
+def test_tiles_copied_whole_and_only_read_are_read_in_place(kernel_in, one_block, in_place):
     """A loop copying tile after tile of input x into t, a kernel reading t by a pointer
     to const: each tile is read where it is in x when it sits on a 64-byte boundary
     (t points at it), else copied into t; a kernel that may write t, or a tile that is not
     one block of x, keeps the copy. Numpy's values and the simulator's bytes, with x
     aligned and not, canaries around y."""
     tgt = nk.target("gap8")
-    fn = ir.Extern("Twice", ((kernel_in, "In"), ("float * __restrict__", "Out"), ("int", "N")),
-                   False, _TWICE_C.replace("IN_TYPE", kernel_in), twice, lambda N, **_: N)
+    fn = twice_fn(kernel_in)
     x = ir.Buffer("x", "L2", F32, 64, "in")
     y = ir.Buffer("y", "L2", F32, 64, "out")
     t, u = ir.Buffer("t", "L1", F32, 16), ir.Buffer("u", "L1", F32, 16)
     tile = ir.Var("Tile", 4)
     row, flat = Layout((16,), F32), Layout((64,), F32)
-    step, run = src_layout  # tile k: 2 runs of 8 (x[8k:8k+8], x[32+8k:...]) or 16 at 16k
-    src = Layout((16,), F32) if run == 1 else Layout((2, 8), F32, (32, 1))
-    dst = row if run == 1 else Layout((2, 8), F32)
+    # tile k: x[16k:16k+16], or two runs of 8: x[8k:8k+8] and x[32+8k:40+8k]
+    src = row if one_block else Layout((2, 8), F32, (32, 1))
+    dst = row if one_block else Layout((2, 8), F32)
     body = (ir.Loop(tile, (
-        ir.Copy(ir.View(t, dst), ir.View(x, src, ir.affine(tile) * (16 if run == 1 else 8)),
+        ir.Copy(ir.View(t, dst), ir.View(x, src, ir.affine(tile) * (16 if one_block else 8)),
                 "cluster_dma", None, "load"),
         ir.Call(fn, (ir.Ptr(ir.View(t, row)), ir.Ptr(ir.View(u, row)), ir.Val(ir.affine(16))),
                 "twice"),
@@ -180,7 +176,7 @@ def test_tiles_copied_whole_and_only_read_are_read_in_place(kernel_in, src_layou
     assert ("t = (float *)(x + 16 * Tile);" in c) == in_place
     assert ("if ((uintptr_t)t % 64 != 0)" in c) == in_place
     base = (np.arange(64, dtype=np.float32) * -0.75 + 3).astype(np.float32)
-    order = base.reshape(2, 4, 8).transpose(1, 0, 2).reshape(64) if run != 1 else base
+    order = base if one_block else base.reshape(2, 4, 8).transpose(1, 0, 2).reshape(64)
     want = order * np.float32(2) + np.float32(1)
     for shift in (0, 1):  # x on a 64-byte boundary (every tile is), then not (none is)
         mem = np.zeros(64 + 32, np.float32)
@@ -365,13 +361,18 @@ def twice(In, Out, N):
     Out[:N] = In[:N] * np.float32(2) + np.float32(1)
 
 
+def twice_fn(in_type: str) -> ir.Extern:
+    """``Twice(In, Out, N)``, its input passed as ``in_type``."""
+    return ir.Extern("Twice", ((in_type, "In"), ("float * __restrict__", "Out"), ("int", "N")),
+                     False, _TWICE_C.replace("IN_TYPE", in_type), twice, lambda N, **_: N)
+
+
 def _in_place_program(in_type: str, rewrite: bool) -> ir.Program:
     """x copied whole into L1 buffer t, ``Twice(t, u)`` (t passed as ``in_type``), u stored
     to y; with ``rewrite``, t is written again (a fill of its first element) before the
     call."""
     tgt = nk.target("gap8")
-    fn = ir.Extern("Twice", ((in_type, "In"), ("float * __restrict__", "Out"), ("int", "N")),
-                   False, _TWICE_C.replace("IN_TYPE", in_type), twice, lambda N, **_: N)
+    fn = twice_fn(in_type)
     x = ir.Buffer("x", "L2", F32, 48, "in")
     y = ir.Buffer("y", "L2", F32, 48, "out")
     t, u = ir.Buffer("t", "L1", F32, 48), ir.Buffer("u", "L1", F32, 48)
