@@ -366,26 +366,14 @@ output features at a time (the rest one by one). */
 #endif
 """
         here = dict(Filter="Filter + o * InFeat * Fy * Fx", Acc="Acc + o * OutRows * Wo")
-        # (A float32 1x1 plane is faster flattened: its centre tap alone, without transposing
-        # the filters' other taps; integers flattened feed every tap.)
-        low = 2 if flt else 1
-        narrow = f"""
-#ifdef NPK_AVX512
-    /* Planes of {low} to {conv_features.NARROW} outputs, 8 output features or more: 16 \
-features to a vector, a
-       vector per output (conv_features.narrow_of_features). */
-    if (OutRows * Wo >= {low} && OutRows * Wo <= {conv_features.NARROW} && Last - First >= 8 &&
-        Fx * Fy <= {CONV_MAX_FX}{small_zero_points}) {{
-        {name}_Narrow({special()}, First, Last);
-        return;
-    }}
-#endif"""
+        narrow = conv_features.narrow_dispatch(name, special(), flt,
+                                               f"Fx * Fy <= {CONV_MAX_FX}{small_zero_points}")
         entry = f"""\
     /* Each output feature o of the tile in turn (the features shared among the cores).
        3x3 and 1x1 filters at stride 1 and 3x3 at stride 2, without dilation (most of a
-       CNN's), run a copy of the
-       loops whose tap counts and strides are constants (not left to the compiler's
-       cloning, which a larger file can change); others the loops as written. */
+       CNN's), run a copy of the loops whose tap counts and strides are constants (not left
+       to the compiler's cloning, which a larger file can change); others the loops as
+       written. */
 {share_rows("OutFeat")}
 {narrow}
 {vnni}#ifdef NPK_AVX512
@@ -415,9 +403,9 @@ features to a vector, a
         rows = share_rows()
         entry = f"""\
     /* 3x3 and 1x1 filters at stride 1 and 3x3 at stride 2, without dilation (most of a
-       CNN's), run a copy of the
-       loops whose tap counts and strides are constants (not left to the compiler's
-       cloning, which a larger file can change); others the loops as written. */
+       CNN's), run a copy of the loops whose tap counts and strides are constants (not left
+       to the compiler's cloning, which a larger file can change); others the loops as
+       written. */
     if (Fx == 3 && Fy == 3 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
         {name}_Rows({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)});
     else if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
