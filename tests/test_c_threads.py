@@ -142,6 +142,21 @@ void npk_test_loop(int64_t n, int64_t grain, int *runs, int *by_caller)
     npk_read_env();
     npk_parallel_for(n, grain, npk_test_body, &c);
 }
+
+static void npk_count_body(void *arg, int64_t begin, int64_t end)
+{
+    int *runs = arg;
+    for (int64_t i = begin; i < end; i++)
+        __atomic_fetch_add(&runs[i], 1, __ATOMIC_RELAXED);
+}
+
+/* `loops` loops back to back, the i-th of n[i] iterations counted in runs[i][...]. */
+void npk_test_loops(int64_t loops, const int64_t *n, int *runs, int64_t stride)
+{
+    npk_read_env();
+    for (int64_t i = 0; i < loops; i++)
+        npk_parallel_for(n[i], 1, npk_count_body, runs + i * stride);
+}
 """
 
 
@@ -170,3 +185,25 @@ def test_chunks_are_claimed_once_and_a_late_thread_delays_nobody(n, grain, threa
         chunks = min(4 * t, n // grain if grain > 1 else n)
         if t > 1:  # a worker took at most the one chunk it slept in
             assert (by_caller == 0).sum() <= -(-n // max(chunks, t))
+
+
+@pytest.mark.parametrize("threads_", ["2", "3"])
+def test_loops_back_to_back_run_every_iteration_once(threads_, monkeypatch):
+    """Thousands of short loops one after the other, of sizes that change from loop to loop:
+    a worker still polling from the loop before joins the next (or sleeps and misses it),
+    and each loop's iterations run exactly once, none of another loop's."""
+    import ctypes
+
+    from npukit.c import toolchain
+
+    monkeypatch.setenv("NPUKIT_THREADS", threads_)
+    monkeypatch.delenv("NPUKIT_GRAIN", raising=False)
+    fn = ctypes.CDLL(str(toolchain.build(_CLAIMS_C))).npk_test_loops
+    fn.restype = None
+    fn.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    loops, stride = 3000, 16
+    n = np.random.default_rng(3).integers(1, stride + 1, loops).astype(np.int64)
+    runs = np.full((loops, stride), 0, np.int32)
+    fn(loops, n.ctypes.data, runs.ctypes.data, stride)
+    want = (np.arange(stride)[None, :] < n[:, None]).astype(np.int32)
+    assert np.array_equal(runs, want)

@@ -16,9 +16,14 @@ function starts (``npk_read_env``), so a Python process can change them between 
 call from inside a chunk runs serially on its thread (no nested threads).
 
 The other threads are a pool of POSIX threads that the translation unit starts on its
-first parallel loop and keeps: each waits (sleeping, never spinning) on a condition
-variable for the next loop, so a loop costs a wake-up instead of a thread creation (about
-a hundred microseconds in a virtual machine). One loop uses the pool at a time; a loop
+first parallel loop and keeps, so a loop costs no thread creation (about a hundred
+microseconds in a virtual machine). A worker that finished a loop polls for the next one
+for about a hundred microseconds (yielding its CPU to any other thread that wants it), then
+sleeps on a condition variable; the calling thread, its own chunks done, polls as long for
+the workers' last chunks before it sleeps: the parallel calls of a graph follow each other
+closely, and a sleeping thread takes tens of microseconds to wake in a virtual machine,
+which made a second thread slower than one on calls of a few hundred microseconds. One
+loop uses the pool at a time; a loop
 started while another runs (from a second Python thread) runs serially. A process forked
 after the pool started gets a pool of its own on its first loop. Without POSIX threads, or
 when a thread cannot be started, the chunks run on the calling thread, so the result
@@ -57,14 +62,16 @@ FEATURE_MACRO = """\
 SOURCE = r"""/* ---- Threads (npukit.c.threads) ----
    npk_parallel_for(n, grain, body, ctx) runs body(ctx, begin, end) on contiguous chunks
    covering [0, n), up to four per thread, each claimed by one thread (an atomic counter):
-   the calling thread claims chunks until none is left, a pool of sleeping worker threads
-   (started on the first loop, then kept) claims them too, and a worker that wakes late
-   finds nothing left and delays nobody. Threads: the online CPUs, capped by NPUKIT_THREADS
-   and so that each gets at least grain iterations (NPUKIT_GRAIN, when set, replaces
-   grain); a loop inside a chunk, or one started while another runs, runs serially.
+   the calling thread claims chunks until none is left, a pool of worker threads (started
+   on the first loop, then kept; between loops they poll a while, then sleep) claims them
+   too, and a worker that wakes late finds nothing left and delays nobody. Threads: the
+   online CPUs, capped by NPUKIT_THREADS and so that each gets at least grain iterations
+   (NPUKIT_GRAIN, when set, replaces grain); a loop inside a chunk, or one started while
+   another runs, runs serially.
    Without POSIX threads everything runs here. */
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -150,6 +157,41 @@ static struct {
 static pthread_mutex_t npk_pool_busy = PTHREAD_MUTEX_INITIALIZER; /* one loop at a time */
 static unsigned long npk_worker_round[NPK_MAX_THREADS]; /* the round a worker starts after */
 
+/* Waiting a while before sleeping. Waking a sleeping thread takes 20 to 50 microseconds in
+   a virtual machine (a futex call and an interrupt to a halted virtual CPU; measured on a
+   2-CPU KVM guest with an empty loop body: 40 us a loop whose worker sleeps, under 1 us one
+   whose worker spins), more than most waits between a graph's parallel calls. So a worker
+   that finished a loop polls for the next one for NPK_SPIN pauses (about 100 us at 25 ns
+   a pause) before it sleeps, yielding its CPU every NPK_YIELD pauses to any other thread
+   that wants it (a busy machine: the worker is then late, and the caller runs the chunks);
+   and the caller, its own claims done, polls for the workers' last chunks as long before
+   it sleeps. */
+#define NPK_SPIN 4000
+#define NPK_YIELD 64
+static inline void npk_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Until *round differs from seen, or NPK_SPIN pauses passed (a worker between loops). */
+static void npk_poll_round(const unsigned long *round, unsigned long seen)
+{
+    for (int k = 1; k <= NPK_SPIN && __atomic_load_n(round, __ATOMIC_ACQUIRE) == seen; k++) {
+        npk_pause();
+        if (k % NPK_YIELD == 0)
+            sched_yield();
+    }
+}
+
+/* Until *active is 0, or NPK_SPIN pauses passed (the caller waiting for the workers). */
+static void npk_poll_done(const int64_t *active)
+{
+    for (int k = 0; k < NPK_SPIN && __atomic_load_n(active, __ATOMIC_ACQUIRE) > 0; k++)
+        npk_pause();
+}
+
 /* Chunks of the open round, claimed one at a time until none is left. */
 static void npk_claim(npk_body_fn body, void *ctx, int64_t n, int64_t chunks)
 {
@@ -168,6 +210,11 @@ static void *npk_worker(void *arg)
     pthread_mutex_lock(&npk_pool.lock);
     unsigned long seen = npk_worker_round[k];
     for (;;) {
+        if (npk_pool.round == seen) { /* the next loop may be near: poll a while */
+            pthread_mutex_unlock(&npk_pool.lock);
+            npk_poll_round(&npk_pool.round, seen);
+            pthread_mutex_lock(&npk_pool.lock);
+        }
         while (npk_pool.round == seen)
             pthread_cond_wait(&npk_pool.wake, &npk_pool.lock);
         seen = npk_pool.round;
@@ -175,11 +222,11 @@ static void *npk_worker(void *arg)
             const npk_body_fn body = npk_pool.body;
             void *ctx = npk_pool.ctx;
             const int64_t n = npk_pool.n, chunks = npk_pool.chunks;
-            npk_pool.active++;
+            __atomic_add_fetch(&npk_pool.active, 1, __ATOMIC_RELAXED);
             pthread_mutex_unlock(&npk_pool.lock);
             npk_claim(body, ctx, n, chunks);
             pthread_mutex_lock(&npk_pool.lock);
-            if (--npk_pool.active == 0)
+            if (__atomic_sub_fetch(&npk_pool.active, 1, __ATOMIC_RELEASE) == 0)
                 pthread_cond_signal(&npk_pool.done);
         }
     }
@@ -257,7 +304,7 @@ static void npk_parallel_for(int64_t n, int64_t grain, npk_body_fn body, void *c
         npk_pool.chunks = chunks;
         npk_pool.next = 0;
         npk_pool.open = 1;
-        npk_pool.round++;
+        __atomic_store_n(&npk_pool.round, npk_pool.round + 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&npk_pool.wake);
         pthread_mutex_unlock(&npk_pool.lock);
         npk_in_parallel = 1;
@@ -265,6 +312,11 @@ static void npk_parallel_for(int64_t n, int64_t grain, npk_body_fn body, void *c
         npk_in_parallel = 0;
         pthread_mutex_lock(&npk_pool.lock);
         npk_pool.open = 0; /* a worker not awake yet stays out of this round */
+        if (npk_pool.active > 0) { /* their chunks may end soon: poll a while */
+            pthread_mutex_unlock(&npk_pool.lock);
+            npk_poll_done(&npk_pool.active);
+            pthread_mutex_lock(&npk_pool.lock);
+        }
         while (npk_pool.active > 0)
             pthread_cond_wait(&npk_pool.done, &npk_pool.lock);
         pthread_mutex_unlock(&npk_pool.lock);
