@@ -157,15 +157,15 @@ static struct {
 static pthread_mutex_t npk_pool_busy = PTHREAD_MUTEX_INITIALIZER; /* one loop at a time */
 static unsigned long npk_worker_round[NPK_MAX_THREADS]; /* the round a worker starts after */
 
-/* Waiting a while before sleeping. Waking a sleeping thread takes 20 to 50 microseconds in
-   a virtual machine (a futex call and an interrupt to a halted virtual CPU; measured on a
-   2-CPU KVM guest with an empty loop body: 40 us a loop whose worker sleeps, under 1 us one
-   whose worker spins), more than most waits between a graph's parallel calls. So a worker
-   that finished a loop polls for the next one for NPK_SPIN pauses (about 100 us at 25 ns
-   a pause) before it sleeps, yielding its CPU every NPK_YIELD pauses to any other thread
-   that wants it (a busy machine: the worker is then late, and the caller runs the chunks);
-   and the caller, its own claims done, polls for the workers' last chunks as long before
-   it sleeps. */
+/* Waiting a while before sleeping. Waking a sleeping thread takes tens of microseconds in a
+   virtual machine (a futex call and an interrupt to a halted virtual CPU), more than most
+   waits between a graph's parallel calls: on a 2-CPU KVM guest, a loop of 160 us of work in
+   8 chunks took 121 us on 2 threads whose worker slept between loops, 79 us with it polling
+   (about 1 us more than half the work). So a worker that finished a loop polls for the next
+   one for NPK_SPIN pauses (about 100 us at 25 ns a pause) before it sleeps, yielding its CPU
+   every NPK_YIELD pauses to any other thread that wants it (a busy machine: the worker is
+   then late, and the caller runs the chunks); and the caller, its own claims done, polls as
+   long for the workers' last chunks before it sleeps. */
 #define NPK_SPIN 4000
 #define NPK_YIELD 64
 static inline void npk_pause(void)
