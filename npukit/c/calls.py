@@ -207,13 +207,14 @@ def emit_call(em, st: ir.Call, w: Writer) -> None:
 # The least work (the kernel's cost, in the target's cycles: about one multiply-accumulate
 # each for a convolution) of a call whose cores are shared among the host's threads. The
 # host's vector kernels run a million such cycles in 30 to 100 microseconds (a
-# convolution's feature tile in AVX-512, its quantized form in VNNI), so 2^18 cycles are
-# 8 to 25 us; a loop of npk_parallel_for costs under 1 us while the workers poll between
-# loops, and a worker still asleep wakes too late to claim anything of a call that short
-# (the caller runs it all, having paid a wake-up call of a few us). Measured on a 2-CPU
-# KVM guest (AMD EPYC, Zen 4): with workers that slept between loops, a second thread was
-# slower than one below 4 million cycles.
-CALL_WORK = 1 << 18
+# convolution's feature tile in AVX-512, its quantized form in VNNI); a loop of
+# npk_parallel_for costs about 1 us while the workers poll between loops, and a worker
+# still asleep wakes too late to claim anything of a short call (the caller runs it all).
+# Measured on a 2-CPU KVM guest (AMD EPYC, Zen 4), 1 -> 2 threads: with workers that slept
+# between loops a second thread was slower below 2^22 cycles; with polling workers, 2^18
+# made the MobileNet-style model of benchmarks/onnx_cnn.py slower (0.87x: its smaller calls
+# split), 2^20 not (1.04x to 1.07x), and sped cnn10 at 224x224 up 1.59x (float32).
+CALL_WORK = 1 << 20
 
 
 def call_work(st: ir.Call) -> int:
