@@ -164,6 +164,33 @@ def test_a_filter_over_the_hosts_l1_is_cut_by_output_features(kind, cin, cout, t
     assert c.within, str(c)
 
 
+
+@pytest.mark.slow
+def test_a_host_layer_runs_alone():
+    """One layer of the host schedule, its IR program run on its own (as a user inspects a
+    layer): the C builds and links (the vector kernels' system header declared outside
+    their hidden block, so the C library's functions it declares bind) and gives the
+    simulator's bytes, canaries around the output."""
+    m, x = cnn(16)
+    g = npukit.onnx.load(m)
+    (prog,) = [layer.program for layer in g.host_graph().layers
+               if layer.name.endswith("_Conv")][1:2]
+    rng = np.random.default_rng(2)
+    ins = {b.name: rng.uniform(-1, 1, spec.shape).astype(np.float32)
+           for b, spec in prog.params if b.role == "in"}
+    shapes = {b.name: spec.shape for b, spec in prog.params if b.role != "in"}
+    got = {}
+    for backend in ("sim", "c"):
+        outs = {k: np.full(np.prod(shape) + 8, CANARY[np.dtype("float32")], np.float32)
+                for k, shape in shapes.items()}
+        prog.run(backend, **ins, **{k: v[4:-4].reshape(shapes[k]) for k, v in outs.items()})
+        for v in outs.values():
+            assert (v[:4] == CANARY[v.dtype]).all() and (v[-4:] == CANARY[v.dtype]).all()
+            assert (v[4:-4] != CANARY[v.dtype]).all()
+        got[backend] = outs
+    for k in got["c"]:
+        assert got["c"][k].tobytes() == got["sim"][k].tobytes(), k
+
 def test_a_schedule_is_host_or_tiles():
     m, x = cnn(8)
     g = npukit.onnx.load(m)

@@ -429,7 +429,11 @@ AVX512_HELPERS = f"""\
    loop computes for its element, in the same order; masked lanes are neither read nor
    written. ---- */
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+/* (Declared with default visibility: inside the basic kernels' hidden block, the C library
+   functions this header declares, getenv among them, would bind to hidden symbols.) */
+#pragma GCC visibility push(default)
 #include <immintrin.h>
+#pragma GCC visibility pop
 #define NPK_AVX512 1
 #define NPK_ALWAYS_INLINE __attribute__((always_inline))
 /* The lanes i of a vector at columns C .. C+{LANES - 1} of a row of N elements for which
