@@ -4,13 +4,18 @@ MobileNet-style model built in code), float32 and int8 QDQ (ONNX Runtime's quant
 per-channel weights), planned for GAP8 with the GAP AutoTiler document's budgets (L1 48000 B,
 L2 300 KB, L3 8 MB, flash 20 MB). npukit runs each model's C with the host schedule (each
 layer whole: ``run("c")``) and the target's tile schedule (``run("c", schedule="tiles")``),
-through the graph's compiled handle; each stated goal is printed as met or not.
+through the graph's compiled handle; each stated goal is printed as met or not. The thread
+goal (a second thread not slower) is judged on npukit alone: after the interleaved rounds
+the ONNX Runtime sessions are closed and npukit's host schedule is timed again at each
+thread count (ONNX Runtime's pool, spinning after its runs, otherwise takes the second core
+from npukit's threads on a 2-core machine); both ratios are printed.
 
 Run: python benchmarks/onnx_cnn.py [SIZE ...] [--models cnn10,squeeze,mobile] [--rounds N]
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 import time
@@ -200,6 +205,10 @@ def measure(path: Path, label: str, counts, rounds: int) -> list[str]:
                 "npukit tiles": lambda: g.run("c", schedule="tiles", **x, **outs),
                 "ONNX Runtime": lambda: sessions[t].run(names, x)}
     med = harness.at_threads(cases, counts, rounds)
+    sessions.clear()  # npukit alone: no ONNX Runtime pool left in the process
+    gc.collect()
+    alone = harness.at_threads(lambda t: {"npukit host": lambda: g.run("c", **x, **outs)},
+                               counts, rounds)
     print(f"  {label}: {len(g.layers)} layers, import and plan {t_load:.2f} s; host == tiles "
           f"bytes: {same}; vs ONNX Runtime: {'; '.join(str(c) for c in worst)}")
     rows = []
@@ -214,8 +223,12 @@ def measure(path: Path, label: str, counts, rounds: int) -> list[str]:
         rows.append(f"|   scaling {counts[0]} -> {t} threads | | "
                     f"{base / med[t]['npukit host']:.2f}x | | "
                     f"{med[counts[0]]['ONNX Runtime'] / med[t]['ONNX Runtime']:.2f}x | |")
+        rows.append(f"|   npukit alone {counts[0]} -> {t} threads | | "
+                    f"{alone[counts[0]]['npukit host'] * 1e3:.2f} -> "
+                    f"{alone[t]['npukit host'] * 1e3:.2f} ms: "
+                    f"{alone[counts[0]]['npukit host'] / alone[t]['npukit host']:.2f}x | | | |")
     return rows, {t: med[t]["npukit host"] / med[t]["ONNX Runtime"] for t in counts}, \
-        {t: med[t]["npukit host"] for t in counts}
+        {t: alone[t]["npukit host"] for t in counts}
 
 
 def main(sizes=(224, 32), models=("cnn10",), rounds: int = 5) -> None:
@@ -246,7 +259,7 @@ def main(sizes=(224, 32), models=("cnn10",), rounds: int = 5) -> None:
                     if 2 in wall:
                         goals.append(harness.goal(
                             f"{name} {size}x{size} {kind}: NPUKIT_THREADS=2 not slower than 1 "
-                            f"({wall[1] * 1e3:.2f} -> {wall[2] * 1e3:.2f} ms)",
+                            f"(npukit alone: {wall[1] * 1e3:.2f} -> {wall[2] * 1e3:.2f} ms)",
                             wall[2] <= wall[1] * 1.05))
     print("\n".join(table))
     print("\n".join(goals))
