@@ -194,10 +194,7 @@ def written_whole_first(prog: ir.Program) -> set[str]:
                 dst = st.dst
                 b = dst.buffer
                 reads = isinstance(st, ir.Copy) and key(st.src.buffer) == key(b)
-                if internal(dst) and b.name not in seen and not reads and \
-                        not dst.offset.terms and dst.size == b.size and \
-                        dst.layout.offset + dst.offset.const == 0 and \
-                        dense(coalesced(dst.layout)):
+                if internal(dst) and b.name not in seen and not reads and _all_of(dst):
                     whole.add(b.name)
             seen.update(v.buffer.name for v in views if internal(v))
 
@@ -238,9 +235,13 @@ def _one_block(st: ir.Copy) -> bool:
     (the same dims, in the same order, from wherever the tile starts)."""
     src, dst = st.src, st.dst
     return every_row(st) and src.buffer.role == "in" and src.dtype == dst.dtype and \
-        not dst.offset.terms and dst.layout.offset + dst.offset.const == 0 and \
-        dst.size == dst.buffer.size and coalesced(src.layout) == coalesced(dst.layout) and \
-        dense(coalesced(dst.layout))
+        _all_of(dst) and coalesced(src.layout) == coalesced(dst.layout)
+
+
+def _all_of(v: ir.View) -> bool:
+    """Whether view ``v`` is its buffer's every element, each once, from its first."""
+    return not v.offset.terms and v.layout.offset + v.offset.const == 0 and \
+        v.size == v.buffer.size and dense(coalesced(v.layout))
 
 
 def _written(st) -> set[str]:

@@ -345,12 +345,11 @@ def _vector_ops(fs, vecs, acc: str, tap_mask: str, line: str, tap: str, strided=
     F[r * Step + ``tap``]; their stores."""
     loads = [f"__m512 S{r}{k} = _mm512_maskz_loadu_ps(K{k}, {acc.format(r=r)} + {k * LANES});"
              for r in fs for k in vecs]
-    inputs = [f"__m512 V{k} = _mm512_maskz_loadu_ps({tap_mask.format(k=k)}, {line} + "
-              f"{k * LANES});" for k in vecs]
-    if strided:
-        inputs = [f"__m512 V{k} = Sx == 1 ? _mm512_maskz_loadu_ps({tap_mask.format(k=k)}, "
-                  f"{line} + {k * LANES}) : npk_even_ps({line} + {2 * k * LANES}, Lo{k}[fx], "
-                  f"Hi{k}[fx]);" for k in vecs]
+    def vin(k: int) -> str:
+        one = f"_mm512_maskz_loadu_ps({tap_mask.format(k=k)}, {line} + {k * LANES})"
+        return one if not strided else \
+            f"Sx == 1 ? {one} : npk_even_ps({line} + {2 * k * LANES}, Lo{k}[fx], Hi{k}[fx])"
+    inputs = [f"__m512 V{k} = {vin(k)};" for k in vecs]
     terms = [f"S{r}{k} = _mm512_mask_add_ps(S{r}{k}, {tap_mask.format(k=k)}, S{r}{k}, "
              f"_mm512_mul_ps(V{k}, _mm512_set1_ps(F[{r} * Step + {tap}])));"
              for r in fs for k in vecs]
