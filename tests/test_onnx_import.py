@@ -2,6 +2,8 @@
 errors that name the node, attribute and value npukit cannot take, running with outputs
 passed or allocated, and a ten-layer CNN whose weights do not fit L2 (streamed from L3)."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -256,7 +258,8 @@ def test_transpose_steps_compose_to_the_permutation(shape, rnd):
 @pytest.mark.slow
 def test_the_generated_c_compiles_without_warnings(tmp_path):
     """Every kind of layer an import makes (float and integer), compiled with
-    -std=c99 -pedantic -Wall -Wextra -Wshadow -Werror."""
+    -std=c99 -pedantic -Wall -Wextra -Wshadow -Werror, plain and for this host's CPU (its
+    vector kernels: AVX-512 and VNNI where it has them)."""
     import shutil
     import subprocess
 
@@ -275,11 +278,15 @@ def test_the_generated_c_compiles_without_warnings(tmp_path):
          "ws": np.float32(0.2), "wz": np.int8(0), "ys": np.float32(0.3), "yz": np.uint8(4),
          "fw": np.ones((32, 3), np.int8)}, opset=13)
     for k, m in enumerate([conv_model()[0], float_cnn(), qmodel]):
-        c, _ = npukit.onnx.load(m, l1_budget=1500).write(tmp_path / str(k))
-        r = subprocess.run(["cc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Wshadow",
-                            "-Werror", "-c", str(c), "-o", str(tmp_path / f"{k}.o")],
-                           capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
+        g = npukit.onnx.load(m, l1_budget=1500)
+        c, _ = g.write(tmp_path / str(k))
+        host = tmp_path / f"host{k}.c"  # the host schedule's feature-tile kernels
+        host.write_text(g.host_graph().c_source())
+        for source, cpu in itertools.product((c, host), ([], ["-march=native"])):
+            r = subprocess.run(["cc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Wshadow",
+                                "-Werror", *cpu, "-c", str(source), "-o", str(tmp_path / "o.o")],
+                               capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
 
 
 @pytest.mark.slow

@@ -380,6 +380,48 @@ def c_unused(*names: str) -> str:
     return "".join(f"    (void){n};\n" for n in names)
 
 
+# The filter shapes a convolution kernel runs a copy of its loops for, its tap counts and
+# strides constants (most of a CNN's: 3x3 and 1x1 at stride 1, 3x3 at stride 2, without
+# dilation), rather than leaving it to the compiler's cloning, which a larger file can change.
+CONV_3X3 = ("3x3", dict(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1))
+CONV_SHAPES = (CONV_3X3,
+               ("1x1", dict(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1)),
+               ("3x3s2", dict(Fx=3, Fy=3, Sx=2, Sy=2, Dx=1, Dy=1)))
+
+
+def c_copies(fn: str, params, shapes, ret: str = "void") -> str:
+    """C of the copies of always-inline function ``fn`` (parameters ``params``, (C type, name)
+    pairs; returning ``ret``): ``{fn}_{tag}`` for each ``(tag, constants)`` of ``shapes``,
+    calling ``fn`` with those parameters constant, and ``{fn}_Any``, as it is.
+
+    Each copy is a function of its own, called (``c_pick_copy``), not inlined: a kernel that
+    inlined its copies was one function of all their code, on which gcc's data-flow and
+    register allocation passes take time growing faster than its size (the cnn10 float32
+    model's C, benchmarks/onnx_cnn.py at 32x32: 9.5 s to compile with them inline, 5.4 s
+    as functions of their own)."""
+    def copy(tag: str, constants: dict) -> str:
+        call = ", ".join(str(constants.get(n, n)) for _, n in params)
+        unused = c_unused(*(n for _, n in params if n in constants))
+        result = "" if ret == "void" else "return "
+        return (f"static NPK_NOINLINE {ret} {fn}_{tag}({c_signature(params)})\n{{\n"
+                f"{unused}    {result}{fn}({call});\n}}\n")
+    return "\n".join(copy(tag, constants) for tag, constants in (*shapes, ("Any", {})))
+
+
+def c_pick_copy(fn: str, shapes, call: str, margin: str, ret: str = "void") -> str:
+    """C calling the copy of ``fn`` (``c_copies``) whose constants are the arguments' values,
+    else ``{fn}_Any``, with arguments ``call``; returning its value unless ``ret`` is void.
+    Each line starts with ``margin``."""
+    result = "" if ret == "void" else "return "
+    lines = []
+    for k, (tag, constants) in enumerate(shapes):
+        test = " && ".join(f"{n} == {v}" for n, v in constants.items())
+        lines += [f"{'if' if k == 0 else 'else if'} ({test})", f"    {result}{fn}_{tag}({call});"]
+    last = f"{result}{fn}_Any({call});"
+    lines += ["else", "    " + last] if shapes else [last]
+    return "\n".join(margin + line for line in lines)
+
+
 def _ceil_div_pos(a: int, b: int) -> int:
     return -(-a // b)
 

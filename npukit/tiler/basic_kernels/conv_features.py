@@ -7,7 +7,16 @@ padding masked off its lane: the bits of the one-feature loops.
 
 from __future__ import annotations
 
-from .common import LANES, c_filter_rows, c_signature, layer_c_type
+from .common import (
+    CONV_3X3,
+    CONV_SHAPES,
+    LANES,
+    c_copies,
+    c_filter_rows,
+    c_signature,
+    c_unused,
+    layer_c_type,
+)
 
 # Output features a block holds, the most first, then fewer for the rest (the features a
 # core takes need not be a multiple of 4), times up to ``ROW_VECTORS`` vectors of a row's
@@ -41,9 +50,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Feats{feats}({c_signature(args)}, in
        output (below Wo) and the tap's column is inside the row. */
     int Plane = OutRows * Wo;  /* the accumulators of one output feature */
     int Step = InFeat * Fy * Fx;  /* the filters of one output feature */
-    (void)Zin;
-    (void)Zw;
-    for (int y = 0; y < OutRows; y++) {{
+{c_unused("Zin", "Zw", "OutFeat")}    for (int y = 0; y < OutRows; y++) {{
         int P0 = (OutRow0 + y) * Sy, Fy0 = 0, Fy1;
         float *A = Acc + o * Plane + y * Wo;
 {c_filter_rows(line_ok, "        ")}
@@ -51,6 +58,8 @@ static inline NPK_ALWAYS_INLINE void {name}_Feats{feats}({c_signature(args)}, in
 {blocks}
     }}
 }}
+
+{c_copies(f"{name}_Feats{feats}", (*args, ("int", "o")), CONV_SHAPES)}
 #endif"""
 
 
@@ -118,8 +127,7 @@ in registers across
     int N = OutRows * Wo, Blocks = (N + {LANES - 1}) / {LANES};
     int Step = InFeat * Fy * Fx;  /* the filters of one output feature */
     __mmask16 T[{flat_max // LANES}][{max_taps}];
-    (void)Zin;
-    (void)Zw;
+{c_unused("Zin", "Zw", "OutFeat", "Sx", "Sy", "Dx", "Dy")}\
     /* T: lane j of vector b is output q = b*{LANES} + j, at row Y = q / Wo (the quotient in
        float32: exact, q being below 2^20 and Wo below 32) and column X = q - Y*Wo; it takes
        tap (fy, fx) when q < N, its input row OutRow0 + Y + fy is a real row inside the tile
@@ -160,6 +168,8 @@ in registers across
         }}
     }}
 }}
+
+{c_copies(f"{name}_Flat", (*args, ("int", "First"), ("int", "Last")), (CONV_3X3,))}
 #endif"""
 
 
@@ -222,7 +232,7 @@ def narrow_of_features(name: str, args, max_taps: int, in_dt: str = "float32",
         acc, vec, load, store, add = "float", "__m512", "_mm512_maskz_loadu_ps", \
             "_mm512_store_ps", "_mm512_add_ps"
         row = "_mm512_maskz_loadu_ps(M, F + r * Step)"
-        weights = "_mm512_store_ps(Wt[c + j], R[j])"
+        weights = "_mm512_store_ps(Wt[c + j], R[j]);"
         term = "_mm512_mul_ps(_mm512_set1_ps(Plane[Src[{q}][l]]), _mm512_load_ps(Wi[Tap[{q}][l]]))"
         order = ("the input broadcast times the tap's weights, a multiply then an add (each "
                  "output's order)")
@@ -233,7 +243,7 @@ def narrow_of_features(name: str, args, max_taps: int, in_dt: str = "float32",
         row = (f"_mm512_castsi512_ps(_mm512_sub_epi32({widen}(_mm_maskz_loadu_epi8(M, F + r * "
                f"Step)), _mm512_set1_epi32(Zw)))")
         weights = ("_mm512_store_si512(Wt[c + j], _mm512_and_si512(_mm512_castps_si512(R[j]), "
-                   "_mm512_set1_epi32(0xFFFF)))  /* Filter - Zw in the low 16 bits */")
+                   "_mm512_set1_epi32(0xFFFF)));  /* Filter - Zw in the low 16 bits */")
         term = ("_mm512_madd_epi16(_mm512_set1_epi32((int)Plane[Src[{q}][l]] - Zin), "
                 "_mm512_load_si512(Wi[Tap[{q}][l]]))")
         order = ("(In - Zin) times the tap's Filter - Zw by vpmaddwd (both fit 16 bits), "
@@ -273,7 +283,7 @@ static inline NPK_ALWAYS_INLINE void npk_transpose16_ps(__m512 R[16])
     }}
 }}
 #endif
-static inline NPK_ALWAYS_INLINE void {name}_Narrow({c_signature(args)}, int First, int Last)
+static NPK_NOINLINE void {name}_Narrow({c_signature(args)}, int First, int Last)
 {{
     /* Planes of up to {NARROW} outputs: 16 output features to a vector, one vector per output q
        (S{{q}}, lane r: feature o + r). Output q adds, for each input feature in order, its
@@ -285,7 +295,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Narrow({c_signature(args)}, int Firs
     int Lives[{NARROW}] = {{0}}, Tap[{NARROW}][{max_taps}], Src[{NARROW}][{max_taps}];
     {acc} Wt[{NARROW_IN * max_taps}][16] __attribute__((aligned(64)));
     {acc} Q[{NARROW}][16] __attribute__((aligned(64)));
-{"    (void)Zin;" + chr(10) + "    (void)Zw;" if flt else ""}
+{c_unused(*(("Zin", "Zw") if flt else ()), "OutFeat")}\
     for (int q = 0; q < N; q++) {{
         int Y = q / Wo, X = q - Y * Wo;
         for (int t = 0; t < Taps; t++) {{
@@ -318,11 +328,11 @@ static inline NPK_ALWAYS_INLINE void {name}_Narrow({c_signature(args)}, int Firs
                     R[r] = r < No ? {row} : _mm512_setzero_ps();
                 npk_transpose16_ps(R);
                 for (int j = 0; j < 16 && c + j < Cols; j++)
-                    {weights};
+                    {weights}
             }}
             for (int i = 0; i < Ni; i++) {{
                 const {layer_c_type(in_dt)} *Plane = In + (i0 + i) * InRows * W;
-                const {acc} (*Wi)[16] = Wt + i * Taps;
+                const {acc} (*Wi)[16] = (const {acc} (*)[16])(Wt + i * Taps);
 {sums}
             }}
         }}

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import LANES, c_signature, layer_c_type
+from .common import LANES, c_copies, c_pick_copy, c_signature, layer_c_type
 
 # Weight quads one packed table holds (int32 x the features of a block: 32 KB of stack); more
 # input features are done in chunks that fit.
@@ -50,6 +50,8 @@ VNNI_FLAT, VNNI_FLAT_QUADS = 1024, 4
 # The fewest pairs of output and input features a call flattens (its lane masks, about 12
 # operations an output, are then a small part of the call).
 VNNI_FLAT_PAIRS = 256
+# The filters a copy of the VNNI form is made for, its tap counts constants (any stride).
+_SHAPES = (("3x3", dict(Fx=3, Fy=3)),)
 
 VNNI_HELPERS = """\
 #ifndef NPK_VNNI_HELPERS
@@ -333,6 +335,7 @@ static inline NPK_ALWAYS_INLINE int {name}_VnniAny({c_signature(_args(in_dt, w_d
                Fy * G <= {VNNI_FLAT_QUADS} && (Last - First) * InFeat >= {VNNI_FLAT_PAIRS},
         Top = (OutRow0 - InRow0) * W - PadL;
     __mmask64 T[{VNNI_FLAT // LANES * VNNI_FLAT_QUADS}];
+    (void)OutFeat;
     if (Sx > 2 || Dx != 1 || Fx > {VNNI_MAX_F} || Fy > {VNNI_MAX_F} || Byte < 0 || Byte > 255)
         return 0;
     if (OutRows <= 0 || Wo <= 0 || First >= Last)
@@ -404,11 +407,11 @@ static inline NPK_ALWAYS_INLINE int {name}_VnniAny({c_signature(_args(in_dt, w_d
     return 1;
 }}
 
+{c_copies(f"{name}_VnniAny", _args(in_dt, w_dt), _SHAPES, "int")}
 static inline NPK_ALWAYS_INLINE int {name}_Vnni({c_signature(_args(in_dt, w_dt))})
 {{
     /* 3x3 filters (most of a CNN's) run a copy whose tap counts are constants. */
-    if (Fx == 3 && Fy == 3)
-        return {vnni_call(name, in_dt, w_dt, "VnniAny", Fx="3", Fy="3")};
-    return {vnni_call(name, in_dt, w_dt, "VnniAny")};
+{c_pick_copy(f"{name}_VnniAny", _SHAPES, ", ".join(n for _, n in _args(in_dt, w_dt)), "    ",
+             "int")}
 }}
 #endif"""

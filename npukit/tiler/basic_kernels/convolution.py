@@ -18,6 +18,8 @@ from .common import (
     AVX512_HELPERS,
     C_ALIGN,
     C_TAP_RANGE,
+    CONV_3X3,
+    CONV_SHAPES,
     HELPERS,
     LANES,
     POOL_AVG,
@@ -25,7 +27,9 @@ from .common import (
     activate,
     align,
     at_norm,
+    c_copies,
     c_filter_rows,
+    c_pick_copy,
     c_signature,
     c_type,
     c_unused,
@@ -336,8 +340,9 @@ of accumulators
     blocks += f"\n            else\n{block(1)}"
     blocks = "\n".join("    " + line if line else line for line in blocks.splitlines())
 
-    def special(**constants) -> str:
-        return ", ".join(str(constants.get(n, n)) for _, n in args)
+    def special(**given) -> str:
+        """The call's arguments: each parameter's name unless ``given``."""
+        return ", ".join(str(given.get(n, n)) for _, n in args)
 
     if planes:
         feats = "" if not flt else f"""
@@ -346,14 +351,8 @@ of accumulators
 output features at a time (the rest one by one). */
     if ((Sx == 1 || Sx == 2) && {several_taps}{widest}) {{""" + "".join(f"""
         for (; First + {n} <= Last; First += {n})
-            if (Fx == 3 && Fy == 3 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
-                {name}_Feats{n}({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)}, First);
-            else if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
-                {name}_Feats{n}({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1)}, First);
-            else if (Fx == 3 && Fy == 3 && Sx == 2 && Sy == 2 && Dx == 1 && Dy == 1)
-                {name}_Feats{n}({special(Fx=3, Fy=3, Sx=2, Sy=2, Dx=1, Dy=1)}, First);
-            else
-                {name}_Feats{n}({special()}, First);""" for n in conv_features.FEATURES) + """
+{c_pick_copy(f"{name}_Feats{n}", CONV_SHAPES, special() + ", First", "            ")}"""
+                                                   for n in conv_features.FEATURES) + """
     }
 #endif"""
         rows_doc = ("Input features in order,\n       each one's taps in (fy, fx) order; "
@@ -369,11 +368,9 @@ output features at a time (the rest one by one). */
         narrow = conv_features.narrow_dispatch(name, special(), flt,
                                                f"Fx * Fy <= {CONV_MAX_FX}{small_zero_points}")
         entry = f"""\
-    /* Each output feature o of the tile in turn (the features shared among the cores).
-       3x3 and 1x1 filters at stride 1 and 3x3 at stride 2, without dilation (most of a
-       CNN's), run a copy of the loops whose tap counts and strides are constants (not left
-       to the compiler's cloning, which a larger file can change); others the loops as
-       written. */
+    /* Each output feature o of the tile in turn (the features shared among the cores), by
+       the loops' copy for the filter's shape (its tap counts and strides constants: 3x3 and
+       1x1 at stride 1, 3x3 at stride 2, without dilation), else the loops as written. */
 {share_rows("OutFeat")}
 {narrow}
 {vnni}#ifdef NPK_AVX512
@@ -382,38 +379,19 @@ output features at a time (the rest one by one). */
        leave lanes empty). */
     if (Wo < 32 && Wo == W && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1 &&
         Fx * Fy <= {CONV_MAX_FX} && OutRows * Wo <= {FLAT_MAX}{small_zero_points}) {{
-        if (Fx == 3 && Fy == 3)
-            {name}_Flat({special(Fx=3, Fy=3)}, First, Last);
-        else
-            {name}_Flat({special()}, First, Last);
+{c_pick_copy(f"{name}_Flat", (CONV_3X3,), special() + ", First, Last", "        ")}
         return;
     }}
 #endif{feats}
     for (int o = First; o < Last; o++)
-        if (Fx == 3 && Fy == 3 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
-            {name}_Rows({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1, **here)});
-        else if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
-            {name}_Rows({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1, **here)});
-        else if (Fx == 3 && Fy == 3 && Sx == 2 && Sy == 2 && Dx == 1 && Dy == 1)
-            {name}_Rows({special(Fx=3, Fy=3, Sx=2, Sy=2, Dx=1, Dy=1, **here)});
-        else
-            {name}_Rows({special(**here)});"""
+{c_pick_copy(f"{name}_Rows", CONV_SHAPES, special(**here), "        ")}"""
     else:
         rows_doc = "Rows are shared among the cores."
         rows = share_rows()
         entry = f"""\
-    /* 3x3 and 1x1 filters at stride 1 and 3x3 at stride 2, without dilation (most of a
-       CNN's), run a copy of the loops whose tap counts and strides are constants (not left
-       to the compiler's cloning, which a larger file can change); others the loops as
-       written. */
-    if (Fx == 3 && Fy == 3 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
-        {name}_Rows({special(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)});
-    else if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1)
-        {name}_Rows({special(Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1)});
-    else if (Fx == 3 && Fy == 3 && Sx == 2 && Sy == 2 && Dx == 1 && Dy == 1)
-        {name}_Rows({special(Fx=3, Fy=3, Sx=2, Sy=2, Dx=1, Dy=1)});
-    else
-        {name}_Rows({special()});"""
+    /* The loops' copy for the filter's shape (its tap counts and strides constants: 3x3 and
+       1x1 at stride 1, 3x3 at stride 2, without dilation), else the loops as written. */
+{c_pick_copy(f"{name}_Rows", CONV_SHAPES, special(), "    ")}"""
 
     nv = CONV_VECTORS
     flat_k = "\n".join(f"            __mmask16 K{k} = npk_cols(q0 + {k * LANES}, N);"
@@ -440,6 +418,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
        registers across the features and taps. */
     int N = OutRows * Wo, Blocks = (N + {LANES - 1}) / {LANES};
     __mmask16 T[{FLAT_MAX // LANES}][{CONV_MAX_FX}];{vzin.replace("        ", "    ")}
+{c_unused("OutFeat", "Sx", "Sy", "Dx", "Dy")}
     for (int b = 0; b < (Blocks + {nv - 1}) / {nv} * {nv}; b++)
         for (int t = 0; t < Fy * Fx; t++) {{
             unsigned int Lanes = 0;
@@ -471,6 +450,8 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
 {flat_stores}
         }}
 }}
+
+{c_copies(f"{name}_Flat", args + (("int", "First"), ("int", "Last")), (CONV_3X3,))}
 #endif"""
     if planes and flt:
         flat += "".join(conv_features.rows_of_features(name, args, line_ok, CONV_MAX_FX, n)
@@ -485,7 +466,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
     /* Acc[y][x] accumulates the taps (fy, fx) in order: input row p = (OutRow0 + y)*Sy +
        fy*Dy of the padded plane (line p - InRow0 of the tile, real row p - PadT), column
        x*Sx - PadL + fx*Dx. Taps on padding add nothing. {rows_doc} */
-{unused}    int Rows = OutRows;
+{unused}{c_unused("OutFeat") if planes else ""}    int Rows = OutRows;
 {rows}
 #ifdef NPK_AVX512
     /* At column stride 1 or 2, each row in blocks of vectors (at stride 2 a vector's inputs
@@ -521,6 +502,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
         }}
 }}
 
+{c_copies(f"{name}_Rows", args, CONV_SHAPES)}
 void {name}({c_signature(args)})
 {{
 {entry}
@@ -718,6 +700,7 @@ static inline NPK_ALWAYS_INLINE int {name}_Vectors({params})
            Hv = _mm512_set1_ps((float)(Hi - Zout)), Rne = _mm512_set1_ps(12582912.0f);
     __m512i Zv = _mm512_set1_epi32(Zout);
     (void)Oper;
+    (void)OutRows;
     Xv = Xv < Wo ? Xv : Wo;
     if (Sx > 2) return 0;
     for (int x = 0; x < Xv; x += {LANES}) {{
