@@ -67,13 +67,7 @@ def _block(n: int, max_fx: int, feats: int) -> str:
     """One block: ``n`` vectors of columns from x of ``feats`` features."""
     fs, vecs = range(feats), range(n)
     live = [f"__mmask16 K{k} = npk_cols(x + {k * LANES}, Wo);" for k in vecs]
-    masks = [f"__mmask16 T{k}[{max_fx}], Lo{k}[{max_fx}], Hi{k}[{max_fx}];" for k in vecs] + [
-        f"for (int fx = 0; fx < Fx; fx++) {{\n"
-        f"    int C = x * Sx - PadL + fx * Dx + {k * LANES} * Sx;  /* lane 0's column */\n"
-        f"    T{k}[fx] = K{k} & npk_cols_step(C, W, Sx);\n"
-        f"    Lo{k}[fx] = npk_cols(C, W);  /* at stride 2, the 32 columns to load */\n"
-        f"    Hi{k}[fx] = npk_cols(C + {LANES}, W);\n"
-        f"}}" for k in vecs]
+    masks = tap_masks(vecs, max_fx)
     loads, inputs, terms, stores = _vector_ops(fs, vecs, "A + {r} * Plane + x", "T{k}[fx]",
                                                "Line + C", "fx", strided=True)
     return f"""\
@@ -369,5 +363,20 @@ def _vector_ops(fs, vecs, acc: str, tap_mask: str, line: str, tap: str, strided=
 
 
 def lines(margin: str, rows) -> str:
-    """C statements ``rows``, one a line, each after ``margin`` (the template's spaces)."""
-    return "\n".join(margin + r for r in rows)
+    """C statements ``rows``, one a line (or several), each line after ``margin`` (the
+    template's spaces)."""
+    return "\n".join(margin + line for r in rows for line in r.split("\n"))
+
+
+def tap_masks(vecs, max_fx: int) -> list[str]:
+    """C of the tap masks of a row block's vectors ``vecs``, the same for every filter row
+    (and input feature): ``T{k}[fx]``, the lanes of vector k that are outputs (``K{k}``) and
+    whose column of tap fx is inside the row; at column stride 2 also ``Lo{k}[fx]`` and
+    ``Hi{k}[fx]``, the lanes of the 32 columns its inputs are loaded from."""
+    return [f"__mmask16 T{k}[{max_fx}], Lo{k}[{max_fx}], Hi{k}[{max_fx}];" for k in vecs] + [
+        f"for (int fx = 0; fx < Fx; fx++) {{\n"
+        f"    int C = x * Sx - PadL + fx * Dx + {k * LANES} * Sx;  /* lane 0's column */\n"
+        f"    T{k}[fx] = K{k} & npk_cols_step(C, W, Sx);\n"
+        f"    Lo{k}[fx] = npk_cols(C, W);\n"
+        f"    Hi{k}[fx] = npk_cols(C + {LANES}, W);\n"
+        f"}}" for k in vecs]

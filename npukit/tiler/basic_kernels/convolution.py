@@ -293,18 +293,9 @@ def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> Basic
                          for k in range(n))
         loads = "\n".join(f"                {vacc} S{k} = {vload.format(k=k, o=k * LANES)};"
                           for k in range(n))
-        # The tap masks are the same for every filter row (and a feature tile's input
-        # feature): computed once per block; at stride 2 also the masks of the 32 columns a
-        # vector loads.
-        masks = "".join(f"""
-                __mmask16 T{k}[{CONV_MAX_FX}], Lo{k}[{CONV_MAX_FX}], Hi{k}[{CONV_MAX_FX}];"""
-                        for k in range(n)) + "".join(f"""
-                for (int fx = 0; fx < Fx; fx++) {{
-                    int C = x * Sx - PadL + fx * Dx + {k * LANES} * Sx;  /* lane 0's column */
-                    T{k}[fx] = K{k} & npk_cols_step(C, W, Sx);
-                    Lo{k}[fx] = npk_cols(C, W);
-                    Hi{k}[fx] = npk_cols(C + {LANES}, W);
-                }}""" for k in range(n))
+        # (The tap masks: once per block.)
+        masks = "\n" + conv_features.lines("                ",
+                                            conv_features.tap_masks(range(n), CONV_MAX_FX))
         terms = "\n".join(f"""\
                         M = T{k}[fx];
                         {vterm.replace("{load}", f"Sx == 1 ? {vin[0]} : {vin[1]}").format(
