@@ -391,14 +391,15 @@ CONV_SHAPES = (CONV_3X3,
 
 def c_copies(fn: str, params, shapes, ret: str = "void") -> str:
     """C of the copies of always-inline function ``fn`` (parameters ``params``, (C type, name)
-    pairs; returning ``ret``): ``{fn}_{tag}`` for each ``(tag, constants)`` of ``shapes``,
-    calling ``fn`` with those parameters constant, and ``{fn}_Any``, as it is.
+    pairs; returning ``ret``) that ``c_pick_copy(separate=True)`` calls: ``{fn}_{tag}`` for
+    each ``(tag, constants)`` of ``shapes``, calling ``fn`` with those parameters constant,
+    and ``{fn}_Any``, as it is.
 
-    Each copy is a function of its own, called (``c_pick_copy``), not inlined: a kernel that
-    inlined its copies was one function of all their code, on which gcc's data-flow and
-    register allocation passes take time growing faster than its size (the cnn10 float32
-    model's C, benchmarks/onnx_cnn.py at 32x32: 9.5 s to compile with them inline, 5.4 s
-    as functions of their own)."""
+    Each copy is a function of its own, not inlined: a kernel that inlined its copies was one
+    function of all their code, on which gcc's data-flow and register allocation passes take
+    time growing faster than its size (the cnn10 float32 model's host C,
+    benchmarks/onnx_cnn.py at 32x32: 8.1 s to compile with them inline, 4.3 s as functions
+    of their own)."""
     def copy(tag: str, constants: dict) -> str:
         call = ", ".join(str(constants.get(n, n)) for _, n in params)
         unused = c_unused(*(n for _, n in params if n in constants))
@@ -408,17 +409,28 @@ def c_copies(fn: str, params, shapes, ret: str = "void") -> str:
     return "\n".join(copy(tag, constants) for tag, constants in (*shapes, ("Any", {})))
 
 
-def c_pick_copy(fn: str, shapes, call: str, margin: str, ret: str = "void") -> str:
-    """C calling the copy of ``fn`` (``c_copies``) whose constants are the arguments' values,
-    else ``{fn}_Any``, with arguments ``call``; returning its value unless ``ret`` is void.
-    Each line starts with ``margin``."""
+def c_pick_copy(fn: str, params, shapes, margin: str, given=None, ret: str = "void",
+                separate: bool = True) -> str:
+    """C calling always-inline function ``fn`` (parameters ``params``) with the constants of
+    the first of ``shapes`` whose values the arguments have, else as it is; each argument is
+    its parameter's name unless ``given``; returning the call's value unless ``ret`` is void;
+    each line after ``margin``. ``separate``: through the copies ``c_copies`` defines, else
+    ``fn`` itself, inlined with the constants (for a small kernel called many times on small
+    tiles, whose callers' constant arguments gcc then specialises it to as a whole: the
+    GAP tile schedule of cnn10 at 224x224 ran 8% slower through separate copies)."""
+    given = given or {}
     result = "" if ret == "void" else "return "
+
+    def call(tag: str, constants: dict) -> str:
+        if separate:
+            return f"{result}{fn}_{tag}({', '.join(given.get(n, n) for _, n in params)});"
+        args = ", ".join(str(constants.get(n, given.get(n, n))) for _, n in params)
+        return f"{result}{fn}({args});"
     lines = []
     for k, (tag, constants) in enumerate(shapes):
         test = " && ".join(f"{n} == {v}" for n, v in constants.items())
-        lines += [f"{'if' if k == 0 else 'else if'} ({test})", f"    {result}{fn}_{tag}({call});"]
-    last = f"{result}{fn}_Any({call});"
-    lines += ["else", "    " + last] if shapes else [last]
+        lines += [f"{'if' if k == 0 else 'else if'} ({test})", "    " + call(tag, constants)]
+    lines += ["else", "    " + call("Any", {})] if shapes else [call("Any", {})]
     return "\n".join(margin + line for line in lines)
 
 

@@ -411,7 +411,6 @@ static inline NPK_ALWAYS_INLINE int {name}_VnniAny({c_signature(_args(in_dt, w_d
 static inline NPK_ALWAYS_INLINE int {name}_Vnni({c_signature(_args(in_dt, w_dt))})
 {{
     /* 3x3 filters (most of a CNN's) run a copy whose tap counts are constants. */
-{c_pick_copy(f"{name}_VnniAny", _SHAPES, ", ".join(n for _, n in _args(in_dt, w_dt)), "    ",
-             "int")}
+{c_pick_copy(f"{name}_VnniAny", _args(in_dt, w_dt), _SHAPES, "    ", ret="int")}
 }}
 #endif"""

@@ -331,10 +331,6 @@ of accumulators
     blocks += f"\n            else\n{block(1)}"
     blocks = "\n".join("    " + line if line else line for line in blocks.splitlines())
 
-    def special(**given) -> str:
-        """The call's arguments: each parameter's name unless ``given``."""
-        return ", ".join(str(given.get(n, n)) for _, n in args)
-
     if planes:
         feats = "" if not flt else f"""
 #ifdef NPK_AVX512
@@ -342,7 +338,8 @@ of accumulators
 output features at a time (the rest one by one). */
     if ((Sx == 1 || Sx == 2) && {several_taps}{widest}) {{""" + "".join(f"""
         for (; First + {n} <= Last; First += {n})
-{c_pick_copy(f"{name}_Feats{n}", CONV_SHAPES, special() + ", First", "            ")}"""
+{c_pick_copy(f"{name}_Feats{n}", (*args, ("int", "o")), CONV_SHAPES, "            ",
+             dict(o="First"))}"""
                                                    for n in conv_features.FEATURES) + """
     }
 #endif"""
@@ -356,7 +353,7 @@ output features at a time (the rest one by one). */
 #endif
 """
         here = dict(Filter="Filter + o * InFeat * Fy * Fx", Acc="Acc + o * OutRows * Wo")
-        narrow = conv_features.narrow_dispatch(name, special(), flt,
+        narrow = conv_features.narrow_dispatch(name, ", ".join(n for _, n in args), flt,
                                                f"Fx * Fy <= {CONV_MAX_FX}{small_zero_points}")
         entry = f"""\
     /* Each output feature o of the tile in turn (the features shared among the cores), by
@@ -370,19 +367,20 @@ output features at a time (the rest one by one). */
        leave lanes empty). */
     if (Wo < 32 && Wo == W && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1 &&
         Fx * Fy <= {CONV_MAX_FX} && OutRows * Wo <= {FLAT_MAX}{small_zero_points}) {{
-{c_pick_copy(f"{name}_Flat", (CONV_3X3,), special() + ", First, Last", "        ")}
+{c_pick_copy(f"{name}_Flat", (*args, ("int", "First"), ("int", "Last")), (CONV_3X3,),
+             "        ")}
         return;
     }}
 #endif{feats}
     for (int o = First; o < Last; o++)
-{c_pick_copy(f"{name}_Rows", CONV_SHAPES, special(**here), "        ")}"""
+{c_pick_copy(f"{name}_Rows", args, CONV_SHAPES, "        ", here)}"""
     else:
         rows_doc = "Rows are shared among the cores."
         rows = share_rows()
         entry = f"""\
     /* The loops' copy for the filter's shape (its tap counts and strides constants: 3x3 and
        1x1 at stride 1, 3x3 at stride 2, without dilation), else the loops as written. */
-{c_pick_copy(f"{name}_Rows", CONV_SHAPES, special(), "    ")}"""
+{c_pick_copy(f"{name}_Rows", args, CONV_SHAPES, "    ", separate=False)}"""
 
     nv = CONV_VECTORS
     flat_k = "\n".join(f"            __mmask16 K{k} = npk_cols(q0 + {k * LANES}, N);"
@@ -492,8 +490,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
             }}
         }}
 }}
-
-{c_copies(f"{name}_Rows", args, CONV_SHAPES)}
+{chr(10) + c_copies(f"{name}_Rows", args, CONV_SHAPES) if planes else ""}
 void {name}({c_signature(args)})
 {{
 {entry}
