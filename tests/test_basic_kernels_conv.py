@@ -733,3 +733,33 @@ def test_the_native_flags_take_the_vnni_form_where_the_host_has_it():
     if all(f in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512_vnni",
                                 "avx512_vbmi")):
         toolchain.function(src, "npk_probe", 0)  # compiles: the form is in
+
+
+@pytest.mark.parametrize("separate", [True, False])
+def test_a_call_picks_the_copy_of_its_shape_and_passes_the_rest_as_given(separate):
+    """``common.c_pick_copy``: the first shape whose values the arguments have runs with
+    those constants (as a separate copy, ``common.c_copies``, or inlined), any other call as
+    it is; an argument given as an expression is passed as that expression. The C function
+    packs what ``Fn`` received into one number, checked against the same packing in Python."""
+    import ctypes
+
+    params = (("int", "Fx"), ("int", "Sx"), ("int", "P"))
+    shapes = (("one", dict(Fx=1, Sx=1)), ("three", dict(Fx=3, Sx=2)))
+    source = f"""\
+#define NPK_NOINLINE __attribute__((noinline))
+#define NPK_ALWAYS_INLINE __attribute__((always_inline))
+static inline NPK_ALWAYS_INLINE int Fn(int Fx, int Sx, int P)
+{{
+    return Fx * 10000 + Sx * 100 + P;
+}}
+{common.c_copies("Fn", params, shapes, "int") if separate else ""}
+int Pick(int Fx, int Sx, int P)
+{{
+{common.c_pick_copy("Fn", params, shapes, "    ", dict(P="P + 7"), "int", separate)}
+}}"""
+    pick = ctypes.CDLL(str(toolchain.build(source))).Pick
+    pick.restype = ctypes.c_int
+    pick.argtypes = [ctypes.c_int] * 3
+    for fx, sx, p in [(1, 1, 5), (3, 2, 4), (3, 1, 9), (1, 2, 3), (5, 5, 1)]:
+        assert pick(fx, sx, p) == fx * 10000 + sx * 100 + p + 7
+    assert ("Fn_three(" in source) == separate
