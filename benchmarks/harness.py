@@ -113,7 +113,7 @@ def c_function(source: str, name: str, argtypes: list) -> Callable:
     return fn
 
 
-_POOL = ThreadPoolExecutor(1)
+_POOL = ThreadPoolExecutor(max(1, (os.cpu_count() or 1) - 1))
 
 
 def split_in_two(fn: Callable[[int, int], object], n: int) -> Callable[[], object]:
@@ -123,6 +123,33 @@ def split_in_two(fn: Callable[[int, int], object], n: int) -> Callable[[], objec
         other = _POOL.submit(fn, n // 2, n)
         fn(0, n // 2)
         other.result()
+    return run
+
+
+SPIN_C = """
+/* A chain of dependent float operations: one CPU's time, no memory traffic. */
+void npk_bench_spin(long n)
+{
+    volatile double x = 1.0;
+    for (long i = 0; i < n; i++)
+        x = x * 1.0000001 + 1e-9;
+}"""
+
+
+def busy_loops(t: int, n: int = 1_000_000) -> Callable[[], object]:
+    """A case: ``t`` copies of one busy loop (``SPIN_C``, about 4 ms) at once, one per
+    thread. It takes as long on 2 threads as on 1 when the machine gives the second thread
+    a CPU of its own: timed beside a thread scaling, it says whether the machine had a
+    second CPU to give (a virtual machine's may be taken by others: on this project's
+    2-CPU guest, two such loops at once took 4.1 ms in most runs and 8 ms in some, whatever
+    else the process ran)."""
+    spin = c_function(SPIN_C, "npk_bench_spin", [ctypes.c_long])
+
+    def run():
+        others = [_POOL.submit(spin, n) for _ in range(t - 1)]
+        spin(n)
+        for o in others:
+            o.result()
     return run
 
 
