@@ -71,11 +71,11 @@ SAMPLE = 0.005
 
 
 def at_threads(cases_for: Callable[[int], dict[str, Callable]], counts, rounds: int,
-               ) -> dict[int, dict[str, float]]:
+               sample: float = SAMPLE) -> dict[int, dict[str, float]]:
     """Median seconds of ``cases_for(t)``'s cases at each thread count ``t`` of ``counts``:
     each round sets each count in turn (outside the timed calls) and takes one sample of
     each case, in an order that rotates from round to round; one warm-up round first. A
-    sample runs the case as many times as last ``SAMPLE`` seconds (counted in the warm-up
+    sample runs the case as many times as last ``sample`` seconds (counted in the warm-up
     round; one call for a longer case), so a sub-millisecond call is not timed alone
     against the clock's and the scheduler's jitter. Each sample follows a pause of
     ``PAUSE`` seconds and an untimed call of the same case, so what the case before left
@@ -100,7 +100,7 @@ def at_threads(cases_for: Callable[[int], dict[str, Callable]], counts, rounds: 
                     if r >= 0:
                         times[t][name].append(took)
                     else:
-                        reps[t][name] = max(1, math.ceil(SAMPLE / max(took, 1e-9)))
+                        reps[t][name] = max(1, math.ceil(sample / max(took, 1e-9)))
     return {t: {name: statistics.median(v) for name, v in times[t].items()} for t in counts}
 
 

@@ -119,7 +119,9 @@ def test_loops_from_two_python_threads_and_a_forked_child(monkeypatch):
 # A loop straight on the runtime: each iteration counts its runs and the thread that ran
 # it; a worker thread sleeps in its first chunk (a thread that gets no core for a while).
 _CLAIMS_C = threads.FEATURE_MACRO + "\n" + PORTABILITY + "\n" + threads.SOURCE + r"""
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 typedef struct { int *runs; int *by_caller; pthread_t caller; int slept; } npk_test_ctx;
 
 static void npk_test_body(void *arg, int64_t begin, int64_t end)
@@ -148,6 +150,35 @@ static void npk_count_body(void *arg, int64_t begin, int64_t end)
     int *runs = arg;
     for (int64_t i = begin; i < end; i++)
         __atomic_fetch_add(&runs[i], 1, __ATOMIC_RELAXED);
+}
+
+/* A loop of 8 chunks of 5 ms each at the pool's threads; returns the Linux thread id of a
+   worker that ran one (0 if none did). */
+static long npk_test_worker;
+
+static void npk_test_nap_body(void *arg, int64_t begin, int64_t end)
+{
+    struct timespec nap = {0, 5 * 1000 * 1000};
+    (void)begin;
+    (void)end;
+    if (!pthread_equal(pthread_self(), *(pthread_t *)arg))
+        npk_test_worker = syscall(SYS_gettid);
+    nanosleep(&nap, NULL);
+}
+
+long npk_test_start_pool(void)
+{
+    pthread_t caller = pthread_self();
+    npk_read_env();
+    npk_parallel_for(8, 1, npk_test_nap_body, &caller);
+    return npk_test_worker;
+}
+
+/* What an entry function does first; returns the count of calls that woke the workers. */
+unsigned long npk_test_call_starts(void)
+{
+    npk_read_env();
+    return npk_pool.warm;
 }
 
 /* `loops` loops back to back, the i-th of n[i] iterations counted in runs[i][...]. */
@@ -207,3 +238,45 @@ def test_loops_back_to_back_run_every_iteration_once(threads_, monkeypatch):
     fn(loops, n.ctypes.data, runs.ctypes.data, stride)
     want = (np.arange(stride)[None, :] < n[:, None]).astype(np.int32)
     assert np.array_equal(runs, want)
+
+
+def test_a_call_starting_wakes_the_sleeping_workers(monkeypatch):
+    """An entry function's first statement (``npk_read_env``) wakes the pool's workers asleep
+    since the call before, so that they poll for the call's loops (a sleeping thread takes
+    tens of microseconds to wake in a virtual machine): a sleeping worker uses no CPU; after
+    a call starts it does (it polls, then sleeps again); a call capped at one thread wakes
+    nobody. (Linux: the worker's CPU time from /proc.)"""
+    import ctypes
+    import time
+    from pathlib import Path
+
+    from npukit.c import toolchain
+
+    if (os.cpu_count() or 1) < 2 or not Path("/proc/self/task").is_dir():
+        pytest.skip("needs two CPUs and Linux's /proc")
+    monkeypatch.setenv("NPUKIT_THREADS", "2")
+    monkeypatch.delenv("NPUKIT_GRAIN", raising=False)
+    lib = ctypes.CDLL(str(toolchain.build(_CLAIMS_C)))
+    lib.npk_test_start_pool.restype = ctypes.c_long
+    worker = lib.npk_test_start_pool()
+    assert worker > 0, "no worker ran a chunk of 8 naps of 5 ms"
+
+    def cpu_ns() -> int:
+        return int(Path(f"/proc/self/task/{worker}/schedstat").read_text().split()[0])
+
+    lib.npk_test_call_starts.restype = ctypes.c_ulong
+    time.sleep(0.2)  # the worker polls ~100 us after a loop, then sleeps
+    asleep = cpu_ns()
+    time.sleep(0.2)
+    assert cpu_ns() == asleep, "a worker between calls keeps running"
+    calls = lib.npk_test_call_starts()
+    time.sleep(0.2)
+    woken = cpu_ns()
+    assert woken > asleep, "a call started and the sleeping worker did not wake"
+    assert lib.npk_test_call_starts() == calls + 1  # each call that may use them: poll again
+    time.sleep(0.2)
+    monkeypatch.setenv("NPUKIT_THREADS", "1")
+    woken = cpu_ns()
+    assert lib.npk_test_call_starts() == calls + 1
+    time.sleep(0.2)
+    assert cpu_ns() == woken, "a call on one thread woke a worker"
