@@ -141,7 +141,7 @@ static void npk_test_body(void *arg, int64_t begin, int64_t end)
 void npk_test_loop(int64_t n, int64_t grain, int *runs, int *by_caller)
 {
     npk_test_ctx c = {runs, by_caller, pthread_self(), 0};
-    npk_read_env();
+    npk_read_env(1);
     npk_parallel_for(n, grain, npk_test_body, &c);
 }
 
@@ -169,22 +169,23 @@ static void npk_test_nap_body(void *arg, int64_t begin, int64_t end)
 long npk_test_start_pool(void)
 {
     pthread_t caller = pthread_self();
-    npk_read_env();
+    npk_read_env(1);
     npk_parallel_for(8, 1, npk_test_nap_body, &caller);
     return npk_test_worker;
 }
 
-/* What an entry function does first; returns the count of calls that woke the workers. */
-unsigned long npk_test_call_starts(void)
+/* What an entry function does first (`wake`: it has loops that may be shared); returns the
+   count of calls that woke the workers. */
+unsigned long npk_test_call_starts(int wake)
 {
-    npk_read_env();
+    npk_read_env(wake);
     return npk_pool.warm;
 }
 
 /* `loops` loops back to back, the i-th of n[i] iterations counted in runs[i][...]. */
 void npk_test_loops(int64_t loops, const int64_t *n, int *runs, int64_t stride)
 {
-    npk_read_env();
+    npk_read_env(1);
     for (int64_t i = 0; i < loops; i++)
         npk_parallel_for(n[i], 1, npk_count_body, runs + i * stride);
 }
@@ -242,10 +243,11 @@ def test_loops_back_to_back_run_every_iteration_once(threads_, monkeypatch):
 
 def test_a_call_starting_wakes_the_sleeping_workers(monkeypatch):
     """An entry function's first statement (``npk_read_env``) wakes the pool's workers asleep
-    since the call before, so that they poll for the call's loops (a sleeping thread takes
-    tens of microseconds to wake in a virtual machine): a sleeping worker uses no CPU; after
-    a call starts it does (it polls, then sleeps again); a call capped at one thread wakes
-    nobody. (Linux: the worker's CPU time from /proc.)"""
+    since the call before when the call has loops that may be shared, so that they poll for
+    them (a sleeping thread takes tens of microseconds to wake in a virtual machine): a
+    sleeping worker uses no CPU; after such a call starts it does (it polls, then sleeps
+    again); a call whose loops all run on one thread, or capped at one thread, wakes nobody.
+    (Linux: the worker's CPU time from /proc.)"""
     import ctypes
     import time
     from pathlib import Path
@@ -265,18 +267,20 @@ def test_a_call_starting_wakes_the_sleeping_workers(monkeypatch):
         return int(Path(f"/proc/self/task/{worker}/schedstat").read_text().split()[0])
 
     lib.npk_test_call_starts.restype = ctypes.c_ulong
+    lib.npk_test_call_starts.argtypes = [ctypes.c_int]
     time.sleep(0.2)  # the worker polls ~100 us after a loop, then sleeps
     asleep = cpu_ns()
+    calls = lib.npk_test_call_starts(0)
     time.sleep(0.2)
-    assert cpu_ns() == asleep, "a worker between calls keeps running"
-    calls = lib.npk_test_call_starts()
+    assert cpu_ns() == asleep, "a call without shared loops (or nothing) woke the worker"
+    assert lib.npk_test_call_starts(1) == calls + 1
     time.sleep(0.2)
     woken = cpu_ns()
-    assert woken > asleep, "a call started and the sleeping worker did not wake"
-    assert lib.npk_test_call_starts() == calls + 1  # each call that may use them: poll again
+    assert woken > asleep, "a call with shared loops started and the worker did not wake"
+    assert lib.npk_test_call_starts(1) == calls + 2  # each such call: poll again
     time.sleep(0.2)
     monkeypatch.setenv("NPUKIT_THREADS", "1")
     woken = cpu_ns()
-    assert lib.npk_test_call_starts() == calls + 1
+    assert lib.npk_test_call_starts(1) == calls + 2
     time.sleep(0.2)
     assert cpu_ns() == woken, "a call on one thread woke a worker"

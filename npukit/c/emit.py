@@ -238,6 +238,7 @@ class _Emitter:
         self.structs: list[ArgStruct] = []  # argument structs of parallel basic kernels
         self.lut_names: dict[tuple, str] = {}  # LUT instruction -> its helper's name
         self.tasks: list[str] = []  # task functions and tables' code, in emission order
+        self.splits = False  # a task may run on several threads: the call wakes the workers
         self.in_task = False  # emitting the body of a parallel loop
         # loop variables of the copies made run by run (copies.py), one per dim
         ranks = [len(st.dst.shape) for st, _ in prog.walk() if isinstance(st, ir.Copy)]
@@ -287,7 +288,8 @@ class _Emitter:
         out.lines.extend(self._signature().splitlines())
         with out.block():
             if self.tasks:
-                out.line("npk_read_env();  /* NPUKIT_THREADS, NPUKIT_GRAIN: for this call */")
+                out.line(f"npk_read_env({int(self.splits)});  /* NPUKIT_THREADS, NPUKIT_GRAIN: "
+                         f"for this call{'; the workers woken for its loops' * self.splits} */")
             out.extend(decls)
             out.extend(body)
         return out.text()
@@ -545,6 +547,7 @@ class _Emitter:
         name) of locals of the entry function, copied into its context struct — under their
         names in the entry function."""
         fn = self.h.fresh("npk_task")
+        self.splits |= not (count.isdigit() and grain >= int(count))
         ctx_t, ctx = f"{fn}_ctx", fn.replace("npk_task", "npk_ctx")
         # What the body uses, of the tensors, the loop variables and ``extra`` (a comment
         # naming one is no use): looked up from the body's words, so that the work grows

@@ -20,16 +20,15 @@ first parallel loop and keeps, so a loop costs no thread creation (about a hundr
 microseconds in a virtual machine). A worker that finished a loop polls for the next one
 for about a hundred microseconds (yielding its CPU to any other thread that wants it), then
 sleeps on a condition variable, until a loop or the start of an entry function with loops
-(``npk_read_env``, unless ``NPUKIT_THREADS`` is 1) wakes it to poll again, so that a call's
-first loop finds it awake; the calling thread, its own chunks done, polls as long for
-the workers' last chunks before it sleeps: the parallel calls of a graph follow each other
-closely, and a sleeping thread takes tens of microseconds to wake in a virtual machine,
-which made a second thread slower than one on calls of a few hundred microseconds. One
-loop uses the pool at a time; a loop
-started while another runs (from a second Python thread) runs serially. A process forked
-after the pool started gets a pool of its own on its first loop. Without POSIX threads, or
-when a thread cannot be started, the chunks run on the calling thread, so the result
-never depends on threads being available.
+that may be shared (``npk_read_env(1)``, unless ``NPUKIT_THREADS`` is 1) wakes it to poll
+again, so that a call's first loop finds it awake; the calling thread, its own chunks done,
+polls as long for the workers' last chunks before it sleeps: the parallel calls of a
+graph follow each other closely, and a sleeping thread takes tens of microseconds to wake
+in a virtual machine, which made a second thread slower than one on calls of a few hundred
+microseconds. One loop uses the pool at a time; a loop started while another runs (from a
+second Python thread) runs serially. A process forked after the pool started gets a pool of
+its own on its first loop. Without POSIX threads, or when a thread cannot be started, the
+chunks run on the calling thread, so the result never depends on threads being available.
 
 Chunks never share an iteration, so a loop whose iterations write disjoint data computes
 the same bits whatever the thread count.
@@ -259,23 +258,26 @@ static int64_t npk_start_workers(int64_t t)
 #endif
 
 /* At the start of an entry function that has parallel loops: NPUKIT_THREADS and NPUKIT_GRAIN
-   read for this call, and the workers, when there are some and the call may use them, woken
-   to poll: the call's first loop then finds them awake (a worker asleep since the call
-   before woke too late for it: on a 2-CPU KVM guest the first split convolution of a 32x32
-   CNN ran 0.9x on two threads, the next ones 1.7x), and a call's start keeps them polling
-   through a graph whose layers are calls of their own. */
-static void npk_read_env(void)
+   read for this call; when a loop of it may run on several threads (`wake`), the workers,
+   when there are some and the call may use them, woken to poll: the call's first loop then
+   finds them awake (a worker asleep since the call before woke too late for it: on a 2-CPU
+   KVM guest the first split convolution of a 32x32 CNN ran 0.9x on two threads, the next
+   ones 1.7x). Only then: a worker polling beside a call that runs on one thread slowed it
+   by 5 to 25% there (the guest's two CPUs share a core's resources). */
+static void npk_read_env(int wake)
 {
 #ifdef NPK_HAVE_THREADS
     npk_env_cap = npk_env_count("NPUKIT_THREADS");
     npk_env_grain = npk_env_count("NPUKIT_GRAIN");
-    if (npk_pool.workers > 0 && npk_pool.pid == getpid() && npk_env_cap != 1 &&
+    if (wake && npk_pool.workers > 0 && npk_pool.pid == getpid() && npk_env_cap != 1 &&
         !npk_in_parallel) {
         pthread_mutex_lock(&npk_pool.lock);
         npk_pool.warm++;
         pthread_cond_broadcast(&npk_pool.wake);
         pthread_mutex_unlock(&npk_pool.lock);
     }
+#else
+    (void)wake;
 #endif
 }
 
