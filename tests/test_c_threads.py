@@ -241,6 +241,7 @@ def test_loops_back_to_back_run_every_iteration_once(threads_, monkeypatch):
     assert np.array_equal(runs, want)
 
 
+@pytest.mark.slow  # sleeps 1 s in all
 def test_a_call_starting_wakes_the_sleeping_workers(monkeypatch):
     """An entry function's first statement (``npk_read_env``) wakes the pool's workers asleep
     since the call before when the call has loops that may be shared, so that they poll for
