@@ -276,10 +276,9 @@ def _args(in_dt: str, w_dt: str):
             ("int", "PadL"), ("int", "Zin"), ("int", "Zw"), ("int", "First"), ("int", "Last"))
 
 
-def vnni_call(name: str, in_dt: str, w_dt: str, part: str = "Vnni", **given: str) -> str:
-    """The C call of ``{name}_Vnni`` (or of its ``part`` with the same parameters), each
-    argument its parameter's name unless ``given``."""
-    return f"{name}_{part}({', '.join(given.get(n, n) for _, n in _args(in_dt, w_dt))})"
+def vnni_call(name: str, in_dt: str, w_dt: str) -> str:
+    """The C call of ``{name}_Vnni``, each argument its parameter's name."""
+    return f"{name}_Vnni({', '.join(n for _, n in _args(in_dt, w_dt))})"
 
 
 def _calls(name: str, flat: bool) -> str:
