@@ -486,6 +486,7 @@ def test_feature_blocks_at_column_stride_2(flags, F, PadL, Wo, out_feat):
     assert np.array_equal(acc[n:].view(np.int32), before[n:].view(np.int32))
     assert not np.array_equal(acc[:n], before[:n])
 
+
 @pytest.mark.parametrize("rows, cols", [(1, 1), (1, 2), (2, 1), (2, 2), (1, 3), (4, 1), (1, 4)])
 @pytest.mark.parametrize("F, pad", [(3, 1), (1, 0), (2, 1), (3, 0)])
 @pytest.mark.parametrize("in_feat, out_feat", [(3, 8), (16, 17), (33, 40)])

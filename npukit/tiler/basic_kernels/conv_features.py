@@ -195,9 +195,10 @@ NARROW = 4
 NARROW_IN = 16
 
 
-def narrow_dispatch(name: str, call_args: str, flt: bool, fits: str) -> str:
-    """C of a feature tile's kernel calling ``{name}_Narrow(call_args, First, Last)`` where it
-    applies (``fits``: the kernel's own conditions on its filter and zero points). A float32
+def narrow_dispatch(name: str, args, flt: bool, fits: str) -> str:
+    """C of a feature tile's kernel (parameters ``args``) calling ``{name}_Narrow(..., First,
+    Last)`` where it applies (``fits``: the kernel's own conditions on its filter and zero
+    points). A float32
     1x1 plane is faster flattened (its centre tap alone, the filters' other taps not
     transposed); integers flattened feed every tap, so they take it from 1 output."""
     low = 2 if flt else 1
@@ -206,10 +207,11 @@ def narrow_dispatch(name: str, call_args: str, flt: bool, fits: str) -> str:
     /* Planes of {low} to {NARROW} outputs, 8 output features or more: 16 features to a vector,
        a vector per output (conv_features.narrow_of_features). */
     if (OutRows * Wo >= {low} && OutRows * Wo <= {NARROW} && Last - First >= 8 && {fits}) {{
-        {name}_Narrow({call_args}, First, Last);
+        {name}_Narrow({", ".join(n for _, n in args)}, First, Last);
         return;
     }}
 #endif"""
+
 
 def narrow_of_features(name: str, args, max_taps: int, in_dt: str = "float32",
                        w_dt: str = "float32") -> str:

@@ -353,7 +353,7 @@ output features at a time (the rest one by one). */
 #endif
 """
         here = dict(Filter="Filter + o * InFeat * Fy * Fx", Acc="Acc + o * OutRows * Wo")
-        narrow = conv_features.narrow_dispatch(name, ", ".join(n for _, n in args), flt,
+        narrow = conv_features.narrow_dispatch(name, args, flt,
                                                f"Fx * Fy <= {CONV_MAX_FX}{small_zero_points}")
         entry = f"""\
     /* Each output feature o of the tile in turn (the features shared among the cores), by
