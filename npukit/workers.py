@@ -8,12 +8,22 @@ returns one ``Outcome`` per unit, in the order of the units, whatever ran them a
 whatever order they finished. A unit whose function raises is reported failed with the
 error; a unit whose worker process dies is run once more on a fresh worker and reported
 failed when that one dies too: no unit is lost silently.
+
+A local worker is a fresh interpreter whose main program is npukit's own (``python -c``
+with ``serve``): it never runs the caller's script, so a script that calls
+``npukit.onnx.validate(..., workers=2)`` at its top level needs no ``if __name__ ==
+"__main__":`` guard (``multiprocessing``'s spawn and forkserver workers run the main module
+again, and would start workers of their own there). An ``fn`` defined in the caller's
+``__main__`` cannot be found that way; it runs on ``multiprocessing``'s spawn workers, which
+do import the main module, so that script needs the guard (as on Windows, where every
+worker is spawned).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
 import sys
 from collections import deque
 from collections.abc import Callable
@@ -42,6 +52,26 @@ def _call(fn: Callable, unit) -> Outcome:
         return Outcome(True, fn(unit))
     except Exception as exc:  # any error of the unit is its result, reported to the user
         return Outcome(False, error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+
+
+# The program of a local worker, run as ``python -c``: take the caller's sys.path (so ``fn``
+# and npukit import as they do there), then serve. Its main module is this text, not the
+# caller's script.
+_WORKER = ("import sys\n"
+           "from multiprocessing.connection import Connection\n"
+           "conn = Connection(int(sys.argv[1]))\n"
+           "sys.path[:] = conn.recv()\n"
+           "from npukit.workers import serve\n"
+           "serve(conn)\n")
+
+
+def serve(conn) -> None:
+    """A local worker's loop (``_WORKER``): ``fn`` and its thread count first, then units."""
+    try:
+        fn, threads = conn.recv()
+        _serve(conn, fn, threads)
+    except EOFError:  # the caller went away: nothing left to do
+        pass
 
 
 def _serve(conn, fn: Callable, threads: int) -> None:
@@ -82,21 +112,56 @@ def run_units(fn: Callable, units: list, workers: int | None = None,
     return _on_pool(fn, units, min(n, max(len(units), 1)), progress)
 
 
+class _Spawned:
+    """A ``multiprocessing`` spawn worker with ``subprocess.Popen``'s ``kill`` and ``wait``."""
+
+    def __init__(self, proc):
+        self.proc = proc
+
+    def kill(self) -> None:
+        self.proc.kill()
+
+    def wait(self) -> int | None:
+        self.proc.join()
+        return self.proc.exitcode
+
+
+def _own_main(fn: Callable) -> bool:
+    """Whether ``fn`` can run in a worker whose main program is npukit's (``_WORKER``): a
+    POSIX system (the worker inherits one end of a socket pair) and ``fn`` importable from a
+    module other than the caller's ``__main__``."""
+    return os.name == "posix" and getattr(fn, "__module__", "__main__") != "__main__"
+
+
+def _launch(fn: Callable, threads: int):
+    """A fresh worker process serving ``fn``: (connection, handle with ``kill``/``wait``)."""
+    if not _own_main(fn):
+        # spawn: a fresh interpreter, safe whatever threads the parent runs; it imports the
+        # caller's main module, whose top level must then be guarded.
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_serve, args=(child, fn, threads), daemon=True)
+        proc.start()
+        child.close()
+        return parent, _Spawned(proc)
+    parent, child = multiprocessing.Pipe()
+    proc = subprocess.Popen([sys.executable, "-c", _WORKER, str(child.fileno())],
+                            pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL)
+    child.close()
+    parent.send(list(sys.path))
+    parent.send((fn, threads))
+    return parent, proc
+
+
 def _on_pool(fn: Callable, units: list, n: int, progress: Progress) -> list[Outcome]:
-    # spawn: a fresh interpreter per worker, safe whatever threads the parent runs.
-    ctx = multiprocessing.get_context("spawn")
     todo = deque(range(len(units)))
     attempts = [0] * len(units)
     results: list[Outcome | None] = [None] * len(units)
     busy = {}  # connection -> (process, index of the unit it runs)
 
     def start(index: int) -> None:
-        parent, child = ctx.Pipe()
-        threads = max(1, (os.cpu_count() or 1) // n)
-        proc = ctx.Process(target=_serve, args=(child, fn, threads), daemon=True)
-        proc.start()
-        child.close()
-        give(parent, proc, index)
+        conn, proc = _launch(fn, max(1, (os.cpu_count() or 1) // n))
+        give(conn, proc, index)
 
     def give(conn, proc, index: int) -> None:
         attempts[index] += 1
@@ -109,7 +174,7 @@ def _on_pool(fn: Callable, units: list, n: int, progress: Progress) -> list[Outc
         except OSError:  # it died already
             pass
         conn.close()
-        proc.join()
+        proc.wait()
 
     try:
         while todo and len(busy) < n:
@@ -121,12 +186,12 @@ def _on_pool(fn: Callable, units: list, n: int, progress: Progress) -> list[Outc
                     results[index] = conn.recv()
                 except EOFError:  # the process died running this unit
                     conn.close()
-                    proc.join()
+                    code = proc.wait()
                     if attempts[index] < ATTEMPTS:
                         todo.appendleft(index)
                     else:
                         results[index] = Outcome(False, error=f"its worker process died "
-                                                 f"(exit code {proc.exitcode}) on each of "
+                                                 f"(exit code {code}) on each of "
                                                  f"{ATTEMPTS} attempts")
                     if todo:
                         start(todo.popleft())
@@ -142,6 +207,7 @@ def _on_pool(fn: Callable, units: list, n: int, progress: Progress) -> list[Outc
         for conn, (proc, _) in busy.items():
             proc.kill()
             conn.close()
+            proc.wait()
     return results
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +20,8 @@ import npukit.onnx
 from npukit.cli import main
 from npukit.demo import _tiny_cnn
 from npukit.onnx.check import compare, ort_run, random_inputs
-from npukit.onnx.validation import InputError
+from npukit.onnx.sweeps import Sweep, SweepRow
+from npukit.onnx.validation import InputError, OutputStats, _stats, read_inputs
 from npukit.workers import ATTEMPTS, run_units
 
 N = 6
@@ -60,6 +64,7 @@ def test_validate_matches_a_plain_loop_bit_exact(models):
     assert (model.against, against_ref.against) == ("model", "reference")
     assert all(o.tobytes() == r.tobytes() for o, r in zip(ours, ort))  # uint8 QDQ: bit-exact
     assert model.exact == 1.0 and model.inputs_exact == 1.0 and model.max_abs == 0.0
+    assert model.worst == () and "worst: none differ" in str(model)  # text and JSON agree
     assert v.within and v.count == N and not v.failed
     errs = [float(np.abs(o.astype(np.float64) - r).max()) for o, r in zip(ours, ref)]
     assert against_ref.max_abs == max(errs) > 0  # quantization error, seen apart
@@ -102,6 +107,8 @@ def test_sweep_command_csv_and_plot(models, tmp_path, capsys):
     out, png = tmp_path / "s.csv", tmp_path / "s.png"
     assert main(["sweep", str(qdq_path), "--l1", "8000,12000", "--l2", "32K,48K,64K",
                  "--workers", "2", "--csv", str(out), "--plot", str(png)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-2:] == [f"rows written to {out}", f"plot written to {png}"]
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == 6
     for r in rows:
@@ -111,7 +118,7 @@ def test_sweep_command_csv_and_plot(models, tmp_path, capsys):
 
 
 @pytest.mark.slow  # worker processes or a Dask cluster, models planned per budget
-def test_validate_command_folder_and_stacked_npz_agree(models, tmp_path):
+def test_validate_command_folder_and_stacked_npz_agree(models, tmp_path, capsys):
     _, qdq_path, _ = models
     xs = _xs(4)
     folder = tmp_path / "set"
@@ -124,10 +131,16 @@ def test_validate_command_folder_and_stacked_npz_agree(models, tmp_path):
         js = tmp_path / f"{path.stem}.json"
         assert main(["validate", str(qdq_path), "--inputs", str(path), "--l1", "8000",
                      "--l2", "64K", "--workers", "2", "--json", str(js)]) == 0
+        text = capsys.readouterr().out
+        assert f"numbers written to {js}" in text
         outs.append(json.loads(js.read_text()))
+        # Every input bit-exact: the text says none differ, and the JSON names none.
+        assert "worst: none differ" in text and outs[-1]["outputs"][0]["worst"] == []
     assert outs[0]["outputs"][0]["exact"] == outs[1]["outputs"][0]["exact"] == 1.0
     assert outs[0]["count"] == outs[1]["count"] == 4
-    assert [w[0] for w in outs[1]["outputs"][0]["worst"]][0].startswith("stack.npz[")
+    names = [n for n, _ in read_inputs(tmp_path / "stack.npz", {"x": npukit.onnx.Port(
+        "x", (1, 3, 32, 32), np.dtype(np.float32))})]
+    assert names == [f"stack.npz[{i}]" for i in range(4)]
 
 
 def test_validate_refuses_inputs_of_the_wrong_shape(models, tmp_path, capsys):
@@ -137,6 +150,58 @@ def test_validate_refuses_inputs_of_the_wrong_shape(models, tmp_path, capsys):
         npukit.onnx.validate(qdq_path, tmp_path / "bad.npz")
     assert main(["validate", str(qdq_path), "--inputs", str(tmp_path / "bad.npz")]) == 2
     assert "(1, 3, 16, 16)" in capsys.readouterr().err
+
+
+def test_worst_names_the_inputs_that_differ_in_the_text_and_the_json():
+    ref = [np.array([1.0, 2.0], np.float32)] * 3
+    ours = [ref[0], ref[1] + np.float32(1e-6), ref[2]]
+    s = _stats("y", "model", ["a", "b", "c"], ours, ref, None, False)
+    assert [n for n, _ in s.worst] == ["b"] and "worst: b (" in str(s)
+    same = _stats("y", "model", ["a", "b", "c"], ref, ref, None, False)
+    assert same.worst == () and "worst: none differ" in str(same)
+    assert isinstance(same, OutputStats)
+
+
+def _row(l1, l2, cycles):
+    return SweepRow("gap8", l1, l2, None, True, "", 1, 1, 0, cycles, 0, cycles / 175)
+
+
+def test_the_sweep_plot_has_a_log2_l2_axis_and_a_marker_per_series():
+    pytest.importorskip("matplotlib")
+    rows = [_row(l1, l2, 10_000 // (k + 1) + l1 // 100) for l1 in (4000, 8000, 12000)
+            for k, l2 in enumerate((16 << 10, 32 << 10, 64 << 10))]
+    fig = Sweep(tuple(rows)).figure()
+    (ax,) = fig.axes
+    assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
+    series = [ln for ln in ax.get_lines() if not ln.get_label().startswith("Pareto")]
+    assert len(series) == 3
+    assert len({(ln.get_marker(), ln.get_linestyle()) for ln in series}) == 3
+    assert all(ln.get_marker() not in (None, "None", "") for ln in series)
+
+
+def test_a_sweep_prints_microseconds_beside_cycles():
+    text = str(Sweep((_row(4000, 16 << 10, 1750),)))
+    assert re.search(r"cycles +us", text) and re.search(r" 1750 +10\.0 ", text), text
+
+
+@pytest.mark.slow  # two worker processes compile the model's C
+def test_a_script_without_a_main_guard_validates_once(models, tmp_path):
+    """docs/onnx.md's example saved as a script, no ``if __name__ == "__main__":``: the
+    workers never run the script again, so it finishes and prints its result once."""
+    _, qdq_path, _ = models
+    script = tmp_path / "no_guard.py"
+    script.write_text(f"""import numpy as np
+import npukit.onnx
+
+xs = [{{"x": np.full((1, 3, 32, 32), v, np.float32)}} for v in (-0.5, 0.0, 0.5)]
+v = npukit.onnx.validate({str(qdq_path)!r}, xs, l1_budget=8000, l2_budget=64 * 1024,
+                         workers=2)
+print("validated", v.count, v.within)
+""")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.splitlines() == ["validated 3 True"], r.stdout + r.stderr[-2000:]
 
 
 # -- the engine: a worker that dies -------------------------------------------------------

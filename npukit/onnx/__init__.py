@@ -91,10 +91,19 @@ class OnnxGraph:
 
         return compare(name, ours, ref, self.output_steps.get(name))
 
+    def summary(self, cycles: bool = True) -> str:
+        """The memory plan and the layers with their tiles; with ``cycles``, each layer's
+        predicted cycles and microseconds at the target's clock and the totals (the cycle
+        model, ``report()``). What ``npukit run --plan`` prints: nothing is compiled or run.
+
+        >>> print(g.summary())                               # doctest: +SKIP
+        """
+        from .cli import summary
+        return summary(self, self.report() if cycles else None)
+
     def __str__(self) -> str:
         """The memory plan and the layers (as ``npukit run`` prints them, without cycles)."""
-        from .cli import layer_table, plan_table
-        return plan_table(self) + "\n" + layer_table(self, None)
+        return self.summary(cycles=False)
 
     # -- running -----------------------------------------------------------------------------
 

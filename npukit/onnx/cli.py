@@ -4,6 +4,7 @@ against ONNX Runtime, write a standalone C project or a timeline trace.
 
     npukit run model.onnx --target gap8 --l1 48000 --l2 300K --l3 8M \\
         --input x=x.npy --check --emit out/ --trace run.json
+    npukit run model.onnx --plan        # the plan, tiles and cycles only: compiles nothing
 
 With no ``--input``, inputs are deterministic random values of the model's input types
 (float32 uniform in [-1, 1), integers over their range). ``--check`` exits 1 when an output
@@ -39,6 +40,10 @@ def size(text: str) -> int:
     return value
 
 
+# What every budget option's help says of its value.
+SIZE_HELP = "bytes; K, M, G suffixes are powers of 1024 (48000, 300K, 0.5M)"
+
+
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``run`` to the ``npukit`` command's subparsers."""
     p = subparsers.add_parser(
@@ -48,7 +53,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file")
     p.add_argument("--target", default="gap8", help="a built-in target or a target TOML file "
                    "(default: gap8)")
-    p.add_argument("--l1", type=size, help="L1 budget in bytes (default: the target's L1)")
+    p.add_argument("--l1", type=size, help=f"L1 budget, at most the target's L1 ({SIZE_HELP}; "
+                   f"default: the target's L1)")
     p.add_argument("--l2", type=size, help="L2 budget (default: the target's L2)")
     p.add_argument("--l3", type=size, help="L3 RAM budget (default: the target's)")
     p.add_argument("--flash", type=size, help="L3 flash budget (default: the target's)")
@@ -64,6 +70,9 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--trace", metavar="OUT.json", help="write the simulated timeline as Chrome "
                    "trace-event JSON (open in Perfetto)")
     p.add_argument("--no-cycles", action="store_true", help="skip the simulated cycle model")
+    p.add_argument("--plan", action="store_true", help="print the memory plan, the tiles and "
+                   "the predicted cycles, then stop: compiles and runs nothing "
+                   "(OnnxGraph.summary() in Python)")
     p.set_defaults(func=run)
     return p
 
@@ -134,21 +143,54 @@ def plan_table(g) -> str:
 
 
 def layer_table(g, cycles: dict | None) -> str:
-    """Per layer: what it computes, its tiles, L1 bytes, streamed operands, cycles."""
+    """Per layer: what it computes, its tiles, L1 bytes, streamed operands, cycles and their
+    time at the target's clock."""
     width = max(len(info.name) for info in g.layers) + 2
     ops = max([len(info.ops) for info in g.layers] + [len("computes")]) + 2
+    mhz = g.target.clock_mhz
     rows = [f"Layers ({len(g.layers)}):",
-            f"  {'layer':<{width}}{'computes':<{ops}}{'tiles':>12}{'L1 B':>8}{'cycles':>12}  "
-            f"details"]
+            f"  {'layer':<{width}}{'computes':<{ops}}{'tiles':>12}{'L1 B':>8}{'cycles':>12}"
+            f"{'us':>10}  details"]
     for info, layer in zip(g.layers, g.graph.layers):
         t = layer.tiling
         tiles = f"{t.n_tiles} x {t.tile}"
-        c = "" if cycles is None else str(cycles.get(info.name, ""))
+        c = None if cycles is None else cycles.get(info.name)
+        cyc, us = ("", "") if c is None else (str(c), f"{c / mhz:.1f}")
         streamed = f"; streams {', '.join(sorted(layer.streamed))} from L3" if layer.streamed \
             else ""
         rows.append(f"  {info.name:<{width}}{info.ops:<{ops}}{tiles:>12}{t.l1_used:>8}"
-                    f"{c:>12}  {info.detail}{streamed}")
+                    f"{cyc:>12}{us:>10}  {info.detail}{streamed}")
     return "\n".join(rows)
+
+
+def simulated_line(g, report) -> str:
+    """The cycle model's totals: cycles and time at the target's clock, bytes moved."""
+    mhz = g.target.clock_mhz
+    return (f"  simulated: {report.cycles} cycles ({report.cycles / mhz:.1f} us at {mhz:g} MHz), "
+            f"{report.construct_cycles} more in the constructor; moved "
+            + ", ".join(f"{m} {b} B" for m, b in report.bytes_moved.items()))
+
+
+def summary(g, report=None) -> str:
+    """The memory plan and the layers with their tiles; with ``report`` (the cycle model's
+    ``GraphReport``) each layer's cycles and microseconds and the totals."""
+    cycles = None if report is None else dict(report.layers)
+    text = plan_table(g) + "\n\n" + layer_table(g, cycles)
+    return text if report is None else text + "\n" + simulated_line(g, report)
+
+
+def refuse_budgets(targets, l1_values) -> None:
+    """Refuse, before any model is read, a target the tiler cannot plan on and an ``--l1``
+    above a target's L1 memory."""
+    from ..tiler.model import tiler_target
+
+    for name in targets:
+        t = tiler_target(name)
+        chip = t.memories["L1"].size
+        for v in l1_values:
+            if v is not None and v > chip:
+                raise NpukitError(f"--l1 {v}: above the L1 memory of target {t.name!r} "
+                                  f"({chip} B); give at most {chip}")
 
 
 def refusals_exit_2(job):
@@ -170,28 +212,36 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from . import load
-    from .check import RuntimeRefusal, ort_run
 
+    refuse_plan_options(args)
+    refuse_budgets([args.target], [args.l1])
     _progress(f"importing {args.model}")
     g = load(args.model, target=args.target, l1_budget=args.l1, l2_budget=args.l2,
              l3_budget=args.l3, l3_flash_budget=args.flash, dtype=args.dtype)
-    inputs = _inputs(g, args.input)
-    print(plan_table(g))
-    cycles = None
-    if not args.no_cycles or args.trace:
+    inputs = None if args.plan else _inputs(g, args.input)
+    cycles = not args.no_cycles or bool(args.trace)
+    if cycles:
         _progress("simulating the cycles of every layer")
-        report = g.report()
-        cycles = dict(report.layers)
-    print()
-    print(layer_table(g, cycles))
-    if cycles is not None:
-        print(f"  simulated: {report.cycles} cycles ({report.cycles / g.target.clock_mhz:.0f} us "
-              f"at {g.target.clock_mhz:g} MHz), {report.construct_cycles} more in the "
-              f"constructor; moved " + ", ".join(f"{m} {b} B" for m, b in
-                                                  report.bytes_moved.items()))
+    print(g.summary(cycles=cycles))
     if args.trace:
-        report.timeline.save_trace(args.trace)
+        g.report().save_trace(args.trace)  # the report's trace: a span per layer on top
         print(f"  timeline written to {args.trace}")
+    if args.plan:
+        return 0
+    return _host_run(args, g, inputs)
+
+
+def refuse_plan_options(args: argparse.Namespace) -> None:
+    """``--plan`` runs nothing: the options that need a run are refused beside it."""
+    if args.plan:
+        for option in ("input", "check", "emit"):
+            if getattr(args, option):
+                raise NpukitError(f"--plan compiles and runs nothing; --{option} needs a run: "
+                                  f"drop --plan or --{option}")
+
+
+def _host_run(args: argparse.Namespace, g, inputs: dict) -> int:
+    """Compile the graph's C, run it, print the outputs; ``--check``, ``--emit``."""
     _progress("compiling the C and running it")
     t0 = time.perf_counter()
     res = g.run("c", **inputs)
@@ -203,23 +253,28 @@ def _run(args: argparse.Namespace) -> int:
         flat = a.reshape(-1)
         print(f"  {name}: {a.dtype} {list(a.shape)}, min {flat.min():.6g}, max {flat.max():.6g}, "
               f"first {np.array2string(flat[:4], precision=5, separator=', ')}")
-    status = 0
-    if args.check:
-        _progress("running ONNX Runtime")
-        try:
-            ref, wall = ort_run(args.model, inputs, threads=1, repeat=3)
-        except RuntimeRefusal as exc:  # nothing to compare with: the check fails
-            print(f"npukit run: --check: {exc}", file=sys.stderr)
-            ref = None
-            status = 1
-        if ref is not None:
-            print(f"ONNX Runtime (1 thread): {wall * 1e3:.2f} ms")
-            for name, a in res.outputs.items():
-                c = g.compare(name, a, ref[name])
-                print(f"  {c}")
-                status |= 0 if c.within else 1
+    status = _check(args.model, g, inputs, res.outputs) if args.check else 0
     if args.emit:
         from .emit import emit
         folder = emit(g, args.emit, inputs, res.outputs)
         print(f"C project written to {folder} (make -C {folder} check)")
+    return status
+
+
+def _check(model: str, g, inputs: dict, outputs: dict) -> int:
+    """``--check``: every output against ONNX Runtime's; 1 past the tolerance."""
+    from .check import RuntimeRefusal, ort_run
+
+    _progress("running ONNX Runtime")
+    try:
+        ref, wall = ort_run(model, inputs, threads=1, repeat=3)
+    except RuntimeRefusal as exc:  # nothing to compare with: the check fails
+        print(f"npukit run: --check: {exc}", file=sys.stderr)
+        return 1
+    print(f"ONNX Runtime (1 thread): {wall * 1e3:.2f} ms")
+    status = 0
+    for name, a in outputs.items():
+        c = g.compare(name, a, ref[name])
+        print(f"  {c}")
+        status |= 0 if c.within else 1
     return status

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .cli import refusals_exit_2, size
+from .cli import SIZE_HELP, refusals_exit_2, refuse_budgets, size
 
 
 def _sizes(text: str) -> list[int]:
@@ -41,10 +41,13 @@ def register(subparsers) -> None:
     v.add_argument("--reference", metavar="FLOAT.onnx", help="the float model too")
     v.add_argument("--count", type=int, help="the first N inputs only")
     v.add_argument("--backend", choices=["c", "sim"], default="c", help="sim adds cycles")
-    v.add_argument("--target", default="gap8")
-    v.add_argument("--l1", type=size)
-    v.add_argument("--l2", type=size)
-    v.add_argument("--l3", type=size)
+    v.add_argument("--target", default="gap8", help="a built-in target or a target TOML file "
+                   "(default: gap8)")
+    v.add_argument("--l1", type=size, help=f"L1 budget, at most the target's L1 ({SIZE_HELP}; "
+                   f"default: the target's L1)")
+    v.add_argument("--l2", type=size, help=f"L2 budget ({SIZE_HELP}; default: the target's L2)")
+    v.add_argument("--l3", type=size, help=f"L3 RAM budget ({SIZE_HELP}; default: the "
+                   f"target's)")
     v.add_argument("--json", metavar="OUT.json", help="write the numbers as JSON")
     v.set_defaults(func=refusals_exit_2(_validate))
     s = subparsers.add_parser(
@@ -52,18 +55,24 @@ def register(subparsers) -> None:
         description="Plan and simulate the model under every L1 x L2 x L3 x target "
         "combination: fits or why not, bytes used, cycles, weights streamed.")
     _common(s)
-    s.add_argument("--l1", type=_sizes, required=True, metavar="B,B,...")
-    s.add_argument("--l2", type=_sizes, required=True, metavar="B,B,...")
-    s.add_argument("--l3", type=_sizes, metavar="B,B,...", help="default: the target's")
-    s.add_argument("--target", default="gap8", metavar="T,T,...")
-    s.add_argument("--csv", metavar="OUT.csv")
-    s.add_argument("--plot", metavar="OUT.png", help="cycles against L2, Pareto front marked")
+    s.add_argument("--l1", type=_sizes, required=True, metavar="B,B,...", help="L1 budgets, "
+                   f"each at most every target's L1 ({SIZE_HELP})")
+    s.add_argument("--l2", type=_sizes, required=True, metavar="B,B,...", help="L2 budgets "
+                   f"({SIZE_HELP})")
+    s.add_argument("--l3", type=_sizes, metavar="B,B,...", help=f"L3 RAM budgets ({SIZE_HELP}; "
+                   f"default: the target's)")
+    s.add_argument("--target", default="gap8", metavar="T,T,...", help="built-in targets or "
+                   "target TOML files (default: gap8)")
+    s.add_argument("--csv", metavar="OUT.csv", help="write one row per combination as CSV")
+    s.add_argument("--plot", metavar="OUT.png", help="plot cycles against L2 (log scale), "
+                   "the Pareto front marked")
     s.set_defaults(func=refusals_exit_2(_sweep))
 
 
 def _validate(args: argparse.Namespace) -> int:
     from .validation import validate
 
+    refuse_budgets([args.target], [args.l1])
     v = validate(args.model, args.inputs, args.reference, target=args.target,
                  l1_budget=args.l1, l2_budget=args.l2, l3_budget=args.l3,
                  backend=args.backend, count=args.count, workers=args.workers,
@@ -71,17 +80,22 @@ def _validate(args: argparse.Namespace) -> int:
     print(v)
     if args.json:
         Path(args.json).write_text(v.to_json() + "\n")
+        print(f"numbers written to {args.json}")
     return 0 if v.within else 1
 
 
 def _sweep(args: argparse.Namespace) -> int:
     from .sweeps import sweep
 
-    s = sweep(args.model, args.l1, args.l2, args.l3 or [None], args.target.split(","),
+    targets = args.target.split(",")
+    refuse_budgets(targets, args.l1)
+    s = sweep(args.model, args.l1, args.l2, args.l3 or [None], targets,
               workers=args.workers, scheduler=args.scheduler)
     print(s)
     if args.csv:
         s.write_csv(args.csv)
+        print(f"rows written to {args.csv}")
     if args.plot:
         s.plot(args.plot)
+        print(f"plot written to {args.plot}")
     return 0

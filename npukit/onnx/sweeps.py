@@ -15,6 +15,10 @@ from ..errors import NpukitError
 from ..workers import run_units
 from .validation import model_bytes
 
+# Each series of the plot: a marker of its own, then a line style once the markers run out.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "h")
+LINES = ("-", "--", ":", "-.")
+
 
 @dataclass(frozen=True)
 class SweepRow:
@@ -31,6 +35,7 @@ class SweepRow:
     l3_used: int | None
     cycles: int | None
     weights_streamed: int | None  # bytes of operands streamed from L3 through L2
+    microseconds: float | None = None  # the cycles as time at the target's clock
 
 
 @dataclass(frozen=True)
@@ -52,15 +57,16 @@ class Sweep:
 
     def __str__(self) -> str:
         head = f"{'target':<8}{'L1':>8}{'L2':>9}{'L3':>10}  {'L1 used':>8}{'L2 used':>9}" \
-               f"{'L3 used':>9}{'cycles':>11}{'streamed':>10}  fits"
+               f"{'L3 used':>9}{'cycles':>11}{'us':>10}{'streamed':>10}  fits"
         rows = [head]
         for r in self.rows:
             used = [("" if v is None else str(v)) for v in (r.l1_used, r.l2_used, r.l3_used,
                                                           r.cycles, r.weights_streamed)]
+            us = "" if r.microseconds is None else f"{r.microseconds:.1f}"
             rows.append(f"{r.target:<8}{r.l1_budget:>8}{r.l2_budget:>9}"
                         f"{'default' if r.l3_budget is None else r.l3_budget:>10}  "
-                        f"{used[0]:>8}{used[1]:>9}{used[2]:>9}{used[3]:>11}{used[4]:>10}  "
-                        + ("yes" if r.fits else f"no: {r.why_not}"))
+                        f"{used[0]:>8}{used[1]:>9}{used[2]:>9}{used[3]:>11}{us:>10}"
+                        f"{used[4]:>10}  " + ("yes" if r.fits else f"no: {r.why_not}"))
         return "\n".join(rows)
 
     def write_csv(self, path) -> None:
@@ -69,9 +75,10 @@ class Sweep:
             w.writerow([fl.name for fl in fields(SweepRow)])
             w.writerows(["" if v is None else v for v in astuple(r)] for r in self.rows)
 
-    def plot(self, path) -> None:
-        """Cycles against the L2 budget, one series per target and L1 budget, the Pareto
-        front marked (matplotlib: ``pip install "npukit[plot]"``)."""
+    def figure(self):
+        """Cycles against the L2 budget (a log scale, base 2), one series per target and L1
+        budget, each with a marker and line style of its own, the Pareto front marked: a
+        matplotlib ``Figure`` (``pip install "npukit[plot]"``)."""
         try:
             import matplotlib
             matplotlib.use("Agg")
@@ -79,20 +86,32 @@ class Sweep:
         except ImportError:
             raise NpukitError("--plot needs matplotlib: pip install \"npukit[plot]\"") from None
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for (t, l1), rs in itertools.groupby(sorted((r for r in self.rows if r.fits),
-                                                    key=lambda r: (r.target, r.l1_budget,
-                                                                   r.l2_budget)),
-                                             key=lambda r: (r.target, r.l1_budget)):
-            rs = list(rs)
-            ax.plot([r.l2_budget for r in rs], [r.cycles for r in rs], "o-",
-                    label=f"{t} L1 {l1} B")
+        for k, ((t, l1), rs) in enumerate(self._series()):
+            style = LINES[k // len(MARKERS) % len(LINES)]
+            ax.plot([r.l2_budget for r in rs], [r.cycles for r in rs],
+                    marker=MARKERS[k % len(MARKERS)], linestyle=style, label=f"{t} L1 {l1} B")
         front = self.pareto
         ax.plot([r.l2_budget for r in front], [r.cycles for r in front], "k*--",
                 markersize=12, label="Pareto front")
-        ax.set_xlabel("L2 budget (bytes)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("L2 budget (bytes, log scale)")
         ax.set_ylabel("simulated cycles")
         ax.legend()
         fig.tight_layout()
+        return fig
+
+    def _series(self) -> list[tuple[tuple[str, int], list[SweepRow]]]:
+        """The fitting rows by (target, L1 budget), each sorted by L2 budget."""
+        fit = sorted((r for r in self.rows if r.fits),
+                     key=lambda r: (r.target, r.l1_budget, r.l2_budget))
+        return [(key, list(rs)) for key, rs in
+                itertools.groupby(fit, key=lambda r: (r.target, r.l1_budget))]
+
+    def plot(self, path) -> None:
+        """Save ``figure()`` to ``path`` (PNG, SVG, PDF: by its suffix)."""
+        fig = self.figure()  # first: it says when matplotlib is missing
+        import matplotlib.pyplot as plt
+
         fig.savefig(path)
         plt.close(fig)
 
@@ -116,7 +135,7 @@ def plan_one(unit) -> SweepRow:
     streamed = sum(g.tensors[t].size for layer in g.graph.layers for t in layer.streamed)
     return SweepRow(target, l1, l2, l3, True, "",
                     *(mem[m].static + mem[m].dynamic for m in ("L1", "L2", "L3")),
-                    cycles, streamed)
+                    cycles, streamed, round(cycles / g.target.clock_mhz, 3))
 
 
 def sweep(model, l1: list[int], l2: list[int], l3: list[int | None] = (None,),
@@ -125,7 +144,12 @@ def sweep(model, l1: list[int], l2: list[int], l3: list[int | None] = (None,),
     """Plan ``model`` (a path, bytes or ``onnx.ModelProto``) under every combination of the
     ``l1`` x ``l2`` x ``l3`` budgets (bytes; None: the target's) and ``targets``, each on
     ``workers`` local processes (one per core by default) or the Dask cluster at
-    ``scheduler``."""
+    ``scheduler``. A target the tiler cannot plan on (``npukit.tiler.model.tiler_target``)
+    is a ``TargetError`` before anything runs."""
+    from ..tiler.model import tiler_target
+
+    for t in targets:  # a target the tiler cannot plan on refuses the sweep, not each row
+        tiler_target(t)
     data = model_bytes(model)
     combos = sorted(itertools.product(targets, l1, l2, l3),
                     key=lambda c: (c[0], c[1], c[2], -1 if c[3] is None else c[3]))

@@ -173,12 +173,13 @@ class OutputStats:
     max_abs: float
     max_rel: float  # largest over inputs of max |ours - ort| / max |ort|
     top1: float | None  # fraction of inputs with the same arg-max (a classifier output)
-    worst: tuple[tuple[str, float], ...]  # the inputs of largest max_abs, with it
+    worst: tuple[tuple[str, float], ...]  # inputs not bit-exact, largest max_abs first
+    # (up to WORST of them, with their max_abs; empty when every input is bit-exact)
     within: bool  # the documented tolerance held on every input (always True: reference)
 
     def __str__(self) -> str:
         top = "" if self.top1 is None else f", top-1 agreement {100 * self.top1:.2f}%"
-        worst = ", ".join(f"{n} ({e:.3g})" for n, e in self.worst if e > 0) or "none differ"
+        worst = ", ".join(f"{n} ({e:.3g})" for n, e in self.worst) or "none differ"
         mark = "" if self.against == "reference" else \
             f"  [{'within' if self.within else 'OUTSIDE'} tolerance]"
         return (f"{self.output} vs ONNX Runtime on the {self.against}: bit-exact "
@@ -191,12 +192,14 @@ class OutputStats:
 class Validation:
     """A validation's numbers: ``count`` inputs run, ``outputs`` (``OutputStats`` per output
     and model compared with), ``failed`` (input name, why) for inputs that could not run,
-    ``cycles`` (simulated, per input, with ``backend="sim"``), ``within``."""
+    ``cycles`` (simulated, per input, with ``backend="sim"``), ``clock_mhz`` (the target's),
+    ``within``."""
 
     count: int
     outputs: tuple[OutputStats, ...]
     failed: tuple[tuple[str, str], ...]
     cycles: tuple[int, ...] | None
+    clock_mhz: float | None = None  # the target's clock, for the cycles' time
 
     @property
     def within(self) -> bool:
@@ -217,13 +220,27 @@ class Validation:
         rows += [f"  {s}" for s in self.outputs]
         rows += [f"  input {n}: {why}" for n, why in self.failed]
         if self.cycles:
-            rows.append(f"  simulated cycles: {min(self.cycles)} .. {max(self.cycles)}")
+            lo, hi = min(self.cycles), max(self.cycles)
+            time = "" if not self.clock_mhz else \
+                f" ({lo / self.clock_mhz:.1f} .. {hi / self.clock_mhz:.1f} us at " \
+                f"{self.clock_mhz:g} MHz)"
+            rows.append(f"  simulated cycles: {lo} .. {hi}{time}")
         rows.append("within tolerance" if self.within else "OUTSIDE tolerance")
         return "\n".join(rows)
 
 
 def _classifier(shape) -> bool:
     return len(shape) >= 1 and shape[-1] > 1 and int(np.prod(shape[:-1])) == 1
+
+
+def _worst(names, cmps) -> list[int]:
+    """The inputs (indices) not bit-exact, largest error first (NaN first), then by name;
+    at most ``WORST``."""
+    def error(i: int) -> float:
+        return np.inf if np.isnan(cmps[i].max_abs) else cmps[i].max_abs
+
+    differ = [i for i, c in enumerate(cmps) if c.exact < 1.0]
+    return sorted(differ, key=lambda i: (-error(i), names[i]))[:WORST]
 
 
 def _stats(output: str, against: str, names, ours, refs, step, exact_needed) -> OutputStats:
@@ -233,7 +250,7 @@ def _stats(output: str, against: str, names, ours, refs, step, exact_needed) -> 
     top1 = None
     if _classifier(refs[0].shape):
         top1 = float(np.mean([np.argmax(o) == np.argmax(r) for o, r in zip(ours, refs)]))
-    order = sorted(range(len(cmps)), key=lambda i: (-cmps[i].max_abs, names[i]))[:WORST]
+    order = _worst(names, cmps)
     if against == "reference":
         within = True
     elif exact_needed:
@@ -293,4 +310,4 @@ def validate(model, inputs, reference=None, *, target: str = "gap8",
                 stats.append(_stats(out, "reference", ok_names, ours,
                                     [v["reference"][out] for _, v in done], None, False))
     cycles = tuple(v["cycles"] for _, v in done) if backend == "sim" else None
-    return Validation(len(sets), tuple(stats), failed, cycles)
+    return Validation(len(sets), tuple(stats), failed, cycles, g.target.clock_mhz)

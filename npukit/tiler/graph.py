@@ -110,9 +110,17 @@ class GraphReport:
     def _layer_events(self) -> list[tuple[str, str, int, int]]:
         return [("layers", name, s, e) for name, (s, e) in self.spans.items()]
 
+    @property
+    def microseconds(self) -> float:
+        """``cycles`` as time at the target's clock."""
+        return self.cycles / self.timeline.clock_mhz
+
     def __str__(self) -> str:
-        rows = [f"{self.cycles} cycles ({self.construct_cycles} more in the constructor)"]
-        rows += [f"  {name:<28}{c:>10} cycles" for name, c in self.layers.items()]
+        mhz = self.timeline.clock_mhz
+        rows = [f"{self.cycles} cycles, {self.microseconds:.1f} us at {mhz:g} MHz "
+                f"({self.construct_cycles} more cycles in the constructor)"]
+        rows += [f"  {name:<28}{c:>10} cycles{c / mhz:>10.1f} us"
+                 for name, c in self.layers.items()]
         rows += [f"  {m:<10} moved {b:>10} B" for m, b in self.bytes_moved.items()]
         return "\n".join(rows)
 

@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 
 from .. import ir
 from ..cdecl import file_name, identifier
-from ..errors import CapacityError, TilingError
+from ..errors import CapacityError, TargetError, TilingError
 from ..machine import Target
 from ..machine import target as _target
+from ..machine import targets as _targets
 from ..passes import check
 from .api import (
     CALL_PARALLEL,
@@ -37,6 +38,40 @@ from .spaces import kernel_frames
 from .validate import alias_target, check_calls, check_group, check_kernel, check_lib
 
 AUTOTILER_VERSIONS = ("3.0", "4")  # the AutoTiler versions whose rules npukit applies
+# The memories the tiler places tiles (L1) and kernel arguments (L2) in, by name.
+TILER_MEMORIES = ("L1", "L2")
+
+
+def _tiler_gap(t: Target) -> str | None:
+    """What ``t`` lacks for the tiler (memories ``TILER_MEMORIES``, an engine between
+    them), or None."""
+    missing = [m for m in TILER_MEMORIES if m not in t.memories]
+    if missing:
+        return f"no memory named {' or '.join(missing)}"
+    try:
+        t.engine("L2", "L1"), t.engine("L1", "L2")
+    except TargetError:
+        return "no transfer engine between L2 and L1"
+    return None
+
+
+def tiler_target(target: str | Target) -> Target:
+    """``target`` (a built-in name, a TOML path or a ``Target``) when the tiler can plan on
+    it: memories L1 (tiles) and L2 (kernel arguments) and a transfer engine between them.
+    Otherwise a ``TargetError`` naming what it lacks and the built-in targets that have it:
+
+    >>> tiler_target("gap8").name
+    'gap8'
+    """
+    t = _target(target)
+    gap = _tiler_gap(t)
+    if gap:
+        able = [n for n in _targets() if _tiler_gap(_target(n)) is None]
+        raise TargetError(f"target {t.name!r} has {gap} (memories: {', '.join(t.memories)}): "
+                          f"the tiler places tiles in L1 and kernel arguments in L2; "
+                          f"AutoTiler and ONNX models plan on "
+                          f"{', '.join(able) or 'a target file that has them'}")
+    return t
 
 
 @dataclass(frozen=True)
@@ -93,7 +128,7 @@ class Model(GraphModel, CNNGenerators):
             raise TilingError(f"Model(autotiler_version={autotiler_version!r}): the versions "
                               f"are {', '.join(map(repr, AUTOTILER_VERSIONS))}")
         self.autotiler_version = autotiler_version
-        self.target = _target(target)
+        self.target = tiler_target(target)
         mem = self.target.memories
         self.l1_budget = integer("Model", "l1_budget", l1_budget, 1) if l1_budget is not None \
             else mem["L1"].size
