@@ -8,6 +8,7 @@
 from .dtypes import dtype
 from .easy import LData, MultiIndex, build, kernel, spec
 from .errors import (
+    CalibrationError,
     CapacityError,
     CompilerError,
     DTypeError,
@@ -38,9 +39,8 @@ from . import c, ir_text  # noqa: F401
 # isort: on
 
 __all__ = [
-    "CapacityError", "CompilerError", "DTypeError", "KernelError", "LData", "Layout",
-    "LutError", "ModelError", "MultiIndex", "NoCompilerError", "NpukitError", "OutOfBoundsError",
-    "Program", "Result",
-    "ShapeError", "Target", "TargetError", "TilingError", "Transfer", "build", "dtype",
-    "kernel", "load_target", "sequence", "spec", "target", "targets",
+    "CalibrationError", "CapacityError", "CompilerError", "DTypeError", "KernelError", "LData",
+    "Layout", "LutError", "ModelError", "MultiIndex", "NoCompilerError", "NpukitError",
+    "OutOfBoundsError", "Program", "Result", "ShapeError", "Target", "TargetError", "TilingError",
+    "Transfer", "build", "dtype", "kernel", "load_target", "sequence", "spec", "target", "targets",
 ]

@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     from .onnx.cli_jobs import register as register_jobs
 
     register_jobs(sub)
+    from .cli_calibrate import register as register_calibrate
+
+    register_calibrate(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -34,6 +34,11 @@ class TargetError(NpukitError):
     """A malformed or unknown target description."""
 
 
+class CalibrationError(NpukitError, ValueError):
+    """A table of measured cycles, or a layer it describes, that ``npukit calibrate`` cannot
+    use (``npukit.calibration``)."""
+
+
 class KernelError(NpukitError):
     """A kernel that breaks the structure rules of its front end."""
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .costs import FAMILIES, CostModel
 from .dtypes import dtype as _dtype
 from .errors import DTypeError, TargetError
 
@@ -117,6 +118,7 @@ class Target:
     arith: Arith
     lut: LutBanks
     path: str
+    costs: CostModel  # the prices of basic kernel calls (``npukit.costs``)
 
     def engine(self, src: str, dst: str) -> Engine:
         """The engine that moves data from memory ``src`` to ``dst``."""
@@ -196,7 +198,27 @@ def load_target(path: str | Path) -> Target:
         arith=Arith(rounding, r.get("arith.saturate", bool)),
         lut=LutBanks(r.int("lut.banks", minimum=1), r.int("lut.bank_bits", minimum=8),
                      lut_memory),
-        path=str(path.resolve()))
+        path=str(path.resolve()), costs=_costs(r, units))
+
+
+def _costs(r: _Reader, units: Mapping[str, Unit]) -> CostModel:
+    """The ``[costs]`` table (``npukit.costs``); without one, the default model, a call
+    costing the first compute unit's latency. A family the table leaves out costs one cycle
+    per operation."""
+    call = next(iter(units.values())).latency if units else 1
+    if "costs" not in r.raw:
+        return CostModel.default(call)
+    for key in r.table("costs"):
+        if key not in ("calibration", "accuracy", "call", "fork", "layer", "op"):
+            raise r._fail(f"costs.{key}", "one of calibration, accuracy, call, fork, layer, op",
+                          key)
+    given = r.table("costs.op") if "op" in r.raw["costs"] else []
+    unknown = [f for f in given if f not in FAMILIES]
+    if unknown:
+        raise r._fail(f"costs.op.{unknown[0]}", f"a family from {list(FAMILIES)}", unknown[0])
+    op = FrozenMap({f: r.price(f"costs.op.{f}") if f in given else 1.0 for f in FAMILIES})
+    return CostModel(r.price("costs.call"), r.price("costs.fork"), r.price("costs.layer"), op,
+                     r.get("costs.calibration", str), r.get("costs.accuracy", str))
 
 
 class _Reader:
@@ -232,6 +254,12 @@ class _Reader:
         v = self.get(key, float)
         if v <= 0:
             raise self._fail(key, "a positive number", v)
+        return v
+
+    def price(self, key: str) -> float:
+        v = self.get(key, float)
+        if not v >= 0 or math.isinf(v):
+            raise self._fail(key, "a number of cycles >= 0", v)
         return v
 
     def table(self, key: str) -> list[str]:

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 
 from .. import ir
 from ..cdecl import identifier, parse_ctype
+from ..costs import as_work
 from ..errors import CompilerError
 from .code import Writer
 
@@ -219,8 +220,8 @@ CALL_WORK = 1 << 20
 
 def call_work(st: ir.Call) -> int:
     """The work of call ``st``: its kernel's ``cost`` of its scalar arguments at the largest
-    values they take; 0 without a cost, or when the cost cannot be had (the simulator names
-    the failure)."""
+    values they take (operations: ``npukit.costs.Work.size``); 0 without a cost, or when the
+    cost cannot be had (the simulator names the failure)."""
     if not st.fn.cost:
         return 0
     top = {}
@@ -230,7 +231,7 @@ def call_work(st: ir.Call) -> int:
             top[name] = min(e.width, max(0, e.total - e.start.bounds()[0])) \
                 if isinstance(e, ir.Lanes) else e.bounds()[1]
     try:
-        work = st.fn.cost(**top)
+        work = as_work(st.fn.cost(**top)).size
         return int(work) if work >= 0 else 0
     except Exception:  # a user's cost function: the simulator reports its failure
         return 0

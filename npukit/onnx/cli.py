@@ -168,7 +168,8 @@ def simulated_line(g, report) -> str:
     mhz = g.target.clock_mhz
     return (f"  simulated: {report.cycles} cycles ({report.cycles / mhz:.1f} us at {mhz:g} MHz), "
             f"{report.construct_cycles} more in the constructor; moved "
-            + ", ".join(f"{m} {b} B" for m, b in report.bytes_moved.items()))
+            + ", ".join(f"{m} {b} B" for m, b in report.bytes_moved.items())
+            + f"\n  ({g.target.costs.caveat()})")
 
 
 def summary(g, report=None) -> str:

@@ -12,6 +12,7 @@ import itertools
 from dataclasses import astuple, dataclass, fields
 
 from ..errors import NpukitError
+from ..machine import target
 from ..workers import run_units
 from .validation import model_bytes
 
@@ -67,6 +68,8 @@ class Sweep:
                         f"{'default' if r.l3_budget is None else r.l3_budget:>10}  "
                         f"{used[0]:>8}{used[1]:>9}{used[2]:>9}{used[3]:>11}{us:>10}"
                         f"{used[4]:>10}  " + ("yes" if r.fits else f"no: {r.why_not}"))
+        for name in dict.fromkeys(r.target for r in self.rows):
+            rows.append(f"({name}: {target(name).costs.caveat()})")
         return "\n".join(rows)
 
     def write_csv(self, path) -> None:

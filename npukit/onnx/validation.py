@@ -200,6 +200,7 @@ class Validation:
     failed: tuple[tuple[str, str], ...]
     cycles: tuple[int, ...] | None
     clock_mhz: float | None = None  # the target's clock, for the cycles' time
+    costs: str = ""  # which constants priced the cycles, how accurate (``CostModel.caveat``)
 
     @property
     def within(self) -> bool:
@@ -225,6 +226,7 @@ class Validation:
                 f" ({lo / self.clock_mhz:.1f} .. {hi / self.clock_mhz:.1f} us at " \
                 f"{self.clock_mhz:g} MHz)"
             rows.append(f"  simulated cycles: {lo} .. {hi}{time}")
+            rows.append(f"  ({self.costs})")
         rows.append("within tolerance" if self.within else "OUTSIDE tolerance")
         return "\n".join(rows)
 
@@ -310,4 +312,5 @@ def validate(model, inputs, reference=None, *, target: str = "gap8",
                 stats.append(_stats(out, "reference", ok_names, ours,
                                     [v["reference"][out] for _, v in done], None, False))
     cycles = tuple(v["cycles"] for _, v in done) if backend == "sim" else None
-    return Validation(len(sets), tuple(stats), failed, cycles, g.target.clock_mhz)
+    return Validation(len(sets), tuple(stats), failed, cycles, g.target.clock_mhz,
+                      g.target.costs.caveat())

@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import ir
+from ..costs import USER, Work, as_work
 from ..errors import KernelError
 from ..extent import Changes, changes
 from ..passes import memory_use
 
 MAX_EVENTS = 20000
+TERM_SCALE = 1 << 16
 
 
 @dataclass
@@ -53,6 +55,10 @@ class Report:
     events_dropped: bool = False  # more than MAX_EVENTS steps: the rest are not recorded
     skipped_iterations: int = 0  # steady-state iterations advanced in one jump, not drawn
     core_cycles: tuple[int, ...] = ()  # cycles of each core of a core loop, core 0 first
+    # Each cost constant's factor summed over the basic kernel calls (``npukit.costs``):
+    # the calls' cycles are ``sum(target.costs.value(k) * f)`` (``cycles``: 1 each).
+    cost_terms: dict[str, float] = field(default_factory=dict)
+    costs: str = ""  # which constants priced the calls and how accurate they are
 
     @property
     def roofline_cycles(self) -> int:
@@ -129,6 +135,8 @@ class Report:
             lines.append(f"  {m:<12} moved {b:>10} B")
         for m, b in self.peak.items():
             lines.append(f"  {m:<12} peak  {b:>10} B of {self.capacity[m]} B")
+        if self.costs:
+            lines.append(f"  ({self.costs})")
         return "\n".join(lines)
 
 
@@ -147,6 +155,10 @@ class Timeline:
             names += [f"r:{b.name}:{k}" for k in range(b.slots)]
             names.append(f"n:{b.name}")
         names += [f"bytes:{m}" for m in self.mems] + ["cursor", "end"]
+        # Each cost constant's factor summed over the calls (``npukit.costs``), in
+        # 1/TERM_SCALE units: the cycles of the calls as a linear function of the constants.
+        self.terms = tgt.costs.names() + [USER]
+        names += [f"term:{k}" for k in self.terms]
         self.ix = {n: k for k, n in enumerate(names)}
         self.s = np.zeros(len(names), np.int64)
         self.env: dict[ir.Var, int] = {}
@@ -175,7 +187,10 @@ class Timeline:
             compute_bound=max([b for u, b in busy.items() if u in tgt.units] or [0]),
             transfer_bound=max([b for u, b in busy.items() if u in tgt.engines] or [0]),
             clock_mhz=tgt.clock_mhz, events=self.events, events_dropped=self.dropped,
-            skipped_iterations=self.skipped, core_cycles=self.core_cycles)
+            skipped_iterations=self.skipped, core_cycles=self.core_cycles,
+            cost_terms={k: v / TERM_SCALE for k in self.terms
+                        if (v := int(self.s[self.ix[f"term:{k}"]]))},
+            costs=tgt.costs.caveat())
 
     # -- walking ----------------------------------------------------------------------------
 
@@ -365,7 +380,9 @@ class Timeline:
         scalars = {name: int(np.asarray(a.expr.eval(self.env)).reshape(-1)[0])
                    for (_, name), a in zip(st.fn.args, st.args) if isinstance(a, ir.Val)}
         work = _work(st, scalars)
-        cost = tgt.units[unit].latency + math.ceil(work / (tgt.cores if st.fn.parallel else 1))
+        cost = tgt.costs.cycles(work, tgt.cores, st.fn.parallel)
+        for k, f in tgt.costs.terms(work, tgt.cores, st.fn.parallel).items():
+            s[ix[f"term:{k}"]] += round(f * TERM_SCALE)
         ptrs = [a.view for a in st.args if isinstance(a, (ir.Ptr, ir.Deref))
                 and a.view.buffer.role == "internal"]
         start = s[ix[f"free:{unit}"]]
@@ -403,17 +420,19 @@ def timeline(prog: ir.Program, fast_forward: bool = True) -> Report:
     return Timeline(prog, fast_forward).run()
 
 
-def _work(st: ir.Call, scalars: dict) -> int:
-    """The cycles of work of a call: its basic kernel's ``cost`` of the scalar arguments
-    known statically (1 without one); ``KernelError`` naming the kernel when it fails."""
+def _work(st: ir.Call, scalars: dict) -> Work:
+    """The work of a call: its basic kernel's ``cost`` of the scalar arguments known
+    statically (1 cycle without one); ``KernelError`` naming the kernel when it fails."""
     if not st.fn.cost:
-        return 1
+        return as_work(1)
     try:
         work = st.fn.cost(**scalars)
+        if isinstance(work, Work):
+            return work
         if isinstance(work, bool) or not isinstance(work, (int, float, np.integer,
                                                              np.floating)) or not work >= 0:
             raise ValueError(f"it returned {work!r}, not a number of cycles >= 0")
-        return int(work)
+        return as_work(int(work))
     except Exception as exc:  # the user's function: name it and what it was given
         raise KernelError(f"basic kernel {st.fn.name} (`{st.label}`): its cost function failed "
                           f"({type(exc).__name__}: {exc}); it gets the scalar arguments known "

@@ -15,6 +15,7 @@ cycles per layer and the L3 traffic.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -122,6 +123,7 @@ class GraphReport:
         rows += [f"  {name:<28}{c:>10} cycles{c / mhz:>10.1f} us"
                  for name, c in self.layers.items()]
         rows += [f"  {m:<10} moved {b:>10} B" for m, b in self.bytes_moved.items()]
+        rows.append(f"  ({self.timeline.costs})")
         return "\n".join(rows)
 
 
@@ -691,18 +693,23 @@ class Graph:
         return self._report
 
     def _timeline(self) -> GraphReport:
-        from ..sim.timing import Timeline, timeline
+        from ..sim.timing import TERM_SCALE, Timeline, timeline
 
         construct, fetches = self.moves()
         cc = sum(timeline(self.move_program(n, s, d)).cycles for n, s, _, d, _ in construct)
         prog, segments = self.program()
         tl = Timeline(prog)
         ix, s = tl.ix, tl.s
+        setup = math.ceil(self.target.costs.layer)
         layers, spans, t0 = {}, {}, 0
         for (fetch, body), layer in zip(segments, self.layers):
             tl.block(fetch)
             pending = int(s[ix["end"]])
-            s[ix["end"]] = t0
+            # The layer's set-up (``costs.layer``) comes before its first step.
+            for u in tl.units:
+                s[ix[f"free:{u}"]] = max(s[ix[f"free:{u}"]], t0 + setup)
+            s[ix["end"]] = t0 + setup
+            s[ix["term:layer"]] += TERM_SCALE
             tl.block(body)
             t1 = int(s[ix["end"]])
             # The next layer starts when this one has finished (its fetches run on).

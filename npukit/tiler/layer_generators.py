@@ -64,6 +64,7 @@ from .api import (
     LOC_IN_PLANE_PROLOG,
     LOC_INNER_LOOP,
     LOC_INNER_LOOP_EPILOG,
+    LOC_LOOP,
     OBJ_CONSTRAINTS_TILE_HOR,
     OBJ_CONSTRAINTS_TILE_VER,
     T0,
@@ -93,6 +94,7 @@ from .basic_kernels import (
     mathfn,
     movement,
     normalisation,
+    parallel,
     pooling,
     reduction,
 )
@@ -185,7 +187,10 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
             item[1] * out_feat * in_feat * Fcx * Fcy + 8 * out_feat)
 
     in_tile = _feature_tile_inputs(m.l1_budget, InFeat, Ho, l1_bytes)
-    if par_features and not depthwise and in_tile:
+    # The target's schedule takes tiles of features, as the GAP SDK's generators do, where
+    # every core has an output feature of its own (the kernel shares them out); with fewer
+    # it goes plane by plane, each call's rows shared among the cores.
+    if not depthwise and in_tile and (par_features or OutFeat >= m.target.cores):
         # Every input feature with a part of the output features when that fits whole
         # planes: a tile of the filter is then one block of it, read where it is.
         cut_out = in_tile == 1 and l1_bytes(InFeat, Ho) > m.l1_budget >= l1_bytes(InFeat,
@@ -196,7 +201,15 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
                             in_rows=(ov_in, PadT, Hreal), conv=(Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL,
                                                                 Wc, Hc, Zin, Zw),
                             pool=(PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl),
-                            act=(Act, *ActParams) if flt else (Zout, Lo, Hi), quant=quant)
+                            act=(Act, *ActParams) if flt else (Zout, Lo, Hi), quant=quant,
+                            db=0 if par_features else Obj.O_DB)
+        return
+    if depthwise and not par_features:
+        _conv_dw_tiles(m, Name, in_dt=in_dt, w_dt=w_dt, out_dt=out_dt, C=OutFeat, Width=Width,
+                       Height=Height, in_tiled=in_tiled, in_rows=(ov_in, PadT, Hreal),
+                       conv=(Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw),
+                       pool=(PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl),
+                       act=(Act, *ActParams) if flt else (Zout, Lo, Hi), quant=quant)
         return
     conv = _lib(m, convolution.layer_conv(np.dtype(in_dt).name, np.dtype(w_dt).name,
                                           _width(m, in_dt)))
@@ -274,13 +287,15 @@ def _feature_tile_inputs(budget: int, InFeat: int, Ho: int, l1_bytes) -> int:
 
 def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_tile: int,
                         cut_out: bool, OutFeat: int, Width: int, Height: int, in_tiled: bool,
-                        in_rows, conv, pool, act, quant) -> None:
+                        in_rows, conv, pool, act, quant, db: int) -> None:
     """``conv_pool_act(par_features=True)``: spaces (output features D1, tiles T0, input
     features D0), or with ``cut_out`` (T0, D1, D0), the solver then cutting the output
     features before the rows; per tile of D1 x T0, the accumulators of its features receive
     the biases, then each tile of input features (``layer_conv(planes=True)``), then are
-    activated and pooled into the output tile (``conv_out_planes``). Single buffers: the
-    host schedule copies a tile before the calls that read it."""
+    activated and pooled into the output tile (``conv_out_planes``). ``db``: ``Obj.O_DB``
+    double-buffers the moving arguments (the target's schedule, as the GAP SDK's
+    generators); 0 single-buffers them (the host schedule copies a tile before the calls
+    that read it)."""
     ov_in, PadT, Hreal = in_rows
     Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw = conv
     PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl = pool
@@ -294,18 +309,18 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_ti
     tail = [Imm(v) for v in act] if flt else [K_Arg("Scale", KER_ARG_TILE),
                                               *(Imm(v) for v in act)]
     kerargs = [
-        KerArg("In", KerArgSpace(2, D0, T0) if in_tiled else KerArgSpace(1, D0), Obj.O_IN, Width,
-               Height, np.dtype(in_dt).itemsize, ov_in if in_tiled else 0, 0, 0, "In"),
-        KerArg("Bias", KerArgSpace(1, D1), Obj.O_IN, 1, 1, 4, 0, 0, 0, "Bias"),
-        KerArg("Filter", KerArgSpace(2, D1, D0), Obj.O_IN, Fcx, Fcy, np.dtype(w_dt).itemsize, 0,
-               0, 0, "Filter"),
+        KerArg("In", KerArgSpace(2, D0, T0) if in_tiled else KerArgSpace(1, D0), Obj.O_IN | db,
+               Width, Height, np.dtype(in_dt).itemsize, ov_in if in_tiled else 0, 0, 0, "In"),
+        KerArg("Bias", KerArgSpace(1, D1), Obj.O_IN | db, 1, 1, 4, 0, 0, 0, "Bias"),
+        KerArg("Filter", KerArgSpace(2, D1, D0), Obj.O_IN | db, Fcx, Fcy,
+               np.dtype(w_dt).itemsize, 0, 0, 0, "Filter"),
     ]
     if not flt:
-        kerargs.append(KerArg("Scale", KerArgSpace(1, D1), Obj.O_IN, 1, 1, 4, 0, 0, 0,
+        kerargs.append(KerArg("Scale", KerArgSpace(1, D1), Obj.O_IN | db, 1, 1, 4, 0, 0, 0,
                               "Scale"))
     kerargs += [
-        KerArg("Out", KerArgSpace(2, D1, T0), Obj.O_OUT, Wo, Ho, np.dtype(out_dt).itemsize, 0, 0,
-               0, "Out"),
+        KerArg("Out", KerArgSpace(2, D1, T0), Obj.O_OUT | db, Wo, Ho, np.dtype(out_dt).itemsize,
+               0, 0, 0, "Out"),
         KerArg("Acc", KerArgSpace(2, D1, T0), Obj.O_BUFF | Obj.O_ONETILE, Wc, hc_decl, 4,
                hc_decl - Spy * Ho, 0, 0, None),
     ]
@@ -338,6 +353,66 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_ti
     m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * OutFeat * InFeat
 
 
+def _conv_dw_tiles(m, Name: str, *, in_dt, w_dt, out_dt, C: int, Width: int, Height: int,
+                   in_tiled: bool, in_rows, conv, pool, act, quant) -> None:
+    """``conv_pool_act(depthwise=True)`` in the target's schedule: spaces (features D1,
+    tiles T0), as the GAP SDK's depthwise generators iterate; per tile of D1 x T0 one call
+    of each basic kernel: the accumulators of its features receive the biases, then each
+    feature's input plane with its filter (``parallel.planes`` of the one-plane
+    convolution), then are activated and pooled into the output tile. Double buffers."""
+    ov_in, PadT, Hreal = in_rows
+    Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw = conv
+    PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl = pool
+    flt = is_float(out_dt)
+    acc_dt = "float32" if flt else "int32"
+    one = convolution.layer_conv(np.dtype(in_dt).name, np.dtype(w_dt).name, _width(m, in_dt))
+    ker = _lib(m, parallel.planes(one, (("In", ("InRows", "W")), ("Filter", ("Fy", "Fx")),
+                                        ("Acc", ("OutRows", "Wo")))))
+    set_bias = _lib(m, convolution.set_bias_planes(acc_dt))
+    out = _lib(m, convolution.conv_out_planes(acc_dt, np.dtype(out_dt).name))
+    in_row0 = K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT)
+    tail = [Imm(v) for v in act] if flt else [K_Arg("Scale", KER_ARG_TILE),
+                                              *(Imm(v) for v in act)]
+    kerargs = [
+        KerArg("In", KerArgSpace(2, D1, T0) if in_tiled else KerArgSpace(1, D1), IN_DB, Width,
+               Height, np.dtype(in_dt).itemsize, ov_in if in_tiled else 0, 0, 0, "In"),
+        KerArg("Bias", KerArgSpace(1, D1), IN_DB, 1, 1, 4, 0, 0, 0, "Bias"),
+        KerArg("Filter", KerArgSpace(1, D1), IN_DB, Fcx, Fcy, np.dtype(w_dt).itemsize, 0, 0,
+               0, "Filter"),
+    ]
+    if not flt:
+        kerargs.append(KerArg("Scale", KerArgSpace(1, D1), IN_DB, 1, 1, 4, 0, 0, 0, "Scale"))
+    kerargs += [
+        KerArg("Out", KerArgSpace(2, D1, T0), OUT_DB, Wo, Ho, np.dtype(out_dt).itemsize, 0, 0,
+               0, "Out"),
+        KerArg("Acc", KerArgSpace(2, D1, T0), Obj.O_BUFF | Obj.O_ONETILE, Wc, hc_decl, 4,
+               hc_decl - Spy * Ho, 0, 0, None),
+    ]
+    m.UserKernel(Name,
+        KernelIterSpace(2, IterParSpace(D1, C, 1), IterTiledSpace(T0)),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
+              TCArg(_ptr(acc_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out")),
+        Calls(
+            Call(set_bias, LOC_LOOP, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILE_H),
+                K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1), K_Arg("Bias", KER_ARG_TILE))),
+            Call(ker, LOC_LOOP, Bindings(
+                K_Arg("In", KER_ARG_TILE), Imm(Width), in_row0, K_Arg("In", KER_ARG_TILE_H),
+                Imm(Hreal), Imm(PadT), K_Arg("Filter", KER_ARG_TILE), K_Arg("Acc", KER_ARG_TILE),
+                Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), K_Arg("Acc", KER_ARG_TILE_H),
+                Imm(Fcx), Imm(Fcy), Imm(Scx), Imm(Scy), Imm(Dcx), Imm(Dcy), Imm(PadL), Imm(Zin),
+                Imm(Zw), K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1))),
+            Call(out, LOC_LOOP, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), Imm(Hc),
+                K_Arg("Acc", KER_ARG_TILE_H), K_Arg("Out", KER_ARG_TILE), Imm(Wo),
+                K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
+                K_ArgPar("Out", KER_ARG_PARTILE_SIZE, D1), Imm(Fpx), Imm(Fpy), Imm(Spx),
+                Imm(Spy), Imm(PoolOper), *tail))),
+        KerArgs(*kerargs))
+    m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * C
+
+
 # -- pooling ----------------------------------------------------------------------------------
 
 def pool(m, Name: str, *, dt, C: int, Width: int, Height: int, in_tiled: bool, Hreal: int,
@@ -346,7 +421,8 @@ def pool(m, Name: str, *, dt, C: int, Width: int, Height: int, in_tiled: bool, H
          InScale: int = 0, InZp: int = 0, OutScale: int = 0, OutZp: int = 0) -> None:
     """``Name(In, Out)``: max or average pooling of each of the C planes (In [C, Height,
     Width], Out [C, Ho, Wo]); padding as in ``conv_pool_act``. Integer averages follow ONNX
-    Runtime's QLinearAveragePool (scales as bits)."""
+    Runtime's QLinearAveragePool (scales as bits). Spaces (features D1, tiles T0): one call
+    per tile of features, as the GAP SDK's pooling generators."""
     fe = Dy * (Fy - 1) + 1
     ov_in = Height - Sy * Ho
     if in_tiled:
@@ -355,21 +431,21 @@ def pool(m, Name: str, *, dt, C: int, Width: int, Height: int, in_tiled: bool, H
     k = _lib(m, pooling.pool(np.dtype(dt).name))
     item = np.dtype(dt).itemsize
     m.UserKernel(Name,
-        KernelDimensions(1, Width, Height, C),
-        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        KernelIterSpace(2, IterParSpace(D1, C, 1), IterTiledSpace(T0)),
         TILE_HOR,
         CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(dt), "Out")),
-        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+        Calls(Call(k, LOC_LOOP, Bindings(
             K_Arg("In", KER_ARG_TILE), Imm(Width),
             K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT),
             K_Arg("In", KER_ARG_TILE_H), Imm(Hreal), Imm(PadT), K_Arg("Out", KER_ARG_TILE),
             Imm(Wo), K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H), Imm(Fx),
             Imm(Fy), Imm(Sx), Imm(Sy), Imm(Dx), Imm(Dy), Imm(PadL), Imm(PadB), Imm(PadR),
-            Imm(Oper), Imm(CountPad), Imm(InScale), Imm(InZp), Imm(OutScale), Imm(OutZp)))),
+            Imm(Oper), Imm(CountPad), Imm(InScale), Imm(InZp), Imm(OutScale), Imm(OutZp),
+            K_ArgPar("Out", KER_ARG_PARTILE_SIZE, D1)))),
         KerArgs(
-            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D | (Obj.O_TILED if in_tiled else 0), Width,
-                   Height, item, ov_in if in_tiled else 0, 0, 0, "In"),
-            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, item, 0, 0, 0, "Out")))
+            KerArg("In", KerArgSpace(2, D1, T0) if in_tiled else KerArgSpace(1, D1), IN_DB,
+                   Width, Height, item, ov_in if in_tiled else 0, 0, 0, "In"),
+            KerArg("Out", KerArgSpace(2, D1, T0), OUT_DB, Wo, Ho, item, 0, 0, 0, "Out")))
     m._cnn_ops[Name] = C * Wo * Ho * Fx * Fy
 
 

@@ -16,6 +16,7 @@ from functools import cache
 
 import numpy as np
 
+from ...costs import Work
 from .common import BasicKernel, c_signature, share_rows
 
 
@@ -59,7 +60,8 @@ void {name}({c_signature(args)})
         best = np.where(np.isnan(m), -1, best)
         Out[idx] = (np.arange(D)[None, :] == best[:, None]).astype(np.float32)
 
-    return BasicKernel(name, args, True, src, reference, lambda G, D, **_: 3 * G * D)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda G, D, **_: Work("other", 3 * G * D))
 
 
 @cache
@@ -106,4 +108,5 @@ void {name}({c_signature(args)})
                 out[:, i] = s
         Out[idx] = out
 
-    return BasicKernel(name, args, True, src, reference, lambda G, D, **_: 2 * G * D)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda G, D, **_: Work("other", 2 * G * D))

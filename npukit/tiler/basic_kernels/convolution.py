@@ -12,6 +12,7 @@ from functools import cache
 import numpy as np
 
 from ...arith import wrap32
+from ...costs import Work
 from ...dtypes import int_range, is_float
 from . import conv_features
 from .common import (
@@ -43,12 +44,30 @@ from .common import (
 )
 from .conv_int import vnni_call, vnni_conv
 
+# The filters GAP's basic kernel libraries have vectorised kernels for (``KerParConv1x1``,
+# ``3x3``, ``5x5``, ``7x7``, stride 1 or 2, no dilation); any other filter is priced as their
+# generic ``NxM`` kernel, which works tap by tap.
+VECTOR_FILTERS = (1, 3, 5, 7)
+
+
+def conv_work(macs: int, width: int, shape: tuple, setup: int, rows: int) -> Work:
+    """The work of a call computing ``macs`` multiply-accumulates with filter ``shape``
+    (``Fx, Fy, Sx, Sy, Dx, Dy``): family ``conv`` for the filters of ``VECTOR_FILTERS`` at
+    stride 1 or 2 without dilation, ``width`` of them an operation; else ``conv_nxm``, one
+    each. ``setup`` operations, ``rows`` shared among the cores."""
+    Fx, Fy, Sx, Sy, Dx, Dy = shape
+    vector = Fx == Fy and Fx in VECTOR_FILTERS and Sx == Sy and Sx in (1, 2) and Dx == Dy == 1
+    if vector:
+        return Work("conv", math.ceil(macs / width), setup, chunks=rows)
+    return Work("conv_nxm", macs, setup, chunks=rows)
+
 # -- set bias -------------------------------------------------------------------------------
 
 @cache
 def set_bias(bias_dt: str, acc_dt: str) -> BasicKernel:
     """``Out[0 .. W*H) = Bias[Index]`` aligned to the accumulator: shifted by ``NormBias``
-    and wrapped to int32 (double precision) or saturated to the output type."""
+    and wrapped to int32 (double precision) or saturated to the output type; the cores share
+    the rows."""
     name = f"KerSetBias_{suffix(bias_dt, acc_dt)}"
     tb, ta = c_type(bias_dt), c_type(acc_dt)
     args = ((f"{ta} * __restrict__", "Out"), ("int", "W"), ("int", "H"),
@@ -66,12 +85,16 @@ def set_bias(bias_dt: str, acc_dt: str) -> BasicKernel:
     src = f"""\
 void {name}({', '.join(f'{t} {n}' for t, n in args)})
 {{
-    /* Every element of the tile starts at the bias of output plane Index. */
+    /* Every element of the tile starts at the bias of output plane Index; the cores share
+       the rows. */
 {value}
-    for (int i = 0; i < W * H; i++) Out[i] = V;
+{share_rows("H")}
+    for (int i = First * W; i < Last * W; i++) Out[i] = V;
 }}"""
 
-    def reference(Out, W, H, Bias, Index, NormBias):
+    def reference(Out, W, H, Bias, Index, NormBias, *, core_id, core_count):
+        if core_id:
+            return
         if is_float(acc_dt):
             Out[:W * H] = Bias[Index]
             return
@@ -82,14 +105,15 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
             v = np.clip(v, *int_range(acc_dt))
         Out[:W * H] = v
 
-    return BasicKernel(name, args, False, src, reference, lambda W, H, **_: W * H)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda W, H, **_: Work("conv_out", W * H, chunks=H))
 
 
 @cache
 def set_bias_planes(acc_dt: str) -> BasicKernel:
     """``Out[o][0 .. W*H) = Bias[o]`` for the ``Feat`` planes of a tile of output features
     (float32 or int32 accumulators, the bias of the accumulator's type: ``set_bias`` without
-    its alignment)."""
+    its alignment); the cores share the planes."""
     name = f"KerParSetBiasNpk_{layer_suffix(acc_dt)}"
     ta = layer_c_type(acc_dt)
     args = ((f"{ta} *__restrict__", "Out"), ("int", "W"), ("int", "H"), ("int", "Feat"),
@@ -97,15 +121,20 @@ def set_bias_planes(acc_dt: str) -> BasicKernel:
     src = f"""\
 void {name}({c_signature(args)})
 {{
-    /* Each plane o of the tile starts at the bias of output feature o. */
-    for (int o = 0; o < Feat; o++)
+    /* Each plane o of the tile starts at the bias of output feature o; the cores share the
+       planes. */
+{share_rows("Feat")}
+    for (int o = First; o < Last; o++)
         for (int i = 0; i < W * H; i++) Out[o * W * H + i] = Bias[o];
 }}"""
 
-    def reference(Out, W, H, Feat, Bias):
+    def reference(Out, W, H, Feat, Bias, *, core_id, core_count):
+        if core_id:
+            return
         Out[:Feat * W * H] = np.repeat(Bias[:Feat], W * H)
 
-    return BasicKernel(name, args, False, src, reference, lambda W, H, Feat, **_: W * H * Feat)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda W, H, Feat, **_: Work("conv_out", W * H * Feat, chunks=Feat))
 
 
 # -- convolution ----------------------------------------------------------------------------
@@ -194,8 +223,8 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
         else:
             out[...] = np.clip(at_norm(wrap32(acc), Norm), *int_range(acc_dt))
 
-    def cost(Wc, Hc, Fx, Fy, **_):
-        return math.ceil(Wc * Hc * Fx * Fy / width) + 4 * Hc
+    def cost(Wc, Hc, Fx, Fy, Sx, Sy, Dx, Dy, **_):
+        return conv_work(Wc * Hc * Fx * Fy, width, (Fx, Fy, Sx, Sy, Dx, Dy), 4 * Hc, Hc)
 
     return BasicKernel(name, args, True, src, reference, cost)
 
@@ -523,8 +552,9 @@ void {name}({c_signature(args)})
                 work[rows[:, None], np.arange(x0, x1)[None, :]] += win * f[fy, fx]
         acc[...] = work if flt else wrap32(work)
 
-    def cost(Wo, OutRows, Fx, Fy, **_):
-        return math.ceil(Wo * OutRows * Fx * Fy / width) + 4 * OutRows * Fy
+    def cost(Wo, OutRows, Fx, Fy, Sx, Sy, Dx, Dy, **_):
+        return conv_work(Wo * OutRows * Fx * Fy, width, (Fx, Fy, Sx, Sy, Dx, Dy),
+                         4 * OutRows * Fy, OutRows)
 
     return BasicKernel(name, args, True, src, reference, cost)
 
@@ -545,7 +575,10 @@ def _feature_tile(name: str, args, src: str, single: BasicKernel) -> BasicKernel
                                  OutRows, Fx, Fy, *rest, core_id=0, core_count=1)
 
     def cost(InFeat, OutFeat, **kw):
-        return InFeat * OutFeat * single.cost(**kw)
+        # An output feature's rows are set up once for all its input features.
+        one = single.cost(**kw)
+        return Work(one.family, InFeat * OutFeat * one.ops, OutFeat * one.setup,
+                    chunks=OutFeat)
 
     return BasicKernel(name, args, True, src, reference, cost)
 
@@ -664,7 +697,7 @@ void {name}({c_signature(args)})
             out[...] = m
 
     def cost(Wo, OutRows, Fx, Fy, **_):
-        return Wo * OutRows * (Fx * Fy + 4)
+        return Work("conv_out", Wo * OutRows * Fx * Fy, 4 * Wo * OutRows, chunks=OutRows)
 
     return BasicKernel(name, args, True, src, reference, cost)
 
@@ -761,6 +794,7 @@ void {name}({c_signature(args)})
                           *more, core_id=0, core_count=1)
 
     def cost(Feat, **kw):
-        return Feat * one.cost(**kw)
+        w = one.cost(**kw)
+        return Work(w.family, Feat * w.ops, Feat * w.setup, chunks=Feat)
 
     return BasicKernel(name, args, True, src, reference, cost)

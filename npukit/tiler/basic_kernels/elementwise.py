@@ -10,6 +10,7 @@ from functools import cache
 
 import numpy as np
 
+from ...costs import Work
 from ...dtypes import int_range, is_float
 from .common import (
     HELPERS,
@@ -91,7 +92,8 @@ void {name}({c_signature(args)})
             Out[:N] = np.clip(x.astype(np.int64), P0, P1)
 
     return BasicKernel(name, args, True, src, reference,
-                       lambda W, H, **_: math.ceil(W * H / width) * (20 if fi and fo else 2))
+                       lambda W, H, **_: Work(
+                           "elementwise", math.ceil(W * H / width) * (20 if fi and fo else 2)))
 
 
 @cache
@@ -122,7 +124,8 @@ void {name}({c_signature(args)})
         Out[:N] = parallel_lookup(Lut(np.asarray(Table[:256])), In[:N], 0,
                                   Offset if signed else 0)
 
-    return BasicKernel(name, args, True, src, reference, lambda W, H, **_: W * H)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda W, H, **_: Work("elementwise", W * H))
 
 
 @cache
@@ -202,4 +205,5 @@ void {name}({c_signature(args)})
         out[...] = np.clip(q, Lo, Hi)
 
     return BasicKernel(name, args, True, src, reference,
-                       lambda Rows, Cols, **_: math.ceil(Rows * Cols / width) * 2 + Rows)
+                       lambda Rows, Cols, **_: Work(
+                           "elementwise", math.ceil(Rows * Cols / width) * 2, Rows, chunks=Rows))

@@ -16,6 +16,7 @@ from functools import cache
 
 import numpy as np
 
+from ...costs import Work
 from .common import BasicKernel, c_signature, rne, share_rows
 
 F = np.float32
@@ -214,4 +215,4 @@ void {name}({c_signature(args)})
 
     cost = {"nearest": 6, "linear": 20, "cubic": 80}[mode]
     return BasicKernel(name, args, True, src, reference,
-                       lambda Wo, Rows, **_: Wo * Rows * cost)
+                       lambda Wo, Rows, **_: Work("other", Wo * Rows * cost))

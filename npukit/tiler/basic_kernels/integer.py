@@ -31,6 +31,7 @@ from functools import cache
 
 import numpy as np
 
+from ...costs import Work
 from ...dtypes import dtype as np_dtype
 from ...dtypes import is_float
 from .common import BasicKernel, c_signature, layer_c_type, layer_suffix, share_rows
@@ -297,4 +298,5 @@ void {name}({c_signature(args)})
             o[:rows * cols].reshape(rows, cols)[...] = spec.ref(*xs, out)
 
     return BasicKernel(name, args, True, src, reference,
-                       lambda Rows, Cols, **_: math.ceil(Rows * Cols / width) * 2 + Rows)
+                       lambda Rows, Cols, **_: Work(
+                           "elementwise", math.ceil(Rows * Cols / width) * 2, Rows, chunks=Rows))

@@ -11,6 +11,7 @@ from functools import cache
 import numpy as np
 
 from ...arith import wrap32
+from ...costs import Work
 from ...dtypes import is_float
 from .common import (
     C_ALIGN,
@@ -85,7 +86,7 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
         Out[:OutSize] = np.clip(at_norm(wrap32(acc), Norm), LB, UB)
 
     def cost(InSize, OutSize, **_):
-        return math.ceil(InSize * OutSize / width) + 4 * OutSize
+        return Work("linear", math.ceil(InSize * OutSize / width), 4 * OutSize, chunks=OutSize)
 
     return BasicKernel(name, args, True, src, reference, cost)
 
@@ -183,7 +184,7 @@ def matmul(a_dt: str, b_dt: str, out_dt: str, width: int) -> BasicKernel:
         Out[:Wn] = requant(wrap32(acc), scale[cols * sstep], zout, lo, hi)
 
     return BasicKernel(name, args, True, src, reference,
-                       lambda K, Wn, **_: math.ceil(K * Wn / width) + 4 * Wn)
+                       lambda K, Wn, **_: Work("linear", math.ceil(K * Wn / width), 4 * Wn))
 
 
 # -- matrix products with the reduction dimension in tiles -----------------------------------
@@ -210,7 +211,8 @@ def matmul_acc_start(acc_dt: str) -> BasicKernel:
             return
         Acc[:Wn] = C[np.arange(Wn) * CStep] if HasC else 0
 
-    return BasicKernel(name, args, True, src, reference, lambda Wn, **_: Wn)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda Wn, **_: Work("conv_out", Wn))
 
 
 @cache
@@ -253,7 +255,7 @@ def matmul_acc(a_dt: str, b_dt: str, acc_dt: str, width: int) -> BasicKernel:
         Acc[:Wn] = wrap32(Acc[:Wn].astype(np.int64) + s)
 
     return BasicKernel(name, args, True, src, reference,
-                       lambda K, Wn, **_: math.ceil(K * Wn / width) + 4 * Wn)
+                       lambda K, Wn, **_: Work("linear", math.ceil(K * Wn / width), 4 * Wn))
 
 
 @cache
@@ -296,4 +298,5 @@ def matmul_acc_out(acc_dt: str, out_dt: str) -> BasicKernel:
         scale, sstep, zout, lo, hi = rest
         Out[:Wn] = requant(Acc[:Wn], scale[cols * sstep], zout, lo, hi)
 
-    return BasicKernel(name, args, True, src, reference, lambda Wn, **_: 4 * Wn)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda Wn, **_: Work("conv_out", 0, 4 * Wn))

@@ -20,6 +20,7 @@ from functools import cache
 
 import numpy as np
 
+from ...costs import Work
 from .common import HELPERS, BasicKernel, c_signature, share_rows
 from .scalar import (
     C_HELPERS,
@@ -249,7 +250,7 @@ void {name}({c_signature(args)})
 
     cost = max(1, len(b.lines))
     return BasicKernel(name, args, True, src, reference,
-                       lambda W, H, **_: math.ceil(W * H / width) * cost)
+                       lambda W, H, **_: Work("elementwise", math.ceil(W * H / width) * cost))
 
 
 # Binary float32 functions ``f(m, a, b)``, broadcast as ``elementwise.binary``'s operations.
@@ -307,4 +308,5 @@ void {name}({c_signature(args)})
 
     cost = max(1, len(b.lines))
     return BasicKernel(name, args, True, src, reference,
-                       lambda Rows, Cols, **_: math.ceil(Rows * Cols / width) * cost + Rows)
+                       lambda Rows, Cols, **_: Work(
+                           "elementwise", math.ceil(Rows * Cols / width) * cost, Rows))

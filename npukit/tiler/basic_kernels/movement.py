@@ -10,6 +10,7 @@ from functools import cache
 
 import numpy as np
 
+from ...costs import Work
 from ...dtypes import is_float
 from .common import (
     HELPERS,
@@ -90,7 +91,8 @@ void {name}({c_signature(args)})
             vals = np.where(inside[None, :], vals, fill)
         Out[v * OutStep + np.arange(Len2)[None, :] * Stride] = vals
 
-    return BasicKernel(name, args, True, src, reference, lambda N, Len2, **_: N * Len2 + N)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda N, Len2, **_: Work("other", N * Len2, N))
 
 
 @cache
@@ -121,7 +123,8 @@ void {name}({c_signature(args)})
         r, c = np.arange(Rows)[:, None], np.arange(Cols)[None, :]
         Out[(RowOff + r) * OutPitch + ColOff + c] = In[r * InPitch + c]
 
-    return BasicKernel(name, args, True, src, reference, lambda Rows, Cols, **_: Rows * Cols)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda Rows, Cols, **_: Work("other", Rows * Cols))
 
 
 @cache
@@ -148,7 +151,8 @@ void {name}({c_signature(args)})
             return
         Out[:A * B * I] = In[:A * B * I].reshape(A, B, I).transpose(1, 0, 2).reshape(-1)
 
-    return BasicKernel(name, args, True, src, reference, lambda A, B, I, **_: A * B * I)  # noqa: E741
+    return BasicKernel(name, args, True, src, reference,
+                       lambda A, B, I, **_: Work("other", A * B * I))  # noqa: E741
 
 
 @cache
@@ -198,7 +202,8 @@ void {name}({c_signature(args)})
         plane = In[:D * W].reshape(D, W)
         Out[:Rows * W].reshape(Rows, W)[...] = plane[i, np.arange(W)[None, :]]
 
-    return BasicKernel(name, args, True, src, reference, lambda Rows, W, **_: Rows * (W + 4))
+    return BasicKernel(name, args, True, src, reference,
+                       lambda Rows, W, **_: Work("other", Rows * W, 4 * Rows))
 
 
 @cache
@@ -243,4 +248,5 @@ void {name}({c_signature(args)})
         Out[:Rows * W].reshape(Rows, W)[...] = In.reshape(-1)[row[:, None] * W +
                                                               np.arange(W)[None, :]]
 
-    return BasicKernel(name, args, True, src, reference, lambda Rows, W, R, **_: Rows * (W + R))
+    return BasicKernel(name, args, True, src, reference,
+                       lambda Rows, W, R, **_: Work("other", Rows * W, Rows * R))

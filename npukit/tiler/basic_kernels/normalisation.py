@@ -9,6 +9,7 @@ from functools import cache
 
 import numpy as np
 
+from ...costs import Work
 from .common import HELPERS, BasicKernel, bits_f32, c_signature, exp2_f32, log2_f32, share_rows
 from .scalar import C_HELPERS, NUMPY, CBuilder, sqrt
 
@@ -58,7 +59,7 @@ void {name}({c_signature(args)})
             out[c] = x[c] * exp2_f32(-be * log2_f32(base))
 
     return BasicKernel(name, args, True, src, reference,
-                       lambda C, Wn, **_: C * Wn * 80)
+                       lambda C, Wn, **_: Work("other", C * Wn * 80))
 
 
 def layer_norm_row(m, acc_mean, acc_dev, n, eps):
@@ -124,4 +125,5 @@ void {name}({c_signature(args)})
         Out[:N * D] = y.astype(np.float32).reshape(-1)
         Mean[:N], InvStd[:N] = mu, inv
 
-    return BasicKernel(name, args, True, src, reference, lambda N, D, **_: 40 * N * D)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda N, D, **_: Work("other", 40 * N * D))

@@ -12,10 +12,12 @@ twin: it adds every element of its planes at once.
 
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import numpy as np
 
+from ...costs import Work
 from ...dtypes import is_float
 from .common import BasicKernel, c_signature, c_type, share_rows, suffix
 from .convolution import conv, set_bias
@@ -45,16 +47,18 @@ def par_set_bias(bias_dt: str, acc_dt: str) -> BasicKernel:
 {helper_src}
 void {name}({c_signature(args)})
 {{
-    /* Plane f of the tile starts at the bias of its output feature, Bias[f]. */
+    /* Plane f of the tile starts at the bias of its output feature, Bias[f]; each call
+       shares the rows of its plane among the cores. */
     for (int f = 0; f < Feat; f++) {helper}(Out + f * W * H, W, H, Bias, f, NormBias);
 }}"""
 
-    def reference(Out, W, H, Feat, Bias, NormBias):
+    def reference(Out, W, H, Feat, Bias, NormBias, *, core_id, core_count):
         for f in range(Feat):
-            plane.reference(Out[f * W * H:], W, H, Bias, f, NormBias)
+            plane.reference(Out[f * W * H:], W, H, Bias, f, NormBias, core_id=core_id,
+                            core_count=core_count)
 
-    return BasicKernel(name, args, False, src, reference,
-                       lambda W, H, Feat, **_: W * H * Feat)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda W, H, Feat, **_: Work("conv_out", W * H * Feat, chunks=H))
 
 
 @cache
@@ -90,7 +94,8 @@ void {name}({c_signature(args)})
                                 Norm, core_id=core_id, core_count=core_count)
 
     def cost(InFeat, OutFeat, **kw):
-        return InFeat * OutFeat * plane.cost(**kw)
+        w, n = plane.cost(**kw), InFeat * OutFeat
+        return Work(w.family, n * w.ops, n * w.setup, chunks=w.chunks)
 
     return BasicKernel(name, args, True, src, reference, cost)
 
@@ -120,7 +125,8 @@ void {name}({c_signature(args)})
                             core_id=core_id, core_count=core_count)
 
     def cost(Feat, **kw):
-        return Feat * plane.cost(**kw)
+        w = plane.cost(**kw)
+        return Work(w.family, Feat * w.ops, Feat * w.setup, chunks=w.chunks)
 
     return BasicKernel(name, args, True, src, reference, cost)
 
@@ -164,4 +170,43 @@ void {name}({c_signature(args)})
             Out[:n] = np.clip(In1[:n].astype(np.int64) + In2[:n], LB, UB)
 
     return BasicKernel(name, args, True, src, reference,
-                       lambda W, H, Feat, **_: W * H * Feat)
+                       lambda W, H, Feat, **_: Work("elementwise", W * H * Feat))
+
+
+@cache
+def planes(k: BasicKernel, strides: tuple[tuple[str, tuple[str, ...]], ...]) -> BasicKernel:
+    """``k`` (a one-plane kernel whose cores share each plane's rows) over a tile of ``Feat``
+    feature planes in one call, plane after plane: pointer argument ``p`` of ``strides``
+    (``(p, (a, b, ...))``) moves ``a * b * ...`` elements (products of ``k``'s integer
+    arguments) from one plane to the next, the other arguments stay. One call where the GAP
+    AutoTiler's generators make one for a tile of features (a depthwise convolution, a
+    pooling), the arithmetic ``k``'s plane by plane."""
+    helper, helper_src = _plane_c(k)
+    args = (*k.args, ("int", "Feat"))
+    step = dict(strides)
+    names = [n for _, n in k.args]
+    moved = ", ".join(f"{n} + f * {' * '.join(step[n])}" if n in step else n for n in names)
+    name = k.name.replace("Ker", "KerPlanes", 1)
+    src = f"""\
+{helper_src}
+void {name}({c_signature(args)})
+{{
+    /* Each of the Feat planes of the tile in turn ({', '.join(step)} move a plane each);
+       the cores share the rows of each plane. */
+    for (int f = 0; f < Feat; f++)
+        {helper}({moved});
+}}"""
+
+    def reference(*values, core_id, core_count):
+        *vals, feat = values
+        env = dict(zip(names, vals))
+        for f in range(feat):
+            moved = [v[f * math.prod(env[a] for a in step[n]):] if n in step else v
+                     for n, v in zip(names, vals)]
+            k.reference(*moved, core_id=core_id, core_count=core_count)
+
+    def cost(Feat, **kw):
+        w = k.cost(**kw)
+        return Work(w.family, Feat * w.ops, Feat * w.setup, chunks=w.chunks)
+
+    return BasicKernel(name, args, True, src, reference, cost)

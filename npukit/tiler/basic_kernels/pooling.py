@@ -11,6 +11,7 @@ from functools import cache
 import numpy as np
 
 from ...arith import wrap32
+from ...costs import Work
 from ...dtypes import int_range, is_float
 from .common import (
     HELPERS,
@@ -34,6 +35,11 @@ from .common import (
 # -- reduction, activation and pooling ------------------------------------------------------
 
 @cache
+def pool_family(Oper: int) -> str:
+    """The cost family of a pooling (``npukit.costs``): a max or an average (``Oper``)."""
+    return "pool_max" if Oper == POOL_MAX else "pool_avg"
+
+
 def pool_act(conv_dt: str, out_dt: str) -> BasicKernel:
     """From a tile of ``Hc`` x ``Wc`` convolution results to ``Ho`` x ``Wo`` outputs: each
     result is normalised and clipped (``clip(AT_NORM(v, Norm), LB, UB)``: the double
@@ -128,14 +134,16 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
         Out[:Ho * Wo] = res.reshape(-1)
 
     return BasicKernel(name, args, True, src, reference,
-                       lambda Wo, Ho, Fx, Fy, **_: Wo * Ho * (Fx * Fy + 2))
+                       lambda Wo, Ho, Fx, Fy, Oper, **_: Work(
+                           pool_family(Oper), Wo * Ho * Fx * Fy, 2 * Wo * Ho, chunks=Ho))
 
 
 # -- pooling ----------------------------------------------------------------------------------
 
-def _pool_taps_f32() -> str:
-    """C of one float32 output of ``pool``: its taps' maximum and sum, the real taps (N)
-    and those inside the padded plane (Nh rows, Nw columns)."""
+def _pool_taps_f32(In: str, Out: str) -> str:
+    """C of one float32 output of ``pool`` (input plane ``In``, output plane ``Out``): its
+    taps' maximum and sum, the real taps (N) and those inside the padded plane (Nh rows, Nw
+    columns)."""
     low = "-3.40282347e+38f"
     return f"""\
             float M = {low}, S = 0.0f;
@@ -147,20 +155,21 @@ def _pool_taps_f32() -> str:
                 for (int fx = 0; fx < Fx; fx++) {{
                     int C = x * Sx - PadL + fx * Dx;
                     if (C < 0 || C >= W) continue;
-                    M = In[L * W + C] > M ? In[L * W + C] : M;
-                    S = S + In[L * W + C];
+                    M = {In}[L * W + C] > M ? {In}[L * W + C] : M;
+                    S = S + {In}[L * W + C];
                     N++;
                 }}
             }}
             for (int fx = 0; fx < Fx; fx++)
                 if (x * Sx - PadL + fx * Dx < W + PadR) Nw++;
-            if (Oper == 1) Out[y * Wo + x] = M;
-            else Out[y * Wo + x] = N == 0 ? 0.0f : S / (float)(CountPad ? Nh * Nw : N);"""
+            if (Oper == 1) {Out}[y * Wo + x] = M;
+            else {Out}[y * Wo + x] = N == 0 ? 0.0f : S / (float)(CountPad ? Nh * Nw : N);"""
 
 
-def _pool_taps_int(dt: str, t: str) -> str:
-    """C of one int8/uint8 output of ``pool``: its taps' maximum, or their dequantized
-    average requantised (ONNX Runtime's QLinearAveragePool)."""
+def _pool_taps_int(dt: str, t: str, In: str, Out: str) -> str:
+    """C of one int8/uint8 output of ``pool`` (input plane ``In``, output plane ``Out``):
+    its taps' maximum, or their dequantized average requantised (ONNX Runtime's
+    QLinearAveragePool)."""
     lo, hi = int_range(dt)
     return f"""\
             int M = {lo}, N = 0;
@@ -171,19 +180,19 @@ def _pool_taps_int(dt: str, t: str) -> str:
                 for (int fx = 0; fx < Fx; fx++) {{
                     int C = x * Sx - PadL + fx * Dx, V;
                     if (C < 0 || C >= W) continue;
-                    V = In[L * W + C];
+                    V = {In}[L * W + C];
                     M = V > M ? V : M;
                     S = S + Xs * (float)(V - InZp);
                     N++;
                 }}
             }}
             if (Oper == 1) {{
-                Out[y * Wo + x] = ({t})M;
+                {Out}[y * Wo + x] = ({t})M;
                 continue;
             }}
             Q = npk_rne((N == 0 ? 0.0f : S / (float)(CountPad ? Fx * Fy : N)) / Ys + (float)OutZp);
             Q = Q < {lo}.0f ? {lo}.0f : Q > {hi}.0f ? {hi}.0f : Q;
-            Out[y * Wo + x] = ({t})(int)Q;"""
+            {Out}[y * Wo + x] = ({t})(int)Q;"""
 
 
 @cache
@@ -196,7 +205,11 @@ def pool(dt: str) -> BasicKernel:
     (``CountPad`` 0) or by the taps inside the padded plane (``CountPad`` 1: rows below
     ``Hreal + PadB``, columns below ``W + PadR``). Integer average, as ONNX Runtime's
     QLinearAveragePool: the dequantized taps ``InScale * (x - InZp)`` summed, divided by the
-    real taps or by ``Fx*Fy``, then ``clamp(rne(avg / OutScale + OutZp))``."""
+    real taps or by ``Fx*Fy``, then ``clamp(rne(avg / OutScale + OutZp))``.
+
+    A call pools the ``Feat`` planes of a tile of features (``InRows`` x ``W`` inputs and
+    ``OutRows`` x ``Wo`` outputs each, one after the other); the cores share the rows of all
+    of them, so a global pooling's one row per plane still keeps every core busy."""
     flt = is_float(dt)
     name = f"KerPoolNpk_{layer_suffix(dt)}"
     t = layer_c_type(dt)
@@ -205,12 +218,13 @@ def pool(dt: str) -> BasicKernel:
             ("int", "Wo"), ("int", "OutRow0"), ("int", "OutRows"), ("int", "Fx"), ("int", "Fy"),
             ("int", "Sx"), ("int", "Sy"), ("int", "Dx"), ("int", "Dy"), ("int", "PadL"),
             ("int", "PadB"), ("int", "PadR"), ("int", "Oper"), ("int", "CountPad"),
-            ("int", "InScale"), ("int", "InZp"), ("int", "OutScale"), ("int", "OutZp"))
+            ("int", "InScale"), ("int", "InZp"), ("int", "OutScale"), ("int", "OutZp"),
+            ("int", "Feat"))
     if flt:
-        body = _pool_taps_f32()
+        body = _pool_taps_f32("PlaneIn", "PlaneOut")
         unused = c_unused("InScale", "InZp", "OutScale", "OutZp")
     else:
-        body = _pool_taps_int(dt, t)
+        body = _pool_taps_int(dt, t, "PlaneIn", "PlaneOut")
         unused = (c_unused("PadB", "PadR") +
                   "    float Xs = npk_f32(InScale), Ys = npk_f32(OutScale);\n")
     src = f"""\
@@ -218,21 +232,31 @@ def pool(dt: str) -> BasicKernel:
 void {name}({c_signature(args)})
 {{
     /* Out[y][x] = max or average of the taps of its window (see the module's pool()): padded
-       row (OutRow0 + y)*Sy + fy*Dy, column x*Sx - PadL + fx*Dx. Rows are shared among the
-       cores. */
-{unused}    int Rows = OutRows;
+       row (OutRow0 + y)*Sy + fy*Dy, column x*Sx - PadL + fx*Dx. The rows of the Feat planes
+       (row g: row g % OutRows of plane g / OutRows) are shared among the cores. */
+{unused}    int Rows = Feat * OutRows;
 {share_rows()}
-    for (int y = First; y < Last; y++)
+    for (int g = First; g < Last; g++) {{
+        int y = g % OutRows, Plane = g / OutRows;
+        const {t} *PlaneIn = In + Plane * InRows * W;
+        {t} *PlaneOut = Out + Plane * OutRows * Wo;
         for (int x = 0; x < Wo; x++) {{
 {body}
         }}
+    }}
 }}"""
 
-    def reference(In, W, InRow0, InRows, Hreal, PadT, Out, Wo, OutRow0, OutRows, Fx, Fy, Sx, Sy,
-                  Dx, Dy, PadL, PadB, PadR, Oper, CountPad, InScale, InZp, OutScale, OutZp, *,
+    def reference(In, W, InRow0, InRows, Hreal, PadT, Out, Wo, OutRow0, OutRows, *rest,
                   core_id, core_count):
+        *taps, feat = rest
         if core_id or OutRows <= 0:
             return
+        for f in range(feat):
+            plane(In[f * InRows * W:], W, InRow0, InRows, Hreal, PadT, Out[f * OutRows * Wo:],
+                  Wo, OutRow0, OutRows, *taps)
+
+    def plane(In, W, InRow0, InRows, Hreal, PadT, Out, Wo, OutRow0, OutRows, Fx, Fy, Sx, Sy,
+              Dx, Dy, PadL, PadB, PadR, Oper, CountPad, InScale, InZp, OutScale, OutZp):
         x = In[:InRows * W].reshape(InRows, W)
         out = Out[:OutRows * Wo].reshape(OutRows, Wo)
         ys, xs = OutRow0 + np.arange(OutRows), np.arange(Wo)
@@ -277,8 +301,9 @@ void {name}({c_signature(args)})
             lo, hi = int_range(dt)
             out[...] = np.clip(q, lo, hi).astype(np.int64)
 
-    def cost(Wo, OutRows, Fx, Fy, **_):
-        return Wo * OutRows * (Fx * Fy + 4)
+    def cost(Wo, OutRows, Fx, Fy, Oper, Feat, **_):
+        rows = Feat * OutRows
+        return Work(pool_family(Oper), Wo * rows * Fx * Fy, 4 * Wo * rows, chunks=rows)
 
     return BasicKernel(name, args, True, src, reference, cost)
 
@@ -311,7 +336,8 @@ void {name}({c_signature(args)})
             s = int(wrap32(int(s) + int(In[:W * H].astype(np.int64).sum())))
         Sum[0] = s
 
-    return BasicKernel(name, args, False, src, reference, lambda W, H, **_: W * H + 10)
+    return BasicKernel(name, args, False, src, reference,
+                       lambda W, H, **_: Work("pool_avg", W * H, 10))
 
 
 @cache
@@ -346,4 +372,5 @@ void {name}({c_signature(args)})
             Out[0] = requant(wrap32(int(Sum[0]) - InZp * Count), bits_f32(Scale), OutZp,
                              *int_range(dt))
 
-    return BasicKernel(name, args, False, src, reference, lambda **_: 20)
+    return BasicKernel(name, args, False, src, reference,
+                       lambda **_: Work("pool_avg", 0, 20))

@@ -24,6 +24,7 @@ from functools import cache
 
 import numpy as np
 
+from ...costs import Work
 from .common import HELPERS, BasicKernel, c_signature, layer_c_type, layer_suffix, share_rows
 from .scalar import C_HELPERS, NUMPY, CBuilder, abs_, exp, log, maximum, minimum, sqrt
 
@@ -113,7 +114,7 @@ void {name}({c_signature(args)})
 
     cost = len(loop.lines) + 1 + (len(pre.lines) + 1 if two_pass else 0)
     return BasicKernel(name, args, True, src, reference,
-                       lambda N, D, **_: math.ceil(N / width) * D * cost + N)
+                       lambda N, D, **_: Work("other", math.ceil(N / width) * D * cost, N))
 
 
 @cache
@@ -156,7 +157,8 @@ void {name}({c_signature(args)})
             best, idx = np.where(take, x[:, d], best), np.where(take, d, idx)
         Out[:N] = idx
 
-    return BasicKernel(name, args, True, src, reference, lambda N, D, **_: N * D)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda N, D, **_: Work("other", N * D))
 
 
 @cache
@@ -214,4 +216,5 @@ void {name}({c_signature(args)})
                     p -= 1
                 vals[p, c], idx[p, c] = v, d
 
-    return BasicKernel(name, args, True, src, reference, lambda D, W, K, **_: D * W * 2)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda D, W, K, **_: Work("other", D * W * 2))

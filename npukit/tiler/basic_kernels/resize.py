@@ -11,6 +11,7 @@ from functools import cache
 
 import numpy as np
 
+from ...costs import Work
 from .common import BasicKernel, c_signature, layer_c_type, layer_suffix, share_rows
 from .scalar import NUMPY, CBuilder
 
@@ -78,4 +79,4 @@ void {name}({c_signature(args)})
         Out[:Rows * Wo] = np.asarray(v).reshape(-1)
 
     return BasicKernel(name, args, True, src, reference,
-                       lambda Wo, Rows, **_: Wo * Rows * (8 if linear else 1))
+                       lambda Wo, Rows, **_: Work("other", Wo * Rows * (8 if linear else 1)))

@@ -12,6 +12,7 @@ from functools import cache
 import numpy as np
 
 from ...c.ctype import hex_float
+from ...costs import Work
 from ...dtypes import int_range, is_float
 from .common import (
     EXP2_POLY,
@@ -164,7 +165,8 @@ void {name}({', '.join(f'{t} {n}' for t, n in args)})
         inv = (1 << 30) // int(e.sum())
         Out[:N] = np.minimum(at_norm(e * inv, 30 - OutQ), int_range(out_dt)[1])
 
-    return BasicKernel(name, args, False, src, reference, lambda N, **_: 60 * N)
+    return BasicKernel(name, args, False, src, reference,
+                       lambda N, **_: Work("softmax", 60 * N))
 
 
 # -- softmax, LRN -----------------------------------------------------------------------------
@@ -216,7 +218,8 @@ void {name}({c_signature(args)})
         idx, _, e, s = _exp_sums(In, G, Sg, D, Sd)
         Out[idx] = e / s[:, None]
 
-    return BasicKernel(name, args, True, src, reference, lambda G, D, **_: 60 * G * D)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda G, D, **_: Work("softmax", 60 * G * D, chunks=G))
 
 
 @cache
@@ -253,7 +256,8 @@ void {name}({c_signature(args)})
         idx, d, _, s = _exp_sums(In, G, Sg, D, Sd)
         Out[idx] = d - (log2_f32(s) * ln2)[:, None]
 
-    return BasicKernel(name, args, True, src, reference, lambda G, D, **_: 60 * G * D)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda G, D, **_: Work("softmax", 60 * G * D, chunks=G))
 
 
 @cache
@@ -312,7 +316,8 @@ void {name}({c_signature(args)})
         q = rne(q).astype(np.int64) + Zp
         Out[idx] = np.clip(q, lo, hi)
 
-    return BasicKernel(name, args, True, src, reference, lambda G, D, **_: 8 * G * D)
+    return BasicKernel(name, args, True, src, reference,
+                       lambda G, D, **_: Work("softmax", 8 * G * D, chunks=G))
 
 
 def qsoftmax_table(x_scale: float, d: int) -> np.ndarray:
