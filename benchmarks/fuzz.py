@@ -1,9 +1,13 @@
 """The differential fuzzer at full size: what it finds comes with the case that shows it.
 
 Random EasyKernel programs run on the simulator, the fused C and the literal C, compared
-bit for bit and against numpy (see tests/fuzz_kernels.py).
+bit for bit and against numpy (see tests/fuzz_kernels.py); with --family conversions,
+random Compass DSL kernels of casts between every pair of its types and of masked
+scatters, and the kernel language's conversions between every pair of its dtypes,
+against an exact oracle (see tests/fuzz_conversions.py).
 
 Run:    python benchmarks/fuzz.py --cases 3000 --seed 100000 --time-budget 900
+        python benchmarks/fuzz.py --family conversions --cases 2000
 Replay: python benchmarks/fuzz.py --replay 100123          (prints the kernel and outcomes)
 Memory errors in the generated C: add --sanitize (AddressSanitizer and UBSan builds).
 A known bug's fix: add --unsteer NAME (a key of fuzz_kernels.KNOWN) or --unsteer all.
@@ -25,11 +29,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fuzz_kernels import FAILURES, KNOWN, check, generate  # noqa: E402
+import fuzz_conversions  # noqa: E402
+import fuzz_kernels  # noqa: E402
+from fuzz_kernels import FAILURES, KNOWN  # noqa: E402
+
+FAMILIES = {"kernels": fuzz_kernels, "conversions": fuzz_conversions}
 
 
 def parse(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="kernels",
+                    help="EasyKernel programs, or conversions and masked scatters")
     ap.add_argument("--cases", type=int, default=2000, help="programs to generate")
     ap.add_argument("--seed", dest="first", type=int, default=100_000,
                     help="the first case number")
@@ -46,18 +56,19 @@ def parse(argv=None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def replay(number: int, data: int) -> int:
-    case = generate(number)
+def replay(family, number: int, data: int) -> int:
+    case = family.generate(number)
     print(case.describe())
     if case.hostile:
         print(f"# built on purpose against a rule: {case.hostile}")
-    outs = check(case, range(data))
+    outs = family.check(case, range(data))
     for o in outs:
         print(o)
     return int(any(o.status in FAILURES for o in outs))
 
 
 def fuzz(args) -> int:
+    family = FAMILIES[args.family]
     t0 = time.perf_counter()
     programs = built = runs = agreed = 0
     refused: collections.Counter = collections.Counter()
@@ -72,7 +83,7 @@ def fuzz(args) -> int:
                   f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         t1 = time.perf_counter()
         try:
-            outs = check(generate(number), range(args.data))
+            outs = family.check(family.generate(number), range(args.data))
         except Exception as exc:  # noqa: BLE001 - a bug of the fuzzer itself: report it
             failures["generator"].append(f"case {number}: {type(exc).__name__}: {exc}")
             continue
@@ -109,7 +120,7 @@ def report(args, programs, built, refused, runs, agreed, failures, elapsed, slow
         rows.append((status, len(items), " ".join(map(str, cases[:30]))
                      + (" ..." if len(cases) > 30 else "")))
     width = max(len(r[0]) for r in rows)
-    print(f"\nnpukit differential fuzzer: {programs} programs in {elapsed:.0f} s "
+    print(f"\nnpukit differential fuzzer, {args.family}: {programs} programs in {elapsed:.0f} s "
           f"({'sanitized C' if args.sanitize else 'C'} vs simulator vs numpy)")
     for name, n, note in rows:
         print(f"  {name:<{width}}  {n:>7}  {note}")
@@ -132,7 +143,7 @@ def main(argv=None) -> int:
         env = dict(os.environ, **sanitizer_env())
         os.execve(sys.executable, [sys.executable, *sys.argv], env)
     if args.replay is not None:
-        return replay(args.replay, args.data)
+        return replay(FAMILIES[args.family], args.replay, args.data)
     return fuzz(args)
 
 

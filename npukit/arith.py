@@ -6,8 +6,8 @@ are formed in int64 and wrapped), float ALU results are float32 with one roundin
 operation (no fused multiply-add). Act results are int32 or float32 values already clamped
 to [lo, hi] (integer bounds beyond int32 act as the int32 limits: ``act_bounds``; a
 ``linear_approx`` on an int16 table returns its int64 accumulator); a store
-narrows them to the tensor's dtype, saturating integers to its range and rounding floats to
-nearest even.
+narrows them to the tensor's dtype, saturating integers to its range and rounding floats
+once to nearest even (``npukit.floats``, which bfloat16 results come from too).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 
 from .arith_vec import MORE_OPS, vec_op_more
 from .dtypes import is_float
+from .floats import to_float
 
 ALU_OPS = {
     "mul": lambda a, b: a * b,
@@ -118,13 +119,16 @@ def to_fixed(p: np.ndarray, shift: int) -> np.ndarray:
 
 
 def convert(x: np.ndarray, dt: np.dtype) -> np.ndarray:
-    """A transfer into a tensor of dtype ``dt``: saturate integers, round floats to nearest."""
+    """A transfer into a tensor of dtype ``dt``: saturate integers, round floats once to
+    nearest even (``floats.to_float``)."""
     if x.dtype == dt:
         return x
     if dt.kind in "iu":
         info = np.iinfo(dt)
+        if x.dtype == np.uint64:  # past int64's range is past every limit below uint64's
+            x = np.minimum(x, np.uint64(2**63 - 1))
         return np.clip(x.astype(np.int64), info.min, info.max).astype(dt)
-    return x.astype(dt)
+    return to_float(x, dt) if is_float(dt) else x.astype(dt)
 
 
 # -- LUT instructions (Act lookup / linear_approx) -----------------------------------------
@@ -232,8 +236,8 @@ def act_linear_approx(p: np.ndarray, lut, step_bits: int, bias: int, shift_offse
 # -- element-wise vector instructions (the Compass DSL's vector builtins) -------------------
 #
 # The reference of the ``v*`` Compute ops (see ``npukit.ir``): each lane computes in its
-# operands' dtype. Floats compute the exact result rounded once to that dtype: float16 by way
-# of float32, which rounds the same for +, -, *, / (float32 holds more than 2 x 11 + 2
+# operands' dtype. Floats compute the exact result rounded once to that dtype: 16-bit floats
+# by way of float32, which rounds the same for +, -, *, / (float32 holds more than 2 x 11 + 2
 # significant bits, so the double rounding is innocuous); integers wrap modulo 2^bits. The C
 # back end spells out the same formulas lane by lane (``npukit.c.arith.vec_expr``).
 
@@ -262,7 +266,7 @@ def _float_op(op: str, xs: list[np.ndarray], dt: np.dtype) -> np.ndarray:
             r = np.abs(a[0])
         else:  # vrint: nearest integer, ties to even
             r = np.rint(a[0])
-        return r.astype(dt)
+        return to_float(r, dt)
 
 
 def _int_op(op: str, xs: list[np.ndarray], dt: np.dtype, saturate: bool = False) -> np.ndarray:
@@ -287,21 +291,20 @@ def wrap_to(x: np.ndarray, dt: np.dtype) -> np.ndarray:
 
 def vec_cast(x: np.ndarray, dt: np.dtype, saturate: bool = False) -> np.ndarray:
     """``vcast`` (see ``npukit.ir``): the Compass DSL's conversion, as its Python simulator
-    reads ``S.cast``. Float to integer: round to nearest even, NaN -> 0, saturate to int32,
-    then keep the low bits of the destination (``saturate``: clamp to its range)."""
+    reads ``S.cast``. To a float: rounded once to nearest even (``floats.to_float``). Float
+    to integer: truncated toward zero (its simulator's ``np.array(x, int)``), NaN -> 0,
+    saturated to int32, then the low bits of the destination (``saturate``: clamped to its
+    range)."""
     src = x.dtype
     if dt == np.bool_:
         return x != 0
+    if is_float(dt):
+        return to_float(x, dt)
     if src == np.bool_:
         return x.astype(dt)
-    if is_float(dt):
-        with np.errstate(over="ignore"):  # too large for the type: infinity
-            if src.kind in "iu" and dt.itemsize < 4:  # integers reach float16 via float32
-                return x.astype(np.float32).astype(dt)
-            return x.astype(dt)
     if is_float(src):
         with np.errstate(invalid="ignore"):
-            t = np.rint(x.astype(np.float64))
+            t = np.trunc(x.astype(np.float64))
             t = np.clip(np.where(np.isnan(t), 0.0, t), *_INT32).astype(np.int64)
     else:
         t = x.astype(np.int64)

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .dtypes import is_float
+from .floats import to_float
 
 MORE_OPS = ("vshl", "vshr", "vclz", "vcls", "vpopcnt", "vbitrev", "vrotr", "vbitcast",
             "vmulhi", "vquot", "vrem", "vfma", "vmath", "vdot")
@@ -142,8 +143,7 @@ def dot_sum(srcs: list[np.ndarray], dt: np.dtype) -> np.ndarray:
     for m, x, y in zip(srcs[1::3], srcs[2::3], srcs[3::3]):
         acc = np.where(m.astype(bool), acc + x.astype(wide) * y.astype(wide), acc)
     if is_float(dt):
-        with np.errstate(over="ignore"):  # a sum beyond the float range is infinite
-            return acc.astype(dt)
+        return to_float(acc, dt)  # a sum beyond the float range is infinite
     return np.clip(acc, int(np.iinfo(dt).min), int(np.iinfo(dt).max)).astype(dt)
 
 
@@ -152,7 +152,8 @@ def math_fn(fn: str, x: np.ndarray, dt: np.dtype) -> np.ndarray:
     NaN result is the positive quiet NaN (libraries differ in the sign they give it)."""
     with np.errstate(all="ignore"):
         r = np.asarray(MATH_FNS[fn](x.astype(np.float64)))
-    return np.where(np.isnan(r), np.nan, r).astype(np.float32).astype(dt)
+    with np.errstate(over="ignore"):  # beyond float32: infinity
+        return to_float(np.where(np.isnan(r), np.nan, r).astype(np.float32), dt)
 
 
 def vec_op_more(op: str, srcs: list[np.ndarray], dt: np.dtype, attrs: dict) -> np.ndarray:
@@ -181,7 +182,7 @@ def vec_op_more(op: str, srcs: list[np.ndarray], dt: np.dtype, attrs: dict) -> n
         return mul_high(srcs[0], srcs[1], dt)
     if op == "vfma":  # acc + x * y in float64, rounded once
         acc, x, y = (v.astype(np.float64) for v in srcs)
-        return (acc + x * y).astype(dt)
+        return to_float(acc + x * y, dt)
     if op == "vdot":
         return dot_sum(srcs, dt)
     if op == "vmath" and is_float(dt):

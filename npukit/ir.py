@@ -56,11 +56,11 @@ the reference):
 - ``vsel``: ``(mask, a, b)`` -> ``where(mask, a, b)``.
 - ``vand``, ``vor``, ``vxor``, ``vnot``: logical on ``bool`` masks, bitwise on integers.
 - ``vrint``: a float rounded to the nearest integer, ties to even, in its own dtype.
-- ``vcast``: the operand converted to the destination's dtype. Float to float and integer
-  to float32 round to nearest even (integers reach float16 through float32). Float to
-  integer rounds to nearest even, NaN gives 0, saturates to the int32 range, then narrows
-  to the destination by keeping the low bits (attr ``saturate=True``: saturating to the
-  destination's range instead). Integer to integer keeps the low bits (or saturates);
+- ``vcast``: the operand converted to the destination's dtype. To a float, rounded once to
+  nearest even from the exact value (``npukit.floats``; bfloat16 and float16 included).
+  Float to integer truncates toward zero, NaN gives 0, saturates to the int32 range, then
+  narrows to the destination by keeping the low bits (attr ``saturate=True``: saturating
+  to the destination's range instead). Integer to integer keeps the low bits (or saturates);
   ``bool`` converts to 0/1 and anything nonzero to ``True``.
 - ``vshl`` (attr ``saturate``), ``vshr`` (attr ``round``): ``(x, shift)``, integer lanes
   shifted by the lanes of an integer ``shift`` of their width read as unsigned: left, the

@@ -1,7 +1,9 @@
 """float16 and bfloat16 in C: gcc's ``_Float16`` and bfloat16 bits in a ``uint16_t``, with
-conversions bit-identical to numpy / ml_dtypes (``arith.convert``) — checked over every
-16-bit pattern and the rounding edges around them — and kernels on such tensors agreeing
-with the simulator bit for bit (any NaN matches any NaN)."""
+conversions bit-identical to the simulator's (``arith.convert``, ``npukit.floats``): every
+conversion to a float rounds once to nearest even from the exact value, checked over every
+16-bit pattern and the rounding edges around them against numpy (float16) and an exact
+rational oracle (``float_oracle``); kernels on such tensors agree with the simulator bit
+for bit (any NaN matches any NaN)."""
 
 from __future__ import annotations
 
@@ -10,10 +12,11 @@ import ctypes
 import ml_dtypes
 import numpy as np
 import pytest
+from float_oracle import rounded
 from test_c_kernels import check_against_sim, rand, same_bits
 
 import npukit as nk
-from npukit import ir
+from npukit import arith, ir
 from npukit import kernels as K
 from npukit.c import arith as A
 from npukit.c import c_source, toolchain
@@ -25,8 +28,10 @@ pytestmark = pytest.mark.filterwarnings(
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32, F64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
 I8, I16, I32, I64 = (np.dtype(x) for x in ("int8", "int16", "int32", "int64"))
+U8, U16, U32, U64 = (np.dtype(x) for x in ("uint8", "uint16", "uint32", "uint64"))
 PAIRS = [(F32, BF16), (BF16, F32), (F16, F32), (F32, F16), (F64, F16), (F64, BF16),
          (I32, F16), (I64, F16), (I32, BF16), (I64, BF16), (I8, BF16), (I16, BF16), (I16, F16),
+         (U8, BF16), (U16, BF16), (U32, BF16), (U64, BF16),
          (F16, BF16), (BF16, F16), (BF16, F64), (F16, F64)]
 
 
@@ -40,7 +45,8 @@ def converters():
         funcs.append(f"void conv_{s.name}_{d.name}(const {c_type(s)} *in, {c_type(d)} *out, "
                      f"int64_t n)\n{{\n    for (int64_t k = 0; k < n; k++)\n"
                      f"        out[k] = {expr};\n}}")
-    src = "\n\n".join(["#include <stdint.h>", *TYPEDEFS.values(), h.source(), *funcs]) + "\n"
+    src = "\n\n".join(["#include <stdint.h>\n#include <string.h>", *TYPEDEFS.values(),
+                       h.source(), *funcs]) + "\n"
     lib = ctypes.CDLL(str(toolchain.build(src)))
 
     def convert(x: np.ndarray, dst: np.dtype) -> np.ndarray:
@@ -101,12 +107,21 @@ def float16_edges() -> np.ndarray:
     return out
 
 
+def oracle_sample(x: np.ndarray, k: int = 6000) -> np.ndarray:
+    """``k`` elements of ``x`` (the first 40 and a random rest): the exact oracle takes
+    about 10 us an element."""
+    pick = np.random.default_rng(1).choice(x.size, min(k, x.size), replace=False)
+    return np.concatenate([x[:40], x[pick]])
+
+
 def test_to_float16_rounds_once_to_nearest_even(converters):
     x = float16_edges()
     for src in (F64, F32):
         xs = x.astype(src)
         got, want = converters(xs, F16), xs.astype(F16)
         assert same_bits(got, want), src.name
+    xs = oracle_sample(x)  # numpy rounds once, as the exact oracle does
+    assert same_bits(arith.convert(xs, F16), rounded(xs, "float16"))
     ints = np.concatenate([np.arange(-70000, 70000, 7), [2**31 - 1, -2**31, 65519, 65520,
                                                            2049, 2051, 4097, 4099]])
     for src in (I32, I64, I16):
@@ -114,31 +129,62 @@ def test_to_float16_rounds_once_to_nearest_even(converters):
         assert same_bits(converters(xs, F16), xs.astype(F16)), src.name
 
 
-def test_to_bfloat16_through_float32_as_ml_dtypes(converters):
-    """ml_dtypes reaches bfloat16 through float32: an int32 or float64 rounds twice there,
-    and the C does the same."""
-    x = float16_edges()
-    assert same_bits(converters(x, BF16), x.astype(BF16))
-    twice = np.array([1 + 2**-8 + 2**-30], F64)  # above the tie, but float32 makes it one
-    assert bits(converters(twice, BF16))[0] == bits(twice.astype(BF16))[0] == 0x3F80
+def bfloat16_edges() -> np.ndarray:
+    """float64 values at every rounding edge of bfloat16: every finite bfloat16 value, the
+    midpoints between neighbours (ties), the float64 values just beside them (float32 would
+    round those onto the tie: a second rounding then goes the wrong way), beyond the
+    largest value, and NaN and infinities."""
+    h = all16(BF16)
+    h = np.unique(h[np.isfinite(h.astype(F32))].astype(F64))
+    mid = (h[:-1] + h[1:]) / 2
+    top = 2.0**127 * (2 - 2**-8)  # halfway from the largest value to 2^128: infinity
+    return np.concatenate([h, mid, np.nextafter(mid, -np.inf), np.nextafter(mid, np.inf),
+                           [top, np.nextafter(top, 0), -top, 1e300, np.inf, -np.inf, np.nan,
+                            -np.nan, 5e-324, -5e-324, 2.0**-134, np.nextafter(2.0**-134, 1)]])
+
+
+def test_to_bfloat16_rounds_once_to_nearest_even(converters):
+    """Conversion to bfloat16 rounds once, to nearest even, from the exact value, in the
+    simulator (``arith.convert``) and in C alike: a float64 or an int32 does not round
+    twice through float32, as ml_dtypes before 0.7 did (and the simulator with it). The
+    reference is exact rational rounding (``float_oracle``), not ml_dtypes."""
+    x = bfloat16_edges()
+    sim = arith.convert(x, BF16)
+    assert np.array_equal(bits(converters(x, BF16)), bits(sim))  # NaNs included
+    xs = oracle_sample(x)
+    assert np.array_equal(bits(arith.convert(xs, BF16)), bits(rounded(xs, "bfloat16")))
+    twice = np.array([1 + 2**-8 + 2**-30], F64)  # above the tie, which float32 rounds onto
+    assert bits(converters(twice, BF16))[0] == bits(arith.convert(twice, BF16))[0] == 0x3F81
     rng = np.random.default_rng(0)
-    ints = np.concatenate([rng.integers(-2**31, 2**31, 100000), [2**24 + 2**16 + 1,
-                                                                 2**31 - 1, -2**31]])
-    for src in (I32, I64):
-        xs = ints.astype(src)
-        assert np.array_equal(bits(converters(xs, BF16)), bits(xs.astype(BF16))), src.name
-    assert bits(converters(np.array([2**24 + 2**16 + 1], I32), BF16))[0] == 0x4B80
-    for src in (I8, I16):
+    for src in (I32, I64, U32, U64):
+        info = np.iinfo(src)
+        ints = rng.integers(info.min, info.max, 20000, dtype=src, endpoint=True)
+        edges = [info.min, info.max, 2**24 + 2**16 + 1, 2**24 + 2**16, 2**24 + 3 * 2**16,
+                 2**24 + 2**16 - 1, 2**31 - 2**23, 2**31 - 2**23 - 1]
+        xs = np.concatenate([ints, np.array([v for v in edges if v <= info.max], src)])
+        sim = arith.convert(xs, BF16)
+        assert np.array_equal(bits(converters(xs, BF16)), bits(sim)), src.name
+        assert np.array_equal(bits(sim), bits(rounded(xs, "bfloat16"))), src.name
+    assert bits(converters(np.array([2**24 + 2**16 + 1], I32), BF16))[0] == 0x4B81
+    big = np.array([2**63 - 1, -2**63, 2**62 + 2**54 + 1, -(2**62 + 2**54), 2**53 + 1], I64)
+    assert np.array_equal(bits(converters(big, BF16)), bits(rounded(big, "bfloat16")))
+    for src in (I8, I16, U8, U16):
         xs = np.arange(np.iinfo(src).min, np.iinfo(src).max + 1).astype(src)
-        assert np.array_equal(bits(converters(xs, BF16)), bits(xs.astype(BF16)))
+        want = bits(rounded(xs, "bfloat16"))
+        assert np.array_equal(bits(converters(xs, BF16)), want), src.name
+        assert np.array_equal(bits(arith.convert(xs, BF16)), want), src.name
     for src, dst in ((F16, BF16), (BF16, F16)):
         xs = all16(src)
-        assert same_bits(converters(xs, dst), xs.astype(dst)), (src.name, dst.name)
+        got, want = converters(xs, dst), rounded(xs, dst.name)
+        assert same_bits(got, want) and same_bits(arith.convert(xs, dst), want), src.name
 
 
 def test_literals():
     assert [literal(v, BF16) for v in (1.0, -2.5, float("nan"), 1 + 2**-8)] == \
         ["0x3F80", "0xC020", "0x7FC0", "0x3F80"]
+    # rounded once, as the simulator's Fill: not through float32
+    assert [literal(v, BF16) for v in (1 + 2**-8 + 2**-30, 2**24 + 2**16 + 1)] == \
+        ["0x3F81", "0x4B81"]
     assert literal(0.1, F16) == "0.099975586f" and np.float16(0.099975586) == np.float16(0.1)
     assert literal(float("inf"), F16) == "INFINITY"
 

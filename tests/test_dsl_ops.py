@@ -10,6 +10,8 @@ import functools
 
 import numpy as np
 import pytest
+from dsl_check import bits, canary
+from float_oracle import rounded
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -178,15 +180,18 @@ def cast_program(src: str, dst: str, saturate):
 
 
 def cast_reading(x: np.ndarray, dst: np.dtype, saturate: bool) -> np.ndarray:
-    """The Compass DSL's S.cast, read from its Python simulator: float to integer rounds
-    half to even, NaN is 0, the value saturates to int32, then keeps the destination's low
-    bits (or saturates to it); integers reach float16 through float32."""
+    """The Compass DSL's S.cast, read from its Python simulator: float to integer truncates
+    toward zero (``np.array(x, int)``), NaN is 0, the value saturates to int32, then keeps
+    the destination's low bits (or saturates to it); to a float, one rounding to nearest
+    even from the exact value (numpy's, but for bfloat16 the exact ``float_oracle``)."""
+    if dst.name == "bfloat16":
+        return rounded(x, dst.name)
     if dst.kind == "f":
         with np.errstate(over="ignore"):  # too large for the type: infinity
-            return x.astype(np.float32).astype(dst) if x.dtype.kind in "iu" else x.astype(dst)
+            return x.astype(dst)
     if x.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
-            r = np.rint(x.astype(np.float64))
+            r = np.trunc(x.astype(np.float64))
         r = np.where(np.isnan(r), 0, r)
         v = [int(min(max(t, -2**31), 2**31 - 1)) for t in r]
     else:
@@ -203,7 +208,8 @@ def cast_reading(x: np.ndarray, dst: np.dtype, saturate: bool) -> np.ndarray:
 CASTS = [("fp32x8", "u16"), ("fp32x8", "i16"), ("fp32x8", "i32"), ("fp32x8", "u8"),
          ("fp32x8", "i8"), ("fp32x8", "fp16"), ("fp16x16", "fp32"), ("fp16x16", "i32"),
          ("i32x8", "fp32"), ("i32x8", "fp16"), ("i32x8", "i16"), ("i32x8", "u8"),
-         ("u16x16", "i16"), ("i16x16", "u32")]
+         ("u16x16", "i16"), ("i16x16", "u32"), ("fp32x8", "bf16"), ("i32x8", "bf16"),
+         ("u32x8", "bf16"), ("fp16x16", "bf16")]
 
 
 @pytest.mark.parametrize("src, dst", [pytest.param(s, d, marks=pytest.mark.slow)
@@ -213,7 +219,7 @@ CASTS = [("fp32x8", "u16"), ("fp32x8", "i16"), ("fp32x8", "i32"), ("fp32x8", "u8
 @given(data=st.data())
 def test_cast_matches_the_compass_reading(src, dst, saturate, data):
     to = S.DType(dst).elem
-    if saturate and to.kind == "f":
+    if saturate and to.kind not in "iu":
         return  # saturation is an integer option
     dt, n = _elems(src)
     if dt.kind == "f":  # plenty of ties (k + 0.5), NaN, infinities, out-of-range values
@@ -247,4 +253,63 @@ def test_vrint_ties_to_even_and_u16_of_negative_and_nan():
         r, u = np.zeros(8, np.float32), np.zeros(8, np.uint16)
         prog.run(backend, a=x, r=r, u=u)
         np.testing.assert_array_equal(r, [0, 2, 2, -0.0, -2, -1, np.nan, 70000])
-        assert u.tolist() == [0, 2, 2, 0, 65534, 65535, 0, 70000 - 65536]
+        assert u.tolist() == [0, 1, 2, 0, 65535, 65535, 0, 70000 - 65536]  # truncated
+
+
+@functools.cache
+def lanes_cast_program(src: str, dst: str, lanes: int, saturate):
+    @S.prim_func
+    def cast(a: S.ptr(f"{src}x{lanes}", "global"), out: S.ptr(f"{dst}x{lanes}", "global")):
+        out[0] = S.cast(a[0], dst, saturate=saturate)
+
+    return S.build(cast, target="compass")
+
+
+def run_cast(src: str, dst: str, x: np.ndarray, saturate=None) -> np.ndarray:
+    """``S.cast`` of ``x`` (one vector of its size) on both back ends, outputs canary
+    first: their results, bit for bit the same."""
+    prog = lanes_cast_program(src, dst, x.size, saturate)
+    outs = []
+    for backend in BACKENDS:
+        out = canary(x.size, dst)
+        prog.run(backend, a=x, out=out)
+        outs.append(out)
+    assert np.array_equal(bits(outs[0]), bits(outs[1])), (outs[0], outs[1])
+    return outs[0]
+
+
+@pytest.mark.parametrize("lanes", [5, 8, 16, 32, 35])
+@pytest.mark.parametrize("src", ["float32", "int32", "uint32", "int16"])
+def test_cast_to_bfloat16_rounds_once_at_every_lane_count(src, lanes):
+    """C stored the integer part of each lane as bfloat16 bits (1.0 became 0x0001) at every
+    lane count; int32 lanes beyond 2^24 round once (2^24 + 2^16 + 1: 0x4B81, not float32's
+    0x4B80)."""
+    dt = np.dtype(src)
+    pool = [1, 2, 3, 7, 100, 255, 2**15 - 1, -1, -300]
+    if dt.kind == "f":
+        pool += [2**24 + 2**16 + 1, 0.5, -2.75, 1 + 2**-8, 1 + 2**-8 + 2**-20, 3.4e38, -0.0,
+                 np.inf, np.nan]
+    else:
+        info = np.iinfo(dt)
+        big = [2**24 + 2**16 + 1, 2**24 + 3 * 2**16] if dt.itemsize == 4 else []
+        pool = [v for v in pool + big if info.min <= v <= info.max] + [info.min, info.max]
+    x = np.resize(np.array(pool, dt), lanes)
+    got = run_cast(src, "bfloat16", x)
+    assert np.array_equal(bits(got), bits(rounded(x, "bfloat16")))
+
+
+@pytest.mark.parametrize("dst", ["int32", "int8", "uint16"])
+@pytest.mark.parametrize("saturate", [None, True])
+def test_cast_float_to_int_truncates_toward_zero(dst, saturate):
+    """As the Compass DSL's simulator (``np.array(x, int)``) and its tests read S.cast:
+    2.7 -> 2, -2.7 -> -2, ties too (2.5 -> 2, -0.5 -> 0); NaN -> 0; beyond int32 the int32
+    limits, then the destination's low bits (``saturate=True``: its limits)."""
+    x = np.array([2.7, -2.7, 2.5, -0.5, 0.99, -1.5, 1e10, -1e10, np.nan, np.inf, -np.inf,
+                  300.9, -129.5, 65535.9, 70000.4, 2147483520.0], np.float32)
+    got = run_cast("float32", dst, x, saturate)
+    t = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=2.0**31, neginf=-2.0**31))
+    t = np.clip(t, -2**31, 2**31 - 1).astype(np.int64)
+    info = np.iinfo(dst)
+    want = np.clip(t, info.min, info.max) if saturate else t
+    assert got.tolist() == want.astype(dst).tolist()
+    assert got[:6].tolist() == [2, -2, 2, 0, 0, -1] or dst == "uint16"

@@ -75,6 +75,64 @@ def test_vstore_scatter_stores_active_lanes_in_order_and_nothing_else(vtype, int
                                              bits(canary(n, t.element_of)[untouched]))
 
 
+@functools.cache
+def tail_scatter_program(dtype: str, n: int, count: int):
+    """The public Compass DSL's composite scatter: whole vectors, then the tail under
+    ``S.tail_mask`` (a constant mask: ``count`` is fixed at build time)."""
+    lanes = S.hw_native_vdtype(dtype).lanes
+
+    @S.prim_func
+    def scatter(value: S.ptr(dtype, "global"), idx: S.ptr("u16", "global"),
+                out: S.ptr(dtype, "global")):
+        for i in range(count // lanes):
+            S.vstore_scatter(S.vload(value + i * lanes), out,
+                             S.vload(idx + i * lanes, lanes=lanes))
+        tail = count % lanes
+        if tail:
+            mask = S.tail_mask(tail, lanes)
+            va = S.vload(value + count - tail, lanes=lanes, mask=mask)
+            indices = S.vload(idx + count - tail, lanes=lanes, mask=mask)
+            S.vstore_scatter(va, out, indices, mask)
+
+    return S.build(scatter, target="compass", value=count, idx=count, out=n)
+
+
+@pytest.mark.parametrize("dtype, count", [("int8", 80), ("uint8", 80), ("int8", 48),
+                                          ("int16", 24), ("float32", 12)])
+def test_vstore_scatter_under_a_tail_mask_leaves_the_masked_off_lanes(dtype, count):
+    """The masked-off lanes load as 0 with index 0: C wrote them to element 0. (gcc 12 with
+    AVX-512 folded the copy of the constant tail mask, 16 lanes true of 32, into 32 true
+    lanes; constants are now copied through an opaque pointer.)"""
+    n = 200
+    prog = tail_scatter_program(dtype, n, count)
+    value = rng.integers(1, 100, count).astype(dtype)
+    idx = (rng.permutation(n - 1)[:count] + 1).astype(np.uint16)  # never element 0
+    got = run_both(prog, dict(value=value, idx=idx), {"out": (n, dtype)})["out"]
+    want = canary(n, dtype)
+    want[idx] = value
+    assert np.array_equal(bits(got), bits(want))
+
+
+@pytest.mark.parametrize("lanes, true", [(32, 16), (64, 32), (64, 48), (64, 16)])
+def test_a_constant_mask_of_a_run_of_true_lanes_selects_as_it_says(lanes, true):
+    """The pattern gcc 12 folded into a broadcast of its first byte: 16 (or 32) equal bytes,
+    then zeros, copied from a constant into a vector register."""
+    mask = f"{true}T{lanes - true}F"
+
+    @S.prim_func
+    def select(a: S.ptr(f"int8x{lanes}", "global"), b: S.ptr(f"int8x{lanes}", "global"),
+               out: S.ptr(f"int8x{lanes}", "global")):
+        out[0] = S.vsel(a[0], b[0], mask)
+
+    prog = S.build(select, target="compass")
+    a, b = np.full(lanes, 1, np.int8), np.full(lanes, 2, np.int8)
+    got = run_both(prog, {"a": a, "b": b}, {"out": (lanes, "int8")})["out"]
+    literal = canary(lanes, "int8")  # not fused: the mask goes through a vreg array
+    prog.compile("c", fuse=False)(a=a, b=b, out=literal)
+    want = np.where(np.arange(lanes) < true, a, b)
+    assert np.array_equal(got, want) and np.array_equal(literal, want)
+
+
 def test_vstore_scatter_outside_its_destination_is_reported_and_never_written_in_c():
     prog = scatter_program("int32x8", 20, 1, False)
     v = np.arange(1, 9, dtype=np.int32).reshape(1, 8)

@@ -30,19 +30,26 @@ _DEFS: dict[str, tuple[str, tuple[str, ...]]] = {
     "npk_wrap32": ("""\
 /* int32 partials wrap around like the target's 32-bit adders (gcc converts modulo 2^32). */
 static inline int32_t npk_wrap32(uint32_t x) { return (int32_t)x; }""", ()),
+    "npk_u64_to_i64_sat": ("""\
+/* uint64 -> int64, saturated: a value past INT64_MAX is past every bound a store into a
+   narrower type or int64 clamps to (arith.convert). */
+static inline int64_t npk_u64_to_i64_sat(uint64_t x)
+{
+    return x > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)x;
+}""", ()),
     "npk_min64": ("""\
 static inline int64_t npk_min64(int64_t a, int64_t b) { return a < b ? a : b; }""", ()),
     "npk_max64": ("""\
 static inline int64_t npk_max64(int64_t a, int64_t b) { return a > b ? a : b; }""", ()),
     "npk_f2i32": ("""\
-/* A float lane to int32 as the Compass DSL's S.cast reads it (arith.vec_cast): round to
-   nearest even (rint in the default rounding mode), NaN -> 0, saturate to int32. */
+/* A float lane to int32 as the Compass DSL's S.cast reads it (arith.vec_cast): truncated
+   toward zero (C's own conversion, defined once the value is inside int32), NaN -> 0,
+   saturated to int32. */
 static inline int32_t npk_f2i32(double x)
 {
-    double t = rint(x);
-    if (t != t)
+    if (x != x)
         return 0;
-    return t < -2147483648.0 ? INT32_MIN : t > 2147483647.0 ? INT32_MAX : (int32_t)t;
+    return x <= -2147483648.0 ? INT32_MIN : x >= 2147483647.0 ? INT32_MAX : (int32_t)x;
 }""", ()),
     "npk_f2i32_floor": ("""\
 /* Act to_fixed (arith.to_fixed): floor(x * scale), NaN -> 0, saturated to int32. */
@@ -80,8 +87,8 @@ static inline int64_t npk_floordiv(int64_t a, int64_t m) { return a / m - (a % m
 static inline int64_t npk_mod(int64_t a, int64_t m) { return a % m + (a % m < 0 ? m : 0); }""",
                 ()),
     "npk_bf16_from_f32": ("""\
-/* float32 -> bfloat16 bits as ml_dtypes rounds: to nearest even (a carry into the exponent
-   gives the next power of two or infinity); a NaN becomes the quiet NaN 0x7FC0, sign kept. */
+/* float32 -> bfloat16 bits rounded to nearest even (a carry into the exponent gives the next
+   power of two or infinity); a NaN becomes the quiet NaN 0x7FC0, sign kept. */
 static inline npk_bfloat16 npk_bf16_from_f32(float f)
 {
     union { float f; uint32_t u; } v;
@@ -90,6 +97,52 @@ static inline npk_bfloat16 npk_bf16_from_f32(float f)
         return (npk_bfloat16)((v.u >> 16 & 0x8000u) | 0x7FC0u);
     return (npk_bfloat16)((v.u + 0x7FFFu + (v.u >> 16 & 1u)) >> 16);
 }""", ()),
+    "npk_bf16_from_f64": ("""\
+/* double -> bfloat16 bits rounded once to nearest even from the exact value, as
+   floats.bfloat16_bits: the 53-bit significand m (value m * 2^(e-52)) cut at bfloat16's
+   last place, 2^(e-7), or 2^-133 below its normal range; a carry out of the 8 kept bits
+   steps into the next binade, past the largest finite value into infinity; a NaN becomes
+   the quiet NaN 0x7FC0, sign kept. Integer arithmetic only: no float rounding mode or
+   flush-to-zero can change it. */
+static inline npk_bfloat16 npk_bf16_from_f64(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    const int64_t sign = (int64_t)(u >> 48 & 0x8000u), e64 = (int64_t)(u >> 52 & 0x7FFu);
+    const int64_t mant = (int64_t)(u & 0xFFFFFFFFFFFFFu);
+    if (e64 == 0x7FF)
+        return (npk_bfloat16)(sign | (mant ? 0x7FC0 : 0x7F80));
+    const int64_t m = e64 ? mant | (INT64_C(1) << 52) : mant, e = e64 ? e64 - 1023 : -1022;
+    const int64_t ep = e > -126 ? e : -126, s = ep - e + 45 < 60 ? ep - e + 45 : 60;
+    int64_t r = m >> s;
+    const int64_t rem = m & ((INT64_C(1) << s) - 1), half = INT64_C(1) << (s - 1);
+    r += rem > half || (rem == half && (r & 1));
+    const int64_t bits = ((ep + 126) << 7) + r;
+    return (npk_bfloat16)(sign | (bits < 0x7F80 ? bits : 0x7F80));
+}""", ()),
+    "npk_f64_odd_u64": ("""\
+/* A 64-bit magnitude as a double rounded to odd (floats.exact_float64): exact below 2^53,
+   else its top bits with the last one set when any bit below is, which rounds to
+   bfloat16 as the integer itself does. */
+static inline double npk_f64_odd_u64(uint64_t m)
+{
+    if (m >> 53)
+        m = (m >> 11 | (uint64_t)((m & 0x7FFu) != 0)) << 11;
+    return (double)m;
+}""", ()),
+    "npk_bf16_from_i64": ("""\
+/* int64 -> bfloat16 bits, rounded once to nearest even. */
+static inline npk_bfloat16 npk_bf16_from_i64(int64_t x)
+{
+    const double d = npk_f64_odd_u64(x < 0 ? 0u - (uint64_t)x : (uint64_t)x);
+    return npk_bf16_from_f64(x < 0 ? -d : d);
+}""", ("npk_f64_odd_u64", "npk_bf16_from_f64")),
+    "npk_bf16_from_u64": ("""\
+/* uint64 -> bfloat16 bits, rounded once to nearest even. */
+static inline npk_bfloat16 npk_bf16_from_u64(uint64_t x)
+{
+    return npk_bf16_from_f64(npk_f64_odd_u64(x));
+}""", ("npk_f64_odd_u64", "npk_bf16_from_f64")),
     "npk_bf16_to_f32": ("""\
 /* bfloat16 bits -> float32: exact (the bits are the top half of the float32). */
 static inline float npk_bf16_to_f32(npk_bfloat16 b)
@@ -166,6 +219,19 @@ static inline void npk_f16_store(npk_float16_any *p, float f)
 {
     npk_f16_store_bits(p, npk_f16_to_bits(f));
 }""", ("npk_f16_to_bits", "npk_f16_store_bits")),
+    "npk_opaque": ("""\
+/* The address p, hidden from the optimiser, so that a memcpy out of a constant reads its
+   bytes at run time: gcc 12.2 with AVX-512 (-march=native) folds a memcpy of 32 or 64
+   constant bytes whose leading bytes repeat one value and whose others are zero into a
+   broadcast of that value (wrong code: a 32-lane mask with its first 16 lanes true read
+   as all true). */
+static inline const void *npk_opaque(const void *p)
+{
+#if defined(__GNUC__)
+    __asm__("" : "+r"(p));
+#endif
+    return p;
+}""", ()),
     "npk_poison_complex64": ("""\
 /* The simulator's poison for complex64 lanes: 0xA5 in every byte. */
 static inline float _Complex npk_poison_complex64(void)
@@ -346,14 +412,12 @@ class Helpers:
 
 def convert(h: Helpers, expr: str, src: np.dtype, dst: np.dtype) -> str:
     """C expression of value ``expr`` (of dtype ``src``) stored into a ``dst`` element
-    (``arith.convert``): integers saturate, int-to-float and float-to-float round to nearest.
-    bfloat16 is reached through float32, as ml_dtypes converts (so an int32 or a float64
-    rounds twice, exactly as there)."""
+    (``arith.convert``): integers saturate, int-to-float and float-to-float round once to
+    nearest even (``npukit.floats``)."""
     if src == dst:
         return expr
     if is_bf16(dst):
-        f32 = expr if src == _F32 else f"(float)({expr})"
-        return f"{h.use('npk_bf16_from_f32')}({f32})"
+        return to_bf16(h, expr, src)
     if is_bf16(src) and is_float(dst):
         f32 = f"{h.use('npk_bf16_to_f32')}({expr})"
         return f32 if dst == _F32 else f"({c_type(dst)})({f32})"
@@ -362,7 +426,22 @@ def convert(h: Helpers, expr: str, src: np.dtype, dst: np.dtype) -> str:
     if is_float(src):
         raise DTypeError(f"C back end: {src.name} into {dst.name} needs a float-to-int "
                          f"conversion, which the target does not define")
+    if src.name == "uint64":  # its values past int64's range are past every limit
+        expr = f"{h.use('npk_u64_to_i64_sat')}({expr})"
     return f"{h.use('npk_sat_' + dst.name)}((int64_t)({expr}))"
+
+
+def to_bf16(h: Helpers, expr: str, src: np.dtype) -> str:
+    """C expression of ``expr`` (of dtype ``src``) rounded once to bfloat16 bits: from
+    float32, or through it where it is exact (float16, integers of at most 16 bits), else
+    from the double it is exactly (int32, uint32) or rounded to odd (64-bit integers)."""
+    if src == _F32 or src.itemsize <= 2:  # bool, 8- and 16-bit integers, float16: exact
+        f32 = expr if src == _F32 else f"(float)({expr})"
+        return f"{h.use('npk_bf16_from_f32')}({f32})"
+    wide = {"int64": "npk_bf16_from_i64", "uint64": "npk_bf16_from_u64"}.get(src.name)
+    if wide:
+        return f"{h.use(wide)}({expr})"
+    return f"{h.use('npk_bf16_from_f64')}((double)({expr}))"
 
 
 def alu_expr(h: Helpers, op: str, srcs: list[tuple[str, np.dtype]], acc: np.dtype) -> str:
@@ -479,11 +558,9 @@ def vec_cast_expr(h: Helpers, x: str, src: np.dtype, dst: np.dtype, saturate: bo
     t = c_type(dst)
     if dst == np.bool_:
         return f"({x} != 0)"
+    if is_float(dst):  # rounded once; a bfloat16 lane is bits, never a C conversion's value
+        return convert(h, x, src, dst)
     if src == np.bool_ or src == dst:
-        return f"({t})({x})"
-    if is_float(dst):
-        if src.kind in "iu" and dst.itemsize < 4:  # integers reach float16 through float32
-            return f"({t})(float)({x})"
         return f"({t})({x})"
     x64 = f"(int64_t){h.use('npk_f2i32')}((double)({x}))" if is_float(src) else f"(int64_t)({x})"
     if saturate:

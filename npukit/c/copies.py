@@ -112,13 +112,13 @@ def _copy(em, st: ir.Copy, w: Writer) -> None:
                 em.via_tmp(w, dst, ddt, n_dst, value, st.dst.size)
             elif sdt == ddt and src.run == 1 and dst.run == 1 and n_src == n_dst:
                 count = n_dst if n_dst.isdigit() else f"(size_t){n_dst}"
-                w.line(f"memcpy({em.at(dst)}, {em.at(src)}, "
+                w.line(f"memcpy({em.at(dst)}, {_read_at(em, st.src, em.at(src))}, "
                        f"{count} * sizeof({c_type(ddt)}));")
             elif sdt == ddt and valid is None and src.dims == dst.dims and dense(dst.dims):
                 # Both views visit one dense block in the same order: element k lands
                 # where it sits, so the block moves as it is.
                 w.comment("The same dense block in both: copied whole.")
-                w.line(f"memcpy({em.start(dst)}, {em.start(src)}, "
+                w.line(f"memcpy({em.start(dst)}, {_read_at(em, st.src, em.start(src))}, "
                        f"{st.dst.size} * sizeof({c_type(ddt)}));")
             elif sdt == ddt and n_src == n_dst and \
                     (loops := run_loops(st, valid is not None)) is not None:
@@ -159,7 +159,16 @@ def _copy_runs(em, st: ir.Copy, loops: tuple[Dim, ...], live: str | None, w: Wri
             nest.enter_context(w.block(f"for (int64_t {i} = 0; {i} < {count(d)}; {i}++)"))
         n = count(runs)
         n = n if n.isdigit() else f"(size_t)({n})"
-        w.line(f"memcpy({at(st.dst, 2)}, {at(st.src, 1)}, {n} * sizeof({c_type(st.dst.dtype)}));")
+        src = _read_at(em, st.src, at(st.src, 1))
+        w.line(f"memcpy({at(st.dst, 2)}, {src}, {n} * sizeof({c_type(st.dst.dtype)}));")
+
+
+def _read_at(em, src: ir.View, addr: str) -> str:
+    """The address a memcpy reads ``src`` at: a constant's through ``npk_opaque``, which
+    keeps gcc from folding the copy into (sometimes wrong) immediate vectors."""
+    if src.buffer.role != "const":
+        return addr
+    return f"{em.h.use('npk_opaque')}({addr})"
 
 
 def every_row(st: ir.Copy) -> bool:

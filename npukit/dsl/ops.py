@@ -147,9 +147,9 @@ def vrint(x):
 
 def cast(x, dtype, saturate: bool | None = None):
     """``x`` converted to ``dtype`` (a scalar name keeps the vector's lanes: ``S.cast(v,
-    "fp32")``). Float to integer rounds to nearest even, NaN gives 0, the value saturates to
+    "fp32")``). Float to integer truncates toward zero, NaN gives 0, the value saturates to
     int32, then the low bits are kept (``saturate=True``: saturates to ``dtype`` instead);
-    float to float rounds to nearest even (see ``npukit.arith.vec_cast``)."""
+    anything to a float rounds once to nearest even (see ``npukit.arith.vec_cast``)."""
     t = DType(dtype)
     sat = bool(saturate)
     if saturate is not None and t.elem.kind not in "iu":

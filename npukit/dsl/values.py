@@ -16,6 +16,7 @@ import numpy as np
 from .. import arith, ir
 from ..dtypes import is_float
 from ..errors import DTypeError, KernelError
+from ..floats import to_float
 from ..layout import Layout
 from .types import DType, register_value_maker
 
@@ -289,8 +290,7 @@ def _convert(value, type_: DType, what: str):
             raise DTypeError(f"{what}: a mask lane is True or False, got {value!r}")
         return np.bool_(value)
     if is_float(dt):
-        with np.errstate(over="ignore"):
-            return dt.type(value)
+        return to_float(np.asarray(value), dt)[()]
     if isinstance(value, (float, np.floating)) and not float(value).is_integer():
         raise DTypeError(f"{what}: {value!r} is not an integer, so it has no {dt.name} "
                          f"value; cast it with S.cast")

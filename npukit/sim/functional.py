@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import arith, ir
+from ..dtypes import is_float
 from ..errors import KernelError, NpukitError, OutOfBoundsError
 from ..poison import poison
 
@@ -385,8 +386,11 @@ class Machine:
         img[pos[live]] = vals[live]
 
     def fill(self, st: ir.Fill) -> None:
+        """A float value is rounded to the dtype by ``write`` (``arith.convert``), once, as
+        the C back end's literal is."""
         shape = (self.batch.size, st.dst.size)
-        self.write(st.dst, np.full(shape, st.value, st.dst.dtype))
+        self.write(st.dst, np.full(shape, st.value, None if is_float(st.dst.dtype) else
+                                   st.dst.dtype))
 
     def compute(self, st: ir.Compute) -> None:
         if st.op in ("lookup", "linear_approx"):
