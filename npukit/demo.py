@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels as K
-from .demo_checks import ROUNDS, Check, heading, not_run, on_threads, summary
+from .demo_checks import Check, heading, not_run, on_threads, summary, timed, timing_note
 from .demo_models import blocks, compass_public, host_speed
 from .easy import build, spec
 from .errors import CompilerError
@@ -524,7 +524,6 @@ def tensor_operations() -> list[Check]:
     Returns its checks (not run when there is no C compiler)."""
     heading("Tensor operations (TPP tensor compiler) on the C back end")
     from . import tpp
-    from .measure import interleaved
 
     names = ("TPP gemm + relu last touch = numpy", "TPP einsum abk,kc->abc = numpy")
     rng = np.random.default_rng(0)
@@ -546,18 +545,19 @@ def tensor_operations() -> list[Check]:
     y = tpp.einsum("abk,kc->abc", x, w)
     ok_einsum = bool(np.allclose(y, np.einsum("abk,kc->abc", x, w), atol=1e-3))
     ein = tpp.einsum_operation("abk,kc->abc", x, w)
-    t = interleaved({"gemm": lambda: op(a, b, out),
-                     "gemm numpy": lambda: np.matmul(b.reshape(n, n), a.reshape(n, n), out=ref),
-                     "einsum": lambda: tpp.einsum("abk,kc->abc", x, w),
-                     "einsum numpy": lambda: np.matmul(x.reshape(-1, 512), w)}, ROUNDS)
+    t = timed({"gemm": lambda: op(a, b, out),
+               "gemm numpy": lambda: np.matmul(b.reshape(n, n), a.reshape(n, n), out=ref),
+               "einsum": lambda: tpp.einsum("abk,kc->abc", x, w),
+               "einsum numpy": lambda: np.matmul(x.reshape(-1, 512), w)})
     print(f"  relu(A B), {n}^3 float32, optimizer's {op.history[-1][1][-1]}; matches numpy: "
           f"{ok_gemm}")
-    print(f"    {t['gemm'].ms()}, OpenBLAS (np.matmul) {t['gemm numpy'].ms()}")
+    print(f"    tpp                   {t['gemm'].text()}")
+    print(f"    OpenBLAS (np.matmul)  {t['gemm numpy'].text()}")
     print(f"  einsum('abk,kc->abc') on {x.shape} x {w.shape}: one {ein.prim_main} operation, "
           f"{ein.history[-1][1][-1]}; matches numpy: {ok_einsum}")
-    print(f"    {t['einsum'].ms()}, OpenBLAS {t['einsum numpy'].ms()}")
-    print(f"  times: medians of {ROUNDS} interleaved rounds (lowest-highest); on a shared "
-          f"machine they move from run to run")
+    print(f"    tpp.einsum            {t['einsum'].text()}")
+    print(f"    OpenBLAS (np.matmul)  {t['einsum numpy'].text()}")
+    print(timing_note())
     return [Check(n, ok) for n, ok in zip(names, (ok_gemm, ok_einsum))]
 
 
@@ -566,7 +566,6 @@ def speed() -> list[Check]:
     loop reading a table, on one and on two host threads (the same bits as the simulator
     either way), called through a compiled handle; ``nk.build`` at 256M elements."""
     heading("Speed: fused LUT loops on host threads, compiled handles, linear builds")
-    from .measure import interleaved
 
     n = 1 << 23
     x = (np.random.default_rng(0).standard_normal(n) * 4).astype(np.float16)
@@ -592,12 +591,11 @@ def speed() -> list[Check]:
             np.add(tmp, 1, out=tmp)
             np.divide(xf, tmp, out=tmp)
             out[...] = tmp
-        t = interleaved({"1": lambda: on_threads(1, lambda: fn(x, out)),
-                         "2": lambda: on_threads(2, lambda: fn(x, out)), "numpy": numpy_silu},
-                        ROUNDS)
-        print(f"    fn = prog.compile('c'): {t['1'].ms()} on 1 thread, {t['2'].ms()} on 2; "
-              f"numpy x / (1 + exp(-x)) in float32 {t['numpy'].ms()}")
-        print(f"    (medians of {ROUNDS} interleaved rounds, lowest-highest)")
+        t = timed({"1": lambda: on_threads(1, lambda: fn(x, out)),
+                   "2": lambda: on_threads(2, lambda: fn(x, out)), "numpy": numpy_silu})
+        print(f"    fn = prog.compile('c'), 1 thread    {t['1'].text()}")
+        print(f"    fn = prog.compile('c'), 2 threads   {t['2'].text()}")
+        print(f"    numpy x / (1 + exp(-x)) in float32  {t['numpy'].text()}")
     from .sim.timing import timeline
 
     def build_big():
@@ -606,10 +604,12 @@ def speed() -> list[Check]:
                      output=spec((1 << 28,), "int8"), shift=6, out_min=-128, out_max=127)
 
     big = build_big()
-    t = interleaved({"build": build_big, "cycles": lambda: timeline(big)}, ROUNDS)
-    print(f"  nk.build of the int8 multiply on {1 << 28} elements: {t['build'].ms()} "
-          f"(bounds and coverage checked from the index expressions); its cycle model: "
-          f"{timeline(big).cycles} cycles in {t['cycles'].ms()}")
+    t = timed({"build": build_big, "cycles": lambda: timeline(big)})
+    print(f"  nk.build of the int8 multiply on {1 << 28} elements (bounds and coverage checked "
+          f"from the index\n  expressions), then its cycle model ({timeline(big).cycles} cycles):")
+    print(f"    nk.build     {t['build'].text()}")
+    print(f"    cycle model  {t['cycles'].text()}")
+    print(timing_note())
     return checks
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .demo_checks import ROUNDS, Check, heading, not_run, on_threads
+from . import demo_checks as dc
+from .demo_checks import Check, heading, not_run, on_threads, timed, timing_note
 from .errors import CompilerError
 
 _NEEDS_ONNX = '  (needs the onnx and onnxruntime packages: pip install "npukit[onnx]")'
@@ -191,7 +192,6 @@ def host_speed() -> list[Check]:
     if not _has_onnx():
         print(_NEEDS_ONNX)
         return [Check(name, None)]
-    from .measure import interleaved
     from .onnx import load
     from .onnx.check import ort_session
 
@@ -205,11 +205,13 @@ def host_speed() -> list[Check]:
     except CompilerError as e:
         return [Check(name, not_run(e))]
     sess = ort_session(m, threads=1, int8_fused=False)
-    t = interleaved({"npukit": lambda: on_threads(1, lambda: g.run("c", **x)),
-                     "ort": lambda: sess.run(None, x)}, ROUNDS)
-    ratio = t["npukit"].median / t["ort"].median
-    print(f"  MobileNetV3 block, 24x56x56 (expansion 96), 1 thread: npukit g.run('c') "
-          f"{t['npukit'].ms()}, ONNX Runtime {t['ort'].ms()}: {ratio:.1f}x its time")
-    print(f"  (medians of {ROUNDS} interleaved rounds, lowest-highest); bytes as the "
-          f"simulator's: {'same' if same else 'DIFFERS'}")
+    t = timed({"npukit": lambda: on_threads(1, lambda: g.run("c", **x)),
+               "ort": lambda: sess.run(None, x)})
+    print(f"  MobileNetV3 block, 24x56x56 (expansion 96), 1 thread:\n"
+          f"    npukit g.run('c') {t['npukit'].text()}\n"
+          f"    ONNX Runtime      {t['ort'].text()}\n"
+          f"    npukit took "
+          f"{dc.ratio(t['npukit'], t['ort'], 'ONNX Runtime', dc.machine_load(), dc.cpu_count())}")
+    print(f"  bytes as the simulator's: {'same' if same else 'DIFFERS'}")
+    print(timing_note())
     return [Check(name, same)]

@@ -67,11 +67,14 @@ def test_demo_ends_with_a_summary_of_every_check(capsys):
     out = capsys.readouterr().out
     assert out.rstrip().splitlines()[-1] == f"{DEMO_CHECKS} checks passed"
     assert "MISMATCH" not in out and "DIFFERS" not in out and "FAILS" not in out
-    # Every speed is a median of interleaved rounds with their range, never one sample.
-    spread = r"[\d.e+]+ ms \([\d.e+]+-[\d.e+]+\)"
+    # Every speed is a median of interleaved rounds with their range, never one sample, its
+    # CPU time beside it; each section's timings end with the machine's load.
+    spread = r"[\d.e+]+ ms \([\d.e+]+-[\d.e+]+\) wall, [\d.e+]+ ms CPU"
     assert len(re.findall(spread, out)) == 4 + 3 + 2 + 2
-    assert re.search(rf"fn = prog.compile\('c'\): {spread} on 1 thread, {spread} on 2", out)
-    assert re.search(rf"^    {spread}, OpenBLAS \(np.matmul\) {spread}$", out, re.MULTILINE)
+    assert re.search(rf"fn = prog.compile\('c'\), 1 thread +{spread}\n.*2 threads +{spread}", out)
+    assert re.search(rf"^    OpenBLAS \(np.matmul\) +{spread}$", out, re.MULTILINE)
+    assert len(re.findall(r"^  machine: load [\d.]+ on \d+ CPUs", out, re.MULTILINE)) == 3
+    assert re.search(r"npukit took [\d.]+x ONNX Runtime's wall time.*, [\d.]+x its CPU time", out)
     assert "GFLOP/s" not in out
 
 

@@ -16,5 +16,6 @@ def test_readme_commands_match_ci():
     ci = (Path(__file__).parent.parent / ".ci" / "run").read_text()
     assert 'pip install -e ".[test]" && pytest -q' in text
     assert 'pip install -e ".[test]" && pytest -q' in ci
-    # The main command installs what every section of the demo needs.
-    assert 'pip install -e ".[onnx]" && npukit demo' in text
+    # The main command installs what every section of the demo needs, and matplotlib for
+    # save_png and --plot (the plot extra).
+    assert 'pip install -e ".[onnx,plot]" && npukit demo' in text
