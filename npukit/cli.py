@@ -26,6 +26,7 @@ def _targets(args: argparse.Namespace) -> int:
         for u in t.units.values():
             widths = "  ".join(f"{a}x{b}={w}" for (a, b), w in u.widths.items())
             print(f"  unit {u.name} (latency {u.latency}): {widths}")
+        print(f"  {t.costs.caveat()}")
         print()
     return 0
 

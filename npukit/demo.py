@@ -11,6 +11,7 @@ import numpy as np
 
 from . import kernels as K
 from .demo_checks import Check, heading, not_run, on_threads, summary, timed, timing_note
+from .demo_cycles import cycles
 from .demo_models import blocks, compass_public, host_speed
 from .easy import build, spec
 from .errors import CompilerError
@@ -628,6 +629,7 @@ SECTIONS = {
     "dsl": (compass_dsl, "the Compass DSL tutorial's kernel on the simulated Zhouyi core"),
     "autotiler": (autotiler, "the GAP AutoTiler's user kernels: tilings, cycles, C"),
     "graph": (graph, "the GAP AutoTiler's MNIST graph: memory plan, layers, C"),
+    "cycles": (cycles, "GAP8 cycles fitted to published measurements; npukit calibrate"),
     "onnx": (onnx_model, "an ONNX CNN imported, run and checked against ONNX Runtime"),
     "validate": (validation, "a QDQ model validated on a data set by local worker processes"),
     "tpp": (tensor_operations, "TPP tensor operations: GEMM + ReLU, einsum, vs OpenBLAS"),

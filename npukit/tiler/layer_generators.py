@@ -162,8 +162,6 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
     layer that fits runs as a few calls (the host schedule); the same sums in the same order,
     so the same bytes."""
     flt = is_float(out_dt)
-    acc_dt = "float32" if flt else "int32"
-    bias_dt = acc_dt
     _check(Name, "pooling after an integer convolution must be a max pooling",
            flt or PoolOper in (common.POOL_NONE, common.POOL_MAX))
     fe = Dcy * (Fcy - 1) + 1
@@ -186,33 +184,86 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
             Spy * out_rows + Fpy - Spy) + item[2] * out_feat * Wo * out_rows +
             item[1] * out_feat * in_feat * Fcx * Fcy + 8 * out_feat)
 
+    shape = dict(in_dt=in_dt, w_dt=w_dt, out_dt=out_dt, Width=Width, Height=Height,
+                 in_tiled=in_tiled, in_rows=(ov_in, PadT, Hreal),
+                 conv=(Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw),
+                 pool=(PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl),
+                 act=(Act, *ActParams) if flt else (Zout, Lo, Hi), quant=quant)
+
+    def features(in_tile: int, cut_out: bool, out_tile: int = 1):
+        return lambda name: _conv_feature_tiles(
+            m, name, InFeat=InFeat, in_tile=in_tile, cut_out=cut_out, OutFeat=OutFeat,
+            db=0 if par_features else Obj.O_DB, out_tile=out_tile, **shape)
+
+    def each_plane(name: str) -> None:
+        _conv_each_plane(m, name, InFeat=InFeat, OutFeat=OutFeat, depthwise=depthwise,
+                         par_features=par_features, **shape)
+
     in_tile = _feature_tile_inputs(m.l1_budget, InFeat, Ho, l1_bytes)
-    # The target's schedule takes tiles of features, as the GAP SDK's generators do, where
-    # every core has an output feature of its own (the kernel shares them out); with fewer
-    # it goes plane by plane, each call's rows shared among the cores.
-    if not depthwise and in_tile and (par_features or OutFeat >= m.target.cores):
-        # Every input feature with a part of the output features when that fits whole
-        # planes: a tile of the filter is then one block of it, read where it is.
+    if par_features:
+        # The host schedule: every input feature with a part of the output features when
+        # that fits whole planes (a tile of the filter is then one block of it, read where
+        # it is), else plane by plane.
         cut_out = in_tile == 1 and l1_bytes(InFeat, Ho) > m.l1_budget >= l1_bytes(InFeat,
                                                                                  Ho, 1)
-        _conv_feature_tiles(m, Name, in_dt=in_dt, w_dt=w_dt, out_dt=out_dt, InFeat=InFeat,
-                            in_tile=InFeat if cut_out else in_tile, cut_out=cut_out,
-                            OutFeat=OutFeat, Width=Width, Height=Height, in_tiled=in_tiled,
-                            in_rows=(ov_in, PadT, Hreal), conv=(Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL,
-                                                                Wc, Hc, Zin, Zw),
-                            pool=(PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl),
-                            act=(Act, *ActParams) if flt else (Zout, Lo, Hi), quant=quant,
-                            db=0 if par_features else Obj.O_DB)
+        build = features(InFeat if cut_out else in_tile, cut_out) \
+            if in_tile and not depthwise else each_plane
+        build(Name)
         return
-    if depthwise and not par_features:
-        _conv_dw_tiles(m, Name, in_dt=in_dt, w_dt=w_dt, out_dt=out_dt, C=OutFeat, Width=Width,
-                       Height=Height, in_tiled=in_tiled, in_rows=(ov_in, PadT, Hreal),
-                       conv=(Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw),
-                       pool=(PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl),
-                       act=(Act, *ActParams) if flt else (Zout, Lo, Hi), quant=quant)
-        return
-    conv = _lib(m, convolution.layer_conv(np.dtype(in_dt).name, np.dtype(w_dt).name,
-                                          _width(m, in_dt)))
+    # The target's schedule: the fewest predicted cycles among the ways the GAP SDK's
+    # generators tile a convolution (tiles of features, with or without cutting the output
+    # features before the rows: in multiples of the cores where they divide the features,
+    # so that every core has one) and plane by plane.
+    if depthwise:
+        ways = [lambda name: _conv_dw_tiles(m, name, C=OutFeat, **shape), each_plane]
+    else:
+        cores = m.target.cores
+        ways = [features(InFeat, True), each_plane]
+        if OutFeat % cores == 0:
+            ways.insert(0, features(InFeat, True, cores))
+        if in_tile:
+            ways.insert(0, features(in_tile, False))
+    _fewest_cycles(m, Name, ways)
+
+
+def _fewest_cycles(m, Name: str, ways) -> None:
+    """Add user kernel ``Name`` built by whichever of ``ways`` (functions adding a user
+    kernel under the name they are given) the cycle model predicts the fewest cycles for,
+    the first on a tie; a way the tiler cannot tile is passed over."""
+    from ..sim.timing import timeline
+
+    best = None
+    for k, way in enumerate(ways):
+        trial = f"{Name}__way{k}"
+        try:
+            way(trial)
+            cycles = timeline(m.program(trial)).cycles
+        except TilingError:
+            cycles = None
+        m.kernels.pop(trial, None)
+        m._tilings.pop(trial, None)
+        m._cnn_ops.pop(trial, None)
+        if cycles is not None and (best is None or cycles < best[0]):
+            best = (cycles, way)
+    (best[1] if best else ways[-1])(Name)
+
+
+def _conv_each_plane(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: int,
+                     Width: int, Height: int, in_tiled: bool, in_rows, conv, pool, act, quant,
+                     depthwise: bool, par_features: bool) -> None:
+    """``conv_pool_act`` plane by plane (``KER_DIM4``: output planes, tiles, input planes),
+    as GAP's ``CNN_ConvolutionPoolReLU``: per output plane and tile, a one-tile L1
+    accumulator receives the bias, then each input plane's taps, then is activated and
+    pooled into the output tile."""
+    ov_in, PadT, Hreal = in_rows
+    Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw = conv
+    PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl = pool
+    flt = is_float(out_dt)
+    acc_dt = bias_dt = "float32" if flt else "int32"
+    Act, *ActParams = act if flt else (common.ACT_NONE, 0, 0)
+    Zout, Lo, Hi = (0, 0, 0) if flt else act
+    ker = _lib(m, convolution.layer_conv(np.dtype(in_dt).name, np.dtype(w_dt).name,
+                                         _width(m, in_dt)))
     set_bias = _lib(m, convolution.set_bias(bias_dt, acc_dt))
     out = _lib(m, convolution.conv_out(acc_dt, np.dtype(out_dt).name))
     # The host schedule (``par_features``: here a depthwise convolution) single-buffers its
@@ -250,7 +301,7 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
             Call(set_bias, LOC_IN_PLANE_PROLOG, Bindings(
                 K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILE_H),
                 K_Arg("Bias", KER_ARG_TILE), Ker_IteratorIndex(KER_OUT_PLANE), Imm(0))),
-            Call(conv, LOC_INNER_LOOP, Bindings(
+            Call(ker, LOC_INNER_LOOP, Bindings(
                 K_Arg("In", KER_ARG_TILE), Imm(Width), in_row0, K_Arg("In", KER_ARG_TILE_H),
                 Imm(Hreal), Imm(PadT), K_Arg("Filter", KER_ARG_TILE), K_Arg("Acc", KER_ARG_TILE),
                 Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), K_Arg("Acc", KER_ARG_TILE_H),
@@ -287,7 +338,7 @@ def _feature_tile_inputs(budget: int, InFeat: int, Ho: int, l1_bytes) -> int:
 
 def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_tile: int,
                         cut_out: bool, OutFeat: int, Width: int, Height: int, in_tiled: bool,
-                        in_rows, conv, pool, act, quant, db: int) -> None:
+                        in_rows, conv, pool, act, quant, db: int, out_tile: int = 1) -> None:
     """``conv_pool_act(par_features=True)``: spaces (output features D1, tiles T0, input
     features D0), or with ``cut_out`` (T0, D1, D0), the solver then cutting the output
     features before the rows; per tile of D1 x T0, the accumulators of its features receive
@@ -325,9 +376,9 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_ti
                hc_decl - Spy * Ho, 0, 0, None),
     ]
     m.UserKernel(Name,
-        KernelIterSpace(3, IterTiledSpace(T0), IterParSpace(D1, OutFeat, 1),
+        KernelIterSpace(3, IterTiledSpace(T0), IterParSpace(D1, OutFeat, out_tile),
                         IterParSpace(D0, InFeat, in_tile)) if cut_out else
-        KernelIterSpace(3, IterParSpace(D1, OutFeat, 1), IterTiledSpace(T0),
+        KernelIterSpace(3, IterParSpace(D1, OutFeat, out_tile), IterTiledSpace(T0),
                         IterParSpace(D0, InFeat, in_tile)),
         TILE_HOR,
         CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
