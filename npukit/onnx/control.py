@@ -25,12 +25,39 @@ def _attr(node, name: str, default=None):
     return default
 
 
-class _Writer:
-    """Copies of a body's nodes under fresh names, and the constants they need."""
+def names_in(nodes) -> set[str]:
+    """Every name ``nodes`` use: their names, the tensors they read and write, and those of
+    their subgraphs (nested to any depth)."""
+    out: set[str] = set()
+    for n in nodes:
+        out.update((n.name, *n.input, *n.output))
+        for a in n.attribute:
+            for g in ([a.g] if a.type == 5 else list(a.graphs) if a.type == 10 else []):
+                out.update(vi.name for vi in [*g.input, *g.output, *g.value_info])
+                out.update(t.name for t in g.initializer)
+                out |= names_in(g.node)
+    out.discard("")
+    return out
 
-    def __init__(self, node, consts: dict):
+
+def _fresh_base(raw: str, taken: set[str]) -> str:
+    """``raw``, or ``raw_1``, ``raw_2``...: the first that begins no name in ``taken``
+    followed by ``__`` (every name a writer makes begins so)."""
+    base, k = raw, 0
+    while any(t.startswith(base + "__") for t in taken):
+        k += 1
+        base = f"{raw}_{k}"
+    return base
+
+
+class _Writer:
+    """Copies of a body's nodes under fresh names, and the constants they need: every name
+    begins with ``base__``, a prefix no name of the model (``taken``) begins with."""
+
+    def __init__(self, node, consts: dict, taken: set[str]):
         self.node, self.consts = node, consts
-        self.base = (node.name or node.op_type or "cf").replace("/", "_")
+        raw = (node.name or node.op_type or "cf").replace("/", "_")
+        self.base = _fresh_base(raw, taken | set(consts))
         self.nodes: list = []
 
     def const(self, name: str, value) -> str:
@@ -115,12 +142,16 @@ def _if(node, consts: dict, w: _Writer) -> None:
 
 
 def _passthrough(body, names_in: str) -> bool:
-    """Whether ``body``'s condition output is its condition input (through Identity nodes):
-    a loop that only its trip count ends."""
+    """Whether ``body``'s condition output is its condition input (through Identity nodes)
+    or a constant true: a loop that only its trip count ends."""
     made = {o: n for n in body.node for o in n.output}
     t = body.output[0].name
     while t in made and made[t].op_type == "Identity":
         t = made[t].input[0]
+    if t in made and made[t].op_type == "Constant" and _attr(made[t], "value") is not None:
+        from onnx import numpy_helper
+
+        return bool(np.all(numpy_helper.to_array(_attr(made[t], "value"))))
     return t == names_in
 
 
@@ -131,7 +162,9 @@ def _loop(node, consts: dict, w: _Writer, opset: int) -> None:
     if trip is None:
         raise ModelError(f"{where(node)}: a loop without a trip count ends on a condition "
                          f"computed at run time; npukit writes out loops of known length")
-    if cond is not None and len(body.input) > 1 and not _passthrough(body, body.input[1].name):
+    # With or without a condition input, ONNX Runtime stops when the body's condition
+    # output is false.
+    if len(body.input) > 1 and not _passthrough(body, body.input[1].name):
         raise ModelError(f"{where(node)}: the loop's condition is computed by its body; "
                          f"npukit writes out loops that only their trip count ends")
     count = 0 if cond is not None and not bool(cond.reshape(-1)[0]) else int(trip.reshape(-1)[0])
@@ -210,11 +243,12 @@ def _scan(node, consts: dict, w: _Writer, infos: dict, opset: int) -> None:
             w.stack(parts[::-1] if d else parts, ax, out, opset)
 
 
-def unroll(node, consts: dict, infos: dict, opset: int) -> list:
+def unroll(node, consts: dict, infos: dict, opset: int, taken: set[str]) -> list:
     """The straight-line nodes that compute ``node`` (an ``If``, ``Loop`` or ``Scan``); the
-    constants they need join ``consts``. ``ModelError`` when the control flow depends on
-    values known only at run time."""
-    w = _Writer(node, consts)
+    constants they need join ``consts``. Their names begin with a prefix no name in
+    ``taken`` (every name of the model, nested graphs included) begins with, and join it.
+    ``ModelError`` when the control flow depends on values known only at run time."""
+    w = _Writer(node, consts, taken)
     if node.op_type == "If":
         _if(node, consts, w)
     elif node.op_type == "Loop":
@@ -223,4 +257,5 @@ def unroll(node, consts: dict, infos: dict, opset: int) -> list:
         _scan(node, consts, w, infos, opset)
     else:
         raise ModelError(f"{where(node)}: control flow (subgraphs) is not supported")
+    taken |= names_in(w.nodes) | {t for t in consts if t.startswith(w.base + "__")}
     return w.nodes

@@ -77,6 +77,21 @@ def _inferred(model):
     return model
 
 
+def _without_shadows(model, version: int):
+    """``model`` without its local functions named like an ONNX operator of its opset in
+    the ONNX domain: ONNX Runtime runs the operator there, never the function (a copy;
+    ``model`` itself when there is none)."""
+    shadows = [f for f in model.functions
+               if f.domain in ONNX_DOMAINS and _schema(f.name, version) is not None]
+    if not shadows:
+        return model
+    out = type(model)()
+    out.CopyFrom(model)
+    del out.functions[:]
+    out.functions.extend(f for f in model.functions if f not in shadows)
+    return out
+
+
 def expand(model, native: frozenset[str]):
     """``model`` with its local functions inlined and every ONNX operator that is not in
     ``native`` (npukit's layers) and has a function body expanded, repeatedly (a body may
@@ -87,7 +102,7 @@ def expand(model, native: frozenset[str]):
     version = versions.get("", versions.get("ai.onnx", 0))
     try:
         if model.functions:
-            model = inliner.inline_local_functions(model)
+            model = inliner.inline_local_functions(_without_shadows(model, version))
         for _ in range(8):  # bodies nest a few levels at most
             ops = {n.op_type for n in model.graph.node if n.domain in ONNX_DOMAINS}
             todo = sorted(op for op in ops - native - KEEP if _has_body(op, version))

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..dtypes import dtype as np_dtype
 from ..errors import ModelError
-from .control import unroll
+from .control import names_in, unroll
 from .functions import expand as expand_functions
 from .operands import TYPE_ONLY, operands_known, where
 from .sequences import resolve as resolve_sequences
@@ -586,12 +586,13 @@ def _fold(nodes, consts: dict, qconsts: dict, infos: dict, opsets) -> list:
     opset = versions.get("", versions.get("ai.onnx", 0))
     kept = []
     work = list(nodes)
+    taken = names_in(work) | set(consts) | set(infos)
     k = 0
     while k < len(work):
         node = work[k]
         k += 1
         if any(a.type in (5, 10) for a in node.attribute):  # graphs: If, Loop, Scan
-            work[k:k] = unroll(node, consts, infos, opset)  # decided now, or refused
+            work[k:k] = unroll(node, consts, infos, opset, taken)  # decided now, or refused
             continue
         if node.op_type in RANDOM_OPS and node.domain in ("", "ai.onnx"):
             raise ModelError(f"{where(node)}: draws new "
@@ -626,6 +627,22 @@ def _fold(nodes, consts: dict, qconsts: dict, infos: dict, opsets) -> list:
     return kept
 
 
+def _single_writers(g) -> None:
+    """Refuse a tensor two nodes write (ONNX graphs are in SSA form: each name is written
+    once), or a node writes over a graph input or initializer, in ``g`` and its subgraphs."""
+    writer = {vi.name: "the graph's input" for vi in g.input}
+    writer.update({t.name: "an initializer" for t in g.initializer})
+    for node in g.node:
+        for t in node.output:
+            if t and t in writer:
+                raise ModelError(f"tensor {t!r} is written by {writer[t]} and by "
+                                 f"{where(node)}; ONNX writes each tensor once")
+            writer[t] = where(node)
+        for a in node.attribute:
+            for sub in ([a.g] if a.type == 5 else list(a.graphs) if a.type == 10 else []):
+                _single_writers(sub)
+
+
 def read(model, input_shapes: dict | None = None, constants: dict | None = None,
          native: frozenset[str] | None = None) -> Net:
     """The ``Net`` of an ONNX model (a path or a ``ModelProto``); ``input_shapes`` overrides
@@ -637,6 +654,7 @@ def read(model, input_shapes: dict | None = None, constants: dict | None = None,
     from onnx.defs import onnx_opset_version
 
     model = _load(model)
+    _single_writers(model.graph)
     _bind_constants(model, constants or {})
     if native is not None:
         model = expand_functions(model, native)
