@@ -171,3 +171,33 @@ def test_vall_refuses_a_vector_of_numbers():
 
     with pytest.raises(nk.DTypeError, match=r"S\.vall: expects a bool vector"):
         S.build(bad, target="compass", out=partial(16, "int16"))
+
+
+KERNEL_WITHOUT_A_FILE = """
+import numpy as np
+import npukit.dsl as S
+
+@S.prim_func
+def k(a: S.ptr("int32x8", "global"), out: S.ptr("int32x8", "global")):
+    v = a[0]
+    if S.vall(v > 0):
+        out[0] = v
+
+k(np.arange(1, 9, dtype=np.int32), np.zeros(8, np.int32))
+"""
+
+
+@pytest.mark.parametrize("how", ["-c", "stdin"])
+def test_an_if_on_a_mask_without_a_source_file_says_why(how):
+    """Typed at ``python -c`` or piped to ``python -``, a kernel has no source to rewrite:
+    the error says so and what to do, instead of a vector's missing truth value."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-c", KERNEL_WITHOUT_A_FILE] if how == "-c" else [sys.executable, "-"]
+    r = subprocess.run(argv, input=None if how == "-c" else KERNEL_WITHOUT_A_FILE,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert "KernelError: `if` on a run-time value in k()" in last
+    assert "keeps no source" in last and "put the kernel in a .py file" in last

@@ -11,6 +11,8 @@ Vectors and pointers record their operations on the tracer of the kernel being b
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import arith, ir
@@ -425,6 +427,16 @@ class Vec:
     __hash__ = object.__hash__
 
     def __bool__(self):
+        caller = sys._getframe(1).f_code
+        if caller.co_filename.startswith("<"):
+            # The kernel was written where Python keeps no source (a REPL, ``python -c``,
+            # ``python -``): its ``if`` statements could not be rewritten to trace both arms.
+            raise KernelError(
+                f"`if` on a run-time value in {caller.co_name}() ({caller.co_filename}): "
+                f"npukit traces both arms of such an `if` by rewriting the kernel's source, "
+                f"and Python keeps no source for code typed in an interactive session, "
+                f"`python -c` or `python -`; put the kernel in a .py file (run or import it), "
+                f"or select lanes with S.vsel instead of if")
         raise KernelError(f"a {self.type} vector has no truth value at build time: select "
                           f"lanes with a mask (S.vsel, mask=...) instead of if/and/or")
 
