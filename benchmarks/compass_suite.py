@@ -110,9 +110,12 @@ def _raised(text: str) -> str:
 
 
 def _reason(message: str) -> str:
-    """The first line of a failure message, shortened to fit a table cell."""
+    """The first line of a failure message, shortened to fit a table cell; a path into a
+    checkout of npukit is written from the package down (``npukit/dsl/__init__.py``), the
+    same wherever the suite ran."""
     line = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
     line = re.sub(r"\s+", " ", line).replace("|", "/")
+    line = re.sub(r"/\S*?/(npukit/[\w/.]+)", r"\1", line)
     return line if len(line) <= 150 else line[:147] + "..."
 
 
