@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import subprocess
 import sys
 from collections import deque
@@ -35,6 +36,29 @@ from .errors import NpukitError
 
 # A unit whose worker died is run this many times in all before it is reported failed.
 ATTEMPTS = 2
+# The most local worker processes a job starts (``--workers``).
+MAX_WORKERS = 64
+
+_SCHEDULER = re.compile(r"(tcp|tls|ucx|ws|wss)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):"
+                        r"([0-9]{1,5})")
+
+
+def check_scheduler(scheduler: str | None) -> None:
+    """Refuse a ``--scheduler`` address that is not ``PROTOCOL://HOST:PORT`` (tcp, tls, ucx,
+    ws, wss; a port 1 to 65535), before anything runs.
+
+    >>> check_scheduler("tcp://127.0.0.1:8786")
+    >>> check_scheduler("tcp://host")
+    Traceback (most recent call last):
+    ...
+    npukit.errors.NpukitError: --scheduler 'tcp://host': give tcp://HOST:PORT (a port 1 to 65535)
+    """
+    if scheduler is None:
+        return
+    m = _SCHEDULER.fullmatch(scheduler)
+    if not m or not 1 <= int(m.group(3)) <= 65535:
+        raise NpukitError(f"--scheduler {scheduler!r}: give tcp://HOST:PORT (a port 1 to "
+                          f"65535)")
 
 
 @dataclass(frozen=True)
@@ -103,12 +127,14 @@ def run_units(fn: Callable, units: list, workers: int | None = None,
               scheduler: str | None = None, label: str = "npukit") -> list[Outcome]:
     """``fn`` on every unit: on ``workers`` local processes (default: one per core) or, with
     ``scheduler``, on the Dask cluster it addresses. One Outcome per unit, in unit order."""
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise NpukitError(f"workers={workers}: give 1 to {MAX_WORKERS} worker processes (None: "
+                          f"one per core)")
+    check_scheduler(scheduler)
     progress = Progress(len(units), label)
     if scheduler:
         return _on_dask(fn, units, scheduler, progress)
-    n = workers or os.cpu_count() or 1
-    if n < 1:
-        raise NpukitError(f"workers={workers}: give at least 1 worker process")
+    n = workers or min(os.cpu_count() or 1, MAX_WORKERS)
     return _on_pool(fn, units, min(n, max(len(units), 1)), progress)
 
 
@@ -148,8 +174,11 @@ def _launch(fn: Callable, threads: int):
     proc = subprocess.Popen([sys.executable, "-c", _WORKER, str(child.fileno())],
                             pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL)
     child.close()
-    parent.send(list(sys.path))
-    parent.send((fn, threads))
+    try:
+        parent.send(list(sys.path))
+        parent.send((fn, threads))
+    except OSError:  # it died already: the first unit's send finds out and runs it again
+        pass
     return parent, proc
 
 
@@ -165,8 +194,26 @@ def _on_pool(fn: Callable, units: list, n: int, progress: Progress) -> list[Outc
 
     def give(conn, proc, index: int) -> None:
         attempts[index] += 1
-        conn.send(units[index])
+        try:
+            conn.send(units[index])
+        except OSError:  # the process died before it read the unit (a broken pipe)
+            died(conn, proc, index)
+            return
         busy[conn] = (proc, index)
+
+    def died(conn, proc, index: int) -> None:
+        """The process running unit ``index`` died: run it again on a fresh one, or report
+        it failed after ``ATTEMPTS``; the other units go on."""
+        conn.close()
+        code = proc.wait()
+        if attempts[index] < ATTEMPTS:
+            todo.appendleft(index)
+        else:
+            results[index] = Outcome(False, error=f"its worker process died (exit code "
+                                     f"{code}) on each of {ATTEMPTS} attempts")
+            progress.step()
+        if todo and len(busy) < n:
+            start(todo.popleft())
 
     def stop(conn, proc) -> None:
         try:
@@ -185,18 +232,7 @@ def _on_pool(fn: Callable, units: list, n: int, progress: Progress) -> list[Outc
                 try:
                     results[index] = conn.recv()
                 except EOFError:  # the process died running this unit
-                    conn.close()
-                    code = proc.wait()
-                    if attempts[index] < ATTEMPTS:
-                        todo.appendleft(index)
-                    else:
-                        results[index] = Outcome(False, error=f"its worker process died "
-                                                 f"(exit code {code}) on each of "
-                                                 f"{ATTEMPTS} attempts")
-                    if todo:
-                        start(todo.popleft())
-                    if results[index] is not None:
-                        progress.step()
+                    died(conn, proc, index)
                     continue
                 progress.step()
                 if todo:

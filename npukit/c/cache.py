@@ -36,11 +36,12 @@ import hashlib
 import json
 import os
 import re
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from ..errors import CompilerError
+from ..errors import CompilerError, NpukitError
 
 FORMAT = "npukit-cache/1"
 KEY_SYMBOL = "npk_cache_key"
@@ -261,7 +262,10 @@ def clear(directory: Path) -> tuple[int, int]:
     count = size = 0
     now = time.time()
     for path, _ in _files(directory):
-        st = path.stat()
+        try:
+            st = path.stat()
+        except FileNotFoundError:  # removed meanwhile (another clear)
+            continue
         if path.suffix == ".tmp" and now - st.st_mtime < _STALE_TEMP_SECONDS:
             continue
         try:
@@ -314,5 +318,14 @@ def register(subparsers) -> argparse.ArgumentParser:
                     "(default ~/.cache/npukit). 'info' counts the entries and their bytes and "
                     "verifies each; 'clear' removes npukit's files (and no other).")
     p.add_argument("action", choices=("info", "clear"))
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_refusing)
     return p
+
+
+def _refusing(args: argparse.Namespace) -> int:
+    """``_run``, a refusal (a read-only or unreadable cache) one line on stderr, exit 2."""
+    try:
+        return _run(args)
+    except NpukitError as exc:
+        print(f"npukit cache: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2

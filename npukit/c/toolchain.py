@@ -170,10 +170,20 @@ def _compile(directory: Path, key: str, source: str, cmd: list[str], fl: list[st
                 path.unlink()
 
 
+# The longest one compile may take (seconds) before it is stopped and refused.
+COMPILE_TIMEOUT = 600
+
+
 def run_compiler(cmd: list[str]) -> subprocess.CompletedProcess:
-    """Run one compile command (tests count calls through here)."""
+    """Run one compile command (tests count calls through here); a compile past
+    ``COMPILE_TIMEOUT`` is a ``CompilerError`` naming the file compiled."""
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        source = cmd[-1] if len(cmd) > 1 else cmd[0]
+        raise CompilerError(f"{cmd[0]} ran past {COMPILE_TIMEOUT} s compiling {source} and "
+                            f"was stopped") from None
     except OSError as exc:
         raise CompilerError(f"cannot run the C compiler {cmd[0]}: {exc}") from exc
 

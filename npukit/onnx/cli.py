@@ -16,6 +16,8 @@ node and the operator (exit 2).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import time
 
@@ -92,7 +94,7 @@ def _inputs(g, specs: list[str]) -> dict[str, np.ndarray]:
         if not sep or name not in g.inputs:
             raise NpukitError(f"--input {spec!r}: give NAME=FILE.npy with NAME one of "
                               f"{list(g.inputs)}")
-        a = _read_array(spec, name, path)
+        a = _read_array(spec, name, path, g.inputs[name])
         port = g.inputs[name]
         if a.shape != tuple(port.shape) or a.dtype != port.dtype:
             raise NpukitError(f"--input {spec!r}: input {name!r} is {port.dtype} "
@@ -101,21 +103,29 @@ def _inputs(g, specs: list[str]) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _read_array(spec: str, name: str, path: str) -> np.ndarray:
-    """The array in a .npy file, or in a .npz file the array named ``name`` (or its only one)."""
-    try:
-        data = np.load(path, allow_pickle=False)
-        if not isinstance(data, np.lib.npyio.NpzFile):
-            return data
-        with data:
-            if name in data.files:
-                return data[name]
-            if len(data.files) == 1:
-                return data[data.files[0]]
-            raise NpukitError(f"--input {spec!r}: {path!r} holds {data.files}, none named "
-                              f"{name!r}")
-    except (OSError, ValueError, EOFError) as exc:
-        raise NpukitError(f"--input {spec!r}: cannot read {path!r}: {exc}") from None
+def _read_array(spec: str, name: str, path: str, port) -> np.ndarray:
+    """The array in a .npy file, or in a .npz file the array named ``name`` (or its only one),
+    every header checked against the input's dtype and shape before any data is read
+    (``npukit.files.read_arrays``)."""
+    from ..files import read_arrays
+
+    want = (np.dtype(port.dtype), tuple(port.shape))
+    option = f"--input {spec!r}:"
+
+    def check(member, shape, dtype):
+        if member in ("", name) and (dtype, tuple(shape)) != want:
+            raise NpukitError(f"--input {spec!r}: input {name!r} is {port.dtype} "
+                              f"{tuple(port.shape)}, the file holds {dtype} {tuple(shape)}")
+
+    nbytes = int(np.prod(port.shape, dtype=np.int64)) * np.dtype(port.dtype).itemsize
+    data = read_arrays(path, option.rstrip(":"), budget=max(nbytes, 1) * 64, check=check)
+    if "" in data:
+        return data[""]
+    if name in data:
+        return data[name]
+    if len(data) == 1:
+        return next(iter(data.values()))
+    raise NpukitError(f"--input {spec!r}: {path!r} holds {sorted(data)}, none named {name!r}")
 
 
 def plan_table(g) -> str:
@@ -216,6 +226,7 @@ def _run(args: argparse.Namespace) -> int:
 
     refuse_plan_options(args)
     refuse_budgets([args.target], [args.l1])
+    check_paths(args)
     _progress(f"importing {args.model}")
     g = load(args.model, target=args.target, l1_budget=args.l1, l2_budget=args.l2,
              l3_budget=args.l3, l3_flash_budget=args.flash, dtype=args.dtype)
@@ -225,11 +236,47 @@ def _run(args: argparse.Namespace) -> int:
         _progress("simulating the cycles of every layer")
     print(g.summary(cycles=cycles))
     if args.trace:
-        g.report().save_trace(args.trace)  # the report's trace: a span per layer on top
+        from ..files import new_file
+        with new_file(args.trace, "--trace") as tmp:
+            g.report().save_trace(tmp)  # the report's trace: a span per layer on top
         print(f"  timeline written to {args.trace}")
     if args.plan:
         return 0
     return _host_run(args, g, inputs)
+
+
+def model_inputs(args: argparse.Namespace) -> dict:
+    """The files a command reads, {path: what it is}: the model (a regular file), the
+    ``--input`` files, ``--inputs`` and ``--reference``."""
+    from ..files import regular_file
+
+    found = {}
+    if os.path.lexists(args.model):  # a missing model: the import says so
+        found[regular_file(args.model, "MODEL.onnx")] = "the model"
+    for spec in getattr(args, "input", None) or []:
+        found[spec.partition("=")[2]] = f"the --input file of {spec.partition('=')[0]!r}"
+    if getattr(args, "inputs", None):
+        found[args.inputs] = "the --inputs data set"
+    if getattr(args, "reference", None):
+        found[regular_file(args.reference, "--reference")] = "the --reference model"
+    return found
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """Before any work: the input files are regular files, every output can be created
+    (``npukit.files``): a bad path is found now, not after the run."""
+    from ..files import check_folder, check_output
+
+    inputs = model_inputs(args)
+    for option in ("trace", "json", "csv", "plot"):
+        if getattr(args, option, None):
+            check_output(getattr(args, option), f"--{option}", inputs)
+    if getattr(args, "emit", None):
+        for path, what in inputs.items():
+            with contextlib.suppress(OSError):
+                if os.path.samefile(path, args.emit):
+                    raise NpukitError(f"--emit {args.emit!r}: is {what}")
+        check_folder(args.emit, "--emit")
 
 
 def refuse_plan_options(args: argparse.Namespace) -> None:

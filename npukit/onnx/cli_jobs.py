@@ -8,21 +8,34 @@ outside the tolerance (or an input failed to run), 0 otherwise.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from .cli import SIZE_HELP, refusals_exit_2, refuse_budgets, size
+from ..files import write_new
+from ..workers import MAX_WORKERS, check_scheduler
+from .cli import SIZE_HELP, check_paths, refusals_exit_2, refuse_budgets, size
 
 
 def _sizes(text: str) -> list[int]:
     return [size(t) for t in text.split(",")]
 
 
+def _workers(text: str) -> int:
+    """``--workers N``: 1 to ``MAX_WORKERS`` local processes."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers") from None
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"{n}: give 1 to {MAX_WORKERS} worker processes "
+                                         f"(leave --workers out for one per core)")
+    return n
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask "
                    "cluster (pip install \"npukit[cluster]\") instead of local processes")
-    p.add_argument("--workers", type=int, help="local worker processes (default: one per "
-                   "core)")
+    p.add_argument("--workers", type=_workers, help=f"local worker processes, 1 to "
+                   f"{MAX_WORKERS} (default: one per core)")
 
 
 def register(subparsers) -> None:
@@ -73,13 +86,15 @@ def _validate(args: argparse.Namespace) -> int:
     from .validation import validate
 
     refuse_budgets([args.target], [args.l1])
+    check_scheduler(args.scheduler)
+    check_paths(args)
     v = validate(args.model, args.inputs, args.reference, target=args.target,
                  l1_budget=args.l1, l2_budget=args.l2, l3_budget=args.l3,
                  backend=args.backend, count=args.count, workers=args.workers,
                  scheduler=args.scheduler)
     print(v)
     if args.json:
-        Path(args.json).write_text(v.to_json() + "\n")
+        write_new(args.json, v.to_json() + "\n", "--json")
         print(f"numbers written to {args.json}")
     return 0 if v.within else 1
 
@@ -89,6 +104,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
     targets = args.target.split(",")
     refuse_budgets(targets, args.l1)
+    check_scheduler(args.scheduler)
+    check_paths(args)
     s = sweep(args.model, args.l1, args.l2, args.l3 or [None], targets,
               workers=args.workers, scheduler=args.scheduler)
     print(s)

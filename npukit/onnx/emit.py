@@ -14,14 +14,18 @@ outputs are identical.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ..c.code import Writer
 from ..cdecl import c_string
+from ..errors import NpukitError
 
-NPY_DESCR = {"float32": "<f4", "int8": "|i1", "uint8": "|u1", "int32": "<i4"}
+NPY_DESCR = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "bool": "|b1",
+             "int8": "|i1", "uint8": "|u1", "int16": "<i2", "uint16": "<u2", "int32": "<i4",
+             "uint32": "<u4", "int64": "<i8", "uint64": "<u8"}
 
 _NPY_C = r"""
 /* ---- Reading and writing .npy files (NumPy's format, version 1 to 3) ----
@@ -142,7 +146,8 @@ def write_npy(path, a: np.ndarray) -> None:
     total = (10 + len(text) + 1 + 63) // 64 * 64
     head = b"\x93NUMPY\x01\x00" + (total - 10).to_bytes(2, "little")
     body = text.encode() + b" " * (total - 10 - len(text) - 1) + b"\n"
-    Path(path).write_bytes(head + body + a.astype(a.dtype.newbyteorder("<")).tobytes())
+    from ..files import write_new
+    write_new(path, head + body + a.astype(a.dtype.newbyteorder("<")).tobytes(), "--emit")
 
 
 def _shape(shape) -> str:
@@ -276,24 +281,33 @@ def emit(g, directory, inputs: dict[str, np.ndarray] | None = None,
     """Write the project for OnnxGraph ``g`` into ``directory``; ``inputs`` (by ONNX name)
     go to ``inputs/``, and what npukit's C back end computes for them to ``expected/``
     (``expected`` gives them when already computed). Returns the directory."""
+    from ..files import make_folder, write_new
     from .check import random_inputs
 
-    folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
-    g.graph.write(folder, f"{g.name}Kernels.c")
-    (folder / f"{g.name}Kernels.h").write_text(header(g))
-    (folder / "main.c").write_text(main_c(g))
+    for n, p in list(g.inputs.items()) + list(g.outputs.items()):  # before writing anything
+        if p.dtype.name not in NPY_DESCR:
+            raise NpukitError(f"--emit {str(directory)!r}: {'input' if n in g.inputs else 'output'}"
+                              f" {n!r} is {p.dtype.name}; the emitted main.c reads and writes "
+                              f"{', '.join(NPY_DESCR)}")
     inputs = inputs if inputs is not None else random_inputs(g)
     if expected is None:
         expected = g.run("c", **inputs).outputs
+    # A new or empty folder, every file created (never replaced, no link followed).
+    folder = make_folder(directory, "--emit")
+    with tempfile.TemporaryDirectory() as tmp:  # the C and flash files, then copied in
+        for f in g.graph.write(tmp, f"{g.name}Kernels.c"):
+            write_new(folder / f.name, f.read_bytes(), "--emit")
+    write_new(folder / f"{g.name}Kernels.h", header(g), "--emit")
+    write_new(folder / "main.c", main_c(g), "--emit")
     stems = npy_stems(g)
     for sub, arrays in (("inputs", inputs), ("expected", expected)):
-        (folder / sub).mkdir(exist_ok=True)
+        (folder / sub).mkdir()
         for n, a in arrays.items():
             write_npy(folder / sub / f"{stems[n]}.npy", a)
     checks = "\n".join(f"\tcmp outputs/{stems[n]}.npy expected/{stems[n]}.npy"
                        for n in g.outputs)
     listing = "\n".join(f"#   {stems[n]}.npy: {'input' if n in g.inputs else 'output'} "
                         f"{ascii(n)}" for n in stems)
-    (folder / "Makefile").write_text(MAKEFILE.format(name=g.name, checks=checks, files=listing))
+    write_new(folder / "Makefile", MAKEFILE.format(name=g.name, checks=checks, files=listing),
+              "--emit")
     return folder

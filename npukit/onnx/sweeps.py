@@ -73,10 +73,15 @@ class Sweep:
         return "\n".join(rows)
 
     def write_csv(self, path) -> None:
-        with open(path, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow([fl.name for fl in fields(SweepRow)])
-            w.writerows(["" if v is None else v for v in astuple(r)] for r in self.rows)
+        """Write one row per combination to ``path``, a new file (``npukit.files``)."""
+        import io
+
+        from ..files import write_new
+        f = io.StringIO(newline="")
+        w = csv.writer(f)
+        w.writerow([fl.name for fl in fields(SweepRow)])
+        w.writerows(["" if v is None else v for v in astuple(r)] for r in self.rows)
+        write_new(path, f.getvalue(), "--csv")
 
     def figure(self):
         """Cycles against the L2 budget (a log scale, base 2), one series per target and L1
@@ -115,8 +120,12 @@ class Sweep:
         fig = self.figure()  # first: it says when matplotlib is missing
         import matplotlib.pyplot as plt
 
-        fig.savefig(path)
-        plt.close(fig)
+        from ..files import new_file
+        try:
+            with new_file(path, "--plot") as tmp:  # created, never replacing a file
+                fig.savefig(tmp)
+        finally:
+            plt.close(fig)
 
 
 def plan_one(unit) -> SweepRow:

@@ -49,15 +49,25 @@ def model_bytes(model) -> bytes:
 
 # -- reading a data set -----------------------------------------------------------------------
 
-def _arrays(path: Path) -> dict[str, np.ndarray]:
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise InputError(f"--inputs: cannot read {str(path)!r}: {exc}") from None
-    if isinstance(data, np.lib.npyio.NpzFile):
-        with data:
-            return {k: data[k] for k in data.files}
-    return {"": data}
+def _arrays(path: Path, ports: dict, stacked: bool = False) -> dict[str, np.ndarray]:
+    """The arrays of a .npy or .npz file, every header checked first (``npukit.files``): at
+    most the bytes of one input set (``stacked``: of any number of them, each array of an
+    input's dtype and shape after its first axis)."""
+    from ..files import ARRAY_BUDGET, read_arrays
+
+    one = sum(int(np.prod(p.shape, dtype=np.int64)) * np.dtype(p.dtype).itemsize
+              for p in ports.values())
+
+    def check(name, shape, dtype):
+        port = ports.get(name) or (next(iter(ports.values())) if len(ports) == 1 else None)
+        if stacked and port is not None and (tuple(shape[1:]) != tuple(port.shape)
+                                             or dtype != port.dtype):
+            raise InputError(f"--inputs {path.name!r}: input {name!r} is {port.dtype} "
+                             f"{tuple(port.shape)}, the file stacks {dtype} "
+                             f"{tuple(shape[1:])} ({tuple(shape)} in all)")
+
+    budget = ARRAY_BUDGET if stacked else max(one, 1) * 64
+    return read_arrays(path, "--inputs", budget, check)
 
 
 def _by_input(arrays: dict, ports: dict, where: str) -> dict[str, np.ndarray]:
@@ -93,14 +103,14 @@ def read_inputs(path, ports: dict) -> list[tuple[str, dict[str, np.ndarray]]]:
             raise InputError(f"--inputs {str(path)!r}: the folder holds no .npy or .npz file")
         sets = []
         for f in files:
-            got = _by_input(_arrays(f), ports, repr(f.name))
+            got = _by_input(_arrays(f, ports), ports, repr(f.name))
             sets.append((f.name, {k: _fit(k, a, ports[k], repr(f.name))
                                   for k, a in got.items()}))
         return sets
     if path.suffix != ".npz":
         raise InputError(f"--inputs {str(path)!r}: give a folder of .npy/.npz files or one "
                          f".npz of stacked inputs")
-    stacked = _by_input(_arrays(path), ports, repr(path.name))
+    stacked = _by_input(_arrays(path, ports, stacked=True), ports, repr(path.name))
     counts = {len(a) if a.ndim else 0 for a in stacked.values()}
     if len(counts) != 1:
         raise InputError(f"--inputs {str(path)!r}: the arrays stack different numbers of "
@@ -179,10 +189,12 @@ class OutputStats:
 
     def __str__(self) -> str:
         top = "" if self.top1 is None else f", top-1 agreement {100 * self.top1:.2f}%"
-        worst = ", ".join(f"{n} ({e:.3g})" for n, e in self.worst) or "none differ"
+        # Names printed as repr, as ``npukit run`` prints them: a crafted file or node name
+        # cannot move the cursor or erase a line of the verdict.
+        worst = ", ".join(f"{n!r} ({e:.3g})" for n, e in self.worst) or "none differ"
         mark = "" if self.against == "reference" else \
             f"  [{'within' if self.within else 'OUTSIDE'} tolerance]"
-        return (f"{self.output} vs ONNX Runtime on the {self.against}: bit-exact "
+        return (f"{self.output!r} vs ONNX Runtime on the {self.against}: bit-exact "
                 f"{100 * self.exact:.2f}% of elements, {100 * self.inputs_exact:.2f}% of "
                 f"inputs; max abs error {self.max_abs:.3g}, max relative {self.max_rel:.3g}"
                 f"{top}; worst: {worst}{mark}")
@@ -219,7 +231,7 @@ class Validation:
         rows = [f"Validated on {self.count} inputs"
                 + (f" ({len(self.failed)} FAILED to run)" if self.failed else "") + ":"]
         rows += [f"  {s}" for s in self.outputs]
-        rows += [f"  input {n}: {why}" for n, why in self.failed]
+        rows += [f"  input {n!r}: {repr(why)[1:-1]}" for n, why in self.failed]
         if self.cycles:
             lo, hi = min(self.cycles), max(self.cycles)
             time = "" if not self.clock_mhz else \
@@ -265,6 +277,26 @@ def _stats(output: str, against: str, names, ours, refs, step, exact_needed) -> 
                        tuple((names[i], cmps[i].max_abs) for i in order), within)
 
 
+def _check_reference(data: bytes, reference, g) -> None:
+    """Refuse, before any worker starts, a ``--reference`` that is not an ONNX model ONNX
+    Runtime loads, or that lacks one of the model's outputs (by name)."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    where = f"--reference {str(reference)!r}" if isinstance(reference, (str, Path)) \
+        else "--reference"
+    try:
+        proto = onnx.load_from_string(data)
+    except (DecodeError, ValueError, RuntimeError) as exc:
+        raise NpukitError(f"{where}: not an ONNX model: {str(exc).splitlines()[0]}") from None
+    names = [o.name for o in proto.graph.output]
+    missing = [n for n in g.outputs if n not in names]
+    if missing:
+        raise NpukitError(f"{where}: has outputs {names}, not the model's {missing}: "
+                          f"the float model must name its outputs as the model does")
+    ort_session(proto)  # ONNX Runtime's refusal (a RuntimeRefusal) comes now, once
+
+
 def validate(model, inputs, reference=None, *, target: str = "gap8",
              l1_budget: int | None = None, l2_budget: int | None = None,
              l3_budget: int | None = None, backend: str = "c", count: int | None = None,
@@ -292,8 +324,12 @@ def validate(model, inputs, reference=None, *, target: str = "gap8",
     sets = sets[:count] if count is not None else sets
     if not sets:
         raise InputError("no inputs to validate on")
-    job = Job(data, None if reference is None else model_bytes(reference), target,
-              l1_budget, l2_budget, l3_budget, backend)
+    ref = None if reference is None else model_bytes(reference)
+    if ref is not None:
+        _check_reference(ref, reference, g)
+    if backend == "c":  # compiled once here: a compiler or cache problem is one refusal now,
+        g.host_graph().compile("c")  # not one failure per input (and the workers find it)
+    job = Job(data, ref, target, l1_budget, l2_budget, l3_budget, backend)
     outcomes = run_units(run_one, [(job, arrays) for _, arrays in sets], workers, scheduler,
                          label="npukit validate")
     names = [n for n, _ in sets]
