@@ -141,12 +141,17 @@ def ort_run(model, inputs: dict[str, np.ndarray], threads: int = 1,
 
 def random_inputs(graph, seed: int = 0) -> dict[str, np.ndarray]:
     """Deterministic random inputs for the graph's inputs: float32 uniform in [-1, 1), integers
-    uniform over their type."""
+    uniform over their type, booleans False or True."""
     rng = np.random.default_rng(seed)
     out = {}
     for name, port in graph.inputs.items():
-        if port.dtype.kind == "f":
+        if port.dtype.kind == "b":
+            out[name] = rng.integers(0, 2, port.shape).astype(bool)
+        elif port.dtype.kind == "f":
             out[name] = rng.uniform(-1, 1, port.shape).astype(port.dtype)
+        elif port.dtype == np.uint64:  # past int64: drawn in its own type
+            out[name] = rng.integers(0, np.iinfo(np.uint64).max, port.shape, dtype=np.uint64,
+                                     endpoint=True)
         else:
             info = np.iinfo(port.dtype)
             out[name] = rng.integers(info.min, int(info.max) + 1, port.shape).astype(port.dtype)

@@ -134,6 +134,9 @@ def _known(node, consts: dict, k: int, what: str):
 
 def _if(node, consts: dict, w: _Writer) -> None:
     cond = _known(node, consts, 0, "condition")
+    if cond.size != 1:
+        raise ModelError(f"{where(node)}: its condition {node.input[0]!r} holds {cond.size} "
+                         f"values {list(cond.shape)}; If takes one boolean")
     branch = _attr(node, "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch")
     names = w.body(branch, {}, "then" if bool(cond.reshape(-1)[0]) else "else")
     for out, res in zip(node.output, branch.output):

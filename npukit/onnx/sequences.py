@@ -28,7 +28,11 @@ def _position(node, k: int, consts: dict, length: int, insert: bool) -> int | No
         raise ModelError(f"{where(node)}: its position {t!r} must be a constant to choose the "
                          f"tensor at build time; give it to npukit.onnx.load(..., "
                          f"constants=...) if it is a graph input")
-    p = int(np.asarray(consts[t]).reshape(-1)[0])
+    value = np.asarray(consts[t])
+    if value.size != 1:
+        raise ModelError(f"{where(node)}: its position {t!r} holds {value.size} values "
+                         f"{list(value.shape)}; give one integer")
+    p = int(value.reshape(-1)[0])
     hi = length if insert else length - 1
     if not -length <= p <= hi:
         raise ModelError(f"{where(node)}: position {p} is outside -{length}..{hi} for a "
@@ -144,6 +148,9 @@ def resolve(model) -> dict[str, np.ndarray]:
                 split = np.asarray(consts[node.input[1]]).astype(np.int64)
             if split is None:
                 sizes = [1] * size
+            elif split.ndim == 0 and int(split) <= 0:
+                raise ModelError(f"{where(node)}: split {int(split)}: a scalar split is the "
+                                 f"size of each piece, at least 1")
             elif split.ndim == 0:
                 sizes = [int(split)] * (size // int(split)) + \
                     ([size % int(split)] if size % int(split) else [])

@@ -99,6 +99,9 @@ def resize(ctx: Lowering, n: Node) -> None:
                          f"last two axes only")
     full = {d: None for d in range(rank)}
     if scales is not None:
+        if not all(np.isfinite(v) and v > 0 for v in np.asarray(scales, np.float64).reshape(-1)):
+            raise ModelError(f"{n.where()}: scales {np.asarray(scales).reshape(-1).tolist()}: "
+                             f"each must be a finite number above 0")
         full.update({d: F(v) for d, v in zip(axes, scales)})
     else:  # ONNX Runtime's scales from sizes: before the policy, the sizes asked for
         asked = sizes if sizes is not None else [so[d] for d in axes]
