@@ -268,3 +268,68 @@ def test_swish_of_opset_24_with_its_alpha():
     x64 = x.astype(np.float64)
     want = x64 / (1 + np.exp(-0.7 * x64))
     assert np.abs(out["y"] - want).max() <= 3e-7 * max(1, np.abs(want).max())
+
+
+# -- hostile values: NaN, both zeros, infinities, subnormals, far from the origin -----------
+
+HOSTILE = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1e-40, -1e-40, 1e-45, -1e-45,
+                    1e-10, -1e-10, 1e-5, 1.0, -1.0, 0.5, -2.5, 3.0, -3.0, 10.5, 88.5, -88.9,
+                    89.3, -89.4, 89.5, 100.0, 4095.0, 4097.0, 1e4, -1e5, 1e10, -1e10, 1e19,
+                    3e19, 1e30, -1e30, 3e38, -3e38, 1.5707964, 3.1415927, 1e6 + 0.25,
+                    16367173.0 * 2.0 ** 72], np.float32)
+# Activations and functions ONNX Runtime computes element by element; opset 20.
+HOSTILE_OPS = [*(op for op in UNARIES if op != "Gelu"), "Gelu", "Relu", "LeakyRelu", "Clip",
+               "Sigmoid", "Tanh"]
+
+
+def _hostile_tolerance(op: str, x: np.ndarray) -> np.ndarray:
+    """|npukit - ort| / max(1, |ort|) allowed: the function's accuracy (docs/onnx.md) and
+    ONNX Runtime's own float32 rounding."""
+    if op in ("Exp", "Celu", "Elu", "Selu"):  # exp's rounding of x * log2(e)
+        return 1.3e-7 + np.abs(x) * 6e-8 + 2e-7
+    return np.full(x.shape, UNARIES.get(op, (None, None, 0))[2] + 2.4e-7)
+
+
+@pytest.mark.parametrize("ops", [HOSTILE_OPS[:18], HOSTILE_OPS[18:]], ids=["first", "second"])
+def test_hostile_values_as_onnx_runtime(ops):
+    """NaN where ONNX Runtime has NaN, its infinities, its signs of zero, and every finite
+    value within the function's stated accuracy: Sin(1e10), Sinh(89.4), Asinh(3e38),
+    Relu(NaN), HardSigmoid(NaN), Relu(-0) = -0, Abs(-0) = 0, Round(-0.3) = -0..."""
+    x = HOSTILE
+    m = model([node(op, ["x"], [f"y{i}"]) for i, op in enumerate(ops)], {"x": x},
+              [f"y{i}" for i in range(len(ops))], opset=20)
+    _, c, ref = check_ops(m, {"x": x})  # also: the simulator == the C, bit for bit
+    for i, op in enumerate(ops):
+        got, want = c[f"y{i}"], ref[f"y{i}"]
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(got), nan), (op, x[np.isnan(got) != nan])
+        inf = np.isinf(want)
+        assert np.array_equal(got[inf], want[inf]), (op, x[inf][got[inf] != want[inf]])
+        # A zero of the same sign (near 0 a function may round to a tiny value instead,
+        # within its accuracy, except at +-0 itself).
+        zero = (want == 0) & ((got == 0) | (x == 0))
+        assert np.array_equal(got[zero], want[zero]), (op, x[zero])
+        assert np.array_equal(np.signbit(got[zero]), np.signbit(want[zero])), (op, x[zero])
+        fin = np.isfinite(want)
+        err = np.abs(got[fin].astype(np.float64) - want[fin]) / np.maximum(1, np.abs(want[fin]))
+        bad = err > _hostile_tolerance(op, x[fin])
+        assert not bad.any(), (op, x[fin][bad], got[fin][bad], want[fin][bad])
+
+
+def test_nan_passes_with_its_bits_as_onnx_runtime():
+    """Relu, LeakyRelu, Clip, Neg pass a NaN on with its bits (Neg flipping its sign), Abs
+    clears its sign, as ONNX Runtime; Max and Min of a NaN are NaN either side."""
+    x = np.array([np.nan, -np.nan, -0.0, 0.0, 1.0, -1.0], np.float32)
+    y = np.array([1.0, -0.0, np.nan, -0.0, 0.0, np.nan], np.float32)
+    ops = ["Relu", "LeakyRelu", "Clip", "Neg", "Abs"]
+    nodes = [node(op, ["x"], [f"y{i}"]) for i, op in enumerate(ops)]
+    nodes += [node("Max", ["x", "y"], ["mx"]), node("Min", ["x", "y"], ["mn"])]
+    outs = [f"y{i}" for i in range(len(ops))] + ["mx", "mn"]
+    m = model(nodes, {"x": x, "y": y}, outs, opset=20)
+    _, c, ref = check_ops(m, {"x": x, "y": y})
+    for k in outs[:len(ops)]:
+        assert c[k].tobytes() == ref[k].tobytes(), (k, c[k].view(np.uint32), ref[k].view(
+            np.uint32))
+    for k in ("mx", "mn"):
+        assert np.array_equal(np.isnan(c[k]), np.isnan(ref[k])), k
+        assert np.array_equal(c[k], ref[k], equal_nan=True), k

@@ -246,8 +246,9 @@ class Lowering:
             return code, (f32_bits(a.attrs.get("alpha", 0.01)), 0)
         if a.op == "Clip":
             lo, hi = _clip_bounds(self.net, a)
-            return code, (f32_bits(-np.inf if lo is None else lo),
-                          f32_bits(np.inf if hi is None else hi))
+            big = float(np.finfo(np.float32).max)  # an absent bound, as ONNX Runtime's
+            return code, (f32_bits(-big if lo is None else lo),
+                          f32_bits(big if hi is None else hi))
         return code, (0, 0)
 
     def fusable_act(self, t: str, quant: bool) -> Node | None:

@@ -180,8 +180,8 @@ def clip(ctx: Lowering, n: Node) -> None:
             ctx.alias.get(t, t) in ctx.net.consts for t in bounds)):
         return act(ctx, n)
     _check_type(ctx, n, x, (*INTS, "float32"))
-    ext = (-np.inf, np.inf) if dt == np.float32 else np.iinfo(dt)
-    extremes = ext if dt == np.float32 else (ext.min, ext.max)
+    ext = np.finfo(dt) if dt == np.float32 else np.iinfo(dt)  # float: as ONNX Runtime
+    extremes = (ext.min, ext.max)
     ins = [x]
     for k, v in ((1, extremes[0]), (2, extremes[1])):
         given = n.inputs[k] if k < len(n.inputs) and n.inputs[k] else ""

@@ -143,6 +143,8 @@ def zero_window(x: np.ndarray, top: int, left: int, rows: int, cols: int) -> np.
 # 2**f on [0, 1): the degree-8 Taylor polynomial of e**(f ln 2), float32 coefficients.
 EXP2_POLY = tuple(np.float32(math.log(2) ** n / math.factorial(n)) for n in range(9))
 LOG2E = np.float32(1 / math.log(2))
+# The largest float32 below 128: exp2's argument is clipped to it (2**127.99 is finite).
+EXP2_TOP = np.nextafter(np.float32(128), np.float32(0))
 
 
 def exp2_f32(t: np.ndarray) -> np.ndarray:
@@ -155,8 +157,8 @@ def exp2_f32(t: np.ndarray) -> np.ndarray:
 
 
 def _exp2(t: np.ndarray) -> np.ndarray:
-    k = np.floor(np.clip(t, np.float32(-126), np.float32(127)))
-    f = np.clip(t, np.float32(-126), np.float32(127)) - k
+    k = np.floor(np.clip(t, np.float32(-126), EXP2_TOP))
+    f = np.clip(t, np.float32(-126), EXP2_TOP) - k
     p = np.full(f.shape, EXP2_POLY[-1], np.float32)
     for c in EXP2_POLY[-2::-1]:
         p = c + f * p
@@ -227,7 +229,7 @@ def log2_f32(v: np.ndarray) -> np.ndarray:
 def sigmoid_f32(x: np.ndarray) -> np.ndarray:
     """``1 / (1 + e**-x)`` with ``e**-|x|`` from ``exp2_f32``."""
     x = np.asarray(x, np.float32)
-    e = exp2_f32(-np.abs(x) * LOG2E)
+    e = exp2_f32(-np.where(x < 0, -x, x) * LOG2E)  # as the C's |x| (a NaN keeps its sign)
     r = np.float32(1) / (np.float32(1) + e)
     return np.where(x >= 0, r, e / (np.float32(1) + e)).astype(np.float32)
 
@@ -236,7 +238,7 @@ def tanh_f32(x: np.ndarray) -> np.ndarray:
     """``tanh``: an odd Taylor polynomial below 1/16, ``(1 - e) / (1 + e)`` with
     ``e = e**(-2|x|)`` above."""
     x = np.asarray(x, np.float32)
-    a = np.abs(x)
+    a = np.where(x < 0, -x, x)  # as the C's |x| (a NaN keeps its sign)
     s = x * x
     p = TANH_POLY[2]
     p = TANH_POLY[1] + s * p
@@ -245,14 +247,15 @@ def tanh_f32(x: np.ndarray) -> np.ndarray:
     e = exp2_f32(-(a + a) * LOG2E)
     big = (np.float32(1) - e) / (np.float32(1) + e)
     big = np.where(x < 0, -big, big)
+    small = np.where(x == 0, x, small)  # tanh(-0) = -0
     return np.where(a < np.float32(0.0625), small, big).astype(np.float32)
 
 
 def activate(v: np.ndarray, act: int, p0: int, p1: int) -> np.ndarray:
     """A float activation (``ACT_*``) with its parameters as bits."""
     v = np.asarray(v, np.float32)
-    if act == ACT_RELU:
-        return np.where(v > 0, v, np.float32(0))
+    if act == ACT_RELU:  # NaN and -0 pass, as ONNX Runtime's Relu
+        return np.where(v < 0, np.float32(0), v)
     if act == ACT_LEAKY:
         return np.where(v >= 0, v, v * bits_f32(p0))
     if act == ACT_CLIP:
@@ -298,11 +301,12 @@ static inline int npk_requant(int Acc, float Scale, int Zp, int Lo, int Hi)
     return (int)npk_rne(V) + Zp;
 }}
 /* 2^T: 2^floor(T) from its bits times a degree-8 polynomial of the fraction; 0 below -126,
-   infinity from 128. */
+   infinity from 128 (T clipped to [-126, 128)). */
 static inline float npk_exp2(float T)
 {{
     union {{ unsigned int U; float F; }} S;
-    float C = T < -126.0f ? -126.0f : T > 127.0f ? 127.0f : T, K = (float)(int)C, F, P;
+    float C = T < -126.0f ? -126.0f : T > {hex_float(EXP2_TOP)} ? {hex_float(EXP2_TOP)} : T;
+    float K = (float)(int)C, F, P;
     if (K > C) K = K - 1.0f;
     F = C - K;
     {horner_c(EXP2_POLY, "F", "P")}
@@ -342,6 +346,7 @@ static inline float npk_sigmoid(float X)
 static inline float npk_tanh(float X)
 {{
     float A = X < 0.0f ? -X : X, S = X * X, P, E, R;
+    if (X == 0.0f) return X; /* tanh(-0) = -0 */
     if (A < 0.0625f) {{
         P = {hex_float(TANH_POLY[2])};
         P = {hex_float(TANH_POLY[1])} + S * P;
@@ -352,12 +357,12 @@ static inline float npk_tanh(float X)
     R = (1.0f - E) / (1.0f + E);
     return X < 0.0f ? -R : R;
 }}
-/* A float activation: 0 none, 1 ReLU, 2 LeakyReLU(P0), 3 clip to [P0, P1], 4 sigmoid,
-   5 tanh. */
+/* A float activation: 0 none, 1 ReLU (NaN and -0 pass), 2 LeakyReLU(P0), 3 clip to
+   [P0, P1], 4 sigmoid, 5 tanh. */
 static inline float npk_act(float V, int Act, float P0, float P1)
 {{
     switch (Act) {{
-    case 1: return V > 0.0f ? V : 0.0f;
+    case 1: return V < 0.0f ? 0.0f : V;
     case 2: return V >= 0.0f ? V : V * P0;
     case 3: return V < P0 ? P0 : V > P1 ? P1 : V;
     case 4: return npk_sigmoid(V);

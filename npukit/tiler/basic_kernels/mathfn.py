@@ -8,9 +8,13 @@ giving ``a`` and ``b`` with their defaults. Accuracy (float32 input, against the
 function, as ``|error| / max(1, |f(x)|)``, measured by tests/test_onnx_ops_math.py):
 ``Abs``, ``Neg``, ``Floor``, ``Ceil``, ``Round``, ``Sign``, ``ThresholdedRelu``, ``Shrink``
 exact; ``Reciprocal`` correctly rounded; ``Sqrt`` within 1 ulp; ``Exp`` relative 1.3e-7 +
-|x| * 6e-8; ``Log`` 1e-7; ``Sin``, ``Cos`` 1e-7 for |x| < 1e4 (reduction by pi/2 in
-three float32 parts); ``Erf`` 4e-7 (Abramowitz and Stegun 7.1.26, 1.5e-7, plus float32
-rounding); the others up to 6e-7 (``Mish``).
+|x| * 6e-8; ``Log`` 1e-7; ``Sin``, ``Cos``, ``Tan``, ``Sinh``, ``Cosh`` computed in float64
+and rounded once (``double``: an exact reduction by pi/2 for every finite float32, Sinh
+and Cosh finite wherever their float32 value is), within 1 ulp; ``Asinh``, ``Acosh`` as
+log(2x) from 4096; ``Erf`` 4e-7 (Abramowitz and Stegun 7.1.26, 1.5e-7, plus float32
+rounding); the others up to 6e-7 (``Mish``). NaN, infinities and zeros as ONNX Runtime's:
+NaN stays NaN (``HardSigmoid``, ``Celu``), an odd function keeps a zero's sign, ``Abs``
+clears the sign bit, ``Sign``, ``Selu`` and ``Celu`` give +0 for -0.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 
 from ...costs import Work
 from .common import HELPERS, BasicKernel, c_signature, share_rows
+from .double import COS, COSH, SIN, SINH, TAN
 from .scalar import (
     C_HELPERS,
     NUMPY,
@@ -39,10 +44,8 @@ from .scalar import (
 )
 
 PI = math.pi
-# pi/2 as three float32 parts: k * the first two are exact for |k| < 2**15.
-PIO2 = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)
-SIN_POLY = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(1, 5))
-COS_POLY = tuple((-1) ** k / math.factorial(2 * k) for k in range(1, 6))
+LN2 = math.log(2)
+BIG = 4096.0  # from here asinh x and acosh x are log(2x) to float32's precision
 # Abramowitz and Stegun 7.1.26: erf(a) = 1 - t * P(t) * exp(-a*a), t = 1 / (1 + p*a).
 ERF_P = 0.3275911
 ERF_POLY = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
@@ -56,29 +59,21 @@ def horner(x, coefs):
     return out
 
 
-def _quadrant(m, x):
-    """x = k * pi/2 + r with |r| <= pi/4: (k mod 4 as a float, sin r, cos r)."""
-    k = round_even(m, x * (2 / PI))
-    r = ((x - k * PIO2[0]) - k * PIO2[1]) - k * PIO2[2]
-    s = r * r
-    sin_r = r + r * (s * horner(s, SIN_POLY))
-    cos_r = 1.0 + s * horner(s, COS_POLY)
-    q = k - 4.0 * floor(m, k * 0.25)
-    return q, sin_r, cos_r
+def odd(m, x, v):
+    """``v``, an odd function's value, with the sign of a zero ``x`` kept (``f(-0) = -0``)."""
+    return m.where(x == 0.0, x, v)
 
 
 def sin(m, x):
-    q, s, c = _quadrant(m, x)
-    return m.where(q == 0.0, s, m.where(q == 1.0, c, m.where(q == 2.0, -s, -c)))
+    return m.trig(x, SIN)
 
 
 def cos(m, x):
-    q, s, c = _quadrant(m, x)
-    return m.where(q == 0.0, c, m.where(q == 1.0, -s, m.where(q == 2.0, -c, s)))
+    return m.trig(x, COS)
 
 
 def tan(m, x):
-    return sin(m, x) / cos(m, x)
+    return m.trig(x, TAN)
 
 
 def atan(m, x):
@@ -94,11 +89,11 @@ def atan(m, x):
     v = t + t * (s * horner(s, tuple((-1) ** k / (2 * k + 1) for k in range(1, 7))))
     v = m.where(mid, v + PI / 6, v)
     v = m.where(big, PI / 2 - v, v)
-    return m.where(x < 0.0, -v, v)
+    return odd(m, x, m.where(x < 0.0, -v, v))
 
 
 def asin(m, x):
-    return atan(m, x / sqrt(m, 1.0 - x * x))
+    return odd(m, x, atan(m, x / sqrt(m, 1.0 - x * x)))
 
 
 def acos(m, x):
@@ -106,38 +101,35 @@ def acos(m, x):
 
 
 def sinh(m, x):
-    e = exp(m, abs_(m, x))
-    big = (e - 1.0 / e) * 0.5
-    s = x * x
-    small = x + x * (s * horner(s, (1 / 6, 1 / 120, 1 / 5040)))
-    v = m.where(x < 0.0, -big, big)
-    return m.where(abs_(m, x) < 0.5, small, v)
+    return m.hyp(x, SINH)
 
 
 def cosh(m, x):
-    e = exp(m, abs_(m, x))
-    return (e + 1.0 / e) * 0.5
+    return m.hyp(x, COSH)
 
 
 def asinh(m, x):
+    """``log(a + sqrt(a*a + 1))``, ``log(a) + ln 2`` from ``BIG`` (no overflow of a*a)."""
     a = abs_(m, x)
-    v = log(m, a + sqrt(m, a * a + 1.0))
-    return m.where(x < 0.0, -v, v)
+    v = m.where(a < BIG, log(m, a + sqrt(m, a * a + 1.0)), log(m, a) + LN2)
+    return odd(m, x, m.where(x < 0.0, -v, v))
 
 
 def acosh(m, x):
-    return log(m, x + sqrt(m, x * x - 1.0))
+    """``log(x + sqrt(x*x - 1))``, ``log(x) + ln 2`` from ``BIG``; NaN below 1."""
+    v = m.where(x < BIG, log(m, x + sqrt(m, x * x - 1.0)), log(m, x) + LN2)
+    return m.where(x < 1.0, np.nan, v)
 
 
 def atanh(m, x):
-    return 0.5 * log(m, (1.0 + x) / (1.0 - x))
+    return odd(m, x, 0.5 * log(m, (1.0 + x) / (1.0 - x)))
 
 
 def erf(m, x):
     a = abs_(m, x)
     t = 1.0 / (1.0 + ERF_P * a)
     v = 1.0 - t * horner(t, ERF_POLY) * exp(m, -(a * a))
-    return m.where(x < 0.0, -v, v)
+    return odd(m, x, m.where(x < 0.0, -v, v))
 
 
 def softplus(m, x):
@@ -146,16 +138,28 @@ def softplus(m, x):
 
 
 def sign(m, x):
-    return m.where(x > 0.0, 1.0, m.where(x < 0.0, -1.0, x))
+    """1, -1, 0 for both zeros (ONNX Runtime's), NaN for NaN."""
+    return m.where(x > 0.0, 1.0, m.where(x < 0.0, -1.0, m.where(x == 0.0, 0.0, x)))
 
 
 def hard_sigmoid(m, x, a, b):
+    """``a*x + b`` clipped to [0, 1]; NaN stays NaN (ONNX Runtime's)."""
     v = a * x + b
-    return m.where(v > 1.0, 1.0, m.where(v > 0.0, v, 0.0))
+    return m.where(v > 1.0, 1.0, m.where(v < 0.0, 0.0, v))
 
 
 def elu(m, x, a):
     return m.where(x < 0.0, a * (exp(m, x) - 1.0), x)
+
+
+def selu(m, x, a, g):
+    """``g * x`` above 0, ``g * a * (e**x - 1)`` else (ONNX Runtime's: Selu(-0) = 0)."""
+    return g * m.where(x > 0.0, x, a * (exp(m, x) - 1.0))
+
+
+def celu(m, x, a):
+    """``max(0, x) + min(0, a * (e**(x/a) - 1))``: 0 for both zeros, NaN stays NaN."""
+    return m.where(x < 0.0, a * (exp(m, x / a) - 1.0), m.where(x == 0.0, 0.0, x))
 
 
 def gelu(m, x, approximate):
@@ -166,7 +170,7 @@ def gelu(m, x, approximate):
 
 
 UNARY = {
-    "Abs": (lambda m, x, a, b: abs_(m, x), ()),
+    "Abs": (lambda m, x, a, b: m.fabs(x), ()),
     "Neg": (lambda m, x, a, b: -x, ()),
     "Reciprocal": (lambda m, x, a, b: 1.0 / x, ()),
     "Floor": (lambda m, x, a, b: floor(m, x), ()),
@@ -189,10 +193,9 @@ UNARY = {
     "Atanh": (lambda m, x, a, b: atanh(m, x), ()),
     "Erf": (lambda m, x, a, b: erf(m, x), ()),
     "Elu": (lambda m, x, a, b: elu(m, x, a), (("alpha", 1.0),)),
-    "Selu": (lambda m, x, a, b: b * elu(m, x, a),
+    "Selu": (lambda m, x, a, b: selu(m, x, a, b),
              (("alpha", 1.67326319217681884765625), ("gamma", 1.05070102214813232421875))),
-    "Celu": (lambda m, x, a, b: m.where(x > 0.0, x, 0.0)
-             + m.where(x < 0.0, a * (exp(m, x / a) - 1.0), 0.0), (("alpha", 1.0),)),
+    "Celu": (lambda m, x, a, b: celu(m, x, a), (("alpha", 1.0),)),
     "HardSigmoid": (lambda m, x, a, b: hard_sigmoid(m, x, a, b),
                     (("alpha", 0.2), ("beta", 0.5))),
     "HardSwish": (lambda m, x, a, b: x * hard_sigmoid(m, x, 1 / 6, 0.5), ()),

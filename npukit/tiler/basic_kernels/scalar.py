@@ -9,9 +9,9 @@ with Python's arithmetic and comparison operators and ``m``'s primitives:
 0.75
 >>> b = CBuilder()
 >>> b.result(softsign(b, b.var("X")))
-'V1'
->>> b.lines
-['float V0 = (X < 0x0.0p+0f ? -X : X);', 'float V1 = X / (0x1.0000000000000p+0f + V0);']
+'V4'
+>>> b.lines[-2:]
+['float V3 = 0x1.0000000000000p+0f + V2;', 'float V4 = X / V3;']
 
 ``NUMPY`` evaluates it on float32 arrays, every operation rounded to float32; ``CBuilder``
 records one C statement per operation, each rounded to float32 as the C is compiled
@@ -31,6 +31,8 @@ import numpy as np
 
 from ...c.ctype import hex_float
 from .common import LOG2E, exp2_f32, f32_bits, log2_f32, rne, sigmoid_f32, tanh_f32
+from .double import C_HELPERS as DOUBLE_HELPERS
+from .double import hyp_f32, trig_f32
 
 TWO23 = 8388608.0  # 2**23: every float32 of at least this magnitude is an integer
 LN2 = math.log(2)
@@ -72,6 +74,17 @@ class NumpyOps:
 
     def rne(self, x):
         return rne(x)
+
+    def fabs(self, x):
+        """|x| by clearing the sign bit (|-0| = 0, a NaN's sign cleared)."""
+        return (np.asarray(x, np.float32).view(np.int32) & np.int32(0x7FFFFFFF)).view(
+            np.float32)
+
+    def trig(self, x, which: int):
+        return trig_f32(x, which)
+
+    def hyp(self, x, which: int):
+        return hyp_f32(x, which)
 
 
 class CVal:
@@ -159,6 +172,9 @@ class CBuilder:
     def bits(self, x): return self._call("npk_bits", x, "int")
     def from_bits(self, i): return self._call("npk_f32", i)
     def rne(self, x): return self._call("npk_rne", x)
+    def fabs(self, x): return self._call("npk_fabs", x)
+    def trig(self, x, which: int): return self.let(f"npk_trig({x}, {which})")
+    def hyp(self, x, which: int): return self.let(f"npk_hyp({x}, {which})")
 
 
 NUMPY = NumpyOps()
@@ -174,7 +190,16 @@ static inline int npk_bits(float V)
     U.F = V;
     return U.I;
 }
-#endif"""
+/* |V| by clearing the sign bit (|-0| = 0, a NaN's sign cleared). */
+static inline float npk_fabs(float V)
+{
+    union { unsigned int U; float F; } B;
+    B.F = V;
+    B.U &= 0x7FFFFFFFu;
+    return B.F;
+}
+#endif
+""" + DOUBLE_HELPERS
 
 
 # -- the functions every definition builds on -----------------------------------------------
@@ -203,8 +228,10 @@ def ceil(m, x):
 
 
 def round_even(m, x):
-    """Round half to even (ONNX's Round): exact below 2**22 by ``npk_rne``."""
-    return m.where(abs_(m, x) < TWO23 / 2, m.rne(x), x)
+    """Round half to even (ONNX's Round): exact below 2**22 by ``npk_rne``; a zero result
+    keeps x's sign (``Round(-0.3) = -0``)."""
+    v = m.rne(x)
+    return m.where(abs_(m, x) < TWO23 / 2, m.where(v == 0.0, x * 0.0, v), x)
 
 
 def exp(m, x):
