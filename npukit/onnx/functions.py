@@ -8,6 +8,7 @@ too; what the bodies compute on shapes is folded like any shape computation."""
 from __future__ import annotations
 
 from ..errors import ModelError
+from .budget import check_inlining, check_total
 from .operands import where
 
 # Operators with a function body that is never expanded: Range's body is a Loop (it is
@@ -100,9 +101,12 @@ def expand(model, native: frozenset[str]):
 
     versions = {o.domain or "": o.version for o in model.opset_import}
     version = versions.get("", versions.get("ai.onnx", 0))
+    base = len(model.graph.node)
     try:
         if model.functions:
-            model = inliner.inline_local_functions(_without_shadows(model, version))
+            model = _without_shadows(model, version)
+            check_inlining(model)  # the node budget, before anything is inlined
+            model = inliner.inline_local_functions(model)
         for _ in range(8):  # bodies nest a few levels at most
             ops = {n.op_type for n in model.graph.node if n.domain in ONNX_DOMAINS}
             todo = sorted(op for op in ops - native - KEEP if _has_body(op, version))
@@ -114,6 +118,9 @@ def expand(model, native: frozenset[str]):
             _with_defaults(model, todo, version)
             model = inliner.inline_selected_functions(
                 model, [("", op) for op in todo], exclude=False, inline_schema_functions=True)
+            check_total(model, base)
+    except ModelError:
+        raise
     except Exception as exc:  # noqa: BLE001 - the inliner's own message, on one line
         raise ModelError(f"expanding the ONNX function bodies of the model failed: "
                          f"{str(exc).splitlines()[0]}") from None

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..dtypes import dtype as np_dtype
 from ..errors import ModelError
+from .budget import check_unroll
 from .control import names_in, unroll
 from .functions import expand as expand_functions
 from .operands import TYPE_ONLY, operands_known, where
@@ -501,8 +502,9 @@ def _foldable(node, values: list, infos: dict) -> None:
 
 
 def _large_constants(g, consts: dict) -> None:
-    """Refuse an over-large ConstantOfShape, Expand or Tile of initializers and ``Constant``
-    values before shape inference, whose data propagation would materialize it."""
+    """Refuse an over-large ConstantOfShape, Expand, Tile or Range of initializers and
+    ``Constant`` values before shape inference, whose data propagation would materialize
+    it."""
     from onnx import numpy_helper
 
     known = dict(consts)
@@ -516,13 +518,16 @@ def _large_constants(g, consts: dict) -> None:
 
 
 def _made_shape(node, values: list) -> tuple[list, int] | None:
-    """(output shape, bytes per element) of ConstantOfShape, Expand or Tile on constant
-    inputs."""
+    """(output shape, bytes per element) of ConstantOfShape, Expand, Tile or Range on
+    constant inputs."""
     from onnx import numpy_helper
 
-    if node.op_type not in ("ConstantOfShape", "Expand", "Tile"):
+    if node.op_type not in ("ConstantOfShape", "Expand", "Tile", "Range"):
         return None
     try:
+        if node.op_type == "Range":
+            return [_range_length(*(np.asarray(v).reshape(-1)[0] for v in values[:3]))], \
+                np.asarray(values[0]).itemsize
         if node.op_type == "ConstantOfShape":
             value = next((a.t for a in node.attribute if a.name == "value"), None)
             item = 4 if value is None else numpy_helper.to_array(value).itemsize
@@ -533,14 +538,32 @@ def _made_shape(node, values: list) -> tuple[list, int] | None:
                 int(d) for d in np.asarray(values[1]).reshape(-1)))), x.itemsize
         return [int(a) * int(b) for a, b in zip(x.shape, np.asarray(values[1]).reshape(-1))
                 ], x.itemsize  # Tile
-    except ValueError:  # shapes that do not broadcast: the evaluator names the problem
+    except (ValueError, IndexError, TypeError):  # the evaluator names the problem
         return None
+
+
+def _range_length(start, limit, delta) -> int:
+    """The number of values ``Range(start, limit, delta)`` makes, without making them: a
+    non-finite bound or step counts as more than any budget (refused, not materialized)."""
+    import math
+
+    if not all(math.isfinite(float(v)) for v in (start, limit, delta)) or delta == 0:
+        return 1 << 62
+    if all(isinstance(v, (int, np.integer)) for v in (start, limit, delta)):
+        return max(-(-(int(limit) - int(start)) // int(delta)), 0)
+    return max(math.ceil((float(limit) - float(start)) / float(delta)), 0)
 
 
 def _initializer(t) -> np.ndarray:
     """An initializer's values; ``ModelError`` when their count does not fill its dims."""
     from onnx import helper, numpy_helper
 
+    if t.data_location == 1:  # EXTERNAL, not read: never from the current directory
+        where = next((e.value for e in t.external_data if e.key == "location"), "?")
+        raise ModelError(f"initializer {t.name!r}: its values are in the external file "
+                         f"{where!r}, which was not read; pass the model's path (its external "
+                         f"data is read from the model's folder) or a model loaded with "
+                         f"onnx.load")
     try:
         return numpy_helper.to_array(t)
     except ValueError:
@@ -592,6 +615,7 @@ def _fold(nodes, consts: dict, qconsts: dict, infos: dict, opsets) -> list:
         node = work[k]
         k += 1
         if any(a.type in (5, 10) for a in node.attribute):  # graphs: If, Loop, Scan
+            check_unroll(node, consts, len(work), len(nodes))  # the budget, before writing
             work[k:k] = unroll(node, consts, infos, opset, taken)  # decided now, or refused
             continue
         if node.op_type in RANDOM_OPS and node.domain in ("", "ai.onnx"):
