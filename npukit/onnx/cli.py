@@ -69,6 +69,10 @@ def register(subparsers) -> argparse.ArgumentParser:
                    "Runtime's; exit 1 past the tolerance")
     p.add_argument("--emit", metavar="DIR", help="write a standalone C project (make check "
                    "reproduces the outputs)")
+    p.add_argument("--sdk", choices=["host", "gap"], default="host",
+                   help="with --emit: host (C for this machine, the default) or gap (GAP SDK "
+                        "C: <Name>Kernels.c/.h with AT_* calls, built here by make emul "
+                        "through npukit's emulation of the SDK, make check)")
     p.add_argument("--trace", metavar="OUT.json", help="write the simulated timeline as Chrome "
                    "trace-event JSON (open in Perfetto)")
     p.add_argument("--no-cycles", action="store_true", help="skip the simulated cycle model")
@@ -302,7 +306,11 @@ def _host_run(args: argparse.Namespace, g, inputs: dict) -> int:
         print(f"  {name}: {a.dtype} {list(a.shape)}, min {flat.min():.6g}, max {flat.max():.6g}, "
               f"first {np.array2string(flat[:4], precision=5, separator=', ')}")
     status = _check(args.model, g, inputs, res.outputs) if args.check else 0
-    if args.emit:
+    if args.emit and args.sdk == "gap":
+        from .emit_gap import emit as emit_gap
+        folder = emit_gap(g, args.emit, inputs)
+        print(f"GAP SDK C written to {folder} (make -C {folder} emul check)")
+    elif args.emit:
         from .emit import emit
         folder = emit(g, args.emit, inputs, res.outputs)
         print(f"C project written to {folder} (make -C {folder} check)")
