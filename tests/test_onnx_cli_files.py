@@ -217,3 +217,18 @@ def test_a_compile_past_the_timeout_is_a_compiler_error_naming_the_file(monkeypa
     monkeypatch.setattr(subprocess, "run", slow)
     with pytest.raises(CompilerError, match=r"past \d+ s compiling /x/graph\.c"):
         toolchain.run_compiler(["cc", "-O2", "-o", "/x/g.so", "/x/graph.c"])
+
+
+def test_an_unusable_cache_is_one_refusal_before_any_worker(tmp_path, monkeypatch, capsys):
+    x = np.linspace(-2, 2, 7 * 5, dtype=np.float32).reshape(7, 5)  # a graph of its own
+    onnx.save(model([node("Neg", ["x"], ["n"]), node("Relu", ["n"], ["y"])], {"x": x}, ["y"]),
+              tmp_path / "m.onnx")
+    (tmp_path / "set").mkdir()
+    for k in range(3):
+        np.save(tmp_path / "set" / f"{k}.npy", x + k)
+    (tmp_path / "cache").write_text("a file, not a folder")
+    monkeypatch.setenv("NPUKIT_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["validate", str(tmp_path / "m.onnx"), "--inputs", str(tmp_path / "set"),
+                 "--workers", "2"]) == 2
+    out, err = capsys.readouterr()
+    assert "FAILED" not in out and err.count("\n") == 1 and "cache" in err
