@@ -8,6 +8,7 @@ outside the tolerance (or an input failed to run), 0 otherwise.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..files import write_new
 from ..workers import MAX_WORKERS, check_scheduler
@@ -115,4 +116,8 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.plot:
         s.plot(args.plot)
         print(f"plot written to {args.plot}")
+    if s.failed:  # not computed is not "does not fit": the sweep failed
+        print(f"npukit sweep: {len(s.failed)} of {len(s.rows)} configurations failed to "
+              f"compute (FAILED rows)", file=sys.stderr)
+        return 1
     return 0

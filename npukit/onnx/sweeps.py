@@ -11,7 +11,7 @@ import csv
 import itertools
 from dataclasses import astuple, dataclass, fields
 
-from ..errors import NpukitError
+from ..errors import CapacityError, NpukitError, TilingError
 from ..machine import target
 from ..workers import run_units
 from .validation import model_bytes
@@ -37,6 +37,7 @@ class SweepRow:
     cycles: int | None
     weights_streamed: int | None  # bytes of operands streamed from L3 through L2
     microseconds: float | None = None  # the cycles as time at the target's clock
+    failed: bool = False  # never computed (an error, a worker lost): ``why_not`` says why
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,11 @@ class Sweep:
     on both L2 budget and cycles."""
 
     rows: tuple[SweepRow, ...]
+
+    @property
+    def failed(self) -> tuple[SweepRow, ...]:
+        """The rows that failed to compute: neither fits nor does not fit is known."""
+        return tuple(r for r in self.rows if r.failed)
 
     @property
     def pareto(self) -> tuple[SweepRow, ...]:
@@ -67,7 +73,9 @@ class Sweep:
             rows.append(f"{r.target:<8}{r.l1_budget:>8}{r.l2_budget:>9}"
                         f"{'default' if r.l3_budget is None else r.l3_budget:>10}  "
                         f"{used[0]:>8}{used[1]:>9}{used[2]:>9}{used[3]:>11}{us:>10}"
-                        f"{used[4]:>10}  " + ("yes" if r.fits else f"no: {r.why_not}"))
+                        f"{used[4]:>10}  " + ("yes" if r.fits else
+                                              f"FAILED to compute: {r.why_not}" if r.failed
+                                              else f"no: {r.why_not}"))
         for name in dict.fromkeys(r.target for r in self.rows):
             rows.append(f"({name}: {target(name).costs.caveat()})")
         return "\n".join(rows)
@@ -140,9 +148,13 @@ def plan_one(unit) -> SweepRow:
         g = load(onnx.load_from_string(data), target=target, l1_budget=l1, l2_budget=l2,
                  l3_budget=l3)
         cycles = g.run("sim", **random_inputs(g)).cycles
-    except NpukitError as exc:  # does not fit, or cannot be tiled: the row says why
+    except (CapacityError, TilingError) as exc:  # does not fit: the row says why
         return SweepRow(target, l1, l2, l3, False, str(exc).splitlines()[0], None, None, None,
                         None, None)
+    except NpukitError as exc:  # failed to compute (the model refused...): not "no"
+        return SweepRow(target, l1, l2, l3, False,
+                        f"{type(exc).__name__}: {str(exc).splitlines()[0]}", None, None, None,
+                        None, None, failed=True)
     mem = g.memory
     streamed = sum(g.tensors[t].size for layer in g.graph.layers for t in layer.streamed)
     return SweepRow(target, l1, l2, l3, True, "",
@@ -168,5 +180,6 @@ def sweep(model, l1: list[int], l2: list[int], l3: list[int | None] = (None,),
     outcomes = run_units(plan_one, [(data, *c) for c in combos], workers, scheduler,
                          label="npukit sweep")
     rows = tuple(o.value if o.ok else SweepRow(*c, False, o.error, None, None, None, None,
-                                               None) for c, o in zip(combos, outcomes))
+                                               None, failed=True)
+                 for c, o in zip(combos, outcomes))
     return Sweep(rows)

@@ -36,15 +36,41 @@ class InputError(NpukitError):
 
 
 def model_bytes(model) -> bytes:
-    """The serialized model of a path, bytes or an ``onnx.ModelProto``."""
+    """The serialized model of a path, bytes or an ``onnx.ModelProto``; a path's external
+    data is read from the model's folder, as ONNX reads it, and travels in the bytes."""
     if isinstance(model, bytes):
         return model
     if hasattr(model, "SerializeToString"):
         return model.SerializeToString()
     try:
-        return Path(model).read_bytes()
+        data = Path(model).read_bytes()
     except OSError as exc:
         raise NpukitError(f"model {str(model)!r}: cannot read it: {exc.strerror}") from None
+    return _with_external_data(data, Path(model))
+
+
+def _with_external_data(data: bytes, path: Path) -> bytes:
+    """``data`` with the tensors it keeps in external files read from ``path``'s folder
+    (never the current directory); ``data`` itself when it has none or is no ONNX model
+    (refused by the loader then)."""
+    import onnx
+    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+
+    try:
+        proto = onnx.load_from_string(data)
+    except Exception:  # noqa: BLE001 - not a model: the loader's refusal comes later
+        return data
+    tensors = [t for t in onnx.external_data_helper._get_all_tensors(proto)
+               if uses_external_data(t)]
+    if not tensors:
+        return data
+    try:
+        load_external_data_for_model(proto, str(path.resolve().parent))
+    except (OSError, ValueError, onnx.checker.ValidationError) as exc:
+        raise NpukitError(f"model {str(path)!r}: cannot read its external data from "
+                          f"{str(path.resolve().parent)!r}: {str(exc).splitlines()[0]}"
+                          ) from None
+    return proto.SerializeToString()
 
 
 # -- reading a data set -----------------------------------------------------------------------
@@ -310,6 +336,8 @@ def validate(model, inputs, reference=None, *, target: str = "gap8",
 
     if backend not in ("c", "sim"):
         raise NpukitError(f"backend={backend!r}: give 'c' or 'sim'")
+    if count is not None and count < 1:  # sets[:-1] would drop the last input silently
+        raise NpukitError(f"--count {count}: give the number of inputs to validate, 1 or more")
     data = model_bytes(model)
     import onnx
 
