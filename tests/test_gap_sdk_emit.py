@@ -295,6 +295,35 @@ def test_weights_streamed_from_flash_use_the_flash_calls(tmp_path):
     check_project(g.graph, folder)
 
 
+def activations_model(tmp_path: Path) -> Path:
+    """Two 3x3 convolutions on 32x32 planes: under a 20 KB L2 budget the activations live in
+    L3 RAM and every layer streams them."""
+    from onnx_helpers import model, node
+    x = RNG.normal(size=(1, 4, 32, 32)).astype(np.float32)
+    inits = {"w": (RNG.normal(size=(8, 4, 3, 3)) * 0.3).astype(np.float32),
+             "w2": (RNG.normal(size=(4, 8, 3, 3)) * 0.3).astype(np.float32)}
+    nodes = [node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), node("Relu", ["c"], ["r"]),
+             node("Conv", ["r", "w2"], ["y"], pads=[1, 1, 1, 1])]
+    return _save(tmp_path, model(nodes, {"x": x}, ["y"], inits, opset=13), "act.onnx")
+
+
+@pytest.mark.slow
+@needs_cc
+def test_activations_in_l3_ram_use_the_hyperram_calls(tmp_path):
+    """Activations the plan puts in L3 RAM: allocated with AT_HYPERRAM_ALLOC, streamed tile
+    by tile with AT_HYPERRAM_CL_COPY*, still the simulator's bytes and transfers."""
+    import npukit.onnx
+    path = activations_model(tmp_path)
+    g = npukit.onnx.load(path, l2_budget=20000, l1_budget=8000)
+    assert g.graph.memory["L3"].dynamic > 0
+    folder = tmp_path / "gap"
+    run_cli(path, folder, "--l2", "20000", "--l1", "8000")
+    c = kernels_text(g.graph, folder)
+    assert "AT_HYPERRAM_ALLOC(&HyperRam" in c and "AT_HYPERRAM_CL_COPY" in c
+    assert "AT_HYPERRAM_CL_WAIT(&HyperRam" in c
+    check_project(g.graph, folder)
+
+
 @pytest.mark.slow
 @needs_cc
 def test_the_emitted_sources_build_for_32_bits(tmp_path):
@@ -303,10 +332,14 @@ def test_the_emitted_sources_build_for_32_bits(tmp_path):
     if not _m32_works():
         pytest.skip("gcc -m32 cannot build here (install gcc-multilib for 32-bit builds)")
     import npukit.onnx
-    for make_model in (cnn_model, qdq_model):
+    for make_model, l1, l2 in ((cnn_model, None, None), (qdq_model, None, None),
+                               (big_dense_model, 8000, 20000),
+                               (activations_model, 8000, 20000)):
         path = make_model(tmp_path)
         folder = tmp_path / f"gap32-{path.stem}"
-        run_cli(path, folder)
+        budgets = ["--l1", str(l1), "--l2", str(l2)] if l1 else []
+        run_cli(path, folder, *budgets)
+        kw = {"l1_budget": l1, "l2_budget": l2} if l1 else {}
         # SSE arithmetic: the x87 unit's excess precision would round floats otherwise
-        check_project(npukit.onnx.load(path).graph, folder,
+        check_project(npukit.onnx.load(path, **kw).graph, folder,
                       cc="gcc -m32 -msse2 -mfpmath=sse")
