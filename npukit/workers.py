@@ -26,6 +26,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -247,6 +248,25 @@ def _on_pool(fn: Callable, units: list, n: int, progress: Progress) -> list[Outc
     return results
 
 
+def _call_on_dask(fn: Callable, unit, topic: str, index: int) -> Outcome:
+    """``_call(fn, unit)`` on a Dask worker, first telling the scheduler (and waiting for
+    it to know) that unit ``index`` started: a unit whose worker died before it began is
+    then told from one that was running."""
+    from distributed import get_client
+
+    get_client().log_event(topic, index)
+    return _call(fn, unit)
+
+
+def _not_started(index: int, started: set, error: str) -> Outcome:
+    """A unit Dask failed: "not started" when no worker ever began it (Dask reports the
+    units queued on a worker that died as killed too)."""
+    if index in started or not error.startswith("KilledWorker"):
+        return Outcome(False, error=error)
+    return Outcome(False, error="not started: the workers it was queued on died before "
+                   "any began it (Dask reports it as KilledWorker)")
+
+
 def _on_dask(fn: Callable, units: list, scheduler: str, progress: Progress) -> list[Outcome]:
     try:
         from distributed import Client, as_completed
@@ -262,15 +282,23 @@ def _on_dask(fn: Callable, units: list, scheduler: str, progress: Progress) -> l
     with client:
         # retries: a unit whose worker died runs again (Dask also moves units of a lost
         # worker); pure=False: equal units are still separate units.
-        futures = client.map(_call, [fn] * len(units), units, pure=False,
-                             retries=ATTEMPTS - 1)
+        topic = f"npukit-started-{uuid.uuid4().hex}"
+        n = len(units)
+        futures = client.map(_call_on_dask, [fn] * n, units, [topic] * n, range(n),
+                             pure=False, retries=ATTEMPTS - 1)
         index = {f.key: i for i, f in enumerate(futures)}
+        failed = []
         for fut in as_completed(futures):
             i = index[fut.key]
             try:
                 results[i] = fut.result()
             except Exception as exc:  # KilledWorker and the like: the unit is failed
+                failed.append(i)
                 results[i] = Outcome(False, error=f"{type(exc).__name__}: "
                                      f"{str(exc).splitlines()[0] if str(exc) else ''}")
             progress.step()
+        if failed:
+            started = {msg for _, msg in client.get_events(topic)}
+            for i in failed:
+                results[i] = _not_started(i, started, results[i].error)
     return results

@@ -114,3 +114,31 @@ def test_a_count_below_one_is_refused(tmp_path, capsys, count):
     assert main(["validate", str(_mm_path(tmp_path)), "--inputs", str(folder), "--count",
                  str(count)]) == 2
     assert f"--count {count}: give the number" in capsys.readouterr().err
+
+
+def _die_on_zero(unit):
+    import os
+    import time
+
+    if unit == 0:
+        os._exit(3)
+    time.sleep(0.2)
+    return unit
+
+
+@pytest.mark.slow  # a Dask cluster
+def test_dask_units_that_never_started_are_reported_not_started():
+    """Unit 0 kills its worker; unit 1, queued on that worker, never started: Dask calls
+    both killed, npukit says which one never began."""
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    from npukit.workers import run_units
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                     host="127.0.0.1", dashboard_address=None) as c:
+        outcomes = run_units(_die_on_zero, list(range(4)), None, c.scheduler_address)
+    assert outcomes[0].error.startswith("KilledWorker")
+    assert outcomes[1].error.startswith("not started: ")
+    assert [o.value for o in outcomes[2:]] == [2, 3]
