@@ -120,16 +120,49 @@ def _loop(cond_input: str, cond_body):
     return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
 
 
-def test_a_loop_without_a_condition_input_still_stops_on_its_bodys_condition():
+@pytest.mark.parametrize("cond_input", ["", "cond"], ids=["no-condition-input", "condition"])
+def test_a_loop_stops_on_its_bodys_condition_as_onnx_runtime(cond_input):
     """ONNX Runtime stops the loop when the body's condition is false, condition input or
-    not: npukit, which decides the iterations when the model is read, refuses it."""
+    not: i < 2 ends it after 3 of its 5 iterations (it ran all 5)."""
     stop = [h.make_node("Less", ["i", "two"], ["cond_out"])]
-    for cond_input in ("", "cond"):
-        with pytest.raises(ModelError, match=r"\(Loop\): the loop's condition is computed by "
-                                             r"its body"):
-            npukit.onnx.load(_loop(cond_input, stop))
-    # A body whose condition is a constant true runs the full trip count.
+    m = _loop(cond_input, stop)
+    m.graph.initializer.append(nh.from_array(np.array(2, np.int64), "two"))
+    _, _, outs = against_ort(m, {"x": X}, backends=("sim", "c"))
+    np.testing.assert_array_equal(outs["c"]["y"], X + 3)
+
+
+def test_a_loop_whose_condition_is_known_only_at_run_time_is_refused():
+    stop = [h.make_node("ReduceMax", ["y_in"], ["m"], keepdims=0),
+            h.make_node("Less", ["m", "ten"], ["cond_out"])]
+    m = _loop("", stop)
+    m.graph.initializer.append(nh.from_array(np.array(10, np.float32), "ten"))
+    with pytest.raises(ModelError, match=r"^node 'Loop' \(Loop\): the loop's condition is "
+                                         r"computed by its body from values known only at "
+                                         r"run time"):
+        npukit.onnx.load(m)
+
+
+def test_a_loop_whose_body_makes_its_condition_true_runs_its_trip_count():
     true = [h.make_node("Constant", [], ["cond_out"],
                         value=nh.from_array(np.array(True), "v"))]
     _, _, outs = against_ort(_loop("", true), {"x": X}, backends=("sim", "c"))
     np.testing.assert_array_equal(outs["c"]["y"], X + 5)
+
+
+def test_a_while_loop_of_huge_trip_count_stacks_the_iterations_it_ran():
+    """``for i in range(2**63 - 1) while i < 3``: 4 iterations, its scan output 4 rows."""
+    body = h.make_graph([h.make_node("Less", ["i", "three"], ["cond_out"]),
+                         h.make_node("Add", ["y_in", "one"], ["y_out"]),
+                         h.make_node("Mul", ["y_out", "two"], ["s_out"])], "body",
+                        [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL),
+                         vi("y_in", [3])], [vi("cond_out", [], TensorProto.BOOL),
+                                            vi("y_out", [3]), vi("s_out", [3])])
+    g = h.make_graph([h.make_node("Loop", ["M", "", "x"], ["y", "s"], body=body)],
+                     "m", [vi("x", [3])], [vi("y", [3]), vi("s", None)],
+                     [c("one", 1.0), c("two", 2.0),
+                      nh.from_array(np.array(2 ** 63 - 1, np.int64), "M"),
+                      nh.from_array(np.array(3, np.int64), "three")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    _, _, outs = against_ort(m, {"x": X}, backends=("sim", "c"))
+    np.testing.assert_array_equal(outs["c"]["y"], X + 4)
+    np.testing.assert_array_equal(outs["c"]["s"], 2 * (X + np.arange(1, 5)[:, None]))

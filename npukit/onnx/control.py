@@ -54,10 +54,10 @@ class _Writer:
     """Copies of a body's nodes under fresh names, and the constants they need: every name
     begins with ``base__``, a prefix no name of the model (``taken``) begins with."""
 
-    def __init__(self, node, consts: dict, taken: set[str]):
+    def __init__(self, node, consts: dict, taken: set[str], base: str | None = None):
         self.node, self.consts = node, consts
         raw = (node.name or node.op_type or "cf").replace("/", "_")
-        self.base = _fresh_base(raw, taken | set(consts))
+        self.base = base or _fresh_base(raw, taken | set(consts))
         self.nodes: list = []
 
     def const(self, name: str, value) -> str:
@@ -159,42 +159,101 @@ def _passthrough(body, names_in: str) -> bool:
 
 
 def _loop(node, consts: dict, w: _Writer, opset: int) -> None:
+    """A Loop of known trip count written out: at once when only the trip count ends it,
+    else one iteration at a time (``_step``), each ending on the body's condition as
+    ONNX Runtime does (condition input or not) once that condition has folded."""
     body = _attr(node, "body")
     trip = _known(node, consts, 0, "trip count")
     cond = _known(node, consts, 1, "condition")
     if trip is None:
         raise ModelError(f"{where(node)}: a loop without a trip count ends on a condition "
                          f"computed at run time; npukit writes out loops of known length")
-    # With or without a condition input, ONNX Runtime stops when the body's condition
-    # output is false.
-    if len(body.input) > 1 and not _passthrough(body, body.input[1].name):
-        raise ModelError(f"{where(node)}: the loop's condition is computed by its body; "
-                         f"npukit writes out loops that only their trip count ends")
+    ends = len(body.input) > 1 and not _passthrough(body, body.input[1].name)
     count = 0 if cond is not None and not bool(cond.reshape(-1)[0]) else int(trip.reshape(-1)[0])
-    if not 0 < count <= MAX_ITERATIONS:
+    if count <= 0 or (count > MAX_ITERATIONS and not ends):
         raise ModelError(f"{where(node)}: {count} iterations; npukit writes out loops of 1 to "
                          f"{MAX_ITERATIONS} iterations")
-    carried = [t for t in node.input[2:]]
-    n_carried = len(carried)
-    scans: list[list[str]] = [[] for _ in body.output[1 + n_carried:]]
+    carried = list(node.input[2:])
     cond_name = node.input[1] if len(node.input) > 1 and node.input[1] else \
         w.const("cond", np.array(True))
+    if ends:
+        _step(w, body, list(node.output), where(node), 0, count, carried, [], cond_name, opset)
+        return
+    scans: list[list[str]] = []
     for i in range(count):
-        bound = {body.input[0].name: w.const(f"i{i}", np.array(i, np.int64))}
-        if len(body.input) > 1:
-            bound[body.input[1].name] = cond_name
-        bound.update({vi.name: t for vi, t in zip(body.input[2:], carried)})
-        names = w.body(body, bound, f"it{i}")
-        out = [names.get(o.name, o.name) for o in body.output]
-        carried = out[1:1 + n_carried]
-        for s, t in zip(scans, out[1 + n_carried:]):
-            s.append(t)
-    for out, t in zip(node.output[:n_carried], carried):
+        _, carried, scans = _iteration(w, body, i, carried, scans, cond_name)
+    _loop_outputs(w, list(node.output), carried, scans, opset)
+
+
+def _iteration(w: _Writer, body, i: int, carried: list[str], scans: list[list[str]],
+               cond_name: str) -> tuple[str, list[str], list[list[str]]]:
+    """Iteration ``i`` of a Loop's ``body`` written out: (its condition output, its carried
+    values, the scan outputs of the iterations so far, one list per iteration)."""
+    bound = {body.input[0].name: w.const(f"i{i}", np.array(i, np.int64))}
+    if len(body.input) > 1:
+        bound[body.input[1].name] = cond_name
+    bound.update({vi.name: t for vi, t in zip(body.input[2:], carried)})
+    names = w.body(body, bound, f"it{i}")
+    out = [names.get(o.name, o.name) for o in body.output]
+    return out[0], out[1:1 + len(carried)], [*scans, out[1 + len(carried):]]
+
+
+def _loop_outputs(w: _Writer, outputs: list[str], carried: list[str],
+                  scans: list[list[str]], opset: int) -> None:
+    """A Loop's outputs: its last carried values, its scan outputs stacked."""
+    for out, t in zip(outputs[:len(carried)], carried):
         if out:
             w.add("Identity", [t], out)
-    for out, parts in zip(node.output[n_carried:], scans):
+    for k, out in enumerate(outputs[len(carried):]):
         if out:
-            w.stack(parts, 0, out, opset)
+            w.stack([it[k] for it in scans], 0, out, opset)
+
+
+NEXT = ("LoopNext", "npukit.control")  # the rest of a Loop, decided after an iteration
+
+
+def _step(w: _Writer, body, outputs: list[str], who: str, i: int, count: int,
+          carried: list[str], scans: list[list[str]], cond_name: str, opset: int) -> None:
+    """Iteration ``i`` written out, then the Loop's outputs when it is the last of
+    ``count``, else a ``NEXT`` node that ``_next`` reads once the iteration's condition has
+    folded (its inputs: the condition and the carried values)."""
+    if i >= MAX_ITERATIONS:
+        raise ModelError(f"{who}: its condition is still true after {MAX_ITERATIONS} "
+                         f"iterations; npukit writes out loops of 1 to {MAX_ITERATIONS} "
+                         f"iterations")
+    cond_out, carried, scans = _iteration(w, body, i, carried, scans, cond_name)
+    if i + 1 == count:
+        _loop_outputs(w, outputs, carried, scans, opset)
+        return
+    from onnx import AttributeProto, helper
+
+    flat = [t for it in scans for t in it]
+    nxt = helper.make_node(NEXT[0], [cond_out, *carried], outputs, name=f"{w.base}__next{i + 1}",
+                           domain=NEXT[1], body=body, base=w.base, iteration=i + 1,
+                           count=count, who=who)
+    nxt.attribute.append(helper.make_attribute("scans", flat,
+                                               attr_type=AttributeProto.STRINGS))
+    w.nodes.append(nxt)
+
+
+def _next(node, consts: dict, w: _Writer, opset: int) -> None:
+    """The rest of a Loop after an iteration (a ``NEXT`` node of ``_step``): its outputs
+    when the iteration's condition is false, else the next iteration."""
+    a = {k: _attr(node, k) for k in ("body", "iteration", "count", "who", "scans")}
+    who = a["who"].decode()
+    if node.input[0] not in consts:
+        raise ModelError(f"{who}: the loop's condition is computed by its body from values "
+                         f"known only at run time; npukit writes out loops whose iterations "
+                         f"are known when the model is read")
+    carried = list(node.input[1:])
+    body, i = a["body"], a["iteration"]
+    per = len(body.output) - 1 - len(carried)
+    flat = [t.decode() for t in a["scans"]]
+    scans = [flat[k * per:(k + 1) * per] for k in range(i)]
+    if not bool(np.asarray(consts[node.input[0]]).reshape(-1)[0]):
+        _loop_outputs(w, list(node.output), carried, scans, opset)
+        return
+    _step(w, body, list(node.output), who, i, a["count"], carried, scans, node.input[0], opset)
 
 
 def _scan(node, consts: dict, w: _Writer, infos: dict, opset: int) -> None:
@@ -251,8 +310,11 @@ def unroll(node, consts: dict, infos: dict, opset: int, taken: set[str]) -> list
     constants they need join ``consts``. Their names begin with a prefix no name in
     ``taken`` (every name of the model, nested graphs included) begins with, and join it.
     ``ModelError`` when the control flow depends on values known only at run time."""
-    w = _Writer(node, consts, taken)
-    if node.op_type == "If":
+    nxt = (node.op_type, node.domain) == NEXT
+    w = _Writer(node, consts, taken, _attr(node, "base").decode() if nxt else None)
+    if nxt:
+        _next(node, consts, w, opset)
+    elif node.op_type == "If":
         _if(node, consts, w)
     elif node.op_type == "Loop":
         _loop(node, consts, w, opset)
