@@ -46,6 +46,9 @@ from .scalar import (
 PI = math.pi
 LN2 = math.log(2)
 BIG = 4096.0  # from here asinh x and acosh x are log(2x) to float32's precision
+# asinh x = x + x * s * ASINH_POLY(s), s = x*x: (-1)^k (2k)! / (4^k (k!)^2 (2k+1)), k >= 1.
+ASINH_POLY = tuple((-1) ** k * math.factorial(2 * k) / (4 ** k * math.factorial(k) ** 2
+                                                         * (2 * k + 1)) for k in range(1, 5))
 # Abramowitz and Stegun 7.1.26: erf(a) = 1 - t * P(t) * exp(-a*a), t = 1 / (1 + p*a).
 ERF_P = 0.3275911
 ERF_POLY = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
@@ -109,15 +112,19 @@ def cosh(m, x):
 
 
 def asinh(m, x):
-    """``log(a + sqrt(a*a + 1))``, ``log(a) + ln 2`` from ``BIG`` (no overflow of a*a)."""
+    """``log(a + sqrt(a*a + 1))``, ``log(a) + ln 2`` from ``BIG`` (no overflow of a*a), the
+    Taylor series to x**9 below 1/8 (relative accuracy near 0)."""
     a = abs_(m, x)
     v = m.where(a < BIG, log(m, a + sqrt(m, a * a + 1.0)), log(m, a) + LN2)
-    return odd(m, x, m.where(x < 0.0, -v, v))
+    s = x * x
+    small = x + x * (s * horner(s, ASINH_POLY))
+    return odd(m, x, m.where(a < 0.125, small, m.where(x < 0.0, -v, v)))
 
 
 def acosh(m, x):
-    """``log(x + sqrt(x*x - 1))``, ``log(x) + ln 2`` from ``BIG``; NaN below 1."""
-    v = m.where(x < BIG, log(m, x + sqrt(m, x * x - 1.0)), log(m, x) + LN2)
+    """``log(x + sqrt((x - 1) * (x + 1)))`` (x - 1 exact near 1, where x*x - 1 cancels),
+    ``log(x) + ln 2`` from ``BIG``; NaN below 1."""
+    v = m.where(x < BIG, log(m, x + sqrt(m, (x - 1.0) * (x + 1.0))), log(m, x) + LN2)
     return m.where(x < 1.0, np.nan, v)
 
 
