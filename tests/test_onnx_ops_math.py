@@ -330,6 +330,8 @@ def test_nan_passes_with_its_bits_as_onnx_runtime():
     for k in outs[:len(ops)]:
         assert c[k].tobytes() == ref[k].tobytes(), (k, c[k].view(np.uint32), ref[k].view(
             np.uint32))
+    # (Max and Min of +0 and -0: ONNX Runtime's sign depends on the length of the data, its
+    # vector loop and its tail disagreeing; not checked.)
     for k in ("mx", "mn"):
         assert np.array_equal(np.isnan(c[k]), np.isnan(ref[k])), k
         assert np.array_equal(c[k], ref[k], equal_nan=True), k
