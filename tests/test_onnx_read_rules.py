@@ -166,3 +166,18 @@ def test_a_while_loop_of_huge_trip_count_stacks_the_iterations_it_ran():
     _, _, outs = against_ort(m, {"x": X}, backends=("sim", "c"))
     np.testing.assert_array_equal(outs["c"]["y"], X + 4)
     np.testing.assert_array_equal(outs["c"]["s"], 2 * (X + np.arange(1, 5)[:, None]))
+
+
+def test_names_of_resolved_sequences_never_collide_with_the_models():
+    """SplitToSequence's pieces of ``s`` would be ``s__0``, ``s__1``: the model has an
+    ``s__0`` of its own (x + 100)."""
+    g = h.make_graph(
+        [h.make_node("Add", ["x", "hundred"], ["s__0"]),
+         h.make_node("SplitToSequence", ["x"], ["s"], axis=0, keepdims=1),
+         h.make_node("SequenceAt", ["s", "zero"], ["first"]),
+         h.make_node("Add", ["first", "s__0"], ["y"])],
+        "m", [vi("x", [3])], [vi("y", [3])],
+        [c("hundred", 100.0), nh.from_array(np.array(0, np.int64), "zero")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    _, _, outs = against_ort(m, {"x": X}, backends=("sim", "c"))
+    np.testing.assert_array_equal(outs["c"]["y"], X[0] + X + 100)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
+from .control import names_in
 from .operands import where
 
 SEQUENCE_OPS = {"SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase",
@@ -71,8 +72,19 @@ def resolve(model) -> dict[str, np.ndarray]:
         pass
     seqs: dict[str, list[str]] = {}
     nodes, inits = [], []
+    taken = names_in(g.node) | set(consts) | {vi.name for vi in g.input}
+
+    def fresh(name: str) -> str:
+        """``name``, or ``name_1``, ``name_2``...: the first no tensor of the model has."""
+        out, k = name, 0
+        while out in taken:
+            k += 1
+            out = f"{name}_{k}"
+        taken.add(out)
+        return out
 
     def const(name: str, value) -> str:
+        name = fresh(name)
         inits.append(numpy_helper.from_array(np.asarray(value), name))
         return name
 
@@ -124,7 +136,7 @@ def resolve(model) -> dict[str, np.ndarray]:
                     raise ModelError(f"{where(node)}: concatenates an empty sequence")
                 axis = int(attrs["axis"])
                 if attrs.get("new_axis", 0):
-                    parts = [f"{out}__{k}" for k in range(len(items))]
+                    parts = [fresh(f"{out}__{k}") for k in range(len(items))]
                     nodes += [axes_node("Unsqueeze", t, u, axis)
                               for t, u in zip(items, parts)]
                     items = parts
@@ -159,9 +171,9 @@ def resolve(model) -> dict[str, np.ndarray]:
             if sum(sizes) != size or min(sizes, default=0) < 0:
                 raise ModelError(f"{where(node)}: split sizes {sizes} do not cut the "
                                  f"{size} elements of {x!r} along axis {axis}")
-            parts = [f"{out}__{k}" for k in range(len(sizes))]
+            parts = [fresh(f"{out}__{k}") for k in range(len(sizes))]
             keep = split is not None or attrs.get("keepdims", 1)
-            cut = parts if keep else [f"{p}__kept" for p in parts]
+            cut = parts if keep else [fresh(f"{p}__kept") for p in parts]
             if as_inputs:
                 nodes.append(helper.make_node(
                     "Split", [x, const(f"{out}__split", np.array(sizes, np.int64))], cut,
