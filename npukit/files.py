@@ -128,6 +128,19 @@ def make_folder(path, option: str) -> Path:
     return p
 
 
+def new_folder(path, option: str) -> Path:
+    """Create folder ``path`` (its parent exists): refused when anything is there already
+    (a link planted since the check is never followed)."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        raise FileRefused(f"{option} {str(path)!r}: exists already; npukit replaces "
+                          f"nothing") from None
+    except OSError as exc:
+        raise FileRefused(f"{option} {str(path)!r}: cannot create it: {exc.strerror}") from None
+    return Path(path)
+
+
 def write_new(path, data: bytes | str, option: str) -> Path:
     """Create file ``path`` holding ``data``: refused when anything (a file, a link) is
     there already; a symlink is never followed."""

@@ -138,3 +138,13 @@ def test_arrays_read_back_as_numpy_writes_them(tmp_path):
     seen = []
     got = read_arrays(tmp_path / "b.npy", "--input", check=lambda *h: seen.append(h))
     assert np.array_equal(got[""], b) and seen == [("", (3, 3), np.dtype("float64"))]
+
+
+def test_a_subfolder_is_created_not_taken_over(tmp_path):
+    from npukit.files import new_folder
+
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", tmp_path / "inputs")
+    with pytest.raises(FileRefused, match="exists already"):
+        new_folder(tmp_path / "inputs", "--emit")
+    assert new_folder(tmp_path / "expected", "--emit").is_dir()

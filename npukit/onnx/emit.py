@@ -281,7 +281,7 @@ def emit(g, directory, inputs: dict[str, np.ndarray] | None = None,
     """Write the project for OnnxGraph ``g`` into ``directory``; ``inputs`` (by ONNX name)
     go to ``inputs/``, and what npukit's C back end computes for them to ``expected/``
     (``expected`` gives them when already computed). Returns the directory."""
-    from ..files import make_folder, write_new
+    from ..files import make_folder, new_folder, write_new
     from .check import random_inputs
 
     for n, p in list(g.inputs.items()) + list(g.outputs.items()):  # before writing anything
@@ -301,7 +301,7 @@ def emit(g, directory, inputs: dict[str, np.ndarray] | None = None,
     write_new(folder / "main.c", main_c(g), "--emit")
     stems = npy_stems(g)
     for sub, arrays in (("inputs", inputs), ("expected", expected)):
-        (folder / sub).mkdir()
+        new_folder(folder / sub, "--emit")
         for n, a in arrays.items():
             write_npy(folder / sub / f"{stems[n]}.npy", a)
     checks = "\n".join(f"\tcmp outputs/{stems[n]}.npy expected/{stems[n]}.npy"
