@@ -232,3 +232,12 @@ def test_an_unusable_cache_is_one_refusal_before_any_worker(tmp_path, monkeypatc
                  "--workers", "2"]) == 2
     out, err = capsys.readouterr()
     assert "FAILED" not in out and err.count("\n") == 1 and "cache" in err
+
+
+def test_run_prints_a_crafted_output_name_escaped(tmp_path, capsys):
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    evil = "y\x1b[2K\r"
+    onnx.save(model([node("Relu", ["x"], [evil])], {"x": x}, [evil]), tmp_path / "m.onnx")
+    assert main(["run", str(tmp_path / "m.onnx"), "--check", "--no-cycles"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out and repr(evil) in out

@@ -53,9 +53,20 @@ class Comparison:
             unit = f" ({self.max_abs / self.step:.3g} LSB of {self.step:.3g})"
         tol = f"<= {INT_TOL} LSB" if self.integer or self.step else \
             f"<= {FLOAT_TOL:g} relative"
-        return (f"{self.name}: max abs error {self.max_abs:.3g}{unit}, max relative "
+        return (f"{shown(self.name)}: max abs error {self.max_abs:.3g}{unit}, max relative "
                 f"{self.max_rel:.3g}, bit-exact {100 * self.exact:.2f}% "
                 f"({'within' if self.within else 'OUTSIDE'} {tol})")
+
+
+def shown(name: str) -> str:
+    """A tensor or file name for the terminal: as is when every character is printable,
+    else its ``repr`` (a control character in a crafted name cannot move the cursor or erase
+    a line).
+
+    >>> print(shown("y"), shown("y" + chr(27) + "[2K" + chr(13)))
+    y 'y\\x1b[2K\\r'
+    """
+    return name if name.isprintable() else repr(name)
 
 
 def compare(name: str, ours: np.ndarray, ref: np.ndarray,

@@ -294,6 +294,8 @@ def refuse_plan_options(args: argparse.Namespace) -> None:
 
 def _host_run(args: argparse.Namespace, g, inputs: dict) -> int:
     """Compile the graph's C, run it, print the outputs; ``--check``, ``--emit``."""
+    from .check import shown
+
     _progress("compiling the C and running it")
     t0 = time.perf_counter()
     res = g.run("c", **inputs)
@@ -303,8 +305,9 @@ def _host_run(args: argparse.Namespace, g, inputs: dict) -> int:
           f"({total:.2f} s with compiling or loading the C)")
     for name, a in res.outputs.items():
         flat = a.reshape(-1)
-        print(f"  {name}: {a.dtype} {list(a.shape)}, min {flat.min():.6g}, max {flat.max():.6g}, "
-              f"first {np.array2string(flat[:4], precision=5, separator=', ')}")
+        first = np.array2string(flat[:4], precision=5, separator=", ")
+        print(f"  {shown(name)}: {a.dtype} {list(a.shape)}, min {flat.min():.6g}, "
+              f"max {flat.max():.6g}, first {first}")
     status = _check(args.model, g, inputs, res.outputs) if args.check else 0
     if args.emit and args.sdk == "gap":
         from .emit_gap import emit as emit_gap
