@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import NpukitError
 from ..workers import run_units
-from .check import compare, ort_session
+from .check import compare, ort_session, shown
 
 WORST = 5  # inputs named as the worst of each output
 
@@ -215,12 +215,12 @@ class OutputStats:
 
     def __str__(self) -> str:
         top = "" if self.top1 is None else f", top-1 agreement {100 * self.top1:.2f}%"
-        # Names printed as repr, as ``npukit run`` prints them: a crafted file or node name
-        # cannot move the cursor or erase a line of the verdict.
-        worst = ", ".join(f"{n!r} ({e:.3g})" for n, e in self.worst) or "none differ"
+        # Names printed as ``npukit run`` prints them (``shown``): a crafted file or node
+        # name cannot move the cursor or erase a line of the verdict.
+        worst = ", ".join(f"{shown(n)} ({e:.3g})" for n, e in self.worst) or "none differ"
         mark = "" if self.against == "reference" else \
             f"  [{'within' if self.within else 'OUTSIDE'} tolerance]"
-        return (f"{self.output!r} vs ONNX Runtime on the {self.against}: bit-exact "
+        return (f"{shown(self.output)} vs ONNX Runtime on the {self.against}: bit-exact "
                 f"{100 * self.exact:.2f}% of elements, {100 * self.inputs_exact:.2f}% of "
                 f"inputs; max abs error {self.max_abs:.3g}, max relative {self.max_rel:.3g}"
                 f"{top}; worst: {worst}{mark}")
@@ -257,7 +257,7 @@ class Validation:
         rows = [f"Validated on {self.count} inputs"
                 + (f" ({len(self.failed)} FAILED to run)" if self.failed else "") + ":"]
         rows += [f"  {s}" for s in self.outputs]
-        rows += [f"  input {n!r}: {repr(why)[1:-1]}" for n, why in self.failed]
+        rows += [f"  input {shown(n)}: {shown(why)}" for n, why in self.failed]
         if self.cycles:
             lo, hi = min(self.cycles), max(self.cycles)
             time = "" if not self.clock_mhz else \
