@@ -232,7 +232,7 @@ def _on_pool(fn: Callable, units: list, n: int, progress: Progress) -> list[Outc
                 proc, index = busy.pop(conn)
                 try:
                     results[index] = conn.recv()
-                except EOFError:  # the process died running this unit
+                except (EOFError, OSError):  # the process died running this unit
                     died(conn, proc, index)
                     continue
                 progress.step()

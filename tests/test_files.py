@@ -148,3 +148,11 @@ def test_a_subfolder_is_created_not_taken_over(tmp_path):
     with pytest.raises(FileRefused, match="exists already"):
         new_folder(tmp_path / "inputs", "--emit")
     assert new_folder(tmp_path / "expected", "--emit").is_dir()
+
+
+def test_the_python_api_reads_no_fifo_as_a_model(tmp_path):
+    from npukit.onnx.validation import model_bytes
+
+    os.mkfifo(tmp_path / "m.onnx")
+    with pytest.raises(FileRefused, match="a FIFO"):
+        model_bytes(tmp_path / "m.onnx")

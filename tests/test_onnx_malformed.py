@@ -71,3 +71,18 @@ def test_emit_of_other_input_and_output_types(tmp_path, capsys, dt):
         r = subprocess.run(["make", "-s", "-C", str(tmp_path / "e"), "check"],
                            capture_output=True, text=True)
         assert r.returncode == 0 and "outputs identical" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("which", ["trip", "cond"])
+def test_loop_with_an_empty_trip_count_or_condition(which):
+    body = h.make_graph([node("Identity", ["c_in"], ["c_out"]), node("Neg", ["v_in"], ["v_out"])],
+                        "b", [h.make_tensor_value_info("i", T.INT64, []),
+                              h.make_tensor_value_info("c_in", T.BOOL, []),
+                              h.make_tensor_value_info("v_in", T.FLOAT, [1, 4])],
+                        [h.make_tensor_value_info("c_out", T.BOOL, []),
+                         h.make_tensor_value_info("v_out", T.FLOAT, [1, 4])])
+    trip = np.zeros((0,), np.int64) if which == "trip" else np.array(3, np.int64)
+    cond = np.zeros((0,), bool) if which == "cond" else np.array(True)
+    m = model([node("Loop", ["n", "c", "x"], ["y"], body=body)], {"x": X}, ["y"],
+              {"n": trip, "c": cond})
+    _refused(m, r"holds 0 values|differ in rank")  # ONNX shape inference may say it first

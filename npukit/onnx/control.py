@@ -129,14 +129,15 @@ def _known(node, consts: dict, k: int, what: str):
         raise ModelError(f"{where(node)}: its {what} {node.input[k]!r} must be a constant to "
                          f"decide the control flow when the model is read; give it to "
                          f"npukit.onnx.load(..., constants=...) if it is a graph input")
-    return np.asarray(consts[node.input[k]])
+    value = np.asarray(consts[node.input[k]])
+    if value.size != 1:
+        raise ModelError(f"{where(node)}: its {what} {node.input[k]!r} holds {value.size} "
+                         f"values {list(value.shape)}; {node.op_type} takes one")
+    return value
 
 
 def _if(node, consts: dict, w: _Writer) -> None:
     cond = _known(node, consts, 0, "condition")
-    if cond.size != 1:
-        raise ModelError(f"{where(node)}: its condition {node.input[0]!r} holds {cond.size} "
-                         f"values {list(cond.shape)}; If takes one boolean")
     branch = _attr(node, "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch")
     names = w.body(branch, {}, "then" if bool(cond.reshape(-1)[0]) else "else")
     for out, res in zip(node.output, branch.output):
@@ -250,7 +251,11 @@ def _next(node, consts: dict, w: _Writer, opset: int) -> None:
     per = len(body.output) - 1 - len(carried)
     flat = [t.decode() for t in a["scans"]]
     scans = [flat[k * per:(k + 1) * per] for k in range(i)]
-    if not bool(np.asarray(consts[node.input[0]]).reshape(-1)[0]):
+    cond = np.asarray(consts[node.input[0]])
+    if cond.size != 1:
+        raise ModelError(f"{who}: the condition its body computes holds {cond.size} values "
+                         f"{list(cond.shape)} after iteration {i}; Loop takes one boolean")
+    if not bool(cond.reshape(-1)[0]):
         _loop_outputs(w, list(node.output), carried, scans, opset)
         return
     _step(w, body, list(node.output), who, i, a["count"], carried, scans, node.input[0], opset)

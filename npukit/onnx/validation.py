@@ -42,8 +42,10 @@ def model_bytes(model) -> bytes:
         return model
     if hasattr(model, "SerializeToString"):
         return model.SerializeToString()
+    from ..files import regular_file
+
     try:
-        data = Path(model).read_bytes()
+        data = regular_file(model, "model").read_bytes()  # never a FIFO or a device
     except OSError as exc:
         raise NpukitError(f"model {str(model)!r}: cannot read it: {exc.strerror}") from None
     return _with_external_data(data, Path(model))
