@@ -236,32 +236,38 @@ def _read_data(f, shape, dtype, fortran, where: str) -> np.ndarray:
 
 
 def read_arrays(path, option: str, budget: int = ARRAY_BUDGET,
-                check: Callable | None = None) -> dict[str, np.ndarray]:
+                check: Callable | None = None, want: str | None = None) -> dict[str, np.ndarray]:
     """The arrays of a ``.npy`` file (named ``""``) or of a ``.npz`` file (by member name),
     every header read and checked first: an object dtype, a total above ``budget`` bytes, or
-    what ``check(name, shape, dtype)`` raises refuses the file before any data is read. A
-    malformed file (not a zip, a bad CRC, a truncated member) is a one-line ``FileRefused``
-    naming ``option`` and the file."""
+    what ``check(name, shape, dtype)`` (called first) raises refuses the file before any
+    data is read. A malformed file (not a zip, a bad CRC, a truncated member) is a one-line
+    ``FileRefused`` naming ``option`` and the file. ``want``: of a ``.npz``, only the member
+    of that name (or its only member) is read."""
     p = regular_file(path, option)
     where = f"{option} {str(path)!r}"
     try:
         with open(p, "rb") as f:
             if f.read(4) == b"PK\x03\x04":
-                return _npz(p, where, budget, check)
+                return _npz(p, where, budget, check, want)
             f.seek(0)
             shape, dtype, fortran = _npy_header(f, where)
-            _budgeted(where, shape, dtype, 0, budget)
             if check is not None:
                 check("", shape, dtype)
+            _budgeted(where, shape, dtype, 0, budget)
             return {"": _read_data(f, shape, dtype, fortran, where)}
     except OSError as exc:
         raise FileRefused(f"{where}: cannot read it: {exc.strerror or exc}") from None
 
 
-def _npz(p: Path, where: str, budget: int, check) -> dict[str, np.ndarray]:
+def _npz(p: Path, where: str, budget: int, check, want) -> dict[str, np.ndarray]:
     try:
         with zipfile.ZipFile(p) as z:
             members = [i for i in z.infolist() if not i.is_dir()]
+            if want is not None and len(members) > 1:
+                members = [i for i in members if i.filename == f"{want}.npy"]
+                if not members:
+                    held = sorted(i.filename.removesuffix(".npy") for i in z.infolist())
+                    raise FileRefused(f"{where}: holds {held}, none named {want!r}")
             heads, spent = {}, 0
             for info in members:
                 if not info.filename.endswith(".npy"):
@@ -269,9 +275,9 @@ def _npz(p: Path, where: str, budget: int, check) -> dict[str, np.ndarray]:
                 name = info.filename[:-4]
                 with z.open(info) as f:
                     head = _npy_header(f, f"{where} member {name!r}")
-                spent = _budgeted(f"{where} member {name!r}", head[0], head[1], spent, budget)
                 if check is not None:
                     check(name, head[0], head[1])
+                spent = _budgeted(f"{where} member {name!r}", head[0], head[1], spent, budget)
                 heads[name] = (info, head)
             out = {}
             for name, (info, (shape, dtype, fortran)) in heads.items():

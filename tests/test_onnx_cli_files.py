@@ -241,3 +241,16 @@ def test_run_prints_a_crafted_output_name_escaped(tmp_path, capsys):
     assert main(["run", str(tmp_path / "m.onnx"), "--check", "--no-cycles"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\r" not in out and repr(evil) in out
+
+
+def test_an_input_is_read_alone_from_an_npz_holding_every_input(tmp_path, capsys):
+    a = np.ones((1, 64), np.float32)
+    b = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    onnx.save(model([node("Add", ["a", "b"], ["y"])], {"a": a, "b": b}, ["y"]),
+              tmp_path / "m.onnx")
+    np.savez(tmp_path / "all.npz", a=a, b=b)  # b: 64 times a's bytes and more
+    assert main(["run", str(tmp_path / "m.onnx"), "--input", f"a={tmp_path / 'all.npz'}",
+                 "--input", f"b={tmp_path / 'all.npz'}", "--no-cycles"]) == 0
+    np.savez(tmp_path / "two.npz", c=a, d=b)
+    _refused(capsys, ["run", str(tmp_path / "m.onnx"), "--input", f"a={tmp_path / 'two.npz'}"],
+             "none named 'a'")

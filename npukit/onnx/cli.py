@@ -116,13 +116,13 @@ def _read_array(spec: str, name: str, path: str, port) -> np.ndarray:
     want = (np.dtype(port.dtype), tuple(port.shape))
     option = f"--input {spec!r}:"
 
-    def check(member, shape, dtype):
-        if member in ("", name) and (dtype, tuple(shape)) != want:
+    def check(member, shape, dtype):  # the one array read: the input's, or the only one
+        if (dtype, tuple(shape)) != want:
             raise NpukitError(f"--input {spec!r}: input {name!r} is {port.dtype} "
                               f"{tuple(port.shape)}, the file holds {dtype} {tuple(shape)}")
 
     nbytes = int(np.prod(port.shape, dtype=np.int64)) * np.dtype(port.dtype).itemsize
-    data = read_arrays(path, option.rstrip(":"), budget=max(nbytes, 1) * 64, check=check)
+    data = read_arrays(path, option.rstrip(":"), budget=max(nbytes, 1), check=check, want=name)
     if "" in data:
         return data[""]
     if name in data:
