@@ -39,7 +39,7 @@ import numpy as np
 from .errors import NpukitError
 
 # What one ``read_arrays`` call reads at most when its caller gives no budget (bytes).
-ARRAY_BUDGET = 1 << 30
+ARRAY_BUDGET = 2 << 30
 
 
 class FileRefused(NpukitError):
