@@ -32,10 +32,13 @@ def tiny(tmp_path):
     return tmp_path
 
 
-def _refused(capsys, argv, text):
+def _refused(capsys, argv, text, quiet=False):
+    """``npukit argv`` exits 2 with one line holding ``text``; ``quiet``: nothing ran (no
+    output on stdout)."""
     assert main(argv) == 2
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert err.count("\n") == 1 and text in err, err
+    assert not quiet or out == "", out
     return err
 
 
@@ -65,8 +68,8 @@ def test_no_output_replaces_the_model_or_an_existing_file(tiny, capsys):
 def test_a_bad_output_path_is_found_before_the_run(tiny, capsys):
     # The plot's folder is missing: refused before any plan runs (nothing on stdout).
     err = _refused(capsys, ["sweep", str(tiny / "m.onnx"), "--l1", "8000", "--l2", "64K",
-                            "--plot", str(tiny / "no" / "p.png")], "does not exist")
-    assert "--plot" in err and capsys.readouterr().out == ""
+                            "--plot", str(tiny / "no" / "p.png")], "does not exist", quiet=True)
+    assert "--plot" in err
     _refused(capsys, ["validate", str(tiny / "m.onnx"), "--inputs", str(tiny / "x.npy"),
                       "--json", str(tiny / "no" / "v.json")], "does not exist")
 
@@ -254,3 +257,9 @@ def test_an_input_is_read_alone_from_an_npz_holding_every_input(tmp_path, capsys
     np.savez(tmp_path / "two.npz", c=a, d=b)
     _refused(capsys, ["run", str(tmp_path / "m.onnx"), "--input", f"a={tmp_path / 'two.npz'}"],
              "none named 'a'")
+
+
+def test_a_sweep_of_a_file_that_is_no_model_is_one_refusal(tmp_path, capsys):
+    (tmp_path / "m.onnx").write_bytes(b"\x08\x07garbage\xff\xff")
+    _refused(capsys, ["sweep", str(tmp_path / "m.onnx"), "--l1", "4000,8000", "--l2",
+                      "16K,64K", "--workers", "2"], "is not an ONNX model", quiet=True)

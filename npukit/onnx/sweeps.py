@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import itertools
 from dataclasses import astuple, dataclass, fields
+from pathlib import Path
 
 from ..errors import CapacityError, NpukitError, TilingError
 from ..machine import target
@@ -162,6 +163,18 @@ def plan_one(unit) -> SweepRow:
                     cycles, streamed, round(cycles / g.target.clock_mhz, 3))
 
 
+def _parses(data: bytes, model) -> None:
+    """Refuse bytes that are no ONNX model, naming the model."""
+    import onnx
+
+    try:
+        onnx.load_from_string(data)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and friends
+        name = str(model) if isinstance(model, (str, Path)) else "the model"
+        raise NpukitError(f"{name!r} is not an ONNX model: {str(exc).splitlines()[0]}") \
+            from None
+
+
 def sweep(model, l1: list[int], l2: list[int], l3: list[int | None] = (None,),
           targets: list[str] = ("gap8",), *, workers: int | None = None,
           scheduler: str | None = None) -> Sweep:
@@ -175,6 +188,7 @@ def sweep(model, l1: list[int], l2: list[int], l3: list[int | None] = (None,),
     for t in targets:  # a target the tiler cannot plan on refuses the sweep, not each row
         tiler_target(t)
     data = model_bytes(model)
+    _parses(data, model)  # a file that is no model refuses the sweep once, not each row
     combos = sorted(itertools.product(targets, l1, l2, l3),
                     key=lambda c: (c[0], c[1], c[2], -1 if c[3] is None else c[3]))
     outcomes = run_units(plan_one, [(data, *c) for c in combos], workers, scheduler,
