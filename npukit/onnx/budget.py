@@ -24,7 +24,7 @@ from ..errors import ModelError
 from .control import MAX_ITERATIONS
 
 # The most nodes unrolling and inlining may add to a model (docs/onnx.md, Reference).
-MAX_EXPANDED_NODES = 1 << 16
+MAX_EXPANDED_NODES = 1 << 14  # 16384 nodes: about 80 s of reading and planning
 
 
 def _graphs(node) -> list:
