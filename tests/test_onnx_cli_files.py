@@ -263,3 +263,10 @@ def test_a_sweep_of_a_file_that_is_no_model_is_one_refusal(tmp_path, capsys):
     (tmp_path / "m.onnx").write_bytes(b"\x08\x07garbage\xff\xff")
     _refused(capsys, ["sweep", str(tmp_path / "m.onnx"), "--l1", "4000,8000", "--l2",
                       "16K,64K", "--workers", "2"], "is not an ONNX model", quiet=True)
+
+
+def test_a_trace_inside_the_emit_folder_is_refused_before_the_run(tiny, capsys):
+    (tiny / "proj").mkdir()
+    _refused(capsys, ["run", str(tiny / "m.onnx"), "--emit", str(tiny / "proj"), "--trace",
+                      str(tiny / "proj" / "t.json")], "inside --emit", quiet=True)
+    assert not any((tiny / "proj").iterdir())

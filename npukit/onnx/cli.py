@@ -20,6 +20,7 @@ import contextlib
 import os
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -272,10 +273,16 @@ def check_paths(args: argparse.Namespace) -> None:
     from ..files import check_folder, check_output
 
     inputs = model_inputs(args)
+    emit = getattr(args, "emit", None)
     for option in ("trace", "json", "csv", "plot"):
         if getattr(args, option, None):
-            check_output(getattr(args, option), f"--{option}", inputs)
-    if getattr(args, "emit", None):
+            path = getattr(args, option)
+            if emit and os.path.abspath(emit) in map(str, Path(path).absolute().parents):
+                raise NpukitError(f"--{option} {path!r}: inside --emit {emit!r}, which "
+                                  f"must stay new or empty until the project is written: "
+                                  f"give a path outside it")
+            check_output(path, f"--{option}", inputs)
+    if emit:
         for path, what in inputs.items():
             with contextlib.suppress(OSError):
                 if os.path.samefile(path, args.emit):
