@@ -12,7 +12,7 @@ Rules:
   is ever overwritten); ``new_file`` then creates it without following a symlink
   (``O_EXCL``: a file or a link planted since is refused, not replaced).
 - **A folder of outputs** (``--emit DIR``) is new or empty (``check_folder``); its files are
-  created with ``new_file`` too, so a link planted in it is never followed out of it.
+  created with ``write_new`` too, so a link planted in it is never followed out of it.
 - **Arrays are read header first.** ``read_arrays`` reads each ``.npy`` header (shape,
   dtype; every member's of a ``.npz``) and refuses an object array, a shape whose bytes pass
   the caller's budget or a header the file is too short for *before* any data is read: a
@@ -67,6 +67,23 @@ def regular_file(path, option: str) -> Path:
         raise FileRefused(f"{option} {str(path)!r}: {_kind(st.st_mode)}, not a regular file: "
                           f"give a file")
     return p
+
+
+def open_regular(path, option: str):
+    """``path`` opened for reading (binary) when it is a regular file; checked again on the
+    open file (opened without blocking), so a FIFO swapped in after the check cannot block
+    the read."""
+    regular_file(path, option)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise FileRefused(f"{option} {str(path)!r}: cannot read it: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise FileRefused(f"{option} {str(path)!r}: {_kind(mode)}, not a regular file: "
+                          f"give a file")
+    return os.fdopen(fd, "rb")
 
 
 def _writable_folder(folder: Path, option: str, path) -> None:
@@ -243,25 +260,29 @@ def read_arrays(path, option: str, budget: int = ARRAY_BUDGET,
     data is read. A malformed file (not a zip, a bad CRC, a truncated member) is a one-line
     ``FileRefused`` naming ``option`` and the file. ``want``: of a ``.npz``, only the member
     of that name (or its only member) is read."""
-    p = regular_file(path, option)
     where = f"{option} {str(path)!r}"
+    with open_regular(path, option) as f:
+        return _arrays(f, where, budget, check, want)
+
+
+def _arrays(f, where: str, budget: int, check, want) -> dict[str, np.ndarray]:
     try:
-        with open(p, "rb") as f:
-            if f.read(4) == b"PK\x03\x04":
-                return _npz(p, where, budget, check, want)
+        if f.read(4) == b"PK\x03\x04":
             f.seek(0)
-            shape, dtype, fortran = _npy_header(f, where)
-            if check is not None:
-                check("", shape, dtype)
-            _budgeted(where, shape, dtype, 0, budget)
-            return {"": _read_data(f, shape, dtype, fortran, where)}
+            return _npz(f, where, budget, check, want)
+        f.seek(0)
+        shape, dtype, fortran = _npy_header(f, where)
+        if check is not None:
+            check("", shape, dtype)
+        _budgeted(where, shape, dtype, 0, budget)
+        return {"": _read_data(f, shape, dtype, fortran, where)}
     except OSError as exc:
         raise FileRefused(f"{where}: cannot read it: {exc.strerror or exc}") from None
 
 
-def _npz(p: Path, where: str, budget: int, check, want) -> dict[str, np.ndarray]:
+def _npz(f, where: str, budget: int, check, want) -> dict[str, np.ndarray]:
     try:
-        with zipfile.ZipFile(p) as z:
+        with zipfile.ZipFile(f) as z:
             members = [i for i in z.infolist() if not i.is_dir()]
             if want is not None and len(members) > 1:
                 members = [i for i in members if i.filename == f"{want}.npy"]

@@ -156,3 +156,12 @@ def test_the_python_api_reads_no_fifo_as_a_model(tmp_path):
     os.mkfifo(tmp_path / "m.onnx")
     with pytest.raises(FileRefused, match="a FIFO"):
         model_bytes(tmp_path / "m.onnx")
+
+
+def test_a_fifo_swapped_in_after_the_check_does_not_block(tmp_path, monkeypatch):
+    import npukit.files as files
+
+    os.mkfifo(tmp_path / "x.npy")
+    monkeypatch.setattr(files, "regular_file", lambda path, option: path)  # the race lost
+    with pytest.raises(FileRefused, match="a FIFO"):
+        files.read_arrays(tmp_path / "x.npy", "--input")

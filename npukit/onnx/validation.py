@@ -42,10 +42,11 @@ def model_bytes(model) -> bytes:
         return model
     if hasattr(model, "SerializeToString"):
         return model.SerializeToString()
-    from ..files import regular_file
+    from ..files import open_regular
 
     try:
-        data = regular_file(model, "model").read_bytes()  # never a FIFO or a device
+        with open_regular(model, "model") as f:  # never a FIFO or a device
+            data = f.read()
     except OSError as exc:
         raise NpukitError(f"model {str(model)!r}: cannot read it: {exc.strerror}") from None
     return _with_external_data(data, Path(model))
