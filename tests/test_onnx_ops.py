@@ -54,8 +54,9 @@ def test_conv_pads_strides_dilations_groups_auto_pad(l1):
 
 
 def test_a_kernel_on_threads_is_called_with_its_argument_values():
-    """The cores of a convolution's basic kernel run on the host's threads; the task that
-    runs them writes the call with its arguments' values, so a 3x3 filter's Fx and Fy stay
+    """The cores of a convolution's basic kernel (one plane's, a tile of features', a
+    depthwise tile's) run on the host's threads; the task that runs them writes the call
+    with its arguments' values, so a 3x3 filter's Fx and Fy stay
     the literal 3 that gcc specialises the kernel to (passed as variables through the
     task's context, they made the 224x224 CNN of benchmarks/onnx_cnn.py 2x slower)."""
     import re
@@ -65,7 +66,8 @@ def test_a_kernel_on_threads_is_called_with_its_argument_values():
     m, _ = conv_model()
     src = npukit.onnx.load(m).c_source()
     runs = re.findall(r"void npk_task\d+_run\((.*?)\)\n\{(.*?)\n\}", src, flags=re.S)
-    convs = [(params, body) for params, body in runs if "KerConvNpk_fl(" in body]
+    convs = [(params, body) for params, body in runs
+             if re.search(r"Ker(Par|Planes)?ConvNpk_fl\(", body)]
     assert len(convs) >= len(CONVS)
     for params, body in convs:
         assert re.search(r"\(int\)\d+, +/\* Fx \*/", body) and \
