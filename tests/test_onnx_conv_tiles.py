@@ -9,7 +9,7 @@ import pytest
 from onnx_helpers import against_ort
 
 import npukit.onnx
-import npukit.tiler.layer_generators as G
+import npukit.tiler.layer_generators_conv as G
 from npukit.calibration import layer_model
 from npukit.errors import TilingError
 from npukit.sim.timing import timeline

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ModelError
-from ...tiler import layer_generators as G
+from ...tiler import layer_generators_conv as GC
 from ...tiler.basic_kernels import common
 from ..reader import Node, QConst
 from .context import Lowering, int_list
@@ -98,7 +98,7 @@ def conv(ctx: Lowering, n: Node, quant: bool) -> None:
         info = np.iinfo(ctx.dtype(t))
         lo = int(info.min) if lo is None else lo
         hi = int(info.max) if hi is None else hi
-        G.conv_pool_act(ctx.m, name, in_dt=ctx.dtype(x), w_dt=w.dtype,
+        GC.conv_pool_act(ctx.m, name, in_dt=ctx.dtype(x), w_dt=w.dtype,
                         out_dt=ctx.dtype(t), Zin=zx, Zw=zw, Zout=zy, Lo=lo, Hi=hi, **params)
         ins = [src, wname, ctx.const(bias, f"{n.name}_bias"),
                ctx.const(scale.astype(np.float32), f"{n.name}_scale")]
@@ -108,7 +108,7 @@ def conv(ctx: Lowering, n: Node, quant: bool) -> None:
         if n.inputs[2:3] and n.inputs[2] and n.inputs[2] not in ctx.net.consts:
             raise ModelError(f"{n.where()}: the bias {n.inputs[2]!r} must be a constant")
         code, ap = ctx.act_params(act) if act is not None else (common.ACT_NONE, (0, 0))
-        G.conv_pool_act(ctx.m, name, in_dt="float32", w_dt="float32", out_dt="float32",
+        GC.conv_pool_act(ctx.m, name, in_dt="float32", w_dt="float32", out_dt="float32",
                         Act=code, ActParams=ap, **params)
         ins = [src, wname, ctx.const(bias, f"{n.name}_bias")]
     kind = "depthwise " if depthwise else (f"grouped({group}) " if group > 1 else "")

@@ -1,0 +1,385 @@
+"""The convolution layer generator (``conv_pool_act``), in the style of
+``npukit.tiler.layer_generators``: a convolution (dense, or depthwise: one input plane per
+output plane), strided, dilated, zero padded, then an activation (float32) or ONNX Runtime's
+requantisation (int8/uint8), then an optional pooling without padding.
+
+The target's schedule takes, of the ways the GAP SDK's generators tile a convolution, the one
+the cycle model predicts the fewest cycles for (``_fewest_cycles``): tiles of features
+(output features shared by the cores, input features, rows), or plane by plane (iteration
+order out-plane, tile, in-plane, as GAP's ``CNN_ConvolutionPoolReLU``: a one-tile L1
+accumulator receives the bias, then each input plane's taps, then is activated and pooled
+into the output tile). With ``par_features`` (the host schedule) the features are
+parametric spaces, each call on every feature of its tile.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import is_float
+from ..errors import TilingError
+from .api import (
+    D0,
+    D1,
+    KER_ARG_PARTILE_SIZE,
+    KER_ARG_TILE,
+    KER_ARG_TILE_H,
+    KER_ARG_TILEOFFSET,
+    KER_DIM4,
+    KER_IN_PLANE,
+    KER_OUT_PLANE,
+    KER_TILE,
+    LOC_D0,
+    LOC_D0_EPILOG,
+    LOC_D0_PROLOG,
+    LOC_IN_PLANE_EPILOG,
+    LOC_IN_PLANE_PROLOG,
+    LOC_INNER_LOOP,
+    LOC_LOOP,
+    T0,
+    TILE_HOR,
+    Bindings,
+    Call,
+    Calls,
+    CArgs,
+    Imm,
+    K_Arg,
+    K_ArgPar,
+    Ker_IteratorIndex,
+    KerArg,
+    KerArgs,
+    KerArgSpace,
+    KernelDimensions,
+    KernelIterationOrder,
+    Obj,
+    TCArg,
+)
+from .api_spaces import IterParSpace, IterTiledSpace, KernelIterSpace
+from .basic_kernels import common, convolution, parallel
+from .layer_generators import IN_DB, OUT_DB, _check, _lib, _ptr, _width
+
+# -- convolution ------------------------------------------------------------------------------
+
+def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: int, Width: int,
+                  Height: int, in_tiled: bool, Hreal: int, PadT: int, PadL: int, Fcx: int,
+                  Fcy: int, Dcx: int = 1, Dcy: int = 1, Scx: int = 1, Scy: int = 1, Wc: int,
+                  Hc: int, depthwise: bool = False, PoolOper: int = common.POOL_NONE, Fpx: int = 1,
+                  Fpy: int = 1, Spx: int = 1, Spy: int = 1, Wo: int, Ho: int,
+                  Act: int = common.ACT_NONE, ActParams: tuple[int, int] = (0, 0), Zin: int = 0,
+                  Zw: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0,
+                  par_features: bool = False) -> None:
+    """The user kernel ``Name(In, Filter, Bias[, Scale], Out)``: In [InFeat, Height, Width]
+    (``in_tiled``: rows already padded, ``PadT`` of them on top, ``Hreal`` real ones; else
+    the real plane, padded in the kernel), Filter [OutFeat, InFeat or 1, Fcy, Fcx], Bias
+    [OutFeat] (float32 or int32), Scale [OutFeat] float32 (integers: the requantisation
+    scale ``x_scale * w_scale / y_scale``), Out [OutFeat, Ho, Wo]; the convolution output is
+    Wc x Hc. Integer outputs are clamped to [Lo, Hi] (the activation, folded).
+
+    ``par_features`` (a dense convolution): the features as parametric spaces, as the GAP
+    SDK's current convolution generators iterate (output features, tiles, input features,
+    each space whole where it fits): each call works on every feature of its tile, so a
+    layer that fits runs as a few calls (the host schedule); the same sums in the same order,
+    so the same bytes."""
+    flt = is_float(out_dt)
+    _check(Name, "pooling after an integer convolution must be a max pooling",
+           flt or PoolOper in (common.POOL_NONE, common.POOL_MAX))
+    fe = Dcy * (Fcy - 1) + 1
+    k_in = Scy * Spy
+    ov_in = Height - k_in * Ho
+    need = Scy * (Fpy - Spy - 1) + fe
+    if in_tiled:
+        _check(Name, f"the input plane has {Height} rows, the {Ho} output rows need "
+               f"{k_in * Ho + need}: pad its rows first", ov_in >= max(need, 0))
+    hc_decl = Spy * (Ho - 1) + Fpy
+    _check(Name, f"pooling window {Fpy} smaller than its stride {Spy}", Fpy >= Spy)
+    quant = [] if flt else [TCArg(_ptr("float32"), "Scale")]
+    item = (np.dtype(in_dt).itemsize, np.dtype(w_dt).itemsize, np.dtype(out_dt).itemsize)
+
+    def l1_bytes(in_feat: int, out_rows: int, out_feat: int = OutFeat) -> int:
+        """L1 a tile of ``out_feat`` output features, ``out_rows`` output rows and
+        ``in_feat`` input features takes, about (the solver's alignment aside)."""
+        in_rows = ov_in + k_in * out_rows if in_tiled else Height
+        return (item[0] * in_feat * Width * in_rows + 4 * out_feat * Wc * (
+            Spy * out_rows + Fpy - Spy) + item[2] * out_feat * Wo * out_rows +
+            item[1] * out_feat * in_feat * Fcx * Fcy + 8 * out_feat)
+
+    shape = dict(in_dt=in_dt, w_dt=w_dt, out_dt=out_dt, Width=Width, Height=Height,
+                 in_tiled=in_tiled, in_rows=(ov_in, PadT, Hreal),
+                 conv=(Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw),
+                 pool=(PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl),
+                 act=(Act, *ActParams) if flt else (Zout, Lo, Hi), quant=quant)
+
+    def features(in_tile: int, cut_out: bool, out_tile: int = 1):
+        return lambda name: _conv_feature_tiles(
+            m, name, InFeat=InFeat, in_tile=in_tile, cut_out=cut_out, OutFeat=OutFeat,
+            db=0 if par_features else Obj.O_DB, out_tile=out_tile, **shape)
+
+    def each_plane(name: str) -> None:
+        _conv_each_plane(m, name, InFeat=InFeat, OutFeat=OutFeat, depthwise=depthwise,
+                         par_features=par_features, **shape)
+
+    in_tile = _feature_tile_inputs(m.l1_budget, InFeat, Ho, l1_bytes)
+    if par_features:
+        # The host schedule: every input feature with a part of the output features when
+        # that fits whole planes (a tile of the filter is then one block of it, read where
+        # it is), else plane by plane.
+        cut_out = in_tile == 1 and l1_bytes(InFeat, Ho) > m.l1_budget >= l1_bytes(InFeat,
+                                                                                 Ho, 1)
+        build = features(InFeat if cut_out else in_tile, cut_out) \
+            if in_tile and not depthwise else each_plane
+        build(Name)
+        return
+    # The target's schedule: the fewest predicted cycles among the ways the GAP SDK's
+    # generators tile a convolution (tiles of features, with or without cutting the output
+    # features before the rows: in multiples of the cores where they divide the features,
+    # so that every core has one) and plane by plane.
+    if depthwise:
+        ways = [lambda name: _conv_dw_tiles(m, name, C=OutFeat, **shape), each_plane]
+    else:
+        cores = m.target.cores
+        ways = [features(InFeat, True), each_plane]
+        if OutFeat % cores == 0:
+            ways.insert(0, features(InFeat, True, cores))
+        if in_tile:
+            ways.insert(0, features(in_tile, False))
+    _fewest_cycles(m, Name, ways)
+
+
+def _fewest_cycles(m, Name: str, ways) -> None:
+    """Add user kernel ``Name`` built by whichever of ``ways`` (functions adding a user
+    kernel under the name they are given) the cycle model predicts the fewest cycles for,
+    the first on a tie; a way the tiler cannot tile is passed over."""
+    from ..sim.timing import timeline
+
+    best = None
+    for k, way in enumerate(ways):
+        trial = f"{Name}__way{k}"
+        try:
+            way(trial)
+            cycles = timeline(m.program(trial)).cycles
+        except TilingError:
+            cycles = None
+        m.kernels.pop(trial, None)
+        m._tilings.pop(trial, None)
+        m._cnn_ops.pop(trial, None)
+        if cycles is not None and (best is None or cycles < best[0]):
+            best = (cycles, way)
+    (best[1] if best else ways[-1])(Name)
+
+
+def _conv_each_plane(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: int,
+                     Width: int, Height: int, in_tiled: bool, in_rows, conv, pool, act, quant,
+                     depthwise: bool, par_features: bool) -> None:
+    """``conv_pool_act`` plane by plane (``KER_DIM4``: output planes, tiles, input planes),
+    as GAP's ``CNN_ConvolutionPoolReLU``: per output plane and tile, a one-tile L1
+    accumulator receives the bias, then each input plane's taps, then is activated and
+    pooled into the output tile."""
+    ov_in, PadT, Hreal = in_rows
+    Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw = conv
+    PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl = pool
+    flt = is_float(out_dt)
+    acc_dt = bias_dt = "float32" if flt else "int32"
+    Act, *ActParams = act if flt else (common.ACT_NONE, 0, 0)
+    Zout, Lo, Hi = (0, 0, 0) if flt else act
+    ker = _lib(m, convolution.layer_conv(np.dtype(in_dt).name, np.dtype(w_dt).name,
+                                         _width(m, in_dt)))
+    set_bias = _lib(m, convolution.set_bias(bias_dt, acc_dt))
+    out = _lib(m, convolution.conv_out(acc_dt, np.dtype(out_dt).name))
+    # The host schedule (``par_features``: here a depthwise convolution) single-buffers its
+    # tiles, so that a plane read whole is read where it is (nothing runs beside the copies).
+    db = 0 if par_features else Obj.O_DB
+    in_flags = Obj.O_IN | db | (Obj.O_3D | Obj.O_4D if depthwise else Obj.O_3D)
+    in_row0 = K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT)
+    if flt:
+        tail = [Imm(Act), Imm(ActParams[0]), Imm(ActParams[1])]
+    else:
+        tail = [K_Arg("Scale", KER_ARG_TILE), Ker_IteratorIndex(KER_OUT_PLANE), Imm(Zout),
+                Imm(Lo), Imm(Hi)]
+    kerargs = [
+        KerArg("In", in_flags | (Obj.O_TILED if in_tiled else 0), Width, Height,
+               np.dtype(in_dt).itemsize, ov_in if in_tiled else 0, 0, 0, "In"),
+        KerArg("Bias", Obj.O_IN, OutFeat, 1, 4, 0, 0, 0, "Bias"),
+        KerArg("Filter", Obj.O_IN | db | Obj.O_3D | Obj.O_4D, Fcx, Fcy,
+               np.dtype(w_dt).itemsize, 0, 0, 0, "Filter"),
+    ]
+    if not flt:
+        kerargs.append(KerArg("Scale", Obj.O_IN, OutFeat, 1, 4, 0, 0, 0, "Scale"))
+    kerargs += [
+        KerArg("Out", Obj.O_OUT | db | Obj.O_3D | Obj.O_TILED, Wo, Ho,
+               np.dtype(out_dt).itemsize, 0, 0, 0, "Out"),
+        KerArg("Acc", Obj.O_BUFF | Obj.O_TILED | Obj.O_ONETILE, Wc, hc_decl, 4,
+               hc_decl - Spy * Ho, 0, 0, None),
+    ]
+    m.UserKernel(Name,
+        KernelDimensions(1 if depthwise else InFeat, Width, Height, OutFeat),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
+              TCArg(_ptr(bias_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out")),
+        Calls(
+            Call(set_bias, LOC_IN_PLANE_PROLOG, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILE_H),
+                K_Arg("Bias", KER_ARG_TILE), Ker_IteratorIndex(KER_OUT_PLANE), Imm(0))),
+            Call(ker, LOC_INNER_LOOP, Bindings(
+                K_Arg("In", KER_ARG_TILE), Imm(Width), in_row0, K_Arg("In", KER_ARG_TILE_H),
+                Imm(Hreal), Imm(PadT), K_Arg("Filter", KER_ARG_TILE), K_Arg("Acc", KER_ARG_TILE),
+                Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), K_Arg("Acc", KER_ARG_TILE_H),
+                Imm(Fcx), Imm(Fcy), Imm(Scx), Imm(Scy), Imm(Dcx), Imm(Dcy), Imm(PadL), Imm(Zin),
+                Imm(Zw))),
+            Call(out, LOC_IN_PLANE_EPILOG, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), Imm(Hc),
+                K_Arg("Out", KER_ARG_TILE), Imm(Wo), K_Arg("Out", KER_ARG_TILEOFFSET),
+                K_Arg("Out", KER_ARG_TILE_H), Imm(Fpx), Imm(Fpy), Imm(Spx), Imm(Spy),
+                Imm(PoolOper), *tail))),
+        KerArgs(*kerargs))
+    m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * OutFeat * (1 if depthwise else InFeat)
+
+
+# The fewest output rows a band of a large plane's tile of features takes.
+BAND_ROWS = 4
+
+
+def _feature_tile_inputs(budget: int, InFeat: int, Ho: int, l1_bytes) -> int:
+    """The input features a tile of features takes at the least (the preferred divider of
+    its input features' space), 0 when it does not pay. Where every output feature's
+    accumulators and outputs fit L1 whole beside one input plane, 1: the solver keeps the
+    rows whole and gives the input features tiles of the most that fit. Elsewhere the
+    solver, which cuts the innermost space first, would cut the input features to one before
+    the rows (then the planes one at a time are faster): the most input features dividing
+    ``InFeat`` whose band of ``BAND_ROWS`` output rows fits, so the rows come in bands
+    instead, every input feature of a band (or as many as fit) in one call."""
+    if l1_bytes(1, Ho) <= budget:
+        return 1
+    rows = min(Ho, BAND_ROWS)
+    return next((d for d in range(InFeat, 0, -1)
+                 if InFeat % d == 0 and l1_bytes(d, rows) <= budget), 0)
+
+
+def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_tile: int,
+                        cut_out: bool, OutFeat: int, Width: int, Height: int, in_tiled: bool,
+                        in_rows, conv, pool, act, quant, db: int, out_tile: int = 1) -> None:
+    """``conv_pool_act(par_features=True)``: spaces (output features D1, tiles T0, input
+    features D0), or with ``cut_out`` (T0, D1, D0), the solver then cutting the output
+    features before the rows; per tile of D1 x T0, the accumulators of its features receive
+    the biases, then each tile of input features (``layer_conv(planes=True)``), then are
+    activated and pooled into the output tile (``conv_out_planes``). ``db``: ``Obj.O_DB``
+    double-buffers the moving arguments (the target's schedule, as the GAP SDK's
+    generators); 0 single-buffers them (the host schedule copies a tile before the calls
+    that read it)."""
+    ov_in, PadT, Hreal = in_rows
+    Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw = conv
+    PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl = pool
+    flt = is_float(out_dt)
+    acc_dt = "float32" if flt else "int32"
+    ker = _lib(m, convolution.layer_conv(np.dtype(in_dt).name, np.dtype(w_dt).name,
+                                         _width(m, in_dt), planes=True))
+    set_bias = _lib(m, convolution.set_bias_planes(acc_dt))
+    out = _lib(m, convolution.conv_out_planes(acc_dt, np.dtype(out_dt).name))
+    in_row0 = K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT)
+    tail = [Imm(v) for v in act] if flt else [K_Arg("Scale", KER_ARG_TILE),
+                                              *(Imm(v) for v in act)]
+    kerargs = [
+        KerArg("In", KerArgSpace(2, D0, T0) if in_tiled else KerArgSpace(1, D0), Obj.O_IN | db,
+               Width, Height, np.dtype(in_dt).itemsize, ov_in if in_tiled else 0, 0, 0, "In"),
+        KerArg("Bias", KerArgSpace(1, D1), Obj.O_IN | db, 1, 1, 4, 0, 0, 0, "Bias"),
+        KerArg("Filter", KerArgSpace(2, D1, D0), Obj.O_IN | db, Fcx, Fcy,
+               np.dtype(w_dt).itemsize, 0, 0, 0, "Filter"),
+    ]
+    if not flt:
+        kerargs.append(KerArg("Scale", KerArgSpace(1, D1), Obj.O_IN | db, 1, 1, 4, 0, 0, 0,
+                              "Scale"))
+    kerargs += [
+        KerArg("Out", KerArgSpace(2, D1, T0), Obj.O_OUT | db, Wo, Ho, np.dtype(out_dt).itemsize,
+               0, 0, 0, "Out"),
+        KerArg("Acc", KerArgSpace(2, D1, T0), Obj.O_BUFF | Obj.O_ONETILE, Wc, hc_decl, 4,
+               hc_decl - Spy * Ho, 0, 0, None),
+    ]
+    m.UserKernel(Name,
+        KernelIterSpace(3, IterTiledSpace(T0), IterParSpace(D1, OutFeat, out_tile),
+                        IterParSpace(D0, InFeat, in_tile)) if cut_out else
+        KernelIterSpace(3, IterParSpace(D1, OutFeat, out_tile), IterTiledSpace(T0),
+                        IterParSpace(D0, InFeat, in_tile)),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
+              TCArg(_ptr(acc_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out")),
+        Calls(
+            Call(set_bias, LOC_D0_PROLOG, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILE_H),
+                K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1), K_Arg("Bias", KER_ARG_TILE))),
+            Call(ker, LOC_D0, Bindings(
+                K_Arg("In", KER_ARG_TILE), Imm(Width), in_row0, K_Arg("In", KER_ARG_TILE_H),
+                Imm(Hreal), Imm(PadT), K_ArgPar("In", KER_ARG_PARTILE_SIZE, D0),
+                K_Arg("Filter", KER_ARG_TILE), K_Arg("Acc", KER_ARG_TILE), Imm(Wc),
+                K_Arg("Acc", KER_ARG_TILEOFFSET), K_Arg("Acc", KER_ARG_TILE_H),
+                K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1), Imm(Fcx), Imm(Fcy), Imm(Scx),
+                Imm(Scy), Imm(Dcx), Imm(Dcy), Imm(PadL), Imm(Zin), Imm(Zw))),
+            Call(out, LOC_D0_EPILOG, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), Imm(Hc),
+                K_Arg("Acc", KER_ARG_TILE_H), K_Arg("Out", KER_ARG_TILE), Imm(Wo),
+                K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
+                K_ArgPar("Out", KER_ARG_PARTILE_SIZE, D1), Imm(Fpx), Imm(Fpy), Imm(Spx),
+                Imm(Spy), Imm(PoolOper), *tail))),
+        KerArgs(*kerargs))
+    m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * OutFeat * InFeat
+
+
+def _conv_dw_tiles(m, Name: str, *, in_dt, w_dt, out_dt, C: int, Width: int, Height: int,
+                   in_tiled: bool, in_rows, conv, pool, act, quant) -> None:
+    """``conv_pool_act(depthwise=True)`` in the target's schedule: spaces (features D1,
+    tiles T0), as the GAP SDK's depthwise generators iterate; per tile of D1 x T0 one call
+    of each basic kernel: the accumulators of its features receive the biases, then each
+    feature's input plane with its filter (``parallel.planes`` of the one-plane
+    convolution), then are activated and pooled into the output tile. Double buffers."""
+    ov_in, PadT, Hreal = in_rows
+    Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw = conv
+    PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl = pool
+    flt = is_float(out_dt)
+    acc_dt = "float32" if flt else "int32"
+    one = convolution.layer_conv(np.dtype(in_dt).name, np.dtype(w_dt).name, _width(m, in_dt))
+    ker = _lib(m, parallel.planes(one, (("In", ("InRows", "W")), ("Filter", ("Fy", "Fx")),
+                                        ("Acc", ("OutRows", "Wo")))))
+    set_bias = _lib(m, convolution.set_bias_planes(acc_dt))
+    out = _lib(m, convolution.conv_out_planes(acc_dt, np.dtype(out_dt).name))
+    in_row0 = K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT)
+    tail = [Imm(v) for v in act] if flt else [K_Arg("Scale", KER_ARG_TILE),
+                                              *(Imm(v) for v in act)]
+    kerargs = [
+        KerArg("In", KerArgSpace(2, D1, T0) if in_tiled else KerArgSpace(1, D1), IN_DB, Width,
+               Height, np.dtype(in_dt).itemsize, ov_in if in_tiled else 0, 0, 0, "In"),
+        KerArg("Bias", KerArgSpace(1, D1), IN_DB, 1, 1, 4, 0, 0, 0, "Bias"),
+        KerArg("Filter", KerArgSpace(1, D1), IN_DB, Fcx, Fcy, np.dtype(w_dt).itemsize, 0, 0,
+               0, "Filter"),
+    ]
+    if not flt:
+        kerargs.append(KerArg("Scale", KerArgSpace(1, D1), IN_DB, 1, 1, 4, 0, 0, 0, "Scale"))
+    kerargs += [
+        KerArg("Out", KerArgSpace(2, D1, T0), OUT_DB, Wo, Ho, np.dtype(out_dt).itemsize, 0, 0,
+               0, "Out"),
+        KerArg("Acc", KerArgSpace(2, D1, T0), Obj.O_BUFF | Obj.O_ONETILE, Wc, hc_decl, 4,
+               hc_decl - Spy * Ho, 0, 0, None),
+    ]
+    m.UserKernel(Name,
+        KernelIterSpace(2, IterParSpace(D1, C, 1), IterTiledSpace(T0)),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
+              TCArg(_ptr(acc_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out")),
+        Calls(
+            Call(set_bias, LOC_LOOP, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILE_H),
+                K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1), K_Arg("Bias", KER_ARG_TILE))),
+            Call(ker, LOC_LOOP, Bindings(
+                K_Arg("In", KER_ARG_TILE), Imm(Width), in_row0, K_Arg("In", KER_ARG_TILE_H),
+                Imm(Hreal), Imm(PadT), K_Arg("Filter", KER_ARG_TILE), K_Arg("Acc", KER_ARG_TILE),
+                Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), K_Arg("Acc", KER_ARG_TILE_H),
+                Imm(Fcx), Imm(Fcy), Imm(Scx), Imm(Scy), Imm(Dcx), Imm(Dcy), Imm(PadL), Imm(Zin),
+                Imm(Zw), K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1))),
+            Call(out, LOC_LOOP, Bindings(
+                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), Imm(Hc),
+                K_Arg("Acc", KER_ARG_TILE_H), K_Arg("Out", KER_ARG_TILE), Imm(Wo),
+                K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
+                K_ArgPar("Out", KER_ARG_PARTILE_SIZE, D1), Imm(Fpx), Imm(Fpy), Imm(Spx),
+                Imm(Spy), Imm(PoolOper), *tail))),
+        KerArgs(*kerargs))
+    m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * C
+
+__all__ = ["conv_pool_act"]
