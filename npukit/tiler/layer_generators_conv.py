@@ -56,7 +56,7 @@ from .api import (
 )
 from .api_spaces import IterParSpace, IterTiledSpace, KernelIterSpace
 from .basic_kernels import common, convolution, parallel
-from .layer_generators import IN_DB, OUT_DB, _check, _lib, _ptr, _width
+from .layer_generators import _check, _lib, _ptr, _width
 
 # -- convolution ------------------------------------------------------------------------------
 
@@ -276,24 +276,8 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_ti
     set_bias = _lib(m, convolution.set_bias_planes(acc_dt))
     out = _lib(m, convolution.conv_out_planes(acc_dt, np.dtype(out_dt).name))
     in_row0 = K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT)
-    tail = [Imm(v) for v in act] if flt else [K_Arg("Scale", KER_ARG_TILE),
-                                              *(Imm(v) for v in act)]
-    kerargs = [
-        KerArg("In", KerArgSpace(2, D0, T0) if in_tiled else KerArgSpace(1, D0), Obj.O_IN | db,
-               Width, Height, np.dtype(in_dt).itemsize, ov_in if in_tiled else 0, 0, 0, "In"),
-        KerArg("Bias", KerArgSpace(1, D1), Obj.O_IN | db, 1, 1, 4, 0, 0, 0, "Bias"),
-        KerArg("Filter", KerArgSpace(2, D1, D0), Obj.O_IN | db, Fcx, Fcy,
-               np.dtype(w_dt).itemsize, 0, 0, 0, "Filter"),
-    ]
-    if not flt:
-        kerargs.append(KerArg("Scale", KerArgSpace(1, D1), Obj.O_IN | db, 1, 1, 4, 0, 0, 0,
-                              "Scale"))
-    kerargs += [
-        KerArg("Out", KerArgSpace(2, D1, T0), Obj.O_OUT | db, Wo, Ho, np.dtype(out_dt).itemsize,
-               0, 0, 0, "Out"),
-        KerArg("Acc", KerArgSpace(2, D1, T0), Obj.O_BUFF | Obj.O_ONETILE, Wc, hc_decl, 4,
-               hc_decl - Spy * Ho, 0, 0, None),
-    ]
+    kerargs = _tile_args(D0, KerArgSpace(2, D1, D0), db, in_dt, w_dt, out_dt, Width, Height,
+                         in_tiled, in_rows, conv, pool)
     m.UserKernel(Name,
         KernelIterSpace(3, IterTiledSpace(T0), IterParSpace(D1, OutFeat, out_tile),
                         IterParSpace(D0, InFeat, in_tile)) if cut_out else
@@ -303,9 +287,7 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_ti
         CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
               TCArg(_ptr(acc_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out")),
         Calls(
-            Call(set_bias, LOC_D0_PROLOG, Bindings(
-                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILE_H),
-                K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1), K_Arg("Bias", KER_ARG_TILE))),
+            Call(set_bias, LOC_D0_PROLOG, _bias_bindings(Wc)),
             Call(ker, LOC_D0, Bindings(
                 K_Arg("In", KER_ARG_TILE), Imm(Width), in_row0, K_Arg("In", KER_ARG_TILE_H),
                 Imm(Hreal), Imm(PadT), K_ArgPar("In", KER_ARG_PARTILE_SIZE, D0),
@@ -313,12 +295,7 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_ti
                 K_Arg("Acc", KER_ARG_TILEOFFSET), K_Arg("Acc", KER_ARG_TILE_H),
                 K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1), Imm(Fcx), Imm(Fcy), Imm(Scx),
                 Imm(Scy), Imm(Dcx), Imm(Dcy), Imm(PadL), Imm(Zin), Imm(Zw))),
-            Call(out, LOC_D0_EPILOG, Bindings(
-                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), Imm(Hc),
-                K_Arg("Acc", KER_ARG_TILE_H), K_Arg("Out", KER_ARG_TILE), Imm(Wo),
-                K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
-                K_ArgPar("Out", KER_ARG_PARTILE_SIZE, D1), Imm(Fpx), Imm(Fpy), Imm(Spx),
-                Imm(Spy), Imm(PoolOper), *tail))),
+            Call(out, LOC_D0_EPILOG, _out_bindings(conv, pool, act, flt))),
         KerArgs(*kerargs))
     m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * OutFeat * InFeat
 
@@ -341,45 +318,71 @@ def _conv_dw_tiles(m, Name: str, *, in_dt, w_dt, out_dt, C: int, Width: int, Hei
     set_bias = _lib(m, convolution.set_bias_planes(acc_dt))
     out = _lib(m, convolution.conv_out_planes(acc_dt, np.dtype(out_dt).name))
     in_row0 = K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT)
-    tail = [Imm(v) for v in act] if flt else [K_Arg("Scale", KER_ARG_TILE),
-                                              *(Imm(v) for v in act)]
-    kerargs = [
-        KerArg("In", KerArgSpace(2, D1, T0) if in_tiled else KerArgSpace(1, D1), IN_DB, Width,
-               Height, np.dtype(in_dt).itemsize, ov_in if in_tiled else 0, 0, 0, "In"),
-        KerArg("Bias", KerArgSpace(1, D1), IN_DB, 1, 1, 4, 0, 0, 0, "Bias"),
-        KerArg("Filter", KerArgSpace(1, D1), IN_DB, Fcx, Fcy, np.dtype(w_dt).itemsize, 0, 0,
-               0, "Filter"),
-    ]
-    if not flt:
-        kerargs.append(KerArg("Scale", KerArgSpace(1, D1), IN_DB, 1, 1, 4, 0, 0, 0, "Scale"))
-    kerargs += [
-        KerArg("Out", KerArgSpace(2, D1, T0), OUT_DB, Wo, Ho, np.dtype(out_dt).itemsize, 0, 0,
-               0, "Out"),
-        KerArg("Acc", KerArgSpace(2, D1, T0), Obj.O_BUFF | Obj.O_ONETILE, Wc, hc_decl, 4,
-               hc_decl - Spy * Ho, 0, 0, None),
-    ]
+    kerargs = _tile_args(D1, KerArgSpace(1, D1), Obj.O_DB, in_dt, w_dt, out_dt, Width, Height,
+                         in_tiled, in_rows, conv, pool)
     m.UserKernel(Name,
         KernelIterSpace(2, IterParSpace(D1, C, 1), IterTiledSpace(T0)),
         TILE_HOR,
         CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
               TCArg(_ptr(acc_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out")),
         Calls(
-            Call(set_bias, LOC_LOOP, Bindings(
-                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILE_H),
-                K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1), K_Arg("Bias", KER_ARG_TILE))),
+            Call(set_bias, LOC_LOOP, _bias_bindings(Wc)),
             Call(ker, LOC_LOOP, Bindings(
                 K_Arg("In", KER_ARG_TILE), Imm(Width), in_row0, K_Arg("In", KER_ARG_TILE_H),
                 Imm(Hreal), Imm(PadT), K_Arg("Filter", KER_ARG_TILE), K_Arg("Acc", KER_ARG_TILE),
                 Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), K_Arg("Acc", KER_ARG_TILE_H),
                 Imm(Fcx), Imm(Fcy), Imm(Scx), Imm(Scy), Imm(Dcx), Imm(Dcy), Imm(PadL), Imm(Zin),
                 Imm(Zw), K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1))),
-            Call(out, LOC_LOOP, Bindings(
-                K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), Imm(Hc),
-                K_Arg("Acc", KER_ARG_TILE_H), K_Arg("Out", KER_ARG_TILE), Imm(Wo),
-                K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
-                K_ArgPar("Out", KER_ARG_PARTILE_SIZE, D1), Imm(Fpx), Imm(Fpy), Imm(Spx),
-                Imm(Spy), Imm(PoolOper), *tail))),
+            Call(out, LOC_LOOP, _out_bindings(conv, pool, act, flt))),
         KerArgs(*kerargs))
     m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * C
+
+
+
+def _tile_args(in_space, filter_space, db: int, in_dt, w_dt, out_dt, Width: int, Height: int,
+               in_tiled: bool, in_rows, conv, pool) -> list:
+    """The arguments of a tile of features: In (features ``in_space``, rows T0 when
+    ``in_tiled``), Filter (``filter_space``), Bias and Scale per output feature (D1), Out and
+    the one-tile accumulators (D1, T0); ``db`` double-buffers the moving ones."""
+    ov_in = in_rows[0]
+    Fcx, Fcy, *_, Wc, _, _, _ = conv
+    _, _, Fpy, _, Spy, Wo, Ho, hc_decl = pool
+    args = [
+        KerArg("In", KerArgSpace(2, in_space, T0) if in_tiled else KerArgSpace(1, in_space),
+               Obj.O_IN | db, Width, Height, np.dtype(in_dt).itemsize,
+               ov_in if in_tiled else 0, 0, 0, "In"),
+        KerArg("Bias", KerArgSpace(1, D1), Obj.O_IN | db, 1, 1, 4, 0, 0, 0, "Bias"),
+        KerArg("Filter", filter_space, Obj.O_IN | db, Fcx, Fcy, np.dtype(w_dt).itemsize, 0, 0,
+               0, "Filter")]
+    if not is_float(out_dt):
+        args.append(KerArg("Scale", KerArgSpace(1, D1), Obj.O_IN | db, 1, 1, 4, 0, 0, 0,
+                           "Scale"))
+    return args + [
+        KerArg("Out", KerArgSpace(2, D1, T0), Obj.O_OUT | db, Wo, Ho, np.dtype(out_dt).itemsize,
+               0, 0, 0, "Out"),
+        KerArg("Acc", KerArgSpace(2, D1, T0), Obj.O_BUFF | Obj.O_ONETILE, Wc, hc_decl, 4,
+               hc_decl - Spy * Ho, 0, 0, None)]
+
+
+def _bias_bindings(Wc: int) -> Bindings:
+    """``set_bias_planes`` of a tile of features: its accumulators start at their biases."""
+    return Bindings(K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILE_H),
+                    K_ArgPar("Acc", KER_ARG_PARTILE_SIZE, D1), K_Arg("Bias", KER_ARG_TILE))
+
+
+def _out_bindings(conv, pool, act, flt: bool) -> Bindings:
+    """``conv_out_planes`` of a tile of features: the accumulators activated (float32) or
+    requantised, then pooled, into the output tile."""
+    *_, Wc, Hc, _, _ = conv
+    PoolOper, Fpx, Fpy, Spx, Spy, Wo, _, _ = pool
+    tail = [Imm(v) for v in act] if flt else [K_Arg("Scale", KER_ARG_TILE),
+                                              *(Imm(v) for v in act)]
+    return Bindings(
+        K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILEOFFSET), Imm(Hc),
+        K_Arg("Acc", KER_ARG_TILE_H), K_Arg("Out", KER_ARG_TILE), Imm(Wo),
+        K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H),
+        K_ArgPar("Out", KER_ARG_PARTILE_SIZE, D1), Imm(Fpx), Imm(Fpy), Imm(Spx), Imm(Spy),
+        Imm(PoolOper), *tail)
+
 
 __all__ = ["conv_pool_act"]
