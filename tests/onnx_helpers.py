@@ -52,11 +52,12 @@ def expose(m: onnx.ModelProto, names: list[str]) -> onnx.ModelProto:
     return out
 
 
-def against_ort(m, inputs: dict[str, np.ndarray], backends=("c",), **load_kw):
+def against_ort(m, inputs: dict[str, np.ndarray], backends=("c",), exact=False, **load_kw):
     """Import ``m``, run it on ``backends`` and compare every output with ONNX Runtime's;
     returns (graph, {backend: {output: Comparison}}, {backend: outputs}). Asserts every
-    output is within the tolerance (a dequantized output: one step of its scale), and that
-    the simulator and the C agree bit for bit."""
+    output is within the tolerance (a dequantized output: one step of its scale), or with
+    ``exact`` bit-identical to ONNX Runtime's, and that the simulator and the C agree bit
+    for bit."""
     ref, _ = ort_run(m, inputs)
     g = npukit.onnx.load(m, **load_kw)
     stats, outs = {}, {}
@@ -64,7 +65,8 @@ def against_ort(m, inputs: dict[str, np.ndarray], backends=("c",), **load_kw):
         res = g.run(be, **inputs)
         outs[be] = {k: v.copy() for k, v in res.outputs.items()}
         stats[be] = {k: compare(k, res.outputs[k], ref[k], g.output_steps.get(k)) for k in ref}
-        bad = [str(c) for c in stats[be].values() if not c.within]
+        bad = [str(c) for c in stats[be].values()
+               if not c.within or (exact and c.exact < 1.0)]
         assert not bad, f"{be}: " + "; ".join(bad)
     if len(backends) > 1:
         a, b = (outs[be] for be in backends[:2])

@@ -8,7 +8,7 @@ import numpy as np
 from ...errors import ModelError
 from ...tiler import layer_generators as G
 from ...tiler.basic_kernels import elementwise
-from ...tiler.basic_kernels.common import f32_bits
+from ...tiler.basic_kernels.common import f32_bits, fma_f32
 from ..reader import Node
 from .context import MAX_COLS, Lowering, rows_cols
 from .shape import view
@@ -112,7 +112,8 @@ def qadd(ctx: Lowering, n: Node) -> None:
     (sa, za), (sb, zb), (sy, zy) = n.attrs["a"], n.attrs["b"], n.attrs["y"]
     ra = np.float32(sa) / np.float32(sy)
     rb = np.float32(n.attrs.get("sign", 1)) * (np.float32(sb) / np.float32(sy))
-    fixed = np.float32(zy) - (ra * np.float32(za) + rb * np.float32(zb))
+    # ONNX Runtime's build contracts ``rA * za + rB * zb`` into one fused multiply-add.
+    fixed = np.float32(zy) - fma_f32(ra, np.float32(za), rb * np.float32(zb))
     info = np.iinfo(ctx.dtype(n.outputs[0]))
     lo, hi = n.attrs.get("lo", int(info.min)), n.attrs.get("hi", int(info.max))
     a, b = (int_operand(ctx, n, t) for t in n.inputs)

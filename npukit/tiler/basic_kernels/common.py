@@ -201,6 +201,28 @@ def requant(acc: np.ndarray, scale, zp: int, lo: int, hi: int) -> np.ndarray:
     return rne(v).astype(np.int64) + zp
 
 
+def fma_f32(x, y, z) -> np.ndarray:
+    """float32 ``fma(x, y, z)``: ``x*y + z`` rounded once to float32 (``npk_fmaf`` in C).
+
+    Exact for a result in float32's normal range. Proof: ``p = x*y`` in float64 is exact
+    (24 + 24 significant bits <= 53); ``s = p + z`` rounded to float64 and TwoSum's ``e`` give
+    ``p + z = s + e`` exactly. Rounding ``s`` to float32 rounds ``p + z`` correctly unless
+    ``s`` lies on a float32 rounding boundary (a midpoint: its 29 bits below float32's
+    precision are ``1000...0``): any boundary strictly between ``s`` and ``p + z`` would be a
+    float64 nearer to ``p + z`` than ``s``. On a midpoint with ``e != 0``, ``s`` moved one
+    float64 step towards ``e`` is off the boundary on the side of ``p + z``."""
+    x, y, z = (np.asarray(v, np.float32).astype(np.float64) for v in (x, y, z))
+    p = x * y
+    s = np.asarray(p + z)
+    b = s - p
+    e = (p - (s - b)) + (z - b)
+    bits = s.view(np.int64)
+    mid = (bits & 0x1FFFFFFF) == 0x10000000
+    step = np.where((e > 0) == (s > 0), 1, -1)
+    bits = np.where(mid & (e != 0), bits + step, bits)
+    return bits.view(np.float64).astype(np.float32)
+
+
 def quantize(x: np.ndarray, scale, zp: int, lo: int, hi: int) -> np.ndarray:
     """ONNX Runtime's QuantizeLinear: ``x / scale`` clamped, rounded to nearest even, plus zp."""
     v = np.asarray(x, np.float32) / np.float32(scale)
@@ -291,6 +313,20 @@ static inline float npk_f32(int Bits)
 static inline float npk_rne(float V)
 {{
     return (V + 12582912.0f) - 12582912.0f;
+}}
+/* float32 fma(X, Y, Z) without libm, as fma_f32 computes it: X*Y exact in double, P + Z
+   rounded to double with TwoSum's error E, and a double on a float32 midpoint moved one step
+   towards E before the rounding to float32. */
+static inline float npk_fmaf(float X, float Y, float Z)
+{{
+    union {{ double D; long long I; }} S;
+    double P = (double)X * (double)Y, B, E;
+    S.D = P + (double)Z;
+    B = S.D - P;
+    E = (P - (S.D - B)) + ((double)Z - B);
+    if ((S.I & 0x1FFFFFFFLL) == 0x10000000LL && E != 0.0)
+        S.I += (E > 0.0) == (S.D > 0.0) ? 1 : -1;
+    return (float)S.D;
 }}
 /* ONNX Runtime's requantisation: clamp(float(Acc) * Scale, Lo - Zp, Hi - Zp), rounded to
    nearest even, plus Zp. */

@@ -19,6 +19,7 @@ from .common import (
     bits_f32,
     c_signature,
     c_unused,
+    fma_f32,
     layer_c_type,
     layer_suffix,
     quantize,
@@ -133,8 +134,10 @@ def binary(a_dt: str, b_dt: str, out_dt: str, width: int) -> BasicKernel:
     """``Out[r][c] = op(A[r*ARow + c*ACol], B[r*BRow + c*BCol])`` over ``Rows`` x ``Cols``
     (a stride 0 broadcasts). float32: ``BIN_ADD``, ``BIN_SUB``, ``BIN_MUL``, ``BIN_DIV`` then
     the activation ``Act`` (``P0``, ``P1``). Integers, ONNX Runtime's QLinearAdd (its AVX2
-    formula without fused multiply-adds: ``a*rA + (b*rB + F)`` with ``rA``, ``rB``, ``F`` in
-    ``P0``..``P2``) or QLinearMul (``requant((a - Za)*(b - Zb), P0, Zout)``), clamped to
+    kernel, ``qladd_avx2.cpp``: ``fma(a, rA, fma(b, rB, F))`` with ``rA``, ``rB``, ``F`` in
+    ``P0``..``P2``, each fma rounded once; ``fma(b, rB, fma(a, rA, F))`` where ``A`` is
+    broadcast along a row, ``ACol == 0 != BCol``, as its scalar-A path folds ``a`` into
+    ``F`` first) or QLinearMul (``requant((a - Za)*(b - Zb), P0, Zout)``), clamped to
     ``[Lo, Hi]``."""
     flt = is_float(out_dt)
     name = f"KerBinaryNpk_{layer_suffix(a_dt, b_dt, out_dt)}"
@@ -158,11 +161,14 @@ def binary(a_dt: str, b_dt: str, out_dt: str, width: int) -> BasicKernel:
             Out[r * Cols + c] = npk_act(V, Act, A0, A1);"""
     else:
         pre = ("    float Ra = npk_f32(P0), Rb = npk_f32(P1), F = npk_f32(P2), V;\n"
+               "    int AFirst = ACol == 0 && BCol != 0;\n"
                + c_unused("Act"))
         loop = f"""\
             int X = A[r * ARow + c * ACol], Y = B[r * BRow + c * BCol], Q;
             if (Op == 4) {{
-                V = npk_rne((float)X * Ra + ((float)Y * Rb + F));
+                V = AFirst ? npk_fmaf((float)Y, Rb, npk_fmaf((float)X, Ra, F))
+                           : npk_fmaf((float)X, Ra, npk_fmaf((float)Y, Rb, F));
+                V = npk_rne(V);
                 V = V < -1e9f ? -1e9f : V > 1e9f ? 1e9f : V;
                 Q = (int)V;
             }} else {{
@@ -197,8 +203,12 @@ void {name}({c_signature(args)})
             return
         x, y = x.astype(np.int64), y.astype(np.int64)
         if Op == BIN_QADD:
-            v = rne(x.astype(np.float32) * bits_f32(P0)
-                    + (y.astype(np.float32) * bits_f32(P1) + bits_f32(P2)))
+            fx, fy = x.astype(np.float32), y.astype(np.float32)
+            ra, rb, fixed = bits_f32(P0), bits_f32(P1), bits_f32(P2)
+            if ACol == 0 and BCol != 0:
+                v = rne(fma_f32(fy, rb, fma_f32(fx, ra, fixed)))
+            else:
+                v = rne(fma_f32(fx, ra, fma_f32(fy, rb, fixed)))
             q = np.clip(v, np.float32(-1e9), np.float32(1e9)).astype(np.int64)
         else:
             q = requant((x - Za) * (y - Zb), bits_f32(P0), Zout, Lo, Hi)
