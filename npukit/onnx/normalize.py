@@ -223,7 +223,7 @@ def explicit_quantized(net: Net) -> None:
                               a=_tensor_q(net, n, 1, 2, "A", dt),
                               b=_tensor_q(net, n, 4, 5, "B", net.info[n.inputs[3]].dtype
                                           if n.inputs[3] in net.info else dt),
-                              y=_tensor_q(net, n, 6, 7, "C", dt), sign=1))
+                              y=_tensor_q(net, n, 6, 7, "C", dt)))
         elif n.op == "QGemm" and n.domain == MS_DOMAIN:
             if n.attrs.get("transA", 0):
                 raise ModelError(f"{n.where()}: transA=1 is not supported on quantized Gemm")
@@ -459,7 +459,7 @@ def qdq(net: Net) -> None:
                               **extra)]
                 fused(n, new + alias_rest(qnodes, qnodes[0].outputs[0]),
                       qnodes + ([act] if act else []))
-        elif n.op in ("Add", "Sub", "Mul") and len(ins) == 2:
+        elif n.op in ("Add", "Mul") and len(ins) == 2:
             srcs = [_dq(net, g, t) or _qconst_operand(net, t) for t in n.inputs]
             tail = _act_then_q(net, g, n.outputs[0])
             if all(srcs) and tail:
@@ -467,7 +467,7 @@ def qdq(net: Net) -> None:
                 lo, hi = _clamp_of(net, act, y, dt)
                 op = "QMul" if n.op == "Mul" else "QAdd"
                 new = [_qnode(op, n, [s[0] for s in srcs], [qnodes[0].outputs[0]], a=srcs[0][1],
-                              b=srcs[1][1], y=y, lo=lo, hi=hi, sign=-1 if n.op == "Sub" else 1)]
+                              b=srcs[1][1], y=y, lo=lo, hi=hi)]
                 fused(n, new + alias_rest(qnodes, qnodes[0].outputs[0]),
                       qnodes + ([act] if act else []))
         elif n.op in LUT_FUNCS or n.op in ("MaxPool", "AveragePool", "GlobalAveragePool",

@@ -109,14 +109,25 @@ def sum_inputs(ctx: Lowering, n: Node) -> None:
 
 
 def qadd(ctx: Lowering, n: Node) -> None:
+    """ONNX Runtime's QLinearAdd (``qladd_avx2.cpp``): ``fma(a, rA, fma(b, rB, F))`` with
+    ``F = y_zp - (rA * a_zp + rB * b_zp)``, whose ``rA * a_zp + ...`` its build contracts into
+    one fused multiply-add. An ``A`` broadcast along the innermost dimensions is its looper's
+    scalar input 0: the kernel is called with the operands swapped, so the fixed part is
+    ``y_zp - (rB * b_zp + rA * a_zp)`` and ``a`` is folded in first (the basic kernel's
+    ``ACol == 0 != BCol`` order)."""
     (sa, za), (sb, zb), (sy, zy) = n.attrs["a"], n.attrs["b"], n.attrs["y"]
     ra = np.float32(sa) / np.float32(sy)
-    rb = np.float32(n.attrs.get("sign", 1)) * (np.float32(sb) / np.float32(sy))
-    # ONNX Runtime's build contracts ``rA * za + rB * zb`` into one fused multiply-add.
-    fixed = np.float32(zy) - fma_f32(ra, np.float32(za), rb * np.float32(zb))
+    rb = np.float32(sb) / np.float32(sy)
+    a, b = (int_operand(ctx, n, t) for t in n.inputs)
+    view = broadcast_view(ctx.info(n.outputs[0]).shape, [ctx.shape(a), ctx.shape(b)],
+                          ctx.max_cols)
+    a_first = view is not None and not view[1][0][2] and view[1][1][2]
+    if a_first:
+        fixed = np.float32(zy) - fma_f32(rb, np.float32(zb), ra * np.float32(za))
+    else:
+        fixed = np.float32(zy) - fma_f32(ra, np.float32(za), rb * np.float32(zb))
     info = np.iinfo(ctx.dtype(n.outputs[0]))
     lo, hi = n.attrs.get("lo", int(info.min)), n.attrs.get("hi", int(info.max))
-    a, b = (int_operand(ctx, n, t) for t in n.inputs)
     binary_layer(ctx, n, a, b, n.outputs[0], [n], elementwise.BIN_QADD, "QLinearAdd",
                  P=(f32_bits(ra), f32_bits(rb), f32_bits(fixed)), Za=za, Zb=zb, Zout=zy, Lo=lo,
                  Hi=hi)

@@ -12,6 +12,7 @@ from ...tiler.basic_kernels.common import f32_bits
 from ..reader import Node
 from .context import Lowering, rows_cols
 from .elementwise import unary
+from .ort_functions import ort_logistic, ort_tanh
 
 
 def qclamp(ctx: Lowering, n: Node) -> None:
@@ -61,7 +62,8 @@ def dequantize(ctx: Lowering, n: Node) -> None:
 
 def qlut(ctx: Lowering, n: Node) -> None:
     """An 8-bit function as a 256-entry table (npukit.lut): entry x holds
-    quantize(f(dequantize(x))), f in float64."""
+    quantize(f(dequantize(x))), f in float32 as ONNX Runtime computes it (its error is
+    reported against float64)."""
     from ...lut import Lut
 
     in_dt, out_dt = ctx.dtype(n.inputs[0]), ctx.dtype(n.outputs[0])
@@ -70,7 +72,7 @@ def qlut(ctx: Lowering, n: Node) -> None:
     xs_ = np.arange(info_in.min, info_in.max + 1)
     real = (xs_ - xz).astype(np.float32) * np.float32(xs)
     f = lut_function(n)
-    y = np.asarray(f(real.astype(np.float64)), np.float64).astype(np.float32)
+    y = np.asarray(ort_function(n)(real), np.float32)
     table = common.quantize(y, ys, yz, int(info_out.min), int(info_out.max)).astype(out_dt)
     Lut(table)  # checks the table as npukit.lut does
     size = ctx.info(n.outputs[0]).size
@@ -84,6 +86,21 @@ def qlut(ctx: Lowering, n: Node) -> None:
             f"{float(ys):.3g})",
             [ctx.tensor(n.inputs[0]), ctx.const(table, f"{n.name}_table")],
             [ctx.output(n.outputs[0])])
+
+
+def ort_function(n: Node):
+    """The float32 function ONNX Runtime's CPU kernels compute for a QLut node: MLAS's
+    ``Tanh`` and ``Sigmoid``, ``LeakyRelu`` as ``x * alpha`` in float32, the others exact."""
+    fn = n.attrs["fn"]
+    if fn == "Sigmoid":
+        return ort_logistic
+    if fn == "Tanh":
+        return ort_tanh
+    if fn == "LeakyRelu":
+        alpha = np.float32(n.attrs.get("alpha", 0.01))
+        return lambda x: np.where(x >= 0, x, x * alpha)
+    f = lut_function(n)
+    return lambda x: np.asarray(f(x.astype(np.float64)), np.float64).astype(np.float32)
 
 
 def lut_function(n: Node):
