@@ -1,8 +1,10 @@
 """Random QDQ models against ONNX Runtime: a small float model of Conv, Gemm, MatMul, Add,
-Softmax, MaxPool/AveragePool and Tanh, quantized by ONNX Runtime's own tool
-(``onnxruntime.quantization.quantize_static``, QDQ format; int8 or uint8 activations, int8
-weights per tensor or per channel), then imported by npukit and run on the simulator next
-to ONNX Runtime. Every output must lie within 1 LSB of ONNX Runtime's.
+Softmax, MaxPool/AveragePool, Tanh, deep residual chains (``x + Relu(Conv(x))`` up to 16
+times), Swish (``x * Sigmoid(x)``) and global-average-pooling heads, quantized by ONNX
+Runtime's own tool (``onnxruntime.quantization.quantize_static``, QDQ format; int8 or uint8
+activations, int8 weights per tensor or per channel), then imported by npukit and run on the
+simulator next to ONNX Runtime. Every quantized output must equal ONNX Runtime's bit for
+bit; a float output (a last ``Tanh`` the tool leaves in float) lies within 1e-4 relative.
 
 Model number k is what ``generate(k)`` builds from the random seed k. Used by
 tests/test_onnx_fuzz.py (a few dozen models) and benchmarks/qdq_fuzz.py (hundreds).
@@ -106,6 +108,15 @@ def _spatial(b: _Builder, x: str, shape: list[int], op: str) -> tuple[str, list[
         return y, [1, C, size(H), size(W)]
     if op == "Tanh":
         return b.add("Tanh", [x]), shape
+    if op == "Swish":
+        return b.add("Mul", [x, b.add("Sigmoid", [x])]), shape
+    if op == "Residual":  # a deep chain of residual joins: ONNX Runtime's QLinearAdd each
+        for _ in range(int(r.integers(2, 17))):
+            w = r.normal(size=(C, C, 3, 3)) * (0.3 / np.sqrt(C))
+            y = b.add("Conv", [x, b.const(w), b.const(r.normal(size=C) * 0.1)],
+                      kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+            x = b.add("Add", [x, b.add("Relu", [y])])
+        return x, shape
     # a residual from an earlier tensor of this shape, else a constant per channel
     earlier = [t for t, s in b.shapes if s == shape and t != x]
     other = str(r.choice(earlier)) if earlier and r.random() < 0.7 else \
@@ -115,7 +126,8 @@ def _spatial(b: _Builder, x: str, shape: list[int], op: str) -> tuple[str, list[
 
 def generate(number: int) -> Case:
     """Model ``number``: a Conv and 0-2 further spatial operations on [1, C, H, W], then
-    (most of the time) a Flatten, a Gemm or MatMul and maybe a Softmax."""
+    (most of the time) maybe a GlobalAveragePool, a Flatten, a Gemm or MatMul and maybe a
+    Softmax."""
     r = np.random.default_rng(number)
     b = _Builder(r)
     first = [1, int(r.integers(2, 5)), int(r.integers(4, 10)), int(r.integers(4, 10))]
@@ -125,12 +137,16 @@ def generate(number: int) -> Case:
         if min(shape[2:]) < 3:
             break
         # a Conv first: ONNX Runtime's tool leaves a model of a lone pooling in float
-        op = "Conv" if k == 0 else str(r.choice(["Conv", "Pool", "Pool", "Tanh", "Add"]))
+        op = "Conv" if k == 0 else str(r.choice(["Conv", "Pool", "Pool", "Tanh", "Add",
+                                                  "Residual", "Swish"]))
         t, shape = _spatial(b, t, shape, op)
         b.shapes.append((t, shape))
     # (a Gemm after a pooling that drops a window would have weights of the wrong size for
     # ONNX shape inference, which ONNX Runtime's quantization tool runs)
     if r.random() < 0.7 and not b.dropped:
+        if r.random() < 0.3:  # a pooling head, as SqueezeNet's and ResNet's
+            t = b.add("GlobalAveragePool", [t])
+            shape = shape[:2] + [1, 1]
         t = b.add("Flatten", [t])
         K, N = int(np.prod(shape[1:])), int(r.integers(3, 12))
         w = r.normal(size=(K, N)) / np.sqrt(K)
@@ -170,6 +186,12 @@ def check(case: Case, backend: str = "sim") -> list[Comparison]:
     g = npukit.onnx.load(qm)
     out = g.run(backend, **case.inputs).outputs
     return [compare(k, out[k], ref[k], g.output_steps.get(k)) for k in ref]
+
+
+def quantized(c: Comparison) -> bool:
+    """Whether an output is quantized (integers, or a DequantizeLinear's float with a step):
+    those must be bit-exact."""
+    return c.integer or bool(c.step)
 
 
 def lsb(c: Comparison) -> float:
