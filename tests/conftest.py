@@ -134,8 +134,10 @@ def pytest_collection_modifyitems(config, items):
 
 
 # The tests of the fast subset, module by module, and the cost that chose them: of every
-# test function its quickest case, cheapest first, up to half a second of each module's time
-# on a first run (C compiled anew; measured 2026-12-02 on the 2-CPU machine, load 2 to 3).
+# test function its quickest case, cheapest first, up to 0.3 s of each module's time on a
+# first run (C compiled anew; measured 2026-12-02 on the 2-CPU machine, load 2 to 3), less
+# four that each compile C of their own for 4 to 7 s (three native convolution blocks, one
+# ONNX model), whose capabilities other tests kept here compile too.
 SMOKE = {
     'tests/test_act_bounds.py': (
         'test_rescale_clamp_at_the_extremes[int64--1180591620717411303424-1180591620717411303424]',
@@ -150,14 +152,10 @@ SMOKE = {
     ),
     'tests/test_basic_kernels_conv.py': (
         'test_every_block_size_and_tail_of_a_padded_3x3_row[1-1-native]',
-        'test_every_block_size_and_tail_of_a_row_at_column_stride_2[1-3-1-types0-0-0-native]',
-        'test_integer_blocks_at_the_extremes_of_values_and_zero_points[7-types0--128-0-native]',
-        'test_the_native_flags_take_the_avx512_blocks_where_the_host_has_them',
         'test_host_function_refuses_arrays_of_the_wrong_type_or_layout',
         'test_an_average_of_negative_zeros_is_positive_zero_in_c_and_reference',
         'test_the_host_modules_example_runs',
         'test_requantised_lanes_at_the_extremes_are_the_definition[int8-1-native]',
-        'test_feature_blocks_at_column_stride_2[1-7-2-0-native]',
         'test_small_planes_take_16_features_a_vector[types0-0-0-3-8-1-0-1-1]',
         'test_a_same_3x3_row_tile_at_the_ends_of_the_zero_points[7-0-int8-127-0-plain]',
         'test_1x1_feature_tiles_take_input_features_four_at_a_time[13-0-int8--128-plain]',
@@ -166,7 +164,6 @@ SMOKE = {
     ),
     'tests/test_c_cache.py': (
         'test_load_never_calls_another_programs_object',
-        'test_changed_header_rebuilds',
         'test_relative_include_directory_is_keyed_by_its_place',
         'test_compiler_that_exits_0_without_a_shared_object[for a; do [ "$prev" = -o ] && echo '
         'junk > "$a"; prev=$a; done; exit 0-does not start like a shared object]',
@@ -174,46 +171,37 @@ SMOKE = {
         'test_read_only_cache_serves_its_entries',
         'test_file_where_the_cache_directory_should_be[the directory]',
         'test_unbalanced_quotes[NPUKIT_CC-cc "-O2]',
-        'test_cache_info_and_clear',
         'test_cache_docstring_examples',
     ),
     'tests/test_c_calls.py': (
         'test_a_copy_of_a_strided_view_moves_row_by_row',
-        'test_a_memory_written_whole_first_inside_a_loop_is_not_poisoned',
         'test_tiles_copied_whole_and_only_read_are_read_in_place[const float * __restrict__-Fal'
         'se-False]',
         'test_call_work_is_the_cost_at_the_largest_arguments',
         'test_a_call_is_split_among_threads_when_its_work_pays[263-True]',
         'test_a_transposed_copy_moves_run_by_run[9-4-1]',
         'test_a_copy_in_any_dim_order_moves_runs',
-        'test_a_buffer_copied_whole_and_only_read_is_read_in_place[float * __restrict__-False-F'
-        'alse]',
     ),
     'tests/test_c_dtypes.py': (
         'test_float32_to_bfloat16_rounds_to_nearest_even',
         'test_to_float16_rounds_once_to_nearest_even',
         'test_literals',
-        'test_mul_on_16_bit_floats[kern0-float16]',
         'test_copies_between_float_types',
     ),
     'tests/test_c_fused.py': (
         'test_float16_bits_widen_exactly',
         'test_float32_rounds_to_float16_bits_as_numpy',
         'test_silu_is_one_fused_loop_with_a_vectorisable_index',
-        'test_lookup_on_narrow_input[uint8-240]',
         'test_narrow_lanes',
     ),
     'tests/test_c_handle.py': (
-        'test_by_name_in_order_and_both',
         'test_kept_on_the_program_and_used_by_run',
         'test_errors_name_the_tensor',
-        'test_other_layouts_go_through_the_full_check',
         'test_output_overlapping_an_input_runs_on_copies',
         'test_numbers_for_scalars_reuse_a_buffer_per_thread',
     ),
     'tests/test_c_kernels.py': (
         'test_fast_path_boundary[0-floor]',
-        'test_output_overlapping_an_input_runs_on_copies',
         'test_unaligned_arrays',
         'test_new_arrays_each_call',
         'test_accumulate_max_min[max-int16]',
@@ -221,7 +209,6 @@ SMOKE = {
     ),
     'tests/test_c_lut.py': (
         'test_lookup[float32-int16-saturate-1-act]',
-        'test_linear_approx_integer[int8-int8-int32-2]',
         'test_table_is_a_static_const_array_of_the_image',
     ),
     'tests/test_c_names.py': (
@@ -256,9 +243,7 @@ SMOKE = {
         'test_loops_back_to_back_run_every_iteration_once[2]',
     ),
     'tests/test_c_tiler.py': (
-        'test_matmax[30-47-1500]',
         'test_sections_in_order',
-        'test_l2_staging_vertical_tiles_single_buffers[single_buffered]',
         'test_every_binding_kind',
         'test_an_extern_without_c_source_names_itself',
         'test_misaligned_tensor_runs_on_an_aligned_copy',
@@ -268,7 +253,6 @@ SMOKE = {
         'test_second_run_does_not_compile',
         'test_missing_compiler_says_what_to_install',
         'test_compile_error_keeps_the_source',
-        'test_compiler_override',
         'test_default_cache_dir',
     ),
     'tests/test_cli.py': (
@@ -283,7 +267,6 @@ SMOKE = {
         'test_version_comes_from_the_package_metadata',
     ),
     'tests/test_cnn.py': (
-        'test_matrix_addition_saturates[float32]',
         'test_exp_q15_is_within_one_lsb_everywhere',
         'test_exp_f32_is_close_to_exp',
         'test_the_two_float_exps_differ_only_in_where_they_flush_to_0',
@@ -338,7 +321,6 @@ SMOKE = {
         'test_both_back_ends_implement_every_vector_op',
         'test_run_time_trip_counts',
         'test_vector_carried_across_iterations',
-        'test_global_vector_access_in_a_run_time_loop_is_guarded',
         'test_alloc_over_lsram_names_the_buffer',
         'test_out_of_bounds_at_build_time_names_pointer_index_extent',
         'test_lsram_out_of_bounds_and_negative_index',
@@ -371,26 +353,21 @@ SMOKE = {
     ),
     'tests/test_dsl_builtins.py': (
         'test_vconcat_takes_each_part_of_each_operand_in_order[low-int8]',
-        'test_vsplit_cuts_native_registers_lowest_first[bfloat16-2]',
         'test_vsplit_refuses_a_native_register',
         'test_vzip_interleaves_the_selected_lanes[even-float32]',
-        'test_vzip_of_masks_interleaves_them',
         'test_vbcast_spreads_scalars_and_lanes[int8]',
         'test_vbcast_of_a_bool_needs_lanes_and_a_lane_must_be_constant',
         'test_mask_strings_read_as_the_compass_dsl_reads_them[3T5F-TTTFFFFF]',
         'test_bad_mask_strings_are_refused_naming_the_string[3X]',
         'test_a_constant_tail_mask_past_its_lanes_is_refused',
-        'test_lane_permutations_move_whole_lanes[uint32-7]',
         'test_a_lane_shift_outside_the_vector_is_refused',
         'test_setting_a_lane_changes_only_that_lane[int16]',
         'test_setting_a_lane_outside_the_vector_is_refused',
     ),
     'tests/test_dsl_builtins_arith.py': (
-        'test_vsl_vsr_with_their_counts_read_as_unsigned[plain-int32]',
         'test_saturating_add_and_sub_clamp_the_exact_result[int8-int8-None]',
         'test_saturate_on_floats_and_mixed_signs_without_out_sign_are_refused',
         'test_vmull_vmulh_give_exact_products_of_each_half[uint32-uint32-u]',
-        'test_integer_builtins_against_python_integers[int32-float32]',
         'test_reinterpret_of_other_widths_is_refused_naming_both',
         'test_math_of_integer_vectors_is_refused',
         'test_bfloat16_is_ml_dtypes_bfloat16',
@@ -398,7 +375,6 @@ SMOKE = {
         "test_what_npukit_does_not_model_is_refused_naming_it[S.printf('%d', 1)]",
     ),
     'tests/test_dsl_dot.py': (
-        'test_integer_dot_products_saturate_to_twice_or_four_times_the_bits[ui-vdot-2-16]',
         'test_dot_products_report_cycles_for_one_instruction_per_builtin',
         'test_integer_accumulations_saturate_the_exact_sum[ui-vqdpa-4-8]',
         'test_vqdpa_of_16_bit_floats_adds_to_the_even_lanes_and_keeps_the_odd[float16]',
@@ -416,7 +392,6 @@ SMOKE = {
         'test_an_active_lane_past_the_end_is_still_refused',
     ),
     'tests/test_dsl_names.py': (
-        'test_host_call_runs_the_simulator_and_the_executable_runs_c',
         'test_executable_c_code_and_target_names',
         'test_call_arguments_are_checked',
         'test_types_by_their_long_and_short_names',
@@ -430,7 +405,6 @@ SMOKE = {
         'test_every_script_name_is_documented',
     ),
     'tests/test_dsl_ops.py': (
-        'test_masked_arithmetic_is_where_mask_op_else_r[vadd-i16x16]',
         'test_cast_matches_the_compass_reading[True-i32x8-bf16]',
         'test_vrint_ties_to_even_and_u16_of_negative_and_nan',
         'test_cast_to_bfloat16_rounds_once_at_every_lane_count[int32-8]',
@@ -440,7 +414,6 @@ SMOKE = {
         'test_vstore_scatter_stores_active_lanes_in_order_and_nothing_else[int8x32-True]',
         'test_vstore_scatter_under_a_tail_mask_leaves_the_masked_off_lanes[uint8-80]',
         'test_a_constant_mask_of_a_run_of_true_lanes_selects_as_it_says[32-16]',
-        'test_vstore_scatter_outside_its_destination_is_reported_and_never_written_in_c',
         'test_vstore_scatter_costs_cycles_by_its_lanes_not_its_destination',
         'test_vstore_scatter_refuses_indices_of_another_width',
         'test_dma_transpose2d_writes_the_transposed_rows_and_leaves_the_gaps[uint8-1-7-None-Non'
@@ -448,8 +421,6 @@ SMOKE = {
         'test_dma_transpose2d_reports_cycles_and_refuses_a_stride_below_the_row',
     ),
     'tests/test_dsl_statements.py': (
-        'test_vload_vstore_with_masks_and_strides',
-        'test_alloc_buffer_addr_of_and_tec_range',
         'test_vrpmax_vrpmin_and_lane_extract[uint32]',
         'test_vsl_vsr_every_shift_count[uint8]',
         'test_if_and_return_decided_at_build_time[12-True]',
@@ -509,7 +480,6 @@ SMOKE = {
         'test_accumulated_lanes_shrink_to_the_last_vector',
         'test_store_after_accumulation_agrees_with_append',
         'test_accumulation_lanes_through_floordiv_refused',
-        'test_reduce_cols_saturates_and_uses_alu_width',
         'test_reduce_cols_transfer_reads_each_element_once[shape0-None]',
     ),
     'tests/test_easy_torq_dims.py': (
@@ -546,7 +516,6 @@ SMOKE = {
     ),
     'tests/test_fuzz_conversions.py': (
         'test_the_harness_sees_a_simulator_that_rounds_float_to_int',
-        'test_the_harness_sees_a_scatter_that_writes_masked_off_lanes',
         'test_a_store_from_uint64_past_int64_saturates_to_the_maximum[int64]',
     ),
     'tests/test_fuzz_diff.py': (
@@ -568,7 +537,6 @@ SMOKE = {
         'test_generated_files',
         "test_model_level_errors[<lambda>-no graph 'Nope']",
         "test_add_node_errors[binds1-'X', which is not]",
-        'test_close_and_plan_errors',
         'test_memory_device_sizes_are_whole_numbers[True-integer]',
         'test_memory_device_locations_are_named',
         'test_generators_take_gaps_argument_names',
@@ -668,7 +636,6 @@ SMOKE = {
         'test_bf16_floor_and_ceil_bracket_every_value',
     ),
     'tests/test_lut_hostile.py': (
-        'test_tables_never_raise_raw',
         'test_design_names_a_bad_function[<lambda>-words0]',
         'test_design_rules_for_hostile_arguments',
         'test_bias_beyond_an_unsigned_int_is_a_lut_error',
@@ -756,7 +723,6 @@ SMOKE = {
     ),
     'tests/test_onnx_cli.py': (
         'test_an_unsupported_operator_is_one_line_and_a_nonzero_exit',
-        'test_check_fails_past_the_tolerance',
         'test_bad_arguments_are_one_line',
         'test_sizes_read_as_bytes_with_binary_suffixes',
         'test_the_plan_shows_whole_onnx_names',
@@ -766,7 +732,6 @@ SMOKE = {
         'test_no_output_replaces_the_model_or_an_existing_file',
         'test_a_bad_output_path_is_found_before_the_run',
         'test_emit_never_follows_a_planted_link_nor_replaces_a_makefile',
-        'test_emit_writes_a_new_folder',
         'test_malformed_npz_members_are_one_line',
         'test_workers_out_of_bounds_are_refused[-1]',
         'test_a_malformed_scheduler_is_one_line[localhost:8786]',
@@ -799,23 +764,19 @@ SMOKE = {
         'test_a_global_pooling_keeps_every_core_busy',
         'test_pointwise_and_depthwise_layers_are_not_dma_bound[op=conv in=172x25x5 out=172 k=1x'
         '1 relu=1]',
-        'test_the_plan_takes_the_way_of_fewest_predicted_cycles',
     ),
     'tests/test_onnx_functions.py': (
         'test_an_operator_npukit_lowers_is_not_expanded',
         'test_a_random_operator_is_refused_not_expanded',
-        'test_a_window_whose_size_is_a_graph_input_is_planned_from_constants',
         'test_an_input_that_selects_a_shape_and_is_read_as_data_is_a_constant_operand',
     ),
     'tests/test_onnx_graph_edges.py': (
         'test_a_graph_output_written_by_identity_or_dropout[Dropout]',
-        'test_an_unused_dropout_mask_needs_no_shape[9]',
         'test_qlinear_softmax_is_bit_exact[uint8-11]',
         'test_qlinear_softmax_with_another_opsets_axis_semantics_is_refused',
         'test_a_zero_dimension_in_input_shapes_is_refused_naming_the_input',
         'test_an_empty_intermediate_tensor_is_refused_naming_the_node[reshape]',
         'test_an_empty_constant_graph_output_is_refused_naming_it',
-        'test_an_empty_initializer_a_concat_reads_adds_nothing',
     ),
     'tests/test_onnx_host.py': (
         'test_a_schedule_is_host_or_tiles',
@@ -824,7 +785,6 @@ SMOKE = {
         'test_an_unsupported_operator_is_named_with_its_node',
         "test_refusals_name_the_node_attribute_and_value[indices-node 'n' \\\\(MaxPool\\\\): th"
         'e Indices output is not supported]',
-        'test_relu_on_integers',
         'test_dtype_option_and_unknown_inputs_are_refused',
         'test_outputs_passed_are_written_in_place_and_missing_ones_allocated',
         'test_broadcast_view_reads_as_numpy_broadcasts',
@@ -853,7 +813,6 @@ SMOKE = {
         'test_sequence_at_with_an_empty_position',
         'test_split_to_sequence_with_split_0',
         'test_resize_with_a_non_finite_scale[nan]',
-        'test_emit_of_other_input_and_output_types[uint64]',
         'test_loop_with_an_empty_trip_count_or_condition[trip]',
     ),
     'tests/test_onnx_ops.py': (
@@ -890,7 +849,6 @@ SMOKE = {
     'tests/test_onnx_ops_math.py': (
         'test_refusals_name_the_node_and_the_attribute',
         'test_the_c_of_a_function_is_its_definition_one_statement_per_operation',
-        'test_log_softmax_along_rows_and_columns[11]',
         'test_swish_of_opset_24_with_its_alpha',
     ),
     'tests/test_onnx_ops_matmul.py': (
@@ -920,18 +878,15 @@ SMOKE = {
         'test_refusals_name_the_node_and_the_values[Tile-inits0-repeats]',
     ),
     'tests/test_onnx_pytorch.py': (
-        'test_reduce_mean_over_the_spatial_axes_is_a_global_average_pooling',
         'test_quantized_reduce_mean_runs_in_integers[0]',
         'test_other_reduce_means_are_reductions[shape3-axes3]',
     ),
     'tests/test_onnx_qdq_exact.py': (),  # each test 7 to 19 s with the C cached
     'tests/test_onnx_quant.py': (
-        'test_quantized_tables_are_the_function_rounded_once',
         'test_qlinearaveragepool_ceil_mode_shape[0]',
     ),
     'tests/test_onnx_read_rules.py': (
         'test_a_tensor_written_by_two_nodes_is_refused_naming_both',
-        'test_a_local_function_named_like_an_onnx_operator_loses_to_the_operator',
         'test_a_loop_stops_on_its_bodys_condition_as_onnx_runtime[condition]',
         'test_a_loop_whose_condition_is_known_only_at_run_time_is_refused',
     ),
@@ -942,7 +897,6 @@ SMOKE = {
     ),
     'tests/test_onnx_shapes.py': (
         'test_shape_computations_on_static_shapes_are_folded[shape_slices_and_product]',
-        'test_a_shape_known_only_after_folding_is_folded_in_a_second_round',
         'test_a_shape_operand_given_as_a_graph_input_is_taken_from_constants[Reshape]',
         'test_an_input_reaching_a_shape_operand_through_arithmetic_only_selects_a_shape',
         'test_an_input_read_as_data_too_is_no_shape_operand',
@@ -952,7 +906,6 @@ SMOKE = {
         'test_a_node_without_inputs_is_no_crash_while_folding',
     ),
     'tests/test_onnx_suites.py': (
-        'test_a_right_a_wrong_a_refused_and_a_crashing_case',
         'test_outputs_are_compared_as_the_onnx_backend_test_compares_them[out2-want2-True]',
     ),
     'tests/test_onnx_validate.py': (
@@ -1031,7 +984,6 @@ SMOKE = {
         'test_immediates_are_checked_when_the_program_is_made',
         'test_bounds_that_leave_no_value_are_refused',
         'test_bounds_are_two_integers_on_an_integer_scalar[float-bounds1-integer scalar arguments]',
-        'test_cnn_agrees_with_numpy_on_int16_extremes',
         'test_cnn_norm_outside_0_31_is_refused[32]',
     ),
     'tests/test_tiler_checks.py': (
@@ -1053,7 +1005,6 @@ SMOKE = {
         'test_a_failing_cost_function_names_its_kernel',
         'test_newer_generation_mistakes_fail_when_the_user_kernel_is_declared[changes0-words0]',
         'test_newer_generation_calls_of_later_basic_kernels_are_checked_at_tiling',
-        'test_items_of_several_elements_and_the_newer_generation_run',
         'test_bounds_flow_through_newer_generation_kernels',
     ),
     'tests/test_tiler_k_tiles.py': (
@@ -1070,7 +1021,6 @@ SMOKE = {
     ),
     'tests/test_tiler_vocab.py': (
         'test_kerarg_pad_keeps_room_around_each_tile',
-        'test_aliased_argument_shares_its_targets_memory',
         'test_model_control_calls',
         'test_append_names_derives_a_generator_s_names',
         'test_vocabulary_errors[<lambda>-listed twice0]',
@@ -1079,7 +1029,6 @@ SMOKE = {
     ),
     'tests/test_tpp_bias.py': (
         'test_the_bias_primitive_broadcasts_rows_columns_and_scalars[1-0-<lambda>]',
-        'test_the_bias_is_loaded_once_before_a_sum_split_into_a_loop',
         'test_bias_configuration_errors_name_what_is_wrong',
         'test_strides_of_reads_numpy_layouts_as_the_tpp_strides',
     ),
@@ -1094,7 +1043,6 @@ SMOKE = {
         'test_einsum_operation_shows_the_optimized_operation',
         'test_einsum_errors[args0-WrongDimensionError-2 operand]',
         'test_empty_operands_give_zeros',
-        'test_bias_and_activation_epilogues_equal_numpy[ij,jk,kl->il-shapes5-bias_shape5]',
         'test_epilogue_errors_name_what_is_wrong',
     ),
     'tests/test_tpp_libxsmm.py': (
@@ -1107,7 +1055,6 @@ SMOKE = {
         'test_unary_kinds_as_main_and_last_touch[exp]',
         'test_comparisons_as_main_primitive[compare_gt]',
         'test_docs_table_agrees_with_the_mapping',
-        'test_reduction_as_the_main_primitive[reduce_max-2]',
         'test_reduction_main_errors_name_what_is_wrong',
     ),
     'tests/test_tpp_operation.py': (
@@ -1118,7 +1065,6 @@ SMOKE = {
         'test_c_back_end_against_the_oracle_with_canaries[binary add with a broadcast column]',
         'test_c_matches_the_simulator_and_costs_cycles',
         'test_lowering_is_loops_around_calls',
-        'test_in1_may_be_none_for_a_unary_main',
         "test_each_check_raises_its_error_naming_the_dimension[change0-WrongDtypeError-dtype 'f"
         "loat64' is not supported]",
         'test_k_dimension_must_not_be_shared',
