@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import is_float
-from ..errors import TilingError
+from ..errors import NpukitError
 from .api import (
     D0,
     D1,
@@ -148,7 +148,8 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
 def _fewest_cycles(m, Name: str, ways) -> None:
     """Add user kernel ``Name`` built by whichever of ``ways`` (functions adding a user
     kernel under the name they are given) the cycle model predicts the fewest cycles for,
-    the first on a tie; a way the tiler cannot tile is passed over."""
+    the first on a tie. A way the tiler cannot tile, or whose program the checks refuse, is
+    passed over; when none is left the last is built, to fail under the layer's own name."""
     from ..sim.timing import timeline
 
     best = None
@@ -157,7 +158,7 @@ def _fewest_cycles(m, Name: str, ways) -> None:
         try:
             way(trial)
             cycles = timeline(m.program(trial)).cycles
-        except TilingError:
+        except NpukitError:  # (a tiling of features with padded rows can read past In)
             cycles = None
         m.kernels.pop(trial, None)
         m._tilings.pop(trial, None)
