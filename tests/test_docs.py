@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import doctest
 import importlib
-import linecache
 import re
 import shlex
 import subprocess
@@ -79,10 +78,6 @@ def test_every_block_names_its_language(path):
     assert len(re.findall(r"^```", path.read_text(), re.MULTILINE)) == 2 * len(blocks(path))
 
 
-# Pages whose python blocks still continue earlier ones (kept by other hands): they run in
-# order in one namespace until their blocks stand alone; then strict xfail fails and the
-# page leaves this set.
-CONTINUED = {"c_backend.md", "dsl.md", "kernel-language.md"}
 # Pages of numbers, with no example to run.
 NO_EXAMPLES = {"measured.md"}
 
@@ -103,9 +98,7 @@ def run_alone(code: str, where: str, directory: Path) -> str:
     return "" if r.returncode == 0 else f"{where}:\n{(r.stdout + r.stderr)[-3000:]}"
 
 
-@pytest.mark.parametrize("path", [pytest.param(
-    p, marks=pytest.mark.xfail(strict=True, reason="blocks continue earlier ones"))
-    if p.name in CONTINUED else p for p in PAGES], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
 def test_every_python_block_runs_alone(path, tmp_path, monkeypatch, capsys):
     files = page_files(path)
     failures, ran, here = [], 0, None
@@ -131,27 +124,6 @@ def test_every_python_block_runs_alone(path, tmp_path, monkeypatch, capsys):
     assert ran > 0 or path.name in NO_EXAMPLES, f"{path.name} has no block that runs"
     failed = [f for f in failures if f]
     assert not failed, "\n\n".join(failed)
-
-
-@pytest.mark.parametrize("path", [p for p in PAGES if p.name in CONTINUED],
-                         ids=lambda p: p.name)
-def test_the_blocks_of_a_continued_page_run_in_order(path, tmp_path, monkeypatch, capsys):
-    """Until its blocks stand alone, a page of CONTINUED runs as it did: its python blocks in
-    order in one namespace (like a doctest session), its npukit commands after them."""
-    monkeypatch.chdir(tmp_path)
-    namespace: dict = {"__name__": "__docs__"}
-    for lang, name, code, line in blocks(path):
-        where = f"{path.name}:{line}"
-        if name:
-            (tmp_path / name).write_text(code)
-        elif lang == "python":
-            # Known to linecache, as a file would be: kernels quote their source lines.
-            linecache.cache[where] = (len(code), None, code.splitlines(True), where)
-            exec(compile(code, where, "exec"), namespace)
-        elif lang == "sh":
-            for argv in npukit_commands(code):
-                assert run_npukit(argv) == 0, f"{where}: npukit {' '.join(argv)}"
-    capsys.readouterr()
 
 
 def width_table(name: str) -> str:
