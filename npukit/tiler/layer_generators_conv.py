@@ -215,8 +215,7 @@ def _conv_each_plane(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat:
         KernelDimensions(1 if depthwise else InFeat, Width, Height, OutFeat),
         KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
         TILE_HOR,
-        CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
-              TCArg(_ptr(bias_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out")),
+        _conv_cargs(in_dt, w_dt, out_dt, quant),
         Calls(
             Call(set_bias, LOC_IN_PLANE_PROLOG, Bindings(
                 K_Arg("Acc", KER_ARG_TILE), Imm(Wc), K_Arg("Acc", KER_ARG_TILE_H),
@@ -285,8 +284,7 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_ti
         KernelIterSpace(3, IterParSpace(D1, OutFeat, out_tile), IterTiledSpace(T0),
                         IterParSpace(D0, InFeat, in_tile)),
         TILE_HOR,
-        CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
-              TCArg(_ptr(acc_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out")),
+        _conv_cargs(in_dt, w_dt, out_dt, quant),
         Calls(
             Call(set_bias, LOC_D0_PROLOG, _bias_bindings(Wc)),
             Call(ker, LOC_D0, Bindings(
@@ -324,8 +322,7 @@ def _conv_dw_tiles(m, Name: str, *, in_dt, w_dt, out_dt, C: int, Width: int, Hei
     m.UserKernel(Name,
         KernelIterSpace(2, IterParSpace(D1, C, 1), IterTiledSpace(T0)),
         TILE_HOR,
-        CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
-              TCArg(_ptr(acc_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out")),
+        _conv_cargs(in_dt, w_dt, out_dt, quant),
         Calls(
             Call(set_bias, LOC_LOOP, _bias_bindings(Wc)),
             Call(ker, LOC_LOOP, Bindings(
@@ -338,6 +335,14 @@ def _conv_dw_tiles(m, Name: str, *, in_dt, w_dt, out_dt, C: int, Width: int, Hei
         KerArgs(*kerargs))
     m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * C
 
+
+
+def _conv_cargs(in_dt, w_dt, out_dt, quant) -> tuple:
+    """A convolution kernel's C arguments: In, Filter, Bias (of the accumulator's type),
+    ``quant`` (Scale, integers only), Out."""
+    acc_dt = "float32" if is_float(out_dt) else "int32"
+    return CArgs(TCArg(_ptr(in_dt, True), "In"), TCArg(_ptr(w_dt, True), "Filter"),
+                 TCArg(_ptr(acc_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out"))
 
 
 def _tile_args(in_space, filter_space, db: int, in_dt, w_dt, out_dt, Width: int, Height: int,
