@@ -39,6 +39,7 @@ parsed.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -281,7 +282,7 @@ def cores_independent(name: str, sources: list[str]) -> bool:
     >>> cores_independent("K", ["void K(int *p) { gap_waitbarrier(0); p[0] = 1; }"])
     False
     """
-    bodies = function_bodies("\n".join(_uncommented(x) for x in sources))
+    bodies = _bodies(tuple(sources))
     body = bodies.get(name)
     if body is None:
         return False
@@ -295,8 +296,18 @@ def cores_independent(name: str, sources: list[str]) -> bool:
 _BARRIER = re.compile(r"\bgap_waitbarrier\s*\(")
 
 
+@functools.lru_cache(maxsize=64)
+def _bodies(sources: tuple[str, ...]) -> dict[str, str]:
+    """``function_bodies`` of the uncommented sources, parsed once: a graph's layers call
+    the same basic kernels' sources, tens of kilobytes each, once per call."""
+    return function_bodies("\n".join(_uncommented(x) for x in sources))
+
+
 def _uncommented(source: str) -> str:
     return re.sub(r"/\*.*?\*/|//[^\n]*", " ", source, flags=re.S)
+
+
+_BRACE = re.compile(r"[{}]")
 
 
 def function_bodies(source: str) -> dict[str, str]:
@@ -306,9 +317,13 @@ def function_bodies(source: str) -> dict[str, str]:
     for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*\{",
                          source):
         depth, k = 1, m.end()
-        while k < len(source) and depth:
-            depth += {"{": 1, "}": -1}.get(source[k], 0)
-            k += 1
+        for brace in _BRACE.finditer(source, m.end()):  # brace by brace, not char by char
+            depth += 1 if brace.group() == "{" else -1
+            k = brace.end()
+            if not depth:
+                break
+        else:
+            k = len(source)
         if m.group(1) not in ("if", "for", "while", "switch"):
             out.setdefault(m.group(1), source[m.end():k - 1])
     return out
