@@ -40,11 +40,18 @@ CASES = [
      lambda x: x[:, 0, :].T),
     ((2, 8), lambda x: x.insert_dim(2, 2, 1).subview_dim(2, 0, 1).erase_dim(2),
      lambda x: x),
+    # Torq's parity views read memory holding the even-index block first (quadrants in
+    # 2-D) back in natural order: dims (n/2, 2) and (h/2, 2, w/2, 2).
     ((3, 10), lambda x: x.partitionByIndexParity1D(),
-     lambda x: np.stack([x[:, 0::2], x[:, 1::2]], 1)),
+     lambda x: x.reshape(3, 2, 5).transpose(0, 2, 1)),
     ((2, 4, 6), lambda x: x.partitionByIndexParity2D(),
-     lambda x: np.stack([np.stack([x[:, p::2, q::2] for q in (0, 1)], 1) for p in (0, 1)],
-                        1)),
+     lambda x: x.reshape(2, 2, 2, 2, 3).transpose(0, 3, 1, 4, 2)),
+    ((8, 3), lambda x: x.subviewDim(0, 0, 7).reshapeDim(0, [-1, 2], True),  # ceil(7/2) x 2
+     lambda x: x.reshape(4, 2, 3)),                              # rows: the last is row 7
+    ((7, 3), lambda x: x.reshape_dim(0, [2, 3], allow_non_multiple=True),
+     lambda x: x[:6].reshape(2, 3, 3)),
+    ((2, 9), lambda x: x.setShape([(4, 2), (2, 9), (3, 1)]),  # Im2Col's overlapping windows
+     lambda x: np.lib.stride_tricks.as_strided(x, (4, 2, 3), (2, 9, 1))),
 ]
 
 
@@ -78,6 +85,12 @@ def test_dim_edit_errors_name_tensor_and_sizes():
 
     with pytest.raises(ShapeError, match=r"reshape_dim\(0, \[4, 2\]\).*6 elements"):
         build(lambda x: x.reshape_dim(0, [4, 2]))
+    with pytest.raises(ShapeError, match=r"reshape_dim\(0, \[-1, 4\]\).*allow_non_multiple"):
+        build(lambda x: x.reshape_dim(0, [-1, 4]))
+    with pytest.raises(ShapeError, match=r"reshape_dim\(0, \[2, 4\]\).*6 elements"):
+        build(lambda x: x.reshape_dim(0, [2, 4], allow_non_multiple=True))
+    with pytest.raises(ShapeError, match=r"partition_by_index_parity_2d needs 2 dense"):
+        build(lambda x: x.subview_dim(1, 0, 4).partitionByIndexParity2D())
     with pytest.raises(OutOfBoundsError, match=r"subview_dim\(1, 3, 3\).*5 elements"):
         build(lambda x: x.subview_dim(1, 3, 3))
     with pytest.raises(ShapeError, match="move_dim dim 2 out of range"):

@@ -123,7 +123,7 @@ class LData(_Suggests):
     def _public(self) -> list[str]:
         return ["shape", "dtype", "rank", "dim", "dims", "dense_dims", "vectorize", "fuse",
                 "broadcast_as", "permute", "subview_dim", "reshape_dim", "insert_dim",
-                "erase_dim", "move_dim", "partition_by_index_parity_1d",
+                "erase_dim", "move_dim", "set_shape", "partition_by_index_parity_1d",
                 "partition_by_index_parity_2d", "layout", "name"]
 
     # Tensor editing: each returns a new LData.
@@ -182,26 +182,57 @@ class LData(_Suggests):
                                    f"leaves dim {d} of {lay.shape} ({lay.shape[d]} elements)")
         return replace(self, layout=lay[(slice(None),) * d + (slice(offset, offset + count),)])
 
-    def reshape_dim(self, dim: int, sizes: Sequence[int]) -> LData:
+    def reshape_dim(self, dim: int, sizes: Sequence[int], allow_non_multiple: bool = False
+                    ) -> LData:
         """Torq's ``reshapeDim``: dim ``dim`` becomes the row-major dims ``sizes`` (one of
-        them may be -1, inferred). Torq's ``allowNonMultiple`` is refused: it would read past
-        the dim's end."""
+        them may be -1, inferred). With ``allow_non_multiple`` (Torq's ``allowNonMultiple``)
+        the sizes may cover more or fewer elements than the dim holds: a -1 becomes
+        ``ceil(n / product of the others)`` (the last rows run past the dim's end, into
+        whatever follows it: a load of them past the buffer is an ``OutOfBoundsError``),
+        and explicit sizes may cover fewer than ``n`` (the rest is left out)."""
         lay, d = self._plain("reshape_dim"), self._axis(dim, "reshape_dim")
         sizes = [as_int(n, "reshape_dim: size") for n in sizes]
         n, known = lay.shape[d], int(np.prod([k for k in sizes if k != -1]))
-        if sizes.count(-1) > 1 or any(k < -1 for k in sizes):
-            raise ShapeError(f"tensor {self._owner}: reshape_dim sizes {sizes}: at most one -1")
-        if -1 in sizes and known and n % known == 0:
-            sizes[sizes.index(-1)] = n // known
-        if int(np.prod(sizes)) != n:
+        if sizes.count(-1) > 1 or any(k < -1 or k == 0 for k in sizes):
+            raise ShapeError(f"tensor {self._owner}: reshape_dim sizes {sizes}: positive, at "
+                             f"most one -1")
+        inferred = -1 in sizes and (n % known == 0 or allow_non_multiple)
+        if inferred:
+            sizes[sizes.index(-1)] = -(-n // known)
+        total = int(np.prod(sizes))
+        if -1 in sizes or not inferred and (total > n if allow_non_multiple else total != n):
             raise ShapeError(f"tensor {self._owner}: reshape_dim({d}, {sizes}): dim {d} of "
-                             f"{lay.shape} has {n} elements")
+                             f"{lay.shape} has {n} elements"
+                             + ("" if allow_non_multiple else
+                                " (allow_non_multiple=True takes a non-multiple)"))
         strides, step = [], lay.strides[d]
         for k in reversed(sizes):
             strides.insert(0, step)
             step *= k
         return self._with_dims(lay.shape[:d] + tuple(sizes) + lay.shape[d + 1:],
                                lay.strides[:d] + tuple(strides) + lay.strides[d + 1:])
+
+    def set_shape(self, dims: Sequence) -> LData:
+        """Torq's ``setShape``: the tensor seen through new dims, each a count (natural
+        stride: the product of the counts inside it, times the next explicit stride) or a
+        ``(count, stride)`` pair, strides in elements, outermost first; the offset stays.
+        The Torq compiler's Im2ColPattern reads overlapping windows of a ``[C, W]`` input
+        this way: ``x.set_shape([(ow, stride), (c, w), (kw, dilation)])``. Reads outside
+        the buffer are ``OutOfBoundsError`` when the kernel loads them."""
+        lay = self._plain("set_shape")
+        shape, strides, step = [], [], 1
+        for item in reversed(list(dims)):
+            count, stride = (item, None) if not isinstance(item, (tuple, list)) else item
+            count = as_int(count, f"tensor {self._owner}: set_shape count")
+            if stride is not None:
+                step = as_int(stride, f"tensor {self._owner}: set_shape stride")
+            if count < 0 or step < 0:
+                raise ShapeError(f"tensor {self._owner}: set_shape({list(dims)}): counts and "
+                                 f"strides are non-negative")
+            shape.insert(0, count)
+            strides.insert(0, step)
+            step *= count
+        return replace(self, layout=Layout(tuple(shape), lay.dtype, tuple(strides), lay.offset))
 
     def insert_dim(self, dim: int, size: int, stride: int = 0) -> LData:
         """Torq's ``insertDim``: a new dim of ``size`` elements at index ``dim`` (0..rank),
@@ -227,34 +258,46 @@ class LData(_Suggests):
         return self.permute(order)
 
     def partition_by_index_parity_1d(self) -> LData:
-        """Torq's ``partitionByIndexParity1D``: the last dim (``n`` elements, even) becomes
-        two blocks, the elements of even index then those of odd index: shape ``(..., 2,
-        n/2)``, element ``[p, j]`` at index ``2 j + p``."""
+        """Torq's ``partitionByIndexParity1D``: the last dim (``n`` elements, even, dense,
+        of 1- or 2-byte elements) is memory holding the elements of even index, then those
+        of odd index; the view reads them back in their natural order as dims ``(..., n/2,
+        2)``, element ``[j, p]`` (index ``2 j + p``) at memory position ``j + p n/2``."""
         lay = self._parity("partition_by_index_parity_1d", 1)
-        s = lay.strides[-1]
-        return self._with_dims(lay.shape[:-1] + (2, lay.shape[-1] // 2),
-                               lay.strides[:-1] + (s, 2 * s))
+        half = lay.shape[-1] // 2
+        return self._with_dims(lay.shape[:-1] + (half, 2), lay.strides[:-1] + (1, half))
 
     def partition_by_index_parity_2d(self) -> LData:
-        """Torq's ``partitionByIndexParity2D``: the last two dims (``h x w``, both even)
-        become four quadrants, even-even, even-odd, odd-even, odd-odd: shape ``(..., 2, 2,
-        h/2, w/2)``, element ``[p, q, i, j]`` at row ``2 i + p``, column ``2 j + q``."""
+        """Torq's ``partitionByIndexParity2D``: the last two dims (``h x w``, both even,
+        dense, of 1- or 2-byte elements) are memory holding four quadrants of ``h/2 x w/2``
+        (``q = h w / 4`` elements each), rows and columns even-even, even-odd, odd-even,
+        odd-odd; the view reads them back in their natural order as dims ``(..., h/2, 2,
+        w/2, 2)``: element ``[i, p, j, r]`` (row ``2 i + p``, column ``2 j + r``) at memory
+        position ``i w/2 + j + (2 p + r) q``. Appending rows in natural order to it writes
+        the quadrants (the Torq compiler's SegmentationPattern)."""
         lay = self._parity("partition_by_index_parity_2d", 2)
-        sh, sw = lay.strides[-2:]
-        return self._with_dims(lay.shape[:-2] + (2, 2, lay.shape[-2] // 2, lay.shape[-1] // 2),
-                               lay.strides[:-2] + (sh, sw, 2 * sh, 2 * sw))
+        h, w = lay.shape[-2:]
+        q = h * w // 4
+        return self._with_dims(lay.shape[:-2] + (h // 2, 2, w // 2, 2),
+                               lay.strides[:-2] + (w // 2, 2 * q, 1, q))
 
     def _parity(self, op: str, k: int) -> Layout:
         lay = self._plain(op)
         if lay.rank < k or any(n % 2 for n in lay.shape[-k:]):
             raise ShapeError(f"tensor {self._owner}: {op} needs {k} last dim(s) of even size "
                              f"(equal even and odd blocks); shape {lay.shape}")
+        if lay.dense_dims() < k:
+            raise ShapeError(f"tensor {self._owner}: {op} needs {k} dense last dim(s); shape "
+                             f"{lay.shape}, strides {lay.strides}")
+        if lay.itemsize > 2:
+            raise ShapeError(f"tensor {self._owner}: {op} takes 1- or 2-byte elements (Torq's "
+                             f"rule); this tensor holds {lay.dtype}")
         return lay
 
     # camelCase aliases, so a Torq pattern's body reads as in C++.
     partitionByIndexParity1D = partition_by_index_parity_1d
     partitionByIndexParity2D = partition_by_index_parity_2d
     subviewDim, reshapeDim, insertDim = subview_dim, reshape_dim, insert_dim
+    setShape = set_shape
     eraseDim, moveDim, broadcastAs, denseDims = erase_dim, move_dim, broadcast_as, dense_dims
 
     def __getitem__(self, key) -> LData:
