@@ -71,14 +71,16 @@ static inline int gap_ncore(void) {{ return {cores}; }}
 static inline void gap_waitbarrier(int barrier) {{ (void)barrier; }}"""
 
 
-def defined_names(source: str) -> set[str]:
+@functools.lru_cache(maxsize=256)
+def defined_names(source: str) -> frozenset[str]:
     """Functions and types a C source defines at file scope (what generated names must not
-    shadow): ``name(...) {`` definitions and ``typedef ... name;``."""
+    shadow): ``name(...) {`` definitions and ``typedef ... name;`` (found once per source:
+    every layer calling a basic kernel asks)."""
     names = set(re.findall(r"\b([A-Za-z_]\w*)\s*\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*\{",
                            source))
     names |= set(re.findall(r"\}\s*([A-Za-z_]\w*)\s*;", source))
     names |= set(re.findall(r"typedef[^;{}]*?\b([A-Za-z_]\w*)\s*;", source))
-    return names - {"if", "for", "while", "switch", "return", "sizeof"}
+    return frozenset(names - {"if", "for", "while", "switch", "return", "sizeof"})
 
 
 def externs(prog: ir.Program) -> list[ir.Extern]:
