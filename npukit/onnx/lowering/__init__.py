@@ -73,7 +73,7 @@ HANDLERS = {
     "Pow": math.math_binary,
     "PRelu": math.math_binary,
     **{op: typed.on_integers(math.variadic, typed.int_variadic) for op in ("Max", "Min", "Mean")},
-    "Expand": math.expand,
+    "Expand": typed.on_integers(math.expand, typed.expand),
     "Slice": indexing.slice_,
     "Resize": resize.resize,
     "GridSample": gridsample.grid_sample,

@@ -73,6 +73,15 @@ def cast(ctx: Lowering, n: Node) -> None:
     layer(ctx, n, "Cast", n.inputs[:1], n.outputs[0], [n], n.op)
 
 
+def expand(ctx: Lowering, n: Node) -> None:
+    """Expand of an integer or bool tensor (an attention mask broadcast to the scores' shape):
+    one ``typed`` copy broadcast to the output's shape."""
+    x = n.inputs[0]
+    if ctx.shape(x) == ctx.info(n.outputs[0]).shape:
+        return view(ctx, Node("Identity", n.name, [x], n.outputs, {}))
+    layer(ctx, n, "Cast", [x], n.outputs[0], [n], n.op)
+
+
 def _op_key(ctx: Lowering, n: Node) -> str:
     if n.op == "Mod":
         return "Mod1" if n.attrs.get("fmod", 0) else "Mod"
