@@ -25,8 +25,14 @@ ALU_OPS = {
     "max": np.maximum,
     "min": np.minimum,
     "pass": lambda a: a,
+    "bnot": np.invert,                                # Torq's BNOT (integers only)
+    "lnot": lambda a: (a == 0).astype(a.dtype),        # Torq's NOT: 1 where a is 0, else 0
 }
-COMBINE = {"add": lambda acc, x: acc + x, "max": np.maximum, "min": np.minimum}
+# How the ALU folds a result into its partials (the Torq ALU's accumulate modes ACC, MAX,
+# MIN, MUL, BAND, BOR, BXOR); the bitwise ones take integer partials only.
+COMBINE = {"add": lambda acc, x: acc + x, "max": np.maximum, "min": np.minimum,
+           "mul": lambda acc, x: acc * x, "and": np.bitwise_and, "or": np.bitwise_or,
+           "xor": np.bitwise_xor}
 
 
 def wrap32(x) -> np.ndarray:

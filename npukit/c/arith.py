@@ -456,6 +456,10 @@ def alu_expr(h: Helpers, op: str, srcs: list[tuple[str, np.dtype]], acc: np.dtyp
         return f"{xs[0]} {_SYMBOL[op]} {xs[1]}"
     if op == "pass":
         return f"{h.use('npk_wrap32')}((uint32_t)({srcs[0][0]}))"
+    if op == "bnot":
+        return f"{h.use('npk_wrap32')}((uint32_t)~(int64_t)({srcs[0][0]}))"
+    if op == "lnot":
+        return f"(int32_t)(({srcs[0][0]}) == 0)"
     if op in ("max", "min"):
         a, b = (f"(int64_t)({e})" for e, _ in srcs)
         cmp = ">" if op == "max" else "<"
@@ -472,11 +476,14 @@ def combine_expr(h: Helpers, how: str, acc: str, x: str, dt: np.dtype) -> str:
     ALU result (``a - b`` is added as one value: ``acc + (a - b)``, never ``acc + a - b``,
     which rounds differently)."""
     if is_float(dt):
-        if how == "add":
-            return f"{acc} + ({x})"
+        if how in ("add", "mul"):
+            return f"{acc} {'+' if how == 'add' else '*'} ({x})"
         return f"{h.use('npk_' + how + 'f')}({acc}, {x})"
-    if how == "add":
-        return f"{h.use('npk_wrap32')}((uint32_t)({acc}) + (uint32_t)({x}))"
+    if how in ("add", "mul"):  # modulo 2**32, in unsigned arithmetic (no signed overflow)
+        op = "+" if how == "add" else "*"
+        return f"{h.use('npk_wrap32')}((uint32_t)({acc}) {op} (uint32_t)({x}))"
+    if how in ("and", "or", "xor"):
+        return f"({acc} {dict(zip(('and', 'or', 'xor'), '&|^'))[how]} ({x}))"
     cmp = ">" if how == "max" else "<"
     return f"({acc} {cmp} {x} ? {acc} : {x})"
 
@@ -513,6 +520,10 @@ def int_value_range(op: str, ranges: list[tuple[int, int]]) -> tuple[int, int] |
     """Range of an integer ALU result from its operands' ranges, None when it can wrap."""
     if op == "pass":
         lo, hi = ranges[0]
+    elif op == "bnot":                     # ~x = -x - 1 reverses the range
+        lo, hi = -1 - ranges[0][1], -1 - ranges[0][0]
+    elif op == "lnot":
+        lo, hi = 0, 1
     elif op == "mul":
         ends = [a * b for a in ranges[0] for b in ranges[1]]
         lo, hi = min(ends), max(ends)

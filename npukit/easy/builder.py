@@ -145,10 +145,11 @@ class Slice:
             common += 1
         node.acc_loops = node.loops[common:]
         summed = [v for v in node.acc_loops if v.count > 1]
-        if node.load and summed:
-            raise KernelError(f"alu.load `{node.stmt.label}`: the Act reads its partials outside "
-                              f"loop {summed[0]} ({summed[0].count} iterations), so they would "
-                              f"be summed; Torq's load holds one input: use accumulate")
+        if node.single and summed:
+            raise KernelError(f"{node.single} `{node.stmt.label}`: the Act reads its partials "
+                              f"outside loop {summed[0]} ({summed[0].count} iterations), so "
+                              f"they would be summed; Torq's {node.single} holds one input: "
+                              f"use accumulate")
         if node.acc_loops:
             # Start fresh before the outermost accumulation loop, at each consumer iteration.
             outer = node.acc_loops[0]
@@ -280,8 +281,11 @@ class Slice:
 
 
 def _identity(combine: str, dt: np.dtype):
-    if combine == "add":
+    """The value a fresh accumulation starts from: folding it in changes nothing."""
+    if combine in ("add", "or", "xor"):
         return 0
+    if combine in ("mul", "and"):
+        return 1 if combine == "mul" else -1
     if is_float(dt):
         return -np.inf if combine == "max" else np.inf
     lo, hi = int_range(dt)

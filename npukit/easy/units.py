@@ -26,7 +26,8 @@ class _AluNode:
         self.stmt, self.loops = stmt, loops
         self.block, self.index = fill_site, fill_index
         self.acc_loops: tuple = ()
-        self.load = False  # Torq's alu.load: the partials are the data, never a sum
+        # Torq's alu.load, NOT, BNOT: the partials are one result, never summed; the name.
+        self.single = ""
 
 
 def _label() -> str:
@@ -91,12 +92,15 @@ class _Alu(_Unit):
         """Max input vector size of the ALU for ``in_dtype`` x ``w_dtype`` (None: no weights)."""
         return self.unit.width(in_dtype, w_dtype)
 
-    def elementwise_product_accumulate(self, a: Data, b: Data) -> Data:
-        """Partials ``+= a * b`` lane by lane."""
-        return self._op("mul", "add", a, b)
+    def elementwise_product_accumulate(self, a: Data, b: Data, mode: str = "ACC") -> Data:
+        """Partials ``= combine(partials, a * b)`` lane by lane; ``mode`` is Torq's
+        accumulate mode (``ALUOp1Mode``): ``ACC`` adds, ``MAX``/``MIN``/``MUL``/``BAND``/
+        ``BOR``/``BXOR`` fold the product in that way."""
+        return self._op("mul", _combine(mode, a), a, b)
 
-    def scalar_product_accumulate(self, scalar: Data, b: Data) -> Data:
-        """Partials ``+= scalar * b``: ``scalar`` holds one value, broadcast to every lane.
+    def scalar_product_accumulate(self, scalar: Data, b: Data, mode: str = "ACC") -> Data:
+        """Partials ``= combine(partials, scalar * b)``: ``scalar`` holds one value,
+        broadcast to every lane (``mode`` as in ``elementwise_product_accumulate``).
         Torq's order, ``(idata, wdata)`` with the one value in ``wdata``, is also taken: the
         operand holding one value is the scalar."""
         if scalar.size != 1 and b.size == 1:
@@ -106,17 +110,27 @@ class _Alu(_Unit):
                              f"values, expected 1")
         wide = ir.View(scalar.view.buffer, Layout((b.size,), scalar.dtype, (0,),
                                                   scalar.view.layout.offset), scalar.view.offset)
-        return self._op("mul", "add", replace(scalar, view=wide, lanes=b.lanes), b, order=(1, 0))
+        return self._op("mul", _combine(mode, b), replace(scalar, view=wide, lanes=b.lanes), b,
+                        order=(1, 0))
 
-    def accumulate(self, a: Data) -> Data:
-        """Partials ``+= a``."""
-        return self._op("pass", "add", a)
+    def accumulate(self, a: Data, mode: str = "ACC") -> Data:
+        """Partials ``= combine(partials, a)``, ``mode`` Torq's ``ALUOp1Mode``: ``ACC``
+        (``+``), ``MAX``, ``MIN``, ``MUL`` (int32 products wrap), ``BAND``, ``BOR``, ``BXOR``
+        (bitwise, integer data); a fresh accumulation starts from the mode's identity (0,
+        the type's lowest or highest value, 1, all ones), so ``BOR`` over one input is Torq's
+        ``load``. ``NOT`` (1 where ``a`` is 0, else 0) and ``BNOT`` (``~a``) transform one
+        input, never accumulated (``KernelError`` when a loop would fold them)."""
+        if _mode_name(mode) in _UNARY:
+            p = self._op(_UNARY[_mode_name(mode)], "add", _integer(a, mode), None)
+            self.s.alu_node.single = f"alu.accumulate(..., {_mode_name(mode)})"
+            return p
+        return self._op("pass", _combine(mode, a), a)
 
     def load(self, a: Data) -> Data:
         """Torq's ``alu.load``: the partials are ``a`` itself. Its Act must read them in the
         loop that loads them (``KernelError`` otherwise: a loop between would sum)."""
         p = self._op("pass", "add", a)
-        self.s.alu_node.load = True
+        self.s.alu_node.single = "alu.load"
         return p
 
     # camelCase aliases, so a Torq pattern's body reads as in C++.
@@ -167,6 +181,45 @@ class _Alu(_Unit):
         s.alu_node = node
         lanes = a.lanes or (b.lanes if b is not None else None)
         return Data(dst, lanes, "PData", (in_dt, w_dt), node)
+
+
+class ALUOp1Mode:
+    """Torq's ALU accumulate modes (``torq_hw::ALUOp1Mode``), as a kernel names them:
+    ``s.alu.accumulate(x, ALUOp1Mode.MAX)``; the plain strings (``"MAX"``) are the same."""
+
+    ACC, MAX, MIN, MUL, BAND, BOR, BXOR, NOT, BNOT = (
+        "ACC", "MAX", "MIN", "MUL", "BAND", "BOR", "BXOR", "NOT", "BNOT")
+
+
+_COMBINES = {"ACC": "add", "MAX": "max", "MIN": "min", "MUL": "mul", "BAND": "and",
+             "BOR": "or", "BXOR": "xor"}
+_UNARY = {"NOT": "lnot", "BNOT": "bnot"}
+
+
+def _mode_name(mode) -> str:
+    name = getattr(mode, "name", mode)
+    if not isinstance(name, str) or name not in {**_COMBINES, **_UNARY}:
+        raise KernelError(f"ALU mode {mode!r}: Torq's accumulate modes here are "
+                          f"{', '.join([*_COMBINES, *_UNARY])}")
+    return name
+
+
+def _integer(a: Data, mode) -> Data:
+    if isinstance(a, Data) and is_float(a.dtype):
+        raise KernelError(f"ALU mode {_mode_name(mode)} is bitwise: it takes integer data, "
+                          f"not {a.dtype}")
+    return a
+
+
+def _combine(mode, a: Data) -> str:
+    """The partials' fold for Torq's ``mode``; NOT and BNOT transform, never fold."""
+    name = _mode_name(mode)
+    if name in _UNARY:
+        raise KernelError(f"ALU mode {name} transforms one input: use s.alu.accumulate(x, "
+                          f"{name!r})")
+    if name in ("BAND", "BOR", "BXOR"):
+        _integer(a, mode)
+    return _COMBINES[name]
 
 
 class _Act(_Unit):

@@ -504,12 +504,16 @@ class Machine:
         xs = self._groups(d, x)
         seq = np.concatenate([acc0, xs], axis=1)
         if seq.dtype == np.float32:
-            ufunc = {"add": np.add, "max": np.maximum, "min": np.minimum}[how]
+            ufunc = {"add": np.add, "max": np.maximum, "min": np.minimum, "mul": np.multiply}[how]
             out = ufunc.accumulate(seq, axis=1)[:, 1:]
         elif how == "add":
             out = arith.wrap32(np.cumsum(seq.astype(np.int64), axis=1)[:, 1:])
+        elif how == "mul":  # products modulo 2**32: uint32 arithmetic wraps as int32's does
+            out = np.multiply.accumulate(seq.astype(np.uint32), axis=1, dtype=np.uint32)[:, 1:]
+            out = out.view(np.int32)
         else:
-            ufunc = np.maximum if how == "max" else np.minimum
+            ufunc = {"max": np.maximum, "min": np.minimum, "and": np.bitwise_and,
+                     "or": np.bitwise_or, "xor": np.bitwise_xor}[how]
             out = ufunc.accumulate(seq, axis=1)[:, 1:]
         if key is not None:
             self.carry[key] = out[:, -1:].astype(first.dtype)
