@@ -6,6 +6,8 @@ these share):
 - ``grid_sample``: planes sampled at the locations of a grid (ONNX's GridSample).
 - ``gather``: the rows run-time indices name (Gather, GatherElements); ``gather_nd``: rows at
   run-time coordinates (GatherND).
+- ``fetch_rows``: the rows indices name, fetched one run of consecutive indices at a time from
+  a table left in its home memory (an embedding lookup: Gather on L2, L3 or flash tables).
 - ``top_k``: the K largest or smallest values along an axis and their indices.
 """
 
@@ -24,11 +26,13 @@ from .api import (
     LOC_INNER_LOOP,
     TILE_HOR,
     Bindings,
+    C_Arg,
     Call,
     Calls,
     CArgs,
     Imm,
     K_Arg,
+    Ker_IteratorIndex,
     KerArg,
     KerArgs,
     KernelDimensions,
@@ -36,7 +40,7 @@ from .api import (
     Obj,
     TCArg,
 )
-from .basic_kernels import gridsample, movement, reduction, resize
+from .basic_kernels import gridsample, movement, reduction, resize, rowfetch
 from .layer_generators import IN_DB, OUT_DB, _lib, _ptr
 
 
@@ -87,6 +91,33 @@ def grid_sample(m, Name: str, *, Planes: int, Width: int, Height: int, Wo: int, 
             KerArg("Grid", Obj.O_IN, 2 * Wo * Ho, 1, 4, 0, 0, 0, "Grid"),
             KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Wo, Ho, 4, 0, 0, 0, "Out")))
     m._cnn_ops[Name] = Planes * Wo * Ho
+
+
+def fetch_rows(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int) -> None:
+    """``Name(In, Idx, Out)``: for each of the Planes [D, Inner] tables of In, the K rows the
+    run-time indices ``Idx`` name (``basic_kernels.rowfetch.fetch_rows``). In is bound to no
+    kernel argument: it stays where the graph keeps it (L2, L3 RAM or flash) and the basic
+    kernel gets a pointer to it (``C_Arg``), fetching only the rows it needs, so its L1 cost
+    is nil whatever its size; the indices and the output [K, Inner] move in tiles of rows,
+    double-buffered."""
+    k = _lib(m, rowfetch.fetch_rows(np.dtype(dt).name, np.dtype(idx_dt).name))
+    item, iitem = np.dtype(dt).itemsize, np.dtype(idx_dt).itemsize
+    m.UserKernel(Name,
+        KernelDimensions(1, Inner, K, Planes),
+        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
+        TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In", shape=(Planes * D * Inner,)),
+              TCArg(_ptr(idx_dt, True), "Idx"), TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_INNER_LOOP, Bindings(
+            C_Arg("In"), Imm(D), Imm(Inner), Ker_IteratorIndex(KER_OUT_PLANE),
+            K_Arg("Idx", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
+            K_Arg("Out", KER_ARG_TILE_H)))),
+        KerArgs(
+            KerArg("Idx", IN_DB | Obj.O_TILED, 1, K, iitem, 0, 0, 0, "Idx"),
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, K, item, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * K * Inner
+
+
 def gather(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int,
            elements: bool = False) -> None:
     """``Name(In, Idx, Out)``: each of the Planes [D, Inner] planes of In gives the rows the
@@ -162,4 +193,4 @@ def top_k(m, Name: str, *, dt, Planes: int, D: int, Inner: int, K: int, largest:
     m._cnn_ops[Name] = Planes * D * Inner
 
 
-__all__ = ["resize_planes", "grid_sample", "gather", "gather_nd", "top_k"]
+__all__ = ["resize_planes", "grid_sample", "fetch_rows", "gather", "gather_nd", "top_k"]

@@ -1,13 +1,12 @@
-"""Slice (other steps: ``select``), Split and Gather with constant indices: crops along axes,
-one ``pad_axis`` layer with negative pads per cropped axis; Gather with indices computed or
-given at run time: one ``gather`` layer."""
+"""Slice (other steps: ``select``) and Split: crops along axes, one ``pad_axis`` layer with
+negative pads per cropped axis; Gather: one ``fetch_rows`` layer (rows fetched from the
+table's home), GatherElements and GatherND: one layer each."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ...errors import ModelError
-from ...tiler import layer_generators as G
 from ...tiler import layer_generators_indexed as GI
 from ..reader import Node
 from .context import Lowering
@@ -80,53 +79,33 @@ def split(ctx: Lowering, n: Node) -> None:
 
 
 def gather(ctx: Lowering, n: Node) -> None:
-    """Gather with constant indices: each index a crop of the axis (a ``pad_axis`` layer),
-    several put together by one ``concat``; with run-time indices one ``gather`` layer."""
-    x, out = n.inputs[0], n.outputs[0]
+    """Gather: one ``fetch_rows`` layer, whatever the indices. The input read as [outer, D,
+    inner] stays in its home memory (L2, L3 RAM or flash) and only the rows the indices name
+    reach L1; constant indices are checked here (negative ones from the end) and become a
+    graph constant, run-time ones are read as ONNX Runtime reads them."""
+    x, idx, out = n.inputs[0], n.inputs[1], n.outputs[0]
     s = ctx.shape(x)
     axis = _axes(n, [int(n.attrs.get("axis", 0))], len(s))[0]
-    if ctx.alias.get(n.inputs[1], n.inputs[1]) not in ctx.net.consts:
-        return _gather_rows(ctx, n, axis)
-    idx = _ints(ctx, n, 1, "indices")
     d = s[axis]
-    bad = [i for i in idx if not -d <= i < d]
-    if bad:
-        raise ModelError(f"{n.where()}: indices {bad} outside axis {axis} of size {d}")
-    idx = [i % d for i in idx]
-    dt = ctx.dtype(x)
     outer, inner = int(np.prod(s[:axis])), int(np.prod(s[axis + 1:]))
-    src, parts = ctx.tensor(x), []
-    for k, i in enumerate(idx):
-        name = ctx.layer("Gather")
-        G.pad_axis(ctx.m, name, dt=dt, Outer=outer, D=d, Inner=inner, PadBegin=-i,
-                   PadEnd=i + 1 - d)
-        last = len(idx) == 1
-        dst = ctx.output(out) if last else ctx.local(f"{out}_{k}", dt, outer * inner)
-        ctx.add(name, "Gather", [n] if last else [], f"index {i} of axis {axis}", [src], [dst])
-        parts.append(dst)
-    if len(idx) > 1:
-        name = ctx.layer("Concat")
-        G.concat(ctx.m, name, dt=dt, Outer=outer, Ds=(1,) * len(idx), Inner=inner)
-        ctx.add(name, "Gather", [n], f"{len(idx)} indices of axis {axis} together", parts,
-                [ctx.output(out)])
-
-
-def _gather_rows(ctx: Lowering, n: Node, axis: int) -> None:
-    """Gather by int32 or int64 indices known at run time (a token-id embedding): the input
-    read as [outer, D, inner], the output [outer, indices, inner]. An index outside
-    ``[-D, D)`` (which ONNX Runtime refuses when it runs) is clamped into the axis."""
-    x, idx, out = n.inputs[0], n.inputs[1], n.outputs[0]
-    s, idt = ctx.shape(x), ctx.dtype(idx)
-    if idt.name not in ("int32", "int64"):
-        raise ModelError(f"{n.where()}: indices {idx!r} of type {idt}; ONNX's Gather takes "
-                         f"int32 or int64")
-    outer, inner = int(np.prod(s[:axis])), int(np.prod(s[axis + 1:]))
+    if ctx.alias.get(idx, idx) in ctx.net.consts:
+        values = _ints(ctx, n, 1, "indices")
+        bad = [i for i in values if not -d <= i < d]
+        if bad:
+            raise ModelError(f"{n.where()}: indices {bad} outside axis {axis} of size {d}")
+        ids = ctx.const(np.array([i % d for i in values], np.int32), f"{n.name}_indices")
+        idt, what = np.dtype(np.int32), "constant"
+    else:
+        ids, idt, what = ctx.tensor(idx), ctx.dtype(idx), "run-time"
+        if idt.name not in ("int32", "int64"):
+            raise ModelError(f"{n.where()}: indices {idx!r} of type {idt}; ONNX's Gather "
+                             f"takes int32 or int64")
     k = int(np.prod(ctx.shape(idx)))
     name = ctx.layer("Gather")
-    GI.gather(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=outer, D=s[axis], Inner=inner,
-             K=k)
-    ctx.add(name, "Gather", [n], f"{k} run-time indices of axis {axis} (size {s[axis]})",
-            [ctx.tensor(x), ctx.tensor(idx)], [ctx.output(out)])
+    GI.fetch_rows(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=outer, D=d, Inner=inner,
+                  K=k)
+    ctx.add(name, "Gather", [n], f"{k} {what} indices of axis {axis} (size {d}), rows "
+            f"fetched from the table's home", [ctx.tensor(x), ids], [ctx.output(out)])
 
 
 def gather_elements(ctx: Lowering, n: Node) -> None:
