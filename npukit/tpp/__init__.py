@@ -3,7 +3,8 @@
 A ``TensorOperation`` is a loop nest over typed dimensions (``c``, ``m``, ``n``, ``k``)
 around a generated primitive, with a first touch, a main primitive and a last touch;
 ``optimize()`` splits, fuses and reorders its dimensions and picks the ones the host's
-threads share; ``einsum`` lowers contractions to one optimized operation. Every operation
+threads share; ``einsum`` lowers contractions to one optimized operation; ``Equation`` is
+libxsmm's matrix equation, a tree of operations compiled as one fused kernel. Every operation
 lowers to the one IR (``npukit.ir``): the C back end runs it, the simulator costs it.
 """
 
@@ -12,6 +13,9 @@ lowers to the one IR (``npukit.ir``): the C back end runs it, the simulator cost
 from . import lower, optimizer  # noqa: F401
 # isort: on
 from .einsum import einsum, einsum_operation
+from .equation import Equation
+from .equation_kernel import EquationKernel
+from .equation_tree import EQUATION_NAMES
 from .errors import (
     OperationNotSupportedError,
     TppError,
@@ -25,8 +29,8 @@ from .operation import TensorOperation, strides_of
 from .primitives import BINARY, GEMMS, PRIMITIVES, REDUCE, UNARY, Primitive
 
 __all__ = [
-    "BINARY", "GEMMS", "LIBXSMM_NAMES", "OperationNotSupportedError", "PRIMITIVES",
-    "Primitive", "REDUCE",
+    "BINARY", "EQUATION_NAMES", "Equation", "EquationKernel", "GEMMS", "LIBXSMM_NAMES",
+    "OperationNotSupportedError", "PRIMITIVES", "Primitive", "REDUCE",
     "TensorOperation", "TppError", "UNARY", "WrongDimensionError", "WrongDtypeError",
     "WrongExecTypeError", "WrongPrimitiveError", "einsum", "einsum_operation", "strides_of",
 ]

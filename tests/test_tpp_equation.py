@@ -1,0 +1,206 @@
+"""libxsmm's equation samples (``samples/equation``), each written as one equation and run
+as one fused kernel on the C back end and the simulator: the two agree bit for bit, and
+both meet the sample's own tolerance (libxsmm's ``normf_rel``, the relative Frobenius norm
+of the error) against a numpy float64 reading written here from the sample's
+mathematics. Outputs are poisoned with a canary first; every element of the block is
+written and nothing beyond it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from npukit import tpp
+
+RNG = np.random.default_rng(38)
+CANARY = np.uint32(0x7FC0BEEF)
+ERF = np.vectorize(math.erf)
+
+
+def canary(n: int) -> np.ndarray:
+    return np.full(n, CANARY, np.uint32).view(np.float32)
+
+
+def block(flat: np.ndarray, m: int, n: int, ld: int) -> np.ndarray:
+    """The m x n column-major block of ``flat`` with leading dimension ``ld``, as [i, j]."""
+    return np.lib.stride_tricks.as_strided(flat, (m, n), (flat.itemsize, ld * flat.itemsize))
+
+
+def normf_rel(got, want) -> float:
+    want = np.asarray(want, np.float64)
+    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
+
+
+def run_both(kernel, args, m, n, ld, op_args=None, mask=None):
+    """The kernel on C and on the simulator, outputs canary-poisoned: C's output, after
+    checking the two agree bit for bit and that exactly the block was written."""
+    out_c, out_s = canary(ld * n + 5), canary(ld * n + 5)
+    ops_s = {p: a.copy() for p, a in (op_args or {}).items()}
+    args_s = [ops_s.get(next((p for p, b in (op_args or {}).items() if b is a), None), a)
+              for a in args]
+    mask_s = None if mask is None else mask.copy()
+    kernel(args, out_c, op_args=op_args, mask=mask)
+    sim = kernel.run("sim", args_s, out_s, op_args=ops_s or None, mask=mask_s)
+    assert np.array_equal(sim.outputs["out"].view(np.uint32), out_c[:sim.outputs["out"].size]
+                          .view(np.uint32))
+    inside = np.zeros(out_c.size, bool)
+    block(inside, m, n, ld)[...] = True
+    assert (out_c.view(np.uint32)[~inside] == CANARY).all()
+    assert not np.isnan(out_c[inside]).any()
+    if mask is not None:
+        assert np.array_equal(sim.outputs["mask"], mask[:sim.outputs["mask"].size])
+    for p in ops_s:
+        assert np.array_equal(sim.outputs[f"op{p}"], op_args[p][:sim.outputs[f"op{p}"].size])
+    return out_c
+
+
+def test_equation_simple():
+    """samples/equation/equation_simple.c: out = (arg0 + 1 + arg1) * (arg2^2 + arg3),
+    pushed as libxsmm pushes it (MUL, ADD, INC, arg0, arg1, ADD, X2, arg2, arg3); bound
+    1e-5."""
+    m, n, ld = 23, 9, 29
+    eq = tpp.Equation()
+    eq.push_back_binary_op("LIBXSMM_MELTW_TYPE_BINARY_MUL")
+    eq.push_back_binary_op("add").push_back_unary_op("LIBXSMM_MELTW_TYPE_UNARY_INC")
+    eq.push_back_arg(0, m, n, ld).push_back_arg(1, m, n, ld)
+    eq.push_back_binary_op("add").push_back_unary_op("LIBXSMM_MELTW_TYPE_UNARY_X2")
+    eq.push_back_arg(2, m, n, ld).push_back_arg(3, m, n, ld)
+    k = eq.dispatch(m, n, ld)
+    assert k.stages() == 1
+    args = [RNG.uniform(-1, 1, ld * n).astype(np.float32) for _ in range(4)]
+    got = block(run_both(k, args, m, n, ld), m, n, ld)
+    a = [block(x, m, n, ld).astype(np.float64) for x in args]
+    want = (a[0] + 1 + a[1]) * (a[2] ** 2 + a[3])
+    assert normf_rel(got, want) <= 1e-5
+
+
+def test_equation_relu_with_its_bitmask():
+    """samples/equation/equation_relu.c: out = relu(1 + (arg0 - arg1) + arg2) and its
+    bitmask (bit i % 8 of byte i / 8 + j * mask_ld set where the value is above 0, mask_ld
+    = ceil(ld / 16) * 2 bytes); bound 1e-5, the mask exact where the value is not within
+    rounding of 0, bits past m kept."""
+    m, n, ld = 37, 6, 40
+    eq = tpp.Equation()
+    eq.push_back_unary_op("relu", bitmask=True).push_back_binary_op("add")
+    eq.push_back_unary_op("increment").push_back_binary_op("sub")
+    for i in range(3):
+        eq.push_back_arg(i, m, n, ld)
+    k = eq.dispatch(m, n, ld)
+    args = [RNG.uniform(-1, 1, ld * n).astype(np.float32) for _ in range(3)]
+    mld = -(-ld // 16) * 2
+    mask = np.full(mld * n, 0xA5, np.uint8)
+    got = block(run_both(k, args, m, n, ld, mask=mask), m, n, ld)
+    a = [block(x, m, n, ld).astype(np.float64) for x in args]
+    res = 1 + (a[0] - a[1]) + a[2]
+    assert normf_rel(got, np.maximum(res, 0)) <= 1e-5
+    assert 0 < (got == 0).sum() < got.size
+    bits = (mask.reshape(n, mld)[:, np.arange(m) // 8] >> (np.arange(m) % 8)) & 1
+    clear = np.abs(res.T) > 1e-6
+    assert np.array_equal(bits[clear], (res.T > 0)[clear])
+    assert ((mask.reshape(n, mld)[:, -1] >> (m % 8)) == (0xA5 >> (m % 8))).all()
+
+
+def softmax_fwd(s3: int, s1: int, ld: int) -> tpp.EquationKernel:
+    """samples/equation/equation_softmax.c's forward equation, as libxsmm pushes it: the
+    exponentials dumped to op argument 31, which the caller also passes as argument 0."""
+    eq = tpp.Equation()
+    eq.push_back_binary_op("mul", bcast_in1="scalar").push_back_arg(0, s3, s1, s3)
+    eq.push_back_unary_op("reciprocal").push_back_unary_op("reduce_add", reduce="rows")
+    eq.push_back_unary_op("reduce_add", reduce="cols").push_back_unary_op("dump", op_arg=31)
+    eq.push_back_unary_op("exp").push_back_binary_op("sub", bcast_in1="scalar")
+    eq.push_back_arg(1, s3, s1, ld)
+    eq.push_back_unary_op("LIBXSMM_MELTW_TYPE_UNARY_REDUCE_X_OP_MAX", reduce="rows")
+    eq.push_back_unary_op("reduce_max", reduce="cols").push_back_arg(1, s3, s1, ld)
+    return eq.dispatch(s3, s1, ld)
+
+
+def softmax_bwd(s3: int, s1: int, ld: int) -> tpp.EquationKernel:
+    """The backward pass in one equation (libxsmm's sample uses two, the product first):
+    ginp = out * gout - sum(out * gout) * out, libxsmm's NMULADD (in2 - in0 * in1)."""
+    eq = tpp.Equation()
+    eq.push_back_ternary_op("LIBXSMM_MELTW_TYPE_TERNARY_NMULADD", bcast_in0="scalar")
+    eq.push_back_unary_op("reduce_add", reduce="rows")
+    eq.push_back_unary_op("reduce_add", reduce="cols")
+    eq.push_back_binary_op("mul").push_back_arg(0, s3, s1, ld).push_back_arg(1, s3, s1, ld)
+    eq.push_back_arg(1, s3, s1, ld)
+    eq.push_back_binary_op("mul").push_back_arg(0, s3, s1, ld).push_back_arg(1, s3, s1, ld)
+    return eq.dispatch(s3, s1, ld)
+
+
+def test_equation_softmax_forward_and_backward():
+    """samples/equation/equation_softmax.c: per block s2 of an S1 x S2 x S3 tensor,
+    softmax over its S1 x S3 elements (max subtracted), then the backward pass; bound 0.009
+    (the sample's float32 bound), each block one call of one fused kernel."""
+    s1, s2, s3 = 5, 3, 20
+    ld = s2 * s3
+    fwd, bwd = softmax_fwd(s3, s1, ld), softmax_bwd(s3, s1, ld)
+    assert fwd.stages() == 6 and bwd.stages() == 3
+    inp = RNG.uniform(-4, 4, (s1, s2, s3)).astype(np.float32)
+    gout = RNG.uniform(-1, 1, (s1, s2, s3)).astype(np.float32)
+    out = np.empty((s1, s2, s3), np.float32)
+    ginp = np.empty((s1, s2, s3), np.float32)
+    for b in range(s2):
+        tmp = canary(s3 * s1)
+        flat_in = inp.reshape(-1)[b * s3:].copy()
+        res = run_both(fwd, [tmp, flat_in], s3, s1, ld, op_args={31: tmp})
+        out[:, b, :] = block(res, s3, s1, ld).T
+        flat_out = out.reshape(-1)[b * s3:].copy()
+        res = run_both(bwd, [gout.reshape(-1)[b * s3:].copy(), flat_out], s3, s1, ld)
+        ginp[:, b, :] = block(res, s3, s1, ld).T
+    x = inp.astype(np.float64)
+    e = np.exp(x - x.max(axis=(0, 2), keepdims=True))
+    want = e / e.sum(axis=(0, 2), keepdims=True)
+    assert normf_rel(out, want) <= 0.009
+    g = gout.astype(np.float64)
+    want_g = want * (g - (g * want).sum(axis=(0, 2), keepdims=True))
+    assert normf_rel(ginp, want_g) <= 0.009
+
+
+def test_equation_layernorm_forward():
+    """samples/equation/equation_layernorm.c's forward pass in ONE equation (libxsmm's
+    sample runs two reductions, scalar code and one equation): mean and E[x^2] from
+    reductions, rstd = 1 / sqrt(max(E[x^2] - mean^2, 0) + eps), out = (x rstd - mean rstd)
+    gamma + beta by two MULADDs; bound 2e-4."""
+    s1, s2, s3 = 4, 3, 24
+    ld = s2 * s3
+
+    def moment(eq: tpp.Equation, kind: str) -> None:   # c * sum over the block
+        eq.push_back_binary_op("mul").push_back_unary_op("reduce_add", reduce="rows")
+        eq.push_back_unary_op(kind, reduce="cols").push_back_arg(0, s3, s1, ld)
+        eq.push_back_arg(3, 1, 1)
+
+    def rstd(eq: tpp.Equation) -> None:
+        eq.push_back_unary_op("reciprocal").push_back_unary_op("sqrt")
+        eq.push_back_binary_op("add").push_back_binary_op("max").push_back_binary_op("sub")
+        moment(eq, "reduce_x2_add")
+        eq.push_back_unary_op("square")
+        moment(eq, "reduce_add")
+        eq.push_back_arg(5, 1, 1).push_back_arg(4, 1, 1)
+
+    eq = tpp.Equation()
+    eq.push_back_ternary_op("muladd")
+    eq.push_back_ternary_op("muladd", bcast_in1="scalar", bcast_in2="scalar")
+    eq.push_back_arg(0, s3, s1, ld)
+    rstd(eq)
+    eq.push_back_binary_op("mul").push_back_unary_op("negate")
+    rstd(eq)
+    moment(eq, "reduce_add")
+    eq.push_back_arg(1, s3, s1, s3).push_back_arg(2, s3, s1, s3)
+    k = eq.dispatch(s3, s1, ld)
+    inp = RNG.uniform(-1, 3, (s1, s2, s3)).astype(np.float32)
+    gamma = RNG.uniform(0.5, 1.5, (s1, s3)).astype(np.float32)
+    beta = RNG.uniform(-1, 1, (s1, s3)).astype(np.float32)
+    scalars = [np.array([1.0 / (s1 * s3)], np.float32),
+               np.array([np.finfo(np.float32).eps], np.float32), np.zeros(1, np.float32)]
+    out = np.empty_like(inp)
+    for b in range(s2):
+        res = run_both(k, [inp.reshape(-1)[b * s3:].copy(), gamma.reshape(-1),
+                           beta.reshape(-1), *scalars], s3, s1, ld)
+        out[:, b, :] = block(res, s3, s1, ld).T
+    x = inp.astype(np.float64)
+    mean = x.mean(axis=(0, 2), keepdims=True)
+    var = x.var(axis=(0, 2), keepdims=True)
+    want = (x - mean) / np.sqrt(var + np.finfo(np.float32).eps) * gamma[:, None, :] + \
+        beta[:, None, :]
+    assert normf_rel(out, want) <= 2e-4
