@@ -464,7 +464,9 @@ class KerArgT:
     Alias: str | None = None  # KerArgAliased: the argument whose memory it shares
 
     def has(self, flag: int) -> bool:
-        return bool(self.ObjType & flag)
+        # int's own & (a plain int): IntFlag's __and__ builds a flag member, and the solver
+        # asks this hundreds of thousands of times while planning a model.
+        return bool(int.__and__(self.ObjType, flag))
 
 
 ITEM_SIZES = (1, 2, 4, 8)  # bytes of the C scalar types an argument's items can be
