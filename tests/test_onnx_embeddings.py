@@ -136,3 +136,20 @@ def test_tied_output_projection_by_the_transposed_embedding_table():
     h = words[np.where(x < 0, x + vocab, x)].astype(np.float64)
     want = h @ words.T.astype(np.float64)
     assert np.abs(out["logits"] - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def test_gather_nd_rows_fetched_from_a_large_table_and_per_batch():
+    """GatherND whose coordinates name whole rows: the table (4.9 MB) stays in flash; with
+    ``batch_dims`` each batch fetches from its own table."""
+    x = RNG.normal(size=(300, 256, 16)).astype(np.float32)
+    c = np.array([[0, 0], [0, 1], [0, 2], [-1, -1], [299, 255], [7, -256], [7, 3], [7, 4]],
+                 np.int64)[None]
+    xb = RNG.normal(size=(3, 5, 4)).astype(np.float32)
+    cb = RNG.integers(-5, 5, size=(3, 6, 1)).astype(np.int64)
+    nodes = [node("GatherND", ["x", "c"], ["y"]),
+             node("GatherND", ["xb", "cb"], ["yb"], batch_dims=1)]
+    m = model(nodes, {"c": c, "cb": cb}, ["y", "yb"], {"x": x, "xb": xb}, opset=13)
+    g, out, ref = check_ops(m, {"c": c, "cb": cb}, **SMALL)
+    assert np.array_equal(out["y"], ref["y"]) and np.array_equal(out["yb"], ref["yb"])
+    assert np.array_equal(out["y"][0], x[c[0, :, 0], c[0, :, 1]])
+    assert [t.memory for t in g.tensors.values() if t.size == x.nbytes] == ["L3_FLASH"]

@@ -4,10 +4,9 @@ these share):
 
 - ``resize_planes``: nearest or bilinear resizing of planes by row and column tables.
 - ``grid_sample``: planes sampled at the locations of a grid (ONNX's GridSample).
-- ``gather``: the rows run-time indices name (Gather, GatherElements); ``gather_nd``: rows at
-  run-time coordinates (GatherND).
-- ``fetch_rows``: the rows indices name, fetched one run of consecutive indices at a time from
-  a table left in its home memory (an embedding lookup: Gather on L2, L3 or flash tables).
+- ``fetch_rows``: the rows indices (Gather) or coordinates (GatherND) name, fetched one run of
+  consecutive rows at a time from a table left in its home memory (an embedding lookup on an
+  L2, L3 or flash table); ``gather_elements``: ONNX's GatherElements.
 - ``top_k``: the K largest or smallest values along an axis and their indices.
 """
 
@@ -93,42 +92,44 @@ def grid_sample(m, Name: str, *, Planes: int, Width: int, Height: int, Wo: int, 
     m._cnn_ops[Name] = Planes * Wo * Ho
 
 
-def fetch_rows(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int) -> None:
+def fetch_rows(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int,
+               R: int = 0) -> None:
     """``Name(In, Idx, Out)``: for each of the Planes [D, Inner] tables of In, the K rows the
-    run-time indices ``Idx`` name (``basic_kernels.rowfetch.fetch_rows``). In is bound to no
-    kernel argument: it stays where the graph keeps it (L2, L3 RAM or flash) and the basic
-    kernel gets a pointer to it (``C_Arg``), fetching only the rows it needs, so its L1 cost
-    is nil whatever its size; the indices and the output [K, Inner] move in tiles of rows,
-    double-buffered."""
-    k = _lib(m, rowfetch.fetch_rows(np.dtype(dt).name, np.dtype(idx_dt).name))
+    run-time indices ``Idx`` name (``basic_kernels.rowfetch.fetch_rows``); with ``R``,
+    ``Name(In, Idx, Dims, Out)``: ONNX's GatherND, each row at R coordinates along the axes
+    ``Dims`` (``Idx`` [Planes, K, R], a plane of its own per table: ``batch_dims``). In is
+    bound to no kernel argument: it stays where the graph keeps it (L2, L3 RAM or flash) and
+    the basic kernel gets a pointer to it (``C_Arg``), fetching only the rows it needs, so it
+    takes no L1 whatever its size; the indices and the output [K, Inner] move in tiles of
+    rows, double-buffered."""
+    k = _lib(m, rowfetch.fetch_rows(np.dtype(dt).name, np.dtype(idx_dt).name, bool(R)))
     item, iitem = np.dtype(dt).itemsize, np.dtype(idx_dt).itemsize
+    idx = (KerArg("Idx", IN_DB | Obj.O_3D | Obj.O_4D | Obj.O_TILED, R, K, iitem, 0, 0, 0,
+                  "Idx") if R else KerArg("Idx", IN_DB | Obj.O_TILED, 1, K, iitem, 0, 0, 0, "Idx"))
+    nd = (TCArg(_ptr("int32", True), "Dims"),) if R else ()
     m.UserKernel(Name,
         KernelDimensions(1, Inner, K, Planes),
         KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
         TILE_HOR,
         CArgs(TCArg(_ptr(dt, True), "In", shape=(Planes * D * Inner,)),
-              TCArg(_ptr(idx_dt, True), "Idx"), TCArg(_ptr(dt), "Out")),
+              TCArg(_ptr(idx_dt, True), "Idx"), *nd, TCArg(_ptr(dt), "Out")),
         Calls(Call(k, LOC_INNER_LOOP, Bindings(
             C_Arg("In"), Imm(D), Imm(Inner), Ker_IteratorIndex(KER_OUT_PLANE),
-            K_Arg("Idx", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
-            K_Arg("Out", KER_ARG_TILE_H)))),
-        KerArgs(
-            KerArg("Idx", IN_DB | Obj.O_TILED, 1, K, iitem, 0, 0, 0, "Idx"),
-            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, K, item, 0, 0, 0, "Out")))
+            K_Arg("Idx", KER_ARG_TILE), *((Imm(R), K_Arg("Dims", KER_ARG_TILE)) if R else ()),
+            K_Arg("Out", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE_H)))),
+        KerArgs(idx, *((KerArg("Dims", Obj.O_IN, R, 1, 4, 0, 0, 0, "Dims"),) if R else ()),
+                KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, K, item, 0, 0, 0, "Out")))
     m._cnn_ops[Name] = Planes * K * Inner
 
 
-def gather(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int,
-           elements: bool = False) -> None:
-    """``Name(In, Idx, Out)``: each of the Planes [D, Inner] planes of In gives the rows the
-    K run-time indices ``Idx`` name (``basic_kernels.movement.gather_rows``), or with
-    ``elements`` each output value the row its own index names (``Idx`` [Planes, K, Inner],
-    ONNX's GatherElements): the input plane whole, the output [K, Inner] (and the indices of
-    ``elements``) in tiles of rows."""
-    k = _lib(m, movement.gather_rows(np.dtype(dt).name, np.dtype(idx_dt).name, elements))
+def gather_elements(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int,
+                    K: int) -> None:
+    """``Name(In, Idx, Out)``: ONNX's GatherElements on each of the Planes [D, Inner] planes
+    of In, each output value the row its own index names (``Idx`` [Planes, K, Inner],
+    ``basic_kernels.movement.gather_elements``): the input plane whole, the output and the
+    indices in tiles of rows."""
+    k = _lib(m, movement.gather_elements(np.dtype(dt).name, np.dtype(idx_dt).name))
     item, iitem = np.dtype(dt).itemsize, np.dtype(idx_dt).itemsize
-    idx = KerArg("Idx", IN_DB | Obj.O_3D | Obj.O_4D | Obj.O_TILED, Inner, K, iitem, 0, 0, 0,
-                 "Idx") if elements else KerArg("Idx", Obj.O_IN, K, 1, iitem, 0, 0, 0, "Idx")
     m.UserKernel(Name,
         KernelDimensions(1, Inner, D, Planes),
         KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
@@ -137,39 +138,13 @@ def gather(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: int,
               TCArg(_ptr(dt), "Out")),
         Calls(Call(k, LOC_INNER_LOOP, Bindings(
             K_Arg("In", KER_ARG_TILE), Imm(D), Imm(Inner), K_Arg("Idx", KER_ARG_TILE),
-            K_Arg("Out", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILEOFFSET),
-            K_Arg("Out", KER_ARG_TILE_H)))),
-        KerArgs(
-            KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"), idx,
-            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, K, item, 0, 0, 0, "Out")))
-    m._cnn_ops[Name] = Planes * K * Inner
-
-
-def gather_nd(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, Q: int,
-              R: int) -> None:
-    """``Name(In, Idx, Dims, Out)``: ONNX's GatherND on each of the Planes (``batch_dims``)
-    [D, Inner] planes of In: Q rows, each at the R coordinates ``Idx`` gives along the
-    axes ``Dims`` (``basic_kernels.movement.gather_nd``); the plane and its indices whole,
-    the output [Q, Inner] in tiles of rows."""
-    k = _lib(m, movement.gather_nd(np.dtype(dt).name, np.dtype(idx_dt).name))
-    item = np.dtype(dt).itemsize
-    m.UserKernel(Name,
-        KernelDimensions(1, Inner, D, Planes),
-        KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
-        TILE_HOR,
-        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(idx_dt, True), "Idx"),
-              TCArg(_ptr("int32", True), "Dims"), TCArg(_ptr(dt), "Out")),
-        Calls(Call(k, LOC_INNER_LOOP, Bindings(
-            K_Arg("In", KER_ARG_TILE), Imm(Inner), K_Arg("Idx", KER_ARG_TILE), Imm(R),
-            K_Arg("Dims", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
-            K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_H)))),
+            K_Arg("Out", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE_H)))),
         KerArgs(
             KerArg("In", IN_DB | Obj.O_3D | Obj.O_4D, Inner, D, item, 0, 0, 0, "In"),
-            KerArg("Idx", IN_DB | Obj.O_3D | Obj.O_4D, R, Q, np.dtype(idx_dt).itemsize, 0, 0,
-                   0, "Idx"),
-            KerArg("Dims", Obj.O_IN, R, 1, 4, 0, 0, 0, "Dims"),
-            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, Q, item, 0, 0, 0, "Out")))
-    m._cnn_ops[Name] = Planes * Q * Inner
+            KerArg("Idx", IN_DB | Obj.O_3D | Obj.O_4D | Obj.O_TILED, Inner, K, iitem, 0, 0, 0,
+                   "Idx"),
+            KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, K, item, 0, 0, 0, "Out")))
+    m._cnn_ops[Name] = Planes * K * Inner
 
 
 def top_k(m, Name: str, *, dt, Planes: int, D: int, Inner: int, K: int, largest: bool) -> None:
@@ -193,4 +168,4 @@ def top_k(m, Name: str, *, dt, Planes: int, D: int, Inner: int, K: int, largest:
     m._cnn_ops[Name] = Planes * D * Inner
 
 
-__all__ = ["resize_planes", "grid_sample", "fetch_rows", "gather", "gather_nd", "top_k"]
+__all__ = ["resize_planes", "grid_sample", "fetch_rows", "gather_elements", "top_k"]

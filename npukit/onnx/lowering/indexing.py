@@ -122,15 +122,16 @@ def gather_elements(ctx: Lowering, n: Node) -> None:
                          f"npukit takes indices of the data's size on the other axes")
     outer, inner = int(np.prod(s[:axis])), int(np.prod(s[axis + 1:]))
     name = ctx.layer("GatherElements")
-    GI.gather(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=outer, D=s[axis], Inner=inner,
-             K=q[axis], elements=True)
+    GI.gather_elements(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=outer, D=s[axis],
+                       Inner=inner, K=q[axis])
     ctx.add(name, "GatherElements", [n], f"{q} indices into axis {axis} of {s}",
             [ctx.tensor(x), ctx.tensor(idx)], [ctx.output(out)])
 
 
 def gather_nd(ctx: Lowering, n: Node) -> None:
-    """GatherND (``batch_dims`` too): the data read as [batch, D, inner] planes with D the
-    product of the R axes the last axis of ``indices`` addresses; one ``gather_nd`` layer."""
+    """GatherND (``batch_dims`` too): the data read as [batch, D, inner] tables with D the
+    product of the R axes the last axis of ``indices`` addresses; one ``fetch_rows`` layer,
+    the tables left in their home and only the rows named fetched."""
     x, idx, out = n.inputs[0], n.inputs[1], n.outputs[0]
     s, q, idt = ctx.shape(x), ctx.shape(idx), ctx.dtype(idx)
     b = int(n.attrs.get("batch_dims", 0))
@@ -144,7 +145,7 @@ def gather_nd(ctx: Lowering, n: Node) -> None:
     inner, rows = int(np.prod(s[b + r:])), int(np.prod(q[b:-1]))
     dims = ctx.const(np.array(s[b:b + r], np.int32), f"{n.name}_dims")
     name = ctx.layer("GatherND")
-    GI.gather_nd(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=planes, D=d, Inner=inner,
-                Q=rows, R=r)
+    GI.fetch_rows(ctx.m, name, dt=ctx.dtype(x), idx_dt=idt, Planes=planes, D=d, Inner=inner,
+                  K=rows, R=r)
     ctx.add(name, "GatherND", [n], f"{rows} rows at {r} coordinates of {s} "
             f"(batch_dims={b})", [ctx.tensor(x), ctx.tensor(idx), dims], [ctx.output(out)])

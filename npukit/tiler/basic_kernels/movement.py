@@ -1,7 +1,7 @@
 """Data-movement basic kernels of the layer kernels, each C template next to its numpy
 reference: padding one axis (``pad_axis``, ONNX Pad's modes), 2-D copies (``copy2d``),
-transposition (``transpose``) and rows picked by run-time indices (``gather_rows``,
-``gather_nd``).
+transposition (``transpose``) and values picked by run-time indices (``gather_elements``;
+Gather and GatherND fetch rows from the table's home: ``rowfetch``).
 """
 
 from __future__ import annotations
@@ -156,97 +156,39 @@ void {name}({c_signature(args)})
 
 
 @cache
-def gather_rows(dt: str, idx_dt: str, elements: bool = False) -> BasicKernel:
-    """``Out[r][c] = In[i][c]`` for the ``Rows`` output rows from ``Row0``, ``W`` wide, with
-    ``i = Idx[Row0 + r]`` as ONNX's Gather reads it (``elements``: ``i = Idx[r][c]``, the
-    tile of indices matching the output's, as GatherElements) — negative counts from the
-    end, plus ``D`` — then clamped to ``[0, D - 1]``: an index outside the axis (which ONNX
-    Runtime refuses at run time) reads the nearest row, never outside the tensor."""
-    name = f"KerGather{'Elements' if elements else 'Rows'}Npk_{layer_suffix(dt, idx_dt)}"
+def gather_elements(dt: str, idx_dt: str) -> BasicKernel:
+    """ONNX's GatherElements on a tile of ``Rows`` rows, ``W`` wide: ``Out[r][c] =
+    In[i][c]`` with ``i = Idx[r][c]`` (the tile of indices matching the output's) — negative
+    counts from the end, plus ``D`` — then clamped to ``[0, D - 1]``: an index outside the
+    axis (which ONNX Runtime refuses at run time) reads the nearest row, never outside the
+    tensor."""
+    name = f"KerGatherElementsNpk_{layer_suffix(dt, idx_dt)}"
     t, ti = layer_c_type(dt), layer_c_type(idx_dt)
     args = ((f"const {t} *__restrict__", "In"), ("int", "D"), ("int", "W"),
             (f"const {ti} *__restrict__", "Idx"), (f"{t} *__restrict__", "Out"),
-            ("int", "Row0"), ("int", "Rows"))
-    index = "Idx[r * W + c]" if elements else "Idx[Row0 + r]"
-    clamp = f"""\
-        long long I = {index};
-        if (I < 0) I += D;
-        I = I < 0 ? 0 : I > D - 1 ? D - 1 : I;"""
-    body = (f"""\
-        for (int c = 0; c < W; c++) {{
-    {clamp.replace(chr(10), chr(10) + '    ')}
-            Out[r * W + c] = In[I * W + c];
-        }}""" if elements else f"""\
-{clamp}
-        for (int c = 0; c < W; c++) Out[r * W + c] = In[I * W + c];""")
+            ("int", "Rows"))
     src = f"""\
 void {name}({c_signature(args)})
 {{
-    /* {'GatherElements: Out[r][c] is In[Idx[r][c]][c]' if elements else
-        'Gather: output row Row0 + r is input row Idx[Row0 + r]'} (negative from the end,
-       then clamped to the D rows); rows are shared among the cores. */
+    /* GatherElements: Out[r][c] is In[Idx[r][c]][c] (negative from the end, then clamped
+       to the D rows); rows are shared among the cores. */
 {share_rows()}
-{'    (void)Row0;' + chr(10) if elements else ''}    for (int r = First; r < Last; r++) {{
-{body}
-    }}
+    for (int r = First; r < Last; r++)
+        for (int c = 0; c < W; c++) {{
+            long long I = Idx[r * W + c];
+            if (I < 0) I += D;
+            I = I < 0 ? 0 : I > D - 1 ? D - 1 : I;
+            Out[r * W + c] = In[I * W + c];
+        }}
 }}"""
 
-    def reference(In, D, W, Idx, Out, Row0, Rows, *, core_id, core_count):
+    def reference(In, D, W, Idx, Out, Rows, *, core_id, core_count):
         if core_id or Rows <= 0:
             return
-        if elements:
-            i = Idx[:Rows * W].reshape(Rows, W).astype(np.int64)
-        else:
-            i = Idx[Row0:Row0 + Rows].astype(np.int64)[:, None]
+        i = Idx[:Rows * W].reshape(Rows, W).astype(np.int64)
         i = np.clip(np.where(i < 0, i + D, i), 0, D - 1)
         plane = In[:D * W].reshape(D, W)
         Out[:Rows * W].reshape(Rows, W)[...] = plane[i, np.arange(W)[None, :]]
 
     return BasicKernel(name, args, True, src, reference,
                        lambda Rows, W, **_: Work("other", Rows * W, 4 * Rows))
-
-
-@cache
-def gather_nd(dt: str, idx_dt: str) -> BasicKernel:
-    """ONNX's GatherND on one plane: output row ``Row0 + r`` (``W`` wide) is the input row
-    whose ``R`` coordinates along the ``Dims`` of the plane's leading axes are
-    ``Idx[(Row0 + r)*R + k]``, each negative one counted from the end and clamped into its
-    axis (never outside the tensor)."""
-    name = f"KerGatherNDNpk_{layer_suffix(dt, idx_dt)}"
-    t, ti = layer_c_type(dt), layer_c_type(idx_dt)
-    args = ((f"const {t} *__restrict__", "In"), ("int", "W"), (f"const {ti} *__restrict__", "Idx"),
-            ("int", "R"), ("const int *__restrict__", "Dims"), (f"{t} *__restrict__", "Out"),
-            ("int", "Row0"), ("int", "Rows"))
-    src = f"""\
-void {name}({c_signature(args)})
-{{
-    /* GatherND: output row Row0 + r is the input row at the R coordinates Idx[(Row0 + r)*R
-       + k] (negative from the end, then clamped to Dims[k]); rows are shared among the
-       cores. */
-{share_rows()}
-    for (int r = First; r < Last; r++) {{
-        long long Row = 0;
-        for (int k = 0; k < R; k++) {{
-            long long I = Idx[(Row0 + r) * R + k];
-            if (I < 0) I += Dims[k];
-            I = I < 0 ? 0 : I > Dims[k] - 1 ? Dims[k] - 1 : I;
-            Row = Row * Dims[k] + I;
-        }}
-        for (int c = 0; c < W; c++) Out[r * W + c] = In[Row * W + c];
-    }}
-}}"""
-
-    def reference(In, W, Idx, R, Dims, Out, Row0, Rows, *, core_id, core_count):
-        if core_id or Rows <= 0:
-            return
-        dims = Dims[:R].astype(np.int64)
-        i = Idx[Row0 * R:(Row0 + Rows) * R].reshape(Rows, R).astype(np.int64)
-        i = np.clip(np.where(i < 0, i + dims, i), 0, dims - 1)
-        row = np.zeros(Rows, np.int64)
-        for k in range(R):
-            row = row * dims[k] + i[:, k]
-        Out[:Rows * W].reshape(Rows, W)[...] = In.reshape(-1)[row[:, None] * W +
-                                                              np.arange(W)[None, :]]
-
-    return BasicKernel(name, args, True, src, reference,
-                       lambda Rows, W, R, **_: Work("other", Rows * W, Rows * R))

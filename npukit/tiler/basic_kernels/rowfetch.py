@@ -26,49 +26,87 @@ ROW_SETUP = 16
 
 
 @cache
-def fetch_rows(dt: str, idx_dt: str) -> BasicKernel:
+def fetch_rows(dt: str, idx_dt: str, nd: bool = False) -> BasicKernel:
     """``Out[r][c] = Table[Plane][i][c]`` for the ``Rows`` rows of a tile, ``W`` wide, with
-    ``i = Idx[r]`` read as ONNX's Gather reads it: a negative index counts from the end
-    (plus ``D``). An index still outside ``[0, D)``, which ONNX Runtime refuses when it runs,
-    is clamped to the nearest row by both back ends (as npukit's other gathers do): no read
-    leaves the table."""
-    name = f"KerFetchRowsNpk_{layer_suffix(dt, idx_dt)}"
+    ``i = Idx[r]`` as ONNX's Gather reads it: a negative index counts from the end (plus
+    ``D``). With ``nd`` (ONNX's GatherND) row ``r`` is at the ``R`` coordinates ``Idx[r*R +
+    k]`` along the axes ``Dims`` of the table's leading dimensions (``D`` their product),
+    each negative one counted from the end of its axis. An index still outside its axis,
+    which ONNX Runtime refuses when it runs, is clamped to the nearest row by both back ends
+    (as npukit's other gathers do): no read leaves the table."""
+    name = f"KerFetch{'ND' if nd else 'Rows'}Npk_{layer_suffix(dt, idx_dt)}"
     t, ti = layer_c_type(dt), layer_c_type(idx_dt)
     args = ((f"const {t} *__restrict__", "Table"), ("int", "D"), ("int", "W"), ("int", "Plane"),
-            (f"const {ti} *__restrict__", "Idx"), (f"{t} *__restrict__", "Out"),
-            ("int", "Rows"))
-    src = f"""\
+            (f"const {ti} *__restrict__", "Idx"),
+            *((("int", "R"), ("const int *__restrict__", "Dims")) if nd else ()),
+            (f"{t} *__restrict__", "Out"), ("int", "Rows"))
+
+    def row(j: str) -> str:  # the table row output row j names
+        return f"{name}_Row(&Idx[({j}) * R], R, Dims)" if nd else f"{name}_Row(Idx[{j}], D)"
+    helper = f"""\
+static long long {name}_Row(const {ti} *C, int R, const int *Dims)
+{{
+    /* ONNX's GatherND: the row at R coordinates, each negative one from the end of its
+       axis; one still outside its axis (an error for ONNX Runtime) is clamped, so no read
+       leaves the table. */
+    long long Row = 0;
+    for (int k = 0; k < R; k++) {{
+        long long I = C[k];
+        if (I < 0) I += Dims[k];
+        I = I < 0 ? 0 : I > Dims[k] - 1 ? Dims[k] - 1 : I;
+        Row = Row * Dims[k] + I;
+    }}
+    return Row;
+}}""" if nd else f"""\
 static long long {name}_Row(long long I, int D)
 {{
     /* ONNX's Gather: a negative index counts from the end; one still outside the D rows
        (an error for ONNX Runtime) is clamped, so no read leaves the table. */
     if (I < 0) I += D;
     return I < 0 ? 0 : I > D - 1 ? D - 1 : I;
-}}
+}}"""
+    src = f"""\
+{helper}
 
 void {name}({c_signature(args)})
 {{
-    /* Output row r of the tile is row Idx[r] of table Plane, fetched from the table's home:
-       one transfer per run of consecutive indices. */
+    /* Output row r of the tile is the row its index names in table Plane, fetched from the
+       table's home: one transfer per run of consecutive rows. */
     const {t} *Base = Table + (long long)Plane * D * W;
     for (int r = 0; r < Rows; ) {{
-        long long I = {name}_Row(Idx[r], D);
+        long long I = {row("r")};
         int Run = 1;
-        while (r + Run < Rows && {name}_Row(Idx[r + Run], D) == I + Run) Run++;
+        while (r + Run < Rows && {row("r + Run")} == I + Run) Run++;
         /* Fetch rows I .. I + Run - 1 */
         memcpy(&Out[(long long)r * W], &Base[I * W], (size_t)Run * W * sizeof({t}));
         r += Run;
     }}
 }}"""
-    return BasicKernel(name, args, False, src, _reference, _cost)
+    return BasicKernel(name, args, False, src, _reference_nd if nd else _reference,
+                       _cost)
+
+
+def _fetch(Table, D, W, Plane, Out, rows: np.ndarray) -> None:
+    plane = Table[Plane * D * W:(Plane + 1) * D * W].reshape(D, W)
+    Out[:rows.size * W].reshape(rows.size, W)[...] = plane[rows]
 
 
 def _reference(Table, D, W, Plane, Idx, Out, Rows):
+    if Rows > 0:
+        i = Idx[:Rows].astype(np.int64)
+        _fetch(Table, D, W, Plane, Out, np.clip(np.where(i < 0, i + D, i), 0, D - 1))
+
+
+def _reference_nd(Table, D, W, Plane, Idx, R, Dims, Out, Rows):
     if Rows <= 0:
         return
-    i = Idx[:Rows].astype(np.int64)
-    plane = Table[Plane * D * W:(Plane + 1) * D * W].reshape(D, W)
-    Out[:Rows * W].reshape(Rows, W)[...] = plane[np.clip(np.where(i < 0, i + D, i), 0, D - 1)]
+    dims = Dims[:R].astype(np.int64)
+    i = Idx[:Rows * R].reshape(Rows, R).astype(np.int64)
+    i = np.clip(np.where(i < 0, i + dims, i), 0, dims - 1)
+    rows = np.zeros(Rows, np.int64)
+    for k in range(R):
+        rows = rows * dims[k] + i[:, k]
+    _fetch(Table, D, W, Plane, Out, rows)
 
 
 def _cost(Rows, W, **_):
