@@ -80,6 +80,29 @@ def _tensor_q(net: Net, node: Node, ks: int, kz: int, what: str, dtype) -> tuple
     return np.float32(s.reshape(-1)[0]), int(z.reshape(-1)[0])
 
 
+def finite_scales(net: Net) -> None:
+    """Refuse a quantization scale that is infinite or NaN: ONNX Runtime's ``quantize_static``
+    calibrates one where a tensor holds ``-inf`` or twice ``finfo(float32).min`` (an attention
+    mask's fill), and what ONNX Runtime then computes (``-inf / inf`` is NaN) depends on
+    which of its vector or scalar loops meets the element."""
+    for n in net.nodes:
+        if n.op in ("QuantizeLinear", "DequantizeLinear"):
+            scales = n.inputs[1:2]
+        elif n.domain == MS_DOMAIN and (n.op.startswith("QLinear") or n.op == "QGemm"):
+            scales = n.inputs  # their float32 constants are all scales
+        else:
+            continue
+        for t in scales:
+            v = net.consts.get(t)
+            if v is not None and v.dtype == np.float32 and not np.isfinite(v).all():
+                raise ModelError(
+                    f"{n.where()}: scale {t!r} is {v.reshape(-1)[~np.isfinite(v.reshape(-1))][0]}"
+                    f" (a range calibrated over -inf or finfo(float32).min values, as an "
+                    f"attention mask's fill makes); npukit refuses a non-finite scale, whose "
+                    f"results ONNX Runtime leaves to the order of its loops (exclude the node "
+                    f"from quantization)")
+
+
 def aliases(net: Net) -> dict[str, str]:
     """Drop Identity, Dropout and same-type Cast; returns output -> input. A graph output
     such a node writes from a tensor another node makes becomes that node's output (the
@@ -565,6 +588,7 @@ def _live(net: Net, nodes: list[Node]) -> list[Node]:
 def normalize(net: Net, fuse_qdq: bool = True) -> dict[str, str]:
     """Every rewrite, in order; returns the aliases (output -> tensor it names). Without
     ``fuse_qdq`` QDQ patterns stay float operations between their Q and DQ layers."""
+    finite_scales(net)
     alias = aliases(net)
     conv_transpose_as_conv(net)
     composites_as_layers(net)
