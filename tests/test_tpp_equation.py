@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from npukit import tpp
 
@@ -204,3 +205,108 @@ def test_equation_layernorm_forward():
     want = (x - mean) / np.sqrt(var + np.finfo(np.float32).eps) * gamma[:, None, :] + \
         beta[:, None, :]
     assert normf_rel(out, want) <= 2e-4
+
+
+def gelu(x):
+    return 0.5 * x * (1 + ERF(x / np.sqrt(2)))
+
+
+def vnni(a: np.ndarray) -> np.ndarray:
+    """Batches r of m x k matrices a[r] in libxsmm's VNNI-2 layout, flat: element (i, p)
+    of batch r at r * m * k + (p // 2) * 2 * m + 2 * i + p % 2."""
+    br, m, k = a.shape
+    return a.reshape(br, m, k // 2, 2).transpose(0, 2, 1, 3).reshape(-1)
+
+
+@pytest.mark.parametrize("act", ["relu", "sigmoid"])
+def test_equation_matmul_float32(act):
+    """samples/equation/equation_matmul.c, its float32 equations: gelu(A + B) *
+    tanh(C D); gelu(A) * tanh(B + sum_r C_r D_r) (the ternary BRGEMM, B its
+    accumulator); act(colbias + 1 + sum_r C_r D_r) (a column broadcast); bound 1e-5."""
+    m, n, k, br = 20, 12, 8, 3
+    a0, a1 = (RNG.uniform(-1, 1, m * n).astype(np.float32) for _ in range(2))
+    c = RNG.uniform(-1, 1, (br, k, m)).astype(np.float32)   # batch r: column-major m x k
+    d = RNG.uniform(-1, 1, (br, n, k)).astype(np.float32)   # batch r: column-major k x n
+    bias = RNG.uniform(-1, 1, m).astype(np.float32)
+    C = c.transpose(0, 2, 1).astype(np.float64)             # [r, i, p]
+    D = d.transpose(0, 2, 1).astype(np.float64)             # [r, p, j]
+    A0, A1 = (block(x, m, n, m).astype(np.float64) for x in (a0, a1))
+
+    eq = tpp.Equation()
+    eq.push_back_binary_op("mul").push_back_unary_op("gelu").push_back_binary_op("add")
+    eq.push_back_arg(0, m, n).push_back_arg(1, m, n).push_back_unary_op("tanh")
+    eq.push_back_binary_op("LIBXSMM_MELTW_TYPE_BINARY_MATMUL")
+    eq.push_back_arg(2, m, k).push_back_arg(3, k, n)
+    got = block(run_both(eq.dispatch(m, n), [a0, a1, c.reshape(-1), d.reshape(-1)], m, n, m),
+                m, n, m)
+    assert normf_rel(got, gelu(A0 + A1) * np.tanh(C[0] @ D[0])) <= 1e-5
+
+    eq = tpp.Equation()
+    eq.push_back_binary_op("mul").push_back_unary_op("gelu").push_back_arg(0, m, n)
+    eq.push_back_unary_op("tanh").push_back_ternary_op("LIBXSMM_MELTW_TYPE_TERNARY_BRGEMM")
+    eq.push_back_arg(2, m, k, count=br, stride=m * k)
+    eq.push_back_arg(3, k, n, count=br, stride=k * n).push_back_arg(1, m, n)
+    got = block(run_both(eq.dispatch(m, n), [a0, a1, c.reshape(-1), d.reshape(-1)], m, n, m),
+                m, n, m)
+    assert normf_rel(got, gelu(A0) * np.tanh(A1 + np.einsum("rip,rpj->ij", C, D))) <= 1e-5
+
+    eq = tpp.Equation()
+    eq.push_back_unary_op(act).push_back_binary_op("add", bcast_in0="col")
+    eq.push_back_unary_op("increment").push_back_arg(0, m, 1)
+    eq.push_back_binary_op("brgemm").push_back_arg(2, m, k, count=br, stride=m * k)
+    eq.push_back_arg(3, k, n, count=br, stride=k * n)
+    kern = eq.dispatch(m, n)
+    assert kern.stages() == 3       # the broadcast operand, the BRGEMM, the output
+    got = block(run_both(kern, [bias, a1, c.reshape(-1), d.reshape(-1)], m, n, m), m, n, m)
+    x = bias[:, None] + 1.0 + np.einsum("rip,rpj->ij", C, D)
+    want = np.maximum(x, 0) if act == "relu" else 1 / (1 + np.exp(-x))
+    assert normf_rel(got, want) <= 1e-5
+
+
+def test_equation_matmul_bfloat16_vnni():
+    """equation_matmul.c's bfloat16 equations: A in VNNI-2 layout (BRGEMM_A_VNNI), B
+    bfloat16, float32 sums, bfloat16 outputs: gelu(X) + tanh(sum_r A_r B_r); the ternary
+    BRGEMM whose accumulator is gelu(X) rounded to bfloat16, the result rounded again
+    (libxsmm's IDENTITY with a BF16 datatype); relu(colbias + 1 + sum_r A_r B_r). Bound: one
+    bfloat16 rounding, 2^-8."""
+    from npukit.dtypes import dtype
+    bf16 = dtype("bfloat16")
+    m, n, k, br = 16, 10, 6, 2
+    a = RNG.uniform(-1, 1, (br, m, k)).astype(bf16)         # logical [r, i, p]
+    b = RNG.uniform(-1, 1, (br, n, k)).astype(bf16)         # batch r: column-major k x n
+    x = RNG.uniform(-1, 1, m * n).astype(np.float32)
+    bias = RNG.uniform(-1, 1, m).astype(np.float32)
+    A = a.astype(np.float64)
+    B = b.astype(np.float64).transpose(0, 2, 1)
+    S = np.einsum("rip,rpj->ij", A, B)
+    X = block(x, m, n, m).astype(np.float64)
+    args = [x, bias, vnni(a), b.reshape(-1)]
+
+    def brgemm(eq: tpp.Equation, arity: int = 2) -> tpp.Equation:
+        name = f"LIBXSMM_MELTW_TYPE_{'BINARY' if arity == 2 else 'TERNARY'}_BRGEMM_A_VNNI"
+        (eq.push_back_binary_op if arity == 2 else eq.push_back_ternary_op)(name)
+        eq.push_back_arg(2, m, k, dtype="bfloat16", count=br, stride=m * k, vnni=True)
+        return eq.push_back_arg(3, k, n, dtype="bfloat16", count=br, stride=k * n)
+
+    def run(eq: tpp.Equation) -> np.ndarray:
+        kern = eq.dispatch(m, n, dtype="bfloat16")
+        out_c = np.full(m * n, np.nan, bf16)
+        out_s = out_c.copy()
+        kern(args, out_c)
+        sim = kern.run("sim", args, out_s)
+        assert np.array_equal(sim.outputs["out"].view(np.uint16), out_c.view(np.uint16))
+        return block(out_c.astype(np.float64), m, n, m)
+
+    eq = tpp.Equation().push_back_binary_op("add").push_back_unary_op("gelu")
+    eq.push_back_arg(0, m, n).push_back_unary_op("tanh")
+    assert normf_rel(run(brgemm(eq)), gelu(X) + np.tanh(S)) <= 2 ** -8
+
+    eq = tpp.Equation().push_back_unary_op("identity", dtype="bfloat16")
+    brgemm(eq, 3).push_back_unary_op("identity", dtype="bfloat16").push_back_unary_op("gelu")
+    eq.push_back_arg(0, m, n)
+    acc = gelu(X).astype(np.float32).astype(bf16).astype(np.float64)
+    assert normf_rel(run(eq), acc + S) <= 2 ** -8
+
+    eq = tpp.Equation().push_back_unary_op("relu").push_back_binary_op("add", bcast_in0="col")
+    eq.push_back_unary_op("increment").push_back_arg(1, m, 1)
+    assert normf_rel(run(brgemm(eq)), np.maximum(bias[:, None] + 1 + S, 0)) <= 2 ** -8

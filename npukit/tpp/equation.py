@@ -47,10 +47,13 @@ from .errors import OperationNotSupportedError, WrongDimensionError
 class Equation:
     """libxsmm's ``libxsmm_meqn``: push nodes in prefix order, then ``dispatch``.
 
-    ``push_back_unary_op(kind, reduce=None, bitmask=False, op_arg=-1)``: ``reduce`` is
+    ``push_back_unary_op(kind, reduce=None, bitmask=False, op_arg=-1, dtype="float32")``:
+    ``reduce`` is
     ``"rows"`` or ``"cols"`` for a reduction (libxsmm's REDUCE_ROWS: one value per column;
     REDUCE_COLS: one per row); ``bitmask`` makes a ReLU write its mask too (libxsmm's
-    BITMASK flag); ``dump`` copies its operand into the operation argument ``op_arg``.
+    BITMASK flag); ``dump`` copies its operand into the operation argument ``op_arg``;
+    ``dtype="bfloat16"`` rounds the operation's result to bfloat16 (libxsmm's IDENTITY with
+    a BF16 datatype is that rounding).
     ``push_back_binary_op(kind, bcast_in0=None, bcast_in1=None)`` and
     ``push_back_ternary_op(kind, bcast_in0=..., bcast_in1=..., bcast_in2=...)``: each
     broadcast ``"scalar"``, ``"row"`` or ``"col"``. ``push_back_arg(index, m, n, ld=m,
@@ -80,7 +83,7 @@ class Equation:
         self._root = node
 
     def push_back_unary_op(self, kind: str, reduce: str | None = None, bitmask: bool = False,
-                           op_arg: int = -1) -> Equation:
+                           op_arg: int = -1, dtype: str = "float32") -> Equation:
         kind = kind_name(kind, EQ_UNARY + EQ_REDUCE, "unary")
         if (kind in EQ_REDUCE) != (reduce in ("rows", "cols")):
             raise OperationNotSupportedError(
@@ -91,8 +94,10 @@ class Equation:
         if (kind == "dump") != (op_arg >= 0):
             raise OperationNotSupportedError(f"{kind}: op_arg={op_arg}; a dump needs the "
                                              "operation argument it writes, no other kind")
+        if dtype not in ("float32", "bfloat16"):
+            raise OperationNotSupportedError(f"{kind}: dtype {dtype!r}; float32 or bfloat16")
         return self._push(1, kind, bcast=(None,), reduce=reduce or "", bitmask=bitmask,
-                          op_arg=op_arg)
+                          op_arg=op_arg, dtype=dtype)
 
     def push_back_binary_op(self, kind: str, bcast_in0: str | None = None,
                             bcast_in1: str | None = None) -> Equation:
@@ -133,10 +138,14 @@ class Equation:
                                       "operations still wait for operands")
         return self._root
 
-    def dispatch(self, m: int, n: int, ld: int | None = None, target: str = "torq"):
+    def dispatch(self, m: int, n: int, ld: int | None = None, dtype: str = "float32",
+                 target: str = "torq") -> EquationKernel:
         """The whole equation as one fused kernel writing an ``m x n`` output with leading
-        dimension ``ld`` (libxsmm's ``libxsmm_dispatch_meqn``)."""
-        return EquationKernel(self.root, m, n, m if ld is None else ld, target)
+        dimension ``ld`` (libxsmm's ``libxsmm_dispatch_meqn``); ``dtype="bfloat16"``
+        stores it rounded to bfloat16, to nearest even."""
+        if dtype not in ("float32", "bfloat16"):
+            raise OperationNotSupportedError(f"output dtype {dtype!r}; float32 or bfloat16")
+        return EquationKernel(self.root, m, n, m if ld is None else ld, dtype, target)
 
 
 __all__ = ["Equation"]

@@ -47,7 +47,10 @@ def _stages(root: Node | Arg) -> list[Node | Arg]:
             return
         for kid, b in zip(node.children, node.bcast or (None,) * node.arity):
             walk(kid, b)
-        if node.kind in EQ_REDUCE or node.kind in ("matmul", "brgemm") or bcast:
+        gemm = node.kind in ("matmul", "brgemm")
+        if gemm and node.arity == 3 and isinstance(node.children[2], Node):
+            out.append(node.children[2])     # a batch-reduce GEMM's C, computed first
+        if node.kind in EQ_REDUCE or gemm or bcast:
             out.append(node)
 
     walk(root, None)
@@ -71,6 +74,7 @@ class Plan:
     m: int
     n: int
     ld: int
+    dtype: str = "float32"                    # of the output
     alias: tuple[tuple[int, int], ...] = ()   # (argument index, op_arg it reads)
 
     def arg_buffer(self, index: int) -> str:
@@ -105,7 +109,7 @@ class Plan:
                 cur[2] = "inout"
         if any(isinstance(x, Node) and x.bitmask for x in self.nodes()):
             out["mask"] = ["uint8", self.n * _mask_ld(self.ld), "inout"]
-        out["out"] = ["float32", (self.m - 1) + (self.n - 1) * self.ld + 1, "inout"]
+        out["out"] = [self.dtype, (self.m - 1) + (self.n - 1) * self.ld + 1, "inout"]
         return {k: tuple(v) for k, v in sorted(out.items(), key=lambda kv: _order(kv[0]))}
 
     def check(self) -> None:
@@ -120,9 +124,9 @@ class Plan:
                                           f"{node.shape[1]}; its mask has the output's shape "
                                           f"{self.m} x {self.n}")
             if isinstance(node, Node) and node.kind in ("matmul", "brgemm") and not all(
-                    isinstance(c, Arg) for c in node.children):
-                raise WrongDimensionError(f"{node.kind} reads arguments only (push_back_arg "
-                                          "for each operand)")
+                    isinstance(c, Arg) for c in node.children[:2]):
+                raise WrongDimensionError(f"{node.kind} reads its A and B from arguments "
+                                          "(push_back_arg for each)")
         temps = sum(4 * math.prod(s.shape) for s in _stages(self.root)[:-1])
         if temps > TEMP_BUDGET:
             raise CapacityError(f"the equation's intermediate stages need {temps} bytes, over "
@@ -203,6 +207,8 @@ class _CWriter(_Walk):
             v = self.local(f"{kids[2]} - {self.local(f'{kids[0]} * {kids[1]}')}")
         else:  # select: libxsmm's bit 0 takes in0, bit 1 in1
             v = self.local(f"{kids[2]} ? {kids[1]} : {kids[0]}")
+        if node.dtype == "bfloat16":
+            v = self.local(f"tpp_eq_round_bf16({v})")
         if node.bitmask:  # bit i % 8 of byte i / 8: set where the input is not <= 0
             self.lines.append(
                 f"        {{ uint8_t *b = &mask[i / 8 + j * {_mask_ld(self.plan.ld)}]; "
@@ -218,7 +224,7 @@ class _CWriter(_Walk):
         a, b = node.children[:2]
         (m, kk), n = a.shape, b.n
         self.lines = []
-        c = self.leaf(node.children[2], ("i", "j")) if node.arity == 3 else "0.0f"
+        c = self.value(node.children[2], ("i", "j"), k) if node.arity == 3 else "0.0f"
         lines = list(self.lines)
 
         def elem(x: Arg, i: str, j: str) -> str:
@@ -254,7 +260,7 @@ class _CWriter(_Walk):
         v = self.value(node, ("i", "j"), k)
         m, n = node.shape
         dst = f"out[i + j * {self.plan.ld}]" if last else f"t{k}[i + j * {m}]"
-        self.lines.append(f"        {dst} = {v};")
+        self.lines.append(f"        {dst} = {self._store(v) if last else v};")
         what = "the output" if last else "an operand read with a broadcast"
         return self._loop(m, n, self.lines, f"stage {k}: {what}, {m} x {n}")
 
@@ -270,10 +276,14 @@ class _CWriter(_Walk):
         if copy:
             k, (m, n) = len(self.stages) - 1, self.plan.root.shape
             body += self._loop(m, n, [f"        out[i + j * {self.plan.ld}] = "
-                                      f"t{k}[i + j * {m}];"], "the output")
+                                      f"{self._store(f't{k}[i + j * {m}]')};"], "the output")
         return "\n".join([_BF16, f"/* libxsmm equation, fused: {len(self.stages)} stage(s) "
                           "in one function */", f"static void {name}({args})", "{", *body,
                           "}", ""])
+
+
+    def _store(self, v: str) -> str:
+        return f"tpp_eq_to_bf16({v})" if self.plan.dtype == "bfloat16" else v
 
 
 def _copies(root) -> bool:
@@ -302,6 +312,25 @@ static inline float tpp_eq_bf16(npk_bfloat16 h)
     union { uint32_t u; float f; } v;
     v.u = (uint32_t)h << 16;
     return v.f;
+}
+/* float32 rounded to bfloat16, to nearest even (NaN stays a quiet NaN). */
+static inline uint32_t tpp_eq_bf16_bits(float f)
+{
+    union { uint32_t u; float f; } v;
+    v.f = f;
+    if (f != f)
+        return (v.u | 0x00400000u) & 0xFFFF0000u;
+    return (v.u + 0x7FFFu + ((v.u >> 16) & 1u)) & 0xFFFF0000u;
+}
+static inline float tpp_eq_round_bf16(float f)
+{
+    union { uint32_t u; float f; } v;
+    v.u = tpp_eq_bf16_bits(f);
+    return v.f;
+}
+static inline npk_bfloat16 tpp_eq_to_bf16(float f)
+{
+    return (npk_bfloat16)(tpp_eq_bf16_bits(f) >> 16);
 }
 #endif"""
 
@@ -358,6 +387,8 @@ class _NumpyWriter(_Walk):
                 v = kids[2] - kids[0] * kids[1]
             else:
                 v = np.where(kids[2] != 0, kids[1], kids[0])
+        if node.dtype == "bfloat16":
+            v = np.asarray(v, np.float32).astype(_dtype("bfloat16")).astype(np.float32)
         if node.bitmask:
             self._bits(np.logical_not(kids[0] <= 0))
         return np.asarray(v, np.float32)
@@ -370,7 +401,9 @@ class _NumpyWriter(_Walk):
 
     def _gemm(self, node: Node) -> np.ndarray:
         a, b = node.children[:2]
-        acc = self._matrix(node.children[2]).copy() if node.arity == 3 else \
+        self.domain = node.shape
+        acc = np.array(np.broadcast_to(self.value(node.children[2], ("i", "j"), -1),
+                                       node.shape)) if node.arity == 3 else \
             np.zeros((a.m, b.n), np.float32)
         for r in range(a.count):
             ma, mb = self._matrix(a, r), self._matrix(b, r)
@@ -397,7 +430,7 @@ class _NumpyWriter(_Walk):
             self.temps[k] = self.stage(k, node)
         res, (m, n), ld = self.temps[len(self.stages) - 1], self.plan.root.shape, self.plan.ld
         i, j = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
-        self.arrays["out"][i + j * ld] = res
+        self.arrays["out"][i + j * ld] = res.astype(self.arrays["out"].dtype)
 
 
 @dataclass(frozen=True)
@@ -420,14 +453,15 @@ class EquationKernel:
     ``Result``. An argument passed as the very array of a dump reads what the dump wrote
     (the dump's stage runs first)."""
 
-    def __init__(self, root, m: int, n: int, ld: int, target: str = "torq"):
-        self.root, self.m, self.n, self.ld = root, m, n, ld
+    def __init__(self, root, m: int, n: int, ld: int, dtype: str = "float32",
+                 target: str = "torq"):
+        self.root, self.m, self.n, self.ld, self.dtype = root, m, n, ld, dtype
         self.target = _target(target) if isinstance(target, str) else target
-        Plan(root, m, n, ld).check()
+        Plan(root, m, n, ld, dtype).check()
         self._programs: dict[tuple, ir.Program] = {}
 
     def plan(self, alias: tuple = ()) -> Plan:
-        return Plan(self.root, self.m, self.n, self.ld, alias)
+        return Plan(self.root, self.m, self.n, self.ld, self.dtype, alias)
 
     def stages(self) -> int:
         """Loop nests of the fused function (one per reduction, GEMM, broadcast operand and

@@ -68,7 +68,8 @@ class Arg:
 class Node:
     """One operation: ``arity`` operands, a kind, per-operand broadcasts, and its
     parameters: ``reduce`` (``"rows"`` or ``"cols"``), ``bitmask`` (a ReLU also writes
-    its mask), ``op_arg`` (a dump's buffer)."""
+    its mask), ``op_arg`` (a dump's buffer), ``dtype`` (libxsmm's datatype of a unary
+    operation: ``"bfloat16"`` rounds its result to bfloat16, to nearest even)."""
 
     arity: int
     kind: str
@@ -77,6 +78,7 @@ class Node:
     reduce: str = ""
     bitmask: bool = False
     op_arg: int = -1
+    dtype: str = "float32"
     shape: tuple[int, int] = (0, 0)
 
 
