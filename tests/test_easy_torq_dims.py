@@ -96,7 +96,7 @@ def test_dim_edit_errors_name_tensor_and_sizes():
     with pytest.raises(ShapeError, match="move_dim dim 2 out of range"):
         build(lambda x: x.move_dim(2, 0))
     with pytest.raises(ShapeError, match="of a vectorized layout"):
-        build(lambda x: x.vectorize(4).erase_dim(0))
+        build(lambda x: x.vectorize(4).erase_dim(1))
     with pytest.raises(ShapeError, match=r"partition_by_index_parity_1d needs 1 last dim\(s\) "
                                          r"of even size.*\(6, 5\)"):
         build(lambda x: x.partitionByIndexParity1D())

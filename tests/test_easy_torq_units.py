@@ -144,3 +144,28 @@ def test_store_of_a_constant_errors_name_what_is_wrong():
         s.alu.accumulate(s.iram.load(input))
     with pytest.raises(KernelError, match="a kernel that stores a constant has no ALU or Act"):
         nk.build(then_alu, "torq", input=nk.spec((4,), "int8"), output=nk.spec((1,), "int8"))
+
+
+@nk.kernel
+def doubled_rows(s, input, output):
+    x = input.vectorize(s.act.width(input.dtype) // 2)
+    for r in s.iterate(x.dim(0)):
+        for iv in s.iterate(x.dim(1)):
+            pdata = s.alu.load(s.iram.load(x[r][iv]).repeat(2))
+            s.append(output[r], s.act.load(pdata))
+
+
+def test_idata_repeat_reads_each_element_twice():
+    """IData.repeat(2): [a, b] is [a, a, b, b] to the ALU; 21 columns leave a last vector
+    of 5 valid lanes (10 repeated), the rest junk that append drops."""
+    x = np.random.default_rng(6).integers(-128, 128, (3, 21)).astype(np.int8)
+    prog = nk.build(doubled_rows, "torq", input=nk.spec(x.shape, "int8"),
+                    output=nk.spec((3, 42), "int8"))
+    for backend in ("sim", "c"):
+        out = np.full((3, 42), -99, np.int8)
+        out[np.repeat(x, 2, axis=1) == -99] = 99
+        prog.run(backend, input=x, output=out)
+        assert (out == np.repeat(x, 2, axis=1)).all(), backend
+    with pytest.raises(KernelError, match="1-byte elements.*int16"):
+        nk.build(doubled_rows, "torq", input=nk.spec((3, 21), "int16"),
+                 output=nk.spec((3, 42), "int16"))

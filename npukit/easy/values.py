@@ -161,21 +161,27 @@ class LData(_Suggests):
                              f"{self.shape}")
         return d % rank
 
-    def _plain(self, op: str) -> Layout:
-        """The layout, refused when vectorized: moving dims would mix junk lanes in."""
-        if self.layout.valid is not None:
-            raise ShapeError(f"tensor {self._owner}: {op} of a vectorized layout {self.shape}; "
-                             f"edit dims before vectorize")
-        return self.layout
+    def _plain(self, op: str, last: int | None = None) -> Layout:
+        """The layout, refused when vectorized unless the edit touches only dims up to
+        ``last``, all in front of the vector dims: moving those would mix junk lanes in
+        (Torq's SegmentationPattern reshapes rows of a vectorized tensor)."""
+        lay = self.layout
+        if lay.valid is not None and (last is None or last >= lay.rank - lay.vdims):
+            raise ShapeError(f"tensor {self._owner}: {op} of a vectorized layout {self.shape}"
+                             f" touching its vector dims; edit dims before vectorize")
+        return lay
 
     def _with_dims(self, shape, strides, offset: int | None = None) -> LData:
+        """The same tensor with new dims in front of its vector dims (if any)."""
         lay = self.layout
         return replace(self, layout=Layout(tuple(shape), lay.dtype, tuple(strides),
-                                           lay.offset if offset is None else offset))
+                                           lay.offset if offset is None else offset,
+                                           valid=lay.valid, vdims=lay.vdims))
 
     def subview_dim(self, dim: int, offset: int, count: int) -> LData:
         """Torq's ``subviewDim``: elements ``offset .. offset+count-1`` of dim ``dim``."""
-        lay, d = self._plain("subview_dim"), self._axis(dim, "subview_dim")
+        d = self._axis(dim, "subview_dim")
+        lay = self._plain("subview_dim", d)
         offset, count = as_int(offset, "subview_dim: offset"), as_int(count, "subview_dim: count")
         if offset < 0 or count < 0 or offset + count > lay.shape[d]:
             raise OutOfBoundsError(f"tensor {self._owner}: subview_dim({d}, {offset}, {count}) "
@@ -190,7 +196,8 @@ class LData(_Suggests):
         ``ceil(n / product of the others)`` (the last rows run past the dim's end, into
         whatever follows it: a load of them past the buffer is an ``OutOfBoundsError``),
         and explicit sizes may cover fewer than ``n`` (the rest is left out)."""
-        lay, d = self._plain("reshape_dim"), self._axis(dim, "reshape_dim")
+        d = self._axis(dim, "reshape_dim")
+        lay = self._plain("reshape_dim", d)
         sizes = [as_int(n, "reshape_dim: size") for n in sizes]
         n, known = lay.shape[d], int(np.prod([k for k in sizes if k != -1]))
         if sizes.count(-1) > 1 or any(k < -1 or k == 0 for k in sizes):
@@ -237,15 +244,16 @@ class LData(_Suggests):
     def insert_dim(self, dim: int, size: int, stride: int = 0) -> LData:
         """Torq's ``insertDim``: a new dim of ``size`` elements at index ``dim`` (0..rank),
         ``stride`` apart (0, the default, repeats the data: a broadcast)."""
-        lay = self._plain("insert_dim")
         d = self._axis(dim, "insert_dim", self.rank + 1)
+        lay = self._plain("insert_dim", d - 1)
         size, stride = as_int(size, "insert_dim: size"), as_int(stride, "insert_dim: stride")
         return self._with_dims(lay.shape[:d] + (size,) + lay.shape[d:],
                                lay.strides[:d] + (stride,) + lay.strides[d:])
 
     def erase_dim(self, dim: int) -> LData:
         """Torq's ``eraseDim``: drop dim ``dim``, keeping its first element."""
-        lay, d = self._plain("erase_dim"), self._axis(dim, "erase_dim")
+        d = self._axis(dim, "erase_dim")
+        lay = self._plain("erase_dim", d)
         return self._with_dims(lay.shape[:d] + lay.shape[d + 1:],
                                lay.strides[:d] + lay.strides[d + 1:])
 
@@ -380,6 +388,24 @@ class Data:
 
     def dim(self, i: int) -> int:
         return self.view.layout.dim(i)
+
+    def repeat(self, count: int) -> Data:
+        """Torq's ``IData::repeat``: each element of the loaded vector read ``count`` times
+        in a row (``[a, b]`` repeated 2 is ``[a, a, b, b]``), as the ALU sees it; no data
+        moves. IRAM data of 1-byte elements only (Torq's rule). Its ResizeNearestNeighbor
+        pattern doubles a row this way."""
+        count = as_int(count, "IData.repeat: count", KernelError)
+        if self.kind != "IData" or self.view.dtype.itemsize != 1 or count < 1:
+            raise KernelError(f"IData.repeat({count}): repeats IRAM data of 1-byte elements a "
+                              f"positive number of times; this is {self.kind} of "
+                              f"{self.view.dtype}")
+        v = self.view
+        if v.layout.rank != 1:
+            raise KernelError(f"IData.repeat: the data is already {v.layout.shape}; repeat once")
+        twice = Layout((v.size, count), v.dtype, (v.layout.strides[0], 0), v.layout.offset)
+        lanes = self.lanes and ir.Lanes(self.lanes.total * count, self.lanes.start * count,
+                                        self.lanes.width * count)
+        return replace(self, view=ir.View(v.buffer, twice, v.offset), lanes=lanes)
 
     def __getitem__(self, av) -> Data:
         """``pdata[av]``: the Act-width sub-vector ``av``."""
