@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from .equation_kernel import EquationKernel
 from .equation_tree import (
+    ALPHA,
     EQ_BINARY,
     EQ_REDUCE,
     EQ_TERNARY,
@@ -83,26 +84,32 @@ class Equation:
         self._root = node
 
     def push_back_unary_op(self, kind: str, reduce: str | None = None, bitmask: bool = False,
-                           op_arg: int = -1, dtype: str = "float32") -> Equation:
+                           op_arg: int = -1, dtype: str = "float32",
+                           alpha: float | None = None) -> Equation:
         kind = kind_name(kind, EQ_UNARY + EQ_REDUCE, "unary")
         if (kind in EQ_REDUCE) != (reduce in ("rows", "cols")):
             raise OperationNotSupportedError(
                 f"{kind}: reduce={reduce!r}; a reduction needs reduce='rows' or 'cols', any "
                 "other unary kind none")
-        if bitmask and kind != "relu":
-            raise OperationNotSupportedError(f"{kind}: only relu writes a bitmask")
+        if bitmask and kind not in ("relu", "leaky_relu"):
+            raise OperationNotSupportedError(f"{kind}: only relu and leaky_relu write a "
+                                             "bitmask")
+        _check_alpha(kind, alpha)
         if (kind == "dump") != (op_arg >= 0):
             raise OperationNotSupportedError(f"{kind}: op_arg={op_arg}; a dump needs the "
                                              "operation argument it writes, no other kind")
         if dtype not in ("float32", "bfloat16"):
             raise OperationNotSupportedError(f"{kind}: dtype {dtype!r}; float32 or bfloat16")
         return self._push(1, kind, bcast=(None,), reduce=reduce or "", bitmask=bitmask,
-                          op_arg=op_arg, dtype=dtype)
+                          op_arg=op_arg, dtype=dtype, alpha=float(alpha or 0.0))
 
     def push_back_binary_op(self, kind: str, bcast_in0: str | None = None,
-                            bcast_in1: str | None = None) -> Equation:
+                            bcast_in1: str | None = None,
+                            alpha: float | None = None) -> Equation:
         kind = kind_name(kind, EQ_BINARY, "binary")
-        return self._push(2, kind, bcast=bcasts(kind, bcast_in0, bcast_in1))
+        _check_alpha(kind, alpha)
+        return self._push(2, kind, bcast=bcasts(kind, bcast_in0, bcast_in1),
+                          alpha=float(alpha or 0.0))
 
     def push_back_ternary_op(self, kind: str, bcast_in0: str | None = None,
                              bcast_in1: str | None = None,
@@ -146,6 +153,12 @@ class Equation:
         if dtype not in ("float32", "bfloat16"):
             raise OperationNotSupportedError(f"output dtype {dtype!r}; float32 or bfloat16")
         return EquationKernel(self.root, m, n, m if ld is None else ld, dtype, target)
+
+
+def _check_alpha(kind: str, alpha) -> None:
+    if (kind in ALPHA) != (alpha is not None):
+        raise OperationNotSupportedError(
+            f"{kind}: alpha={alpha!r}; {', '.join(ALPHA)} take libxsmm's alpha, no other kind")
 
 
 __all__ = ["Equation"]

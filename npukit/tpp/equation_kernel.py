@@ -31,6 +31,7 @@ from . import csource
 from .equation_tree import EQ_REDUCE, Arg, Node
 from .errors import WrongDimensionError
 from .formulas import LIBXSMM_BINARY, LIBXSMM_REDUCE, LIBXSMM_UNARY
+from .formulas import exp as _exp
 from .operation import as_flat
 from .primitives import BINARY_REF, UNARY_REF
 
@@ -201,6 +202,8 @@ class _CWriter(_Walk):
         elif k in csource.BINARY_EXPR:
             v = self.local(re.sub(r"\by\b", kids[1],
                                   re.sub(r"\bx\b", kids[0], csource.BINARY_EXPR[k])))
+        elif k in _ALPHA_C:
+            v = self.local(_ALPHA_C[k].format(*kids, a=_alpha(node.alpha)))
         elif k == "muladd":
             v = self.local(f"{self.local(f'{kids[0]} * {kids[1]}')} + {kids[2]}")
         elif k == "nmuladd":
@@ -303,6 +306,30 @@ def _parts(node: Node, m: int) -> list[tuple[str, int, int]]:
     return [("reduce_add", 1, 0), ("reduce_x2_add", 1, m)]
 
 
+def _alpha(a: float) -> str:
+    """libxsmm's alpha, a float32, as a C float literal of exactly that value."""
+    return f"{float(np.float32(a))!r}f"
+
+
+# The kinds with an alpha (libxsmm's eltwise_unary_relu.c): C over floats, and numpy, the
+# same float32 operations; ELU's exponential in float64, rounded once, like the formulas.
+_ALPHA_C = {
+    "leaky_relu": "({0} <= 0.0f) ? {a} * {0} : {0}",
+    "elu": "({0} <= 0.0f) ? (float)((double){a} * (exp((double){0}) - 1.0)) : {0}",
+    "relu_inv": "({1} > 0) ? {0} : 0.0f",
+    "leaky_relu_inv": "({1} > 0) ? {0} : {a} * {0}",
+    "elu_inv": "({1} > 0.0f) ? {0} : {0} * ({1} + {a})",
+}
+_ALPHA_REF = {
+    "leaky_relu": lambda x, a: np.where(x <= 0, a * x, x),
+    "elu": lambda x, a: np.where(x <= 0, (np.float64(a) * (_exp(x) - 1.0)).astype(np.float32),
+                                 x),
+    "relu_inv": lambda d, c, a: np.where(c > 0, d, np.float32(0)),
+    "leaky_relu_inv": lambda d, c, a: np.where(c > 0, d, a * d),
+    "elu_inv": lambda d, f, a: np.where(f > 0, d, d * (f + a)),
+}
+
+
 _BF16 = """\
 #ifndef NPK_TPP_EQ_BF16
 #define NPK_TPP_EQ_BF16
@@ -381,6 +408,8 @@ class _NumpyWriter(_Walk):
                 v = UNARY_REF[k](np.ascontiguousarray(kids[0]))
             elif k in BINARY_REF:
                 v = BINARY_REF[k](*kids).astype(np.float32)
+            elif k in _ALPHA_REF:
+                v = _ALPHA_REF[k](*kids, np.float32(node.alpha))
             elif k == "muladd":
                 v = kids[0] * kids[1] + kids[2]
             elif k == "nmuladd":

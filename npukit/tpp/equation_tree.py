@@ -14,9 +14,11 @@ from .formulas import LIBXSMM_BINARY, LIBXSMM_NAMES, LIBXSMM_REDUCE, LIBXSMM_UNA
 
 # The kinds an equation node may be (npukit's names; libxsmm's enum names map onto them).
 EQ_UNARY = ("identity", "zero", "square", "relu", "increment", "decrement", "reciprocal",
-            *LIBXSMM_UNARY, "dump")
+            *LIBXSMM_UNARY, "leaky_relu", "elu", "dump")
+ALPHA = ("leaky_relu", "elu", "leaky_relu_inv", "elu_inv")   # kinds with libxsmm's alpha
 EQ_REDUCE = (*LIBXSMM_REDUCE, "reduce_x_x2_add")
-EQ_BINARY = ("add", "sub", "mul", "div", "min", "max", *LIBXSMM_BINARY, "matmul", "brgemm")
+EQ_BINARY = ("add", "sub", "mul", "div", "min", "max", *LIBXSMM_BINARY, "relu_inv",
+             "leaky_relu_inv", "elu_inv", "matmul", "brgemm")
 EQ_TERNARY = ("muladd", "nmuladd", "select", "brgemm")
 BCASTS = (None, "scalar", "row", "col")
 
@@ -25,6 +27,11 @@ _U, _B, _T = "LIBXSMM_MELTW_TYPE_UNARY_", "LIBXSMM_MELTW_TYPE_BINARY_", \
 # libxsmm's names of the equation-only kinds, beside tpp.LIBXSMM_NAMES.
 EQUATION_NAMES = {
     _U + "DUMP": "dump", _U + "REDUCE_X_X2_OP_ADD": "reduce_x_x2_add",
+    _U + "LEAKY_RELU": "leaky_relu", _U + "ELU": "elu",
+    # libxsmm's backward ReLUs are unary kinds with a second input (the mask, or ELU's
+    # forward output); in an equation they are binary: in1 is that input.
+    _U + "RELU_INV": "relu_inv", _U + "LEAKY_RELU_INV": "leaky_relu_inv",
+    _U + "ELU_INV": "elu_inv",
     _B + "MATMUL": "matmul", _B + "BRGEMM": "brgemm", _B + "BRGEMM_A_VNNI": "brgemm",
     _T + "MULADD": "muladd", _T + "NMULADD": "nmuladd", _T + "SELECT": "select",
     _T + "BRGEMM": "brgemm", _T + "BRGEMM_A_VNNI": "brgemm",
@@ -68,7 +75,8 @@ class Arg:
 class Node:
     """One operation: ``arity`` operands, a kind, per-operand broadcasts, and its
     parameters: ``reduce`` (``"rows"`` or ``"cols"``), ``bitmask`` (a ReLU also writes
-    its mask), ``op_arg`` (a dump's buffer), ``dtype`` (libxsmm's datatype of a unary
+    its mask), ``op_arg`` (a dump's buffer), ``alpha`` (a leaky ReLU's slope, ELU's
+    scale), ``dtype`` (libxsmm's datatype of a unary
     operation: ``"bfloat16"`` rounds its result to bfloat16, to nearest even)."""
 
     arity: int
@@ -79,6 +87,7 @@ class Node:
     bitmask: bool = False
     op_arg: int = -1
     dtype: str = "float32"
+    alpha: float = 0.0
     shape: tuple[int, int] = (0, 0)
 
 
@@ -133,10 +142,8 @@ def bcasts(kind: str, *flags) -> tuple:
                                              "'scalar', 'row', 'col' or None")
     if kind in ("matmul", "brgemm") and any(flags):
         raise OperationNotSupportedError(f"{kind}: its operands are never broadcast")
-    if kind == "select" and flags[2]:
-        raise OperationNotSupportedError("select: its bitmask operand is never broadcast")
     return tuple(flags)
 
 
 __all__ = ["Arg", "BCASTS", "EQUATION_NAMES", "EQ_BINARY", "EQ_REDUCE", "EQ_TERNARY",
-           "EQ_UNARY", "Node", "bcasts", "kind_name", "value_shape"]
+           "EQ_UNARY", "ALPHA", "Node", "bcasts", "kind_name", "value_shape"]

@@ -1,0 +1,176 @@
+"""libxsmm's eltwise samples (``samples/eltwise``: binary, ternary, ReLU family,
+reductions) as one-node equations: every kind with every broadcast the sample uses, on the
+simulator against a numpy float64 reading written here from the samples' reference loops,
+and on the C back end bit for bit with the simulator (each kind compiled once)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from npukit import tpp
+
+RNG = np.random.default_rng(3803)
+M, N, LD = 13, 5, 16
+BCASTS = [(None, None), ("row", None), ("col", None), ("scalar", None), (None, "row"),
+          (None, "col"), (None, "scalar")]
+BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+          "max": np.maximum, "min": np.minimum,
+          "compare_gt": np.greater, "compare_ge": np.greater_equal, "compare_lt": np.less,
+          "compare_le": np.less_equal, "compare_eq": np.equal, "compare_ne": np.not_equal}
+
+
+def block(flat, m=M, n=N, ld=LD):
+    return np.lib.stride_tricks.as_strided(flat, (m, n), (flat.itemsize, ld * flat.itemsize))
+
+
+def read(flat, how):
+    """What libxsmm's sample reads for an operand broadcast ``how`` (its apply_*_bcast):
+    a row: element (0, j); a column: element (i, 0); a scalar: element (0, 0)."""
+    full = block(flat).astype(np.float64)
+    return {None: full, "row": np.broadcast_to(full[:1, :], full.shape),
+            "col": np.broadcast_to(full[:, :1], full.shape),
+            "scalar": np.broadcast_to(full[:1, :1], full.shape)}[how]
+
+
+def shape_of(how):
+    return {None: (M, N), "row": (1, N), "col": (M, 1), "scalar": (1, 1)}[how]
+
+
+def run(eq, args, c=False, m=M, n=N, mask=None):
+    """The kernel on the simulator (and, with ``c``, on C too, equal bit for bit)."""
+    k = eq.dispatch(m, n, LD)
+    out = np.full(LD * n, np.nan, np.float32)
+    sim = k.run("sim", args, out, mask=None if mask is None else mask.copy())
+    got = sim.outputs["out"]
+    if c:
+        out_c = np.full(LD * n, np.nan, np.float32)
+        k(args, out_c, mask=None if mask is None else mask)
+        assert np.array_equal(out_c[:got.size].view(np.uint32), got.view(np.uint32))
+        if mask is not None:
+            assert np.array_equal(mask[:sim.outputs["mask"].size], sim.outputs["mask"])
+    return block(np.concatenate([got, out[got.size:]]), m, n), sim
+
+
+def push_arg(eq, index, how, dtype="float32"):
+    m, n = shape_of(how)
+    return eq.push_back_arg(index, m, n, LD, dtype=dtype)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_kind_with_every_broadcast(name):
+    """eltwise_binary_simple.c: each kind with no broadcast and a row, column or scalar
+    broadcast of either operand; exactly the float32 result of the float64 operation on
+    float32 values (one rounding), comparisons 1.0 or 0.0."""
+    a = RNG.uniform(-2, 2, LD * N).astype(np.float32)
+    b = RNG.uniform(-2, 2, LD * N).astype(np.float32)
+    b[::3] = a[::3]                                    # ties for the comparisons
+    for pos, (b0, b1) in enumerate(BCASTS):
+        eq = tpp.Equation().push_back_binary_op(name, bcast_in0=b0, bcast_in1=b1)
+        push_arg(push_arg(eq, 0, b0), 1, b1)
+        got, _ = run(eq, [a, b], c=pos == len(name) % len(BCASTS))
+        want = BINARY[name](read(a, b0), read(b, b1))
+        assert np.array_equal(got, want.astype(np.float32)), (name, b0, b1)
+
+
+@pytest.mark.parametrize("name", ["muladd", "nmuladd", "select"])
+def test_ternary_kind_with_every_broadcast(name):
+    """libxsmm's ternary kinds: MULADD in0 in1 + in2, NMULADD in2 - in0 in1 (each product
+    and sum rounded once to float32), SELECT (eltwise_ternary_simple.c) in1 where the
+    bitmask's bit (byte i / 8 + j * ld / 8, bit i % 8) is set, in0 elsewhere; each operand
+    broadcast as a row, a column or a scalar in turn."""
+    x = [RNG.uniform(-2, 2, LD * N).astype(np.float32) for _ in range(3)]
+    bits = RNG.integers(0, 256, LD // 8 * N, dtype=np.uint8)
+    for pos, b in enumerate([None, "row", "col", "scalar"]):
+        for which in range(3):
+            flags = [None, None, None]
+            flags[which] = b
+            eq = tpp.Equation().push_back_ternary_op(name, *flags)
+            push_arg(push_arg(eq, 0, flags[0]), 1, flags[1])
+            if name == "select":
+                push_arg(eq, 3, flags[2], "bitmask")
+            else:
+                push_arg(eq, 2, flags[2])
+            got, _ = run(eq, [*x, bits], c=which == pos % 3 and b is not None)
+            a0, a1 = read(x[0], flags[0]).astype(np.float32), read(x[1], flags[1])
+            if name == "select":
+                i, j = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+                i, j = {None: (i, j), "row": (0 * i, j), "col": (i, 0 * j),
+                        "scalar": (0 * i, 0 * j)}[flags[2]]
+                bit = (bits[i // 8 + j * (LD // 8)] >> (i % 8)) & 1
+                want = np.where(bit == 1, a1, a0)
+            else:
+                prod = (a0 * a1.astype(np.float32)).astype(np.float64)  # rounded once
+                a2 = read(x[2], flags[2])
+                want = prod + a2 if name == "muladd" else a2 - prod
+            assert np.array_equal(got, want.astype(np.float32)), (name, which, b)
+
+
+def test_relu_family_and_its_backward_kinds():
+    """eltwise_unary_relu.c: relu and leaky relu (alpha 0.1) with their bitmasks, elu;
+    their backward kinds from the bitmask (relu_inv, leaky_relu_inv) and from elu's forward
+    output (elu_inv: dy where the output is above 0, dy (out + alpha) elsewhere)."""
+    alpha = np.float32(0.1)
+    x = RNG.uniform(-2, 2, LD * N).astype(np.float32)
+    dy = RNG.uniform(-1, 1, LD * N).astype(np.float32)
+    X = block(x).astype(np.float64)
+    mld = -(-LD // 16) * 2
+    masks = {}
+    for kind, want in (("relu", np.where(X <= 0, 0, X)),
+                       ("leaky_relu", np.where(X <= 0, np.float64(alpha) * X, X)),
+                       ("elu", np.where(X <= 0, np.float64(alpha) * np.expm1(X), X))):
+        eq = tpp.Equation().push_back_unary_op(kind, bitmask=kind != "elu",
+                                               alpha=None if kind == "relu" else alpha)
+        mask = None if kind == "elu" else np.zeros(mld * N, np.uint8)
+        got, _ = run(push_arg(eq, 0, None), [x], c=True, mask=mask)
+        tol = 2 ** -23 * np.abs(want) + (1e-7 if kind == "elu" else 0)
+        assert (np.abs(got - want) <= tol).all(), kind
+        if mask is not None:
+            bits = (mask.reshape(N, mld)[:, np.arange(M) // 8] >> (np.arange(M) % 8)) & 1
+            assert np.array_equal(bits.T, (X > 0).astype(np.uint8))
+            masks[kind] = mask
+    elu_out = np.where(X <= 0, np.float64(alpha) * np.expm1(X), X).astype(np.float32)
+    fwd = np.zeros(LD * N, np.float32)
+    block(fwd)[...] = elu_out
+    D = block(dy).astype(np.float64)
+    for kind, second, want in (
+            ("relu_inv", masks["relu"], np.where(X > 0, D, 0)),
+            ("leaky_relu_inv", masks["leaky_relu"], np.where(X > 0, D, np.float64(alpha) * D)),
+            ("elu_inv", fwd, np.where(elu_out > 0, D, D * (elu_out + alpha)))):
+        eq = tpp.Equation().push_back_binary_op(f"LIBXSMM_MELTW_TYPE_UNARY_{kind.upper()}",
+                                                alpha=None if kind == "relu_inv" else alpha)
+        push_arg(eq, 0, None)
+        if kind == "elu_inv":
+            push_arg(eq, 1, None)
+        else:
+            eq.push_back_arg(1, M, N, mld * 8, dtype="bitmask")
+        got, _ = run(eq, [dy, second], c=kind == "elu_inv")
+        assert (np.abs(got - want) <= 2 ** -23 * np.abs(want)).all(), kind
+
+
+@pytest.mark.parametrize("reduce", ["rows", "cols"])
+def test_reductions_and_the_two_output_reduction(reduce):
+    """eltwise_unary_reduce.c: sums, sums of squares, max, min, absmax over the rows (a
+    value per column) or the columns (a value per row), folded in order; REDUCE_X_X2_OP_ADD
+    writes both sums (m x 2 over the columns: the sums then the squares; 2 x n over the
+    rows, interleaved per column)."""
+    x = RNG.uniform(-2, 2, LD * N).astype(np.float32)
+    X = block(x).astype(np.float64)
+    axis = 0 if reduce == "rows" else 1
+    for kind, fn in (("reduce_add", np.sum), ("reduce_x2_add", lambda v, axis: np.sum(
+            v * v, axis)), ("reduce_max", np.max), ("reduce_min", np.min),
+                     ("reduce_absmax", lambda v, axis: np.max(np.abs(v), axis)),
+                     ("reduce_x_x2_add", None)):
+        eq = tpp.Equation().push_back_unary_op(kind, reduce=reduce)
+        push_arg(eq, 0, None)
+        m, n = (1, N) if reduce == "rows" else (M, 1)
+        if kind == "reduce_x_x2_add":
+            m, n = (2, N) if reduce == "rows" else (M, 2)
+        got, _ = run(eq, [x], c=kind == "reduce_x_x2_add", m=m, n=n)
+        if kind == "reduce_x_x2_add":
+            want = np.stack([X.sum(axis), (X * X).sum(axis)], axis=axis)
+        else:
+            want = fn(X, axis=axis).reshape(m, n)
+        bound = 0 if "max" in kind or "min" in kind else \
+            X.shape[axis] * 2 ** -23 * np.abs(X * X).sum(axis).max() * 4
+        assert (np.abs(got - want) <= bound).all(), kind
