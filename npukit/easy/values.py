@@ -142,6 +142,11 @@ class LData(_Suggests):
         return replace(self, layout=self.layout.vectorize(n, strided=strided))
 
     def fuse(self, k: int) -> LData:
+        """The ``k`` innermost (dense) dims as one (``Layout.fuse``). ``fuse(0)``, as in
+        Torq's EasyKernel, appends a dim of one element: a tensor with no dense dim then
+        vectorizes one element at a time (the guide's generic elementwise kernel)."""
+        if as_int(k, f"tensor {self._owner}: fuse count") == 0:
+            return self.insert_dim(self.rank, 1, 1)
         return replace(self, layout=self.layout.fuse(k))
 
     def broadcast_as(self, other: LData | Layout | Sequence[int]) -> LData:
