@@ -25,6 +25,7 @@ from .errors import (
     WrongPrimitiveError,
 )
 from .formulas import LIBXSMM_NAMES
+from .gather import gather, scatter
 from .operation import TensorOperation, strides_of
 from .primitives import BINARY, GEMMS, PRIMITIVES, REDUCE, UNARY, Primitive
 
@@ -32,5 +33,6 @@ __all__ = [
     "BINARY", "EQUATION_NAMES", "Equation", "EquationKernel", "GEMMS", "LIBXSMM_NAMES",
     "OperationNotSupportedError", "PRIMITIVES", "Primitive", "REDUCE",
     "TensorOperation", "TppError", "UNARY", "WrongDimensionError", "WrongDtypeError",
-    "WrongExecTypeError", "WrongPrimitiveError", "einsum", "einsum_operation", "strides_of",
+    "WrongExecTypeError", "WrongPrimitiveError", "einsum", "einsum_operation", "gather",
+    "scatter", "strides_of",
 ]
