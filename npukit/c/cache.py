@@ -116,6 +116,23 @@ def shared_object_problem(data: bytes, key: str) -> str | None:
     return None
 
 
+def object_key_line(key: str) -> str:
+    """The line appended to a piece (``npukit.c.pieces``) compiled as object ``key``."""
+    return (f"\n/* The npukit cache key this object was compiled under (checked before it "
+            f"is linked). */\nconst char npk_object_{key}[] = \"{key}\";\n")
+
+
+def object_problem(path: Path, key: str) -> str | None:
+    """What makes ``path`` no object file compiled as piece ``key``, or None."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"unreadable object file ({exc.strerror or exc})"
+    if not data.startswith(_MAGIC):
+        return f"the file does not start like an object file (ELF or Mach-O): {data[:8]!r}"
+    return None if f"{key}\0".encode() in data else f"the object does not hold its key {key}"
+
+
 def dependencies(depfile: Path, source: Path) -> dict[str, str] | None:
     """The files a compile read besides ``source``, from the make rule ``-MD -MF depfile``
     wrote, with the sha256 of their bytes now (None when there is no such file)."""

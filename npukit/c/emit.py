@@ -36,7 +36,7 @@ from .. import ir
 from ..cdecl import C_KEYWORDS, comment_text
 from ..dtypes import is_float
 from . import arith as A
-from . import preamble
+from . import pieces, preamble
 from .access import (
     Access,
     Names,
@@ -89,8 +89,16 @@ def c_unit(progs: list[ir.Program], entries: list[str], *, header: str, tail: st
     return _unit(ems, header, tail, includes)
 
 
+def piece_unit(prog: ir.Program, entry: str, fuse: bool = True) -> tuple[str, str, list[str]]:
+    """``prog`` as one piece of C compiled in pieces (``npukit.c.pieces``): (its unit, its
+    entry function's prototype, its basic kernels' sources). The unit declares the
+    kernels and the threads runtime that other pieces define."""
+    em = _Emitter(prog, fuse, None, entry)
+    return _unit([em], em._header(), shared=True), em._signature() + ";", em.sources
+
+
 def _unit(ems: list[_Emitter], header: str, tail: str = "",
-          includes: tuple[str, ...] = ()) -> str:
+          includes: tuple[str, ...] = (), shared: bool = False) -> str:
     funcs = [em.function() for em in ems]
     consts = "\n\n".join(c for c in (em._constants() for em in ems) if c)
     helpers = ems[0].h.source()
@@ -101,7 +109,7 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
     out = Writer()
     out.lines.append(header)
     out.line()
-    if tasks:
+    if tasks and not shared:
         out.lines.extend(FEATURE_MACRO.splitlines())
     if re.search(r"\b(NAN|INFINITY|rintf?|fabsf|floorf)\b|"
                  r"\b(exp2?|log|tanh|sin|cos|sqrt|erf|floor|ceil)\(", code):
@@ -128,16 +136,20 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
         out.line()
         out.lines.extend(preamble.HIDDEN[0].splitlines())
         out.line()
-        out.lines.extend(prelude(ems[0].prog.target.cores).splitlines())
+        text = prelude(ems[0].prog.target.cores)
+        out.lines.extend((pieces.shared_prelude(text) if shared else text).splitlines())
         for text in sources:
             out.line()
-            out.comment("Basic kernel source, as given (c_source=).")
-            out.lines.extend(text.splitlines())
+            out.comment("Basic kernel source, as given (c_source=)." if not shared else
+                        "Basic kernel source, its functions declared (defined in a piece "
+                        "of their own).")
+            out.lines.extend((pieces.declarations_only(text) if shared else text).splitlines())
         out.line()
         out.lines.extend(preamble.HIDDEN[1].splitlines())
     if tasks:
         out.line()
-        out.lines.extend(THREADS_SOURCE.splitlines())
+        out.lines.extend((pieces.THREADS_DECLARATIONS if shared else THREADS_SOURCE)
+                         .splitlines())
         for text in tasks:
             out.line()
             out.lines.extend(text.splitlines())
@@ -681,7 +693,9 @@ class _Emitter:
         attrs = dict(st.attrs)
         if st.op in ("lookup", "linear_approx"):
             return self._lut(st, lanes[0])
-        if st.op == "clamp":
+        if st.op == "clamp":  # Torq's I2F and F2I modes change the type
+            out_dt = {"I2F": np.dtype("float32"), "F2I": np.dtype("int32")}.get(
+                attrs.get("mode"), out_dt)
             return A.clamp_expr(self.h, lanes[0], p_dt, attrs), out_dt
         if st.op == "to_fixed":
             return A.to_fixed_expr(self.h, lanes[0], attrs["shift"]), np.dtype("int32")

@@ -24,6 +24,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import CompilerError, NoCompilerError
@@ -136,8 +137,74 @@ def build(source: str) -> Path:
     return _compile(directory, key, source, cmd, fl)
 
 
-def _compile(directory: Path, key: str, source: str, cmd: list[str], fl: list[str]) -> Path:
-    """Compile ``source`` as entry ``key``: its output checked, then published."""
+def build_pieces(pieces: list[tuple[str, str]], main: str) -> Path:
+    """The shared object of a program compiled in pieces (``npukit.c.pieces``): each piece
+    ``(what it is, its C)`` compiled to an object file of its own, cached by its content
+    in ``objects/`` of the cache directory (only the pieces not there are compiled, in
+    parallel, one ``cc`` per CPU), then linked with ``main`` (which defines the entry
+    points), the whole cached as one entry. A program already built costs the hashing of
+    its pieces and one look-up: no compile, no check of the objects."""
+    cmd = resolve(compiler())
+    fl = _absolute_paths(flags())
+    ident = _identity(tuple(cmd), any("native" in f for f in fl))
+    keys = [_object_key(text, cmd, ident, fl) for _, text in pieces]
+    key, _, _ = _key(main + "".join(f"\0{k}" for k in keys))
+    directory = cache_dir()
+    so, _ = cache.problem(directory, key)
+    if so is not None:
+        return so
+    objects = cache.writable_dir(directory / "objects")
+    todo = {k: (what, text) for k, (what, text) in zip(keys, pieces)
+            if cache.object_problem(objects / f"{k}.o", k) is not None}
+    if todo:
+        workers = min(len(todo), os.cpu_count() or 1)
+        with ThreadPoolExecutor(workers) as pool:
+            done = [pool.submit(_compile_object, objects, k, what, text, cmd, fl)
+                    for k, (what, text) in todo.items()]
+            for job in done:
+                job.result()  # the first failure, in the pieces' order
+    return _compile(directory, key, main, cmd, fl, [objects / f"{k}.o" for k in keys])
+
+
+def _object_key(text: str, cmd: list[str], ident: str, fl: list[str]) -> str:
+    return hashlib.sha256("\0".join(["object", text, *cmd, ident, *fl]).encode()
+                          ).hexdigest()[:32]
+
+
+def _compile_object(objects: Path, key: str, what: str, text: str, cmd: list[str],
+                    fl: list[str]) -> Path:
+    """Compile one piece into ``objects/<key>.o`` (its C kept beside it as ``<key>.c``)."""
+    src, obj = objects / f"{key}.c", objects / f"{key}.o"
+    made: list[Path] = []
+    try:
+        try:
+            cache.write_atomic(src, (text + cache.object_key_line(key)).encode())
+            made.append(cache.temp_file(objects, key, "o"))
+        except OSError as exc:
+            raise cache.unwritable(objects, exc) from None
+        tmp = made[0]
+        res = run_compiler([*cmd, *(f for f in fl if f != "-shared"), "-c", "-o", str(tmp),
+                            str(src)])
+        said = (res.stderr + res.stdout)[-4000:]
+        if res.returncode != 0:
+            raise CompilerError(f"{compiler()} failed (exit {res.returncode}) on {what}, "
+                                f"kept at {src}:\n{said}")
+        bad = cache.object_problem(tmp, key)
+        if bad:
+            raise CompilerError(f"{compiler()} exited 0 on {src} ({what}) but {bad}; nothing "
+                                f"was cached. Its output:\n{said or '(none)'}")
+        os.replace(tmp, obj)
+        return obj
+    finally:
+        for path in made:
+            if path.exists():
+                path.unlink()
+
+
+def _compile(directory: Path, key: str, source: str, cmd: list[str], fl: list[str],
+             objects: list[Path] = ()) -> Path:
+    """Compile ``source`` as entry ``key`` (linked with ``objects``): its output checked,
+    then published."""
     cache.writable_dir(directory)
     src = directory / f"{key}.c"
     made: list[Path] = []  # temporary files, removed whatever happens
@@ -151,7 +218,7 @@ def _compile(directory: Path, key: str, source: str, cmd: list[str], fl: list[st
         tmp, dep = made
         # -MD -MF: the files the compile reads, as a make rule (its target named -MT).
         res = run_compiler([*cmd, *fl, "-MD", "-MF", str(dep), "-MT", "npk", "-o", str(tmp),
-                            str(src)])
+                            *map(str, objects), str(src)])
         said = (res.stderr + res.stdout)[-4000:]
         if res.returncode != 0:
             raise CompilerError(f"{compiler()} failed (exit {res.returncode}) on the generated "
@@ -170,6 +237,10 @@ def _compile(directory: Path, key: str, source: str, cmd: list[str], fl: list[st
                 path.unlink()
 
 
+class CompileTimeoutError(CompilerError):
+    """A compile stopped after ``COMPILE_TIMEOUT`` seconds; the message names the file."""
+
+
 # The longest one compile may take (seconds) before it is stopped and refused.
 COMPILE_TIMEOUT = 600
 
@@ -182,7 +253,7 @@ def run_compiler(cmd: list[str]) -> subprocess.CompletedProcess:
                               check=False)
     except subprocess.TimeoutExpired:
         source = cmd[-1] if len(cmd) > 1 else cmd[0]
-        raise CompilerError(f"{cmd[0]} ran past {COMPILE_TIMEOUT} s compiling {source} and "
+        raise CompileTimeoutError(f"{cmd[0]} ran past {COMPILE_TIMEOUT} s compiling {source} and "
                             f"was stopped") from None
     except OSError as exc:
         raise CompilerError(f"cannot run the C compiler {cmd[0]}: {exc}") from exc
@@ -232,15 +303,16 @@ def load(so: Path, name: str, nargs: int, scalars: int = 0):
     return fn
 
 
-def _rebuilt(source: str, use):
-    """``use`` applied to ``source`` compiled; an entry that passed the cache's checks but
-    cannot be loaded is discarded and built once more before the error is raised."""
-    so = build(source)
+def _rebuilt(source: str, use, make=build):
+    """``use`` applied to ``source`` compiled (by ``make``); an entry that passed the
+    cache's checks but cannot be loaded is discarded and built once more before the error
+    is raised."""
+    so = make(source)
     try:
         return use(so)
     except _LoadError:
         cache.discard(so.parent, so.name[:32])
-        return use(build(source))
+        return use(make(source))
 
 
 def function(source: str, name: str, nargs: int, scalars: int = 0):
@@ -255,6 +327,13 @@ def library(source: str, private: bool = False) -> ctypes.CDLL:
     copy loaded apart from every other load of the same code, so that its globals (a
     graph's memories) belong to the caller alone."""
     return _rebuilt(source, _private_library if private else _library)
+
+
+def library_in_pieces(pieces: list[tuple[str, str]], main: str,
+                      private: bool = False) -> ctypes.CDLL:
+    """``library`` for a program compiled in pieces (``build_pieces``)."""
+    return _rebuilt(main, _private_library if private else _library,
+                    lambda text: build_pieces(pieces, text))
 
 
 def _private_library(so: Path) -> ctypes.CDLL:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import tempfile
 import threading
 import time
@@ -21,11 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..c import toolchain
+from ..c import pieces, preamble, toolchain
+from ..c.calls import prelude
 from ..c.code import Writer, wrap
-from ..c.emit import c_unit, param_type
+from ..c.ctype import TYPEDEFS, c_type
+from ..c.emit import c_unit, param_type, piece_unit
 from ..cdecl import c_string, comment_text, file_name
-from ..errors import NpukitError
+from ..errors import CompilerError, NpukitError
 from ..run import Result
 from .graph_api import DEVICES, L3_FLASHES, L3_RAMS, ArgDirection, AT_GraphCtrl, AT_MemLocation
 
@@ -185,6 +188,17 @@ def c_source(g) -> str:
     return _Generator(g).source()
 
 
+def c_pieces(g) -> tuple[list[tuple[str, str]], str]:
+    """The graph's C in pieces (``npukit.c.pieces``): ``([(what, unit), ...], main)``, one
+    unit per layer, per basic-kernel source and for the threads runtime; ``main`` holds
+    the rest of ``c_source``'s unit (the host's memories, the constructor, the runner, the
+    destructor) and declares the layers' functions."""
+    return _Generator(g).pieces()
+
+
+_INCLUDES = ("stddef.h", "stdint.h", "stdio.h", "stdlib.h", "string.h")
+
+
 class _Generator:
     def __init__(self, g):
         self.g, self.n = g, _Names(g)
@@ -228,8 +242,32 @@ class _Generator:
                                        self.construct(), self.destruct(), self.runner(),
                                        self.memory()) if x)
         return c_unit(progs, [layer.name for layer in g.layers], header=self.header(),
-                      tail=tail,
-                      includes=("stddef.h", "stdint.h", "stdio.h", "stdlib.h", "string.h"))
+                      tail=tail, includes=_INCLUDES)
+
+    def pieces(self) -> tuple[list[tuple[str, str]], str]:
+        g = self.g
+        units, protos, sources = [], [], []
+        for i, layer in enumerate(g.layers):
+            text, proto, srcs = piece_unit(layer.program, layer.name)
+            units.append((f"layer {i} ({layer.name})", text))
+            protos.append(f"/* Layer {i}: {comment_text(layer.name)} (compiled apart) */\n"
+                          f"{proto}")
+            sources.append(srcs)
+        cores = g.layers[0].program.target.cores if g.layers else 1
+        units += [(f"basic kernel unit {k}", text) for k, text in
+                  enumerate(pieces.kernel_units(sources, prelude(cores)))]
+        units.append(("the threads runtime", pieces.runtime_unit()))
+        dtypes = dict.fromkeys(b.dtype for layer in g.layers for b, _ in layer.program.params
+                               if b.dtype.itemsize > 1)
+        code = "\n\n".join([*protos, *(x for x in (self.host(), self.globals(), self.arrays(),
+                                                 self.construct(), self.destruct(),
+                                                 self.runner(), self.memory()) if x)])
+        anys = [f"typedef {c_type(dt)} {param_type(dt)} NPK_ANY_ADDRESS;" for dt in dtypes]
+        types = [t for name, t in TYPEDEFS.items()
+                 if re.search(rf"\b{name}\b", "\n".join([code, *anys]))] + anys
+        main = "\n".join([self.header(), "", *(f"#include <{h}>" for h in _INCLUDES), "",
+                          preamble.PORTABILITY, *types, "", code, ""])
+        return units, main
 
     def header(self) -> str:
         g, m = self.g, self.g.memory
@@ -595,6 +633,19 @@ def run_c(g, args: dict[str, np.ndarray]) -> Result:
     return g.compile("c").run(args)
 
 
+def _library(g):
+    """The graph's C compiled in pieces and loaded (a private copy); when the pieces do not
+    link (a basic kernel's C defines data or functions the split cannot share), the graph's
+    single unit, whose errors are the ones to report."""
+    units, main = c_pieces(g)
+    try:
+        return toolchain.library_in_pieces(units, main, private=True)
+    except toolchain.CompileTimeoutError:
+        raise
+    except CompilerError:
+        return toolchain.library(g.c_source(), private=True)
+
+
 class CompiledGraph:
     """A planned graph's C, compiled, loaded and constructed once (``Graph.compile("c")``):
     ``h(**arrays)`` checks the arrays and makes one C call, the runner: no planning, no
@@ -605,7 +656,7 @@ class CompiledGraph:
 
     def __init__(self, g):
         self.g = g
-        lib = toolchain.library(g.c_source(), private=True)
+        lib = _library(g)
         warm = g.ctrl[AT_GraphCtrl.AT_GRAPH_WARM_CONSTRUCT]
         self.construct, self.runner = lib[f"{g.name}_Construct"], lib[g.name]
         destruct = lib[f"{g.name}_Destruct"]
