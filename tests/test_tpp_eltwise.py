@@ -72,6 +72,36 @@ def test_binary_kind_with_every_broadcast(name):
         got, _ = run(eq, [a, b], c=pos == len(name) % len(BCASTS))
         want = BINARY[name](read(a, b0), read(b, b1))
         assert np.array_equal(got, want.astype(np.float32)), (name, b0, b1)
+    if name.startswith("compare"):   # the sample's output: a bitmask, ld in bits
+        k = eq.dispatch(M, N, 16, dtype="bitmask")
+        bits_c = np.full(2 * N, 0x5A, np.uint8)
+        sim = k.run("sim", [a, b], bits_c.copy())
+        k([a, b], bits_c)
+        assert np.array_equal(bits_c[:sim.outputs["out"].size], sim.outputs["out"])
+        got = (bits_c.reshape(N, 2)[:, np.arange(M) // 8] >> (np.arange(M) % 8)) & 1
+        assert np.array_equal(got.T, want.astype(np.uint8))
+        assert ((bits_c.reshape(N, 2)[:, 1] >> (M % 8)) == (0x5A >> (M % 8))).all()
+
+
+def test_binary_muladd_adds_into_the_output():
+    """eltwise_binary_simple.c's MULADD: out += in0 in1 (the product rounded, then the
+    sum); with a broadcast operand too."""
+    a = RNG.uniform(-2, 2, LD * N).astype(np.float32)
+    b = RNG.uniform(-2, 2, LD * N).astype(np.float32)
+    out0 = RNG.uniform(-2, 2, LD * N).astype(np.float32)
+    for b1 in (None, "col"):
+        eq = tpp.Equation().push_back_binary_op("LIBXSMM_MELTW_TYPE_BINARY_MULADD",
+                                                bcast_in1=b1)
+        k = push_arg(push_arg(eq, 0, None), 1, b1).dispatch(M, N, LD)
+        out_c, out_s = out0.copy(), out0.copy()
+        k([a, b], out_c)
+        sim = k.run("sim", [a, b], out_s)
+        assert np.array_equal(out_c[:sim.outputs["out"].size], sim.outputs["out"])
+        prod = (read(a, None) * read(b, b1)).astype(np.float32).astype(np.float64)
+        assert np.array_equal(block(out_c), (prod + block(out0)).astype(np.float32))
+    with pytest.raises(tpp.WrongDimensionError, match="muladd adds into the output"):
+        eq = tpp.Equation().push_back_unary_op("exp").push_back_binary_op("muladd")
+        push_arg(push_arg(eq, 0, None), 1, None).dispatch(M, N, LD)
 
 
 @pytest.mark.parametrize("name", ["muladd", "nmuladd", "select"])

@@ -149,9 +149,12 @@ class Equation:
                  target: str = "torq") -> EquationKernel:
         """The whole equation as one fused kernel writing an ``m x n`` output with leading
         dimension ``ld`` (libxsmm's ``libxsmm_dispatch_meqn``); ``dtype="bfloat16"``
-        stores it rounded to bfloat16, to nearest even."""
-        if dtype not in ("float32", "bfloat16"):
-            raise OperationNotSupportedError(f"output dtype {dtype!r}; float32 or bfloat16")
+        stores it rounded to bfloat16, to nearest even; ``dtype="bitmask"`` stores bit
+        ``i % 8`` of byte ``i // 8 + j * (ld // 8)`` (``ld`` in bits), set where the value is
+        not 0 (libxsmm's comparisons with BITMASK_2BYTEMULT)."""
+        if dtype not in ("float32", "bfloat16", "bitmask"):
+            raise OperationNotSupportedError(f"output dtype {dtype!r}; float32, bfloat16 or "
+                                             "bitmask")
         return EquationKernel(self.root, m, n, m if ld is None else ld, dtype, target)
 
 

@@ -110,15 +110,24 @@ class Plan:
                 cur[2] = "inout"
         if any(isinstance(x, Node) and x.bitmask for x in self.nodes()):
             out["mask"] = ["uint8", self.n * _mask_ld(self.ld), "inout"]
-        out["out"] = [self.dtype, (self.m - 1) + (self.n - 1) * self.ld + 1, "inout"]
+        if self.dtype == "bitmask":
+            out["out"] = ["uint8", (self.m - 1) // 8 + (self.n - 1) * (self.ld // 8) + 1, "inout"]
+        else:
+            out["out"] = [self.dtype, (self.m - 1) + (self.n - 1) * self.ld + 1, "inout"]
         return {k: tuple(v) for k, v in sorted(out.items(), key=lambda kv: _order(kv[0]))}
 
     def check(self) -> None:
         if self.root.shape != (self.m, self.n):
             raise WrongDimensionError(f"the equation's root is {self.root.shape[0]} x "
                                       f"{self.root.shape[1]}, the output {self.m} x {self.n}")
-        if self.ld < self.m:
-            raise WrongDimensionError(f"output ld = {self.ld} below m = {self.m}")
+        if self.ld < self.m or self.dtype == "bitmask" and self.ld % 8:
+            raise WrongDimensionError(f"output ld = {self.ld} below m = {self.m}" + (
+                " or not a multiple of 8 bits" if self.dtype == "bitmask" else ""))
+        for node in self.nodes():
+            if isinstance(node, Node) and node.kind == "muladd" and node.arity == 2 and (
+                    node is not self.root or self.dtype != "float32"):
+                raise WrongDimensionError("the binary muladd adds into the output: it must be "
+                                          "the equation's root, the output float32")
         for node in self.nodes():
             if isinstance(node, Node) and node.bitmask and node.shape != (self.m, self.n):
                 raise WrongDimensionError(f"a relu with a bitmask is {node.shape[0]} x "
@@ -202,6 +211,9 @@ class _CWriter(_Walk):
         elif k in csource.BINARY_EXPR:
             v = self.local(re.sub(r"\by\b", kids[1],
                                   re.sub(r"\bx\b", kids[0], csource.BINARY_EXPR[k])))
+        elif k == "muladd" and node.arity == 2:   # libxsmm's BINARY_MULADD: out += in0 in1
+            prod = self.local(f"{kids[0]} * {kids[1]}")
+            v = self.local(f"{prod} + out[i + j * {self.plan.ld}]")
         elif k in _ALPHA_C:
             v = self.local(_ALPHA_C[k].format(*kids, a=_alpha(node.alpha)))
         elif k == "muladd":
@@ -262,8 +274,7 @@ class _CWriter(_Walk):
                               f"{node.reduce} of a {m} x {n} block, folded in order")
         v = self.value(node, ("i", "j"), k)
         m, n = node.shape
-        dst = f"out[i + j * {self.plan.ld}]" if last else f"t{k}[i + j * {m}]"
-        self.lines.append(f"        {dst} = {self._store(v) if last else v};")
+        self.lines.append(self._store(v) if last else f"        t{k}[i + j * {m}] = {v};")
         what = "the output" if last else "an operand read with a broadcast"
         return self._loop(m, n, self.lines, f"stage {k}: {what}, {m} x {n}")
 
@@ -278,15 +289,19 @@ class _CWriter(_Walk):
             body += self._stage(k, s, not copy and k == len(self.stages) - 1)
         if copy:
             k, (m, n) = len(self.stages) - 1, self.plan.root.shape
-            body += self._loop(m, n, [f"        out[i + j * {self.plan.ld}] = "
-                                      f"{self._store(f't{k}[i + j * {m}]')};"], "the output")
+            body += self._loop(m, n, [self._store(f"t{k}[i + j * {m}]")], "the output")
         return "\n".join([_BF16, f"/* libxsmm equation, fused: {len(self.stages)} stage(s) "
                           "in one function */", f"static void {name}({args})", "{", *body,
                           "}", ""])
 
-
     def _store(self, v: str) -> str:
-        return f"tpp_eq_to_bf16({v})" if self.plan.dtype == "bfloat16" else v
+        """The statement writing value ``v`` to the output at (i, j)."""
+        ld = self.plan.ld
+        if self.plan.dtype == "bitmask":   # bit i % 8 of byte i / 8 + j * ld / 8: v != 0
+            return (f"        {{ uint8_t *b = &out[i / 8 + j * {ld // 8}]; *b = (uint8_t)((*b "
+                    f"& ~(1u << (i % 8))) | ((unsigned)({v} != 0.0f) << (i % 8))); }}")
+        conv = f"tpp_eq_to_bf16({v})" if self.plan.dtype == "bfloat16" else v
+        return f"        out[i + j * {ld}] = {conv};"
 
 
 def _copies(root) -> bool:
@@ -408,6 +423,10 @@ class _NumpyWriter(_Walk):
                 v = UNARY_REF[k](np.ascontiguousarray(kids[0]))
             elif k in BINARY_REF:
                 v = BINARY_REF[k](*kids).astype(np.float32)
+            elif k == "muladd" and node.arity == 2:
+                i, j = np.meshgrid(np.arange(self.domain[0]), np.arange(self.domain[1]),
+                                   indexing="ij")
+                v = kids[0] * kids[1] + self.arrays["out"][i + j * self.plan.ld]
             elif k in _ALPHA_REF:
                 v = _ALPHA_REF[k](*kids, np.float32(node.alpha))
             elif k == "muladd":
@@ -422,8 +441,8 @@ class _NumpyWriter(_Walk):
             self._bits(np.logical_not(kids[0] <= 0))
         return np.asarray(v, np.float32)
 
-    def _bits(self, bits: np.ndarray) -> None:
-        mask, mld = self.arrays["mask"], _mask_ld(self.plan.ld)
+    def _bits(self, bits: np.ndarray, name: str = "mask", mld: int = 0) -> None:
+        mask, mld = self.arrays[name], mld or _mask_ld(self.plan.ld)
         for (i, j), bit in np.ndenumerate(bits):
             pos = i // 8 + j * mld
             mask[pos] = (int(mask[pos]) & ~(1 << (i % 8)) & 0xFF) | (int(bit) << (i % 8))
@@ -458,6 +477,9 @@ class _NumpyWriter(_Walk):
         for k, node in enumerate(self.stages):
             self.temps[k] = self.stage(k, node)
         res, (m, n), ld = self.temps[len(self.stages) - 1], self.plan.root.shape, self.plan.ld
+        if self.plan.dtype == "bitmask":
+            self._bits(res != 0, "out", ld // 8)
+            return
         i, j = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
         self.arrays["out"][i + j * ld] = res.astype(self.arrays["out"].dtype)
 

@@ -17,7 +17,7 @@ EQ_UNARY = ("identity", "zero", "square", "relu", "increment", "decrement", "rec
             *LIBXSMM_UNARY, "leaky_relu", "elu", "dump")
 ALPHA = ("leaky_relu", "elu", "leaky_relu_inv", "elu_inv")   # kinds with libxsmm's alpha
 EQ_REDUCE = (*LIBXSMM_REDUCE, "reduce_x_x2_add")
-EQ_BINARY = ("add", "sub", "mul", "div", "min", "max", *LIBXSMM_BINARY, "relu_inv",
+EQ_BINARY = ("add", "sub", "mul", "div", "min", "max", *LIBXSMM_BINARY, "muladd", "relu_inv",
              "leaky_relu_inv", "elu_inv", "matmul", "brgemm")
 EQ_TERNARY = ("muladd", "nmuladd", "select", "brgemm")
 BCASTS = (None, "scalar", "row", "col")
@@ -32,7 +32,8 @@ EQUATION_NAMES = {
     # forward output); in an equation they are binary: in1 is that input.
     _U + "RELU_INV": "relu_inv", _U + "LEAKY_RELU_INV": "leaky_relu_inv",
     _U + "ELU_INV": "elu_inv",
-    _B + "MATMUL": "matmul", _B + "BRGEMM": "brgemm", _B + "BRGEMM_A_VNNI": "brgemm",
+    _B + "MULADD": "muladd", _B + "MATMUL": "matmul", _B + "BRGEMM": "brgemm",
+    _B + "BRGEMM_A_VNNI": "brgemm",
     _T + "MULADD": "muladd", _T + "NMULADD": "nmuladd", _T + "SELECT": "select",
     _T + "BRGEMM": "brgemm", _T + "BRGEMM_A_VNNI": "brgemm",
 }
