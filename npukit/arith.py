@@ -115,6 +115,35 @@ def clamp(p: np.ndarray, lo, hi) -> np.ndarray:
     return np.clip(p.astype(np.int64), *act_bounds(lo, hi)).astype(np.int32)
 
 
+# Torq's Act modes (ACTMode), applied to the partials before the clamp.
+ACT_MODES = ("ACT", "ABS", "NEG", "CLZ", "CEL", "FLR", "I2F", "F2I")
+
+
+def act_mode(p: np.ndarray, mode: str) -> np.ndarray:
+    """Torq's Act mode on the partials: ``ABS``/``NEG`` (int64 on integer partials, so
+    ``-(-2**31)`` is not wrapped; float32 otherwise), ``CLZ`` (leading zeros of the int32
+    as 32 bits, 32 for 0), ``CEL``/``FLR`` (float32 ceiling and floor), ``I2F`` (int32 to
+    float32, nearest even); ``ACT`` and ``F2I`` pass the partials unchanged (``F2I``
+    converts after the clamp: ``act_clamp``)."""
+    if mode == "I2F":
+        return p.astype(np.float32)
+    if p.dtype == np.float32:
+        fn = {"ABS": np.abs, "NEG": np.negative, "CEL": np.ceil, "FLR": np.floor}.get(mode)
+        return p if fn is None else fn(p).astype(np.float32)
+    if mode == "CLZ":
+        return 32 - np.frexp(p.astype(np.int64) & 0xFFFFFFFF)[1].astype(np.int64)
+    fn = {"ABS": np.abs, "NEG": np.negative}.get(mode)
+    return p if fn is None else fn(p.astype(np.int64))
+
+
+def act_clamp(p: np.ndarray, lo, hi, mode: str = "ACT") -> np.ndarray:
+    """Act ``clamp`` in Torq's ``mode``: ``clamp(act_mode(p), lo, hi)``; for ``F2I`` the
+    float32 partials are clamped, then truncated towards zero to int32, saturating, NaN
+    to 0 (``to_fixed`` of the truncated value: its floor is itself)."""
+    x = clamp(act_mode(p, mode), lo, hi)
+    return to_fixed(np.trunc(x), 0) if mode == "F2I" else x
+
+
 def to_fixed(p: np.ndarray, shift: int) -> np.ndarray:
     """Act ``to_fixed`` (the AIE API's ``aie::to_fixed<int32>(v, shift)`` as AIE-ML rounds
     it): ``floor(p * 2**shift)`` of float32 partials, saturated to int32, NaN to 0."""

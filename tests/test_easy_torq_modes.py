@@ -108,3 +108,60 @@ def test_mode_errors_name_the_mode():
         build("BXOR", "float32")
     with pytest.raises(KernelError, match=r"alu.accumulate\(..., BNOT\).*3 iterations"):
         build("BNOT")
+
+
+@nk.kernel
+def act_mode(s, input, output, *, mode, lo, hi):
+    x = input.vectorize(s.act.width(input.dtype))
+    for i in s.iterate(x.dim(0)):
+        s.append(output, s.act.clamp(s.alu.load(s.iram.load(x[i])), lo, hi, mode))
+
+
+def act_ref(mode, x, lo, hi):
+    """numpy's reading of Torq's Act modes (in float64 / Python ints), then the clamp."""
+    wide = x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)
+    v = {"ABS": np.abs, "NEG": np.negative, "CEL": np.ceil, "FLR": np.floor,
+         "I2F": lambda a: a.astype(np.float32).astype(np.float64), "F2I": lambda a: a,
+         "CLZ": lambda a: np.array([32 - int(u).bit_length() for u in a & 0xFFFFFFFF])}[mode](wide)
+    with np.errstate(invalid="ignore"):
+        v = np.where(v < lo, lo, v)
+        v = np.where(v > hi, hi, v)
+    if mode == "F2I":
+        return np.clip(np.nan_to_num(np.trunc(v), nan=0), -2**31, 2**31 - 1).astype(np.int32)
+    return v.astype(np.float32 if mode == "I2F" or x.dtype.kind == "f" else np.int32)
+
+
+RNG = np.random.default_rng(8)
+INTS = np.concatenate([[0, -2**31, 1, -1, 2**31 - 1],
+                       RNG.integers(-2**31, 2**31, 45)]).astype(np.int32)
+FLOATS = np.concatenate([[np.nan, -0.5, 0.5, 3e9, -3e9, -2.5],
+                         RNG.standard_normal(44) * 1000]).astype(np.float32)
+
+
+@pytest.mark.parametrize("mode, x, lo, hi", [
+    ("ABS", INTS, -2**31, 2**31 - 1), ("NEG", INTS, -10**9, 10**9), ("CLZ", INTS, 0, 40),
+    ("ABS", FLOATS, -np.inf, 500.0), ("NEG", FLOATS, -np.inf, np.inf),
+    ("CEL", FLOATS, -np.inf, np.inf), ("FLR", FLOATS, -100.0, np.inf),
+    ("I2F", INTS, -1e9, np.inf), ("F2I", FLOATS, -np.inf, np.inf)])
+def test_act_modes_match_numpy(mode, x, lo, hi):
+    want = act_ref(mode, x, lo, hi)
+    prog = nk.build(act_mode, "torq", input=nk.spec(x.shape, x.dtype),
+                    output=nk.spec(x.shape, want.dtype), mode=mode, lo=lo, hi=hi)
+    for backend in ("sim", "c"):
+        out = np.full(x.shape, 7, want.dtype)
+        out[want == 7] = 8
+        prog.run(backend, input=x, output=out)
+        assert out.tobytes() == want.tobytes(), backend
+
+
+def test_act_mode_errors_name_the_mode():
+    def build(mode, dtype):
+        return nk.build(act_mode, "torq", input=nk.spec((8,), dtype),
+                        output=nk.spec((8,), dtype), mode=mode, lo=0, hi=1)
+
+    with pytest.raises(KernelError, match="Act mode 'SQRT'.*ABS, NEG"):
+        build("SQRT", "int8")
+    with pytest.raises(KernelError, match="Act mode CEL takes float partials.*int32"):
+        build("CEL", "int8")
+    with pytest.raises(KernelError, match="Act mode I2F takes integer partials.*float32"):
+        build("I2F", "float32")

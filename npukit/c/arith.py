@@ -502,7 +502,21 @@ def rescale_clamp_expr(h: Helpers, p: str, p_dt: np.dtype, bias: str, scale: str
 
 
 def clamp_expr(h: Helpers, p: str, p_dt: np.dtype, attrs: dict) -> str:
-    """One lane of Act ``clamp`` (``arith.clamp``)."""
+    """One lane of Act ``clamp`` in Torq's mode (``arith.act_clamp``)."""
+    mode = attrs.get("mode", "ACT")
+    if mode == "I2F":
+        p, p_dt = convert(h, p, np.dtype("int32"), _F32), _F32
+    elif mode == "F2I":
+        return to_fixed_expr(h, f"truncf({clamp_expr(h, p, p_dt, {**attrs, 'mode': 'ACT'})})",
+                             0)
+    elif is_float(p_dt) and mode != "ACT":
+        p = {"ABS": "fabsf({})", "NEG": "(-({}))", "CEL": "ceilf({})",
+             "FLR": "floorf({})"}[mode].format(p)
+    elif mode != "ACT":
+        u = f"(uint32_t)({p})"
+        p = {"ABS": f"((int64_t)({p}) < 0 ? -(int64_t)({p}) : (int64_t)({p}))",
+             "NEG": f"(-(int64_t)({p}))",
+             "CLZ": f"({u} ? (int64_t)__builtin_clz({u}) : 32)"}[mode]
     if is_float(p_dt):
         lo, hi = (float_literal(attrs[k], _F32) for k in ("lo", "hi"))
         return f"{h.use('npk_clampf')}({p}, {lo}, {hi})"

@@ -263,7 +263,7 @@ def _plan(em, loop: ir.Loop) -> _Plan | None:
                 if exact is not None:
                     x = junk = fast = exact  # no wrap-around to spell out: narrow lanes
             elif st.unit == "act" and st.op in ("rescale_clamp", "clamp") and x_dt == dt and \
-                    x_dt.kind == "i":
+                    x_dt.kind == "i" and dict(st.attrs).get("mode") != "F2I":  # float bounds
                 lo, hi = act_bounds(st.attr("lo"), st.attr("hi"))
                 got = (min(lo, hi), hi)  # lo > hi: every lane ends at hi (lo, then hi)
             if pair is not None and x_dt.kind == "i" and known[0] and pair.dtype.kind in "iu":

@@ -18,9 +18,9 @@ exactly as the guide's uppercase ``For``. Tensor views are immutable: write
 
 from .build import Kernel, build, kernel
 from .builder import SLICE_MEMORIES, SLICE_UNITS, Slice
-from .units import ALUOp1Mode
+from .units import ACTMode, ALUOp1Mode
 from .values import BData, Data, IData, LData, MultiIndex, PData, QData, Spec, WData, spec
 
-__all__ = ["ALUOp1Mode", "BData", "Data", "IData", "Kernel", "LData", "MultiIndex", "PData",
-           "QData", "SLICE_MEMORIES", "SLICE_UNITS", "Slice", "Spec", "WData", "build", "kernel",
-           "spec"]
+__all__ = ["ACTMode", "ALUOp1Mode", "BData", "Data", "IData", "Kernel", "LData", "MultiIndex",
+           "PData", "QData", "SLICE_MEMORIES", "SLICE_UNITS", "Slice", "Spec", "WData", "build",
+           "kernel", "spec"]

@@ -222,6 +222,16 @@ def _combine(mode, a: Data) -> str:
     return _COMBINES[name]
 
 
+class ACTMode:
+    """Torq's Act modes (``torq_hw::ACTMode``), as a kernel names them:
+    ``s.act.clamp(p, lo, hi, ACTMode.ABS)``; the plain strings are the same."""
+
+    ACT, ABS, NEG, CLZ, CEL, FLR, I2F, F2I = arith.ACT_MODES
+
+
+_ACT_FLOAT_MODES, _ACT_INT_MODES = ("CEL", "FLR", "F2I"), ("CLZ", "I2F")
+
+
 class _Act(_Unit):
     def width(self, in_dtype, w_dtype=None) -> int:
         """Max vector size of the Act for ``in_dtype`` x ``w_dtype`` (None: no weights)."""
@@ -252,11 +262,26 @@ class _Act(_Unit):
         return self._op("rescale_clamp", p, (b,), shift=int(shift), zero_point=zero_point,
                         lo=lo, hi=hi)
 
-    def clamp(self, p: Data, lo, hi) -> Data:
+    def clamp(self, p: Data, lo, hi, mode: str = "ACT") -> Data:
         """``clamp(p, lo, hi)`` of the partials ``p``: int32 results from integer partials
         (``lo``, ``hi`` integers, as for ``rescale_clamp``), float32 from float partials
-        (``lo``, ``hi`` numbers; a NaN passes)."""
-        return self._op("clamp", p, (), lo=lo, hi=hi)
+        (``lo``, ``hi`` numbers; a NaN passes). ``mode`` is Torq's ``ACTMode``, applied
+        before the clamp: ``ABS``, ``NEG``, ``CLZ`` (leading zeros of the int32, 32 for 0;
+        integer partials), ``CEL``, ``FLR`` (float partials), ``I2F`` (integer partials to
+        float32, nearest even: float bounds, float32 results), ``F2I`` (float partials
+        clamped by float bounds, then truncated towards zero to int32, saturating);
+        ``arith.act_clamp`` is the formula."""
+        name = getattr(mode, "name", mode)
+        if name not in arith.ACT_MODES:
+            raise KernelError(f"Act mode {mode!r}: Torq's modes are {', '.join(arith.ACT_MODES)}")
+        floating = isinstance(p, Data) and is_float(p.dtype)
+        if name in _ACT_FLOAT_MODES and not floating or name in _ACT_INT_MODES and floating:
+            want = "float" if name in _ACT_FLOAT_MODES else "integer"
+            raise KernelError(f"Act mode {name} takes {want} partials; these are "
+                              f"{getattr(p, 'dtype', p)}")
+        if name == "ACT":
+            return self._op("clamp", p, (), lo=lo, hi=hi)
+        return self._op("clamp", p, (), lo=lo, hi=hi, mode=name)
 
     def to_fixed(self, p: Data, shift: int = 0) -> Data:
         """Float partials to fixed point, the AIE API's ``aie::to_fixed<int32>(v, shift)``
@@ -540,11 +565,16 @@ class _Act(_Unit):
 
     def _op(self, op: str, p: Data, extra: tuple, **attrs) -> Data:
         p, label = self._begin(op, p)
-        out_dt = "float32" if is_float(p.dtype) else "int32"
-        vals = {k: _attr_value(f"`{label}`: {op}'s {k}", v, is_float(p.dtype))
+        mode = attrs.pop("mode", None)
+        # The bounds apply to the mode's result: float after I2F, float before F2I.
+        floating = is_float(p.dtype) or mode == "I2F"
+        out_dt = "float32" if floating and mode != "F2I" else "int32"
+        vals = {k: _attr_value(f"`{label}`: {op}'s {k}", v, floating)
                 for k, v in attrs.items()}
-        if not is_float(p.dtype):
+        if not floating:
             _act_bounds_reach_int32(f"`{label}`: Act {op}", vals["lo"], vals["hi"])
+        if mode is not None:
+            vals["mode"] = mode
         return self._emit(op, p, label, out_dt, tuple(d.view for d in extra), vals)
 
 

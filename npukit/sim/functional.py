@@ -419,7 +419,7 @@ class Machine:
                                     a["lo"], a["hi"], self.prog.target.arith.rounding)
         elif st.op == "clamp":
             a = dict(st.attrs)
-            x = arith.clamp(srcs[0], a["lo"], a["hi"])
+            x = arith.act_clamp(srcs[0], a["lo"], a["hi"], a.get("mode", "ACT"))
         elif st.op == "to_fixed":
             x = arith.to_fixed(srcs[0], st.attr("shift"))
         else:
