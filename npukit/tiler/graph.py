@@ -246,20 +246,20 @@ class GraphModel:
             if a.Scope != ArgScope.ARG_SCOPE_LOCAL:
                 raise TilingError(f"CreateGraph {GraphName!r}: local {a.ArgName!r} must have "
                                   f"ARG_SCOPE_LOCAL")
-        self._open_graph = [GraphName, args, []]
+        self._open_graph = [GraphName, args, [], set()]  # the set: the nodes' names
 
     def AddNode(self, NodeName: str, BindingList: tuple) -> None:
         """A layer: user kernel ``NodeName`` called with its C arguments bound, in order, to
         graph tensors (``Bindings(n, GNodeArg(...), ...)``)."""
         if self._open_graph is None:
             raise TilingError(f"AddNode {NodeName!r}: no graph is open; call CreateGraph first")
-        name, args, nodes = self._open_graph
+        name, args, nodes, named = self._open_graph
         if NodeName not in self.kernels:
             what = "a kernel group (not supported in graphs)" if NodeName in self.groups else \
                 "not a user kernel"
             raise TilingError(f"AddNode {NodeName!r}: {what}; user kernels: "
                               f"{sorted(self.kernels)}")
-        if any(n == NodeName for n, _ in nodes):
+        if NodeName in named:
             raise TilingError(f"AddNode {NodeName!r}: the node is already in graph {name!r}")
         binds = tuple(BindingList)
         uk = self.kernels[NodeName]
@@ -294,12 +294,13 @@ class GraphModel:
                 raise TilingError(f"AddNode {NodeName!r}: {c.ArgName!r} reads {b.ArgName!r}, "
                                   f"a graph output")
         nodes.append((NodeName, binds))
+        named.add(NodeName)
 
     def CloseGraph(self) -> None:
         """Close the open graph; ``Model.graph(name)`` then plans and lowers it."""
         if self._open_graph is None:
             raise TilingError("CloseGraph: no graph is open")
-        name, args, nodes = self._open_graph
+        name, args, nodes, _ = self._open_graph
         if not nodes:
             raise TilingError(f"CloseGraph {name!r}: the graph has no node")
         written: set[str] = set()

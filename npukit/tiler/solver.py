@@ -64,6 +64,7 @@ from .api import (
 from .spaces import Frame, Space
 
 ALIGN = 4
+_EVEN, _ODD = int(OBJ_CONSTRAINTS_EVEN), int(OBJ_CONSTRAINTS_ODD)
 _OLD_ITERS = {"Tile0": KER_TILE, "InPlane": KER_IN_PLANE, "OutPlane": KER_OUT_PLANE}
 
 
@@ -211,11 +212,16 @@ def solve(p: Problem) -> Tiling:
     choices = {key: _sizes(p, ratios, key, refs[key]) for key in refs}
     choices.update(pars)
     smallest = None
-    for tiles in _candidates(p, choices):
-        layout = _layout(p, ratios, refs, tiles, promoted=False)
-        if layout[2] <= p.budget:
+    if _growing(p, choices):
+        tiles, layout, smallest = _bisected(p, ratios, refs, choices)
+        if tiles is not None:
             return _tiling(p, refs, tiles, layout, promoted=False)
-        smallest = layout[2] if smallest is None else min(smallest, layout[2])
+    else:
+        for tiles in _candidates(p, choices):
+            layout = _layout(p, ratios, refs, tiles, promoted=False)
+            if layout[2] <= p.budget:
+                return _tiling(p, refs, tiles, layout, promoted=False)
+            smallest = layout[2] if smallest is None else min(smallest, layout[2])
     _never_fits(p, ratios, refs, {k: (c[-1] if c else 1) for k, c in choices.items()})
     need = f"; the smallest admissible tiling needs {smallest} B" if smallest else \
         "; no tile size satisfies the constraints"
@@ -277,10 +283,10 @@ def _smallest(p: Problem, ratios, key: str, ref: int) -> int:
 
 
 def _admissible(a: KerArgT, step: int) -> bool:
-    c = a.Constraint
-    if c & OBJ_CONSTRAINTS_EVEN and step % 2:
+    c = int(a.Constraint)  # plain ints: IntFlag's & is slow, and this runs per tile size
+    if c & _EVEN and step % 2:
         return False
-    if c & OBJ_CONSTRAINTS_ODD and not step % 2:
+    if c & _ODD and not step % 2:
         return False
     return not (a.PreferedTileSize and step % a.PreferedTileSize)
 
@@ -324,6 +330,49 @@ def _candidates(p: Problem, choices: dict[str, list[int]]):
             sizes[key] = choices[key][-1]
     if not order:
         yield {}
+
+
+def _growing(p: Problem, choices: dict[str, list[int]]) -> bool:
+    """Whether the kernel's only space with a choice is one tiled space over which the L1
+    bytes grow with the tile below the whole space: no padding, remainder taken by the last
+    tile, one-line-per-tile buffer or alias among its arguments. A tile of ``t`` reference
+    lines then holds ``min(k·t + overlap, extent)`` lines of each argument it cuts (the
+    first tile's), in the same slots for every ``t`` that leaves two tiles or more."""
+    if len(choices) != 1 or any(s.kind == "par" for s in p.spaces):
+        return False
+    key, = choices
+    return len(choices[key]) > 2 and not any(
+        f.arg.has(Obj.O_DYNTILE) or f.arg.Alias is not None or
+        f.tiled == key and (any(_pads(f)) or f.arg.Constraint & OBJ_CONSTRAINTS_PAD_REM)
+        for f in p.frames)
+
+
+def _bisected(p: Problem, ratios, refs, choices: dict[str, list[int]]):
+    """``_candidates``' first fit for a ``_growing`` kernel, found by bisection: the whole
+    space (its arguments may move once, in one slot), else the largest smaller tile that
+    fits. Returns (tiles, layout) or (None, None), and the fewest bytes seen (the smallest
+    tile's, when none fits)."""
+    key, = choices
+    sizes = choices[key]
+
+    def layout(i: int):
+        return _layout(p, ratios, refs, {key: sizes[i]}, promoted=False)
+    whole = layout(0)
+    if whole[2] <= p.budget:
+        return {key: sizes[0]}, whole, whole[2]
+    least = layout(len(sizes) - 1)
+    if least[2] > p.budget:
+        return None, None, min(whole[2], least[2])
+    lo, hi = 1, len(sizes) - 1  # sizes[hi] fits: find the first (the largest) that does
+    found = least
+    while lo < hi:
+        mid = (lo + hi) // 2
+        got = layout(mid)
+        if got[2] <= p.budget:
+            hi, found = mid, got
+        else:
+            lo = mid + 1
+    return {key: sizes[hi]}, found, found[2]
 
 
 def _partition(p: Problem, keys: list[str], choices, base: dict[str, int]):

@@ -99,6 +99,24 @@ def batched_matmul(ctx: Lowering, n: Node, a: str, b: str, ops: str, quant: dict
     rank = len(batch)
     ba = (1,) * (rank - len(sa2[:-2])) + tuple(sa2[:-2])
     bb = (1,) * (rank - len(sb[:-2])) + tuple(sb[:-2])
+    whole = tuple(batch)
+    if all(s in (whole, (1,) * rank) for s in (ba, bb)):
+        # Each operand one matrix or one per product: one layer, the batch a space of it.
+        name = ctx.layer(ops)
+        kw = dict(Batch=int(np.prod(batch)), M=M, K_=K_, N=N, a_batched=ba == whole,
+                  b_batched=bb == whole)
+        if quant is None:
+            GM.batched_matmul(ctx.m, name, a_dt="float32", b_dt="float32", out_dt="float32",
+                              Alpha=f32_bits(1.0), Beta=f32_bits(1.0), **kw)
+            ins = [ctx.tensor(a), ctx.tensor(b)]
+        else:
+            scale, q = quant["scale"], {k: v for k, v in quant.items() if k != "scale"}
+            GM.batched_matmul(ctx.m, name, a_dt=ctx.dtype(a), b_dt=ctx.dtype(b), out_dt=dt,
+                              **q, **kw)
+            ins = [ctx.tensor(a), ctx.tensor(b), scale]
+        ctx.add(name, ops, [n], f"{kw['Batch']} products of [{M}, {K_}] x [{K_}, {N}]", ins,
+                [ctx.output(out)])
+        return
     prods = []
     for idx in np.ndindex(*batch):
         ia = int(np.ravel_multi_index([i if d > 1 else 0 for i, d in zip(idx, ba)], ba))
