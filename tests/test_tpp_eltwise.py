@@ -5,6 +5,8 @@ and on the C back end bit for bit with the simulator (each kind compiled once)."
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -250,3 +252,75 @@ def test_gather_and_scatter(by):
     bad = np.array([0, big_m * ld_big * 9, 0, 0], np.uint32)
     with pytest.raises(OutOfBoundsError, match=r"idx\[1\] = \d+ reaches element"):
         tpp.gather(big, bad, np.zeros(ld_small * n, big.dtype), m=2, n=2, by=by)
+
+
+UNARY = {"identity": lambda x: x, "zero": lambda x: 0 * x, "square": lambda x: x * x,
+         "sqrt": np.sqrt, "tanh": np.tanh, "tanh_inv": lambda x: 1 - np.tanh(x) ** 2,
+         "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+         "sigmoid_inv": lambda x: np.exp(-x) / (1 + np.exp(-x)) ** 2,
+         "gelu": lambda x: 0.5 * x * (1 + ERF(x / np.sqrt(2))),
+         "gelu_inv": lambda x: 0.5 * (1 + ERF(x / np.sqrt(2))) + x * np.exp(-x * x / 2)
+         / np.sqrt(2 * np.pi),
+         "negate": lambda x: -x, "increment": lambda x: x + 1, "reciprocal": lambda x: 1 / x,
+         "rsqrt": lambda x: x ** -0.5, "exp": np.exp}
+ERF = np.vectorize(math.erf)
+LIBXSMM_UNARY_NAME = {"identity": "IDENTITY", "zero": "XOR", "square": "X2", "sqrt": "SQRT",
+                      "tanh": "TANH", "tanh_inv": "TANH_INV", "sigmoid": "SIGMOID",
+                      "sigmoid_inv": "SIGMOID_INV", "gelu": "GELU", "gelu_inv": "GELU_INV",
+                      "negate": "NEGATE", "increment": "INC", "reciprocal": "RECIPROCAL",
+                      "rsqrt": "RECIPROCAL_SQRT", "exp": "EXP"}
+
+
+@pytest.mark.parametrize("how", [None, "row", "col", "scalar"])
+def test_unary_simple_kinds_with_each_broadcast(how):
+    """eltwise_unary_simple.c: its fifteen kinds (libxsmm's names: IDENTITY, XOR, X2, SQRT,
+    TANH, TANH_INV, SIGMOID, SIGMOID_INV, GELU, GELU_INV, NEGATE, INC, RECIPROCAL,
+    RECIPROCAL_SQRT, EXP), the operand read whole or as a row, a column or a scalar: within
+    2 float32 ulps of the float64 value; REPLICATE_COL_VAR is the identity over a column."""
+    x = RNG.uniform(0.05, 3, LD * N).astype(np.float32)
+    x[1::2] *= -1
+    for pos, name in enumerate(sorted(UNARY)):
+        src = np.abs(x) if name in ("sqrt", "rsqrt") else x
+        eq = tpp.Equation().push_back_unary_op(
+            f"LIBXSMM_MELTW_TYPE_UNARY_{LIBXSMM_UNARY_NAME[name]}", bcast_in0=how,
+            shape=(M, N) if how else None)
+        compile_c = pos % 5 == [None, "row", "col", "scalar"].index(how)
+        got, _ = run(push_arg(eq, 0, how), [src], c=compile_c)
+        want = UNARY[name](read(src, how))
+        ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+        assert (np.abs(got - want) <= 2 * ulp + 1e-15).all(), (name, how)
+
+
+def test_the_bit_packing_kinds():
+    """eltwise_unary_simple.c's UNZIP (a float32 into its low and high 16 bits) and
+    DECOMP_FP32_TO_BF16X2 / X3 (x = hi + mid (+ lo), the leading parts x's truncated high
+    bits, the last rounded to nearest even); eltwise_binary_simple.c's ZIP (two 16-bit
+    blocks into 32-bit words): C and simulator bit for bit, against the bits numpy gives."""
+    from npukit.dtypes import dtype
+    bf16 = dtype("bfloat16")
+    x = RNG.uniform(-100, 100, LD * N).astype(np.float32)
+    bits = block(x.view(np.uint32))
+    halves = np.full(2 * LD * N, 7, np.uint16).view(bf16)
+    tpp.unzip(x, halves, m=M, n=N, ldi=LD, ldo=LD)
+    sim = tpp.unzip(x, np.full(2 * LD * N, 7, np.uint16).view(bf16), m=M, n=N, ldi=LD,
+                    ldo=LD, backend="sim")
+    u16 = halves.view(np.uint16)
+    assert np.array_equal(u16[:sim.outputs["out"].size], sim.outputs["out"].view(np.uint16))
+    assert np.array_equal(block(u16), bits & 0xFFFF)
+    assert np.array_equal(block(u16[LD * N:]), bits >> 16)
+    out = np.zeros(LD * N, np.float32)
+    tpp.zip_halves(u16[:LD * N].view(bf16), u16[LD * N:].view(bf16), out, m=M, n=N, ldi0=LD,
+                   ldi1=LD, ldo=LD)
+    assert np.array_equal(block(out.view(np.uint32)), bits)
+    for parts in (2, 3):
+        got = np.zeros(parts * LD * N, bf16)
+        tpp.decompose_bf16(x, got, m=M, n=N, parts=parts, ldi=LD, ldo=LD)
+        sim = tpp.decompose_bf16(x, np.zeros_like(got), m=M, n=N, parts=parts, ldi=LD,
+                                 ldo=LD, backend="sim")
+        assert np.array_equal(got[:sim.outputs["out"].size].view(np.uint16),
+                              sim.outputs["out"].view(np.uint16))
+        p = [block(got[k * LD * N:].astype(np.float64)) for k in range(parts)]
+        X = block(x).astype(np.float64)
+        hi = (bits & 0xFFFF0000).view(np.float32).astype(np.float64)
+        assert np.array_equal(p[0], hi)
+        assert (np.abs(sum(p) - X) <= np.abs(X) * 2.0 ** (-7 * parts - 2)).all()  # truncations

@@ -27,12 +27,13 @@ from .errors import (
 from .formulas import LIBXSMM_NAMES
 from .gather import gather, scatter
 from .operation import TensorOperation, strides_of
+from .packing import decompose_bf16, unzip, zip_halves
 from .primitives import BINARY, GEMMS, PRIMITIVES, REDUCE, UNARY, Primitive
 
 __all__ = [
     "BINARY", "EQUATION_NAMES", "Equation", "EquationKernel", "GEMMS", "LIBXSMM_NAMES",
     "OperationNotSupportedError", "PRIMITIVES", "Primitive", "REDUCE",
     "TensorOperation", "TppError", "UNARY", "WrongDimensionError", "WrongDtypeError",
-    "WrongExecTypeError", "WrongPrimitiveError", "einsum", "einsum_operation", "gather",
-    "scatter", "strides_of",
+    "WrongExecTypeError", "WrongPrimitiveError", "decompose_bf16", "einsum",
+    "einsum_operation", "gather", "scatter", "strides_of", "unzip", "zip_halves",
 ]

@@ -29,6 +29,8 @@ or a column (``(i, 0)``: one value per row, libxsmm's BCAST_COL).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .equation_kernel import EquationKernel
 from .equation_tree import (
     ALPHA,
@@ -54,7 +56,10 @@ class Equation:
     REDUCE_COLS: one per row); ``bitmask`` makes a ReLU write its mask too (libxsmm's
     BITMASK flag); ``dump`` copies its operand into the operation argument ``op_arg``;
     ``dtype="bfloat16"`` rounds the operation's result to bfloat16 (libxsmm's IDENTITY with
-    a BF16 datatype is that rounding).
+    a BF16 datatype is that rounding); ``bcast_in0`` reads the operand as a row, a column
+    or a scalar, the result ``shape=(m, n)`` given with it (libxsmm's unary BCAST flags;
+    REPLICATE_COL_VAR is the identity with ``bcast_in0="col"``, its column count fixed
+    here rather than at each call).
     ``push_back_binary_op(kind, bcast_in0=None, bcast_in1=None)`` and
     ``push_back_ternary_op(kind, bcast_in0=..., bcast_in1=..., bcast_in2=...)``: each
     broadcast ``"scalar"``, ``"row"`` or ``"col"``. ``push_back_arg(index, m, n, ld=m,
@@ -80,12 +85,13 @@ class Equation:
             self._stack.pop()
             arity, kind, kw, kids = top
             node = Node(arity, kind, tuple(kids), **kw)
-            node = Node(arity, kind, tuple(kids), **kw, shape=value_shape(node))
+            node = replace(node, shape=value_shape(node))
         self._root = node
 
     def push_back_unary_op(self, kind: str, reduce: str | None = None, bitmask: bool = False,
                            op_arg: int = -1, dtype: str = "float32",
-                           alpha: float | None = None) -> Equation:
+                           alpha: float | None = None, bcast_in0: str | None = None,
+                           shape: tuple[int, int] | None = None) -> Equation:
         kind = kind_name(kind, EQ_UNARY + EQ_REDUCE, "unary")
         if (kind in EQ_REDUCE) != (reduce in ("rows", "cols")):
             raise OperationNotSupportedError(
@@ -100,8 +106,13 @@ class Equation:
                                              "operation argument it writes, no other kind")
         if dtype not in ("float32", "bfloat16"):
             raise OperationNotSupportedError(f"{kind}: dtype {dtype!r}; float32 or bfloat16")
-        return self._push(1, kind, bcast=(None,), reduce=reduce or "", bitmask=bitmask,
-                          op_arg=op_arg, dtype=dtype, alpha=float(alpha or 0.0))
+        if (bcast_in0 is None) != (shape is None) or bcast_in0 and kind in EQ_REDUCE:
+            raise OperationNotSupportedError(
+                f"{kind}: bcast_in0={bcast_in0!r}, shape={shape!r}; a broadcast unary kind "
+                "(not a reduction) needs the (m, n) of its result, no other kind")
+        return self._push(1, kind, bcast=bcasts(kind, bcast_in0), reduce=reduce or "",
+                          bitmask=bitmask, op_arg=op_arg, dtype=dtype,
+                          alpha=float(alpha or 0.0), shape=tuple(shape or (0, 0)))
 
     def push_back_binary_op(self, kind: str, bcast_in0: str | None = None,
                             bcast_in1: str | None = None,

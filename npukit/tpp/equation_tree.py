@@ -105,6 +105,9 @@ def value_shape(node: Node) -> tuple[int, int]:
     kids = [c.shape for c in node.children]
     if node.arity == 1:
         m, n = kids[0]
+        if node.bcast[0]:   # a broadcast unary: the result's shape given with it
+            _check_operands(node, kids, *node.shape)
+            return node.shape
         if node.kind in EQ_REDUCE:
             if node.kind == "reduce_x_x2_add":  # two outputs: the sums, then the squares
                 return (2, n) if node.reduce == "rows" else (m, 2)
@@ -118,22 +121,24 @@ def value_shape(node: Node) -> tuple[int, int]:
                 (f", C {kids[2][0]} x {kids[2][1]}" if node.arity == 3 else "") +
                 f"; A's columns must equal B's rows and C be {m} x {n}")
         return (m, n)
-    full = [s for s, b in zip(kids, node.bcast) if b is None and
-            not (node.kind == "select" and s is kids[2])]
+    full = [s for pos, (s, b) in enumerate(zip(kids, node.bcast))
+            if b is None and not (node.kind == "select" and pos == 2)]
     if not full:
         raise WrongDimensionError(f"{node.kind}: every operand is broadcast; one must give the "
                                   "shape of the result")
-    m, n = full[0]
+    _check_operands(node, kids, *full[0])
+    return full[0]
+
+
+def _check_operands(node: Node, kids: list, m: int, n: int) -> None:
+    """Each operand covers an m x n result as its broadcast reads it: whole, a row (one
+    value per column), a column (one per row) or a scalar."""
     for pos, (s, b) in enumerate(zip(kids, node.bcast)):
-        need = {None: (m, n), "scalar": (1, 1), "row": (1, n), "col": (m, 1)}[b]
-        ok = s == need if b != "scalar" else True
-        if b in ("row", "col"):
-            ok = s[1] == n if b == "row" else s[0] == m
+        ok = {None: s == (m, n), "scalar": True, "row": s[1] == n, "col": s[0] == m}[b]
         if not ok:
             raise WrongDimensionError(
                 f"{node.kind}: operand {pos} is {s[0]} x {s[1]} but the result is {m} x {n}"
                 + (f" and it is read as a {b} broadcast" if b else ""))
-    return (m, n)
 
 
 def bcasts(kind: str, *flags) -> tuple:

@@ -114,20 +114,13 @@ def _move(gather: bool, inp, idx, out, m: int, n: int, ld_in: int | None,
             f"{'in' if gather else 'out'}, which holds {indexed_arr.size} elements "
             f"({by}, block {m} x {n}, ld {ld_idx})")
     sizes = (reach, plain_size) if gather else (plain_size, reach)
-    tgt = _target(target)
     elem, index = FACTS[dt.name].c_type, FACTS[idx.dtype.name].c_type
     name = f"tpp_{'gather' if gather else 'scatter'}_{by}"
-    bufs = (ir.Buffer("in", tgt.home, dt, sizes[0], "in"),
-            ir.Buffer("idx", tgt.home, idx.dtype, count, "in"),
-            ir.Buffer("out", tgt.home, dt, sizes[1], "inout"))
-    ext = ir.Extern(name, ((f"const {elem} *", "in"), (f"const {index} *", "idx"),
-                           (f"{elem} *", "out")), False,
+    prog = one_call(name, target, (("in", dt, sizes[0], "in"), ("idx", idx.dtype, count, "in"),
+                                   ("out", dt, sizes[1], "inout")),
                     _c_source(name, gather, by, m, n, ld_in, ld_out, elem, index),
-                    _Reference(gather, by, m, n, ld_in, ld_out), _Count(m * n))
-    call = ir.Call(ext, tuple(ir.Ptr(ir.View(b, Layout((1,), b.dtype), ir.Affine()))
-                              for b in bufs), f"libxsmm {name[4:]} {m} x {n}")
-    prog = ir.Program(name, tgt, tuple((b, Layout((b.size,), b.dtype)) for b in bufs), (),
-                      (call,), source=f"libxsmm {name[4:]}")
+                    _Reference(gather, by, m, n, ld_in, ld_out), m * n,
+                    f"libxsmm {name[4:]} {m} x {n}")
     arrays = {"in": as_flat(inp, "in", dt, sizes[0]), "idx": flat_idx,
               "out": as_flat(out, "out", dt, sizes[1], write=True)}
     if backend == "c":
@@ -137,13 +130,28 @@ def _move(gather: bool, inp, idx, out, m: int, n: int, ld_in: int | None,
 
 
 class _Count:
-    """The copy's cost: one step per element on the simulator's unit."""
+    """A call's cost: ``steps`` on the simulator's unit."""
 
     def __init__(self, steps: int):
         self.steps = steps
 
     def __call__(self, *_, **__) -> int:
         return self.steps
+
+
+def one_call(name: str, target, params, c_source: str, reference, steps: int,
+             label: str) -> ir.Program:
+    """A program of one call of one generated C function: ``params`` are (name, dtype,
+    elements, role), the function's arguments in order."""
+    tgt = _target(target)
+    bufs = tuple(ir.Buffer(p, tgt.home, np.dtype(dt), size, role) for p, dt, size, role in params)
+    ext = ir.Extern(name, tuple((("const " if b.role == "in" else "") +
+                                 f"{FACTS[b.dtype.name].c_type} *", b.name) for b in bufs),
+                    False, c_source, reference, _Count(steps))
+    call = ir.Call(ext, tuple(ir.Ptr(ir.View(b, Layout((1,), b.dtype), ir.Affine()))
+                              for b in bufs), label)
+    return ir.Program(name, tgt, tuple((b, Layout((b.size,), b.dtype)) for b in bufs), (),
+                      (call,), source=label)
 
 
 def gather(inp: np.ndarray, idx: np.ndarray, out: np.ndarray, *, m: int, n: int,
@@ -162,4 +170,4 @@ def scatter(inp: np.ndarray, idx: np.ndarray, out: np.ndarray, *, m: int, n: int
     return _move(False, inp, idx, out, m, n, ld_in, ld_out, by, backend, target)
 
 
-__all__ = ["GATHER_MODES", "gather", "scatter"]
+__all__ = ["GATHER_MODES", "gather", "one_call", "scatter"]
