@@ -160,12 +160,14 @@ def _table(g: _Graph, rows: int) -> str:
 
 def bert(rng, mask: str = "arith") -> object:
     """BERT (post-LN): word + position (a slice of a constant ``position_ids`` buffer) +
-    token-type (zeros) embeddings, LayerNorm, 2 layers of attention and a GELU (Erf) FFN."""
+    token-type (a ``GatherElements`` of a zeros buffer at the positions) embeddings, LayerNorm, 2 layers of attention and a GELU (Erf) FFN."""
     g = _Graph(rng)
     buffer = g.const(_i(np.arange(2 * SEQ)[None]))
     pos = g.op("Slice", buffer, g.const(_i([0])), g.const(_i([SEQ])), g.const(_i([1])))
-    types = g.op("ConstantOfShape", g.op("Shape", "input_ids"),
-                 value=h.make_tensor("zero", TensorProto.INT64, [1], [0]))
+    # transformers' buffered token types: a zeros buffer expanded, then gathered at the
+    # position ids (torch.gather: a GatherElements of constants the reader folds)
+    zeros = g.op("Expand", g.const(np.zeros((1, 2 * SEQ), np.int64)), g.const(_i([1, 1])))
+    types = g.op("GatherElements", zeros, pos, axis=1)
     x = g.op("Add", g.op("Add", g.op("Gather", _table(g, VOCAB), "input_ids", axis=0),
                          g.op("Gather", _table(g, 2), types, axis=0)),
              g.op("Gather", _table(g, 2 * SEQ), pos, axis=0))

@@ -1,7 +1,7 @@
 """Reading an ONNX model into a ``Net``: concrete input shapes, shape inference, constant
 folding (``Constant``, ``ConstantOfShape``, ``Shape``-derived values, initializers feeding
-``Reshape``/``Unsqueeze``: every node whose inputs are all known is evaluated with the
-``onnx`` package's reference evaluator), the weights a ``DequantizeLinear`` reads kept as
+``Reshape``/``Unsqueeze``: every node whose inputs are all known is evaluated by
+``npukit.onnx.folding``), the weights a ``DequantizeLinear`` reads kept as
 integers with their scale and zero point, and the shape and type of every other tensor."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from ..dtypes import dtype as np_dtype
 from ..errors import ModelError
 from .budget import check_unroll
 from .control import names_in, unroll
+from .folding import evaluate
 from .functions import expand as expand_functions
 from .operands import TYPE_ONLY, operands_known, where
 from .sequences import resolve as resolve_sequences
@@ -422,47 +423,6 @@ def _infos(model) -> dict[str, tuple]:
     return out
 
 
-def _dequantize(node, values: list) -> np.ndarray:
-    """DequantizeLinear of a constant: ``(x - zero_point) * scale``, per tensor or along
-    ``axis``."""
-    x = np.asarray(values[0])
-    scale = np.asarray(values[1], np.float32)
-    zp = np.asarray(values[2]) if len(values) > 2 and values[2] is not None else \
-        np.zeros(scale.shape, x.dtype)
-    axis = _attrs(node).get("axis", 1) % max(x.ndim, 1)
-    if scale.size > 1:
-        shape = [1] * x.ndim
-        shape[axis] = scale.size
-        scale, zp = scale.reshape(shape), zp.reshape(shape)
-    return ((x.astype(np.int64) - zp.astype(np.int64)).astype(np.float32) * scale).astype(
-        np.float32)
-
-
-def _evaluate(node, values: list, opsets) -> list[np.ndarray]:
-    """One node on known inputs, by the onnx package's reference evaluator (DequantizeLinear
-    by ``_dequantize``: the evaluator lacks its older versions)."""
-    from onnx import helper, numpy_helper
-    from onnx.reference import ReferenceEvaluator
-
-    if node.op_type == "DequantizeLinear" and not _attrs(node).get("block_size"):
-        return [_dequantize(node, values)]
-
-    names = [f"in{k}" for k in range(len(values))]
-    n = helper.make_node(node.op_type, [names[k] if x else "" for k, x in enumerate(node.input)],
-                         [f"out{k}" for k in range(len(node.output))], domain=node.domain)
-    n.attribute.extend(node.attribute)
-    inits = [numpy_helper.from_array(np.asarray(v), names[k]) for k, v in enumerate(values)
-             if v is not None]
-    g = helper.make_graph([n], "fold", [], [helper.make_value_info(o, helper.TypeProto())
-                                            for o in n.output], inits)
-    m = helper.make_model(g, opset_imports=opsets)
-    try:
-        return [np.asarray(v) for v in ReferenceEvaluator(m).run(None, {})]
-    except Exception as exc:
-        raise ModelError(f"node {node.name!r} ({node.op_type}): its inputs are constants but "
-                         f"evaluating it failed: {str(exc).splitlines()[0]}") from None
-
-
 def _qconst(node, values: list) -> QConst | None:
     """The integer weights a DequantizeLinear of a constant reads."""
     x = values[0]
@@ -639,7 +599,7 @@ def _fold(nodes, consts: dict, qconsts: dict, infos: dict, opsets) -> list:
         if all(x in consts for x in ins):
             values = [consts[x] if x else None for x in node.input]
             _foldable(node, values, infos)
-            outs = _evaluate(node, values, opsets)
+            outs = evaluate(node, values, opsets)
             for name, v in zip(node.output, outs):
                 consts[name] = v
             if node.op_type == "DequantizeLinear":

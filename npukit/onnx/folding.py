@@ -1,0 +1,209 @@
+"""Evaluating one node whose inputs are all constants (the reader's constant folding), with the
+implementation npukit runs the operator with when it is not folded, or numpy with ONNX's
+exact semantics, so a folded model computes what the same model fed as inputs computes:
+
+- the elementwise operators on integers and bool (``Cast``, integer arithmetic, comparisons,
+  logic, ``Where``, ...): the numpy twins of ``basic_kernels.integer``'s kernels;
+- ``Slice`` (ONNX's clamping of starts and ends, which numpy's slices do not share),
+  ``Gather`` and ``GatherElements`` (indices from the end when negative, an index out of
+  range refused by name; ``GatherElements``' indices may be shorter than the data along
+  every axis, as ONNX Runtime takes them) and ``Range`` (float ones accumulated in their
+  type, as ONNX Runtime's loop does);
+- every other operator by the onnx package's reference evaluator (float32 arithmetic and
+  ``Sqrt`` there correctly rounded, as ONNX Runtime folds them: a scale such as
+  ``1 / Sqrt(head size)`` must be ONNX Runtime's for a quantized model to stay bit-exact).
+
+A failure is a ``ModelError`` of one line naming the node."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ModelError
+from ..tiler.basic_kernels import integer
+from .operands import where
+
+# Operators of ``basic_kernels.integer`` with the same name in ONNX and a bool output.
+_TO_BOOL = ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor",
+            "Not", "IsNaN")
+_SAME = ("Add", "Sub", "Mul", "Div", "Neg", "Abs", "Sign", "BitwiseAnd", "BitwiseOr",
+         "BitwiseXor", "BitwiseNot")
+_INT_KINDS = "iub"  # the kinds the integer kernels' arithmetic takes (bool: logic only)
+
+
+def _attrs(node) -> dict:
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def dequantize(node, values: list) -> np.ndarray:
+    """DequantizeLinear of a constant: ``(x - zero_point) * scale``, per tensor or along
+    ``axis``."""
+    x = np.asarray(values[0])
+    scale = np.asarray(values[1], np.float32)
+    zp = np.asarray(values[2]) if len(values) > 2 and values[2] is not None else \
+        np.zeros(scale.shape, x.dtype)
+    axis = _attrs(node).get("axis", 1) % max(x.ndim, 1)
+    if scale.size > 1:
+        shape = [1] * x.ndim
+        shape[axis] = scale.size
+        scale, zp = scale.reshape(shape), zp.reshape(shape)
+    return ((x.astype(np.int64) - zp.astype(np.int64)).astype(np.float32) * scale).astype(
+        np.float32)
+
+
+def _typed_key(node, xs: list[np.ndarray]) -> tuple[str, np.dtype] | None:
+    """(``basic_kernels.integer`` operation, output dtype) of an elementwise node npukit runs
+    with a typed kernel, or None."""
+    op, a = node.op_type, _attrs(node)
+    kinds = {x.dtype.kind for x in xs}
+    if op == "Cast":
+        from onnx import helper
+
+        out = np.dtype(helper.tensor_dtype_to_np_dtype(a["to"]))
+        ok = {xs[0].dtype.kind, out.kind} <= set("iubf") and out.name != "bfloat16"
+        return ("Cast", out) if ok and xs[0].dtype.name != "bfloat16" else None
+    if op == "Where":
+        return ("Where", xs[1].dtype) if xs[0].dtype == np.bool_ else None
+    if op in _TO_BOOL:
+        return (op, np.dtype(bool)) if kinds <= set("iubf") else None
+    if not kinds <= set("iu") or len({x.dtype for x in xs}) > 1:
+        return None  # float arithmetic: numpy's float32 is IEEE's, as the evaluator computes
+    if op in _SAME or (op in ("Max", "Min") and len(xs) == 2):
+        return op, xs[0].dtype
+    if op == "Mod":
+        return ("Mod1" if a.get("fmod", 0) else "Mod"), xs[0].dtype
+    if op == "Clip" and len(xs) == 3:
+        return "Clip", xs[0].dtype
+    return None
+
+
+def _indices(node, idx: np.ndarray, size: int, axis: int) -> np.ndarray:
+    """``idx`` counted from the end where negative; ``ModelError`` when one is outside
+    ``[-size, size)``."""
+    idx = np.asarray(idx).astype(np.int64)
+    bad = (idx < -size) | (idx >= size)
+    if bad.any():
+        raise ModelError(f"{where(node)}: index {int(idx[bad][0])} along axis {axis} of size "
+                         f"{size} is outside [{-size}, {size - 1}]")
+    return np.where(idx < 0, idx + size, idx)
+
+
+def _gather(node, data: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    axis = _attrs(node).get("axis", 0)
+    if not -data.ndim <= axis < data.ndim:
+        raise ModelError(f"{where(node)}: axis {axis} of a rank-{data.ndim} input")
+    axis %= data.ndim
+    return np.take(data, _indices(node, idx, data.shape[axis], axis), axis=axis)
+
+
+def _gather_elements(node, data: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``out[i..] = data[i.. with idx[i..] at axis]``: ``data`` cut to ``idx``'s extent on the
+    other axes."""
+    axis = _attrs(node).get("axis", 0)
+    if idx.ndim != data.ndim or not -data.ndim <= axis < data.ndim:
+        raise ModelError(f"{where(node)}: indices of shape {list(idx.shape)} and axis {axis} for "
+                         f"data of shape {list(data.shape)}; GatherElements takes indices of "
+                         f"the data's rank")
+    axis %= data.ndim
+    over = [d for d in range(data.ndim) if d != axis and idx.shape[d] > data.shape[d]]
+    if over:
+        raise ModelError(f"{where(node)}: indices of shape {list(idx.shape)} exceed data of "
+                         f"shape {list(data.shape)} along axis {over[0]}")
+    cut = data[tuple(slice(None) if d == axis else slice(0, idx.shape[d])
+                     for d in range(data.ndim))]
+    return np.take_along_axis(cut, _indices(node, idx, data.shape[axis], axis), axis=axis)
+
+
+def _slice(node, x: np.ndarray, starts, ends, axes=None, steps=None) -> np.ndarray:
+    """ONNX's Slice: negative starts and ends count from the end, then clamp to [0, d] (to
+    [0, d - 1] and [-1, d - 1] for a negative step), where numpy's slices clamp otherwise."""
+    starts, ends = (np.asarray(v).reshape(-1).tolist() for v in (starts, ends))
+    axes = list(range(len(starts))) if axes is None else np.asarray(axes).reshape(-1).tolist()
+    steps = [1] * len(starts) if steps is None else np.asarray(steps).reshape(-1).tolist()
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ModelError(f"{where(node)}: starts, ends, axes and steps of lengths "
+                         f"{len(starts)}, {len(ends)}, {len(axes)}, {len(steps)}")
+    seen = set()
+    for b, e, a, step in zip(starts, ends, axes, steps):
+        if not -x.ndim <= a < x.ndim or a % x.ndim in seen or step == 0:
+            raise ModelError(f"{where(node)}: axis {a} step {step} for a rank-{x.ndim} input "
+                             f"(each axis once, steps not 0)")
+        a %= x.ndim
+        seen.add(a)
+        d = x.shape[a]
+        b, e = b + d if b < 0 else b, e + d if e < 0 else e
+        lo, hi = (0, d) if step > 0 else (-1, d - 1)
+        b, e = min(max(b, 0), hi), min(max(e, lo), hi)
+        x = np.take(x, np.arange(b, e, step, dtype=np.int64), axis=a)
+    return x
+
+
+def _range(node, start, limit, delta) -> np.ndarray:
+    """ONNX Runtime's Range: ``ceil((limit - start) / delta)`` values, each the previous plus
+    ``delta`` in the inputs' type."""
+    start, limit, delta = (np.asarray(v).reshape(-1)[0] for v in (start, limit, delta))
+    if delta == 0:
+        raise ModelError(f"{where(node)}: delta is 0")
+    dt = np.asarray(start).dtype
+    if dt.kind in "iu":
+        return np.arange(int(start), int(limit), int(delta), dtype=np.int64).astype(dt)
+    with np.errstate(all="ignore"):
+        n = max(int(np.ceil(float(np.asarray(limit - start, dt)) / float(delta))), 0)
+    return np.cumsum(np.concatenate([[start], np.full(n - 1, delta, dt)]), dtype=dt)[:n] \
+        if n else np.zeros(0, dt)
+
+
+def _own(node, values: list) -> list[np.ndarray] | None:
+    """The node by npukit's own implementation, or None where the evaluator computes it."""
+    op, xs = node.op_type, [np.asarray(v) for v in values if v is not None]
+    if node.domain not in ("", "ai.onnx") or len(xs) != len(values):
+        return None
+    if op == "DequantizeLinear" and not _attrs(node).get("block_size"):
+        return [dequantize(node, values)]
+    if op == "Gather" and len(xs) == 2:
+        return [_gather(node, *xs)]
+    if op == "GatherElements" and len(xs) == 2:
+        return [_gather_elements(node, *xs)]
+    if op == "Slice" and len(xs) >= 3:
+        return [_slice(node, *xs)]
+    if op == "Range" and len(xs) == 3:
+        return [_range(node, *xs)]
+    key = _typed_key(node, xs) if xs else None
+    if key is None:
+        return None
+    spec, out = integer.OPS[key[0]], key[1]
+    if spec.arity != len(xs):
+        return None
+    with np.errstate(all="ignore"):
+        return [np.asarray(spec.ref(*xs, out)).astype(out)]
+
+
+def evaluate(node, values: list, opsets) -> list[np.ndarray]:
+    """The outputs of ``node`` (an ``onnx.NodeProto``) on constant ``values`` (None for an
+    absent optional input)."""
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    own = _own(node, values)
+    if own is not None:
+        return own
+    names = [f"in{k}" for k in range(len(values))]
+    n = helper.make_node(node.op_type, [names[k] if x else "" for k, x in enumerate(node.input)],
+                         [f"out{k}" for k in range(len(node.output))], domain=node.domain)
+    n.attribute.extend(node.attribute)
+    inits = [numpy_helper.from_array(np.asarray(v), names[k]) for k, v in enumerate(values)
+             if v is not None]
+    g = helper.make_graph([n], "fold", [], [helper.make_value_info(o, helper.TypeProto())
+                                            for o in n.output], inits)
+    m = helper.make_model(g, opset_imports=opsets)
+    try:
+        return [np.asarray(v) for v in ReferenceEvaluator(m).run(None, {})]
+    except Exception as exc:
+        shapes = ", ".join(f"{np.asarray(v).dtype}{list(np.shape(v))}" for v in values
+                           if v is not None)
+        reason = " ".join(str(exc).split())[:160]
+        raise ModelError(f"{where(node)}: its inputs are constants ({shapes}) but ONNX's "
+                         f"reference evaluator failed on them ({type(exc).__name__}: "
+                         f"{reason})") from None
