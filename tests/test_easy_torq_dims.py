@@ -50,6 +50,8 @@ CASES = [
      lambda x: x.reshape(4, 2, 3)),                              # rows: the last is row 7
     ((7, 3), lambda x: x.reshape_dim(0, [2, 3], allow_non_multiple=True),
      lambda x: x[:6].reshape(2, 3, 3)),
+    ((1, 1, 4), lambda x: x.broadcastAs([2, 3, 4], 1),          # the first dim only
+     lambda x: np.broadcast_to(x, (2, 1, 4))),
     ((2, 9), lambda x: x.setShape([(4, 2), (2, 9), (3, 1)]),  # Im2Col's overlapping windows
      lambda x: np.lib.stride_tricks.as_strided(x, (4, 2, 3), (2, 9, 1))),
 ]

@@ -149,9 +149,19 @@ class LData(_Suggests):
             return self.insert_dim(self.rank, 1, 1)
         return replace(self, layout=self.layout.fuse(k))
 
-    def broadcast_as(self, other: LData | Layout | Sequence[int]) -> LData:
-        return replace(self, layout=self.layout.broadcast_as(
-            other.layout if isinstance(other, LData) else other))
+    def broadcast_as(self, other: LData | Layout | Sequence[int], num_dims: int = -1) -> LData:
+        """numpy broadcasting to ``other``'s shape (``Layout.broadcast_as``). With
+        ``num_dims >= 0`` (Torq's ``broadcastAs(other, numDims)``) only the first
+        ``num_dims`` dims take ``other``'s sizes; the rest keep their own (the ranks must
+        then be equal)."""
+        target = other.shape if isinstance(other, (LData, Layout)) else tuple(other)
+        num_dims = as_int(num_dims, f"tensor {self._owner}: broadcast_as num_dims")
+        if num_dims >= 0:
+            if len(target) != self.rank:
+                raise ShapeError(f"tensor {self._owner}: broadcast_as({target}, {num_dims}) "
+                                 f"needs the rank of {self.shape}")
+            target = tuple(target[:num_dims]) + self.shape[num_dims:]
+        return replace(self, layout=self.layout.broadcast_as(target))
 
     def permute(self, order: Sequence[int]) -> LData:
         return replace(self, layout=self.layout.permute(order))
