@@ -153,3 +153,18 @@ def test_gather_nd_rows_fetched_from_a_large_table_and_per_batch():
     assert np.array_equal(out["y"], ref["y"]) and np.array_equal(out["yb"], ref["yb"])
     assert np.array_equal(out["y"][0], x[c[0, :, 0], c[0, :, 1]])
     assert [t.memory for t in g.tensors.values() if t.size == x.nbytes] == ["L3_FLASH"]
+
+
+def test_gap_sdk_output_refuses_a_table_its_cluster_cannot_address(tmp_path):
+    """GAP's cluster cannot read flash or L3 RAM through a pointer: the GAP SDK writer
+    refuses a table the plan keeps there, naming the layer, the tensor and its size."""
+    from npukit.tiler import gap_sdk
+
+    table = RNG.normal(size=(3000, 16)).astype(np.float32)
+    g = npukit.onnx.load(embedding(table, 4), **SMALL)
+    x = ids(1, 2, 3, 4)
+    y = g.run("sim", ids=x).outputs["y"]
+    with pytest.raises(npukit.TilingError, match=r"layer L0_Gather: basic kernel "
+                       r"KerFetchRowsNpk_fl_i64 reads W_emb \(192000 B\) through a pointer "
+                       r"where the plan keeps it \(L3_FLASH\)"):
+        gap_sdk.write(g.graph, tmp_path / "gap", {"In_ids": x}, {"Out_y": y})

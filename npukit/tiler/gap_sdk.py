@@ -84,6 +84,9 @@ class LayerC(KernelC):
         self.l3_events: dict[str, str] = {}  # event -> its type, for L3 transfers
         self.flash_params = {c for c, t in layer.bindings.items()
                              if g.read_location(i, t)[0] == "L3_FLASH"}
+        # Where each C argument outside L2 lives: a basic kernel cannot address it there.
+        self.external = {c: g.read_location(i, t)[0] for c, t in layer.bindings.items()
+                         if g.read_location(i, t)[0] in ("L3", "L3_DYN", "L3_FLASH")}
         self.structs_used: set[str] = set()
         self.par_calls: dict[int, tuple[ir.Call, ir.Call]] = {}
 
@@ -153,6 +156,17 @@ class LayerC(KernelC):
 
     def call(self, st: ir.Call, w) -> None:
         fn = st.fn
+        for a in st.args:  # a table an embedding's kernel reads where the graph keeps it
+            name = a.view.buffer.name if isinstance(a, (ir.Ptr, ir.Deref)) and \
+                a.view.buffer.role != "internal" else None
+            if name in self.external:
+                t = self.g.tensors[self.layer.bindings[name]]
+                raise TilingError(
+                    f"layer {self.layer.name}: basic kernel {fn.name} reads {t.name} "
+                    f"({t.size} B) through a pointer where the plan keeps it "
+                    f"({self.external[name]}), which GAP's cluster cannot address; for the GAP "
+                    f"SDK it must live in L2: give an L2 budget that holds it, or run the graph "
+                    f"on npukit's back ends")
         if fn.parallel and not fn.arg_type:  # npukit's kernel: through its struct and entry
             self.structs_used.add(fn.name)
             # one replaced call per call site, kept: the struct of a site is found by its id
