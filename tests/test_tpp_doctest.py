@@ -7,7 +7,9 @@ import importlib
 import pytest
 
 MODULES = ["npukit.tpp.csource", "npukit.tpp.einsum", "npukit.tpp.errors",
-           "npukit.tpp.operation", "npukit.tpp.primitives", "npukit.c.threads"]
+           "npukit.tpp.operation", "npukit.tpp.primitives", "npukit.c.threads",
+           "npukit.tpp.equation", "npukit.tpp.equation_tree", "npukit.tpp.gather",
+           "npukit.tpp.packing"]
 
 
 @pytest.mark.parametrize("name", MODULES)

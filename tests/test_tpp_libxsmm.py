@@ -202,14 +202,40 @@ def test_comparisons_as_main_primitive(name):
 
 
 def test_docs_table_agrees_with_the_mapping():
-    """docs/tpp.md's "libxsmm name | npukit name | status" table: every row marked there
-    names the primitive LIBXSMM_NAMES gives, and every mapped libxsmm kind has a row."""
+    """docs/tpp.md's "libxsmm name | npukit name | status" table is true: the rows marked
+    there with one kind give exactly the mappings (tpp.LIBXSMM_NAMES for the primitives,
+    tpp.EQUATION_NAMES for the equations' kinds); a row naming a function names one tpp
+    has; every name of a refused row is refused by tpp.Equation."""
     import re
     from pathlib import Path
+
+    from npukit.tpp.equation_tree import EQ_BINARY, EQ_TERNARY, EQ_UNARY
     text = (Path(__file__).parent.parent / "docs" / "tpp.md").read_text()
-    rows = re.findall(r"^\| `((?:UNARY|BINARY)_[A-Z0-9_]+)` \| `(\w+)` \| there", text, re.M)
-    table = {f"LIBXSMM_MELTW_TYPE_{k}": v for k, v in rows}
-    assert table == tpp.LIBXSMM_NAMES
+    rows = re.findall(r"^\| (`(?:UNARY|BINARY|TERNARY)_[^|]*) \| ([^|]*) \| (there|refused)",
+                      text, re.M)
+    table, functions = {}, []
+    for names, npk, status in rows:
+        names = [f"LIBXSMM_MELTW_TYPE_{x}" for x in re.findall(r"`(\w+)`", names)]
+        if status == "refused":
+            for name in names:
+                for push in (tpp.Equation().push_back_unary_op,
+                             tpp.Equation().push_back_binary_op,
+                             tpp.Equation().push_back_ternary_op):
+                    with pytest.raises(tpp.WrongPrimitiveError):
+                        push(name)
+            continue
+        target = npk.strip().strip("`")
+        if target.startswith("tpp."):
+            functions.append(target)
+            assert callable(getattr(tpp, target[4:])), target
+        else:
+            table.update({name: target for name in names})
+    assert table == tpp.LIBXSMM_NAMES | tpp.EQUATION_NAMES | {
+        "LIBXSMM_MELTW_TYPE_UNARY_REPLICATE_COL_VAR": "identity"}
+    assert set(tpp.EQUATION_NAMES.values()) <= set(EQ_UNARY + EQ_BINARY + EQ_TERNARY) | {
+        "reduce_x_x2_add"}
+    assert sorted(functions) == ["tpp.decompose_bf16", "tpp.gather", "tpp.scatter",
+                                 "tpp.unzip", "tpp.zip_halves"]
 
 
 @pytest.mark.parametrize("axis", [1, 2])

@@ -19,7 +19,7 @@ ALPHA = ("leaky_relu", "elu", "leaky_relu_inv", "elu_inv")   # kinds with libxsm
 EQ_REDUCE = (*LIBXSMM_REDUCE, "reduce_x_x2_add")
 EQ_BINARY = ("add", "sub", "mul", "div", "min", "max", *LIBXSMM_BINARY, "muladd", "relu_inv",
              "leaky_relu_inv", "elu_inv", "matmul", "brgemm")
-EQ_TERNARY = ("muladd", "nmuladd", "select", "brgemm")
+EQ_TERNARY = ("muladd", "nmuladd", "select", "matmul", "brgemm")
 BCASTS = (None, "scalar", "row", "col")
 
 _U, _B, _T = "LIBXSMM_MELTW_TYPE_UNARY_", "LIBXSMM_MELTW_TYPE_BINARY_", \
@@ -35,7 +35,7 @@ EQUATION_NAMES = {
     _B + "MULADD": "muladd", _B + "MATMUL": "matmul", _B + "BRGEMM": "brgemm",
     _B + "BRGEMM_A_VNNI": "brgemm",
     _T + "MULADD": "muladd", _T + "NMULADD": "nmuladd", _T + "SELECT": "select",
-    _T + "BRGEMM": "brgemm", _T + "BRGEMM_A_VNNI": "brgemm",
+    _T + "MATMUL": "matmul", _T + "BRGEMM": "brgemm", _T + "BRGEMM_A_VNNI": "brgemm",
 }
 
 
