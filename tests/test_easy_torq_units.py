@@ -169,3 +169,49 @@ def test_idata_repeat_reads_each_element_twice():
     with pytest.raises(KernelError, match="1-byte elements.*int16"):
         nk.build(doubled_rows, "torq", input=nk.spec((3, 21), "int16"),
                  output=nk.spec((3, 42), "int16"))
+
+
+@nk.kernel
+def per_item_bias(s, input, bias_scale, output, *, shift):
+    n = s.act.width(input.dtype, per_item=True)
+    x = input.vectorize(n)
+    b = bias_scale.reshapeDim(0, [-1, n, bias_scale.dim(0) // input.dim(0)])
+    for i in s.iterate(x.dim(0)):
+        bdata = s.bram.load(b[i])
+        pdata = s.alu.load(s.iram.load(x[i]))
+        s.append(output, s.act.rescaleClamp(pdata, bdata, shift, 0, -1000, 1000))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float32"])
+def test_per_item_bias_records(dtype):
+    """Torq's biasScalePerItem: lane i of each Act vector takes record i % R (R = 4 pairs
+    of int32, or 8 float32 biases, what the bias memory holds)."""
+    rng = np.random.default_rng(9)
+    floating = dtype == "float32"
+    x = (rng.integers(-100, 100, 24) / (4 if floating else 1)).astype(dtype)
+    if floating:
+        bias = (rng.integers(-40, 40, 24) / 8).astype(np.float32)
+        want = np.clip(x + bias, -1000, 1000).astype(np.float32)
+        records = bias
+    else:
+        pairs = np.stack([rng.integers(-50, 50, 24), rng.integers(1, 9, 24)], 1).astype(np.int32)
+        want = np.clip((((x.astype(np.int64) + pairs[:, 0]) * pairs[:, 1] + 2) >> 2), -1000, 1000)
+        records = pairs.reshape(-1)
+    prog = nk.build(per_item_bias, "torq", input=nk.spec((24,), dtype),
+                    bias_scale=nk.spec(records.shape, records.dtype),
+                    output=nk.spec((24,), "float32" if floating else "int16"),
+                    shift=0 if floating else 2)
+    for backend in ("sim", "c"):
+        out = np.full(24, 5000, np.float32 if floating else np.int16)
+        prog.run(backend, input=x, bias_scale=records, output=out)
+        assert (out == want).all(), backend
+
+
+def test_per_item_records_must_be_a_power_of_two():
+    @nk.kernel
+    def k(s, input, bias_scale, output):
+        bdata = s.bram.load(bias_scale.reshapeDim(0, [3, 2]))
+        s.store(output, s.act.rescaleClamp(s.alu.load(s.iram.load(input)), bdata, 0, 0, -9, 9))
+    with pytest.raises(KernelError, match=r"records of shape \(3, 2\).*power of two up to 4"):
+        nk.build(k, "torq", input=nk.spec((8,), "int8"), bias_scale=nk.spec((6,), "int32"),
+                 output=nk.spec((8,), "int8"))

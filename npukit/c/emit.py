@@ -703,9 +703,15 @@ class _Emitter:
             bs = st.srcs[1]
             pair = self.acc(bs)
             t, t_dt = ("float", out_dt) if is_float(p_dt) else ("int64_t", np.dtype("int64"))
+            recs = attrs.get("records")   # Torq's per-item records: lane k reads k % recs
+            width = bs.size // recs if recs else bs.size
+            idx = [f"({self.k} % {recs}) * {width} + {x}" if recs else x for x in "01"[:width]]
             b_, s_ = ([A.convert(self.h, self.el(pair, x), bs.dtype, t_dt)
                        if bs.dtype.name == "bfloat16" else f"({t}){self.el(pair, x)}"
-                       for x in "01"[:bs.size]] + ["1.0f"])[:2]  # a float bias alone: scale 1
+                       for x in idx] + ["1.0f"])[:2]  # a float bias alone: scale 1
+            if recs:
+                return A.rescale_clamp_expr(self.h, lanes[0], p_dt, f"({b_})", f"({s_})", attrs,
+                                            self.prog.target.arith.rounding), out_dt
             w.line(f"const {t} bias = {b_}, scale = {s_};")
             return A.rescale_clamp_expr(self.h, lanes[0], p_dt, "bias", "scale", attrs,
                                         self.prog.target.arith.rounding), out_dt

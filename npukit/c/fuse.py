@@ -238,8 +238,8 @@ def _plan(em, loop: ir.Loop) -> _Plan | None:
             junk, fast = f"{poison_literal(dt)} /* junk lane: the simulator's poison */", ""
             if dt.kind in "iu" and dt.itemsize <= 4:
                 ranges[st.dst.buffer.name] = int_range(dt)
-        elif isinstance(st, ir.Compute) and not st.acc:
-            srcs = list(st.srcs)
+        elif isinstance(st, ir.Compute) and not st.acc and "records" not in dict(st.attrs):
+            srcs = list(st.srcs)  # (per-item bias records index by lane: not hoisted here)
             pair = srcs.pop() if st.unit == "act" and st.op == "rescale_clamp" else None
             table = srcs.pop() if st.unit == "act" and st.op in _LUT_OPS else None
             if table is not None and table.buffer.role != "const":

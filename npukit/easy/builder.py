@@ -68,6 +68,8 @@ class Slice:
         self.act = _Act(self, "act")
         self.alu_node: _AluNode | None = None  # the ALU instruction, once recorded
         self.act_label: str | None = None  # the Act instruction's source line, once recorded
+        # Torq's act.width(..., biasScalePerItem=true) makes the partials' Act vectors that wide
+        self.act_items: int | None = None
         self.loaded: dict[str, str] = {}
         self.buffers: list[ir.Buffer] = []
         self.root: list = []

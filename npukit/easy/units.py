@@ -169,7 +169,7 @@ class _Alu(_Unit):
             raise KernelError(f"ALU {op}: {a.size} lanes of {in_dt} x {w_dt or 'none'} exceed the "
                               f"ALU width {width}; vectorize by s.alu.i_width(...)")
         acc_dt = "float32" if is_float(a.dtype) else "int32"
-        act_w = min(s.target.units["act"].width(in_dt, w_dt), a.size)
+        act_w = min(s.act_items or s.target.units["act"].width(in_dt, w_dt), a.size)
         nv = math.ceil(a.size / act_w)
         buf = s.buffer("PRAM", acc_dt, nv * act_w, "PData")
         dst = ir.View(buf, Layout((nv, act_w), acc_dt))
@@ -233,9 +233,18 @@ _ACT_FLOAT_MODES, _ACT_INT_MODES = ("CEL", "FLR", "F2I"), ("CLZ", "I2F")
 
 
 class _Act(_Unit):
-    def width(self, in_dtype, w_dtype=None) -> int:
-        """Max vector size of the Act for ``in_dtype`` x ``w_dtype`` (None: no weights)."""
+    def width(self, in_dtype, w_dtype=None, per_item: bool = False) -> int:
+        """Max vector size of the Act for ``in_dtype`` x ``w_dtype`` (None: no weights).
+        ``per_item=True`` (Torq's ``biasScalePerItem``): the lanes that can each take their
+        own bias record, as many records as the bias memory holds: (bias, scale) pairs of
+        two int32 for integer data, one float32 bias for float data (4 and 8 on torq)."""
+        if per_item:   # the partials then split into vectors of this many (Torq's rule)
+            self.s.act_items = self._records_max(is_float(_dtype(in_dtype)))
+            return self.s.act_items
         return self.unit.width(in_dtype, w_dtype)
+
+    def _records_max(self, floating: bool) -> int:
+        return self.s.target.memories[self.s.bram.memory].size // (4 if floating else 8)
 
     def rescale_clamp(self, p: Data, b: Data, shift: int, zero_point: int, lo, hi) -> Data:
         """``clamp((((p + bias) * scale + r) >> shift) + zero_point, lo, hi)`` in 64-bit
@@ -249,8 +258,9 @@ class _Act(_Unit):
         (one float32 or bfloat16 value, scale 1): Torq's float types have no Act scale
         (``scaleBiasEntries`` is 1), as in its ReduceMeanPattern."""
         floating = is_float(p.dtype) if isinstance(p, Data) else False
-        if not isinstance(b, Data) or b.kind != "BData" or b.size not in ((1, 2) if floating
-                                                                           else (2,)):
+        records = self._records(b, floating)
+        if records is None and (not isinstance(b, Data) or b.kind != "BData" or
+                                b.size not in ((1, 2) if floating else (2,))):
             raise KernelError("rescale_clamp: b must be a BData holding one (bias, scale) pair"
                               + (", or the bias alone for float partials" if floating else
                                  f"; got {getattr(b, 'size', b)} value(s)"))
@@ -259,8 +269,24 @@ class _Act(_Unit):
             raise KernelError(f"rescale_clamp: shift {shift} outside 0..62")
         if is_float(p.dtype) and shift:
             raise KernelError(f"rescale_clamp: shift {shift} on float partials; use scale")
+        recs = {} if records is None else {"records": records}
         return self._op("rescale_clamp", p, (b,), shift=int(shift), zero_point=zero_point,
-                        lo=lo, hi=hi)
+                        lo=lo, hi=hi, **recs)
+
+    def _records(self, b, floating: bool) -> int | None:
+        """Torq's per-item bias records: ``b`` of shape ``(R, 2)`` (integer partials:
+        (bias, scale) pairs) or ``(R, 1)`` (float: biases), ``R`` a power of two up to
+        ``width(..., per_item=True)``; lane ``i`` takes record ``i % R``. None for a 1-D
+        ``b`` (one record)."""
+        if not isinstance(b, Data) or b.kind != "BData" or b.view.layout.rank != 2:
+            return None
+        r, k = b.shape
+        most = self._records_max(floating)
+        if k != (1 if floating else 2) or r & (r - 1) or not 1 <= r <= most:
+            raise KernelError(f"rescale_clamp: per-item bias records of shape {b.shape}; "
+                              f"{'float' if floating else 'integer'} partials take (R, "
+                              f"{1 if floating else 2}) with R a power of two up to {most}")
+        return r
 
     def clamp(self, p: Data, lo, hi, mode: str = "ACT") -> Data:
         """``clamp(p, lo, hi)`` of the partials ``p``: int32 results from integer partials
@@ -565,7 +591,7 @@ class _Act(_Unit):
 
     def _op(self, op: str, p: Data, extra: tuple, **attrs) -> Data:
         p, label = self._begin(op, p)
-        mode = attrs.pop("mode", None)
+        mode, records = attrs.pop("mode", None), attrs.pop("records", None)
         # The bounds apply to the mode's result: float after I2F, float before F2I.
         floating = is_float(p.dtype) or mode == "I2F"
         out_dt = "float32" if floating and mode != "F2I" else "int32"
@@ -575,6 +601,8 @@ class _Act(_Unit):
             _act_bounds_reach_int32(f"`{label}`: Act {op}", vals["lo"], vals["hi"])
         if mode is not None:
             vals["mode"] = mode
+        if records is not None:
+            vals["records"] = records
         return self._emit(op, p, label, out_dt, tuple(d.view for d in extra), vals)
 
 

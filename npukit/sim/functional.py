@@ -414,8 +414,10 @@ class Machine:
         elif st.op == "rescale_clamp":
             p, bs = srcs
             a = dict(st.attrs)
-            scale = bs[:, 1:2] if bs.shape[1] > 1 else np.ones_like(bs)  # a float bias alone
-            x = arith.rescale_clamp(p, bs[:, :1], scale, a["shift"], a["zero_point"],
+            recs = a.get("records", 1)   # Torq's per-item records: lane i reads i % recs
+            bs = bs.reshape(len(bs), recs, -1)[:, np.arange(p.shape[1]) % recs]
+            scale = bs[..., 1] if bs.shape[2] > 1 else np.ones_like(bs[..., 0])  # a bias alone
+            x = arith.rescale_clamp(p, bs[..., 0], scale, a["shift"], a["zero_point"],
                                     a["lo"], a["hi"], self.prog.target.arith.rounding)
         elif st.op == "clamp":
             a = dict(st.attrs)
