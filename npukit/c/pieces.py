@@ -90,10 +90,22 @@ _ENTRIES = ("static void npk_read_env(int wake)",
             "static void npk_parallel_for(int64_t n, int64_t grain, npk_body_fn body, "
             "void *ctx)")
 
-THREADS_DECLARATIONS = """\
-/* ---- Threads (npukit.c.threads): defined once, in the graph's runtime unit ---- */
+# The runtime's entry points stay private to the shared object, as static functions are in
+# a single unit (the threads source includes system headers: no visibility pragma around it).
+_HIDDEN_FUNCTION = """\
+#ifndef NPK_HIDDEN
+#if defined(__GNUC__)
+#define NPK_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define NPK_HIDDEN
+#endif
+#endif"""
+
+THREADS_DECLARATIONS = f"""\
+/* ---- Threads (npukit.c.threads): defined once, in the runtime unit ---- */
+{_HIDDEN_FUNCTION}
 typedef void (*npk_body_fn)(void *ctx, int64_t begin, int64_t end);
-""" + "\n".join(e.replace("static ", "", 1) + ";" for e in _ENTRIES)
+""" + "\n".join(e.replace("static ", "NPK_HIDDEN ", 1) + ";" for e in _ENTRIES)
 
 
 def runtime_unit() -> str:
@@ -101,13 +113,13 @@ def runtime_unit() -> str:
     text = THREADS_SOURCE
     for entry in _ENTRIES:
         assert entry in text, f"npukit.c.threads no longer defines {entry}"
-        text = text.replace(entry, entry.replace("static ", "", 1))
+        text = text.replace(entry, entry.replace("static ", "NPK_HIDDEN ", 1))
     return "\n".join([
         "/* The runtime of a program compiled in pieces (npukit.c.pieces): the threads every",
         "   piece's parallel loops share, and the core number basic kernels read. */",
-        FEATURE_MACRO, "#include <stdint.h>", "", preamble.PORTABILITY, "",
-        preamble.HIDDEN[0], "NPK_THREAD_LOCAL int npk_core_id; /* the core a parallel "
-        "kernel runs as */", "", text, preamble.HIDDEN[1], ""])
+        FEATURE_MACRO, "#include <stdint.h>", "", preamble.PORTABILITY, _HIDDEN_FUNCTION, "",
+        "NPK_HIDDEN NPK_THREAD_LOCAL int npk_core_id; /* the core a parallel kernel runs "
+        "as */", "", text, ""])
 
 
 def kernel_units(source_lists: list[list[str]], prelude: str) -> list[str]:

@@ -1,0 +1,233 @@
+"""Time to the first result: from an ONNX file to the first inference on the C back end,
+with an empty compile cache (``NPUKIT_CACHE_DIR`` pointed at a new folder), by phase:
+import of npukit, import and plan of the model, the host plan, the C compile, the first
+inference; then the second load of the same model (a new ``OnnxGraph``, the compile cache
+warm). The models are built in code (random weights): ResNet-18, MobileNet-v2 and
+DenseNet-121 shaped, float32, and their int8 QDQ versions (ONNX Runtime's quantization
+tool) with ``--qdq``.
+
+Run: python benchmarks/first_result.py [--models resnet18,mobilenet_v2,densenet121] [--qdq]
+[--flags "-O2 -march=native,-O3 -march=native"] [--size 224]
+
+Goals (reported, not asserted): resnet18 within 3 s, mobilenet_v2 within 4 s, densenet121
+within 15 s; the second load of a compiled model within 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from onnx import TensorProto
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+GOALS = {"resnet18": 3.0, "mobilenet_v2": 4.0, "densenet121": 15.0}
+SECOND_LOAD = 1.0
+BUDGETS = dict(l1_budget=48000, l2_budget=512 * 1024, l3_budget=64 << 20,
+               l3_flash_budget=64 << 20)
+
+
+class Net:
+    """A model under construction: nodes and initializers with random weights."""
+
+    def __init__(self, seed: int):
+        self.rng, self.nodes, self.inits, self.k = np.random.default_rng(seed), [], {}, 0
+
+    def name(self, what: str) -> str:
+        self.k += 1
+        return f"{what}{self.k}"
+
+    def conv(self, x, cin, cout, k, stride=1, group=1, relu=True, relu6=False):
+        n = self.name("conv")
+        w = self.rng.normal(size=(cout, cin // group, k, k)) * np.sqrt(2 / (k * k * cin // group))
+        self.inits[f"{n}_w"] = w.astype(np.float32)
+        self.inits[f"{n}_b"] = (self.rng.normal(size=cout) * 0.05).astype(np.float32)
+        self.nodes.append(h.make_node("Conv", [x, f"{n}_w", f"{n}_b"], [n], kernel_shape=[k, k],
+                                      pads=[k // 2] * 4, strides=[stride] * 2, group=group))
+        if relu6:
+            self.nodes.append(h.make_node("Clip", [n, "zero", "six"], [n + "_r"]))
+            return n + "_r"
+        if relu:
+            self.nodes.append(h.make_node("Relu", [n], [n + "_r"]))
+            return n + "_r"
+        return n
+
+    def op(self, op, ins, **attrs):
+        n = self.name(op.lower())
+        self.nodes.append(h.make_node(op, ins, [n], **attrs))
+        return n
+
+    def head(self, x, c, classes=1000):
+        self.inits["fc_w"] = (self.rng.normal(size=(classes, c)) * 0.02).astype(np.float32)
+        self.inits["fc_b"] = np.zeros(classes, np.float32)
+        g = self.op("GlobalAveragePool", [x])
+        f = self.op("Flatten", [g])
+        self.nodes.append(h.make_node("Gemm", [f, "fc_w", "fc_b"], ["logits"], transB=1))
+
+    def model(self, size, name):
+        self.inits["zero"] = np.array(0, np.float32)
+        self.inits["six"] = np.array(6, np.float32)
+        g = h.make_graph(self.nodes, name, [h.make_tensor_value_info(
+            "x", TensorProto.FLOAT, [1, 3, size, size])],
+            [h.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])],
+            [nh.from_array(v, k) for k, v in self.inits.items()])
+        return h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+
+
+def resnet18(size=224, seed=0):
+    net = Net(seed)
+    x = net.conv("x", 3, 64, 7, stride=2)
+    x = net.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)
+    c = 64
+    for stage, width in enumerate((64, 128, 256, 512)):
+        for b in range(2):
+            stride = 2 if stage and not b else 1
+            y = net.conv(net.conv(x, c, width, 3, stride), width, width, 3, relu=False)
+            sc = net.conv(x, c, width, 1, stride, relu=False) if (stride > 1 or c != width) else x
+            x = net.op("Relu", [net.op("Add", [y, sc])])
+            c = width
+    net.head(x, c)
+    return net.model(size, "resnet18")
+
+
+def mobilenet_v2(size=224, seed=1):
+    net = Net(seed)
+    x, c = net.conv("x", 3, 32, 3, stride=2, relu6=True), 32
+    for t, width, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                           (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)):
+        for i in range(n):
+            stride = s if i == 0 else 1
+            hid = c * t
+            y = net.conv(x, c, hid, 1, relu6=True) if t != 1 else x
+            y = net.conv(y, hid, hid, 3, stride, group=hid, relu6=True)
+            y = net.conv(y, hid, width, 1, relu=False)
+            x = net.op("Add", [x, y]) if stride == 1 and c == width else y
+            c = width
+    x = net.conv(x, c, 1280, 1, relu6=True)
+    net.head(x, 1280)
+    return net.model(size, "mobilenet_v2")
+
+
+def build(name: str, size: int = 224):
+    """Model ``name`` (float32; ``<name>-qdq``: int8 QDQ, uint8 activations)."""
+    if name.endswith("-qdq"):
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        from onnx_helpers import quantize_qdq
+        m = build(name[:-4], size)
+        rng = np.random.default_rng(5)
+        calib = [{"x": rng.normal(size=(1, 3, size, size)).astype(np.float32)}
+                 for _ in range(2)]
+        return quantize_qdq(m, calib, Path(tempfile.mkdtemp()), "u8")
+    if name == "densenet121":
+        from onnx_plan import densenet
+        return densenet(size)[0]
+    return {"resnet18": resnet18, "mobilenet_v2": mobilenet_v2}[name](size)
+
+
+def worker(path: str, runs: int) -> dict:
+    """In a fresh process (the cache directory in NPUKIT_CACHE_DIR): the phases of the
+    first result, then a second load of the same file, then ``runs`` timed inferences."""
+    t0 = time.perf_counter()
+    import npukit.onnx
+    from npukit.c import toolchain
+    t1 = time.perf_counter()
+    calls = []
+    compile_one = toolchain.run_compiler
+
+    def counting(cmd):
+        calls.append(cmd[-1])
+        return compile_one(cmd)
+
+    toolchain.run_compiler = counting
+    out = {"import": t1 - t0}
+
+    def first(prefix: str):
+        t = time.perf_counter()
+        g = npukit.onnx.load(path, **BUDGETS)
+        out[prefix + "plan"] = time.perf_counter() - t
+        t = time.perf_counter()
+        hg = g.host_graph()
+        out[prefix + "host plan"] = time.perf_counter() - t
+        t, n = time.perf_counter(), len(calls)
+        hg.compile("c")
+        out[prefix + "compile"], out[prefix + "cc calls"] = time.perf_counter() - t, len(calls) - n
+        x = np.random.default_rng(0).normal(size=g.inputs["x"].shape).astype(np.float32)
+        t = time.perf_counter()
+        g.run("c", x=x)
+        out[prefix + "infer"] = time.perf_counter() - t
+        return g, x
+
+    g, x = first("")
+    first("warm ")
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        g.run("c", x=x)
+        times.append(time.perf_counter() - t)
+    out["run median"] = statistics.median(times) if times else float("nan")
+    return out
+
+
+def measure(path: Path, cflags: str | None, runs: int) -> dict:
+    env = dict(os.environ, NPUKIT_CACHE_DIR=tempfile.mkdtemp(prefix="npukit-first-"),
+               NPUKIT_THREADS="1")
+    if cflags:
+        env["NPUKIT_CFLAGS"] = cflags
+    res = subprocess.run([sys.executable, __file__, "--worker", str(path), "--runs", str(runs)],
+                         env=env, capture_output=True, text=True, check=False)
+    if res.returncode:
+        raise SystemExit(f"{path.name}: the worker failed:\n{res.stderr[-3000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> None:
+    from harness import goal, machine
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default="resnet18,mobilenet_v2,densenet121")
+    ap.add_argument("--qdq", action="store_true", help="the int8 QDQ versions too")
+    ap.add_argument("--flags", default="-O2 -march=native,-O3 -march=native",
+                    help="compiler flag sets to compare (comma-separated)")
+    ap.add_argument("--runs", type=int, default=5, help="timed inferences after the first")
+    ap.add_argument("--size", type=int, default=224, help="input height and width")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.worker:
+        print(json.dumps(worker(a.worker, a.runs)))
+        return
+    import onnx
+    print(f"machine: {machine()}")
+    names = a.models.split(",")
+    names += [n + "-qdq" for n in names] if a.qdq else []
+    folder = Path(tempfile.mkdtemp(prefix="npukit-models-"))
+    cols = ["import", "plan", "host plan", "compile", "infer"]
+    print(f"{'model':<18}{'flags':<20}" + "".join(f"{c:>10}" for c in cols) +
+          f"{'total':>8}{'cc':>5}{'warm cc':>8}{'2nd load':>9}{'run':>8}  goals")
+    for name in names:
+        path = folder / f"{name}.onnx"
+        onnx.save(build(name, a.size), path)
+        bound = GOALS.get(name.removesuffix("-qdq"))
+        for cflags in a.flags.split(","):
+            r = measure(path, cflags, a.runs)
+            total = sum(r[c] for c in cols)
+            second = sum(r["warm " + c] for c in cols[1:])
+            marks = [goal(f"first result within {bound:g} s", total <= bound)] if bound else []
+            marks.append(goal(f"second load within {SECOND_LOAD:g} s", second <= SECOND_LOAD))
+            print(f"{name:<18}{cflags:<20}" + "".join(f"{r[c]:>10.2f}" for c in cols) +
+                  f"{total:>8.2f}{r['cc calls']:>5}{r['warm cc calls']:>8}{second:>9.2f}"
+                  f"{r['run median'] * 1e3:>6.1f}ms  " + "; ".join(marks))
+            print(f"{'':<38}second load: plan {r['warm plan']:.2f} s, host plan "
+                  f"{r['warm host plan']:.2f} s, compile (cache hit) {r['warm compile']:.2f} s, "
+                  f"inference {r['warm infer']:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
