@@ -20,19 +20,17 @@ def interleaved_insert(s, input, weights, output, *, stride, out_min, out_max):
     for _ in range(output.rank - input.rank):   # leading size-1 dims up to the output's rank
         input = input.insertDim(0, 1)
     x = input.vectorize(s.alu.iWidth(input.dtype, weights.dtype))
-    out = output.reshapeDim(2, [output.dim(2) // stride, stride])   # N, C, H, stride, W
+    out = output.reshapeDim(2, [output.dim(2) // stride, stride], True)   # N, C, H, stride, W
     for n in s.iterate(x.dim(0)):
         for c in s.iterate(x.dim(1)):
             for h in s.iterate(x.dim(2)):
-                # Torq iterates the row's vectors outside the stride positions and appends to
-                # each row where the last vector stopped; npukit's append restarts in each
-                # iteration of the loop that selects the row, so the positions go outside.
-                for p in s.iterate(stride):
-                    wdata = s.wram.load(weights[p])
-                    for iv in s.iterate(x.dim(3)):
-                        idata = s.iram.load(x[n][c][h][iv])
+                for iv in s.iterate(x.dim(3)):
+                    idata = s.iram.load(x[n][c][h][iv])
+                    for p in s.iterate(stride):
+                        wdata = s.wram.load(weights[p])
                         pdata = s.alu.scalarProductAccumulate(idata, wdata)
                         for av in s.iterate(pdata.dim(PData.Vectors)):
+                            # each row goes on where its last append stopped (Torq's cursor)
                             s.append(out[n][c][h][p], s.act.clamp(pdata[av], out_min, out_max))
 
 
@@ -47,7 +45,7 @@ want[0, :, 0::2, :] = np.clip(x.astype(np.int64) * 1, -100, 100)
 want[0, :, 1::2, :] = np.clip(x.astype(np.int64) * 0, -100, 100)
 assert (np.abs(want[0, :, 0::2]) == 100).any()               # the clamp acts
 for backend in ("sim", "c"):
-    out = np.full(want.shape, 77, np.int8)
+    out = np.where(want == 77, -77, 77).astype(np.int8)   # a canary unlike every result
     prog.run(backend, input=x, weights=weights, output=out)
     print(backend, "rows 0 and 1 start:", out[0, 0, 0, :4], out[0, 0, 1, :4],
           "matches numpy:", bool((out == want).all()))

@@ -20,7 +20,7 @@ from ..errors import (
     ShapeError,
     TargetError,
 )
-from ..layout import as_int
+from ..layout import Layout, as_int
 from ..machine import Target
 from ..machine import target as _target
 from ..machine import targets as _targets
@@ -235,14 +235,33 @@ class Slice:
         # of stride 0, as insertDim makes, indexes nothing).
         stray = [v for v in self.loops[: inner + 1] if v not in keys and v.count > 1]
         if stray:
-            raise KernelError(f"append into {view.name!r}: loop {stray[0]} encloses the loop "
-                              f"that selects the subtensor but does not index it; the appends "
-                              f"of its iterations would overwrite each other")
+            self._append_continued(view, q, stray)
+            return
         cursor = "cursor"
         block = self.root if inner < 0 else self._node_of(self.loops[inner]).body
         block.insert(0, ir.ResetCursor(cursor, f"start of appends into {view.name}"))
         self.emit(ir.Append(view.view(), q.view, self.target.engine("ACT", self.target.home).name,
                             cursor, q.lanes, _label()))
+
+    def _append_continued(self, view: LData, q: Data, stray: list) -> None:
+        """Torq's append goes on where the last append into the same subtensor stopped,
+        across loops that do not select it (InterleavedInsertPattern: the row's vectors
+        outside the positions that pick the row). When ``q`` is lanes of a vectorized row
+        whose vector index is what those loops move, every earlier vector was whole, so
+        the position is the first lane's index in the row: the append is a store of the
+        valid lanes there (a 1-D subtensor only)."""
+        lanes = q.lanes
+        if view.layout.rank != 1 or lanes is None or \
+                not set(stray) <= set(lanes.start.vars) or lanes.total > view.layout.size:
+            raise KernelError(f"append into {view.name!r}: loop {stray[0]} encloses the loop "
+                              f"that selects the subtensor but does not index it; npukit "
+                              f"continues such appends only into a 1-D subtensor, with vectors "
+                              f"of a row (at most as long) that this loop moves along")
+        (st,) = view.layout.strides
+        at = ir.View(view.buffer, Layout((q.size,), view.dtype, (st,), view.layout.offset),
+                     view.offset + lanes.start * st)
+        self.emit(ir.Copy(at, q.view, self.target.engine("ACT", self.target.home).name,
+                          lanes, _label()))
 
     def _check_out(self, what: str, view: LData, q: Data) -> None:
         if self.stored is not None:
