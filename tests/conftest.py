@@ -211,6 +211,10 @@ SMOKE = {
         'test_lookup[float32-int16-saturate-1-act]',
         'test_table_is_a_static_const_array_of_the_image',
     ),
+    'tests/test_c_pieces.py': (
+        'test_declarations_only_keeps_all_but_external_bodies',
+        'test_a_compile_error_names_the_piece_and_its_file',
+    ),
     'tests/test_c_names.py': (
         "test_hostile_argument_name_is_refused_at_model_time['In1\\\\n']",
         'test_hostile_argument_type_is_refused_at_model_time[\'int; system("touch pwned"); int\']',

@@ -1,0 +1,213 @@
+"""A graph's host C compiled in pieces (``npukit.c.pieces``): a unit per layer, per basic-kernel
+source and for the threads runtime, compiled apart (in parallel, cached by content), then
+linked with the graph's own unit. Checked against ONNX Runtime and against the graph's single
+unit (bit for bit); the compiles counted through ``toolchain.run_compiler``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx_helpers import model, node
+
+import npukit.onnx
+from npukit import CompilerError
+from npukit.c import toolchain
+from npukit.c.pieces import declarations_only
+from npukit.onnx.check import ort_run
+
+BUDGETS = dict(l1_budget=48000, l2_budget=256 * 1024, l3_budget=8 << 20,
+               l3_flash_budget=8 << 20)
+
+
+def conv_net(size: int = 12, classes: int = 10, seed: int = 0):
+    """Conv 3x3 + Relu, Conv 1x1, a residual Add, MaxPool, global average, Gemm."""
+    rng = np.random.default_rng(seed)
+    inits = {"w1": rng.normal(size=(8, 3, 3, 3)).astype(np.float32) * 0.3,
+             "b1": rng.normal(size=8).astype(np.float32) * 0.1,
+             "w2": rng.normal(size=(8, 8, 1, 1)).astype(np.float32) * 0.3,
+             "b2": rng.normal(size=8).astype(np.float32) * 0.1,
+             "fw": rng.normal(size=(classes, 8)).astype(np.float32) * 0.3,
+             "fb": rng.normal(size=classes).astype(np.float32) * 0.1}
+    nodes = [node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1] * 4),
+             node("Relu", ["c1"], ["r1"]),
+             node("Conv", ["r1", "w2", "b2"], ["c2"], kernel_shape=[1, 1]),
+             node("Add", ["c2", "r1"], ["a"]),
+             node("MaxPool", ["a"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             node("GlobalAveragePool", ["p"], ["g"]),
+             node("Flatten", ["g"], ["f"]),
+             node("Gemm", ["f", "fw", "fb"], ["y"], transB=1)]
+    x = rng.normal(size=(1, 3, size, size)).astype(np.float32)
+    return model(nodes, {"x": x}, ["y"], inits), {"x": x}
+
+
+def dense_net(hidden: int = 24, classes: int = 10, seed: int = 1):
+    """Gemm + Relu, Gemm + Relu, Gemm: no convolution (small basic kernels, quick to
+    compile in an empty cache)."""
+    rng = np.random.default_rng(seed)
+    inits = {"w1": rng.normal(size=(hidden, 16)).astype(np.float32) * 0.3,
+             "b1": rng.normal(size=hidden).astype(np.float32) * 0.1,
+             "w2": rng.normal(size=(hidden, hidden)).astype(np.float32) * 0.3,
+             "b2": rng.normal(size=hidden).astype(np.float32) * 0.1,
+             "w3": rng.normal(size=(classes, hidden)).astype(np.float32) * 0.3,
+             "b3": rng.normal(size=classes).astype(np.float32) * 0.1}
+    nodes = [node("Gemm", ["x", "w1", "b1"], ["h1"], transB=1), node("Relu", ["h1"], ["r1"]),
+             node("Gemm", ["r1", "w2", "b2"], ["h2"], transB=1), node("Relu", ["h2"], ["r2"]),
+             node("Gemm", ["r2", "w3", "b3"], ["y"], transB=1)]
+    x = rng.normal(size=(2, 16)).astype(np.float32)
+    return model(nodes, {"x": x}, ["y"], inits), {"x": x}
+
+
+@pytest.fixture
+def compiles(monkeypatch):
+    """The files each compile of this test compiled (a piece's ``objects/<key>.c``, or the
+    graph's own unit, linked with the pieces)."""
+    done: list[str] = []
+    run = toolchain.run_compiler
+
+    def counting(cmd):
+        done.append(cmd[-1])
+        return run(cmd)
+
+    monkeypatch.setattr(toolchain, "run_compiler", counting)
+    return done
+
+
+@pytest.fixture
+def no_single_unit(monkeypatch):
+    """The graph's single unit never built: a piece that fails fails the test."""
+    def refuse(*args, **kw):
+        raise AssertionError("the pieces did not build: the single unit was compiled")
+
+    monkeypatch.setattr(toolchain, "library", refuse)
+
+
+def _pieces_of(files: list[str]) -> list[str]:
+    return [f for f in files if Path(f).parent.name == "objects"]
+
+
+def test_pieces_match_onnx_runtime_and_the_single_unit(monkeypatch, no_single_unit):
+    m, inputs = conv_net()
+    ref, _ = ort_run(m, inputs)
+    got = npukit.onnx.load(m, **BUDGETS).run("c", **inputs).outputs["y"]
+    assert np.all(np.isfinite(got)) and np.abs(got).max() > 0
+    np.testing.assert_allclose(got, ref["y"], rtol=1e-4, atol=1e-4 * np.abs(ref["y"]).max())
+    # The same graph through its single unit (the pieces refused): the same bits.
+    monkeypatch.undo()
+    def refuse(*args, **kw):
+        raise CompilerError("the pieces refused by the test")
+
+    monkeypatch.setattr(toolchain, "library_in_pieces", refuse)
+    single = npukit.onnx.load(m, **BUDGETS).run("c", **inputs).outputs["y"]
+    assert single.tobytes() == got.tobytes()
+
+
+def test_a_changed_layer_compiles_only_its_piece(tmp_path, monkeypatch, compiles,
+                                                 no_single_unit):
+    monkeypatch.setenv("NPUKIT_CACHE_DIR", str(tmp_path))
+    m, inputs = dense_net(classes=10)
+    first = npukit.onnx.load(m, **BUDGETS)
+    first.run("c", **inputs)
+    layers = first.host_graph().layers
+    # every layer, the basic kernels' units, the runtime, then the graph's unit (the link)
+    assert len(_pieces_of(compiles)) >= len(layers) + 2 and len(compiles) == \
+        len(_pieces_of(compiles)) + 1
+    # The same model again: the shared object from the cache, no compiler run.
+    compiles.clear()
+    again = npukit.onnx.load(m, **BUDGETS).run("c", **inputs).outputs["y"]
+    assert compiles == []
+    # The last layer changed (12 classes): its piece and the graph's unit, nothing else.
+    m12, _ = dense_net(classes=12)
+    g12 = npukit.onnx.load(m12, **BUDGETS)
+    got = g12.run("c", **inputs).outputs["y"]
+    pieces = _pieces_of(compiles)
+    assert len(pieces) == 1 and len(compiles) == 2, compiles
+    assert f"kernel `{g12.host_graph().layers[-1].name}`" in Path(pieces[0]).read_text()
+    ref, _ = ort_run(m12, inputs)
+    np.testing.assert_allclose(got, ref["y"], rtol=1e-4, atol=1e-5)
+    assert again.shape == (2, 10) and np.abs(again).max() > 0
+
+
+def test_a_compile_error_names_the_piece_and_its_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("NPUKIT_CACHE_DIR", str(tmp_path))
+    with pytest.raises(CompilerError) as err:
+        toolchain.build_pieces([("layer 7 (Broken)", "void Broken(void) { this is not C }")],
+                               "int npk_main;")
+    text = str(err.value)
+    assert "layer 7 (Broken)" in text and str(tmp_path / "objects") in text and ".c" in text
+
+
+def test_a_compile_timeout_names_the_file_and_is_not_retried(tmp_path, monkeypatch, compiles):
+    monkeypatch.setenv("NPUKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(toolchain, "COMPILE_TIMEOUT", 0.001)
+    m, inputs = dense_net()
+    g = npukit.onnx.load(m, **BUDGETS)
+    with pytest.raises(toolchain.CompileTimeoutError) as err:
+        g.run("c", **inputs)
+    assert isinstance(err.value, CompilerError)
+    assert "ran past 0.001 s compiling" in str(err.value)
+    assert str(tmp_path / "objects") in str(err.value)
+    assert all(Path(f).parent.name == "objects" for f in compiles)  # no single unit after
+
+
+def test_declarations_only_keeps_all_but_external_bodies():
+    source = textwrap.dedent("""\
+        #define INIT { 0, 1 }
+        typedef struct { int A; /* } */ } T;
+        static const int Table[2] = INIT;
+        int Counts[2] = { 3, 4 };
+        static inline int helper(int x) { return x + 1; }
+        /* void Commented(void) { } */
+        void Kernel(T *Arg) __attribute__((noinline))
+        {
+            const char *s = "} {";
+            if (Arg->A) { Arg->A = helper(Table[0]) + s[0]; }
+        }
+        static void Private(void) { }
+        int Other(int a,
+                  int b) { return a + b; }
+        """)
+    got = declarations_only(source)
+    assert "void Kernel(T *Arg) __attribute__((noinline))\n;" in got
+    assert "int Other(int a,\n          int b) ;" in got
+    assert "if (Arg" not in got and "return a + b" not in got
+    for kept in ("#define INIT { 0, 1 }", "typedef struct { int A; /* } */ } T;",
+                 "static const int Table[2] = INIT;", "int Counts[2] = { 3, 4 };",
+                 "static inline int helper(int x) { return x + 1; }",
+                 "/* void Commented(void) { } */", "static void Private(void) { }"):
+        assert kept in got
+
+
+SANITIZED = textwrap.dedent('''
+    import sys
+    import numpy as np
+    sys.path.insert(0, "tests")
+    import npukit.onnx
+    from npukit.c import toolchain
+    from npukit.onnx.check import ort_run
+    from test_c_pieces import BUDGETS, dense_net
+    toolchain.library = None  # the pieces only
+    m, inputs = dense_net()
+    ref, _ = ort_run(m, inputs)
+    got = npukit.onnx.load(m, **BUDGETS).run("c", **inputs).outputs["y"]
+    np.testing.assert_allclose(got, ref["y"], rtol=1e-4, atol=1e-5)
+    print("sanitized pieces: ok")
+''')
+
+
+def test_pieces_run_clean_under_sanitizers(tmp_path):
+    try:
+        env = dict(os.environ, **toolchain.sanitizer_env(), NPUKIT_CACHE_DIR=str(tmp_path))
+    except CompilerError as exc:
+        pytest.skip(f"no AddressSanitizer runtime: {exc}")
+    res = subprocess.run([sys.executable, "-c", SANITIZED], env=env, capture_output=True,
+                         text=True, timeout=600, check=False,
+                         cwd=Path(__file__).parent.parent)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert "sanitized pieces: ok" in res.stdout
+    assert "runtime error" not in res.stderr and "AddressSanitizer" not in res.stderr
