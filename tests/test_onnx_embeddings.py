@@ -70,6 +70,25 @@ def test_int8_table_dequantized_after_the_gather_is_bit_exact():
     assert np.array_equal(out["g"][0], q[x[0]])
 
 
+def test_qdq_embedding_as_onnx_runtime_quantizes_it_gathers_the_integers():
+    """ONNX Runtime's quantizer writes DequantizeLinear(int8 table), Gather, QuantizeLinear
+    with the same parameters: npukit gathers the int8 table itself (a quarter of the float
+    one in flash), bit for bit as ONNX Runtime."""
+    q = RNG.integers(-128, 128, size=(5000, 64)).astype(np.int8)
+    nodes = [node("DequantizeLinear", ["emb", "s", "z"], ["f"]),
+             node("Gather", ["f", "ids"], ["g"], axis=0),
+             node("QuantizeLinear", ["g", "s", "z"], ["gq"]),
+             node("DequantizeLinear", ["gq", "s", "z"], ["y"])]
+    x = ids(4999, -5000, 17, 18, 19, 17, 2500, 0)
+    m = model(nodes, {"ids": x}, ["gq", "y"], {"emb": q, "s": np.float32(0.037),
+                                               "z": np.int8(-3)})
+    g, out, ref = check_ops(m, {"ids": x}, **SMALL)
+    assert np.array_equal(out["gq"], ref["gq"]) and np.array_equal(out["y"], ref["y"])
+    assert np.array_equal(out["gq"][0], q[x[0]])
+    assert [t.memory for t in g.tensors.values() if t.size == q.nbytes] == ["L3_FLASH"]
+    assert [info.ops for info in g.layers] == ["Gather", "DequantizeLinear"]
+
+
 def test_index_outside_the_table_reads_the_nearest_row_on_both_back_ends():
     """ONNX Runtime refuses an index outside [-D, D) when it runs; npukit clamps it to the
     nearest row on both back ends (the simulator and C agree) and never reads outside."""

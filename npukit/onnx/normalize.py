@@ -507,6 +507,11 @@ def qdq(net: Net) -> None:
             if new is None:
                 continue
             fused(n, new + alias_rest(qnodes, out), qnodes)
+        elif n.op == "Gather":
+            found = _quantized_gather(net, g, n)
+            if found:
+                nodes, qnodes = found
+                fused(n, nodes + alias_rest(qnodes, nodes[0].outputs[0]), qnodes)
         elif n.op == "Concat":
             srcs = [_dq(net, g, t) for t in n.inputs]
             q = _q(net, g, n.outputs[0])
@@ -529,6 +534,25 @@ def _qconst_operand(net: Net, t: str):
     if q is None or q.scale.size != 1 or q.values.dtype not in (np.int8, np.uint8):
         return None
     return t, (np.float32(q.scale.reshape(-1)[0]), int(q.zero_point.reshape(-1)[0]))
+
+
+def _quantized_gather(net: Net, g: _Graph, n: Node):
+    """An embedding quantized as ONNX Runtime's quantizer writes it (a DequantizeLinear of
+    the integer table, Gather, a QuantizeLinear with the same parameters): a Gather of the
+    integers themselves (a copy: ONNX Runtime drops the pair too), its table a quarter of
+    the float one. Returns (new nodes, the QuantizeLinear nodes absorbed) or None."""
+    w, q = net.qconsts.get(n.inputs[0]), _q(net, g, n.outputs[0])
+    if w is None or q is None or w.scale.size != 1 or w.values.dtype != q[2]:
+        return None
+    qnodes, y, _ = q
+    if (np.float32(w.scale.reshape(-1)[0]), int(w.zero_point.reshape(-1)[0])) != \
+            (np.float32(y[0]), y[1]):
+        return None
+    table = f"{n.inputs[0]}__int"
+    net.consts[table] = w.values
+    net.info[table] = TInfo(tuple(w.values.shape), w.values.dtype)
+    return [Node("Gather", n.name, [table, *n.inputs[1:]], [qnodes[0].outputs[0]], n.attrs,
+                 n.domain)], qnodes
 
 
 def _quantized_single(net: Net, n: Node, x, y, dt, out: str, same: bool) -> list[Node] | None:
