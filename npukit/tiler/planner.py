@@ -29,6 +29,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+import numpy as np
+
 from ..errors import CapacityError
 
 ALIGN = 4
@@ -243,6 +245,10 @@ class _Planner:
                 self.uses[t].append(i)
         self.consts = [t.name for t in tensors if t.kind == "const" and self.uses[t.name]]
         self.locals = [t.name for t in tensors if t.kind == "local" and self.uses[t.name]]
+        # Per tensor: the layers using it and the L2 staging bytes each takes to stream it.
+        self._stage = {t: (np.array(u, np.int64),
+                           np.array([_up(layers[i].staging.get(t, 0)) for i in u], np.int64))
+                       for t, u in self.uses.items()}
         self._fits: dict[tuple, bool] = {}  # a state's key -> whether it fits
         self._l3: dict[frozenset, int] = {}  # the locals in L3 -> their dynamic L3 bytes
 
@@ -274,6 +280,41 @@ class _Planner:
                   for t, (at, until) in s.fetches.items()]
         items += [Item(f"@staging{i}", i, i, self.staging(s, i)) for i in range(len(self.layers))]
         return items
+
+    def l2_live(self, s: _State) -> np.ndarray:
+        """The bytes of state ``s``'s L2 items live at each layer: ``peak(l2_items(s))`` is
+        its maximum. The plan's steps change it by ``_span`` and ``_streams`` (a tensor's
+        life in L2, its stream buffers) instead of building the items again."""
+        live = np.zeros(len(self.layers), np.int64)
+        for t in self.locals:
+            if t not in s.l3_locals:
+                live = self._span(live, *self.live(t), self.tensors[t].size)
+        for t, (at, until) in s.fetches.items():
+            live = self._span(live, at, until, self.tensors[t].size)
+        return live + np.array([self.staging(s, i) for i in range(len(self.layers))], np.int64)
+
+    @staticmethod
+    def _span(live: np.ndarray, first: int, last: int, size: int, sign: int = 1) -> np.ndarray:
+        out = live.copy()
+        out[first:last + 1] += sign * _up(size)
+        return out
+
+    def _streams(self, live: np.ndarray, t: str, sign: int,
+                 window: tuple[int, int] | None = None) -> np.ndarray:
+        """``live`` with tensor ``t``'s stream buffers added (``sign`` 1) or taken away (-1)
+        at the layers using it, but those in ``window`` (its fetched copy's life)."""
+        idx, nbytes = self._stage[t]
+        if window is not None:
+            keep = (idx < window[0]) | (idx > window[1])
+            idx, nbytes = idx[keep], nbytes[keep]
+        out = live.copy()
+        out[idx] += sign * nbytes
+        return out
+
+    def _within(self, live: np.ndarray, static: int) -> bool:
+        """The necessary condition of ``fits`` that ``live`` decides: the least an
+        allocation of the L2 items takes (``least``) within the L2 budget."""
+        return static + int(live.max(initial=0)) - (ALIGN - 1) <= self.budgets.l2
 
     def l3_items(self, s: _State) -> list[Item]:
         return [Item(t, *self.live(t), self.tensors[t].size) for t in self.locals
@@ -320,13 +361,24 @@ class _Planner:
                                               for i in self.uses[t])} if self.budgets.fetch else {}
         states = [_State(forced | set(movable[:k]), fetches=dict(jit))
                   for k in range(len(movable) + 1)]
-        state = next((s for s in states if self.fits(s)), None)
+        # The first state that fits: the states whose L2 items surely do not fit (their
+        # live bytes, updated as each local moves to L3, over the budget) are passed over.
+        state, live = None, self.l2_live(states[0])
+        for k, s in enumerate(states):
+            if k:
+                t = movable[k - 1]
+                live = self._streams(self._span(live, *self.live(t), self.tensors[t].size, -1),
+                                     t, 1)
+            if self._within(live, 0) and self.fits(s):
+                state = s
+                break
         if state is None:
             raise CapacityError(self._refusal(states))
         for t in reversed([t for t in movable if t in state.l3_locals]):
             trial = replace(state, l3_locals=state.l3_locals - {t})
-            if self.fits(trial):
-                state = trial
+            back = self._streams(self._span(live, *self.live(t), self.tensors[t].size), t, -1)
+            if self._within(back, 0) and self.fits(trial):
+                state, live = trial, back
         state = self._promote(state)
         state = self._fetch(state)
         return self._result(state)
