@@ -76,7 +76,8 @@ the reference):
   destination's width, each operand in its own sign. ``vmath`` (attr ``fn``: ``exp exp2
   log tanh sin cos sqrt rsqrt erf floor ceil``): the function of a float lane in float64,
   rounded to float32, then to the dtype, a NaN as the positive quiet NaN
-  (``npukit.arith_vec`` is the reference). ``vdot``: ``(acc, m1, x1, y1, ..., mk, xk,
+  (``npukit.arith_vec`` is the reference); ``vpow``: ``(x, y)`` floats, ``x ** y`` the
+  same way. ``vdot``: ``(acc, m1, x1, y1, ..., mk, xk,
   yk)``, ``acc + Σ xi·yi`` over the terms whose mask lane ``mi`` is true, in order: integers
   (``x``, ``y`` of at most 16 bits, ``acc`` of at most 32) exactly, then clamped to the
   destination's range; floats in float64 left to right, rounded once to the destination.
@@ -337,11 +338,14 @@ class Buffer:
 
 @dataclass(frozen=True)
 class View:
-    """Elements of ``buffer`` at ``layout.offset + offset(vars) + Σ idx·strides``."""
+    """Elements of ``buffer`` at ``layout.offset + offset(vars) + Σ idx·strides``. With
+    ``cast``, the elements are read and written as ``layout.dtype`` (of the buffer's item
+    size), their bytes unchanged: Torq's ``setElementType``."""
 
     buffer: Buffer
     layout: Layout
     offset: Affine = field(default_factory=Affine)
+    cast: bool = False
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -349,7 +353,7 @@ class View:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.buffer.dtype
+        return self.layout.dtype if self.cast else self.buffer.dtype
 
     @property
     def size(self) -> int:

@@ -215,3 +215,40 @@ def test_per_item_records_must_be_a_power_of_two():
     with pytest.raises(KernelError, match=r"records of shape \(3, 2\).*power of two up to 4"):
         nk.build(k, "torq", input=nk.spec((8,), "int8"), bias_scale=nk.spec((6,), "int32"),
                  output=nk.spec((8,), "int8"))
+
+
+@nk.kernel
+def bits_through(s, input, output):
+    x, out = input.setElementType("int16"), output.setElementType("int16")
+    x = x.vectorize(s.act.width(x.dtype))
+    for i in s.iterate(x.dim(0)):
+        s.append(out, s.act.load(s.alu.load(s.iram.load(x[i]))))
+
+
+def test_set_element_type_moves_the_same_bytes():
+    """bfloat16 moved as int16 (Torq's IdentityPattern, Im2ColPattern): every bit pattern
+    arrives, NaN payloads and -0.0 included; int8 read as uint8 (its unsigned cast)."""
+    a = np.array([1.5, -0.0, np.inf, -2.25, 3e38, 1e-40, -7, 0.1] * 3, BF16)
+    a = np.concatenate([a, np.array([0x7FC1, 0xFFA0], np.uint16).view(BF16)])
+    prog = nk.build(bits_through, "torq", input=nk.spec(a.shape, BF16),
+                    output=nk.spec(a.shape, BF16))
+    for backend in ("sim", "c"):
+        out = np.full(a.shape, 5, BF16)
+        prog.run(backend, input=a, output=out)
+        assert out.view(np.uint16).tolist() == a.view(np.uint16).tolist(), backend
+
+    @nk.kernel
+    def unsigned(s, input, output):
+        x = input.setElementType("uint8").vectorize(s.act.width("uint8"))
+        for i in s.iterate(x.dim(0)):
+            s.append(output, s.act.load(s.alu.load(s.iram.load(x[i]))))
+    b = np.arange(-128, 128, 7, dtype=np.int8)
+    prog = nk.build(unsigned, "torq", input=nk.spec(b.shape, "int8"),
+                    output=nk.spec(b.shape, "int32"))
+    for backend in ("sim", "c"):
+        out = np.full(b.shape, -5, np.int32)
+        prog.run(backend, input=b, output=out)
+        assert (out == b.view(np.uint8)).all(), backend
+    with pytest.raises(nk.ShapeError, match=r"set_element_type\(int16\) of int8.*2 B and 1 B"):
+        nk.build(bits_through, "torq", input=nk.spec(b.shape, "int8"),
+                 output=nk.spec(b.shape, "int8"))

@@ -261,7 +261,10 @@ class _Emitter:
     def acc(self, view: ir.View) -> Access:
         if view.buffer.role in ("internal", "const"):
             self.used.add(view.buffer.name)
-        return access(view, self.ptr[key(view.buffer)], self.origin[key(view.buffer)])
+        ptr = self.ptr[key(view.buffer)]
+        if view.cast and view.dtype != view.buffer.dtype:   # Torq's setElementType: same bytes
+            ptr = f"(({c_type(view.dtype)} *){ptr})"
+        return access(view, ptr, self.origin[key(view.buffer)])
 
     def el(self, a: Access, k: str) -> str:
         return element(a, k, self.names, self.h)

@@ -258,8 +258,9 @@ class Slice:
                               f"continues such appends only into a 1-D subtensor, with vectors "
                               f"of a row (at most as long) that this loop moves along")
         (st,) = view.layout.strides
-        at = ir.View(view.buffer, Layout((q.size,), view.dtype, (st,), view.layout.offset),
-                     view.offset + lanes.start * st)
+        whole = view.view()
+        at = replace(whole, layout=Layout((q.size,), view.dtype, (st,), view.layout.offset),
+                     offset=view.offset + lanes.start * st)
         self.emit(ir.Copy(at, q.view, self.target.engine("ACT", self.target.home).name,
                           lanes, _label()))
 

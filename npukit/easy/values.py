@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import ir
+from ..dtypes import dtype as _dtype
 from ..errors import KernelAttributeError, KernelError, OutOfBoundsError, ShapeError
 from ..layout import Layout, as_int, as_shape
 
@@ -123,8 +124,8 @@ class LData(_Suggests):
     def _public(self) -> list[str]:
         return ["shape", "dtype", "rank", "dim", "dims", "dense_dims", "vectorize", "fuse",
                 "broadcast_as", "permute", "subview_dim", "reshape_dim", "insert_dim",
-                "erase_dim", "move_dim", "set_shape", "partition_by_index_parity_1d",
-                "partition_by_index_parity_2d", "layout", "name"]
+                "erase_dim", "move_dim", "set_shape", "set_element_type",
+                "partition_by_index_parity_1d", "partition_by_index_parity_2d", "layout", "name"]
 
     # Tensor editing: each returns a new LData.
     def vectorize(self, n: int, *, strided: bool = False) -> LData:
@@ -372,7 +373,24 @@ class LData(_Suggests):
 
     def view(self) -> ir.View:
         return ir.View(self.buffer, Layout(self.layout.shape, self.layout.dtype,
-                                           self.layout.strides, self.layout.offset), self.offset)
+                                           self.layout.strides, self.layout.offset), self.offset,
+                       cast=self.layout.dtype != self.buffer.dtype)
+
+    def set_element_type(self, dtype) -> LData:
+        """Torq's ``setElementType``: the same bytes read and written as ``dtype``, as a C
+        cast would (no conversion), e.g. bfloat16 data moved as int16 by a pure copy, or
+        int8 read as uint8. ``dtype`` has the tensor's item size (``ShapeError``
+        otherwise: the counts and strides would no longer match the bytes)."""
+        dt = np.dtype(dtype) if not isinstance(dtype, str) else _dtype(dtype)
+        if dt.itemsize != self.dtype.itemsize:
+            raise ShapeError(f"tensor {self._owner}: set_element_type({dt.name}) of "
+                             f"{self.dtype.name} data: the item sizes differ ({dt.itemsize} B "
+                             f"and {self.dtype.itemsize} B)")
+        lay = self.layout
+        return replace(self, layout=Layout(lay.shape, dt, lay.strides, lay.offset,
+                                           valid=lay.valid, vdims=lay.vdims))
+
+    setElementType = set_element_type
 
 
 @dataclass(frozen=True)

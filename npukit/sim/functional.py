@@ -238,7 +238,7 @@ class Machine:
             else:
                 out = np.take_along_axis(st, self._base(view)[:, None] + offs[None, :], axis=1)
         else:
-            img, base = self.images[buf.name], self._base(view)
+            img, base = _image(self.images, view), self._base(view)
             start = self._block(base, offs, img.size)
             if start is not None:
                 out = img[start:start + base.size * offs.size].reshape(base.size, offs.size)
@@ -253,7 +253,7 @@ class Machine:
 
     def write(self, view: ir.View, values: np.ndarray, live: np.ndarray | None = None) -> None:
         buf, offs = view.buffer, self._offsets(view)
-        values = arith.convert(values, buf.dtype)
+        values = arith.convert(values, view.dtype)
         if live is not None and live.all():
             live = None
         if buf.role == "internal":
@@ -276,7 +276,7 @@ class Machine:
             st[at] = values
             self.depth[buf.name] = len(self.batch.axes)
             return
-        img, base = self.images[buf.name], self._base(view)
+        img, base = _image(self.images, view), self._base(view)
         start = self._block(base, offs, img.size) if live is None else None
         if start is not None:
             img[start:start + values.size] = values.reshape(-1)
@@ -369,7 +369,7 @@ class Machine:
         self.cursors[st.cursor] = after
         self.cursor_depth[st.cursor] = len(self.batch.axes)
         vals = arith.convert(self.read(st.src), st.dst.dtype)
-        img, n = self.images[st.dst.buffer.name], vals.shape[1]
+        img, n = _image(self.images, st.dst), vals.shape[1]
         base = self._base(st.dst) + before
         lay = st.dst.layout
         dense = lay.is_dense() and cap > 0 and 0 <= lay.offset and lay.offset + cap <= img.size
@@ -520,6 +520,13 @@ class Machine:
         if key is not None:
             self.carry[key] = out[:, -1:].astype(first.dtype)
         return out.reshape(x.shape)
+
+
+def _image(images: dict, view: ir.View) -> np.ndarray:
+    """The flat image of ``view``'s buffer, as its elements' type when the view casts them
+    (the same bytes: numpy's view)."""
+    img = images[view.buffer.name]
+    return img.view(view.dtype) if view.cast else img
 
 
 class Reach(np.ndarray):
