@@ -17,7 +17,7 @@ from onnx_helpers import model, node
 
 import npukit.onnx
 from npukit import CompilerError
-from npukit.c import toolchain
+from npukit.c import cache, toolchain
 from npukit.c.pieces import declarations_only
 from npukit.onnx.check import ort_run
 
@@ -114,6 +114,7 @@ def test_a_changed_layer_compiles_only_its_piece(tmp_path, monkeypatch, compiles
     first = npukit.onnx.load(m, **BUDGETS)
     first.run("c", **inputs)
     layers = first.host_graph().layers
+    first_pieces = _pieces_of(compiles)
     # every layer, the basic kernels' units, the runtime, then the graph's unit (the link)
     assert len(_pieces_of(compiles)) >= len(layers) + 2 and len(compiles) == \
         len(_pieces_of(compiles)) + 1
@@ -131,6 +132,12 @@ def test_a_changed_layer_compiles_only_its_piece(tmp_path, monkeypatch, compiles
     ref, _ = ort_run(m12, inputs)
     np.testing.assert_allclose(got, ref["y"], rtol=1e-4, atol=1e-5)
     assert again.shape == (2, 10) and np.abs(again).max() > 0
+    # npukit cache info counts the pieces; clear removes them with the entries.
+    got = cache.info(tmp_path)
+    assert got["entries"] == 2 and got["objects"] == len(set(_pieces_of(compiles) + first_pieces))
+    assert got["unused_bytes"] == 0 and not got["failing"]
+    cache.clear(tmp_path)
+    assert list((tmp_path / "objects").iterdir()) == [] and cache.info(tmp_path)["bytes"] == 0
 
 
 def test_a_compile_error_names_the_piece_and_its_file(tmp_path, monkeypatch):
@@ -188,7 +195,7 @@ SANITIZED = textwrap.dedent('''
     import numpy as np
     sys.path.insert(0, "tests")
     import npukit.onnx
-    from npukit.c import toolchain
+    from npukit.c import cache, toolchain
     from npukit.onnx.check import ort_run
     from test_c_pieces import BUDGETS, dense_net
     toolchain.library = None  # the pieces only

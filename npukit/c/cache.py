@@ -26,7 +26,14 @@ cache directory one cannot write to still serves the entries it holds. The check
 accidents (a crash mid-write, a copied file, an edited header), not someone who may write
 the directory: they could plant any code there, so it must be yours alone.
 
-``npukit cache info`` and ``npukit cache clear`` (``register``) report on and empty it.
+A graph's C compiled in pieces (``npukit.c.pieces``) keeps each piece in ``objects/``:
+``<key>.c`` (the piece, then a line defining ``npk_object_<key>``) and ``<key>.o``, written
+under a temporary name and renamed into place once compiled; an object is linked only when it
+starts like an object file and holds its key (else it is compiled again). The shared object
+they are linked into is an entry as above.
+
+``npukit cache info`` and ``npukit cache clear`` (``register``) report on and empty it (the
+pieces included).
 """
 
 from __future__ import annotations
@@ -52,7 +59,10 @@ _MAGIC = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\x
 _KEY = r"[0-9a-f]{32}"
 # Entry files, and the shared objects of npukit versions before the sidecar (<key>.so).
 _ENTRY_FILE = re.compile(rf"({_KEY})(\.c|\.json|-[0-9a-f]{{16}}\.so|\.so)")
-_TEMP_FILE = re.compile(rf"({_KEY})\.\w+\.(so|d|c|json)\.tmp")
+_TEMP_FILE = re.compile(rf"({_KEY})\.\w+\.(so|d|c|json|o)\.tmp")
+# The objects of programs compiled in pieces (npukit.c.pieces), in OBJECTS/: <key>.c, <key>.o.
+OBJECTS = "objects"
+_OBJECT_FILE = re.compile(rf"({_KEY})\.(c|o)")
 _STALE_TEMP_SECONDS = 3600  # a temporary file this old belongs to no running compile
 _LISTED = 10  # failing entries `npukit cache info` names
 
@@ -247,11 +257,15 @@ def _files(directory: Path) -> list[tuple[Path, str]]:
     except OSError as exc:
         raise CompilerError(f"cannot read the compile cache directory {directory} "
                             f"({exc.strerror})") from None
+    objects = sorted(os.listdir(directory / OBJECTS)) if OBJECTS in names and \
+        (directory / OBJECTS).is_dir() else []
     out = []
-    for name in names:
-        m = _ENTRY_FILE.fullmatch(name) or _TEMP_FILE.fullmatch(name)
-        if m and (directory / name).is_file():
-            out.append((directory / name, m.group(1)))
+    for folder, listed, kinds in ((directory, names, _ENTRY_FILE),
+                                  (directory / OBJECTS, objects, _OBJECT_FILE)):
+        for name in listed:
+            m = kinds.fullmatch(name) or _TEMP_FILE.fullmatch(name)
+            if m and (folder / name).is_file():
+                out.append((folder / name, m.group(1)))
     return out
 
 
@@ -259,9 +273,13 @@ def info(directory: Path) -> dict:
     """``directory``'s entries: how many, their bytes, how many fail verification (with
     why), and the bytes of files no entry uses."""
     files = _files(directory)
-    keys = sorted({k for p, k in files if p.suffix == ".json" or p.name.endswith(".so")})
+    keys = sorted({k for p, k in files if p.parent == directory and
+                   (p.suffix == ".json" or p.name.endswith(".so"))})
     failing = {}
-    used: set[Path] = set()
+    # the pieces' objects that pass their check, with their sources
+    used = {q for p, k in files if p.suffix == ".o" and object_problem(p, k) is None
+            for q in (p, p.with_suffix(".c"))}
+    objects = sum(p.suffix == ".o" for p in used)
     for key in keys:
         so, why = problem(directory, key)
         if why:
@@ -270,7 +288,8 @@ def info(directory: Path) -> dict:
             used |= {so, directory / f"{key}.json", directory / f"{key}.c"}
     size = sum(p.stat().st_size for p, _ in files)
     return {"directory": directory, "entries": len(keys), "bytes": size, "failing": failing,
-            "unused_bytes": size - sum(p.stat().st_size for p in used)}
+            "objects": objects,
+            "unused_bytes": size - sum(p.stat().st_size for p in used if p.exists())}
 
 
 def clear(directory: Path) -> tuple[int, int]:
@@ -308,6 +327,9 @@ def _run(args: argparse.Namespace) -> int:
         entries = f"{got['entries']} entr{'y' if got['entries'] == 1 else 'ies'}"
         print(f"  {entries}, {_human(got['bytes'])} ({got['bytes']} B)")
         print(f"  {len(got['failing'])} fail verification (rebuilt when next used)")
+        if got["objects"]:
+            print(f"  {got['objects']} compiled pieces of graphs (in {OBJECTS}/, linked into "
+                  f"the entries)")
         failing = list(got["failing"].items())
         for key, why in failing[:_LISTED]:
             print(f"    {key}: {why}")
