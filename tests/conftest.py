@@ -769,6 +769,9 @@ SMOKE = {
         'test_pointwise_and_depthwise_layers_are_not_dma_bound[op=conv in=172x25x5 out=172 k=1x'
         '1 relu=1]',
     ),
+    'tests/test_onnx_folding.py': (
+        'test_a_constant_index_out_of_range_is_refused_by_name',
+    ),
     'tests/test_onnx_functions.py': (
         'test_an_operator_npukit_lowers_is_not_expanded',
         'test_a_random_operator_is_refused_not_expanded',
@@ -818,6 +821,9 @@ SMOKE = {
         'test_split_to_sequence_with_split_0',
         'test_resize_with_a_non_finite_scale[nan]',
         'test_loop_with_an_empty_trip_count_or_condition[trip]',
+    ),
+    'tests/test_onnx_masks.py': (
+        'test_mask_chain_matches_onnx_runtime[bool expand]',
     ),
     'tests/test_onnx_ops.py': (
         'test_clip_with_attributes_in_opset_6',
@@ -916,6 +922,7 @@ SMOKE = {
     'tests/test_onnx_suites.py': (
         'test_outputs_are_compared_as_the_onnx_backend_test_compares_them[out2-want2-True]',
     ),
+    'tests/test_onnx_transformers_hf.py': (),  # each model 5 to 10 s
     'tests/test_onnx_validate.py': (
         'test_validate_refuses_inputs_of_the_wrong_shape',
         'test_worst_names_the_inputs_that_differ_in_the_text_and_the_json',

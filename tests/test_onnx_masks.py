@@ -92,7 +92,6 @@ CASES = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_mask_chain_matches_onnx_runtime(case):
     nodes, inputs, inits = CASES[case]
