@@ -207,6 +207,16 @@ def test_reductions_and_the_two_output_reduction(reduce):
         bound = 0 if "max" in kind or "min" in kind else \
             X.shape[axis] * 2 ** -23 * np.abs(X * X).sum(axis).max() * 4
         assert (np.abs(got - want) <= bound).all(), kind
+        if "add" in kind:    # REDUCE_INIT_ACC: onto the old output, C and simulator alike
+            eq = tpp.Equation().push_back_unary_op(kind, reduce=reduce, init_acc=True)
+            k = push_arg(eq, 0, None).dispatch(m, n, LD)
+            old = RNG.uniform(-1, 1, LD * n).astype(np.float32)
+            out_c, out_s = old.copy(), old.copy()
+            k([x], out_c)
+            sim = k.run("sim", [x], out_s)
+            assert np.array_equal(out_c[:sim.outputs["out"].size], sim.outputs["out"])
+            assert (np.abs(block(out_c, m, n) - (want + block(old, m, n))) <= bound + 1e-6
+                    ).all(), kind
 
 
 @pytest.mark.parametrize("by", ["rows", "cols", "offs"])
@@ -324,3 +334,40 @@ def test_the_bit_packing_kinds():
         hi = (bits & 0xFFFF0000).view(np.float32).astype(np.float64)
         assert np.array_equal(p[0], hi)
         assert (np.abs(sum(p) - X) <= np.abs(X) * 2.0 ** (-7 * parts - 2)).all()  # truncations
+
+
+@pytest.mark.parametrize("op", ["add", "max", "min"])
+def test_reduce_cols_idx(op):
+    """eltwise_unary_reduce.c's REDUCE_COLS_IDX_OP_ADD / MAX / MIN: each row over the listed
+    columns in the list's order (uint32 and uint64 indices); max and min with their argop
+    record (RECORD_ARGOP, from -FLT_MAX / FLT_MAX: INF_ACC), add onto the old output
+    (INIT_ACC) too; C and the simulator bit for bit, against the sample's loops."""
+    big_n = 9
+    x = RNG.integers(-6, 7, LD * big_n).astype(np.float32)    # ties for the argop
+    for itype in (np.uint32, np.uint64):
+        idx = RNG.permutation(big_n)[:5].astype(itype)
+        for accumulate in ((False, True) if op == "add" else (False,)):
+            out0 = RNG.uniform(-1, 1, M + 2).astype(np.float32)
+            out_c, out_s = out0.copy(), out0.copy()
+            arg_c = None if op == "add" else np.full(M + 2, 99, itype)
+            kw = dict(m=M, ld=LD, op=op, accumulate=accumulate)
+            tpp.reduce_cols_idx(x, idx, out_c, argop=arg_c, **kw)
+            sim = tpp.reduce_cols_idx(x, idx, out_s, argop=None if arg_c is None else
+                                      np.full(M + 2, 99, itype), backend="sim", **kw)
+            assert np.array_equal(out_c[:M], sim.outputs["out"])
+            assert np.array_equal(out_c[M:], out0[M:])
+            X = block(x, M, big_n).astype(np.float64)
+            if op == "add":
+                want = X[:, idx.astype(np.int64)].sum(1) + (out0[:M] if accumulate else 0)
+                assert np.allclose(out_c[:M], want, rtol=0, atol=1e-5)
+                continue
+            assert np.array_equal(arg_c[:M], sim.outputs["arg"])
+            for i in range(M):
+                vals = [X[i, int(j)] for j in idx]
+                best = max(vals) if op == "max" else min(vals)
+                assert out_c[i] == best
+                assert arg_c[i] == idx[vals.index(best)]      # the first on ties
+            assert (arg_c[M:] == 99).all()
+    with pytest.raises(OutOfBoundsError, match=r"idx\[0\] = 40 reaches element"):
+        tpp.reduce_cols_idx(x, np.array([40], np.uint32), np.zeros(M, np.float32), m=M,
+                            ld=LD)

@@ -29,11 +29,13 @@ from .gather import gather, scatter
 from .operation import TensorOperation, strides_of
 from .packing import decompose_bf16, unzip, zip_halves
 from .primitives import BINARY, GEMMS, PRIMITIVES, REDUCE, UNARY, Primitive
+from .reduce_idx import reduce_cols_idx
 
 __all__ = [
     "BINARY", "EQUATION_NAMES", "Equation", "EquationKernel", "GEMMS", "LIBXSMM_NAMES",
     "OperationNotSupportedError", "PRIMITIVES", "Primitive", "REDUCE",
     "TensorOperation", "TppError", "UNARY", "WrongDimensionError", "WrongDtypeError",
     "WrongExecTypeError", "WrongPrimitiveError", "decompose_bf16", "einsum",
-    "einsum_operation", "gather", "scatter", "strides_of", "unzip", "zip_halves",
+    "einsum_operation", "gather", "reduce_cols_idx", "scatter", "strides_of", "unzip",
+    "zip_halves",
 ]

@@ -59,7 +59,8 @@ class Equation:
     a BF16 datatype is that rounding); ``bcast_in0`` reads the operand as a row, a column
     or a scalar, the result ``shape=(m, n)`` given with it (libxsmm's unary BCAST flags;
     REPLICATE_COL_VAR is the identity with ``bcast_in0="col"``, its column count fixed
-    here rather than at each call).
+    here rather than at each call); ``init_acc=True`` makes an add reduction at the root
+    fold onto the output's old values (libxsmm's REDUCE_INIT_ACC).
     ``push_back_binary_op(kind, bcast_in0=None, bcast_in1=None)`` and
     ``push_back_ternary_op(kind, bcast_in0=..., bcast_in1=..., bcast_in2=...)``: each
     broadcast ``"scalar"``, ``"row"`` or ``"col"``. ``push_back_arg(index, m, n, ld=m,
@@ -91,7 +92,8 @@ class Equation:
     def push_back_unary_op(self, kind: str, reduce: str | None = None, bitmask: bool = False,
                            op_arg: int = -1, dtype: str = "float32",
                            alpha: float | None = None, bcast_in0: str | None = None,
-                           shape: tuple[int, int] | None = None) -> Equation:
+                           shape: tuple[int, int] | None = None,
+                           init_acc: bool = False) -> Equation:
         kind = kind_name(kind, EQ_UNARY + EQ_REDUCE, "unary")
         if (kind in EQ_REDUCE) != (reduce in ("rows", "cols")):
             raise OperationNotSupportedError(
@@ -110,9 +112,13 @@ class Equation:
             raise OperationNotSupportedError(
                 f"{kind}: bcast_in0={bcast_in0!r}, shape={shape!r}; a broadcast unary kind "
                 "(not a reduction) needs the (m, n) of its result, no other kind")
+        if init_acc and kind not in ("reduce_add", "reduce_x2_add", "reduce_x_x2_add"):
+            raise OperationNotSupportedError(f"{kind}: init_acc (libxsmm's REDUCE_INIT_ACC) "
+                                             "is for the add reductions")
         return self._push(1, kind, bcast=bcasts(kind, bcast_in0), reduce=reduce or "",
                           bitmask=bitmask, op_arg=op_arg, dtype=dtype,
-                          alpha=float(alpha or 0.0), shape=tuple(shape or (0, 0)))
+                          alpha=float(alpha or 0.0), shape=tuple(shape or (0, 0)),
+                          init_acc=init_acc)
 
     def push_back_binary_op(self, kind: str, bcast_in0: str | None = None,
                             bcast_in1: str | None = None,

@@ -124,6 +124,10 @@ class Plan:
             raise WrongDimensionError(f"output ld = {self.ld} below m = {self.m}" + (
                 " or not a multiple of 8 bits" if self.dtype == "bitmask" else ""))
         for node in self.nodes():
+            if isinstance(node, Node) and node.init_acc and (
+                    node is not self.root or self.dtype != "float32"):
+                raise WrongDimensionError(f"{node.kind} with init_acc folds onto the output: "
+                                          "it must be the equation's root, the output float32")
             if isinstance(node, Node) and node.kind == "muladd" and node.arity == 2 and (
                     node is not self.root or self.dtype != "float32"):
                 raise WrongDimensionError("the binary muladd adds into the output: it must be "
@@ -181,6 +185,7 @@ class _CWriter(_Walk):
         super().__init__(plan)
         self.lines: list[str] = []
         self.count = 0
+        self.scalar = False     # a reduction: the function is kept from gcc's vectoriser
 
     def local(self, expr: str) -> str:
         self.count += 1
@@ -235,6 +240,38 @@ class _CWriter(_Walk):
         return [f"    /* {comment} */", f"    for (int64_t j = 0; j < {n}; ++j) {{",
                 f"      for (int64_t i = 0; i < {m}; ++i) {{", *body, "      }", "    }"]
 
+    def _reduction(self, k: int, node: Node) -> list[str]:
+        """A reduction's loop nest. Each result folds from the identity of its step
+        (``_IDENTITY``: the same value as libxsmm's first element, exactly) or, with
+        init_acc, from the old output. Over the rows the accumulators are locals of the
+        column loop; over the columns an array set before the loops. A function with a
+        reduction is not vectorised (``NPK_TPP_EQ_SCALAR``): gcc 12 at -O3 -march=native
+        vectorises such a fold over the columns keeping the sums in double between steps,
+        which changes the rounding."""
+        kid = node.children[0]
+        x = self.value(kid, ("i", "j"), k)
+        m, n = kid.shape
+        rows, ld, parts = node.reduce == "rows", self.plan.ld, _parts(node, m)
+        accs, starts = [], []
+        for p, (kind, step, off) in enumerate(parts):
+            accs.append(f"acc{p}" if rows else f"t{k}[i * {step} + {off}]")
+            old = f"out[{p} + j * {ld}]" if rows else f"out[i + {p * ld}]"
+            starts.append(old if node.init_acc else _IDENTITY[kind])
+        folds = [f"        {a} = {LIBXSMM_REDUCE[kind].step.c(a, x)};"
+                 for a, (kind, _, _) in zip(accs, parts)]
+        head = f"    /* stage {k}: {node.kind} over the {node.reduce} of a {m} x {n} " \
+            "block, folded in order */"
+        self.scalar = True
+        if rows:
+            return [head, f"    for (int64_t j = 0; j < {n}; ++j) {{",
+                    *[f"      float {a} = {v};" for a, v in zip(accs, starts)],
+                    f"      for (int64_t i = 0; i < {m}; ++i) {{", *self.lines, *folds,
+                    "      }", *[f"      t{k}[j * {step} + {off}] = {a};"
+                                 for a, (_, step, off) in zip(accs, parts)], "    }"]
+        return [head, f"    for (int64_t i = 0; i < {m}; ++i) {{",
+                *[f"      {a} = {v};" for a, v in zip(accs, starts)], "    }",
+                *self._loop(m, n, [*self.lines, *folds], "the fold")]
+
     def _gemm(self, k: int, node: Node) -> list[str]:
         a, b = node.children[:2]
         (m, kk), n = a.shape, b.n
@@ -262,16 +299,7 @@ class _CWriter(_Walk):
         if isinstance(node, Node) and node.kind in ("matmul", "brgemm"):
             return self._gemm(k, node)
         if isinstance(node, Node) and node.kind in EQ_REDUCE:
-            kid = node.children[0]
-            x = self.value(kid, ("i", "j"), k)
-            m, n = kid.shape
-            idx, first = ("j", "i == 0") if node.reduce == "rows" else ("i", "j == 0")
-            for kind, step, off in _parts(node, m):
-                red, t = LIBXSMM_REDUCE[kind], f"t{k}[{idx} * {step} + {off}]"
-                self.lines.append(f"        {t} = {first} ? {red.init.c(x)} : "
-                                  f"{red.step.c(t, x)};")
-            return self._loop(m, n, self.lines, f"stage {k}: {node.kind} over the "
-                              f"{node.reduce} of a {m} x {n} block, folded in order")
+            return self._reduction(k, node)
         v = self.value(node, ("i", "j"), k)
         m, n = node.shape
         self.lines.append(self._store(v) if last else f"        t{k}[i + j * {m}] = {v};")
@@ -290,9 +318,10 @@ class _CWriter(_Walk):
         if copy:
             k, (m, n) = len(self.stages) - 1, self.plan.root.shape
             body += self._loop(m, n, [self._store(f"t{k}[i + j * {m}]")], "the output")
-        return "\n".join([_BF16, f"/* libxsmm equation, fused: {len(self.stages)} stage(s) "
-                          "in one function */", f"static void {name}({args})", "{", *body,
-                          "}", ""])
+        scalar = "NPK_TPP_EQ_SCALAR " if self.scalar else ""
+        return "\n".join([_PRELUDE, f"/* libxsmm equation, fused: {len(self.stages)} "
+                          "stage(s) in one function */", f"static void {scalar}{name}({args})",
+                          "{", *body, "}", ""])
 
     def _store(self, v: str) -> str:
         """The statement writing value ``v`` to the output at (i, j)."""
@@ -321,6 +350,13 @@ def _parts(node: Node, m: int) -> list[tuple[str, int, int]]:
     return [("reduce_add", 1, 0), ("reduce_x2_add", 1, m)]
 
 
+# The identity of each reduction's step: folding from it gives libxsmm's first element
+# exactly (-0 + x = x for every x, -0 and NaN included; max(-inf, x) = x; ...).
+_IDENTITY = {"reduce_add": "-0.0f", "reduce_x2_add": "-0.0f", "reduce_mul": "1.0f",
+             "reduce_max": "-HUGE_VALF", "reduce_min": "HUGE_VALF",
+             "reduce_absmax": "-HUGE_VALF"}
+
+
 def _alpha(a: float) -> str:
     """libxsmm's alpha, a float32, as a C float literal of exactly that value."""
     return f"{float(np.float32(a))!r}f"
@@ -345,9 +381,14 @@ _ALPHA_REF = {
 }
 
 
-_BF16 = """\
+_PRELUDE = csource._includes("math.h") + """
 #ifndef NPK_TPP_EQ_BF16
 #define NPK_TPP_EQ_BF16
+#if defined(__GNUC__) && !defined(__clang__)
+#define NPK_TPP_EQ_SCALAR __attribute__((optimize("no-tree-vectorize")))
+#else
+#define NPK_TPP_EQ_SCALAR
+#endif
 /* bfloat16 -> float32: the 16 bits are the top half of the float32. */
 static inline float tpp_eq_bf16(npk_bfloat16 h)
 {
@@ -459,6 +500,16 @@ class _NumpyWriter(_Walk):
                 acc = acc + ma[:, p:p + 1] * mb[p:p + 1, :]
         return acc
 
+    def _fold(self, red, x: np.ndarray, axis: int, part: int) -> np.ndarray:
+        """A reduction folded onto the old output (REDUCE_INIT_ACC): row (or column)
+        ``part`` of the output block."""
+        m, n, ld = *self.plan.root.shape, self.plan.ld
+        at = part + np.arange(n) * ld if axis == 0 else np.arange(m) + part * ld
+        acc = self.arrays["out"][at].astype(np.float32)
+        for row in np.moveaxis(x, axis, 0):
+            acc = red.step.reference(acc, row)
+        return acc
+
     def stage(self, k: int, node) -> np.ndarray:
         if isinstance(node, Node) and node.kind in ("matmul", "brgemm"):
             return self._gemm(node)
@@ -467,7 +518,9 @@ class _NumpyWriter(_Walk):
             self.domain = kid.shape
             x = np.broadcast_to(self.value(kid, ("i", "j"), k), kid.shape)
             axis = 0 if node.reduce == "rows" else 1
-            parts = [LIBXSMM_REDUCE[kind].reference(x, axis) for kind, *_ in _parts(node, 0)]
+            parts = [self._fold(LIBXSMM_REDUCE[kind], x, axis, part) if node.init_acc else
+                     LIBXSMM_REDUCE[kind].reference(x, axis)
+                     for part, (kind, *_) in enumerate(_parts(node, 0))]
             return np.stack(parts, axis=axis) if len(parts) == 2 else \
                 parts[0].reshape(node.shape)
         self.domain = node.shape

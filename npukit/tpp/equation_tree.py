@@ -77,7 +77,8 @@ class Node:
     """One operation: ``arity`` operands, a kind, per-operand broadcasts, and its
     parameters: ``reduce`` (``"rows"`` or ``"cols"``), ``bitmask`` (a ReLU also writes
     its mask), ``op_arg`` (a dump's buffer), ``alpha`` (a leaky ReLU's slope, ELU's
-    scale), ``dtype`` (libxsmm's datatype of a unary
+    scale), ``init_acc`` (an add reduction folds onto the old output), ``dtype``
+    (libxsmm's datatype of a unary
     operation: ``"bfloat16"`` rounds its result to bfloat16, to nearest even)."""
 
     arity: int
@@ -89,6 +90,7 @@ class Node:
     op_arg: int = -1
     dtype: str = "float32"
     alpha: float = 0.0
+    init_acc: bool = False
     shape: tuple[int, int] = (0, 0)
 
 
