@@ -275,7 +275,7 @@ def test_equation_matmul_bfloat16_vnni():
     a = RNG.uniform(-1, 1, (br, m, k)).astype(bf16)         # logical [r, i, p]
     b = RNG.uniform(-1, 1, (br, n, k)).astype(bf16)         # batch r: column-major k x n
     x = RNG.uniform(-1, 1, m * n).astype(np.float32)
-    bias = RNG.uniform(-1, 1, m).astype(np.float32)
+    bias = RNG.uniform(-1, 1, m).astype(bf16)               # the sample's in_dt
     A = a.astype(np.float64)
     B = b.astype(np.float64).transpose(0, 2, 1)
     S = np.einsum("rip,rpj->ij", A, B)
@@ -308,5 +308,26 @@ def test_equation_matmul_bfloat16_vnni():
     assert normf_rel(run(eq), acc + S) <= 2 ** -8
 
     eq = tpp.Equation().push_back_unary_op("relu").push_back_binary_op("add", bcast_in0="col")
-    eq.push_back_unary_op("increment").push_back_arg(1, m, 1)
-    assert normf_rel(run(brgemm(eq)), np.maximum(bias[:, None] + 1 + S, 0)) <= 2 ** -8
+    eq.push_back_unary_op("increment").push_back_arg(1, m, 1, dtype="bfloat16")
+    want = np.maximum(bias.astype(np.float64)[:, None] + 1 + S, 0)
+    assert normf_rel(run(brgemm(eq)), want) <= 2 ** -8
+
+
+def test_the_samples_table_is_true():
+    """docs/tpp.md's table of libxsmm's eleven samples: the count of whole ones is what
+    the table says (10 of 11), and every test a row names exists in the TPP tests."""
+    import re
+    from pathlib import Path
+
+    import tests.test_tpp_eltwise as eltwise
+    root = Path(__file__).parent.parent
+    text = (root / "docs" / "tpp.md").read_text()
+    section = text[text.index("### libxsmm's samples"):]
+    rows = re.findall(r"^\| `((?:eltwise|equation)_\w+)` \| (whole|in part) \| [^|]* \| "
+                      r"([^|]*) \|$", section, re.M)
+    assert len(rows) == 11
+    assert sum(status == "whole" for _, status, _ in rows) == 10
+    here = globals()
+    for sample, _, tests in rows:
+        for name in re.findall(r"`(\w+)`", tests):
+            assert callable(here.get(name) or getattr(eltwise, name, None)), (sample, name)

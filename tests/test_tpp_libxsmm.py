@@ -234,8 +234,8 @@ def test_docs_table_agrees_with_the_mapping():
         "LIBXSMM_MELTW_TYPE_UNARY_REPLICATE_COL_VAR": "identity"}
     assert set(tpp.EQUATION_NAMES.values()) <= set(EQ_UNARY + EQ_BINARY + EQ_TERNARY) | {
         "reduce_x_x2_add"}
-    assert sorted(functions) == ["tpp.decompose_bf16", "tpp.gather", "tpp.scatter",
-                                 "tpp.unzip", "tpp.zip_halves"]
+    assert sorted(functions) == ["tpp.decompose_bf16", "tpp.gather", "tpp.reduce_cols_idx",
+                                 "tpp.scatter", "tpp.unzip", "tpp.zip_halves"]
 
 
 @pytest.mark.parametrize("axis", [1, 2])

@@ -197,7 +197,8 @@ class _CWriter(_Walk):
         buf = self.plan.arg_buffer(a.index)
         if a.dtype == "bitmask":
             return f"(({buf}[({i}) / 8 + ({j}) * {a.ld // 8}] >> (({i}) % 8)) & 1)"
-        return self.local(f"{buf}[({i}) + ({j}) * {a.ld}]")
+        v = f"{buf}[({i}) + ({j}) * {a.ld}]"
+        return self.local(f"tpp_eq_bf16({v})" if a.dtype == "bfloat16" else v)
 
     def temp(self, k: int, shape, at) -> str:
         return self.local(f"t{k}[({at[0]}) + ({at[1]}) * {shape[0]}]")
