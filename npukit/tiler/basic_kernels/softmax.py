@@ -176,8 +176,11 @@ def _exp_sums(In, G: int, Sg: int, D: int, Sd: int):
     its group's maximum, their exps ``exp2_f32``, the exps summed in order)."""
     idx = np.arange(G)[:, None] * Sg + np.arange(D)[None, :] * Sd
     x = In[idx]
-    d = x - x.max(axis=1, keepdims=True)
-    e = exp2_f32(d * LOG2E)
+    # A masked score (-inf, finfo(float32).min) overflows to -inf here and exps to 0, as in
+    # C; a row masked whole with -inf is NaN, as ONNX Runtime's: no warning for either.
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = x - x.max(axis=1, keepdims=True)
+        e = exp2_f32(d * LOG2E)
     s = np.zeros(G, np.float32)
     for i in range(D):
         s = s + e[:, i]
