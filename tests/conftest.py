@@ -957,6 +957,9 @@ SMOKE = {
         'test_shared_parameters_must_agree_and_names_must_exist',
         'test_a_tensor_read_first_and_written_later_is_inout',
     ),
+    'tests/test_sim_speed.py': (
+        'test_feature_tile_is_the_one_plane_reference_over_every_feature[int8-int8-3-5-3-1-1-1-0-4-9]',
+    ),
     'tests/test_sim.py': (
         'test_vectorized_beats_vanilla_by_8x',
         'test_fusing_small_dims_pays',

@@ -14,7 +14,7 @@ import numpy as np
 from ...arith import wrap32
 from ...costs import Work
 from ...dtypes import int_range, is_float
-from . import conv_features
+from . import conv_features, conv_reference
 from .common import (
     AVX512_HELPERS,
     C_ALIGN,
@@ -525,7 +525,7 @@ void {name}({c_signature(args)})
 {entry}
 }}"""
     if planes:
-        return _feature_tile(name, args, src, layer_conv(in_dt, w_dt, width))
+        return _feature_tile(name, args, src, layer_conv(in_dt, w_dt, width), flt)
 
     def reference(In, W, InRow0, InRows, Hreal, PadT, Filter, Acc, Wo, OutRow0, OutRows, Fx,
                   Fy, Sx, Sy, Dx, Dy, PadL, Zin, Zw, *, core_id, core_count):
@@ -559,20 +559,13 @@ void {name}({c_signature(args)})
     return BasicKernel(name, args, True, src, reference, cost)
 
 
-def _feature_tile(name: str, args, src: str, single: BasicKernel) -> BasicKernel:
-    """``layer_conv(planes=True)``'s kernel: its reference is the one-plane reference over the
-    output features and, for each, the input features in order."""
-    def reference(In, W, InRow0, InRows, Hreal, PadT, InFeat, Filter, Acc, Wo, OutRow0, OutRows,
-                  OutFeat, Fx, Fy, *rest, core_id, core_count):
-        if core_id:
-            return
-        plane, taps, tile = InRows * W, Fy * Fx, OutRows * Wo
-        for o in range(OutFeat):
-            for i in range(InFeat):
-                f = (o * InFeat + i) * taps
-                single.reference(In[i * plane:(i + 1) * plane], W, InRow0, InRows, Hreal, PadT,
-                                 Filter[f:f + taps], Acc[o * tile:(o + 1) * tile], Wo, OutRow0,
-                                 OutRows, Fx, Fy, *rest, core_id=0, core_count=1)
+def _feature_tile(name: str, args, src: str, single: BasicKernel, flt: bool) -> BasicKernel:
+    """``layer_conv(planes=True)``'s kernel: its reference computes what the one-plane
+    reference makes over the output features and, for each, the input features in order, at
+    array speed (``conv_reference.feature_tile``)."""
+    def reference(*args, core_id, core_count):
+        if not core_id:
+            conv_reference.feature_tile(flt, *args)
 
     def cost(InFeat, OutFeat, **kw):
         # An output feature's rows are set up once for all its input features.
