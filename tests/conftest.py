@@ -491,12 +491,18 @@ SMOKE = {
         'test_dim_edit_errors_name_tensor_and_sizes',
         'test_torq_order_scalar_product_and_act_load[sim]',
     ),
+    'tests/test_easy_torq_modes.py': (
+        'test_mode_errors_name_the_mode',
+    ),
     'tests/test_easy_torq_units.py': (
         'test_alu_load_passes_the_data',
         'test_alu_load_refuses_a_loop_that_would_sum',
         'test_one_value_bias_needs_float_partials',
         'test_store_of_a_constant_fills_every_element[uint8-200]',
         'test_store_of_a_constant_errors_name_what_is_wrong',
+    ),
+    'tests/test_easy_vocabulary.py': (
+        'test_pattern_table_counts_the_compilers_files',
     ),
     'tests/test_examples.py': (
         'test_example_runs[mul_vanilla]',
