@@ -221,6 +221,20 @@ def _what(key: str, layers: list[Layer]) -> str:
     return f"the copy of {key[:-3]}" if key.endswith("@L2") else key
 
 
+@dataclass(frozen=True)
+class _Bytes:
+    """A state's L2 bytes at each layer: its tensors' and fetched copies' (``spans``) and
+    its layers' stream buffers (``stage``); ``peak(l2_items(s))`` is the most of their sum.
+    The plan's steps update it (``_Planner._span``, ``_Planner._streams``) instead of
+    building the items again."""
+
+    spans: np.ndarray
+    stage: np.ndarray
+
+    def peak(self) -> int:
+        return int((self.spans + self.stage).max(initial=0))
+
+
 # -- the plan ------------------------------------------------------------------------------
 
 @dataclass
@@ -273,48 +287,60 @@ class _Planner:
     def staging(self, s: _State, i: int) -> int:
         return sum(_up(self.layers[i].staging.get(t, 0)) for t in self.streamed(s, i))
 
-    def l2_items(self, s: _State) -> list[Item]:
+    def l2_items(self, s: _State, stage: np.ndarray | None = None) -> list[Item]:
+        """State ``s``'s L2 items (``stage``: its layers' stream buffer bytes, when known)."""
         items = [Item(t, *self.live(t), self.tensors[t].size) for t in self.locals
                  if t not in s.l3_locals]
         items += [Item(f"{t}@L2", at, until, self.tensors[t].size)
                   for t, (at, until) in s.fetches.items()]
-        items += [Item(f"@staging{i}", i, i, self.staging(s, i)) for i in range(len(self.layers))]
+        sizes = [self.staging(s, i) for i in range(len(self.layers))] if stage is None else \
+            stage.tolist()
+        items += [Item(f"@staging{i}", i, i, n) for i, n in enumerate(sizes)]
         return items
 
-    def l2_live(self, s: _State) -> np.ndarray:
-        """The bytes of state ``s``'s L2 items live at each layer: ``peak(l2_items(s))`` is
-        its maximum. The plan's steps change it by ``_span`` and ``_streams`` (a tensor's
-        life in L2, its stream buffers) instead of building the items again."""
-        live = np.zeros(len(self.layers), np.int64)
+    def l2_bytes(self, s: _State) -> _Bytes:
+        """State ``s``'s L2 bytes at each layer, from scratch."""
+        spans = np.zeros(len(self.layers), np.int64)
         for t in self.locals:
             if t not in s.l3_locals:
-                live = self._span(live, *self.live(t), self.tensors[t].size)
+                first, last = self.live(t)
+                spans[first:last + 1] += _up(self.tensors[t].size)
         for t, (at, until) in s.fetches.items():
-            live = self._span(live, at, until, self.tensors[t].size)
-        return live + np.array([self.staging(s, i) for i in range(len(self.layers))], np.int64)
+            spans[at:until + 1] += _up(self.tensors[t].size)
+        stage = np.array([self.staging(s, i) for i in range(len(self.layers))], np.int64)
+        return _Bytes(spans, stage)
 
-    @staticmethod
-    def _span(live: np.ndarray, first: int, last: int, size: int, sign: int = 1) -> np.ndarray:
-        out = live.copy()
-        out[first:last + 1] += sign * _up(size)
-        return out
+    def _span(self, b: _Bytes, t: str, first: int, last: int, sign: int) -> _Bytes:
+        """``b`` with tensor ``t`` (or a copy of it) in L2 from layer ``first`` to ``last``
+        (``sign`` 1) or no longer (-1)."""
+        spans = b.spans.copy()
+        spans[first:last + 1] += sign * _up(self.tensors[t].size)
+        return _Bytes(spans, b.stage)
 
-    def _streams(self, live: np.ndarray, t: str, sign: int,
-                 window: tuple[int, int] | None = None) -> np.ndarray:
-        """``live`` with tensor ``t``'s stream buffers added (``sign`` 1) or taken away (-1)
-        at the layers using it, but those in ``window`` (its fetched copy's life)."""
+    def _streams(self, b: _Bytes, t: str, sign: int,
+                 window: tuple[int, int] | None = None) -> _Bytes:
+        """``b`` with tensor ``t``'s stream buffers added (``sign`` 1) or taken away (-1) at
+        the layers using it, but those in ``window`` (the life of its fetched copy)."""
         idx, nbytes = self._stage[t]
         if window is not None:
             keep = (idx < window[0]) | (idx > window[1])
             idx, nbytes = idx[keep], nbytes[keep]
-        out = live.copy()
-        out[idx] += sign * nbytes
-        return out
+        stage = b.stage.copy()
+        stage[idx] += sign * nbytes
+        return _Bytes(b.spans, stage)
 
-    def _within(self, live: np.ndarray, static: int) -> bool:
-        """The necessary condition of ``fits`` that ``live`` decides: the least an
-        allocation of the L2 items takes (``least``) within the L2 budget."""
-        return static + int(live.max(initial=0)) - (ALIGN - 1) <= self.budgets.l2
+    def _unfetched(self, s: _State, b: _Bytes, t: str) -> _Bytes:
+        """``b`` (state ``s``'s) without constant ``t``'s copy in L2 and its streams: the
+        bytes of everything else, as when ``t`` is promoted."""
+        window = s.fetches.get(t)
+        if window is not None:
+            b = self._span(b, t, *window, -1)
+        return self._streams(b, t, -1, window)
+
+    def _within(self, b: _Bytes, static: int) -> bool:
+        """The necessary condition of ``fits`` that ``b`` decides: the least an allocation
+        of the L2 items takes (``least``) within the L2 budget after ``static`` bytes."""
+        return static + b.peak() - (ALIGN - 1) <= self.budgets.l2
 
     def l3_items(self, s: _State) -> list[Item]:
         return [Item(t, *self.live(t), self.tensors[t].size) for t in self.locals
@@ -363,24 +389,23 @@ class _Planner:
                   for k in range(len(movable) + 1)]
         # The first state that fits: the states whose L2 items surely do not fit (their
         # live bytes, updated as each local moves to L3, over the budget) are passed over.
-        state, live = None, self.l2_live(states[0])
+        state, b = None, self.l2_bytes(states[0])
         for k, s in enumerate(states):
             if k:
                 t = movable[k - 1]
-                live = self._streams(self._span(live, *self.live(t), self.tensors[t].size, -1),
-                                     t, 1)
-            if self._within(live, 0) and self.fits(s):
+                b = self._streams(self._span(b, t, *self.live(t), -1), t, 1)
+            if self._within(b, 0) and self.fits(s, self.l2_items(s, b.stage)):
                 state = s
                 break
         if state is None:
             raise CapacityError(self._refusal(states))
         for t in reversed([t for t in movable if t in state.l3_locals]):
             trial = replace(state, l3_locals=state.l3_locals - {t})
-            back = self._streams(self._span(live, *self.live(t), self.tensors[t].size), t, -1)
-            if self._within(back, 0) and self.fits(trial):
-                state, live = trial, back
-        state = self._promote(state)
-        state = self._fetch(state)
+            back = self._streams(self._span(b, t, *self.live(t), 1), t, -1)
+            if self._within(back, 0) and self.fits(trial, self.l2_items(trial, back.stage)):
+                state, b = trial, back
+        state, b = self._promote(state, b)
+        state = self._fetch(state, b)
         return self._result(state)
 
     def _refusal(self, states: list[_State]) -> str:
@@ -406,7 +431,9 @@ class _Planner:
                 f"to L3 RAM needs {max(need, l3)} B of L3 ({', '.join(sorted(s.l3_locals))}), "
                 f"over its budget of {b.l3} B: {max(need, l3) - b.l3} B missing")
 
-    def _promote(self, s: _State) -> _State:
+    def _promote(self, s: _State, now: _Bytes) -> tuple[_State, _Bytes]:
+        """Constants into static L2, the largest first, then static L3, while they fit;
+        returns the state and its L2 bytes (``now``: ``s``'s)."""
         b = self.budgets
         order = sorted(self.consts, key=lambda t: (-self.tensors[t].size, t))
         if b.promote:
@@ -414,20 +441,25 @@ class _Planner:
                 trial = replace(s, l2_consts=s.l2_consts + [t],
                                 fetches={k: v for k, v in s.fetches.items() if k != t})
                 static = self.static(trial.l2_consts)
-                if (b.l2_static is None or static <= b.l2_static) and self.fits(trial):
-                    s = trial
+                if b.l2_static is not None and static > b.l2_static:
+                    continue
+                after = self._unfetched(s, now, t)
+                if self._within(after, static) and \
+                        self.fits(trial, self.l2_items(trial, after.stage)):
+                    s, now = trial, after
         for t in order:
             if t in s.l2_consts:
                 continue
             trial = replace(s, l3_consts=s.l3_consts + [t])
-            if self.static(trial.l3_consts) <= b.l3_static and self.fits(trial):
+            if self.static(trial.l3_consts) <= b.l3_static and \
+                    self.fits(trial, self.l2_items(trial, now.stage)):
                 s = trial
-        return s
+        return s, now
 
-    def _fetch(self, s: _State) -> _State:
+    def _fetch(self, s: _State, now: _Bytes) -> _State:
         """Each constant not promoted, by first use, fetched into dynamic L2 as late as still
         covers its transfer with the estimated cycles of the layers in between, among the
-        starts that fit; else as early as fits."""
+        starts that fit; else as early as fits (``now``: ``s``'s L2 bytes)."""
         if not self.budgets.fetch:
             return s
         rest = [t for t in self.consts if t not in s.l2_consts]
@@ -448,8 +480,10 @@ class _Planner:
             # (its layers read the copy whichever start), and the least an allocation takes
             # only grows as the copy starts earlier: the starts before the earliest within
             # the budget by that bound cannot fit.
+            rest_b = self._unfetched(s, now, t)
             others = [it for it in self.l2_items(replace(s, fetches={**s.fetches,
-                                                                     t: (first, last)}))
+                                                                     t: (first, last)}),
+                                                 rest_b.stage)
                       if it.key != f"{t}@L2"]
             size, static = self.tensors[t].size, self.static(s.l2_consts)
 
@@ -458,7 +492,7 @@ class _Planner:
             lo, hi = 0, first + 1  # the earliest start within that bound, by bisection
             while lo < hi:
                 mid = (lo + hi) // 2
-                if static + least(items(mid)) <= self.budgets.l2:
+                if self._within(self._span(rest_b, t, mid, last, 1), static):
                     hi = mid
                 else:
                     lo = mid + 1
@@ -473,6 +507,7 @@ class _Planner:
                 at = next((a for a in range(max(covered + 1, lo), first + 1) if fits(a)), None)
             if at is not None:
                 s = replace(s, fetches={**s.fetches, t: (at, last)})
+                now = self._span(rest_b, t, at, last, 1)
         return s
 
     def _result(self, s: _State) -> Plan:
