@@ -40,6 +40,17 @@ def test_bert_vocabulary_table_stays_in_flash_and_only_its_rows_reach_l1():
     emb = [t for t in g.tensors.values() if t.size == table.nbytes]
     assert [t.memory for t in emb] == ["L3_FLASH"]
     assert g.memory["L1"].dynamic <= SMALL["l1_budget"] < table.nbytes
+    # only the indices and the output rows take L1, each in two slots (double-buffered)
+    tiling = g.graph.layers[0].tiling
+    assert {k: a.slots for k, a in tiling.args.items()} == {"Idx": 2, "Out": 2}
+
+
+def test_a_table_over_the_flash_budget_is_refused_by_name():
+    table = RNG.normal(size=(3000, 16)).astype(np.float32)
+    with pytest.raises(npukit.CapacityError, match=r"its constants need 192000 B of flash "
+                                                   r"\(W_emb\), over the flash budget of "
+                                                   r"100000 B"):
+        npukit.onnx.load(embedding(table, 4), **SMALL, l3_flash_budget=100000)
 
 
 def test_a_table_a_hundred_times_larger_costs_the_same_cycles():
