@@ -16,11 +16,15 @@ all of them alike. Sections:
 4. GEMM (an optimized ``TensorOperation``, first touch zero) on squares 64 ... 2048 and odd
    shapes against ``np.matmul(out=)`` (OpenBLAS) and torch, at 1 and 2 threads;
 5. the three sigmoids: their errors over a fine grid beside the errors the TPP text states,
-   and their bandwidth beside ``torch.sigmoid``'s at 1 and 2 threads.
+   and their bandwidth beside ``torch.sigmoid``'s at 1 and 2 threads;
+6. libxsmm's equations: equation_simple and a softmax as one fused ``tpp.Equation`` kernel
+   against the same trees run node by node (one ``Primitive`` call per node, temporaries
+   between them) and numpy, at 64 x 64 and 1024 x 1024, one thread.
 
 Targets (reported, not asserted): GEMM 1024^3 at least 70% of OpenBLAS on 1 and 2
 threads; unary and binary primitives at 2048x2048 at least 80% of the copy bandwidth; the
-fast sigmoid faster than torch.sigmoid at equal threads.
+fast sigmoid faster than torch.sigmoid at equal threads; a fused equation faster than its
+nodes run one by one.
 
 Idle threads of every library sleep instead of spinning (``OPENBLAS_THREAD_TIMEOUT=4``,
 ``OMP_WAIT_POLICY=PASSIVE`` for torch's OpenMP, unless already set): in interleaved runs a
@@ -48,7 +52,14 @@ import numpy as np  # noqa: E402
 
 from npukit.c import toolchain  # noqa: E402
 from npukit.lut import sigmoid as S  # noqa: E402
-from npukit.tpp import BINARY, UNARY, Primitive, TensorOperation, einsum_operation  # noqa: E402
+from npukit.tpp import (  # noqa: E402
+    BINARY,
+    UNARY,
+    Equation,
+    Primitive,
+    TensorOperation,
+    einsum_operation,
+)
 from npukit.tpp.csource import standalone  # noqa: E402
 
 try:
@@ -355,6 +366,87 @@ def sigmoids(repeat: int) -> dict[int, float]:
     return speedup
 
 
+def _simple(n: int):
+    """equation_simple, (a0 + 1 + a1) (a2^2 + a3): the fused kernel, its nodes one by one,
+    numpy."""
+    eq = Equation().push_back_binary_op("mul").push_back_binary_op("add")
+    eq.push_back_unary_op("increment").push_back_arg(0, n, n).push_back_arg(1, n, n)
+    eq.push_back_binary_op("add").push_back_unary_op("square").push_back_arg(2, n, n)
+    kernel = eq.push_back_arg(3, n, n).dispatch(n, n)
+    a = [np.random.default_rng(k).uniform(-1, 1, n * n).astype(np.float32) for k in range(4)]
+    out, t0, t1 = (np.empty(n * n, np.float32) for _ in range(3))
+    inc, add, sq, mul = (Primitive(k) for k in ("increment", "add", "square", "mul"))
+
+    def nodes():
+        inc(a[0], t0, m=n, n=n)
+        add(t0, a[1], t0, m=n, n=n)
+        sq(a[2], t1, m=n, n=n)
+        add(t1, a[3], t1, m=n, n=n)
+        mul(t0, t1, out, m=n, n=n)
+
+    return (lambda: kernel(a, out)), nodes, lambda: np.multiply(
+        a[0] + 1 + a[1], a[2] * a[2] + a[3], out=out)
+
+
+def _softmax(n: int):
+    """Softmax over an n x n block: max, subtract, exp, sum, reciprocal, scale."""
+    eq = Equation().push_back_binary_op("mul", bcast_in1="scalar")
+    eq.push_back_unary_op("exp").push_back_binary_op("sub", bcast_in1="scalar")
+    eq.push_back_arg(0, n, n).push_back_unary_op("reduce_max", reduce="rows")
+    eq.push_back_unary_op("reduce_max", reduce="cols").push_back_arg(0, n, n)
+    eq.push_back_unary_op("reciprocal").push_back_unary_op("reduce_add", reduce="rows")
+    eq.push_back_unary_op("reduce_add", reduce="cols").push_back_unary_op("exp")
+    eq.push_back_binary_op("sub", bcast_in1="scalar").push_back_arg(0, n, n)
+    eq.push_back_unary_op("reduce_max", reduce="rows")
+    kernel = eq.push_back_unary_op("reduce_max", reduce="cols").push_back_arg(0, n, n) \
+        .dispatch(n, n)
+    x = np.random.default_rng(0).uniform(-4, 4, n * n).astype(np.float32)
+    out, t, col = np.empty(n * n, np.float32), np.empty(n * n, np.float32), \
+        np.empty(n, np.float32)
+    s = np.empty(1, np.float32)
+    rmax, rmax_c = Primitive("reduce_max", reduce_cols=True), Primitive("reduce_max")
+    radd, radd_c = Primitive("reduce_add", reduce_cols=True), Primitive("reduce_add")
+    sub, ex, rec, mul = (Primitive(k) for k in ("sub", "exp", "reciprocal", "mul"))
+    spread = Primitive("bias")                        # a scalar broadcast to a column
+
+    def nodes():
+        rmax(x, col, m=n, n=n)
+        rmax_c(col, s, m=n, n=1)
+        spread(s, col, m=n, n=1, inca=0, lda=0, ldb=n)
+        sub(x, col, t, m=n, n=n, ldb=0)               # ldb = 0: the column repeated
+        ex(t, t, m=n, n=n)
+        radd(t, col, m=n, n=n)
+        radd_c(col, s, m=n, n=1)
+        rec(s, s, m=1, n=1)
+        spread(s, col, m=n, n=1, inca=0, lda=0, ldb=n)
+        mul(t, col, out, m=n, n=n, ldb=0)
+
+    def numpy():
+        e = np.exp(x - x.max())
+        np.multiply(e, 1 / e.sum(), out=out)
+
+    return (lambda: kernel([x], out)), nodes, numpy
+
+
+def equations(repeat: int) -> dict[str, float]:
+    """Section 6: fused equation against its nodes one by one; returns the speed-ups."""
+    print("\nlibxsmm's equations, one thread: microseconds per call (median), the fused "
+          "kernel beside its nodes run one by one")
+    head = f"{'equation':<18}{'n x n':>12}{'fused':>12}{'nodes':>12}{'numpy':>12}{'speed-up':>10}"
+    print(head)
+    print("-" * len(head))
+    speedup = {}
+    for name, make in (("equation_simple", _simple), ("softmax", _softmax)):
+        for n in (64, 1024):
+            fused, nodes, ref = make(n)
+            t = medians({"fused": fused, "nodes": nodes, "numpy": ref}, repeat)
+            speedup[f"{name} {n}"] = t["nodes"] / t["fused"]
+            print(f"{name:<18}{f'{n} x {n}':>12}{t['fused'] * 1e6:>12.1f}"
+                  f"{t['nodes'] * 1e6:>12.1f}{t['numpy'] * 1e6:>12.1f}"
+                  f"{speedup[f'{name} {n}']:>9.2f}x")
+    return speedup
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7, help="interleaved rounds per measurement")
@@ -375,6 +467,8 @@ def main() -> None:
     odd = [] if args.quick else [(1000, 1000, 1000), (513, 257, 1031), (4096, 48, 512)]
     ratios = gemm(args.repeat, [(s, s, s) for s in squares] + odd)
     speed = sigmoids(args.repeat)
+    set_threads(1)
+    fused = equations(args.repeat)
     print("\ntargets:")
     for threads in (1, 2):
         r = ratios.get((1024, 1024, 1024, threads))
@@ -386,6 +480,9 @@ def main() -> None:
     for threads, s in speed.items():
         print(f"  fast sigmoid vs torch.sigmoid, {threads} thread(s): {s:.2f}x "
               f"({'faster' if s > 1 else 'NOT faster'})")
+    for name, s in fused.items():
+        print(f"  {name}: the fused equation {s:.2f}x its nodes one by one "
+              f"({'met' if s > 1 else 'NOT met'})")
 
 
 if __name__ == "__main__":
