@@ -416,3 +416,55 @@ def test_the_samples_table_is_true():
     for sample, _, tests in rows:
         for name in re.findall(r"`(\w+)`", tests):
             assert callable(here.get(name) or getattr(eltwise, name, None)), (sample, name)
+
+
+def test_equation_errors_name_what_is_wrong():
+    """Bad equations and calls raise NpukitError subclasses naming the node, operand,
+    shapes or sizes, before anything runs."""
+    from npukit.errors import CapacityError, NpukitError, OutOfBoundsError
+
+    def two(kind="add", **kw):
+        eq = tpp.Equation().push_back_binary_op(kind, **kw)
+        return eq.push_back_arg(0, 4, 3).push_back_arg(1, 4, 3)
+
+    with pytest.raises(tpp.WrongPrimitiveError, match="'LIBXSMM_MELTW_TYPE_UNARY_DROPOUT' is "
+                       "no unary kind"):
+        tpp.Equation().push_back_unary_op("LIBXSMM_MELTW_TYPE_UNARY_DROPOUT")
+    with pytest.raises(tpp.WrongDimensionError, match="incomplete: 1 operations still wait"):
+        tpp.Equation().push_back_binary_op("add").push_back_arg(0, 2, 2).dispatch(2, 2)
+    with pytest.raises(tpp.WrongDimensionError, match="operand 1 is 4 x 2 but the result is "
+                       "4 x 3"):
+        tpp.Equation().push_back_binary_op("add").push_back_arg(0, 4, 3).push_back_arg(1, 4, 2)
+    with pytest.raises(tpp.WrongDimensionError, match="read as a row broadcast"):
+        tpp.Equation().push_back_binary_op("add", bcast_in1="row").push_back_arg(
+            0, 4, 3).push_back_arg(1, 1, 2)
+    with pytest.raises(tpp.WrongDimensionError, match="matmul: A is 4 x 3, B 2 x 5"):
+        tpp.Equation().push_back_binary_op("matmul").push_back_arg(0, 4, 3).push_back_arg(
+            1, 2, 5)
+    with pytest.raises(tpp.OperationNotSupportedError, match="leaky_relu: alpha=None"):
+        tpp.Equation().push_back_unary_op("leaky_relu")
+    with pytest.raises(tpp.OperationNotSupportedError, match="only relu and leaky_relu"):
+        tpp.Equation().push_back_unary_op("exp", bitmask=True)
+    with pytest.raises(tpp.OperationNotSupportedError, match="reduce=None; a reduction"):
+        tpp.Equation().push_back_unary_op("reduce_add")
+    with pytest.raises(tpp.WrongDimensionError, match="ld = 3 below m = 4"):
+        tpp.Equation().push_back_arg(0, 4, 2, 3)
+    with pytest.raises(tpp.WrongDimensionError, match="root is 4 x 3, the output 3 x 4"):
+        two().dispatch(3, 4)
+    with pytest.raises(tpp.WrongDimensionError, match="complete: its root has every operand"):
+        two().push_back_arg(2, 4, 3)
+    with pytest.raises(CapacityError, match="need 1048576 bytes, over the kernel's budget of "
+                       "262144"):
+        eq = tpp.Equation().push_back_binary_op("add", bcast_in1="col")
+        eq.push_back_arg(0, 512, 512).push_back_unary_op("exp", bcast_in0="col",
+                                                         shape=(512, 512))
+        eq.push_back_arg(1, 512, 1).dispatch(512, 512)
+    kernel = two().dispatch(4, 3)
+    with pytest.raises(tpp.WrongDimensionError, match="reads or writes arg1 .12 elements of "
+                       "float32.; none given"):
+        kernel([np.zeros(12, np.float32)], np.zeros(12, np.float32))
+    with pytest.raises(OutOfBoundsError, match="arg1 holds 5 elements"):
+        kernel([np.zeros(12, np.float32), np.zeros(5, np.float32)], np.zeros(12, np.float32))
+    with pytest.raises(tpp.WrongDtypeError, match="out has dtype float64"):
+        kernel([np.zeros(12, np.float32)] * 2, np.zeros(12))
+    assert issubclass(tpp.TppError, NpukitError)
