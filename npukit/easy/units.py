@@ -150,7 +150,38 @@ class _Alu(_Unit):
     def elementwise_min(self, a: Data, b: Data) -> Data:
         return self._op("min", "min", a, b)
 
-    def _op(self, op: str, combine: str, a: Data, b: Data | None = None, order=(0, 1)) -> Data:
+    def outer_product_accumulate(self, idata: Data, wdata: Data, mode: str = "ACC") -> Data:
+        """Torq's ``outerProductAccumulate``: partials ``[m, n] = combine(partials, w[m] *
+        x[n])`` for ``x`` of ``n`` inputs and ``w`` of ``m`` weights; the result is
+        ``[m, ceil(n / aw), aw]`` (index ``pdata[m]`` first, then its Act-width parts).
+        ``n`` up to the ALU width, ``m * n`` partials in the partials memory."""
+        m, n = wdata.size, idata.size
+        x = replace(idata, view=_broadcast(idata.view, (m, n), 0))
+        w = replace(wdata, view=_broadcast(wdata.view, (m, n), 1), lanes=idata.lanes)
+        return self._op("mul", _combine(mode, idata), x, w, rows=m)
+
+    def multi_scalar_product_accumulate(self, idata: Data, wdata: Data,
+                                        mode: str = "ACC") -> Data:
+        """Torq's ``multiScalarProductAccumulate``: ``x`` of ``[m, n]`` inputs, ``w`` of
+        ``m`` weights, partials ``[m, n] = combine(partials, w[m] * x[m, n])``, a scalar
+        product per row; the result is ``[m, ceil(n / aw), aw]``."""
+        if idata.view.layout.rank != 2 or idata.shape[0] != wdata.size:
+            raise ShapeError(f"multi_scalar_product_accumulate: inputs of shape {idata.shape} "
+                             f"and {wdata.size} weights; expected [m, n] and m")
+        m, n = idata.shape
+        if idata.lanes is not None:
+            raise KernelError("multi_scalar_product_accumulate: the input rows hold junk lanes; "
+                              "load whole rows")
+        w = replace(wdata, view=_broadcast(wdata.view, (m, n), 1))
+        return self._op("mul", _combine(mode, idata), idata, w, rows=m)
+
+    outerProductAccumulate = outer_product_accumulate
+    multiScalarProductAccumulate = multi_scalar_product_accumulate
+
+    def _op(self, op: str, combine: str, a: Data, b: Data | None = None, order=(0, 1),
+            rows: int = 0) -> Data:
+        """One ALU instruction; ``rows`` > 0: ``a`` and ``b`` are ``[rows, n]`` and the
+        partials ``[rows, ceil(n / aw), aw]`` (Torq's outer and multi-scalar products)."""
         s = self.s
         if s.alu_node is not None:
             raise KernelError(f"kernel structure: one ALU instruction per kernel (already: "
@@ -165,15 +196,20 @@ class _Alu(_Unit):
         in_dt = srcs[order[0]].dtype.name
         w_dt = None if b is None else srcs[order[1]].dtype.name
         width = self.unit.width(in_dt, w_dt)
-        if a.size > width:
-            raise KernelError(f"ALU {op}: {a.size} lanes of {in_dt} x {w_dt or 'none'} exceed the "
+        n = a.size // max(rows, 1)
+        if n > width:
+            raise KernelError(f"ALU {op}: {n} lanes of {in_dt} x {w_dt or 'none'} exceed the "
                               f"ALU width {width}; vectorize by s.alu.i_width(...)")
         acc_dt = "float32" if is_float(a.dtype) else "int32"
-        act_w = min(s.act_items or s.target.units["act"].width(in_dt, w_dt), a.size)
-        nv = math.ceil(a.size / act_w)
-        buf = s.buffer("PRAM", acc_dt, nv * act_w, "PData")
-        dst = ir.View(buf, Layout((nv, act_w), acc_dt))
-        flat = ir.View(buf, Layout((a.size,), acc_dt))
+        act_w = min(s.act_items or s.target.units["act"].width(in_dt, w_dt), n)
+        nv = math.ceil(n / act_w)
+        buf = s.buffer("PRAM", acc_dt, max(rows, 1) * nv * act_w, "PData")
+        if rows:
+            dst = ir.View(buf, Layout((rows, nv, act_w), acc_dt))
+            flat = ir.View(buf, Layout((rows, n), acc_dt, (nv * act_w, 1)))
+        else:
+            dst = ir.View(buf, Layout((nv, act_w), acc_dt))
+            flat = ir.View(buf, Layout((a.size,), acc_dt))
         stmt = ir.Compute("alu", op, flat, tuple(d.view for d in srcs),
                           attrs=(("combine", combine), ("pair", (in_dt, w_dt))), label=label)
         node = _AluNode(stmt, s.loops, s.block, len(s.block))
@@ -181,6 +217,13 @@ class _Alu(_Unit):
         s.alu_node = node
         lanes = a.lanes or (b.lanes if b is not None else None)
         return Data(dst, lanes, "PData", (in_dt, w_dt), node)
+
+
+def _broadcast(v: ir.View, shape: tuple[int, int], axis: int) -> ir.View:
+    """A 1-D view read as ``shape``, repeated along ``axis`` (stride 0)."""
+    step = v.layout.strides[0] if v.layout.rank else 0
+    strides = (0, step) if axis == 0 else (step, 0)
+    return replace(v, layout=Layout(shape, v.layout.dtype, strides, v.layout.offset))
 
 
 class ALUOp1Mode:
@@ -569,6 +612,9 @@ class _Act(_Unit):
         label = _label()
         s.act_label = label
         width = self.unit.width(*p.in_pair)
+        if p.view.layout.rank == 3:
+            raise KernelError(f"Act {op}: the partials hold {p.shape[0]} rows (an outer or "
+                              f"multi-scalar product); pass pdata[m][av]")
         if p.view.layout.rank == 2:
             if p.shape[0] != 1:
                 raise KernelError(f"Act {op}: the partials hold {p.shape[0]} vectors of {width}; "

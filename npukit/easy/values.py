@@ -441,7 +441,10 @@ class Data:
         return replace(self, view=ir.View(v.buffer, twice, v.offset), lanes=lanes)
 
     def __getitem__(self, av) -> Data:
-        """``pdata[av]``: the Act-width sub-vector ``av``."""
+        """``pdata[av]``: the Act-width sub-vector ``av``; of the ``[m, vectors, width]``
+        partials of an outer or multi-scalar product, ``pdata[m]`` is row ``m``'s."""
+        if self.kind == "PData" and self.view.layout.rank == 3:
+            return self._row(av)
         if self.kind != "PData" or self.view.layout.rank != 2:
             raise KernelError(f"only PData is indexed by PData.Vectors; this is {self.kind}")
         nv, w = self.view.shape
@@ -454,8 +457,24 @@ class Data:
                                    f"the partials hold {nv} vectors of {w}")
         v = self.view
         sub = ir.View(v.buffer, Layout((w,), v.dtype, (1,), v.layout.offset), v.offset + idx * w)
-        used = self.producer.stmt.dst.size if self.producer else nv * w  # lanes the ALU wrote
+        # lanes the ALU wrote (in each row of an outer product)
+        used = self.producer.stmt.dst.shape[-1] if self.producer else nv * w
         return replace(self, view=sub, lanes=_sub_lanes(self.lanes, used, idx, w))
+
+
+    def _row(self, m) -> Data:
+        rows, nv, w = self.view.shape
+        if not isinstance(m, (ir.Var, ir.Affine)):
+            m = as_int(m, "PData row index", OutOfBoundsError)
+        idx = ir.affine(m)
+        lo, hi = idx.bounds()
+        if lo < 0 or hi >= rows:
+            raise OutOfBoundsError(f"PData row index {idx} takes values {lo}..{hi} but the "
+                                   f"partials hold {rows} rows")
+        v = self.view
+        row = ir.View(v.buffer, Layout((nv, w), v.dtype, (w, 1), v.layout.offset),
+                      v.offset + idx * nv * w)
+        return replace(self, view=row)
 
 
 IData = WData = BData = PData = QData = Data
