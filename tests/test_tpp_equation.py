@@ -334,6 +334,13 @@ def test_equation_matmul_float32(act):
                 m, n, m)
     assert normf_rel(got, gelu(A0) * np.tanh(A1 + np.einsum("rip,rpj->ij", C, D))) <= 1e-5
 
+    eq = tpp.Equation().push_back_ternary_op("LIBXSMM_MELTW_TYPE_TERNARY_MATMUL")
+    eq.push_back_arg(2, m, k).push_back_arg(3, k, n).push_back_unary_op("exp")
+    eq.push_back_arg(1, m, n)                    # C computed: exp(B), then + C_0 D_0
+    got = block(run_both(eq.dispatch(m, n), [a0, a1, c.reshape(-1), d.reshape(-1)], m, n, m),
+                m, n, m)
+    assert normf_rel(got, np.exp(A1) + C[0] @ D[0]) <= 1e-5
+
     eq = tpp.Equation()
     eq.push_back_unary_op(act).push_back_binary_op("add", bcast_in0="col")
     eq.push_back_unary_op("increment").push_back_arg(0, m, 1)
