@@ -141,7 +141,9 @@ class Plan:
                     isinstance(c, Arg) for c in node.children[:2]):
                 raise WrongDimensionError(f"{node.kind} reads its A and B from arguments "
                                           "(push_back_arg for each)")
-        temps = sum(4 * math.prod(s.shape) for s in _stages(self.root)[:-1])
+        stages = _stages(self.root)
+        temps = sum(4 * math.prod(s.shape) for s in
+                    (stages if _copies(self.root) else stages[:-1]))
         if temps > TEMP_BUDGET:
             raise CapacityError(f"the equation's intermediate stages need {temps} bytes, over "
                                 f"the kernel's budget of {TEMP_BUDGET} bytes of temporaries")
@@ -247,8 +249,8 @@ class _CWriter(_Walk):
         init_acc, from the old output. Over the rows the accumulators are locals of the
         column loop; over the columns an array set before the loops. A function with a
         reduction is not vectorised (``NPK_TPP_EQ_SCALAR``): gcc 12 at -O3 -march=native
-        vectorises such a fold over the columns keeping the sums in double between steps,
-        which changes the rounding."""
+        (znver3) vectorised a fold down each column across the columns keeping the sums in
+        double between steps, which changes the rounding."""
         kid = node.children[0]
         x = self.value(kid, ("i", "j"), k)
         m, n = kid.shape
