@@ -235,7 +235,7 @@ class Slice:
         # of stride 0, as insertDim makes, indexes nothing).
         stray = [v for v in self.loops[: inner + 1] if v not in keys and v.count > 1]
         if stray:
-            self._append_continued(view, q, stray)
+            self._append_continued(view, q, stray, keys)
             return
         cursor = "cursor"
         block = self.root if inner < 0 else self._node_of(self.loops[inner]).body
@@ -243,7 +243,7 @@ class Slice:
         self.emit(ir.Append(view.view(), q.view, self.target.engine("ACT", self.target.home).name,
                             cursor, q.lanes, _label()))
 
-    def _append_continued(self, view: LData, q: Data, stray: list) -> None:
+    def _append_continued(self, view: LData, q: Data, stray: list, keys: set) -> None:
         """Torq's append goes on where the last append into the same subtensor stopped,
         across loops that do not select it (InterleavedInsertPattern: the row's vectors
         outside the positions that pick the row). When ``q`` is lanes of a vectorized row
@@ -251,8 +251,8 @@ class Slice:
         the position is the first lane's index in the row: the append is a store of the
         valid lanes there (a 1-D subtensor only)."""
         lanes = q.lanes
-        if view.layout.rank != 1 or lanes is None or \
-                not set(stray) <= set(lanes.start.vars) or lanes.total > view.layout.size:
+        if view.layout.rank != 1 or lanes is None or lanes.total > view.layout.size or \
+                not set(stray) <= set(lanes.start.vars) or set(lanes.start.vars) & keys:
             raise KernelError(f"append into {view.name!r}: loop {stray[0]} encloses the loop "
                               f"that selects the subtensor but does not index it; npukit "
                               f"continues such appends only into a 1-D subtensor, with vectors "
