@@ -74,6 +74,14 @@ def test_equation_simple():
     a = [block(x, m, n, ld).astype(np.float64) for x in args]
     want = (a[0] + 1 + a[1]) * (a[2] ** 2 + a[3])
     assert normf_rel(got, want) <= 1e-5
+    out = np.zeros(ld * n, np.float32)    # called again: new data in the same arrays, then
+    for step in range(3):                 # a new array in place of one, are read anew
+        args[0][:] = step
+        if step == 2:
+            args[3] = args[3] + 1
+        k(args, out)
+        a = [block(x, m, n, ld).astype(np.float64) for x in args]
+        assert normf_rel(block(out, m, n, ld), (a[0] + 1 + a[1]) * (a[2] ** 2 + a[3])) <= 1e-5
 
 
 def test_equation_relu_with_its_bitmask():

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -566,6 +567,7 @@ class EquationKernel:
         self.target = _target(target) if isinstance(target, str) else target
         Plan(root, m, n, ld, dtype).check()
         self._programs: dict[tuple, ir.Program] = {}
+        self._last_call = None   # (key, weak references, program, flat arrays)
 
     def plan(self, alias: tuple = ()) -> Plan:
         return Plan(self.root, self.m, self.n, self.ld, self.dtype, alias)
@@ -602,7 +604,22 @@ class EquationKernel:
         return prog, arrays
 
     def __call__(self, args, out, op_args=None, mask=None) -> np.ndarray:
+        """Run the C. Called again on the very arrays of the last call, the checks and
+        flat views are not redone (weak references tell that the arrays are the same),
+        which keeps a call on small blocks cheap."""
+        given = (*args, *(op_args or {}).values(), out, mask)
+        key = (len(args), tuple(op_args or {}), tuple(
+            None if a is None else (a.dtype, a.shape, a.strides, a.flags.writeable)
+            for a in given if a is None or isinstance(a, np.ndarray)))
+        last = self._last_call
+        if last is not None and last[0] == key and len(last[1]) == len(given) and all(
+                (r is None and a is None) or (r is not None and r() is a)
+                for r, a in zip(last[1], given)):
+            run_c(last[2], last[3])
+            return out
         prog, arrays = self._arrays(args, out, op_args, mask)
+        refs = tuple(None if a is None else weakref.ref(a) for a in given)
+        self._last_call = (key, refs, prog, arrays)
         run_c(prog, arrays)
         return out
 
