@@ -159,14 +159,16 @@ def least(items: list[Item]) -> int:
     return peak(items) - (ALIGN - 1)
 
 
-def allocate(items: list[Item]) -> tuple[dict[str, int], int]:
+def allocate(items: list[Item], limit: int | None = None) -> tuple[dict[str, int], int]:
     """Offsets for items live over inclusive layer ranges, no two live at once overlapping;
     returns (offsets, size). Items are placed by start time within the peak, each on the
     side (bottom or top) opposite to the last placed item it overlaps in time; what cannot
-    be placed within the peak goes at the lowest free offset above."""
+    be placed within the peak goes at the lowest free offset above. With ``limit``, stops
+    as soon as the size passes it (the offsets so far, a size over ``limit``)."""
     cap = peak(items)
     placed: list[tuple[Item, int]] = []
     offsets: dict[str, int] = {}
+    top = 0  # the end of the highest item placed
     for it in sorted((i for i in items if i.size > 0), key=lambda i: (i.first, -i.size, i.key)):
         size = _up(it.size)
         # Items come by first layer: one placed before overlaps this one unless it ended
@@ -186,8 +188,10 @@ def allocate(items: list[Item]) -> tuple[dict[str, int], int]:
             off = next(o for o in bottoms if free(o))
         placed.append((it, off))
         offsets[it.key] = off
-    size = max((offsets[i.key] + i.size for i in items if i.size > 0), default=0)
-    return offsets, size
+        top = max(top, off + it.size)
+        if limit is not None and top > limit:
+            return offsets, top
+    return offsets, top
 
 
 class _Gaps:
@@ -365,7 +369,8 @@ class _Planner:
             items = self.l2_items(s) if items is None else items
             static = self.static(s.l2_consts)
             got = self.static(s.l3_consts) + l3_dyn <= b.l3 and \
-                static + least(items) <= b.l2 and static + allocate(items)[1] <= b.l2
+                static + least(items) <= b.l2 and \
+                static + allocate(items, b.l2 - static)[1] <= b.l2
             self._fits[key] = got
         return got
 
