@@ -284,7 +284,13 @@ def cores_independent(name: str, sources: list[str]) -> bool:
     >>> cores_independent("K", ["void K(int *p) { gap_waitbarrier(0); p[0] = 1; }"])
     False
     """
-    bodies = _bodies(tuple(sources))
+    return _independent(name, tuple(sources))
+
+
+@functools.lru_cache(maxsize=256)
+def _independent(name: str, sources: tuple[str, ...]) -> bool:
+    """``cores_independent``, answered once per kernel and sources."""
+    bodies = _bodies(sources)
     body = bodies.get(name)
     if body is None:
         return False

@@ -27,6 +27,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import re
 from contextlib import nullcontext
 
@@ -123,8 +124,9 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
     out.lines.extend(preamble.PORTABILITY.splitlines())
     dtypes = dict.fromkeys(b.dtype for em in ems for b, _ in em.prog.params if b.dtype.itemsize > 1)
     anys = [f"typedef {c_type(dt)} {_elem_type(dt)} NPK_ANY_ADDRESS;" for dt in dtypes]
+    named = _typedefs_named(kernels)
     for name, text in TYPEDEFS.items():
-        if re.search(rf"\b{name}\b", "\n".join([code, kernels, *anys])):
+        if name in named or re.search(rf"\b{name}\b", "\n".join([code, *anys])):
             out.line()
             out.lines.extend(text.splitlines())
     out.lines.extend(anys)
@@ -162,6 +164,12 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
         out.line()
         out.lines.extend(tail.splitlines())
     return out.text() + "\n"
+
+
+@functools.lru_cache(maxsize=64)
+def _typedefs_named(kernels: str) -> frozenset[str]:
+    """The names of ``TYPEDEFS`` the basic kernels' C uses (looked for once per text)."""
+    return frozenset(n for n in TYPEDEFS if re.search(rf"\b{n}\b", kernels))
 
 
 def param_type(dt: np.dtype) -> str:
