@@ -171,14 +171,14 @@ def main(sizes, before_max: int, rounds: int, models) -> None:
                     goals.append((f"squeezenet1_1 int8 224x224 in {cpu['now']:.1f} s of CPU "
                                    f"(goal under {CPU_GOAL_S:g} s)", cpu["now"] < CPU_GOAL_S))
 
-    def fmt(v, spec):
-        return "-" if v is None else format(v, spec)
+    def fmt(v, width: int, spec: str) -> str:
+        return f"{'-' if v is None else format(v, spec):>{width}}"
 
     print(f"{'model':<14} {'size':>5} {'cycles':>11} {'before s':>9} {'now s':>7} "
           f"{'before cyc/s':>13} {'now cyc/s':>11}  same")
     for name, size, cyc, cb, cn, rb, rn, same in rows:
-        print(f"{name:<14} {size:>5} {cyc:>11} {fmt(cb, '9.2f')} {cn:>7.2f} "
-              f"{fmt(rb, '13.3g')} {rn:>11.3g}  {'yes' if same else 'NO'}")
+        print(f"{name:<14} {size:>5} {cyc:>11} {fmt(cb, 9, '.2f')} {cn:>7.2f} "
+              f"{fmt(rb, 13, '.3g')} {rn:>11.3g}  {'yes' if same else 'NO'}")
     for text, met in goals:
         print(f"{'met    ' if met else 'NOT met'}  {text}")
 
