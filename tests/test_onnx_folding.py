@@ -94,7 +94,7 @@ def _binary(rng, ops, dts, nonzero=False):
         b = np.where(b == 0, 3, b).astype(dt)
         if np.dtype(dt).kind == "i":  # MIN / -1 overflows in ONNX Runtime's C++
             b = np.where(b == -1, 2, b).astype(dt)
-    pair = [a, b] if rng.random() < 0.5 else [b, a]
+    pair = [a, b] if nonzero or rng.random() < 0.5 else [b, a]  # a divisor of no zero
     attrs = {"fmod": int(rng.integers(0, 2))} if op == "Mod" else {}
     return op, attrs, pair
 
@@ -141,6 +141,8 @@ def _slice(rng):
     ax = int(rng.integers(0, x.ndim))
     step = int(rng.choice([-2, -1, 1, 2, 3]))
     b, e = (int(v) for v in rng.integers(-6, 7, 2))
+    if step == 1 and ax == 0 and rng.random() < 0.5:  # axes and steps absent
+        return "Slice", {}, [x, *(np.array([v], np.int64) for v in (b, e))]
     return "Slice", {}, [x, *(np.array([v], np.int64) for v in (b, e, ax, step))]
 
 
@@ -182,6 +184,21 @@ def _float_arith(rng):
     return _binary(rng, [op], (np.float32,))
 
 
+def _quantization(rng):
+    dt = rng.choice([np.int8, np.uint8])
+    x = _data(rng, _shape(rng), np.float32)
+    x = np.nan_to_num(x, nan=0.0)
+    axis = int(rng.integers(-x.ndim, x.ndim))
+    n = x.shape[axis] if rng.random() < 0.5 else 1
+    scale = rng.uniform(0.01, 20, n).astype(np.float32).reshape(() if n == 1 else (n,))
+    zp = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max, scale.shape, endpoint=True
+                      ).astype(dt)
+    if rng.random() < 0.5:
+        return "QuantizeLinear", {"axis": axis}, [x, scale, zp]
+    q = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max, x.shape, endpoint=True).astype(dt)
+    return "DequantizeLinear", {"axis": axis}, [q, scale, zp]
+
+
 GENERATORS = {
     "Gather": _gather, "GatherElements": _gather_elements, "Range": _range, "Cast": _cast,
     "integer arithmetic": lambda rng: _binary(rng, ["Add", "Sub", "Mul"], INTS),
@@ -193,7 +210,7 @@ GENERATORS = {
     "logic": lambda rng: _binary(rng, ["And", "Or", "Xor"], (np.bool_,)),
     "Where": _where, "unary": _unary, "Clip": _clip, "Expand": _expand, "Trilu": _trilu,
     "CumSum": _cumsum, "Slice": _slice, "layout": _layout, "reductions": _reduce,
-    "float32 arithmetic": _float_arith,
+    "float32 arithmetic": _float_arith, "quantization": _quantization,
 }
 
 

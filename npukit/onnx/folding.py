@@ -4,6 +4,8 @@ exact semantics, so a folded model computes what the same model fed as inputs co
 
 - the elementwise operators on integers and bool (``Cast``, integer arithmetic, comparisons,
   logic, ``Where``, ...): the numpy twins of ``basic_kernels.integer``'s kernels;
+- ``QuantizeLinear`` to 8 bits: ``basic_kernels.common.quantize`` (the reference evaluator
+  wraps what overflows int32 instead of saturating it);
 - ``Slice`` (ONNX's clamping of starts and ends, which numpy's slices do not share),
   ``Gather`` and ``GatherElements`` (indices from the end when negative, an index out of
   range refused by name; ``GatherElements``' indices may be shorter than the data along
@@ -20,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
-from ..tiler.basic_kernels import integer
+from ..tiler.basic_kernels import common, integer
 from .operands import where
 
 # Operators of ``basic_kernels.integer`` with the same name in ONNX and a bool output.
@@ -53,6 +55,45 @@ def dequantize(node, values: list) -> np.ndarray:
         np.float32)
 
 
+def _castable(src: np.dtype, dst: np.dtype) -> bool:
+    """Whether npukit's ``Cast`` kernel converts ``src`` to ``dst`` (numbers and bool; bfloat16
+    is the onnx package's own type there)."""
+    return {src.kind, dst.kind} <= set("iubf") and "bfloat16" not in (src.name, dst.name)
+
+
+def cast(x: np.ndarray, dtype) -> np.ndarray:
+    """``x`` converted to ``dtype`` as npukit's ``Cast`` kernel converts it (ONNX Runtime's
+    x86 conversions), numpy's ``astype`` for the types that kernel does not take."""
+    x, dtype = np.asarray(x), np.dtype(dtype)
+    if _castable(x.dtype, dtype):
+        with np.errstate(all="ignore"):
+            return np.asarray(integer.OPS["Cast"].ref(x, dtype)).astype(dtype)
+    return x.astype(dtype)
+
+
+def _quantize(node, values: list) -> np.ndarray | None:
+    """QuantizeLinear to int8 or uint8 as npukit's quantize kernel computes it (ONNX
+    Runtime's: ``x / scale`` clamped, rounded to nearest even, plus the zero point), per
+    tensor or per slice along ``axis``; None for the other forms."""
+    x, scale = np.asarray(values[0], np.float32), np.asarray(values[1], np.float32)
+    zp = np.asarray(values[2]) if len(values) > 2 and values[2] is not None else \
+        np.zeros(scale.shape, np.uint8)
+    a = _attrs(node)
+    if zp.dtype not in (np.int8, np.uint8) or a.get("block_size") or a.get("output_dtype") \
+            or x.dtype != np.float32 or scale.size != zp.size:
+        return None
+    info = np.iinfo(zp.dtype)
+    axis = a.get("axis", 1) % max(x.ndim, 1)
+    scale, zp = scale.reshape(-1), zp.reshape(-1).astype(np.int64)
+    if scale.size == 1:
+        return common.quantize(x, scale[0], int(zp[0]), info.min, info.max).astype(info.dtype)
+    if x.ndim == 0 or scale.size != x.shape[axis]:
+        return None
+    parts = [common.quantize(np.take(x, [k], axis=axis), scale[k], int(zp[k]), info.min,
+                             info.max) for k in range(scale.size)]
+    return np.concatenate(parts, axis=axis).astype(info.dtype)
+
+
 def _typed_key(node, xs: list[np.ndarray]) -> tuple[str, np.dtype] | None:
     """(``basic_kernels.integer`` operation, output dtype) of an elementwise node npukit runs
     with a typed kernel, or None."""
@@ -62,8 +103,7 @@ def _typed_key(node, xs: list[np.ndarray]) -> tuple[str, np.dtype] | None:
         from onnx import helper
 
         out = np.dtype(helper.tensor_dtype_to_np_dtype(a["to"]))
-        ok = {xs[0].dtype.kind, out.kind} <= set("iubf") and out.name != "bfloat16"
-        return ("Cast", out) if ok and xs[0].dtype.name != "bfloat16" else None
+        return ("Cast", out) if _castable(xs[0].dtype, out) else None
     if op == "Where":
         return ("Where", xs[1].dtype) if xs[0].dtype == np.bool_ else None
     if op in _TO_BOOL:
@@ -158,16 +198,20 @@ def _range(node, start, limit, delta) -> np.ndarray:
 def _own(node, values: list) -> list[np.ndarray] | None:
     """The node by npukit's own implementation, or None where the evaluator computes it."""
     op, xs = node.op_type, [np.asarray(v) for v in values if v is not None]
-    if node.domain not in ("", "ai.onnx") or len(xs) != len(values):
+    if node.domain not in ("", "ai.onnx"):
         return None
     if op == "DequantizeLinear" and not _attrs(node).get("block_size"):
         return [dequantize(node, values)]
+    if op == "QuantizeLinear" and (q := _quantize(node, values)) is not None:
+        return [q]
+    if op == "Slice" and len(values) >= 3:  # axes and steps may be absent
+        return [_slice(node, *(None if v is None else np.asarray(v) for v in values))]
+    if len(xs) != len(values):
+        return None
     if op == "Gather" and len(xs) == 2:
         return [_gather(node, *xs)]
     if op == "GatherElements" and len(xs) == 2:
         return [_gather_elements(node, *xs)]
-    if op == "Slice" and len(xs) >= 3:
-        return [_slice(node, *xs)]
     if op == "Range" and len(xs) == 3:
         return [_range(node, *xs)]
     key = _typed_key(node, xs) if xs else None

@@ -15,7 +15,7 @@ from ..dtypes import dtype as np_dtype
 from ..errors import ModelError
 from .budget import check_unroll
 from .control import names_in, unroll
-from .folding import evaluate
+from .folding import cast, evaluate
 from .functions import expand as expand_functions
 from .operands import TYPE_ONLY, operands_known, where
 from .sequences import resolve as resolve_sequences
@@ -586,7 +586,7 @@ def _fold(nodes, consts: dict, qconsts: dict, infos: dict, opsets) -> list:
         if _of_known_shape(node, consts, infos):
             if node.op_type == "CastLike":
                 like = helper.tensor_dtype_to_np_dtype(infos[ins[1]][0])
-                consts[node.output[0]] = np.asarray(consts[ins[0]]).astype(like)
+                consts[node.output[0]] = cast(consts[ins[0]], like)
                 continue
             dims = _static(infos, ins[0])[1]
             if node.op_type == "Size":
