@@ -39,22 +39,22 @@ def test_bool_mask_transformer_on_the_c_equals_the_simulator():
     against_ort(tm.distilbert(rng, "where"), tm.inputs(rng, 9), ("c", "sim"))
 
 
-def _quantized(name: str, mask: str, act: str, folder):
+def _quantized(name: str, mask: str, act: str, folder, per_channel: bool = True):
     rng = np.random.default_rng(13)
     m = tm.BUILDERS[name](rng, mask)
     qm = quantize_qdq(m, [tm.inputs(rng, p) for p in (0, 3, 7)], folder, act,
-                      per_channel=True)
+                      per_channel=per_channel)
     qs = [n.output[0] for n in qm.graph.node if n.op_type == "QuantizeLinear"]
     return expose(qm, qs), tm.inputs(rng)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,mask,act", [("bert", "arith", "u8"), ("bert", "where", "s8"),
-                                           ("distilbert", "where", "u8"),
-                                           ("distilbert", "arith", "s8"),
-                                           ("gpt2", "where", "s8")])
-def test_qdq_transformer_is_onnx_runtimes_bit_for_bit(name, mask, act, tmp_path):
-    qm, feed = _quantized(name, mask, act, tmp_path)
+@pytest.mark.parametrize("name,mask,act,per_channel", [
+    ("bert", "arith", "u8", True), ("bert", "where", "s8", True),
+    ("distilbert", "where", "u8", True), ("distilbert", "arith", "s8", True),
+    ("gpt2", "where", "s8", True), ("gpt2", "where", "u8", False)])
+def test_qdq_transformer_is_onnx_runtimes_bit_for_bit(name, mask, act, per_channel, tmp_path):
+    qm, feed = _quantized(name, mask, act, tmp_path, per_channel)
     g, stats, _ = against_ort(qm, feed, ("sim",))
     quantized = [c for c in stats["sim"].values() if c.integer]
     assert len(quantized) >= 60 and all(c.exact == 1.0 for c in quantized)
