@@ -29,7 +29,10 @@ MODES = {"reduce_sum": ALUOp1Mode.ACC, "reduce_max": ALUOp1Mode.MAX,
 def reduce(s, input, bias_scale, output, *, op, axis, lo=0, hi=0, fake=False):
     mode = MODES[op]
     dense = min(input.denseDims(), output.denseDims(), input.rank - axis - 1)
-    x = input.fuse(dense).vectorize(s.alu.iWidth(input.dtype))
+    # Torq's fuse(0) appends a one-element dim (a reduce over the last axis then takes one
+    # element at a time); npukit's fuse(0) changes nothing, so that dim is inserted.
+    x = input.fuse(dense) if dense else input.insertDim(input.rank, 1, 1)
+    x = x.vectorize(s.alu.iWidth(input.dtype))
     if bias_scale.dtype == np.float32:
         per_channel_bias_reduce(s, x, bias_scale, output, axis, mode, lo, hi)
     elif fake:

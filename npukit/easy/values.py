@@ -143,11 +143,9 @@ class LData(_Suggests):
         return replace(self, layout=self.layout.vectorize(n, strided=strided))
 
     def fuse(self, k: int) -> LData:
-        """The ``k`` innermost (dense) dims as one (``Layout.fuse``). ``fuse(0)``, as in
-        Torq's EasyKernel, appends a dim of one element: a tensor with no dense dim then
-        vectorizes one element at a time (the guide's generic elementwise kernel)."""
-        if as_int(k, f"tensor {self._owner}: fuse count") == 0:
-            return self.insert_dim(self.rank, 1, 1)
+        """The ``k`` innermost (dense) dims as one (``Layout.fuse``); ``fuse(0)`` and
+        ``fuse(1)`` change nothing, so a broadcast last dim still vectorizes. (Torq's
+        ``fuse(0)`` appends a one-element dim instead: ``insert_dim(rank, 1, 1)``.)"""
         return replace(self, layout=self.layout.fuse(k))
 
     def broadcast_as(self, other: LData | Layout | Sequence[int], num_dims: int = -1) -> LData:
