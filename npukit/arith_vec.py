@@ -20,7 +20,7 @@ from .dtypes import is_float
 from .floats import to_float
 
 MORE_OPS = ("vshl", "vshr", "vclz", "vcls", "vpopcnt", "vbitrev", "vrotr", "vbitcast",
-            "vmulhi", "vquot", "vrem", "vfma", "vmath", "vdot")
+            "vmulhi", "vquot", "vrem", "vfma", "vmath", "vpow", "vdot")
 MATH_FNS = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "tanh": np.tanh, "sin": np.sin,
     "cos": np.cos, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
@@ -156,6 +156,15 @@ def math_fn(fn: str, x: np.ndarray, dt: np.dtype) -> np.ndarray:
         return to_float(np.where(np.isnan(r), np.nan, r).astype(np.float32), dt)
 
 
+def power(x: np.ndarray, y: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """``x ** y`` of float lanes as ``math_fn``: in float64, rounded to float32, then to
+    ``dt``, a NaN as the positive quiet NaN."""
+    with np.errstate(all="ignore"):
+        r = np.power(x.astype(np.float64), y.astype(np.float64))
+    with np.errstate(over="ignore"):
+        return to_float(np.where(np.isnan(r), np.nan, r).astype(np.float32), dt)
+
+
 def vec_op_more(op: str, srcs: list[np.ndarray], dt: np.dtype, attrs: dict) -> np.ndarray:
     """One instruction of ``MORE_OPS`` on operand arrays (any leading batch dims)."""
     if op == "vshl":
@@ -187,4 +196,6 @@ def vec_op_more(op: str, srcs: list[np.ndarray], dt: np.dtype, attrs: dict) -> n
         return dot_sum(srcs, dt)
     if op == "vmath" and is_float(dt):
         return math_fn(attrs["fn"], srcs[0], dt)
+    if op == "vpow" and is_float(dt):
+        return power(srcs[0], srcs[1], dt)
     raise KeyError(f"no vector instruction {op!r} on {dt.name}")

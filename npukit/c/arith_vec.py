@@ -190,4 +190,8 @@ def vec_expr_more(h, op: str, attrs: dict, srcs: list[tuple[str, np.dtype]], dst
         arg = convert(h, x, x_dt, _F64)
         f32 = f"(float){_helper(h, 'npk_nan_canon')}({_MATH[attrs['fn']].format(arg)})"
         return convert(h, f32, np.dtype("float32"), dst)
+    if op == "vpow":  # as vmath: float64, rounded to float32, then to the lane type
+        base, expo = (convert(h, e, d, _F64) for e, d in srcs)
+        f32 = f"(float){_helper(h, 'npk_nan_canon')}(pow({base}, {expo}))"
+        return convert(h, f32, np.dtype("float32"), dst)
     raise NotImplementedError(f"C back end: no rule for vector instruction {op!r}")

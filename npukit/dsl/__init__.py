@@ -21,6 +21,7 @@ name; ``npukit.dsl.trace`` says how a kernel becomes IR.
 
 import sys
 
+from . import operators as _operators  # noqa: F401 - registers the vectors' operators
 from .builtins_arith import (
     abs,
     asm,
@@ -103,6 +104,7 @@ from .builtins_lanes import (
     vtbl,
     vzip,
 )
+from .conversion import cast
 from .executable import BuildManager, Executable, aiff, async_aiff, get_rpc_session
 from .hints import macro, meta_var, perf_tick_begin, perf_tick_end, tag
 from .kernel import PrimFunc, build, prim_func, tec_range, vectorized
@@ -122,7 +124,6 @@ from .memory import (
 from .ops import (
     alloc,
     alloc_const,
-    cast,
     ceildiv,
     dma_copy,
     dma_transpose2d,
@@ -142,8 +143,6 @@ from .types import DType, PtrType, is_type_name, ptr
 
 DataType = DType  # the public DSL's name for a type
 script = sys.modules[__name__]  # the public DSL's namespace S: this package (S.vload, ...)
-
-DataType = DType  # the public DSL's name for a type
 
 # Scalar types, then the vector types (one 256-bit register, and two for 32-bit lanes).
 i8, u8, i16, u16, i32, u32 = (DType(t) for t in ("i8", "u8", "i16", "u16", "i32", "u32"))

@@ -18,6 +18,12 @@ arm may store through pointers and compute values it uses itself; assigning a na
 used outside the arms (``escaping``) or leaving the arm early (``return``, ``break``,
 ``continue``: ``exits``) would need values merged after the branch, and is a ``KernelError``
 naming it (select values with ``S.vsel`` instead).
+
+``and``, ``or`` and ``not`` are rewritten too (``a and b`` becomes
+``__npk_and__(lambda: a, lambda: b)``, ``not a`` becomes ``__npk_not__(a)``): on build-time
+values they are Python's own, short-circuit and all; on a one-lane ``bool`` value they are
+the lanes' ``S.vand``, ``S.vor`` and ``S.vnot`` (both sides traced), as the Compass DSL reads
+``if mask[2] or mask[4]:`` and ``m = mask[3] and mask[4]``.
 """
 
 from __future__ import annotations
@@ -60,10 +66,11 @@ def _rewrite(fn) -> types.CodeType:
         return fn.__code__
     fdef = tree.body[0] if tree.body else None
     if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
-            fdef.name != fn.__name__ or not any(isinstance(n, ast.If) for n in ast.walk(fdef)):
-        return fn.__code__  # no if, or not the source of fn (code given to exec)
+            fdef.name != fn.__name__ or not any(_rewritten(n) for n in ast.walk(fdef)):
+        return fn.__code__  # no if, and, or, not; or not the source of fn (code given to exec)
     fdef.decorator_list = []
     _IfRewriter(fdef).visit(fdef)
+    _BoolRewriter().visit(fdef)
     # an outer function whose parameters are fn's free variables keeps them free in fdef
     outer = ast.FunctionDef(
         name="__npk_outer__", body=[fdef, ast.Return(ast.Name(fdef.name, ast.Load()))],
@@ -78,6 +85,11 @@ def _rewrite(fn) -> types.CodeType:
     outer_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     return next(c for c in outer_code.co_consts
                 if isinstance(c, types.CodeType) and c.co_name == fdef.name)
+
+
+def _rewritten(node) -> bool:
+    return isinstance(node, (ast.If, ast.BoolOp)) or \
+        isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
 
 
 def _names(nodes, ctx) -> set[str]:
@@ -125,6 +137,65 @@ class _IfRewriter(ast.NodeTransformer):
         out = ast.With([ast.withitem(test, ast.Name(c, ast.Store()))],
                        [arm("then", node.body), arm("orelse", node.orelse)])
         return ast.copy_location(out, node)
+
+
+class _BoolRewriter(ast.NodeTransformer):
+    """``a and b and c`` -> ``__npk_and__(lambda: __npk_and__(lambda: a, lambda: b),
+    lambda: c)``; ``or`` alike; ``not a`` -> ``__npk_not__(a)``."""
+
+    def visit_BoolOp(self, node: ast.BoolOp):
+        self.generic_visit(node)
+        name = "__npk_and__" if isinstance(node.op, ast.And) else "__npk_or__"
+        out = node.values[0]
+        for v in node.values[1:]:
+            out = ast.Call(ast.Name(name, ast.Load()), [_thunk(out), _thunk(v)], [])
+        return ast.copy_location(out, node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp):
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Not):
+            return node
+        return ast.copy_location(ast.Call(ast.Name("__npk_not__", ast.Load()), [node.operand],
+                                          []), node)
+
+
+def _thunk(expr) -> ast.Lambda:
+    args = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+    return ast.copy_location(ast.Lambda(args, expr), expr)
+
+
+def _lane_bool(x) -> bool:
+    return isinstance(x, Vec) and x.type.is_bool and x.type.lanes == 1
+
+
+def _lanes_logic(op: str, a: Vec, b):
+    """``a op b`` of a one-lane bool value ``a``: a build-time ``b`` decides (``x and True``
+    is ``x``, ``x and False`` is ``False``), else the lanes' operation."""
+    if _lane_bool(b):
+        return tracer().logic(op, a, b, "and" if op == "vand" else "or")
+    keeps = bool(b) if op == "vand" else not bool(b)
+    return a if keeps else bool(b)
+
+
+def logical_and(left, right):
+    """``left() and right()`` (thunks, module docstring)."""
+    a = left()
+    if _lane_bool(a):
+        return _lanes_logic("vand", a, right())
+    return right() if a else a
+
+
+def logical_or(left, right):
+    """``left() or right()`` (thunks, module docstring)."""
+    a = left()
+    if _lane_bool(a):
+        return _lanes_logic("vor", a, right())
+    return a if a else right()
+
+
+def logical_not(x):
+    """``not x``: ``S.vnot`` of a one-lane bool value, else Python's."""
+    return tracer().logic("vnot", x, None, "not") if _lane_bool(x) else not x
 
 
 class RuntimeIf:

@@ -17,7 +17,14 @@ from ..layout import Layout
 from ..machine import Target
 from ..machine import target as _target
 from . import trace
-from .branches import RuntimeIf, branching_code, closure_for
+from .branches import (
+    RuntimeIf,
+    branching_code,
+    closure_for,
+    logical_and,
+    logical_not,
+    logical_or,
+)
 from .memory import check_barriers
 from .trace import Tracer, error_site
 from .types import DType, PtrType, is_type_name, is_vector_name
@@ -214,6 +221,7 @@ def _traced(fn):
             g[k] = DType(v)
     g["range"] = _device_range
     g["__npk_if__"] = RuntimeIf
+    g["__npk_and__"], g["__npk_or__"], g["__npk_not__"] = logical_and, logical_or, logical_not
     code = branching_code(fn)
     trace.tracer().code.add(code)  # its lines label what it records
     out = types.FunctionType(code, g, fn.__name__, fn.__defaults__, closure_for(code, fn))

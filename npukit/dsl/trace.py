@@ -270,7 +270,8 @@ class Tracer:
         if t.elem == np.bool_:
             raise DTypeError(f"{what} on {t} masks: combine masks with S.vand/S.vor/S.vxor")
         if op == "vdiv" and t.elem.kind in "iu":
-            raise DTypeError(f"{what} on {t}: division is defined for float vectors only")
+            # the Compass DSL's integer `/` truncates toward zero (as C) and saturates
+            op = "vquot"
         return self.compute(op, t, [va, vb])
 
     def unary(self, op: str, a, what: str) -> Vec:

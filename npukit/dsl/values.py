@@ -332,6 +332,19 @@ def check_immediate(value, like: DType, what: str) -> None:
 
 # -- vectors and pointers ----------------------------------------------------------------
 
+_rules = []  # npukit.dsl.operators, the operators' type rules: set by register_operators
+
+
+def register_operators(module) -> None:
+    """Make ``module`` (``npukit.dsl.operators``, which imports this module and therefore
+    cannot be imported by it) compute the vectors' Python operators."""
+    _rules[:] = [module]
+
+
+def _operators():
+    return _rules[0]
+
+
 class Vec:
     """A vector value: a register of the target's ``vreg`` memory (see the module
     docstring). Arithmetic operators and comparisons are the Compass DSL's."""
@@ -362,44 +375,74 @@ class Vec:
         tracer().set_lane(self, i, value)
 
     def __add__(self, o):
-        return tracer().arith("vadd", self, o, "+")
+        return _operators().arith("vadd", self, o, "+")
 
     def __radd__(self, o):
-        return tracer().arith("vadd", o, self, "+")
+        return _operators().arith("vadd", o, self, "+")
 
     def __sub__(self, o):
-        return tracer().arith("vsub", self, o, "-")
+        return _operators().arith("vsub", self, o, "-")
 
     def __rsub__(self, o):
-        return tracer().arith("vsub", o, self, "-")
+        return _operators().arith("vsub", o, self, "-")
 
     def __mul__(self, o):
-        return tracer().arith("vmul", self, o, "*")
+        return _operators().arith("vmul", self, o, "*")
 
     def __rmul__(self, o):
-        return tracer().arith("vmul", o, self, "*")
+        return _operators().arith("vmul", o, self, "*")
 
     def __truediv__(self, o):
-        return tracer().arith("vdiv", self, o, "/")
+        return _operators().arith("vdiv", self, o, "/")
 
     def __rtruediv__(self, o):
-        return tracer().arith("vdiv", o, self, "/")
+        return _operators().arith("vdiv", o, self, "/")
+
+    def __floordiv__(self, o):
+        return _operators().integer("vquot", self, o, "//")
+
+    def __rfloordiv__(self, o):
+        return _operators().integer("vquot", o, self, "//")
+
+    def __mod__(self, o):
+        return _operators().integer("vrem", self, o, "%")
+
+    def __rmod__(self, o):
+        return _operators().integer("vrem", o, self, "%")
+
+    def __pow__(self, o):
+        return _operators().power(self, o)
+
+    def __rpow__(self, o):
+        return _operators().power(o, self)
+
+    def __lshift__(self, o):
+        return _operators().shift("vshl", self, o, "<<")
+
+    def __rlshift__(self, o):
+        return _operators().shift("vshl", o, self, "<<")
+
+    def __rshift__(self, o):
+        return _operators().shift("vshr", self, o, ">>")
+
+    def __rrshift__(self, o):
+        return _operators().shift("vshr", o, self, ">>")
 
     def __neg__(self):
         return tracer().unary("vneg", self, "-")
 
     def __and__(self, o):
-        return tracer().logic("vand", self, o, "&")
+        return tracer().logic("vand", *_operators().promoted(self, o), "&")
 
     __rand__ = __and__
 
     def __or__(self, o):
-        return tracer().logic("vor", self, o, "|")
+        return tracer().logic("vor", *_operators().promoted(self, o), "|")
 
     __ror__ = __or__
 
     def __xor__(self, o):
-        return tracer().logic("vxor", self, o, "^")
+        return tracer().logic("vxor", *_operators().promoted(self, o), "^")
 
     __rxor__ = __xor__
 
@@ -407,22 +450,22 @@ class Vec:
         return tracer().logic("vnot", self, None, "~")
 
     def __lt__(self, o):
-        return tracer().compare("lt", self, o)
+        return tracer().compare("lt", *_operators().promoted(self, o))
 
     def __le__(self, o):
-        return tracer().compare("le", self, o)
+        return tracer().compare("le", *_operators().promoted(self, o))
 
     def __gt__(self, o):
-        return tracer().compare("gt", self, o)
+        return tracer().compare("gt", *_operators().promoted(self, o))
 
     def __ge__(self, o):
-        return tracer().compare("ge", self, o)
+        return tracer().compare("ge", *_operators().promoted(self, o))
 
     def __eq__(self, o):
-        return tracer().compare("eq", self, o)
+        return tracer().compare("eq", *_operators().promoted(self, o))
 
     def __ne__(self, o):
-        return tracer().compare("ne", self, o)
+        return tracer().compare("ne", *_operators().promoted(self, o))
 
     __hash__ = object.__hash__
 
