@@ -15,7 +15,8 @@ Run: python benchmarks/onnx_plan.py [--models densenet,vit-tiny,vit-b16,scaling]
      [--size 224] [--blocks 6,12,24,16] [--scale-blocks 3] [--profile]
 
 Goals (reported, not asserted): the 120-layer DenseNet plans in under a minute, ViT-tiny in
-under 2 minutes, ViT-B/16 in under 5; doubling the blocks at most 2.3 times the time.
+under 2 minutes, ViT-B/16 in under 5 (wall time); doubling the blocks at most 2.3 times the
+CPU time.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from harness import goal, machine
 
 BUDGETS = dict(l1_budget=48000, l2_budget=512 * 1024, l3_budget=64 << 20,
                l3_flash_budget=64 << 20)
+VIT_BUDGETS = {**BUDGETS, "l3_budget": 1 << 30, "l3_flash_budget": 1 << 30}  # ViT-B: 346 MB
 
 
 def densenet(size: int = 224, blocks=(6, 12, 24, 16), growth: int = 32, seed: int = 0):
@@ -159,8 +161,9 @@ def vit(size: int = 224, patch: int = 16, hidden: int = 768, heads: int = 12,
 
 
 class Stages:
-    """Seconds spent in each stage of ``npukit.onnx.load``, each stage's own (a stage called
-    inside another, the solver inside the lowering, counts for itself only)."""
+    """CPU seconds spent in each stage of ``npukit.onnx.load``, each stage's own (a stage
+    called inside another, the solver inside the lowering, counts for itself only): on a
+    shared machine, the work done, whatever the other jobs take."""
 
     HOOKS = (("npukit.onnx.reader", "read", "read"),
              ("npukit.onnx.normalize", "normalize", "rewrite"),
@@ -175,12 +178,12 @@ class Stages:
 
     def _timed(self, label: str, fn):
         def run(*a, **k):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             self._nested.append(0.0)
             try:
                 return fn(*a, **k)
             finally:
-                dt = time.perf_counter() - t0
+                dt = time.process_time() - t0
                 self.own[label] += dt - self._nested.pop()
                 if self._nested:
                     self._nested[-1] += dt
@@ -205,39 +208,43 @@ class Stages:
                 setattr(owner, name, fn)
 
 
-def plan_once(model, profile: cProfile.Profile | None = None):
-    """(graph, wall seconds, Stages) of one import and plan."""
+def plan_once(case, profile: cProfile.Profile | None = None):
+    """(graph, wall seconds, CPU seconds, Stages) of one import and plan of ``case``, a
+    (model, budgets) pair."""
     import npukit.onnx
 
     stages = Stages()
     with stages.hooked():
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         if profile:
             profile.enable()
-        g = npukit.onnx.load(model, **BUDGETS)
+        g = npukit.onnx.load(case[0], **case[1])
         if profile:
             profile.disable()
-        wall = time.perf_counter() - t0
-    return g, wall, stages
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return g, wall, cpu, stages
 
 
 def timed(cases: dict, rounds: int, profile=None) -> dict:
-    """Per case: (graph, median wall seconds, the last round's Stages), the cases run in a
-    rotating order each round."""
-    names, walls, last = list(cases), {n: [] for n in cases}, {}
+    """Per case: (graph, median wall seconds, median CPU seconds, the last round's Stages),
+    the cases run in a rotating order each round."""
+    names, walls, cpus, last = list(cases), {n: [] for n in cases}, {n: [] for n in cases}, {}
     for r in range(rounds):
         for n in names[r % len(names):] + names[:r % len(names)]:
-            g, wall, st = plan_once(cases[n], profile)
+            g, wall, cpu, st = plan_once(cases[n], profile)
             walls[n].append(wall)
+            cpus[n].append(cpu)
             last[n] = (g, st)
-    return {n: (last[n][0], statistics.median(walls[n]), last[n][1]) for n in names}
+    return {n: (last[n][0], statistics.median(walls[n]), statistics.median(cpus[n]),
+                last[n][1]) for n in names}
 
 
 def stage_table(results: dict) -> None:
     labels = [label for *_, label in Stages.HOOKS]
-    print(f"{'model (seconds)':<22}{'layers':>7}{'total':>8}" + "".join(f"{s:>10}" for s in labels))
-    for name, (g, wall, st) in results.items():
-        print(f"{name:<22}{len(g.layers):>7}{wall:>8.1f}" +
+    print("seconds: wall and CPU of the whole import and plan, then each stage's CPU")
+    print(f"{'model':<22}{'layers':>7}{'wall':>8}{'CPU':>8}" + "".join(f"{s:>10}" for s in labels))
+    for name, (g, wall, cpu, st) in results.items():
+        print(f"{name:<22}{len(g.layers):>7}{wall:>8.1f}{cpu:>8.1f}" +
               "".join(f"{st.own[s]:>10.1f}" for s in labels))
 
 
@@ -256,28 +263,29 @@ def main(argv=None) -> None:
     cases, goals = {}, []
     if "densenet" in wanted:
         m, convs = densenet(a.size, tuple(int(b) for b in a.blocks.split(",")))
-        cases[f"densenet ({convs} convs)"] = m
+        cases[f"densenet ({convs} convs)"] = (m, BUDGETS)
     if "vit-tiny" in wanted:
-        cases["vit-tiny"] = vit(a.size, hidden=192, heads=3)
+        cases["vit-tiny"] = (vit(a.size, hidden=192, heads=3), VIT_BUDGETS)
     if "vit-b16" in wanted:
-        cases["vit-b16"] = vit(a.size)
+        cases["vit-b16"] = (vit(a.size), VIT_BUDGETS)
     results = timed(cases, a.rounds, prof)
     scaled = {}
     if "scaling" in wanted:
         n = a.scale_blocks
-        scaled = timed({f"vit-tiny {b} blocks": vit(a.size, hidden=192, heads=3, blocks=b)
+        scaled = timed({f"vit-tiny {b} blocks": (vit(a.size, hidden=192, heads=3, blocks=b),
+                                                  VIT_BUDGETS)
                         for b in (n, 2 * n, 4 * n)}, a.rounds, prof)
     stage_table({**results, **scaled})
-    for name, (g, wall, _) in results.items():
+    for name, (g, wall, _, _) in results.items():
         limit = {"vit-tiny": 120, "vit-b16": 300}.get(name, 60)
         goals.append(goal(f"{name}: {len(g.layers)} layers plan in under {limit} s "
                           f"({wall:.1f} s)", wall < limit))
-    times = [(len(g.layers), wall) for g, wall, _ in scaled.values()]
-    for (n0, t0), (n1, t1) in zip(times, times[1:]):
-        ratio = t1 / t0
-        print(f"{n0} -> {n1} layers: {ratio:.2f}x the time")
-        goals.append(goal(f"doubling the blocks ({n0} -> {n1} layers) at most 2.3x the time "
-                          f"({ratio:.2f}x)", ratio <= 2.3))
+    # The ratios of CPU time: wall time on a shared machine measures the other jobs too.
+    times = [(len(g.layers), wall, cpu) for g, wall, cpu, _ in scaled.values()]
+    for (n0, w0, c0), (n1, w1, c1) in zip(times, times[1:]):
+        print(f"{n0} -> {n1} layers: {c1 / c0:.2f}x the CPU time ({w1 / w0:.2f}x the wall)")
+        goals.append(goal(f"doubling the blocks ({n0} -> {n1} layers) at most 2.3x the CPU "
+                          f"time ({c1 / c0:.2f}x)", c1 / c0 <= 2.3))
     if prof:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
     for line in goals:
