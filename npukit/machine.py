@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,9 @@ class Unit:
     name: str
     widths: Mapping[tuple[str, str], int]
     latency: int
+    # Other sizes of the unit a front end may ask for (``[units.NAME.sizes]``), e.g. the
+    # Torq ALU's weight segment and kernel width.
+    sizes: Mapping[str, int] = field(default_factory=lambda: FrozenMap({}))
 
     def width(self, in_dtype, w_dtype=None) -> int:
         """Elements per instruction for ``in_dtype`` x ``w_dtype`` (``None``: no weights)."""
@@ -177,7 +180,9 @@ def load_target(path: str | Path) -> Target:
                                   f"'<dtype>,<dtype or none>': {exc}") from exc
             widths[key] = r.int(f"units.{k}.width.{pair}", minimum=1,
                                 raw_key=(f"units.{k}.width", pair))
-        units[k] = Unit(k, FrozenMap(widths), r.int(f"units.{k}.latency"))
+        sizes = {n: r.int(f"units.{k}.sizes.{n}", minimum=1) for n in
+                 (r.table(f"units.{k}.sizes") if "sizes" in r.raw["units"][k] else ())}
+        units[k] = Unit(k, FrozenMap(widths), r.int(f"units.{k}.latency"), FrozenMap(sizes))
     rounding = r.get("arith.rounding", str)
     if rounding not in ROUNDING_MODES:
         raise TargetError(f"{path}: key arith.rounding: expected one of {ROUNDING_MODES}, "

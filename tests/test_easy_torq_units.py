@@ -5,6 +5,8 @@ independent numpy readings."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -252,3 +254,24 @@ def test_set_element_type_moves_the_same_bytes():
     with pytest.raises(nk.ShapeError, match=r"set_element_type\(int16\) of int8.*2 B and 1 B"):
         nk.build(bits_through, "torq", input=nk.spec(b.shape, "int8"),
                  output=nk.spec(b.shape, "int8"))
+
+
+def test_weight_and_kernel_widths_come_from_the_target(tmp_path):
+    """Torq's alu.wWidth (its 32-byte weight segment over the weight size) and kerWidth
+    (3), read from the target's [units.alu.sizes]; a target without them says so."""
+    seen = []
+
+    @nk.kernel
+    def k(s, input, output):
+        seen.append((s.alu.wWidth("int8"), s.alu.w_width("int16"), s.alu.w_width(),
+                     s.alu.kerWidth()))
+        s.store(output, s.act.load(s.alu.load(s.iram.load(input))))
+    specs = {"input": nk.spec((4,), "int8"), "output": nk.spec((4,), "int8")}
+    nk.build(k, "torq", **specs)
+    assert seen == [(32, 16, 32, 3)]
+    text = (Path(nk.target("torq").path)).read_text()
+    bare = tmp_path / "bare.toml"
+    bare.write_text(text.replace("[units.alu.sizes]", "[unused]"))
+    with pytest.raises(KernelError, match=r"s.alu.w_width: target 'torq' gives no "
+                                          r"\[units.alu.sizes\] weight_segment_bytes"):
+        nk.build(k, str(bare), **specs)

@@ -92,6 +92,24 @@ class _Alu(_Unit):
         """Max input vector size of the ALU for ``in_dtype`` x ``w_dtype`` (None: no weights)."""
         return self.unit.width(in_dtype, w_dtype)
 
+    def w_width(self, w_dtype=None) -> int:
+        """Torq's ``alu.wWidth``: how many weights of ``w_dtype`` (None: 1-byte) one
+        instruction reads, the target's ``[units.alu.sizes] weight_segment_bytes`` over
+        their size (32 int8 weights on torq)."""
+        size = 1 if w_dtype is None else _dtype(w_dtype).itemsize
+        return self._size("weight_segment_bytes", "w_width") // size
+
+    def ker_width(self) -> int:
+        """Torq's ``alu.kerWidth``: the widest kernel row the ALU takes at once (the
+        target's ``[units.alu.sizes] kernel_width``, 3 on torq)."""
+        return self._size("kernel_width", "ker_width")
+
+    def _size(self, key: str, what: str) -> int:
+        if key not in self.unit.sizes:
+            raise KernelError(f"s.alu.{what}: target {self.s.target.name!r} gives no "
+                              f"[units.alu.sizes] {key}")
+        return self.unit.sizes[key]
+
     def elementwise_product_accumulate(self, a: Data, b: Data, mode: str = "ACC") -> Data:
         """Partials ``= combine(partials, a * b)`` lane by lane; ``mode`` is Torq's
         accumulate mode (``ALUOp1Mode``): ``ACC`` adds, ``MAX``/``MIN``/``MUL``/``BAND``/
@@ -135,6 +153,7 @@ class _Alu(_Unit):
 
     # camelCase aliases, so a Torq pattern's body reads as in C++.
     iWidth, elementwiseProductAccumulate = i_width, elementwise_product_accumulate
+    wWidth, kerWidth = w_width, ker_width
     scalarProductAccumulate = scalar_product_accumulate
 
     def elementwise_add(self, a: Data, b: Data) -> Data:
