@@ -162,7 +162,12 @@ def _layout(rng):
         return op, {"axis": ax}, [x, _data(rng, tuple(other), x.dtype)]
     shape = [0 if rng.random() < 0.3 and k < x.ndim else d
              for k, d in enumerate(rng.permutation(x.shape))]
-    shape[int(rng.integers(0, len(shape)))] = -1
+    if rng.random() < 0.8:
+        shape[int(rng.integers(0, len(shape)))] = -1
+    if rng.random() < 0.2:
+        shape.append(int(rng.integers(1, 3)))  # maybe too many elements
+    if rng.random() < 0.2:
+        return "Expand", {}, [x, np.array(rng.integers(1, 4, x.ndim), np.int64)]
     return op, {}, [x, np.array(shape, np.int64)]
 
 
@@ -265,3 +270,16 @@ def test_a_constant_index_out_of_range_is_refused_by_name():
     with pytest.raises(ModelError, match=r"^node 'pick' \(Gather\): index -4 along axis 1 of "
                                          r"size 3 is outside \[-3, 2\]$"):
         evaluate(node, [np.zeros((2, 3), np.float32), np.array([0, -4], np.int64)], OPSETS)
+
+
+def test_a_reshape_of_constants_that_does_not_fit_is_refused_in_one_line():
+    from onnx_helpers import model, node
+
+    import npukit.onnx
+
+    m = model([node("Reshape", ["c", "s"], ["r"], name="fold_me"), node("Add", ["r", "x"], ["y"])],
+              {"x": np.zeros(4, np.float32)}, ["y"],
+              {"c": np.arange(6, dtype=np.float32), "s": np.array([4], np.int64)})
+    with pytest.raises(ModelError, match=r"^node 'fold_me' \(Reshape\): shape \[4\] cannot hold "
+                                         r"the 6 elements of its input of shape \[6\]$"):
+        npukit.onnx.load(m)

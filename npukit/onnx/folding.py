@@ -7,6 +7,7 @@ exact semantics, so a folded model computes what the same model fed as inputs co
 - ``QuantizeLinear`` to 8 bits: ``basic_kernels.common.quantize`` (the reference evaluator
   wraps what overflows int32 instead of saturating it);
 - ``Slice`` (ONNX's clamping of starts and ends, which numpy's slices do not share),
+  ``Reshape`` and ``Expand`` (a shape that does not fit refused by name),
   ``Gather`` and ``GatherElements`` (indices from the end when negative, an index out of
   range refused by name; ``GatherElements``' indices may be shorter than the data along
   every axis, as ONNX Runtime takes them) and ``Range`` (float ones accumulated in their
@@ -180,6 +181,32 @@ def _slice(node, x: np.ndarray, starts, ends, axes=None, steps=None) -> np.ndarr
     return x
 
 
+def _reshape(node, x: np.ndarray, shape: np.ndarray) -> np.ndarray:
+    """ONNX's Reshape: a 0 copies the input's dimension (unless ``allowzero``), one -1 takes
+    what is left; a shape that does not hold the input's elements is refused by name."""
+    want = [int(d) for d in np.asarray(shape).reshape(-1)]
+    keep = not _attrs(node).get("allowzero", 0)
+    out = [x.shape[k] if d == 0 and keep and k < x.ndim else d for k, d in enumerate(want)]
+    known = int(np.prod([d for d in out if d != -1], dtype=np.int64))
+    if out.count(-1) == 1 and known > 0 and x.size % known == 0:
+        out[out.index(-1)] = x.size // known
+    if min(out, default=0) < 0 or int(np.prod(out, dtype=np.int64)) != x.size or (
+            keep and 0 in want[x.ndim:]):
+        raise ModelError(f"{where(node)}: shape {want} cannot hold the {x.size} elements of "
+                         f"its input of shape {list(x.shape)}")
+    return x.reshape(out)
+
+
+def _expand(node, x: np.ndarray, shape: np.ndarray) -> np.ndarray:
+    want = tuple(int(d) for d in np.asarray(shape).reshape(-1))
+    try:
+        out = np.broadcast_shapes(x.shape, want)
+    except ValueError:
+        raise ModelError(f"{where(node)}: shape {list(want)} does not broadcast with its "
+                         f"input's {list(x.shape)}") from None
+    return np.broadcast_to(x, out).copy()
+
+
 def _range(node, start, limit, delta) -> np.ndarray:
     """ONNX Runtime's Range: ``ceil((limit - start) / delta)`` values, each the previous plus
     ``delta`` in the inputs' type."""
@@ -212,6 +239,10 @@ def _own(node, values: list) -> list[np.ndarray] | None:
         return [_gather(node, *xs)]
     if op == "GatherElements" and len(xs) == 2:
         return [_gather_elements(node, *xs)]
+    if op == "Reshape" and len(xs) == 2:
+        return [_reshape(node, *xs)]
+    if op == "Expand" and len(xs) == 2:
+        return [_expand(node, *xs)]
     if op == "Range" and len(xs) == 3:
         return [_range(node, *xs)]
     key = _typed_key(node, xs) if xs else None
