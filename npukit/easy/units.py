@@ -26,7 +26,8 @@ class _AluNode:
         self.stmt, self.loops = stmt, loops
         self.block, self.index = fill_site, fill_index
         self.acc_loops: tuple = ()
-        # Torq's alu.load, NOT, BNOT: the partials are one result, never summed; the name.
+        # The instruction's name when its partials are one result, never summed (Torq's
+        # alu.load, and accumulate in mode NOT or BNOT); "" otherwise.
         self.single = ""
 
 
