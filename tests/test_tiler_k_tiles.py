@@ -194,10 +194,11 @@ def test_a_transpose_that_fits_in_rows_keeps_its_row_tiles():
 
 def test_a_transpose_nothing_fits_is_refused_naming_the_sizes_and_the_budget():
     m = Model(target="gap8", l1_budget=1000)
-    with pytest.raises(TilingError, match=r"^T: transposing \[1, 40, 50, 30\] into \[1, 50, 40, "
-                                          r"30\] needs min\(A, B\) x I = 1200 or A x B = 2000 "
-                                          r"values in 4 slots of L1, over the budget of 1000 B"):
-        G.transpose(m, "T", dt="float32", Planes=1, A=40, B=50, I=30)
+    with pytest.raises(TilingError, match=r"^T: transposing \[1, 40, 50, 300\] into \[1, 50, 40, "
+                                          r"300\] needs at least one item of I = 300 values "
+                                          r"\(1200 B\) in 4 slots of L1, over the budget of "
+                                          r"1000 B"):
+        G.transpose(m, "T", dt="float32", Planes=1, A=40, B=50, I=300)
 
 
 # -- through ONNX, against ONNX Runtime ---------------------------------------------------------

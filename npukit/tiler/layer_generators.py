@@ -16,7 +16,8 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
 - ``softmax``, ``reduce``, ``lrn``: along rows or, in vertical tiles, along columns;
   ``layer_norm`` along rows.
 - ``pad_axis``, ``concat``, ``transpose``: data movement (a transpose in tiles of its
-  swapped axes or, when a row of those does not fit, of its items' values); the layers that
+  swapped axes or, when a row of those does not fit, of its items' values, or in 2-D
+  blocks of items when neither fits); the layers that
   read at run-time indices are in ``npukit.tiler.layer_generators_indexed``.
 
 Padding of windowed layers. These layers' arguments have no padding of their own, so the
@@ -32,11 +33,14 @@ yet.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ..dtypes import is_float
 from ..errors import TilingError
 from .api import (
+    D0,
     D1,
     KER_ARG_PARTILE_SIZE,
     KER_ARG_TILE,
@@ -71,7 +75,7 @@ from .api import (
     Obj,
     TCArg,
 )
-from .api_spaces import IterParSpace, IterTiledSpace, KernelIterSpace
+from .api_spaces import IterFixedSpace, IterParSpace, IterTiledSpace, KernelIterSpace
 from .basic_kernels import (
     common,
     elementwise,
@@ -489,17 +493,21 @@ def transpose(m, Name: str, *, dt, Planes: int, A: int, B: int, I: int) -> None:
     tiled: horizontal tiles of its rows on one side, vertical tiles of its columns on the
     other. When one row or column of those does not fit L1 (I large, as the channel
     shuffle's [g, C/g, H*W] planes), the I values of every item are cut in vertical tiles
-    instead, each tile transposing all A x B items. One of those, min(A, B) x I or A x B
-    values, in 4 slots (in and out, double buffered), must fit L1."""
-    m._first_that_tiles(Name, _transpose_rows, _transpose_items,
-                        (m, Name, dt, Planes, A, B, I))
+    instead, each tile transposing all A x B items. When neither fits (maxvit's [49, 64,
+    64] windows), blocks of x x y items: an outer space over the blocks of A (or B) and the
+    tiled space over the other, each block a 2-D transfer in and out, double buffered. One
+    item, I values, in 4 slots (in and out, double buffered) must fit L1."""
+    forms = (_transpose_rows, _transpose_items,
+             *(partial(_transpose_blocks, over_a=o, x=x) for o, x in _block_sides(
+                 m, dt, A, B, I)))
+    m._first_that_tiles(Name, *forms, (m, Name, dt, Planes, A, B, I))
     try:
         m.tiling(Name)
     except TilingError as e:
         raise TilingError(f"{Name}: transposing [{Planes}, {A}, {B}, {I}] into [{Planes}, {B}, "
-                          f"{A}, {I}] needs min(A, B) x I = {min(A, B) * I} or A x B = {A * B} "
-                          f"values in 4 slots of L1, over the budget of {m.l1_budget} B: "
-                          f"{e}") from None
+                          f"{A}, {I}] needs at least one item of I = {I} values "
+                          f"({I * np.dtype(dt).itemsize} B) in 4 slots of L1, over the budget "
+                          f"of {m.l1_budget} B: {e}") from None
 
 
 def _transpose_rows(m, Name: str, dt, Planes: int, A: int, B: int, I: int) -> None:  # noqa: E741
@@ -541,6 +549,51 @@ def _transpose_items(m, Name: str, dt, Planes: int, A: int, B: int, I: int) -> N
                        ver, 0, "In"),
                 KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Planes), I, A * B, item, 0, ver,
                        0, "Out")))
+    m._cnn_ops[Name] = Planes * A * B * I
+
+
+def _block_sides(m, dt, A: int, B: int, I: int) -> list[tuple[bool, int]]:  # noqa: E741
+    """The block forms of ``transpose`` to try, best first: (blocks over A?, block size x),
+    x a divisor of the blocked side (the outer space walks whole blocks) near the square
+    root of the items one L1 slot holds, so that the tiled side gets as many; then smaller
+    divisors down to one item."""
+    cap = max(m.l1_budget // (4 * I * np.dtype(dt).itemsize), 1)
+    side = max(int(cap ** 0.5), 1)
+    out = []
+    for over_a, n in ((True, A), (False, B)):
+        fit = sorted((d for d in range(1, min(n, side) + 1) if n % d == 0), reverse=True)
+        out += [(over_a, d) for d in fit[:2]]
+    # Best first: the largest block, then the other side's; one item per block always last.
+    return sorted(set(out), key=lambda o: -o[1]) + [(True, 1)] * ((True, 1) not in out)
+
+
+def _transpose_blocks(m, Name: str, dt, Planes: int, A: int, B: int, I: int, *,  # noqa: E741
+                      over_a: bool, x: int) -> None:
+    """``transpose`` in blocks of items: an outer space D0 over the blocks of x lines of A
+    (``over_a``) or of B, the tiled space T0 over the other side. The side whose blocked
+    dimension is inner in memory walks them inside its tiled lines (``KerArgSpace(T0,
+    D0)``): In's tile is x rows of y items, Out's y rows of x items, both 2-D transfers."""
+    k = _lib(m, movement.transpose(np.dtype(dt).name))
+    item = I * np.dtype(dt).itemsize
+    hor, ver = OBJ_CONSTRAINTS_TILE_HOR, OBJ_CONSTRAINTS_TILE_VER
+    plane = (D1,) if Planes > 1 else ()
+    outer = KerArgSpace(*plane, D0, T0)
+    inner = KerArgSpace(*plane, T0, D0)
+    if over_a:  # In [P, A/x, x, B, I], Out [P, B, A/x, x, I]; T0 cuts B
+        kin = KerArg("In", outer, IN_DB, B, x, item, 0, ver, 0, "In")
+        kout = KerArg("Out", inner, OUT_DB, x, B, item, 0, hor, 0, "Out")
+        ab, blocks = [Imm(x), K_Arg("Out", KER_ARG_TILE_H)], A // x
+    else:  # In [P, A, B/x, x, I], Out [P, B/x, x, A, I]; T0 cuts A
+        kin = KerArg("In", inner, IN_DB, x, A, item, 0, hor, 0, "In")
+        kout = KerArg("Out", outer, OUT_DB, A, x, item, 0, ver, 0, "Out")
+        ab, blocks = [K_Arg("In", KER_ARG_TILE_H), Imm(x)], B // x
+    spaces = (IterFixedSpace(D1, Planes),) * (Planes > 1) + (IterFixedSpace(D0, blocks),
+                                                             IterTiledSpace(T0))
+    m.UserKernel(Name, KernelIterSpace(len(spaces), *spaces), TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), TCArg(_ptr(dt), "Out")),
+        Calls(Call(k, LOC_LOOP, Bindings(
+            K_Arg("In", KER_ARG_TILE), *ab, Imm(I), K_Arg("Out", KER_ARG_TILE)))),
+        KerArgs(kin, kout))
     m._cnn_ops[Name] = Planes * A * B * I
 
 

@@ -182,17 +182,37 @@ def _frame_new(kernel: str, a: KerArgT, spaces: tuple[Space, ...], hor: bool, k:
         if key not in by_key:
             raise TilingError(f"{kernel}: KerArg {a.KerArgName!r} walks space {key}, which the "
                               f"kernel's KernelIterSpace does not have ({sorted(by_key)})")
+    tiled_at = [i for i, key in enumerate(a.Space) if by_key[key].kind == "tiled"]
+    if len(tiled_at) > 1:
+        raise TilingError(f"{kernel}: KerArg {a.KerArgName!r}: only its innermost space may "
+                          f"be a tiled one, {a.Space[tiled_at[0]]} is not innermost")
+    if tiled_at and tiled_at[0] < len(a.Space) - 1:
+        return _frame_lines_outer(kernel, a, by_key, tiled_at[0], hor, k, elem)
     *outer, last = a.Space
-    for key in outer:
-        if by_key[key].kind == "tiled":
-            raise TilingError(f"{kernel}: KerArg {a.KerArgName!r}: only its innermost space may "
-                              f"be a tiled one, {key} is not innermost")
     planes = tuple(Dim(key, by_key[key].count, "plane") for key in outer)
     if by_key[last].kind == "tiled":
         tiled = None if a.has(Obj.O_NTILED) or a.has(Obj.O_DYNTILE) else last
         return Frame(a, planes + _plane(tiled, hor, a.H, a.W, k), tiled, last, hor, elem)
     planes += (Dim(last, by_key[last].count, "plane"),)
     return Frame(a, planes + _plane(None, hor, a.H, a.W, k), None, None, hor, elem)
+
+
+def _frame_lines_outer(kernel: str, a: KerArgT, by_key: dict, t: int, hor: bool, k: int,
+                       elem: int) -> Frame:
+    """``KerArgSpace(T0, D0)``: the tiled lines outermost in memory, the fixed spaces after
+    the tiled one walking planes inside each line (an HWC-like home: a [Lines, D0, W] array
+    whose tile is a few lines of one D0 plane, one 2-D transfer). Only a horizontally tiled
+    argument has its lines outermost."""
+    inner = a.Space[t + 1:]
+    if any(by_key[key].kind != "fixed" for key in inner) or not hor:
+        raise TilingError(f"{kernel}: KerArg {a.KerArgName!r} walks {a.Space}: after its tiled "
+                          f"space only fixed spaces may come, and the argument must be tiled "
+                          f"horizontally (its lines outermost)")
+    tiled = None if a.has(Obj.O_NTILED) or a.has(Obj.O_DYNTILE) else a.Space[t]
+    planes = tuple(Dim(key, by_key[key].count, "plane") for key in a.Space[:t])
+    rows, cols, *item = _plane(tiled, hor, a.H, a.W, k)
+    within = tuple(Dim(key, by_key[key].count, "plane") for key in inner)
+    return Frame(a, planes + (rows,) + within + (cols, *item), tiled, a.Space[t], hor, elem)
 
 
 def elem_size(cargs: dict, a: KerArgT) -> int:
