@@ -145,9 +145,12 @@ CORRUPTED = CONFIGS + textwrap.dedent('''
     import npukit.tiler.graph_c as GC
     for what, g in graphs():
         break  # warm 0, L2
-    true_source = GC.c_source
-    # Allocate 256 B less dynamic L2 than the plan needs: OutputStep3 ends past it.
-    GC.c_source = lambda g: true_source(g).replace("AT_L2_ALLOC(0, 11264)", "AT_L2_ALLOC(0, 11008)")
+    true_source, true_pieces = GC.c_source, GC.c_pieces
+    # Allocate 256 B less dynamic L2 than the plan needs: OutputStep3 ends past it (in the
+    # graph's own piece, and in its single unit).
+    short = lambda text: text.replace("AT_L2_ALLOC(0, 11264)", "AT_L2_ALLOC(0, 11008)")
+    GC.c_source = lambda g: short(true_source(g))
+    GC.c_pieces = lambda g: (lambda units, main: (units, short(main)))(*true_pieces(g))
     g.run("c", Input0=ex["digits"](1)[0], Output0=np.zeros(10, np.int16))
     print("not caught")
 ''')
