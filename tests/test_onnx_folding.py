@@ -204,6 +204,46 @@ def _quantization(rng):
     return "DequantizeLinear", {"axis": axis}, [q, scale, zp]
 
 
+def _scatter(rng):
+    data = _data(rng, _shape(rng), rng.choice([np.float32, np.int64]))
+    if rng.random() < 0.5:  # ScatterElements: distinct targets along the axis
+        axis = int(rng.integers(-data.ndim, data.ndim))
+        d = data.shape[axis]
+        shape = [int(rng.integers(1, s + 1)) for s in data.shape]
+        shape[axis] = int(rng.integers(1, d + 1))
+        order = np.argsort(rng.random((*shape[:axis % data.ndim], d,
+                                       *shape[axis % data.ndim + 1:])), axis=axis)
+        idx = np.take(order, np.arange(shape[axis]), axis=axis) - d * (rng.random() < 0.3)
+        return "ScatterElements", {"axis": axis}, [data, idx.astype(np.int64),
+                                                   _data(rng, tuple(shape), data.dtype)]
+    k = int(rng.integers(1, data.ndim + 1))
+    cells = np.array(list(np.ndindex(*data.shape[:k])))
+    rows = cells[rng.permutation(len(cells))[:int(rng.integers(1, len(cells) + 1))]]
+    upd = _data(rng, (len(rows), *data.shape[k:]), data.dtype)
+    return "ScatterND", {}, [data, rows.astype(np.int64), upd]
+
+
+def _misc(rng):
+    op = rng.choice(["Pow", "ConstantOfShape", "Squeeze", "NonZero", "OneHot", "Shape"])
+    x = _data(rng, _shape(rng), rng.choice([np.int64, np.float32]))
+    if op == "Pow":
+        e = rng.integers(0, 4, x.shape[-1:]).astype(x.dtype)
+        return op, {}, [np.clip(np.nan_to_num(x), -20, 20).astype(x.dtype), e]
+    if op == "ConstantOfShape":
+        return op, {"value": h.make_tensor("v", TP.INT64, [1], [int(rng.integers(-9, 9))])}, [
+            np.array(x.shape, np.int64)]
+    if op == "Squeeze":
+        y = x.reshape(1, *x.shape, 1)
+        return op, {}, [y, np.array([0, -1] if rng.random() < 0.5 else [-1], np.int64)]
+    if op == "OneHot":
+        return op, {"axis": int(rng.integers(-x.ndim - 1, x.ndim + 1))}, [
+            rng.integers(-5, 5, x.shape).astype(np.int64), np.array(5, np.int64),
+            np.array([0, 7], np.int64)]
+    if op == "Shape":
+        return op, {"start": int(rng.integers(-3, 3)), "end": int(rng.integers(-3, 4))}, [x]
+    return op, {}, [x]
+
+
 GENERATORS = {
     "Gather": _gather, "GatherElements": _gather_elements, "Range": _range, "Cast": _cast,
     "integer arithmetic": lambda rng: _binary(rng, ["Add", "Sub", "Mul"], INTS),
@@ -215,7 +255,8 @@ GENERATORS = {
     "logic": lambda rng: _binary(rng, ["And", "Or", "Xor"], (np.bool_,)),
     "Where": _where, "unary": _unary, "Clip": _clip, "Expand": _expand, "Trilu": _trilu,
     "CumSum": _cumsum, "Slice": _slice, "layout": _layout, "reductions": _reduce,
-    "float32 arithmetic": _float_arith, "quantization": _quantization,
+    "float32 arithmetic": _float_arith, "quantization": _quantization, "scatter": _scatter,
+    "miscellaneous": _misc,
 }
 
 
