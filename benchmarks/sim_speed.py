@@ -1,10 +1,11 @@
 """The functional simulator's speed on int8 QDQ CNNs built in code: simulated cycles per CPU
-second with the tile-of-features convolution run as it ran before (the one-plane reference
-over every pair of output and input features, ``before``) and as it runs now (every feature
-at once, ``conv_reference.feature_tile``), per model and input size; medians of interleaved
-repetitions. Each pair must give the same output bytes and the same cycle count. Goals,
-printed as met or not: 10x the simulated cycles per CPU second of before; one int8
-squeezenet1_1 inference at 224x224 under 25 s of CPU.
+second with the convolutions' references run as they ran before (the one-plane reference
+over every pair of output and input features of a feature tile, over every plane of a
+depthwise tile: ``before``) and as they run now (every feature at once:
+``conv_reference``), per model and input size; medians of interleaved repetitions. Each
+pair must give the same output bytes and the same cycle count. Goals, printed as met or
+not: 10x the simulated cycles per CPU second of before; one int8 squeezenet1_1 inference at
+224x224 under 25 s of CPU.
 
 The models: squeezenet1_1 (torchvision's layers: a 3x3 stride-2 stem, eight fire modules,
 ceil-mode max pooling, a 1x1 classifier, global average pooling) and the MobileNet-style
@@ -110,17 +111,32 @@ def one_plane_pairs(flt, In, W, InRow0, InRows, Hreal, PadT, InFeat, Filter, Acc
                 Fx, Fy, *rest, core_id=0, core_count=1)
 
 
+def plane_by_plane(flt, In, W, InRow0, InRows, Hreal, PadT, Filter, Acc, Wo, OutRow0,
+                   OutRows, Fx, Fy, *rest) -> None:
+    """A depthwise tile of planes as the simulator ran it before: the one-plane reference
+    for each plane in turn."""
+    from npukit.tiler.basic_kernels.convolution import layer_conv
+
+    one = layer_conv(In.dtype.name, Filter.dtype.name, 8).reference
+    *rest, feat = rest
+    plane, taps, tile = InRows * W, Fy * Fx, OutRows * Wo
+    for f in range(feat):
+        one(In[f * plane:], W, InRow0, InRows, Hreal, PadT, Filter[f * taps:], Acc[f * tile:],
+            Wo, OutRow0, OutRows, Fx, Fy, *rest, core_id=0, core_count=1)
+
+
 @contextmanager
 def before_style():
-    """The simulator with the feature tile's reference as it was (``one_plane_pairs``)."""
+    """The simulator with the convolutions' references as they were (``one_plane_pairs``,
+    ``plane_by_plane``)."""
     from npukit.tiler.basic_kernels import conv_reference
 
-    now = conv_reference.feature_tile
-    conv_reference.feature_tile = one_plane_pairs
+    now = conv_reference.feature_tile, conv_reference.planes
+    conv_reference.feature_tile, conv_reference.planes = one_plane_pairs, plane_by_plane
     try:
         yield
     finally:
-        conv_reference.feature_tile = now
+        conv_reference.feature_tile, conv_reference.planes = now
 
 
 def simulate(g, x: np.ndarray) -> tuple[float, int, bytes]:

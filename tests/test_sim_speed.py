@@ -109,3 +109,29 @@ def test_squeezenet_int8_on_the_simulator_is_its_c_and_its_cycles_are_the_steppe
     monkeypatch.setattr(timing.Timeline, "__init__",
                         lambda self, prog, fast_forward=True: stepped(self, prog, False))
     assert npukit.onnx.load(m).report().cycles == fast
+
+
+@pytest.mark.parametrize("case", [
+    ("int8", "int8", 4, 4, 3, 2, 1, 1, 1, 3, 10), ("uint8", "int8", 3, 3, 3, 1, 1, 1, 0, 4, 8),
+    ("float32", "float32", 3, 3, 3, 1, 2, 2, 0, 3, 9)], ids=lambda c: "-".join(map(str, c)))
+def test_depthwise_planes_are_the_one_plane_reference_plane_by_plane(case):
+    """``conv_reference.planes`` (each plane its own filter) against the one-plane reference
+    run plane after plane, through ``parallel.planes`` as a depthwise layer calls it."""
+    from npukit.tiler.basic_kernels import parallel
+    from npukit.tiler.basic_kernels.convolution import layer_conv
+
+    in_dt, w_dt, feat, _, *shape = case
+    rng = np.random.default_rng(sum(shape))
+    x, W, in_row0, in_rows, hreal, pad, _, f, acc, wo, out_row0, out_rows, _, *rest = _tile(
+        rng, in_dt, w_dt, feat, 1, *shape)
+    f = (rng.normal(size=feat * shape[0] ** 2).astype(np.float32) if in_dt == "float32" else
+         rng.integers(-128, 128, feat * shape[0] ** 2).astype(w_dt))
+    acc = np.concatenate([acc[:-CANARY]] * feat + [acc[-CANARY:]])
+    args = (x, W, in_row0, in_rows, hreal, pad, f, acc, wo, out_row0, out_rows, *rest)
+    start, want = acc.copy(), acc.copy()
+    sim_speed.plane_by_plane(in_dt == "float32", *args[:7], want, *args[8:], feat)
+    k = parallel.planes(layer_conv(in_dt, w_dt, 8), conv_reference.PLANE_STRIDES)
+    k.reference(*args, feat, core_id=0, core_count=1)
+    assert acc.tobytes() == want.tobytes()
+    assert acc[-CANARY:].tobytes() == start[-CANARY:].tobytes()
+    assert not np.array_equal(acc, start)

@@ -66,6 +66,9 @@ class BasicKernel:
     c_source: str
     reference: Callable
     cost: Callable
+    # The reference over a tile of planes at once (``parallel.planes``): (the pointers'
+    # strides from plane to plane it assumes, fn(*args, Feat)), or None (plane by plane).
+    planes_reference: tuple | None = None
 
 
 def suffix(*dtypes: np.dtype) -> str:

@@ -1,5 +1,6 @@
-"""The numpy reference of a tile of convolution features (``layer_conv(planes=True)``) at
-array speed: every output feature at once, never element by element.
+"""The numpy references of a tile of convolution features (``layer_conv(planes=True)``) and
+of the one-plane convolution over a tile of planes (``parallel.planes``: a depthwise
+convolution) at array speed: every feature at once, never element by element.
 
 Integers: each accumulator is ``Acc + sum((In - Zin) * (Filter - Zw))`` over the input
 features and taps, wrapped to int32; the sum is one matrix product over (input feature,
@@ -18,6 +19,8 @@ from ...arith import wrap32
 from .common import tap_range
 
 EXACT = 1 << 53  # float64 holds every integer below this exactly
+# The one-plane convolution's pointers from one plane to the next (``parallel.planes``)
+PLANE_STRIDES = (("In", ("InRows", "W")), ("Filter", ("Fy", "Fx")), ("Acc", ("OutRows", "Wo")))
 
 
 def _taps(W, Wo, InRow0, InRows, Hreal, PadT, OutRow0, OutRows, Fx, Fy, Sx, Sy, Dx, Dy, PadL):
@@ -73,3 +76,22 @@ def feature_tile(flt: bool, In, W, InRow0, InRows, Hreal, PadT, InFeat, Filter, 
         np.zeros((OutFeat, InFeat, 0), np.int64)
     sums = fk.reshape(OutFeat, -1).astype(kind) @ cols_mat.reshape(-1, tile)
     acc[...] = wrap32(acc.astype(np.int64) + sums.astype(np.int64).reshape(acc.shape))
+
+
+def planes(flt: bool, In, W, InRow0, InRows, Hreal, PadT, Filter, Acc, Wo, OutRow0, OutRows,
+           Fx, Fy, Sx, Sy, Dx, Dy, PadL, Zin, Zw, Feat) -> None:
+    """The one-plane convolution of each of ``Feat`` planes with its own filter, every plane
+    at once, tap by tap in (fy, fx) order (float32: each accumulator's sums in the one-plane
+    kernel's order; integers in int64, wrapped to int32)."""
+    if OutRows <= 0 or Feat <= 0:
+        return
+    acc = Acc[:Feat * OutRows * Wo].reshape(Feat, OutRows, Wo)
+    x = In[:Feat * InRows * W].reshape(Feat, InRows, W)
+    f = Filter[:Feat * Fy * Fx].reshape(Feat, Fy, Fx)
+    work = acc.copy() if flt else acc.astype(np.int64)
+    if not flt:
+        x, f = x.astype(np.int64) - Zin, f.astype(np.int64) - Zw
+    for fy, fx, rs, cs, lines, cols in _taps(W, Wo, InRow0, InRows, Hreal, PadT, OutRow0,
+                                             OutRows, Fx, Fy, Sx, Sy, Dx, Dy, PadL):
+        work[:, rs, cs] += x[:, lines[:, None], cols[None, :]] * f[:, fy, fx][:, None, None]
+    acc[...] = work if flt else wrap32(work)

@@ -556,7 +556,11 @@ void {name}({c_signature(args)})
         return conv_work(Wo * OutRows * Fx * Fy, width, (Fx, Fy, Sx, Sy, Dx, Dy),
                          4 * OutRows * Fy, OutRows)
 
-    return BasicKernel(name, args, True, src, reference, cost)
+    def planes(*args):
+        conv_reference.planes(flt, *args)
+
+    return BasicKernel(name, args, True, src, reference, cost,
+                       (conv_reference.PLANE_STRIDES, planes))
 
 
 def _feature_tile(name: str, args, src: str, single: BasicKernel, flt: bool) -> BasicKernel:
