@@ -46,21 +46,23 @@ def conv_net(size: int = 12, classes: int = 10, seed: int = 0):
     return model(nodes, {"x": x}, ["y"], inits), {"x": x}
 
 
-def dense_net(hidden: int = 24, classes: int = 10, seed: int = 1):
-    """Gemm + Relu, Gemm + Relu, Gemm: no convolution (small basic kernels, quick to
-    compile in an empty cache)."""
+def dense_net(hidden: int = 24, classes: int = 10, depth: int = 6, seed: int = 1):
+    """``depth`` Gemm layers, a Relu after each but the last: no convolution (small basic
+    kernels, quick to compile in an empty cache); six layers make two pieces (npukit.tiler.
+    graph_c groups layers by their names' hashes: L0..L4, then L5)."""
     rng = np.random.default_rng(seed)
-    inits = {"w1": rng.normal(size=(hidden, 16)).astype(np.float32) * 0.3,
-             "b1": rng.normal(size=hidden).astype(np.float32) * 0.1,
-             "w2": rng.normal(size=(hidden, hidden)).astype(np.float32) * 0.3,
-             "b2": rng.normal(size=hidden).astype(np.float32) * 0.1,
-             "w3": rng.normal(size=(classes, hidden)).astype(np.float32) * 0.3,
-             "b3": rng.normal(size=classes).astype(np.float32) * 0.1}
-    nodes = [node("Gemm", ["x", "w1", "b1"], ["h1"], transB=1), node("Relu", ["h1"], ["r1"]),
-             node("Gemm", ["r1", "w2", "b2"], ["h2"], transB=1), node("Relu", ["h2"], ["r2"]),
-             node("Gemm", ["r2", "w3", "b3"], ["y"], transB=1)]
-    x = rng.normal(size=(2, 16)).astype(np.float32)
-    return model(nodes, {"x": x}, ["y"], inits), {"x": x}
+    nodes, inits, x, width = [], {}, "x", 16
+    for k in range(depth):
+        out = hidden if k < depth - 1 else classes
+        inits[f"w{k}"] = rng.normal(size=(out, width)).astype(np.float32) * 0.3
+        inits[f"b{k}"] = rng.normal(size=out).astype(np.float32) * 0.1
+        y = f"h{k}" if k < depth - 1 else "y"
+        nodes.append(node("Gemm", [x, f"w{k}", f"b{k}"], [y], transB=1))
+        if k < depth - 1:
+            nodes.append(node("Relu", [y], [f"r{k}"]))
+            x, width = f"r{k}", hidden
+    x0 = rng.normal(size=(2, 16)).astype(np.float32)
+    return model(nodes, {"x": x0}, ["y"], inits), {"x": x0}
 
 
 @pytest.fixture
@@ -115,9 +117,10 @@ def test_a_changed_layer_compiles_only_its_piece(tmp_path, monkeypatch, compiles
     first.run("c", **inputs)
     layers = first.host_graph().layers
     first_pieces = _pieces_of(compiles)
-    # every layer, the basic kernels' units, the runtime, then the graph's unit (the link)
-    assert len(_pieces_of(compiles)) >= len(layers) + 2 and len(compiles) == \
-        len(_pieces_of(compiles)) + 1
+    # two pieces of layers, the basic kernels' units, the runtime, then the graph's unit
+    # (the link)
+    assert len(layers) == 6 and len(first_pieces) >= 2 + 2
+    assert len(compiles) == len(first_pieces) + 1
     # The same model again: the shared object from the cache, no compiler run.
     compiles.clear()
     again = npukit.onnx.load(m, **BUDGETS).run("c", **inputs).outputs["y"]
@@ -128,7 +131,8 @@ def test_a_changed_layer_compiles_only_its_piece(tmp_path, monkeypatch, compiles
     got = g12.run("c", **inputs).outputs["y"]
     pieces = _pieces_of(compiles)
     assert len(pieces) == 1 and len(compiles) == 2, compiles
-    assert f"kernel `{g12.host_graph().layers[-1].name}`" in Path(pieces[0]).read_text()
+    text = Path(pieces[0]).read_text()
+    assert f"kernel `{layers[-1].name}`" in text and f"kernel `{layers[0].name}`" not in text
     ref, _ = ort_run(m12, inputs)
     np.testing.assert_allclose(got, ref["y"], rtol=1e-4, atol=1e-5)
     assert again.shape == (2, 10) and np.abs(again).max() > 0

@@ -90,12 +90,17 @@ def c_unit(progs: list[ir.Program], entries: list[str], *, header: str, tail: st
     return _unit(ems, header, tail, includes)
 
 
-def piece_unit(prog: ir.Program, entry: str, fuse: bool = True) -> tuple[str, str, list[str]]:
-    """``prog`` as one piece of C compiled in pieces (``npukit.c.pieces``): (its unit, its
-    entry function's prototype, its basic kernels' sources). The unit declares the
-    kernels and the threads runtime that other pieces define."""
-    em = _Emitter(prog, fuse, None, entry)
-    return _unit([em], em._header(), shared=True), em._signature() + ";", em.sources
+def piece_unit(progs: list[ir.Program], entries: list[str], fuse: bool = True
+               ) -> tuple[str, list[str], list[list[str]]]:
+    """Programs as one piece of C compiled in pieces (``npukit.c.pieces``): (the unit, the
+    prototype of each entry function, each program's basic-kernel sources). The unit
+    declares the kernels and the threads runtime that other pieces define."""
+    helpers = A.Helpers()
+    ems = [_Emitter(p, fuse, helpers, e) for p, e in zip(progs, entries)]
+    header = ems[0]._header() if len(ems) == 1 else \
+        f"/* Functions {', '.join(entries)}: a piece of a program compiled in pieces. */"
+    return (_unit(ems, header, shared=True), [em._signature() + ";" for em in ems],
+            [em.sources for em in ems])
 
 
 def _unit(ems: list[_Emitter], header: str, tail: str = "",

@@ -197,6 +197,22 @@ def c_pieces(g) -> tuple[list[tuple[str, str]], str]:
 
 
 _INCLUDES = ("stddef.h", "stdint.h", "stdio.h", "stdlib.h", "string.h")
+# Layers compiled in one piece: about _GROUP on average, at most _MAX_GROUP (a compile
+# spends about 0.1 s on the headers basic kernels include, more than a small layer's code).
+_GROUP, _MAX_GROUP = 4, 8
+
+
+def _groups(names: list[str]) -> list[list[int]]:
+    """The layers (by index) of each piece: a piece ends after a layer whose name's hash
+    is 0 modulo ``_GROUP`` (or at ``_MAX_GROUP`` layers), so that a layer changed, added
+    or removed changes its own piece and leaves the others as they were."""
+    out: list[list[int]] = [[]]
+    for i, name in enumerate(names):
+        out[-1].append(i)
+        if len(out[-1]) == _MAX_GROUP or \
+                hashlib.sha256(name.encode()).digest()[0] % _GROUP == 0:
+            out.append([])
+    return [x for x in out if x]
 
 
 class _Generator:
@@ -247,12 +263,15 @@ class _Generator:
     def pieces(self) -> tuple[list[tuple[str, str]], str]:
         g = self.g
         units, protos, sources = [], [], []
-        for i, layer in enumerate(g.layers):
-            text, proto, srcs = piece_unit(layer.program, layer.name)
-            units.append((f"layer {i} ({layer.name})", text))
-            protos.append(f"/* Layer {i}: {comment_text(layer.name)} (compiled apart) */\n"
-                          f"{proto}")
-            sources.append(srcs)
+        for group in _groups([layer.name for layer in g.layers]):
+            layers = [g.layers[i] for i in group]
+            text, group_protos, srcs = piece_unit([x.program for x in layers],
+                                                  [x.name for x in layers])
+            units.append((", ".join(f"layer {i} ({x.name})" for i, x in zip(group, layers)),
+                          text))
+            protos += [f"/* Layer {i}: {comment_text(x.name)} (compiled apart) */\n{proto}"
+                       for i, x, proto in zip(group, layers, group_protos)]
+            sources += srcs
         cores = g.layers[0].program.target.cores if g.layers else 1
         units += [(f"basic kernel unit {k}", text) for k, text in
                   enumerate(pieces.kernel_units(sources, prelude(cores)))]
