@@ -1,6 +1,7 @@
 """The public Compass DSL's own tutorials and unit tests, run on npukit: a per-file table.
 
     python benchmarks/compass_suite.py PATH_TO_CHECKOUT [--timeout S] [--only GLOB] [--python EXE]
+                                        [--jobs N]
 
 PATH_TO_CHECKOUT is a checkout of Arm China's Compass_Apache_TVM (GitHub). Its tutorials
 (``python/tvm/compass/dsl/samples/tutorial_*.py``) and DSL unit tests
@@ -9,7 +10,8 @@ one textual change, the one a user makes: ``tvm.compass.dsl`` becomes ``npukit.d
 ``from tvm import`` becomes ``from npukit.dsl import``. Each file then runs under pytest
 in a subprocess of its own, with a time limit, and one row per file gives its passed,
 failed and erroring cases and the first failure's reason. A file passes whole when every
-case it collects passes. Nothing of the suite is kept.
+case it collects passes. ``--jobs N`` runs N files at a time (each in its own directory;
+the rows keep the files' order). Nothing of the suite is kept.
 
 The files run under ``--python`` (this interpreter by default), which must have npukit,
 pytest and whatever the files import. The public suite's own numpy code is written for
@@ -27,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
@@ -142,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("checkout", type=Path, help="a checkout of Compass_Apache_TVM")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per file")
     ap.add_argument("--only", default="*", help="file names matching this glob")
+    ap.add_argument("--jobs", type=int, default=1, help="files run at a time")
     ap.add_argument("--python", default=sys.executable,
                     help="the interpreter that runs the files (one with numpy 1 for the "
                          "suite's numpy-1 code); this one by default")
@@ -152,12 +156,17 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="compass_suite_"))
+    def one(k: int, f: Path) -> Row:
+        own = work / str(k)  # a directory per file: parallel runs share no junit report
+        own.mkdir()
+        row = run_file(f, own, args.timeout, args.python)
+        print(f"{f.name}: {row.passed} passed, {row.failed} failed, {row.errors} errors",
+              file=sys.stderr, flush=True)
+        return row
+
     try:
-        rows = []
-        for f in files:
-            rows.append(run_file(f, work, args.timeout, args.python))
-            print(f"{f.name}: {rows[-1].passed} passed, {rows[-1].failed} failed, "
-                  f"{rows[-1].errors} errors", file=sys.stderr, flush=True)
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            rows = list(pool.map(one, range(len(files)), files))
         print(table(rows))
     finally:
         shutil.rmtree(work, ignore_errors=True)

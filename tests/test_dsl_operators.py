@@ -179,3 +179,20 @@ def test_and_or_not_on_one_lane_bools():
     want[8] = 8 if a[0] > 0 or a[1] > 0 else 7
     for _, out in host_and_c(f, a, canary(9, "int16")):  # the simulator, then the C
         assert out.tolist() == want.tolist()
+
+
+def test_typed_scalars_meet_and_convert_on_return_and_store():
+    """int8 + float16 is float16 (S.cast's conversion), a sub-function's result takes its
+    annotated type, and a typed scalar stored into an int32 element converts (truncating)."""
+    @S.prim_func
+    def total(v0: S.i8, v2: S.fp16, v3: S.fp32) -> S.i32:
+        return v0 + v2 + v3
+
+    @S.prim_func
+    def f(out: S.ptr("i32", "global")):
+        out[0] = total(11, 2.75, 40.5)
+        out[1] = S.i8(-7) + S.fp16(0.5)
+
+    want = [int(np.float32(np.float16(11 + 2.75)) + np.float32(40.5)), int(-7 + 0.5)]
+    for (out,) in host_and_c(f, canary(2, "int32")):
+        assert out.tolist() == want

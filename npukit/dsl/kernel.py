@@ -26,6 +26,7 @@ from .branches import (
     logical_or,
 )
 from .memory import check_barriers
+from .ops import cast
 from .trace import Tracer, error_site
 from .types import DType, PtrType, is_type_name, is_vector_name
 from .values import Index, Ptr, Scalar, TecCondition, Vec, _current, as_affine
@@ -65,6 +66,9 @@ class PrimFunc:
                 not (isinstance(out, Vec) and out.type == ann):
             got = out.type if isinstance(out, Vec) else trace._describe(out)
             raise DTypeError(f"{self.name} returns {got} but is annotated -> {ann}")
+        if isinstance(ann, DType) and ann.is_scalar and isinstance(out, (Scalar, Vec)) and \
+                out.type.element_of != ann:
+            out = cast(out, ann)  # the Compass DSL converts a value returned to its type
         return out
 
     def host_program(self, target) -> ir.Program:

@@ -47,6 +47,11 @@ def promoted(a, b) -> tuple:
     return tuple(_to(x, t) for x in (a, b))
 
 
+def meet(a: DType, b: DType) -> DType:
+    """The element type two typed operands of types ``a`` and ``b`` meet in."""
+    return get_binary_op_result_type(a.element_of, b.element_of)
+
+
 def _to(x, t: DType):
     if isinstance(x, Vec):
         return ops.cast(x, t.with_lanes(x.type.lanes))

@@ -455,6 +455,8 @@ class Tracer:
             value = value.value    # number does (S.rint(1.234) into a float16*)
         if isinstance(value, Vec) and differ_in_sign(value.type, t):  # its bits are
             value = self.compute("vbitcast", t, [value])              # stored, as C does
+        elif isinstance(value, Scalar) and t.lanes == 1 and value.type != t:
+            value = value.converted(t)  # a typed scalar converts into a scalar element
         self.store_run(p, start, self.coerce(value, t, f"`{self.label()}`: storing into "
                                                      f"{t}* {p.name}"))
 

@@ -213,6 +213,12 @@ class Scalar:
         return None
 
     def _op(self, o, fn, what: str, flip: bool = False):
+        if isinstance(o, Scalar) and o.type != self.type and np.bool_ not in (o.type.elem,
+                                                                            self.type.elem):
+            # the Compass DSL's rule: both converted to the type they meet in (int8 and
+            # float16 meet in float16), as S.cast converts
+            t = _operators().meet(self.type, o.type)
+            return self.converted(t)._op(o.converted(t), fn, what, flip)
         v = self._other(o, what)
         if v is None:
             return NotImplemented
@@ -222,6 +228,10 @@ class Scalar:
         if self.type.elem.kind in "iu":
             return Scalar(self.type, arith.wrap_to(out.astype(np.int64), self.type.elem)[()])
         return Scalar(self.type, out.astype(self.type.elem)[()])
+
+    def converted(self, t: DType) -> Scalar:
+        """This value as a ``t`` scalar, as ``S.cast`` converts it."""
+        return Scalar(t, arith.vec_cast(np.array([self.value]), t.elem, False)[0])
 
     def __add__(self, o):
         return self._op(o, np.add, "+")
