@@ -31,7 +31,6 @@ _TO_BOOL = ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", 
             "Not", "IsNaN")
 _SAME = ("Add", "Sub", "Mul", "Div", "Neg", "Abs", "Sign", "BitwiseAnd", "BitwiseOr",
          "BitwiseXor", "BitwiseNot")
-_INT_KINDS = "iub"  # the kinds the integer kernels' arithmetic takes (bool: logic only)
 
 
 def _attrs(node) -> dict:
