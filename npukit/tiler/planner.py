@@ -140,16 +140,17 @@ class Item:
 
 def peak(items: list[Item]) -> int:
     """The most bytes live at once (sizes rounded to the alignment)."""
-    # A sweep over the layer indices: an item adds its bytes at its first layer and takes
-    # them away after its last.
-    events = sorted([(it.first, _up(it.size)) for it in items] +
-                    [(it.last + 1, -_up(it.size)) for it in items])
-    best = live = 0
-    for k, (t, delta) in enumerate(events):
-        live += delta
-        if k + 1 == len(events) or events[k + 1][0] != t:
-            best = max(best, live)
-    return best
+    if not items:
+        return 0
+    # Bytes live at each layer: an item adds its bytes from its first layer to its last.
+    n = len(items)
+    first = np.fromiter((it.first for it in items), np.int64, n)
+    last = np.fromiter((it.last for it in items), np.int64, n)
+    size = np.fromiter((_up(it.size) for it in items), np.int64, n)
+    diff = np.zeros(int(max(last.max(), first.max())) + 2, np.int64)
+    np.add.at(diff, first, size)
+    np.add.at(diff, last + 1, -size)
+    return max(0, int(np.cumsum(diff).max()))
 
 
 def least(items: list[Item]) -> int:
@@ -159,39 +160,113 @@ def least(items: list[Item]) -> int:
     return peak(items) - (ALIGN - 1)
 
 
-def allocate(items: list[Item], limit: int | None = None) -> tuple[dict[str, int], int]:
+@dataclass(frozen=True)
+class Allocation:
+    """One run of ``allocate``: the items in the order placed, the offset and end of each,
+    the cap (the peak), and after each item the items placed that may still be live. A run
+    over items that differ in a few places (``allocate(items, base=...)``) starts again at
+    the first difference and takes this run's placements from where its state meets this
+    one's again."""
+
+    order: tuple[Item, ...]
+    offsets: tuple[int, ...]
+    ends: tuple[int, ...]
+    cap: int
+    states: tuple[tuple[tuple[Item, int], ...], ...]
+
+    @property
+    def size(self) -> int:
+        return max(self.ends, default=0)
+
+
+def allocate(items: list[Item], limit: int | None = None,
+             base: Allocation | None = None) -> tuple[dict[str, int], int]:
     """Offsets for items live over inclusive layer ranges, no two live at once overlapping;
     returns (offsets, size). Items are placed by start time within the peak, each on the
     side (bottom or top) opposite to the last placed item it overlaps in time; what cannot
     be placed within the peak goes at the lowest free offset above. With ``limit``, stops
-    as soon as the size passes it (the offsets so far, a size over ``limit``)."""
-    cap = peak(items)
+    as soon as the size passes it (the offsets so far, a size over ``limit``); ``base``: a
+    run over similar items to resume (``run``)."""
+    got, size = run(items, limit, base)
+    if got is None:
+        return {}, size
+    return {it.key: o for it, o in zip(got.order, got.offsets)}, size
+
+
+def run(items: list[Item], limit: int | None = None, base: Allocation | None = None,
+        cap: int | None = None) -> tuple[Allocation | None, int]:
+    """``allocate``'s run: (the Allocation, its size), or (None, a size over ``limit``) when
+    it stops there. ``cap``: ``peak(items)``, when known."""
+    order = tuple(sorted((i for i in items if i.size > 0),
+                         key=lambda i: (i.first, -i.size, i.key)))
+    cap = peak(items) if cap is None else cap
+    offsets: list[int] = []
+    ends: list[int] = []
+    states: list[tuple[tuple[Item, int], ...]] = []
     placed: list[tuple[Item, int]] = []
-    offsets: dict[str, int] = {}
-    top = 0  # the end of the highest item placed
-    for it in sorted((i for i in items if i.size > 0), key=lambda i: (i.first, -i.size, i.key)):
-        size = _up(it.size)
-        # Items come by first layer: one placed before overlaps this one unless it ended
-        # before this one starts, and then it overlaps none of those to come.
-        placed = [(p, o) for p, o in placed if p.last >= it.first]
-        busy = [(o, o + _up(p.size)) for p, o in placed]
-        free = _Gaps(busy, size)
-        bottoms = sorted({0, *(hi for _, hi in busy)})
-        tops = sorted({cap - size, *(_down(lo - size) for lo, _ in busy)}, reverse=True)
-        low = next((o for o in bottoms if o + size <= cap and free(o)), None)
-        high = next((o for o in tops if o + size <= cap and free(o)), None)
-        last = max(placed, key=lambda po: (po[0].first, po[0].key), default=None)
-        prefer_top = last is not None and last[1] + _up(last[0].size) / 2 <= cap / 2
-        off = (high if high is not None else low) if prefer_top else \
-            (low if low is not None else high)
-        if off is None:
-            off = next(o for o in bottoms if free(o))
-        placed.append((it, off))
-        offsets[it.key] = off
+    start, same_tail, top = 0, 0, 0
+    if base is not None and base.cap == cap:
+        n = min(len(order), len(base.order))
+        while start < n and order[start] == base.order[start]:
+            start += 1
+        if start == len(order) == len(base.order):
+            return base, base.size
+        while same_tail < n - start and order[-1 - same_tail] == base.order[-1 - same_tail]:
+            same_tail += 1
+        offsets, ends = list(base.offsets[:start]), list(base.ends[:start])
+        states = list(base.states[:start])
+        placed = list(states[-1]) if start else []
+        top = max(ends, default=0)
+    else:
+        base = None
+    shift = len(base.order) - len(order) if base is not None else 0
+    for j in range(start, len(order)):
+        it = order[j]
+        placed, off = _place(placed, it, cap)
+        offsets.append(off)
+        ends.append(off + it.size)
+        states.append(tuple(placed))
         top = max(top, off + it.size)
         if limit is not None and top > limit:
-            return offsets, top
-    return offsets, top
+            return None, top
+        # Past the last difference, the base's run goes on as this one would once the
+        # items that may still be live lie where they lie in it.
+        if base is not None and j + 1 < len(order) and j + 1 >= len(order) - same_tail:
+            after = order[j + 1].first
+            before = base.states[j + shift] if j + shift >= 0 else ()
+            if {(p.key, o) for p, o in placed if p.last >= after} == \
+                    {(p.key, o) for p, o in before if p.last >= after}:
+                rest = slice(j + shift + 1, None)
+                offsets += base.offsets[rest]
+                ends += base.ends[rest]
+                states += base.states[rest]
+                top = max(ends, default=0)
+                if limit is not None and top > limit:
+                    return None, top
+                break
+    return Allocation(order, tuple(offsets), tuple(ends), cap, tuple(states)), top
+
+
+def _place(placed: list[tuple[Item, int]], it: Item, cap: int) -> tuple[list, int]:
+    """One step of ``allocate``: item ``it`` placed among those ``placed`` before it;
+    returns the items placed that may still be live, ``it`` included, and its offset."""
+    size = _up(it.size)
+    # Items come by first layer: one placed before overlaps this one unless it ended
+    # before this one starts, and then it overlaps none of those to come.
+    placed = [(p, o) for p, o in placed if p.last >= it.first]
+    busy = [(o, o + _up(p.size)) for p, o in placed]
+    free = _Gaps(busy, size)
+    bottoms = sorted({0, *(hi for _, hi in busy)})
+    tops = sorted({cap - size, *(_down(lo - size) for lo, _ in busy)}, reverse=True)
+    low = next((o for o in bottoms if o + size <= cap and free(o)), None)
+    high = next((o for o in tops if o + size <= cap and free(o)), None)
+    last = max(placed, key=lambda po: (po[0].first, po[0].key), default=None)
+    prefer_top = last is not None and last[1] + _up(last[0].size) / 2 <= cap / 2
+    off = (high if high is not None else low) if prefer_top else \
+        (low if low is not None else high)
+    if off is None:
+        off = next(o for o in bottoms if free(o))
+    return placed + [(it, off)], off
 
 
 class _Gaps:
@@ -268,6 +343,7 @@ class _Planner:
                            np.array([_up(layers[i].staging.get(t, 0)) for i in u], np.int64))
                        for t, u in self.uses.items()}
         self._fits: dict[tuple, bool] = {}  # a state's key -> whether it fits
+        self._base: Allocation | None = None  # the last L2 allocation run whole
         self._l3: dict[frozenset, int] = {}  # the locals in L3 -> their dynamic L3 bytes
 
     def live(self, t: str) -> tuple[int, int]:
@@ -369,8 +445,12 @@ class _Planner:
             items = self.l2_items(s) if items is None else items
             static = self.static(s.l2_consts)
             got = self.static(s.l3_consts) + l3_dyn <= b.l3 and \
-                static + least(items) <= b.l2 and \
-                static + allocate(items, b.l2 - static)[1] <= b.l2
+                static + least(items) <= b.l2
+            if got:
+                # Successive states differ in a few tensors: the last full run resumed.
+                done, size = run(items, b.l2 - static, self._base)
+                self._base = done or self._base
+                got = static + size <= b.l2
             self._fits[key] = got
         return got
 
