@@ -382,3 +382,39 @@ def tap_masks(vecs, max_fx: int) -> list[str]:
         f"    Lo{k}[fx] = npk_cols(C, W);\n"
         f"    Hi{k}[fx] = npk_cols(C + {LANES}, W);\n"
         f"}}" for k in vecs]
+
+
+# The activations ``npk_act`` numbers (0 none, 1 ReLU, 2 leaky ReLU, 3 clip, 4 sigmoid, 5 tanh).
+ACTS = 6
+
+
+def act_row(name: str) -> tuple[str, str, str]:
+    """For float ``KerConvOut`` ``name``: the C of ``int {name}_ActRow(Acc, Out, N, Act, A0,
+    A1)`` (``Out[x] = npk_act(Acc[x], Act, A0, A1)`` for x < N; returns N), then the opening
+    and the closing of the loop over a row's outputs that calls it first where the window is
+    one accumulator at column stride 1 and not averaged (an average adds V to 0.0f: -0.0
+    becomes +0.0), the plain loop finishing the row. One loop per activation, its number a
+    constant there, so that the compiler vectorises the plain ones (a scalar call per
+    output, the switch inside, cost a float 1x1 convolution two thirds of its time); the
+    same function, the same values."""
+    cases = "\n".join(f"    case {a}: for (int x = 0; x < N; x++) Out[x] = npk_act(Acc[x], {a}, "
+                      f"A0, A1); break;" for a in range(ACTS))
+    helper = f"""
+static int {name}_ActRow(const float *__restrict__ Acc, float *__restrict__ Out, int N,
+                         int Act, float A0, float A1)
+{{
+    switch (Act) {{
+{cases}
+    default: for (int x = 0; x < N; x++) Out[x] = npk_act(Acc[x], Act, A0, A1);
+    }}
+    return N;
+}}"""
+    row_open = f"""\
+    for (int y = First; y < Last; y++) {{
+        int x = 0;
+        /* A window of one accumulator: the row's outputs a vector at a time. */
+        if (Fx == 1 && Fy == 1 && Sx == 1 && Oper != 2 && (OutRow0 + y) * Sy < Hc)
+            x = {name}_ActRow(Acc + ((OutRow0 + y) * Sy - AccRow0) * Wc, Out + y * Wo,
+                              Wo < Wc ? Wo : Wc, Act, A0, A1);
+        for (; x < Wo; x++) {{"""
+    return helper, row_open, "    }\n"

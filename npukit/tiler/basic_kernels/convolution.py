@@ -617,6 +617,8 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
     vectors, row_close = "", ""
     row_open = ("    for (int y = First; y < Last; y++)\n"
                 "        for (int x = 0; x < Wo; x++) {")
+    if flt:  # a window of one accumulator at column stride 1: a row at a time
+        vectors, row_open, row_close = conv_features.act_row(name)
     if not flt:
         vectors = f"{AVX512_HELPERS}\n{_requant_vectors(name, args, to)}"
         row_open = (f"    for (int y = First; y < Last; y++) {{\n        int x = 0;\n"

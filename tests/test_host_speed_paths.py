@@ -1,0 +1,65 @@
+"""The host schedule's fast C paths (benchmarks/host_speed.py measures them) give the
+simulator's bytes and ONNX Runtime's values: a float convolution's outputs activated a row
+at a time (``conv_features.act_row``) for each activation the convolution carries, beside a
+window pooled after it (the plain loop), on rows wider and narrower than a vector, every
+output element written over a canary."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx_helpers import model, node
+
+import npukit.onnx
+from npukit.onnx.check import compare, ort_run
+
+CANARY = np.float32(-7.25e30)
+
+# Each branch: a convolution of x, then these nodes (their attributes); its output "y<i>".
+ACTIVATIONS = [("Relu", {}), ("LeakyRelu", {"alpha": 0.1}), ("Clip", {}), ("Sigmoid", {}),
+               ("Tanh", {}), (None, {})]
+
+
+def branches(cin: int, h: int, w: int, k: int, seed: int = 0):
+    """One convolution per activation of ``ACTIVATIONS`` (k x k, padding k // 2, bias), and
+    one followed by ReLU and a 2x2 max pooling, all reading x (1 x cin x h x w)."""
+    r = np.random.default_rng(seed)
+    inits, nodes, outs = {"lo": np.float32(-0.5), "hi": np.float32(0.75)}, [], []
+    for i, (op, attrs) in enumerate([*ACTIVATIONS, ("pool", {})]):
+        cout = 5 + i
+        inits[f"w{i}"] = (r.normal(size=(cout, cin, k, k)) / np.sqrt(cin * k * k)).astype(
+            np.float32)
+        inits[f"b{i}"] = (r.normal(size=cout) * 0.2).astype(np.float32)
+        conv = node("Conv", ["x", f"w{i}", f"b{i}"], [f"c{i}" if op else f"y{i}"],
+                    kernel_shape=[k, k], pads=[k // 2] * 4)
+        nodes.append(conv)
+        if op == "pool":
+            nodes += [node("Relu", [f"c{i}"], [f"r{i}"]),
+                      node("MaxPool", [f"r{i}"], [f"y{i}"], kernel_shape=[2, 2], strides=[2, 2])]
+        elif op == "Clip":
+            nodes.append(node("Clip", [f"c{i}", "lo", "hi"], [f"y{i}"]))
+        elif op:
+            nodes.append(node(op, [f"c{i}"], [f"y{i}"], **attrs))
+        outs.append(f"y{i}")
+    x = r.normal(size=(1, cin, h, w)).astype(np.float32)
+    return model(nodes, {"x": x}, outs, inits), x
+
+
+@pytest.mark.parametrize("cin,h,w,k", [(4, 5, 37, 1), (3, 6, 19, 3)])
+def test_float_convolutions_activated_by_rows_match_the_simulator(cin, h, w, k):
+    m, x = branches(cin, h, w, k)
+    g = npukit.onnx.load(m, l1_budget=48000, l2_budget=300 * 1024)
+    ref, _ = ort_run(m, {"x": x})
+    got = {}
+    for name, kw in (("sim", dict(backend="sim")), ("host", dict(backend="c")),
+                     ("tiles", dict(backend="c", schedule="tiles"))):
+        outs = {o: np.full(p.shape, CANARY, p.dtype) for o, p in g.outputs.items()}
+        g.run(**kw, x=x, **outs)
+        got[name] = outs
+    for o, sim in got["sim"].items():
+        assert (sim != CANARY).all(), f"{o}: an element the simulator left"
+        for name in ("host", "tiles"):
+            assert got[name][o].tobytes() == sim.tobytes(), f"{o}: {name} C != simulator"
+        c = compare(o, got["host"][o], ref[o], None)
+        assert c.within, str(c)
+        assert np.abs(got["host"][o] - ref[o]).max() <= 1e-4 * np.abs(ref[o]).max(), o
