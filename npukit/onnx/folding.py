@@ -7,7 +7,8 @@ exact semantics, so a folded model computes what the same model fed as inputs co
 - ``QuantizeLinear`` to 8 bits: ``basic_kernels.common.quantize`` (the reference evaluator
   wraps what overflows int32 instead of saturating it);
 - ``Slice`` (ONNX's clamping of starts and ends, which numpy's slices do not share),
-  ``Reshape`` and ``Expand`` (a shape that does not fit refused by name),
+  ``Shape``'s start and end (the reference evaluator keeps a dimension where ONNX Runtime
+  keeps none), ``Reshape`` and ``Expand`` (a shape that does not fit refused by name),
   ``Gather`` and ``GatherElements`` (indices from the end when negative, an index out of
   range refused by name; ``GatherElements``' indices may be shorter than the data along
   every axis, as ONNX Runtime takes them) and ``Range`` (float ones accumulated in their
@@ -234,6 +235,9 @@ def _own(node, values: list) -> list[np.ndarray] | None:
         return [_slice(node, *(None if v is None else np.asarray(v) for v in values))]
     if len(xs) != len(values):
         return None
+    if op == "Shape" and len(xs) == 1:  # python's slice clamps start and end as ONNX does
+        a = _attrs(node)
+        return [np.array(xs[0].shape, np.int64)[a.get("start", 0):a.get("end", xs[0].ndim)]]
     if op == "Gather" and len(xs) == 2:
         return [_gather(node, *xs)]
     if op == "GatherElements" and len(xs) == 2:
