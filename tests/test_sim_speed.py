@@ -135,3 +135,32 @@ def test_depthwise_planes_are_the_one_plane_reference_plane_by_plane(case):
     assert acc.tobytes() == want.tobytes()
     assert acc[-CANARY:].tobytes() == start[-CANARY:].tobytes()
     assert not np.array_equal(acc, start)
+
+
+@pytest.mark.parametrize("dt,oper,count_pad", [("float32", 1, 0), ("float32", 2, 1),
+                                               ("int8", 1, 0), ("uint8", 2, 0)])
+def test_pooling_all_planes_at_once_is_plane_by_plane(dt, oper, count_pad):
+    """``pooling.pool``'s reference over a tile of 5 planes (3x3 windows, stride 2, padded,
+    the tile's first line below the padding) against the same reference called for each
+    plane alone."""
+    from npukit.tiler.basic_kernels.common import f32_bits
+    from npukit.tiler.basic_kernels.pooling import pool
+
+    ref = pool(dt).reference
+    rng = np.random.default_rng(oper + count_pad)
+    feat, W, in_rows, out_rows, wo = 5, 9, 7, 3, 5
+    x = (rng.normal(size=feat * in_rows * W).astype(np.float32) if dt == "float32" else
+         rng.integers(*int_range(dt), feat * in_rows * W, endpoint=True).astype(dt))
+    out = np.zeros(feat * out_rows * wo + CANARY, x.dtype) + x.dtype.type(3)
+    want = out.copy()
+    # In, W, InRow0, InRows, Hreal, PadT | Wo, OutRow0, OutRows, Fx, Fy, Sx, Sy, Dx, Dy,
+    # PadL, PadB, PadR, Oper, CountPad, InScale, InZp, OutScale, OutZp
+    head = (W, 1, in_rows, 8, 1)
+    tail = (wo, 1, out_rows, 3, 3, 2, 2, 1, 1, 1, 1, 1, oper, count_pad,
+            f32_bits(0.05), 3, f32_bits(0.04), -2)
+    ref(x, *head, out, *tail, feat, core_id=0, core_count=1)
+    for f in range(feat):
+        ref(x[f * in_rows * W:], *head, want[f * out_rows * wo:], *tail, 1, core_id=0,
+            core_count=1)
+    assert out.tobytes() == want.tobytes()
+    assert (out[-CANARY:] == 3).all() and np.unique(out[:-CANARY]).size > 5

@@ -249,16 +249,16 @@ void {name}({c_signature(args)})
     def reference(In, W, InRow0, InRows, Hreal, PadT, Out, Wo, OutRow0, OutRows, *rest,
                   core_id, core_count):
         *taps, feat = rest
-        if core_id or OutRows <= 0:
+        if core_id or OutRows <= 0 or feat <= 0:
             return
-        for f in range(feat):
-            plane(In[f * InRows * W:], W, InRow0, InRows, Hreal, PadT, Out[f * OutRows * Wo:],
-                  Wo, OutRow0, OutRows, *taps)
+        planes(In, W, InRow0, InRows, Hreal, PadT, Out, Wo, OutRow0, OutRows, feat, *taps)
 
-    def plane(In, W, InRow0, InRows, Hreal, PadT, Out, Wo, OutRow0, OutRows, Fx, Fy, Sx, Sy,
-              Dx, Dy, PadL, PadB, PadR, Oper, CountPad, InScale, InZp, OutScale, OutZp):
-        x = In[:InRows * W].reshape(InRows, W)
-        out = Out[:OutRows * Wo].reshape(OutRows, Wo)
+    def planes(In, W, InRow0, InRows, Hreal, PadT, Out, Wo, OutRow0, OutRows, feat, Fx, Fy,
+               Sx, Sy, Dx, Dy, PadL, PadB, PadR, Oper, CountPad, InScale, InZp, OutScale,
+               OutZp):
+        """Every plane at once, tap by tap (each output's sums in the C's order)."""
+        x = In[:feat * InRows * W].reshape(feat, InRows, W)
+        out = Out[:feat * OutRows * Wo].reshape(feat, OutRows, Wo)
         ys, xs = OutRow0 + np.arange(OutRows), np.arange(Wo)
         if flt:
             m = np.full((OutRows, Wo), np.float32(-3.40282347e+38), np.float32)
@@ -280,7 +280,7 @@ void {name}({c_signature(args)})
                 if fy == 0:
                     nw += c < W + PadR
                 ok = okr[:, None] & ((c >= 0) & (c < W))[None, :]
-                v = x[np.clip(line, 0, InRows - 1)[:, None], np.clip(c, 0, W - 1)[None, :]]
+                v = x[:, np.clip(line, 0, InRows - 1)[:, None], np.clip(c, 0, W - 1)[None, :]]
                 if flt:
                     m = np.where(ok & (v > m), v, m)
                     s = np.where(ok, s + v, s)
