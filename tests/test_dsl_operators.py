@@ -196,3 +196,13 @@ def test_typed_scalars_meet_and_convert_on_return_and_store():
     want = [int(np.float32(np.float16(11 + 2.75)) + np.float32(40.5)), int(-7 + 0.5)]
     for (out,) in host_and_c(f, canary(2, "int32")):
         assert out.tolist() == want
+
+
+def test_docstring_examples():
+    import doctest
+
+    from npukit.dsl import conversion, operators
+
+    for mod in (conversion, operators):
+        result = doctest.testmod(mod)
+        assert result.attempted > 0 and result.failed == 0, mod.__name__
