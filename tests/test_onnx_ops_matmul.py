@@ -19,8 +19,9 @@ def randn(*shape):
 @pytest.mark.slow
 def test_batched_and_broadcast_operands():
     ins = {"a": randn(2, 3, 4, 5), "b": randn(2, 3, 5, 6), "b1": randn(3, 5, 2),
-           "c": randn(4, 5), "v": randn(5), "a2": randn(2, 1, 4, 5)}
-    pairs = [("a", "b"), ("a", "b1"), ("c", "b1"), ("v", "b1"), ("a2", "b1")]
+           "c": randn(4, 5), "v": randn(5), "a2": randn(2, 1, 4, 5), "a3": randn(2, 1, 3, 4, 5),
+           "b3": randn(2, 1, 5, 6)}
+    pairs = [("a", "b"), ("a", "b1"), ("c", "b1"), ("v", "b1"), ("a2", "b1"), ("a3", "b3")]
     nodes = [node("MatMul", list(p), [f"y{i}"]) for i, p in enumerate(pairs)]
     g, out, _ = check_ops(model(nodes, ins, [f"y{i}" for i in range(len(pairs))]), ins,
                           l1_budget=2000)
@@ -28,10 +29,13 @@ def test_batched_and_broadcast_operands():
         want = np.matmul(ins[x].astype(np.float64), ins[y].astype(np.float64))
         assert out[f"y{i}"].shape == want.shape
         assert np.abs(out[f"y{i}"] - want).max() <= 1e-6 * np.abs(want).max(), (x, y)
-    # a (2, 3) batch of both: one layer iterating its six products; a (2, 3) batch of a
-    # times a (3,) batch of b1: six products, each operand matrix cropped once per product
-    assert (g.layers[0].ops, g.layers[0].detail) == ("MatMul", "6 products of [4, 5] x [5, 6]")
-    assert [info.ops for info in g.layers[1:20]] == ["Slice", "Slice", "MatMul"] * 6 + ["MatMul"]
+    # Each a layer iterating its products in one or two batch spaces (a (2, 3) batch of a
+    # times a (3,) batch of b1: a's matrices walk both, b1's the inner one) ...
+    assert [(info.ops, info.detail.split(" of ")[0]) for info in g.layers[:5]] == \
+        [("MatMul", f"{k} products") for k in (6, 6, 3, 3, 6)]
+    # ... but a batch of three dimensions of alternating operands: twelve products, each
+    # operand matrix cropped once per product
+    assert [info.ops for info in g.layers[5:]] == ["Slice", "Slice", "MatMul"] * 12 + ["MatMul"]
 
 
 def test_attention_scores_and_weighted_values():

@@ -10,6 +10,7 @@ and the helpers these share):
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import numpy as np
@@ -20,6 +21,7 @@ from .api import (
     D0,
     D1,
     D2,
+    D3,
     KER_ARG_TILE,
     KER_ARG_TILE_W,
     LOC_INNER_LOOP,
@@ -206,24 +208,29 @@ def matmul_k_tiled(m, Name: str, *, a_dt, b_dt, out_dt, M: int, K_: int, N: int,
                           f"{m.l1_budget} B even with K = {K_} cut into tiles: {e}") from None
 
 
-def batched_matmul(m, Name: str, *, a_dt, b_dt, out_dt, Batch: int, M: int, K_: int, N: int,
-                   a_batched: bool, b_batched: bool, Alpha: int = 0, Beta: int = 0,
-                   Za: int = 0, Zb: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0) -> None:
-    """``Name(A, B[, Scale], Out)``: Out [Batch, M, N], product ``i`` of A [Batch, M, K] and
-    B [Batch, K, N]; an operand that is not batched (``a_batched``, ``b_batched`` false) is
-    one matrix that every product reads. ``KernelIterSpace(D2 products, D1 rows of A, T0
-    tiles of columns)``: each call is ``matmul``'s (a row of A times a tile of B's columns,
-    the same kernel, the same order of each sum), the batch walked by the tiler's spaces
-    rather than by one layer per matrix. Integers: Scale [1] float32."""
+def batched_matmul(m, Name: str, *, a_dt, b_dt, out_dt, Batch: tuple[int, ...], M: int, K_: int,
+                   N: int, a_walks: tuple[bool, ...], b_walks: tuple[bool, ...], Alpha: int = 0,
+                   Beta: int = 0, Za: int = 0, Zb: int = 0, Zout: int = 0, Lo: int = 0,
+                   Hi: int = 0) -> None:
+    """``Name(A, B[, Scale], Out)``: Out [*Batch, M, N], one product per index of ``Batch``
+    (one or two dimensions) of a matrix of A [M, K] and one of B [K, N]; A holds a matrix per
+    index of the batch dimensions ``a_walks`` marks and repeats it along the others (numpy's
+    broadcasting), B likewise with ``b_walks``. ``KernelIterSpace(D3, D2: the batch, D1: rows
+    of A, T0: tiles of columns)``: each call is ``matmul``'s (a row of A times a tile of B's
+    columns, the same kernel, the same order of each sum), the batch walked by the tiler's
+    spaces rather than by one layer per matrix. Integers: Scale [1] float32."""
     flt = is_float(out_dt)
     k = _lib(m, linear.matmul(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
                          _width(m, a_dt)))
     ver = OBJ_CONSTRAINTS_TILE_VER
-    a_space = KerArgSpace(2, D2, D1) if a_batched else KerArgSpace(1, D1)
-    b_space = KerArgSpace(2, D2, T0) if b_batched else KerArgSpace(1, T0)
+    batch = (D3, D2)[2 - len(Batch):]  # the batch spaces, outermost first
+    a_sp = tuple(sp for sp, w in zip(batch, a_walks) if w) + (D1,)
+    b_sp = tuple(sp for sp, w in zip(batch, b_walks) if w) + (T0,)
     cargs = [TCArg(_ptr(a_dt, True), "A"), TCArg(_ptr(b_dt, True), "B")]
-    kerargs = [KerArg("A", a_space, IN_DB, K_, 1, np.dtype(a_dt).itemsize, 0, 0, 0, "A"),
-               KerArg("B", b_space, IN_DB, N, K_, np.dtype(b_dt).itemsize, 0, ver, 0, "B")]
+    kerargs = [KerArg("A", KerArgSpace(len(a_sp), *a_sp), IN_DB, K_, 1, np.dtype(a_dt).itemsize,
+                      0, 0, 0, "A"),
+               KerArg("B", KerArgSpace(len(b_sp), *b_sp), IN_DB, N, K_, np.dtype(b_dt).itemsize,
+                      0, ver, 0, "B")]
     if flt:
         c_bind = K_Arg("B", KER_ARG_TILE)  # no C: the kernel never reads it
         tail = [Imm(Alpha), Imm(Beta), Imm(common.ACT_NONE), Imm(0), Imm(0)]
@@ -235,10 +242,11 @@ def batched_matmul(m, Name: str, *, a_dt, b_dt, out_dt, Batch: int, M: int, K_: 
         tail = [Imm(Za), Imm(Zb), K_Arg("Scale", KER_ARG_TILE), Imm(0), Imm(Zout), Imm(Lo),
                 Imm(Hi)]
     cargs.append(TCArg(_ptr(out_dt), "Out"))
-    kerargs.append(KerArg("Out", KerArgSpace(3, D2, D1, T0), OUT_DB, N, 1,
+    kerargs.append(KerArg("Out", KerArgSpace(len(batch) + 2, *batch, D1, T0), OUT_DB, N, 1,
                           np.dtype(out_dt).itemsize, 0, ver, 0, "Out"))
     m.UserKernel(Name,
-        KernelIterSpace(3, IterFixedSpace(D2, Batch), IterFixedSpace(D1, M), IterTiledSpace(T0)),
+        KernelIterSpace(len(batch) + 2, *(IterFixedSpace(sp, n) for sp, n in zip(batch, Batch)),
+                        IterFixedSpace(D1, M), IterTiledSpace(T0)),
         TILE_VER,
         CArgs(*cargs),
         Calls(Call(k, LOC_INNER_LOOP, Bindings(
@@ -246,7 +254,7 @@ def batched_matmul(m, Name: str, *, a_dt, b_dt, out_dt, Batch: int, M: int, K_: 
             K_Arg("B", KER_ARG_TILE_W), c_bind, Imm(0), Imm(0), K_Arg("Out", KER_ARG_TILE),
             *tail))),
         KerArgs(*kerargs))
-    m._cnn_ops[Name] = Batch * M * K_ * N
+    m._cnn_ops[Name] = math.prod(Batch) * M * K_ * N
 
 
 __all__ = ["batched_matmul", "matmul", "matmul_k_tiled"]

@@ -84,10 +84,12 @@ def _batch_item(ctx: Lowering, n: Node, t: str, count: int, item: int, size: int
 
 def batched_matmul(ctx: Lowering, n: Node, a: str, b: str, ops: str, quant: dict | None = None
                    ) -> None:
-    """MatMul with batched operands (numpy's broadcasting of the leading dimensions): per
-    output matrix, the two operand matrices (cropped when the operand holds several), a
-    ``matmul`` layer, then one ``concat`` of the products. ``quant``: ``GM.matmul``'s integer
-    parameters and the scale constant (per tensor), else float32."""
+    """MatMul with batched operands (numpy's broadcasting of the leading dimensions): one
+    ``batched_matmul`` layer when the batch comes down to two dimensions (those where the
+    same operands hold a matrix per index merged); else per output matrix, the two operand
+    matrices (cropped when the operand holds several), a ``matmul`` layer, then one
+    ``concat`` of the products. ``quant``: ``GM.matmul``'s integer parameters and the scale
+    constant (per tensor), else float32."""
     sa, sb = ctx.shape(a), ctx.shape(b)
     sa2 = (1,) + tuple(sa) if len(sa) == 1 else tuple(sa)
     M, K_, N = sa2[-2], sa2[-1], sb[-1]
@@ -99,12 +101,18 @@ def batched_matmul(ctx: Lowering, n: Node, a: str, b: str, ops: str, quant: dict
     rank = len(batch)
     ba = (1,) * (rank - len(sa2[:-2])) + tuple(sa2[:-2])
     bb = (1,) * (rank - len(sb[:-2])) + tuple(sb[:-2])
-    whole = tuple(batch)
-    if all(s in (whole, (1,) * rank) for s in (ba, bb)):
-        # Each operand one matrix or one per product: one layer, the batch a space of it.
+    # The batch dimensions of more than one index, those of one pattern (which operands hold
+    # a matrix per index) merged: up to two are spaces of one layer.
+    groups: list[tuple[int, bool, bool]] = []
+    for d, da, db in zip(batch, ba, bb):
+        if d > 1 and groups and groups[-1][1:] == (da > 1, db > 1):
+            groups[-1] = (groups[-1][0] * d, da > 1, db > 1)
+        elif d > 1:
+            groups.append((d, da > 1, db > 1))
+    if len(groups) <= 2:
         name = ctx.layer(ops)
-        kw = dict(Batch=int(np.prod(batch)), M=M, K_=K_, N=N, a_batched=ba == whole,
-                  b_batched=bb == whole)
+        kw = dict(Batch=tuple(g[0] for g in groups), M=M, K_=K_, N=N,
+                  a_walks=tuple(g[1] for g in groups), b_walks=tuple(g[2] for g in groups))
         if quant is None:
             GM.batched_matmul(ctx.m, name, a_dt="float32", b_dt="float32", out_dt="float32",
                               Alpha=f32_bits(1.0), Beta=f32_bits(1.0), **kw)
@@ -114,7 +122,8 @@ def batched_matmul(ctx: Lowering, n: Node, a: str, b: str, ops: str, quant: dict
             GM.batched_matmul(ctx.m, name, a_dt=ctx.dtype(a), b_dt=ctx.dtype(b), out_dt=dt,
                               **q, **kw)
             ins = [ctx.tensor(a), ctx.tensor(b), scale]
-        ctx.add(name, ops, [n], f"{kw['Batch']} products of [{M}, {K_}] x [{K_}, {N}]", ins,
+        count = int(np.prod(batch))
+        ctx.add(name, ops, [n], f"{count} products of [{M}, {K_}] x [{K_}, {N}]", ins,
                 [ctx.output(out)])
         return
     prods = []
