@@ -71,3 +71,13 @@ def test_qdq_transformer_with_an_infinite_scale_is_refused_by_name(name, mask, a
     with pytest.raises(ModelError, match=r"node '\w+_QuantizeLinear' \(QuantizeLinear\): "
                                          r"scale '\w+' is inf"):
         npukit.onnx.load(qm)
+
+
+@pytest.mark.slow
+def test_float_vit_matches_onnx_runtime():
+    rng = np.random.default_rng(14)
+    m = tm.vit(rng, layers=2, hidden=64, heads=2, image=32, patch=8)
+    pixels = {"pixel_values": rng.normal(size=(1, 3, 32, 32)).astype(np.float32)}
+    g, stats, _ = against_ort(m, pixels, ("sim",))
+    assert stats["sim"]["y"].max_rel <= 1e-4
+    assert {"Conv", "Softmax", "LayerNormalization"} <= {info.ops for info in g.layers}

@@ -15,6 +15,8 @@ Position ids are ``Shape``/``Gather``/``Range`` of the token ids (GPT-2, DistilB
 slice of a constant buffer (BERT); GPT-2's causal mask is a slice of a constant lower
 triangle (``"arith"``) or a ``Trilu`` of ones compared with zero (else). Every builder
 returns an ``onnx.ModelProto`` whose one output is the last hidden state ``y`` [1, T, E].
+``vit`` builds a ViT (ViT-tiny by default: 12 layers, hidden 192, 3 heads, 224 x 224 images
+in 16 x 16 patches) on ``pixel_values``, without a mask.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ FMIN = np.finfo(np.float32).min
 class _Graph:
     """Nodes and initializers being written; ``op`` returns its output's name."""
 
-    def __init__(self, rng):
+    def __init__(self, rng, seq: int = SEQ, hidden: int = HIDDEN, heads: int = HEADS):
         self.rng, self.nodes, self.inits, self.count = rng, [], {}, 0
+        self.seq, self.hidden, self.heads = seq, hidden, heads
 
     def const(self, value, name: str | None = None) -> str:
         name = name or f"c{len(self.inits)}"
@@ -51,12 +54,15 @@ class _Graph:
                                       **attrs))
         return out
 
-    def model(self, y: str, name: str) -> object:
+    def model(self, y: str, name: str, inputs=None) -> object:
+        """The model of output ``y`` [1, seq, hidden]; ``inputs`` (value infos): the token ids
+        and the attention mask by default."""
         self.nodes.append(h.make_node("Identity", [y], ["y"], name="output"))
-        g = h.make_graph(self.nodes, name,
-                         [h.make_tensor_value_info(n, TensorProto.INT64, [1, SEQ])
-                          for n in ("input_ids", "attention_mask")],
-                         [h.make_tensor_value_info("y", TensorProto.FLOAT, [1, SEQ, HIDDEN])],
+        inputs = inputs or [h.make_tensor_value_info(n, TensorProto.INT64, [1, self.seq])
+                            for n in ("input_ids", "attention_mask")]
+        g = h.make_graph(self.nodes, name, inputs,
+                         [h.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                   [1, self.seq, self.hidden])],
                          [nh.from_array(v, k) for k, v in self.inits.items()])
         return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
 
@@ -75,8 +81,8 @@ def _linear(g: _Graph, x: str, n_in: int, n_out: int) -> str:
 
 
 def _layernorm(g: _Graph, x: str) -> str:
-    gamma = g.const(_f(1 + 0.1 * g.rng.normal(size=HIDDEN)))
-    beta = g.const(_f(0.1 * g.rng.normal(size=HIDDEN)))
+    gamma = g.const(_f(1 + 0.1 * g.rng.normal(size=g.hidden)))
+    beta = g.const(_f(0.1 * g.rng.normal(size=g.hidden)))
     return g.op("LayerNormalization", x, gamma, beta, axis=-1, epsilon=1e-12)
 
 
@@ -95,7 +101,7 @@ def _gelu_tanh(g: _Graph, x: str) -> str:
 
 
 def _heads(g: _Graph, x: str, perm: list[int]) -> str:
-    shaped = g.op("Reshape", x, g.const(_i([1, SEQ, HEADS, HIDDEN // HEADS])))
+    shaped = g.op("Reshape", x, g.const(_i([1, g.seq, g.heads, g.hidden // g.heads])))
     return g.op("Transpose", shaped, perm=perm)
 
 
@@ -115,6 +121,8 @@ def _masked_bool(g: _Graph, like: str) -> str:
 
 
 def _apply_mask(g: _Graph, scores: str, mask: str, additive: str | None) -> str:
+    if mask == "none":
+        return scores
     if mask == "arith":
         return g.op("Add", scores, additive)
     fill = g.const(_f(FMIN if mask == "where" else -np.inf))
@@ -123,16 +131,16 @@ def _apply_mask(g: _Graph, scores: str, mask: str, additive: str | None) -> str:
 
 def _attention(g: _Graph, x: str, mask: str, additive: str | None, causal: str | None = None,
                fused_qkv: bool = False, scale_q: bool = False) -> str:
-    dh = HIDDEN // HEADS
+    dh, e = g.hidden // g.heads, g.hidden
     if fused_qkv:  # GPT-2's c_attn: one [E, 3E] projection split in three
-        qkv = _linear(g, x, HIDDEN, 3 * HIDDEN)
+        qkv = _linear(g, x, e, 3 * e)
         outs = [f"split{g.count + 1}_{k}" for k in range(3)]
         g.count += 1
-        g.nodes.append(h.make_node("Split", [qkv, g.const(_i([HIDDEN] * 3))], outs,
+        g.nodes.append(h.make_node("Split", [qkv, g.const(_i([e] * 3))], outs,
                                    name=f"Split_{g.count}", axis=-1))
         q, k, v = outs
     else:
-        q, k, v = (_linear(g, x, HIDDEN, HIDDEN) for _ in range(3))
+        q, k, v = (_linear(g, x, e, e) for _ in range(3))
     q, kt, v = _heads(g, q, [0, 2, 1, 3]), _heads(g, k, [0, 2, 3, 1]), _heads(g, v, [0, 2, 1, 3])
     root = g.const(_f(np.sqrt(dh)))
     if scale_q:  # DistilBERT divides the queries, not the scores
@@ -144,7 +152,7 @@ def _attention(g: _Graph, x: str, mask: str, additive: str | None, causal: str |
         scores = g.op("Where", causal, scores, g.const(_f(FMIN)))
     p = g.op("Softmax", _apply_mask(g, scores, mask, additive), axis=-1)
     ctx = g.op("Transpose", g.op("MatMul", p, v), perm=[0, 2, 1, 3])
-    return _linear(g, g.op("Reshape", ctx, g.const(_i([1, SEQ, HIDDEN]))), HIDDEN, HIDDEN)
+    return _linear(g, g.op("Reshape", ctx, g.const(_i([1, g.seq, e]))), e, e)
 
 
 def _positions(g: _Graph) -> str:
@@ -155,12 +163,13 @@ def _positions(g: _Graph) -> str:
 
 
 def _table(g: _Graph, rows: int) -> str:
-    return g.const(_f(g.rng.normal(size=(rows, HIDDEN)) * 0.5))
+    return g.const(_f(g.rng.normal(size=(rows, g.hidden)) * 0.5))
 
 
 def bert(rng, mask: str = "arith") -> object:
     """BERT (post-LN): word + position (a slice of a constant ``position_ids`` buffer) +
-    token-type (a ``GatherElements`` of a zeros buffer at the positions) embeddings, LayerNorm, 2 layers of attention and a GELU (Erf) FFN."""
+    token-type (a ``GatherElements`` of a zeros buffer at the positions) embeddings,
+    LayerNorm, 2 layers of attention and a GELU (Erf) FFN."""
     g = _Graph(rng)
     buffer = g.const(_i(np.arange(2 * SEQ)[None]))
     pos = g.op("Slice", buffer, g.const(_i([0])), g.const(_i([SEQ])), g.const(_i([1])))
@@ -221,6 +230,30 @@ def gpt2(rng, mask: str = "arith") -> object:
         ff = _linear(g, _gelu_tanh(g, _linear(g, _layernorm(g, x), HIDDEN, FF)), FF, HIDDEN)
         x = g.op("Add", x, ff)
     return g.model(_layernorm(g, x), "gpt2")
+
+
+def vit(rng, layers: int = 12, hidden: int = 192, heads: int = 3, image: int = 224,
+        patch: int = 16) -> object:
+    """ViT (pre-LN, transformers' ViTModel; ViT-tiny by default): a patch-embedding ``Conv``
+    flattened and transposed to tokens, a class token concatenated, position embeddings,
+    ``layers`` blocks of attention (no mask) and a GELU (Erf) FFN, a final LayerNorm. Input
+    ``pixel_values`` [1, 3, image, image], output ``y`` [1, 1 + (image / patch)**2, hidden]."""
+    tokens = (image // patch) ** 2
+    g = _Graph(rng, 1 + tokens, hidden, heads)
+    w = g.const(_f(rng.normal(size=(hidden, 3, patch, patch)) / np.sqrt(3 * patch * patch)))
+    conv = g.op("Conv", "pixel_values", w, g.const(_f(0.1 * rng.normal(size=hidden))),
+                kernel_shape=[patch, patch], strides=[patch, patch])
+    flat = g.op("Reshape", conv, g.const(_i([1, hidden, tokens])))
+    cls = g.const(_f(rng.normal(size=(1, 1, hidden)) * 0.5))
+    x = g.op("Concat", cls, g.op("Transpose", flat, perm=[0, 2, 1]), axis=1)
+    x = g.op("Add", x, g.const(_f(rng.normal(size=(1, 1 + tokens, hidden)) * 0.5)))
+    for _ in range(layers):
+        x = g.op("Add", x, _attention(g, _layernorm(g, x), "none", None))
+        ff = _linear(g, _gelu_erf(g, _linear(g, _layernorm(g, x), hidden, 4 * hidden)),
+                     4 * hidden, hidden)
+        x = g.op("Add", x, ff)
+    pixels = h.make_tensor_value_info("pixel_values", TensorProto.FLOAT, [1, 3, image, image])
+    return g.model(_layernorm(g, x), "vit", [pixels])
 
 
 BUILDERS = {"bert": bert, "distilbert": distilbert, "gpt2": gpt2}
