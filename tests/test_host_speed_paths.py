@@ -1,8 +1,9 @@
 """The host schedule's fast C paths (benchmarks/host_speed.py measures them) give the
 simulator's bytes and ONNX Runtime's values: a float convolution's outputs activated a row
 at a time (``conv_features.act_row``) for each activation the convolution carries, beside a
-window pooled after it (the plain loop), on rows wider and narrower than a vector, every
-output element written over a canary."""
+window pooled after it (the plain loop), on rows wider and narrower than a vector; 3x3
+rows wider than 32 columns in blocks of 8 output features (``conv_features.ROW_FEATURES``);
+every output element written over a canary."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def branches(cin: int, h: int, w: int, k: int, seed: int = 0):
     return model(nodes, {"x": x}, outs, inits), x
 
 
-@pytest.mark.parametrize("cin,h,w,k", [(4, 5, 37, 1), (3, 6, 19, 3)])
+@pytest.mark.parametrize("cin,h,w,k", [(4, 5, 37, 1), (3, 6, 19, 3), (5, 4, 41, 3)])
 def test_float_convolutions_activated_by_rows_match_the_simulator(cin, h, w, k):
     m, x = branches(cin, h, w, k)
     g = npukit.onnx.load(m, l1_budget=48000, l2_budget=300 * 1024)

@@ -21,9 +21,12 @@ from .common import (
 # Output features a block holds, the most first, then fewer for the rest (the features a
 # core takes need not be a multiple of 4), times up to ``ROW_VECTORS`` vectors of a row's
 # columns or ``VECTORS`` vectors of a flattened plane: at most 16 accumulators of the 32
-# registers, the input vectors and broadcast weights beside them. (Rows: 8 accumulators
-# leave the compiler room for the masked adds' operands; 16 measured slower.)
+# registers, the input vectors and broadcast weights beside them.
 FEATURES = (4, 2)
+# A row's blocks: 8 features first (16 accumulators of 2 vectors), each input vector loaded
+# serving twice as many as 4 did: 20-25% less CPU on 3x3 and 7x7 rows 56 to 112 wide
+# (AMD EPYC with AVX-512, benchmarks/host_speed.py's layers).
+ROW_FEATURES = (8, 4, 2)
 ROW_VECTORS = 2
 VECTORS = 4
 

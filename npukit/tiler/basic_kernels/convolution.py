@@ -363,13 +363,13 @@ of accumulators
     if planes:
         feats = "" if not flt else f"""
 #ifdef NPK_AVX512
-    /* Float32 rows at column stride 1 or 2: {' or '.join(map(str, conv_features.FEATURES))} \
+    /* Float32 rows at column stride 1 or 2: {' or '.join(map(str, conv_features.ROW_FEATURES))} \
 output features at a time (the rest one by one). */
     if ((Sx == 1 || Sx == 2) && {several_taps}{widest}) {{""" + "".join(f"""
         for (; First + {n} <= Last; First += {n})
 {c_pick_copy(f"{name}_Feats{n}", (*args, ("int", "o")), CONV_SHAPES, "            ",
              dict(o="First"))}"""
-                                                   for n in conv_features.FEATURES) + """
+                                                   for n in conv_features.ROW_FEATURES) + """
     }
 #endif"""
         rows_doc = ("Input features in order,\n       each one's taps in (fy, fx) order; "
@@ -473,7 +473,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
 #endif"""
     if planes and flt:
         flat += "".join(conv_features.rows_of_features(name, args, line_ok, CONV_MAX_FX, n)
-                        for n in conv_features.FEATURES)
+                        for n in conv_features.ROW_FEATURES)
     if planes:
         flat += conv_features.narrow_of_features(name, args, CONV_MAX_FX, in_dt, w_dt)
     src = f"""\
