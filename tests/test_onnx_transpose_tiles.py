@@ -100,3 +100,49 @@ def test_maxvit_window_permutation_matches_onnx_runtime():
     assert stats["c"]["y"].exact == 1.0
     (layer,) = g.layers
     assert g.model.kernels[layer.name].kerargs[0].Space is not None
+
+
+# -- torch.roll as the exporters write it: one layer per axis ----------------------------------
+
+def roll_model(x: np.ndarray, cuts: list[tuple[int, int, int]], axes=(1, 2)):
+    """Per axis, Slices of ``x`` along it ([begin, end) per cut, INT64_MAX for the end as the
+    exporters write it) concatenated along it in the order given."""
+    from onnx_helpers import model, node
+
+    nodes, inits, cur = [], {}, "x"
+    for ax in axes:
+        parts = []
+        for k, (b, e) in enumerate(cuts):
+            names = [f"a{ax}{k}{w}" for w in "bea"]
+            inits.update(zip(names, (np.array([v], np.int64) for v in (b, e, ax))))
+            nodes.append(node("Slice", [cur, *names], [f"s{ax}{k}"]))
+            parts.append(f"s{ax}{k}")
+        nodes.append(node("Concat", parts, [f"r{ax}"], axis=ax))
+        cur = f"r{ax}"
+    return model(nodes, {"x": x}, [cur], inits), cur
+
+
+@pytest.mark.slow  # ONNX Runtime, two back ends
+@pytest.mark.parametrize("dt", ["float32", "int8"])
+def test_a_roll_by_slices_and_concat_is_one_layer_per_axis(dt):
+    """torch.roll(x, (-3, -3), (1, 2)) on a [1, 14, 14, 24] channels-last tensor (a Swin
+    block's shifted windows): one wrap layer per axis, ONNX Runtime's bytes."""
+    pytest.importorskip("onnxruntime")
+    x = values(np.random.default_rng(4), (1, 14, 14, 24), dt)
+    m, _ = roll_model(x, [(3, 2 ** 63 - 1), (0, 3)])
+    g, stats, _ = against_ort_tiles(m, {"x": x})
+    assert [i.ops for i in g.layers] == ["Slice+Concat"] * 2
+    assert all(s.exact == 1.0 for s in stats["c"].values())
+
+
+@pytest.mark.slow  # ONNX Runtime, two back ends
+def test_slices_concatenated_that_are_no_roll_stay_crops():
+    """Pieces that skip values ([4, 9) then [0, 3) of 9) or repeat them are no rotation:
+    a crop per piece and a concat, ONNX Runtime's bytes."""
+    pytest.importorskip("onnxruntime")
+    x = values(np.random.default_rng(5), (2, 9, 5), "float32")
+    for cuts in ([(4, 9), (0, 3)], [(4, 9), (0, 5), (2, 3)]):
+        m, _ = roll_model(x, cuts, axes=(1,))
+        g, stats, _ = against_ort_tiles(m, {"x": x})
+        assert "Slice+Concat" not in [i.ops for i in g.layers]
+        assert all(s.exact == 1.0 for s in stats["c"].values())

@@ -11,7 +11,7 @@ from ...tiler import layer_generators_indexed as GI
 from ..reader import Node
 from .context import Lowering
 from .select import steps_slice
-from .shape import pad_axes
+from .shape import pad_axes, rotation
 
 
 def _ints(ctx: Lowering, n: Node, k: int, what: str) -> list[int] | None:
@@ -28,6 +28,8 @@ def _axes(n: Node, axes: list[int], rank: int) -> list[int]:
 
 
 def slice_(ctx: Lowering, n: Node) -> None:
+    if rotation(ctx, n):  # a roll: the Slices and their Concat as one layer
+        return
     x = n.inputs[0]
     s = ctx.shape(x)
     if "starts" in n.attrs:  # Slice-1: attributes

@@ -44,6 +44,55 @@ def concat(ctx: Lowering, n: Node) -> None:
             [ctx.tensor(t) for t, _ in keep], [ctx.output(out)])
 
 
+def rotation(ctx: Lowering, n: Node) -> bool:
+    """``torch.roll`` as the exporters write it: Slices of one tensor along one axis whose
+    only reader, a Concat along that axis, puts them back in rotated order. Lowered from the
+    first of those Slices as one ``pad_axis`` layer in wrap mode (``Out[i] = In[(i + s) mod
+    D]``), not a crop per piece and a concat; False (nothing done) for any other Slice."""
+    cat = ctx.only_reader(n.outputs[0])
+    if cat is None or cat.op != "Concat":
+        return False
+    x, shape = n.inputs[0], ctx.shape(n.inputs[0])
+    axis = int(cat.attrs.get("axis", 0)) % len(shape)
+    by_out = {m.outputs[0]: m for m in ctx.consumers.get(x, []) if m.op == "Slice"}
+    pieces = [_piece(ctx, by_out.get(t), axis, shape) for t in cat.inputs]
+    if any(p is None for p in pieces) or any(ctx.only_reader(t) is not cat
+                                             for t in cat.inputs):
+        return False
+    d, start = shape[axis], pieces[0][0]
+    pos = start
+    for b, e in pieces:  # each piece starts where the previous ended, past d at 0
+        if b != pos % d:
+            return False
+        pos = e
+    if sum(e - b for b, e in pieces) != d:
+        return False
+    name = ctx.layer("Roll")
+    G.pad_axis(ctx.m, name, dt=ctx.dtype(x), Outer=int(np.prod(shape[:axis])), D=d,
+               Inner=int(np.prod(shape[axis + 1:])), PadBegin=-start, PadEnd=start,
+               Mode=movement.PAD_WRAP)
+    ctx.add(name, "Slice+Concat", [by_out[t] for t in cat.inputs] + [cat],
+            f"axis {axis} rotated by {start} (a roll)", [ctx.tensor(x)],
+            [ctx.output(cat.outputs[0])])
+    return True
+
+
+def _piece(ctx: Lowering, m: Node | None, axis: int, shape) -> tuple[int, int] | None:
+    """The [begin, end) a Slice ``m`` (constant inputs, one axis, steps 1) keeps of
+    ``axis``, clamped as ONNX clamps; None for any other node."""
+    ins = [ctx.alias.get(t, t) for t in m.inputs[1:5]] if m is not None else []
+    if m is None or "starts" in m.attrs or len(ins) < 3 or any(
+            t and t not in ctx.net.consts for t in ins):
+        return None
+    starts, ends, axes, *steps = (ctx.net.consts[t].reshape(-1) if t else None for t in ins)
+    if axes is None or len(axes) != 1 or int(axes[0]) % len(shape) != axis or len(starts) != 1 or (
+            steps and steps[0] is not None and any(v != 1 for v in steps[0])):
+        return None
+    d = shape[axis]
+    b, e = (min(max(int(v) + d if v < 0 else int(v), 0), d) for v in (starts[0], ends[0]))
+    return (b, e) if e > b else None
+
+
 def transpose(ctx: Lowering, n: Node) -> None:
     x = n.inputs[0]
     s = ctx.shape(x)
