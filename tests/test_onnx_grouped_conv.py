@@ -23,11 +23,16 @@ def conv_macs(g) -> int:
                if info.ops.startswith(("Conv", "QLinearConv")))
 
 
-@pytest.mark.parametrize("cin,width,stride,size", [(32, 48, 2, 10), (32, 32, 1, 7)])
-def test_float32_regnet_block_matches_onnx_runtime(cin, width, stride, size):
+@pytest.mark.parametrize("cin,width,stride,size,l1", [(32, 48, 2, 10, None),
+                                                      (32, 32, 1, 7, None),
+                                                      (16, 32, 1, 12, 4000)])
+def test_float32_regnet_block_matches_onnx_runtime(cin, width, stride, size, l1):
+    """(At a 4000-byte L1 the target's schedule splits, convolves and concatenates in
+    tiles.)"""
     m = grouped_conv.regnet_block(cin, width, stride, size, seed=size)
     x = np.random.default_rng(size).uniform(-1, 1, (1, cin, size, size)).astype(np.float32)
-    g, stats, outs = against_ort(m, {"x": x}, backends=("sim", "c"))
+    budget = {} if l1 is None else {"l1_budget": l1}
+    g, stats, outs = against_ort(m, {"x": x}, backends=("sim", "c"), **budget)
     assert stats["c"]["y"].max_abs <= 1e-5 * np.abs(outs["c"]["y"]).max()
     assert np.count_nonzero(outs["c"]["y"]) > outs["c"]["y"].size // 4
     real, dense = grouped_conv.macs(m)

@@ -488,6 +488,45 @@ def concat(m, Name: str, *, dt, Outer: int, Ds: tuple[int, ...], Inner: int) -> 
     m._cnn_ops[Name] = Outer * total * Inner
 
 
+def split(m, Name: str, *, dt, Outer: int, Ds: tuple[int, ...], Inner: int) -> None:
+    """``Name(In, Out0, Out1, ...)``: an [Outer, sum(Ds), Inner] input cut along the middle
+    axis into [Outer, D_k, Inner] outputs (``concat``'s converse, tiled as it is): one block
+    copy per output, the input read once."""
+    k = _lib(m, movement.crop2d(np.dtype(dt).name))
+    item = np.dtype(dt).itemsize
+    total = sum(Ds)
+    names = [f"Out{i}" for i in range(len(Ds))]
+    calls, kerargs, off = [], [], 0
+    if Inner == 1:
+        order, dims = KernelIterationOrder(KER_DIM2, KER_TILE), KernelDimensions(1, total, Outer, 1)
+        kerargs.append(KerArg("In", IN_DB | Obj.O_TILED, total, Outer, item, 0,
+                              OBJ_CONSTRAINTS_TILE_HOR, 0, "In"))
+        for n, d in zip(names, Ds):
+            kerargs.append(KerArg(n, OUT_DB | Obj.O_TILED, d, Outer, item, 0,
+                                  OBJ_CONSTRAINTS_TILE_HOR, 0, n))
+            calls.append(Call(k, LOC_INNER_LOOP, Bindings(
+                K_Arg("In", KER_ARG_TILE), K_Arg("In", KER_ARG_TILE_H), Imm(d), Imm(total),
+                K_Arg(n, KER_ARG_TILE), Imm(d), Imm(0), Imm(off))))
+            off += d
+    else:
+        order, dims = _plane_order(Outer), KernelDimensions(1, Inner, total, Outer)
+        ver = OBJ_CONSTRAINTS_TILE_VER
+        kerargs.append(KerArg("In", IN_DB | Obj.O_TILED | _per_plane(Outer, True), Inner,
+                              total, item, 0, ver, 0, "In"))
+        for n, d in zip(names, Ds):
+            kerargs.append(KerArg(n, OUT_DB | Obj.O_TILED | _out_plane(Outer), Inner, d, item,
+                                  0, ver, 0, n))
+            calls.append(Call(k, LOC_INNER_LOOP, Bindings(
+                K_Arg("In", KER_ARG_TILE), Imm(d), K_Arg("In", KER_ARG_TILE_W),
+                K_Arg("In", KER_ARG_TILE_W), K_Arg(n, KER_ARG_TILE), K_Arg(n, KER_ARG_TILE_W),
+                Imm(off), Imm(0))))
+            off += d
+    m.UserKernel(Name, dims, order, TILE_HOR,
+        CArgs(TCArg(_ptr(dt, True), "In"), *(TCArg(_ptr(dt), n) for n in names)),
+        Calls(*calls), KerArgs(*kerargs))
+    m._cnn_ops[Name] = Outer * total * Inner
+
+
 def transpose(m, Name: str, *, dt, Planes: int, A: int, B: int, I: int) -> None:  # noqa: E741
     """``Name(In, Out)``: [Planes, A, B, I] -> [Planes, B, A, I]. The longer of A and B is
     tiled: horizontal tiles of its rows on one side, vertical tiles of its columns on the
@@ -598,4 +637,4 @@ def _transpose_blocks(m, Name: str, dt, Planes: int, A: int, B: int, I: int, *, 
 
 
 __all__ = ["pool", "global_pool", "unary", "lut", "binary", "softmax",
-           "reduce", "lrn", "layer_norm", "pad_axis", "concat", "transpose"]
+           "reduce", "lrn", "layer_norm", "pad_axis", "concat", "split", "transpose"]

@@ -120,7 +120,7 @@ def conv(ctx: Lowering, n: Node, quant: bool, chain: tuple | None = None) -> Non
 def grouped(ctx: Lowering, n: Node, quant: bool, group: int) -> None:
     """A grouped convolution (neither dense nor depthwise) as ``group`` convolutions, never
     one dense filter mostly zeros (``group`` times the work): input channels ``g*C/group``
-    onwards cut out (a ``pad_axis`` crop each, one block of bytes at batch 1), convolved with
+    onwards cut out (one ``split`` layer: the input read once), convolved with
     the group's filters (and what the convolution absorbs: its activation, its pooling, each
     per channel), the outputs put together (one ``concat``)."""
     nodes, ops, act, pool, t = fused(ctx, n, quant)
@@ -130,18 +130,19 @@ def grouped(ctx: Lowering, n: Node, quant: bool, group: int) -> None:
     info = type(ctx.info(x))
     so, st = ctx.info(y), ctx.info(t)
     og = so.shape[1] // group
-    src, parts = ctx.tensor(x), []
-    for g in range(group):
-        xg, yg, tg = f"{x}__group{g}_{n.name}", f"{y}__group{g}", f"{t}__group{g}"
+    xs = [f"{x}__group{g}_{n.name}" for g in range(group)]
+    name = ctx.layer("Split")
+    G.split(ctx.m, name, dt=dt, Outer=1, Ds=(1,) * group, Inner=cg * plane)
+    for xg in xs:
         ctx.net.info[xg] = info((1, cg, *s[2:]), dt)
+        ctx.of[xg] = ctx.local(xg, dt, cg * plane)
+    ctx.add(name, "Split", [], f"{group} groups of {x!r} for {n.name}", [ctx.tensor(x)],
+            [ctx.of[xg] for xg in xs])
+    parts = []
+    for g, xg in enumerate(xs):
+        yg, tg = f"{y}__group{g}", f"{t}__group{g}"
         ctx.net.info[yg] = info((1, og, *so.shape[2:]), so.dtype)
         ctx.net.info[tg] = info((1, og, *st.shape[2:]), st.dtype)
-        name = ctx.layer("Slice")
-        G.pad_axis(ctx.m, name, dt=dt, Outer=1, D=group, Inner=cg * plane, PadBegin=-g,
-                   PadEnd=g + 1 - group)
-        ctx.of[xg] = ctx.local(xg, dt, cg * plane)
-        ctx.add(name, "Slice", [], f"group {g} of {group} of {x!r} for {n.name}", [src],
-                [ctx.of[xg]])
         sub = Node(n.op, f"{n.name}_group{g}", [xg, *_group_consts(ctx, n, g, og)], [yg],
                    _group_attrs(n, g, og), n.domain)
         conv(ctx, sub, quant, ([sub], ops, act, pool, tg))

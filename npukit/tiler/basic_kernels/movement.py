@@ -128,6 +128,38 @@ void {name}({c_signature(args)})
 
 
 @cache
+def crop2d(dt: str) -> BasicKernel:
+    """``Out[r*OutPitch + c] = In[(RowOff + r)*InPitch + ColOff + c]`` for a ``Rows`` x
+    ``Cols`` block (a split's output taken from its input tile: ``copy2d``'s converse)."""
+    name = f"KerCrop2DNpk_{layer_suffix(dt)}"
+    t = layer_c_type(dt)
+    args = ((f"const {t} *__restrict__", "In"), ("int", "Rows"), ("int", "Cols"),
+            ("int", "InPitch"), (f"{t} *__restrict__", "Out"), ("int", "OutPitch"),
+            ("int", "RowOff"), ("int", "ColOff"))
+    src = f"""\
+void {name}({c_signature(args)})
+{{
+    /* The Rows x Cols block of In at (RowOff, ColOff) goes to Out; rows are shared among the
+       cores. */
+    int N = Rows;
+{share_rows("N")}
+    for (int r = First; r < Last; r++)
+        for (int c = 0; c < Cols; c++)
+            Out[r * OutPitch + c] = In[(RowOff + r) * InPitch + ColOff + c];
+}}"""
+
+    def reference(In, Rows, Cols, InPitch, Out, OutPitch, RowOff, ColOff, *, core_id,
+                  core_count):
+        if core_id or Rows <= 0 or Cols <= 0:
+            return
+        r, c = np.arange(Rows)[:, None], np.arange(Cols)[None, :]
+        Out[r * OutPitch + c] = In[(RowOff + r) * InPitch + ColOff + c]
+
+    return BasicKernel(name, args, True, src, reference,
+                       lambda Rows, Cols, **_: Work("other", Rows * Cols))
+
+
+@cache
 def transpose(dt: str) -> BasicKernel:
     """``Out[b][a*I + i] = In[a][b*I + i]``: an ``A`` x ``B`` block of ``I``-value items
     transposed (In row pitch ``B*I``, Out row pitch ``A*I``)."""
