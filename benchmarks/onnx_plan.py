@@ -229,7 +229,7 @@ def timed(cases: dict, rounds: int, profile=None) -> dict:
     """Per case: (graph, median wall seconds, median CPU seconds, the last round's Stages),
     the cases run in a rotating order each round."""
     names, walls, cpus, last = list(cases), {n: [] for n in cases}, {n: [] for n in cases}, {}
-    for r in range(rounds):
+    for r in range(rounds if cases else 0):
         for n in names[r % len(names):] + names[:r % len(names)]:
             g, wall, cpu, st = plan_once(cases[n], profile)
             walls[n].append(wall)
