@@ -5,6 +5,7 @@ unit (bit for bit); the compiles counted through ``toolchain.run_compiler``."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -18,7 +19,8 @@ from onnx_helpers import model, node
 import npukit.onnx
 from npukit import CompilerError
 from npukit.c import cache, toolchain
-from npukit.c.pieces import declarations_only
+from npukit.c.calls import prelude
+from npukit.c.pieces import declarations_only, kernel_units
 from npukit.onnx.check import ort_run
 
 BUDGETS = dict(l1_budget=48000, l2_budget=256 * 1024, l3_budget=8 << 20,
@@ -192,6 +194,23 @@ def test_declarations_only_keeps_all_but_external_bodies():
                  "static inline int helper(int x) { return x + 1; }",
                  "/* void Commented(void) { } */", "static void Private(void) { }"):
         assert kept in got
+
+
+def test_a_kernel_two_sources_define_under_one_guard_is_linked_once(tmp_path, monkeypatch):
+    """Basic-kernel sources may share a guarded block (npukit's layer kernels share their
+    helpers and output stages so): each piece sees the sources before it, as the single
+    unit does, and the function is defined in one object only."""
+    monkeypatch.setenv("NPUKIT_CACHE_DIR", str(tmp_path))
+    guarded = ("#ifndef NPK_TEST_SHARED\n#define NPK_TEST_SHARED\n"
+               "int npk_test_twice(int x) { return 2 * x; }\n#endif\n")
+    first = guarded + "int KA(int x) { return npk_test_twice(x) + 1; }\n"
+    second = guarded + "int KB(int x) { return npk_test_twice(x) + 20; }\n"
+    units = kernel_units([[first], [second, first]], prelude(2))
+    assert len(units) == 2
+    main = "int KA(int); int KB(int);\nint npk_test_sum(int x) { return KA(x) + KB(x); }\n"
+    lib = toolchain.library_in_pieces([(f"kernels {k}", u) for k, u in enumerate(units)], main)
+    lib.npk_test_sum.restype, lib.npk_test_sum.argtypes = ctypes.c_int, [ctypes.c_int]
+    assert [lib.npk_test_sum(x) for x in (0, 5, -7)] == [21, 41, -7]
 
 
 SANITIZED = textwrap.dedent('''

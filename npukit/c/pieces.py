@@ -124,23 +124,21 @@ def runtime_unit() -> str:
 
 def kernel_units(source_lists: list[list[str]], prelude: str) -> list[str]:
     """One unit per distinct basic-kernel source of ``source_lists`` (each program's
-    sources, in order): the source whole, after the sources before it in the first list
-    that holds it (as declarations, for the types and helpers it may use), after the
-    shared ``prelude`` (``npukit.c.calls.prelude``)."""
-    units, done = [], set()
-    for sources in source_lists:
-        for k, text in enumerate(sources):
-            if text in done:
-                continue
-            done.add(text)
-            context = [declarations_only(s) for s in sources[:k]]
-            typedefs = [t for name, t in TYPEDEFS.items()
-                        if re.search(rf"\b{name}\b", "\n".join([*context, text]))]
-            units.append("\n".join([
-                "/* Basic kernels of a program compiled in pieces (npukit.c.pieces): their "
-                "C, as given (c_source=). */",
-                "#include <math.h>", "#include <stdint.h>", "#include <string.h>", "",
-                preamble.PORTABILITY, *typedefs, preamble.HIDDEN[0], shared_prelude(prelude),
-                *context, "", "/* Basic kernel source, as given (c_source=). */", text,
-                preamble.HIDDEN[1], ""]))
+    sources), in the order of first use, as the single unit holds them: the source whole,
+    after every source before it as declarations (for the types and helpers it may use,
+    and the include guards it may test: a kernel two sources define under one guard is
+    defined once), after the shared ``prelude`` (``npukit.c.calls.prelude``)."""
+    order = list(dict.fromkeys(text for sources in source_lists for text in sources))
+    units = []
+    for k, text in enumerate(order):
+        context = [declarations_only(s) for s in order[:k]]
+        typedefs = [t for name, t in TYPEDEFS.items()
+                    if re.search(rf"\b{name}\b", "\n".join([*context, text]))]
+        units.append("\n".join([
+            "/* Basic kernels of a program compiled in pieces (npukit.c.pieces): their "
+            "C, as given (c_source=). */",
+            "#include <math.h>", "#include <stdint.h>", "#include <string.h>", "",
+            preamble.PORTABILITY, *typedefs, preamble.HIDDEN[0], shared_prelude(prelude),
+            *context, "", "/* Basic kernel source, as given (c_source=). */", text,
+            preamble.HIDDEN[1], ""]))
     return units
