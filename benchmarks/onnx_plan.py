@@ -9,9 +9,11 @@ memory planner):
 - ViT-shaped models (a 16x16 patch convolution, 197 tokens, pre-norm encoder blocks whose
   attention multiplies batches of matrices): ViT-tiny (hidden 192, 3 heads) and ViT-B/16
   (hidden 768, 12 heads), 12 blocks each;
+- swin_t's first stage (two Swin blocks, 56x56, dim 96, window 7, the second shifted:
+  ``benchmarks/transformer_blocks.py``, q, k and v by ``Split``);
 - the cost of doubling the layers: ViT-tiny-shaped models of N, 2N and 4N blocks.
 
-Run: python benchmarks/onnx_plan.py [--models densenet,vit-tiny,vit-b16,scaling] [--rounds 1]
+Run: python benchmarks/onnx_plan.py [--models densenet,vit-tiny,vit-b16,swin,scaling] [--rounds 1]
      [--size 224] [--blocks 6,12,24,16] [--scale-blocks 3] [--profile]
 
 Goals (reported, not asserted): the 120-layer DenseNet plans in under a minute, ViT-tiny in
@@ -250,7 +252,7 @@ def stage_table(results: dict) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", default="densenet,vit-tiny,vit-b16,scaling")
+    ap.add_argument("--models", default="densenet,vit-tiny,vit-b16,swin,scaling")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--blocks", default="6,12,24,16")
@@ -268,6 +270,10 @@ def main(argv=None) -> None:
         cases["vit-tiny"] = (vit(a.size, hidden=192, heads=3), VIT_BUDGETS)
     if "vit-b16" in wanted:
         cases["vit-b16"] = (vit(a.size), VIT_BUDGETS)
+    if "swin" in wanted:  # swin_t's first stage: two blocks, the second shifted
+        from transformer_blocks import swin
+
+        cases["swin 2 blocks"] = (swin(select="split")[0], {**BUDGETS, "l1_budget": 65536})
     results = timed(cases, a.rounds, prof)
     scaled = {}
     if "scaling" in wanted:
