@@ -91,3 +91,29 @@ def test_vit_planned_with_activations_in_l3_matches_onnx_runtime():
     assert sum(info.ops == "MatMul" and "products" in info.detail for info in g.layers) == 4
     plan = g.graph
     assert plan.memory["L3"].dynamic > 0 and any(layer.streamed for layer in plan.layers)
+
+
+def test_resumed_allocation_is_the_whole_run():
+    """The planner's allocation resumed from a run over other items (``planner.run`` with a
+    base) places every item where a whole run does, and its size is the whole run's."""
+    from dataclasses import replace
+
+    from npukit.tiler.planner import Item, peak, run
+
+    rng = np.random.default_rng(41)
+    resumed = 0
+    for _ in range(60):
+        starts = rng.integers(0, 40, 50)
+        items = [Item(f"t{i}", int(f), int(f + rng.integers(0, 5)), int(rng.integers(1, 300)))
+                 for i, f in enumerate(starts)]
+        base, _ = run(items)
+        changed = list(items)
+        for k in rng.choice(len(items), 2, replace=False):  # smaller, or moved later
+            it = changed[k]
+            changed[k] = replace(it, size=it.size // 2) if rng.random() < 0.5 else \
+                replace(it, first=it.first + 1, last=it.last + 1)
+        want, want_size = run(changed)
+        got, got_size = run(changed, base=base)
+        resumed += peak(changed) == base.cap
+        assert (got.offsets, got.order, got_size) == (want.offsets, want.order, want_size)
+    assert resumed >= 10  # runs that did resume (the same peak), not only whole ones

@@ -234,8 +234,9 @@ def run(items: list[Item], limit: int | None = None, base: Allocation | None = N
         if base is not None and j + 1 < len(order) and j + 1 >= len(order) - same_tail:
             after = order[j + 1].first
             before = base.states[j + shift] if j + shift >= 0 else ()
-            if {(p.key, o) for p, o in placed if p.last >= after} == \
-                    {(p.key, o) for p, o in before if p.last >= after}:
+            # (Whole items: a stream buffer or a fetched copy keeps its key as it changes.)
+            if {(p, o) for p, o in placed if p.last >= after} == \
+                    {(p, o) for p, o in before if p.last >= after}:
                 rest = slice(j + shift + 1, None)
                 offsets += base.offsets[rest]
                 ends += base.ends[rest]
