@@ -146,3 +146,36 @@ def test_slices_concatenated_that_are_no_roll_stay_crops():
         g, stats, _ = against_ort_tiles(m, {"x": x})
         assert "Slice+Concat" not in [i.ops for i in g.layers]
         assert all(s.exact == 1.0 for s in stats["c"].values())
+
+
+def test_fixed_spaces_inside_the_lines_only_of_a_horizontally_tiled_argument():
+    """KerArgSpace(T0, D0) puts D0's planes inside the tiled lines: refused, naming the
+    argument, for a vertically tiled argument or a parametric space after the tiled one."""
+    from npukit.tiler import (
+        D0,
+        O_DB,
+        O_IN,
+        OBJ_CONSTRAINTS_TILE_VER,
+        T0,
+        TILE_HOR,
+        Calls,
+        CArgs,
+        IterFixedSpace,
+        IterParSpace,
+        IterTiledSpace,
+        KerArg,
+        KerArgs,
+        KerArgSpace,
+        KernelIterSpace,
+        TCArg,
+    )
+
+    for d0, con in ((IterFixedSpace(D0, 4), OBJ_CONSTRAINTS_TILE_VER),
+                    (IterParSpace(D0, 4, 2), 0)):
+        m = Model(target="gap8", l1_budget=4096)
+        with pytest.raises(TilingError, match=r"K: KerArg 'In' walks \('Tile0', 'D0'\): after "
+                                              r"its tiled space only fixed spaces"):
+            m.UserKernel("K", KernelIterSpace(2, d0, IterTiledSpace(T0)), TILE_HOR,
+                         CArgs(TCArg("int *", "In")), Calls(),
+                         KerArgs(KerArg("In", KerArgSpace(2, T0, D0), O_IN | O_DB, 8, 30, 4, 0,
+                                        con, 0, "In")))
