@@ -15,7 +15,8 @@ within 1e-4 of the largest output, int8 bit-exact or refused by name; each print
 not.
 
 Without torch and transformers (they are no test dependency) the exported models are
-skipped, and the script says so. Run: python benchmarks/torch_transformer.py [--repeat N]
+skipped, and the script says so. ``--vit`` adds the onnx.helper ViT-tiny.
+Run: python benchmarks/torch_transformer.py [--repeat N] [--vit]
 """
 
 from __future__ import annotations
@@ -142,6 +143,8 @@ def report(name: str, source: str, measured) -> bool:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=3, help="loads per model (median)")
+    p.add_argument("--vit", action="store_true",
+                   help="also the onnx.helper ViT-tiny (353 layers: minutes on the simulator)")
     args = p.parse_args()
     import transformer_models as tm
 
@@ -158,6 +161,10 @@ def main() -> int:
                 m = build(rng, mask)
                 feed = tm.inputs(rng)
                 ok &= report(name, f"helper/{mask}", measure(m, feed, args.repeat, folder))
+        if args.vit:
+            rng = np.random.default_rng(0)
+            pixels = {"pixel_values": rng.normal(size=(1, 3, 224, 224)).astype(np.float32)}
+            ok &= report("vit_tiny", "helper", measure(tm.vit(rng), pixels, 1, None))
         try:
             import onnx
             import torch
