@@ -176,6 +176,61 @@ def worker(path: str, runs: int) -> dict:
     return out
 
 
+def flag_sets(path: Path, sets: list[str], rounds: int) -> dict:
+    """In one process, for each set of compiler flags: the graph's host C compiled in an
+    empty cache (wall seconds, and the CPU seconds of the compilers), and the inference's
+    median over interleaved rounds (NPUKIT_THREADS=1), the sets in the same loop."""
+    import resource
+
+    from harness import interleaved
+
+    import npukit.onnx
+    from npukit.c import toolchain
+    from npukit.tiler.graph_c import CompiledGraph
+
+    g = npukit.onnx.load(str(path), **BUDGETS)
+    hg = g.host_graph()
+    x = np.random.default_rng(0).normal(size=g.inputs["x"].shape).astype(np.float32)
+    arrays = {g.inputs["x"].cname: x} | {p.cname: np.empty(p.shape, p.dtype)
+                                         for p in g.outputs.values()}
+    saved = {k: os.environ.get(k) for k in ("NPUKIT_CFLAGS", "NPUKIT_CACHE_DIR",
+                                             "NPUKIT_THREADS")}
+    out, handles = {}, {}
+    try:
+        os.environ["NPUKIT_THREADS"] = "1"
+        for flags in sets:
+            os.environ["NPUKIT_CFLAGS"] = flags
+            os.environ["NPUKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="npukit-flags-")
+            cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t = time.perf_counter()
+            handles[flags] = CompiledGraph(hg)
+            wall = time.perf_counter() - t
+            now = resource.getrusage(resource.RUSAGE_CHILDREN)
+            out[flags] = {"compile": wall, "compile cpu": now.ru_utime + now.ru_stime -
+                          cpu.ru_utime - cpu.ru_stime}
+        # The same graph as one translation unit (as before the pieces), the last flags.
+        os.environ["NPUKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="npukit-flags-")
+        cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        toolchain.library(hg.c_source(), private=True)
+        wall = time.perf_counter() - t
+        now = resource.getrusage(resource.RUSAGE_CHILDREN)
+        single = {"compile": wall, "run": float("nan"),
+                  "compile cpu": now.ru_utime + now.ru_stime - cpu.ru_utime - cpu.ru_stime}
+        medians = interleaved({f: (lambda h=h: h(**arrays)) for f, h in handles.items()},
+                              rounds)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    for flags in sets:
+        out[flags]["run"] = medians[flags]
+    out[f"{sets[-1]} (one unit)"] = single
+    return out
+
+
 def measure(path: Path, cflags: str | None, runs: int) -> dict:
     env = dict(os.environ, NPUKIT_CACHE_DIR=tempfile.mkdtemp(prefix="npukit-first-"),
                NPUKIT_THREADS="1")
@@ -198,6 +253,8 @@ def main(argv=None) -> None:
     ap.add_argument("--runs", type=int, default=5, help="timed inferences after the first")
     ap.add_argument("--size", type=int, default=224, help="input height and width")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--compare-flags", action="store_true",
+                    help="only compare the flag sets: compile time and run time")
     a = ap.parse_args(argv)
     if a.worker:
         print(json.dumps(worker(a.worker, a.runs)))
@@ -208,6 +265,16 @@ def main(argv=None) -> None:
     names = a.models.split(",")
     names += [n + "-qdq" for n in names] if a.qdq else []
     folder = Path(tempfile.mkdtemp(prefix="npukit-models-"))
+    if a.compare_flags:
+        print(f"{'model':<18}{'flags (pieces unless said)':<38}{'compile s':>10}"
+              f"{'cc CPU s':>10}{'run ms':>9}")
+        for name in names:
+            path = folder / f"{name}.onnx"
+            onnx.save(build(name, a.size), path)
+            for flags, r in flag_sets(path, a.flags.split(","), a.runs).items():
+                print(f"{name:<18}{flags:<38}{r['compile']:>10.2f}{r['compile cpu']:>10.2f}"
+                      f"{r['run'] * 1e3:>9.2f}")
+        return
     cols = ["import", "plan", "host plan", "compile", "infer"]
     print(f"{'model':<18}{'flags':<20}" + "".join(f"{c:>10}" for c in cols) +
           f"{'total':>8}{'cc':>5}{'warm cc':>8}{'2nd load':>9}{'run':>8}  goals")
