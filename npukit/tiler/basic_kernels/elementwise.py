@@ -170,6 +170,47 @@ static int {name}_Row(const float *__restrict__ A, const float *__restrict__ B,
 }}"""
 
 
+_Q_ARGS = "Ra, Rb, F, Za, Zb, Zout, Lo, Hi"
+
+
+def _int_rows(name: str, ta: str, tb: str, to: str) -> str:
+    """C of ``{name}_Q(X, Y, Op, AFirst, ...)`` (one integer output of ``binary``) and of
+    ``int {name}_Row(A, B, Out, N, BCol, Op, ...)``: ``Out[c] = {name}_Q(A[c], B[c * BCol],
+    Op, 0, ...)`` for c < N (A along the row: ``AFirst`` is 0); returns N. One loop per
+    operation (QLinearAdd, QLinearMul) and B's stride, constants there, so that the compiler
+    vectorises them (the plain loop, its branches inside, ran 15x ONNX Runtime's time on a
+    QDQ Add); the same function, the same values."""
+    cases = "\n".join(
+        f"    case {k}: for (int c = 0; c < N; c++) Out[c] = {name}_Q(A[c], "
+        f"B[{'0' if k % 2 else 'c'}], {4 if k >= 2 else 0}, 0, {_Q_ARGS}); break;"
+        for k in range(4))
+    return f"""
+static inline {to} {name}_Q(int X, int Y, int Op, int AFirst, float Ra, float Rb, float F,
+                            int Za, int Zb, int Zout, int Lo, int Hi)
+{{
+    int Q;
+    if (Op == 4) {{
+        float V = AFirst ? npk_fmaf((float)Y, Rb, npk_fmaf((float)X, Ra, F))
+                         : npk_fmaf((float)X, Ra, npk_fmaf((float)Y, Rb, F));
+        V = npk_rne(V);
+        V = V < -1e9f ? -1e9f : V > 1e9f ? 1e9f : V;
+        Q = (int)V;
+    }} else {{
+        Q = npk_requant((X - Za) * (Y - Zb), Ra, Zout, Lo, Hi);
+    }}
+    return ({to})(Q < Lo ? Lo : Q > Hi ? Hi : Q);
+}}
+static int {name}_Row(const {ta} *__restrict__ A, const {tb} *__restrict__ B,
+                      {to} *__restrict__ Out, int N, int BCol, int Op, float Ra, float Rb,
+                      float F, int Za, int Zb, int Zout, int Lo, int Hi)
+{{
+    switch ((Op == 4) * 2 + (BCol == 0)) {{
+{cases}
+    }}
+    return N;
+}}"""
+
+
 @cache
 def binary(a_dt: str, b_dt: str, out_dt: str, width: int) -> BasicKernel:
     """``Out[r][c] = op(A[r*ARow + c*ACol], B[r*BRow + c*BCol])`` over ``Rows`` x ``Cols``
@@ -200,21 +241,15 @@ def binary(a_dt: str, b_dt: str, out_dt: str, width: int) -> BasicKernel:
                  f"            c = {name}_Row(A + r * ARow, B + r * BRow, Out + r * Cols, Cols, "
                  f"BCol, Op, Act, A0, A1);\n        for (; c < Cols; c++) {{")
     else:
-        pre = ("    float Ra = npk_f32(P0), Rb = npk_f32(P1), F = npk_f32(P2), V;\n"
+        pre = ("    float Ra = npk_f32(P0), Rb = npk_f32(P1), F = npk_f32(P2);\n"
                "    int AFirst = ACol == 0 && BCol != 0;\n"
                + c_unused("Act"))
-        loop = f"""\
-            int X = A[r * ARow + c * ACol], Y = B[r * BRow + c * BCol], Q;
-            if (Op == 4) {{
-                V = AFirst ? npk_fmaf((float)Y, Rb, npk_fmaf((float)X, Ra, F))
-                           : npk_fmaf((float)X, Ra, npk_fmaf((float)Y, Rb, F));
-                V = npk_rne(V);
-                V = V < -1e9f ? -1e9f : V > 1e9f ? 1e9f : V;
-                Q = (int)V;
-            }} else {{
-                Q = npk_requant((X - Za) * (Y - Zb), Ra, Zout, Lo, Hi);
-            }}
-            Out[r * Cols + c] = ({to})(Q < Lo ? Lo : Q > Hi ? Hi : Q);"""
+        loop = (f"            Out[r * Cols + c] = {name}_Q(A[r * ARow + c * ACol], "
+                f"B[r * BRow + c * BCol], Op, AFirst, {_Q_ARGS});")
+        rows = _int_rows(name, ta, tb, to)
+        first = (f"        int c = 0;\n        if (ACol == 1 && (BCol == 1 || BCol == 0))\n"
+                 f"            c = {name}_Row(A + r * ARow, B + r * BRow, Out + r * Cols, Cols, "
+                 f"BCol, Op, {_Q_ARGS});\n        for (; c < Cols; c++) {{")
     src = f"""\
 {HELPERS}{rows}
 void {name}({c_signature(args)})
