@@ -251,28 +251,72 @@ def binary(m, Name: str, *, a_dt, b_dt, out_dt, Planes: int, Rows: int, Cols: in
            Zb: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0, fn: str | None = None) -> None:
     """``Name(A, B, Out)``: ``Out[p][r][c] = op(A, B)`` on [Planes, Rows, Cols]; ``a_full`` and
     ``b_full`` say along which dimensions each operand varies (else it is broadcast). Tiles
-    of rows; per-plane operands follow the out-plane iterator. ``op``: ``Op`` of
+    of rows; per-plane operands follow the out-plane iterator. When a row of each operand
+    does not fit L1 (Swin's shift mask added to [.., 49 x 49] scores at a GAP8-sized
+    budget), tiles of columns of one row at a time (``_binary_cols``). ``op``: ``Op`` of
     ``basic_kernels.elementwise.binary``, or the float32 function ``fn`` of
     ``basic_kernels.mathfn.BINARY``."""
+    args = (m, Name, a_dt, b_dt, out_dt, Planes, Rows, Cols, a_full, b_full,
+            (Op, Act, *P, Za, Zb, Zout, Lo, Hi), fn)
+    m._first_that_tiles(Name, _binary_rows, _binary_cols, args)
+    m._cnn_ops[Name] = Planes * Rows * Cols
+
+
+def _binary_kernel(m, a_dt, b_dt, out_dt, fn) -> str:
     width = _width(m, out_dt)
-    k = _lib(m, mathfn.math_binary(fn, width) if fn is not None else
-             elementwise.binary(np.dtype(a_dt).name, np.dtype(b_dt).name, np.dtype(out_dt).name,
-                                width))
+    return _lib(m, mathfn.math_binary(fn, width) if fn is not None else
+                elementwise.binary(np.dtype(a_dt).name, np.dtype(b_dt).name,
+                                   np.dtype(out_dt).name, width))
+
+
+def _binary_rows(m, Name, a_dt, b_dt, out_dt, Planes, Rows, Cols, a_full, b_full, params,
+                 fn) -> None:
+    """``binary`` in tiles of rows."""
+    k = _binary_kernel(m, a_dt, b_dt, out_dt, fn)
     ka, (ar, ac) = _bcast_arg("A", a_dt, Planes, Rows, Cols, a_full)
     kb, (br, bc) = _bcast_arg("B", b_dt, Planes, Rows, Cols, b_full)
     m.UserKernel(Name,
         KernelDimensions(1, Cols, Rows, Planes), _plane_order(Planes), TILE_HOR,
-        CArgs(TCArg(_ptr(a_dt, True), "A"), TCArg(_ptr(b_dt, True), "B"),
-              TCArg(_ptr(out_dt), "Out")),
+        _binary_cargs(a_dt, b_dt, out_dt),
         Calls(Call(k, LOC_INNER_LOOP, Bindings(
             K_Arg("A", KER_ARG_TILE), K_Arg("B", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
-            K_Arg("Out", KER_ARG_TILE_H), Imm(Cols), Imm(ar), Imm(ac), Imm(br), Imm(bc), Imm(Op),
-            Imm(Act), Imm(P[0]), Imm(P[1]), Imm(P[2]), Imm(Za), Imm(Zb), Imm(Zout), Imm(Lo),
-            Imm(Hi)))),
+            K_Arg("Out", KER_ARG_TILE_H), Imm(Cols), Imm(ar), Imm(ac), Imm(br), Imm(bc),
+            *map(Imm, params)))),
         KerArgs(ka, kb,
                 KerArg("Out", OUT_DB | Obj.O_TILED | _out_plane(Planes), Cols, Rows,
                        np.dtype(out_dt).itemsize, 0, 0, 0, "Out")))
-    m._cnn_ops[Name] = Planes * Rows * Cols
+
+
+def _binary_cargs(a_dt, b_dt, out_dt):
+    return CArgs(TCArg(_ptr(a_dt, True), "A"), TCArg(_ptr(b_dt, True), "B"),
+                 TCArg(_ptr(out_dt), "Out"))
+
+
+def _binary_cols(m, Name, a_dt, b_dt, out_dt, Planes, Rows, Cols, a_full, b_full, params,
+                 fn) -> None:
+    """``binary`` one row at a time in tiles of its columns: fixed spaces over the planes
+    (D1) and the rows (D0), the tiled space T0 cutting the row. Each operand walks only the
+    spaces it varies along (a broadcast one is the same data on every step of the others),
+    so one element of each operand per L1 slot is enough."""
+    k = _binary_kernel(m, a_dt, b_dt, out_dt, fn)
+    ver = OBJ_CONSTRAINTS_TILE_VER
+    walks = ((D1, Planes > 1), (D0, True), (T0, True))
+
+    def arg(name, dt, full, flags):
+        fp, fr, fc = full
+        sp = [s for (s, on), f in zip(walks, (fp, fr, fc)) if on and f]
+        return KerArg(name, KerArgSpace(len(sp), *sp), flags, Cols if fc else 1, 1,
+                      np.dtype(dt).itemsize, 0, ver if fc else 0, 0, name)
+    spaces = ((IterFixedSpace(D1, Planes),) * (Planes > 1)
+              + (IterFixedSpace(D0, Rows), IterTiledSpace(T0)))
+    m.UserKernel(Name, KernelIterSpace(len(spaces), *spaces), TILE_HOR,
+        _binary_cargs(a_dt, b_dt, out_dt),
+        Calls(Call(k, LOC_LOOP, Bindings(
+            K_Arg("A", KER_ARG_TILE), K_Arg("B", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE),
+            Imm(1), K_Arg("Out", KER_ARG_TILE_W), Imm(0), Imm(int(a_full[2])), Imm(0),
+            Imm(int(b_full[2])), *map(Imm, params)))),
+        KerArgs(arg("A", a_dt, a_full, IN_DB), arg("B", b_dt, b_full, IN_DB),
+                arg("Out", out_dt, (True, True, True), OUT_DB)))
 
 
 def typed(m, Name: str, *, op: str, in_dts: tuple, out_dt, Planes: int, Rows: int, Cols: int,

@@ -15,14 +15,20 @@ from __future__ import annotations
 import numpy as np
 
 from .api import (
+    D0,
+    D1,
     KER_ARG_TILE,
     KER_ARG_TILE_H,
+    KER_ARG_TILE_W,
     KER_ARG_TILEOFFSET,
     KER_DIM4,
     KER_IN_PLANE,
     KER_OUT_PLANE,
     KER_TILE,
     LOC_INNER_LOOP,
+    LOC_LOOP,
+    OBJ_CONSTRAINTS_TILE_VER,
+    T0,
     TILE_HOR,
     Bindings,
     C_Arg,
@@ -34,11 +40,13 @@ from .api import (
     Ker_IteratorIndex,
     KerArg,
     KerArgs,
+    KerArgSpace,
     KernelDimensions,
     KernelIterationOrder,
     Obj,
     TCArg,
 )
+from .api_spaces import IterFixedSpace, IterTiledSpace, KernelIterSpace
 from .basic_kernels import gridsample, movement, reduction, resize, rowfetch
 from .layer_generators import IN_DB, OUT_DB, _lib, _ptr
 
@@ -101,25 +109,64 @@ def fetch_rows(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int, K: 
     bound to no kernel argument: it stays where the graph keeps it (L2, L3 RAM or flash) and
     the basic kernel gets a pointer to it (``C_Arg``), fetching only the rows it needs, so it
     takes no L1 whatever its size; the indices and the output [K, Inner] move in tiles of
-    rows, double-buffered."""
+    rows, double-buffered. When one row does not fit L1 (Swin's q, k, v selected from a
+    [3, ..] tensor by a scalar index), one row at a time in tiles of its columns
+    (``_fetch_cols``): any width tiles while one element per slot fits."""
+    args = (m, Name, dt, idx_dt, Planes, D, Inner, K, R)
+    m._first_that_tiles(Name, _fetch_rows, _fetch_cols, args)
+    m._cnn_ops[Name] = Planes * K * Inner
+
+
+def _in_cargs(dt, idx_dt, Planes: int, D: int, Inner: int, R: int):
+    nd = (TCArg(_ptr("int32", True), "Dims", shape=(R,)),) if R else ()
+    return CArgs(TCArg(_ptr(dt, True), "In", shape=(Planes * D * Inner,)),
+                 TCArg(_ptr(idx_dt, True), "Idx"), *nd, TCArg(_ptr(dt), "Out"))
+
+
+def _fetch_rows(m, Name: str, dt, idx_dt, Planes: int, D: int, Inner: int, K: int,
+                R: int) -> None:
+    """``fetch_rows`` in tiles of whole rows."""
     k = _lib(m, rowfetch.fetch_rows(np.dtype(dt).name, np.dtype(idx_dt).name, bool(R)))
     item, iitem = np.dtype(dt).itemsize, np.dtype(idx_dt).itemsize
     idx = (KerArg("Idx", IN_DB | Obj.O_3D | Obj.O_4D | Obj.O_TILED, R, K, iitem, 0, 0, 0,
                   "Idx") if R else KerArg("Idx", IN_DB | Obj.O_TILED, 1, K, iitem, 0, 0, 0, "Idx"))
-    nd = (TCArg(_ptr("int32", True), "Dims"),) if R else ()
     m.UserKernel(Name,
         KernelDimensions(1, Inner, K, Planes),
         KernelIterationOrder(KER_DIM4, KER_OUT_PLANE, KER_TILE, KER_IN_PLANE),
         TILE_HOR,
-        CArgs(TCArg(_ptr(dt, True), "In", shape=(Planes * D * Inner,)),
-              TCArg(_ptr(idx_dt, True), "Idx"), *nd, TCArg(_ptr(dt), "Out")),
+        _in_cargs(dt, idx_dt, Planes, D, Inner, R),
         Calls(Call(k, LOC_INNER_LOOP, Bindings(
             C_Arg("In"), Imm(D), Imm(Inner), Ker_IteratorIndex(KER_OUT_PLANE),
             K_Arg("Idx", KER_ARG_TILE), *((Imm(R), K_Arg("Dims", KER_ARG_TILE)) if R else ()),
             K_Arg("Out", KER_ARG_TILE), K_Arg("Out", KER_ARG_TILE_H)))),
         KerArgs(idx, *((KerArg("Dims", Obj.O_IN, R, 1, 4, 0, 0, 0, "Dims"),) if R else ()),
                 KerArg("Out", OUT_DB | Obj.O_3D | Obj.O_TILED, Inner, K, item, 0, 0, 0, "Out")))
-    m._cnn_ops[Name] = Planes * K * Inner
+
+
+def _fetch_cols(m, Name: str, dt, idx_dt, Planes: int, D: int, Inner: int, K: int,
+                R: int) -> None:
+    """``fetch_rows`` one row at a time in tiles of its columns
+    (``basic_kernels.rowfetch.fetch_cols``): fixed spaces over the tables (D1) and the rows
+    (D0), the tiled space T0 cutting the row; a row's index (shared by the tables, Gather)
+    or coordinates (one set per table, GatherND) follow the fixed spaces; GatherND's R axis
+    sizes are read where the graph keeps them, as the table is."""
+    k = _lib(m, rowfetch.fetch_cols(np.dtype(dt).name, np.dtype(idx_dt).name, bool(R)))
+    item, iitem = np.dtype(dt).itemsize, np.dtype(idx_dt).itemsize
+    planes = (D1,) if Planes > 1 else ()
+    idx_sp = (*planes, D0) if R else (D0,)
+    spaces = ((IterFixedSpace(D1, Planes),) * (Planes > 1)
+              + (IterFixedSpace(D0, K), IterTiledSpace(T0)))
+    m.UserKernel(Name, KernelIterSpace(len(spaces), *spaces), TILE_HOR,
+        _in_cargs(dt, idx_dt, Planes, D, Inner, R),
+        Calls(Call(k, LOC_LOOP, Bindings(
+            C_Arg("In"), Imm(D), Imm(Inner),
+            Ker_IteratorIndex(D1) if Planes > 1 else Imm(0), K_Arg("Idx", KER_ARG_TILE),
+            *((Imm(R), C_Arg("Dims")) if R else ()), K_Arg("Out", KER_ARG_TILE),
+            K_Arg("Out", KER_ARG_TILEOFFSET), K_Arg("Out", KER_ARG_TILE_W)))),
+        KerArgs(KerArg("Idx", KerArgSpace(len(idx_sp), *idx_sp), IN_DB, max(R, 1), 1, iitem,
+                       0, 0, 0, "Idx"),
+                KerArg("Out", KerArgSpace(*planes, D0, T0), OUT_DB, Inner, 1, item, 0,
+                       OBJ_CONSTRAINTS_TILE_VER, 0, "Out")))
 
 
 def gather_elements(m, Name: str, *, dt, idx_dt, Planes: int, D: int, Inner: int,

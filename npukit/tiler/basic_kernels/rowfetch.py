@@ -86,6 +86,56 @@ void {name}({c_signature(args)})
                        _cost)
 
 
+@cache
+def fetch_cols(dt: str, idx_dt: str, nd: bool = False) -> BasicKernel:
+    """``Out[c] = Table[Plane][i][C0 + c]`` for the ``Cw`` columns of one fetched row: the
+    row ``fetch_rows`` reads (the same index rules, ``Idx`` that row's index or its ``R``
+    coordinates), cut in tiles of columns when one whole row does not fit L1 (Swin's q, k,
+    v selected by a scalar ``Gather`` of a [3, ..] tensor of 301,056 values a row)."""
+    rows = fetch_rows(dt, idx_dt, nd)
+    name = f"KerFetch{'ND' if nd else 'Rows'}ColsNpk_{layer_suffix(dt, idx_dt)}"
+    t, ti = layer_c_type(dt), layer_c_type(idx_dt)
+    args = ((f"const {t} *__restrict__", "Table"), ("int", "D"), ("int", "W"), ("int", "Plane"),
+            (f"const {ti} *__restrict__", "Idx"),
+            *((("int", "R"), ("const int *__restrict__", "Dims")) if nd else ()),
+            (f"{t} *__restrict__", "Out"), ("int", "C0"), ("int", "Cw"))
+    row = f"{name}_Row(Idx, R, Dims)" if nd else f"{name}_Row(Idx[0], D)"
+    # fetch_rows's index rules under this kernel's name: both may be in one C file.
+    helper = rows.c_source[:rows.c_source.index(f"void {rows.name}(")].rstrip().replace(
+        f"{rows.name}_Row", f"{name}_Row")
+    src = f"""{helper}
+
+void {name}({c_signature(args)})
+{{
+    /* Columns C0 .. C0 + Cw - 1 of the row the index names in table Plane: one transfer
+       from the table's home. */
+    long long I = {row};
+    memcpy(Out, &Table[((long long)Plane * D + I) * W + C0], (size_t)Cw * sizeof({t}));
+}}"""
+    return BasicKernel(name, args, False, src, _cols_nd if nd else _cols, _cols_cost)
+
+
+def _cols(Table, D, W, Plane, Idx, Out, C0, Cw):
+    i = int(Idx[0])
+    i = min(max(i + D if i < 0 else i, 0), D - 1)
+    start = (Plane * D + i) * W + C0
+    Out[:Cw] = Table[start:start + Cw]
+
+
+def _cols_nd(Table, D, W, Plane, Idx, R, Dims, Out, C0, Cw):
+    row = 0
+    for k in range(R):
+        d, i = int(Dims[k]), int(Idx[k])
+        row = row * d + min(max(i + d if i < 0 else i, 0), d - 1)
+    start = (Plane * D + row) * W + C0
+    Out[:Cw] = Table[start:start + Cw]
+
+
+def _cols_cost(Cw, **_):
+    """Every element copied, and one transfer's set-up."""
+    return Work("other", Cw, ROW_SETUP)
+
+
 def _fetch(Table, D, W, Plane, Out, rows: np.ndarray) -> None:
     plane = Table[Plane * D * W:(Plane + 1) * D * W].reshape(D, W)
     Out[:rows.size * W].reshape(rows.size, W)[...] = plane[rows]
