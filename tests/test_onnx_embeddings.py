@@ -100,6 +100,24 @@ def test_qdq_embedding_as_onnx_runtime_quantizes_it_gathers_the_integers():
     assert [info.ops for info in g.layers] == ["Gather", "DequantizeLinear"]
 
 
+def test_embedding_rows_wider_than_l1_are_fetched_in_tiles_of_columns():
+    """Rows of 1,500 values (6,000 B) over the 4,000 B budget: each row is fetched in tiles
+    of its columns, straight from the table's home; indices outside the table still read
+    the nearest row, and the cycles priced are those of the rows fetched, not the table's."""
+    cycles = []
+    for rows in (40, 1000):
+        table = RNG.normal(size=(rows, 1500)).astype(np.float32)
+        g = npukit.onnx.load(embedding(table, 5), **SMALL)
+        (info,) = g.layers
+        assert any(a.Space is not None for a in g.model.kernels[info.name].kerargs)
+        x = ids(3, -1, 4, rows + 7, -(rows + 2))
+        for backend in ("sim", "c"):
+            out = run_poisoned(g, {"ids": x}, backend)
+            assert np.array_equal(out["y"][0], table[[3, rows - 1, 4, rows - 1, 0]])
+        cycles.append(g.run("sim", ids=x).cycles)
+    assert cycles[0] == cycles[1] > 0
+
+
 def test_index_outside_the_table_reads_the_nearest_row_on_both_back_ends():
     """ONNX Runtime refuses an index outside [-D, D) when it runs; npukit clamps it to the
     nearest row on both back ends (the simulator and C agree) and never reads outside."""
