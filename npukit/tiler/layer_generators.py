@@ -10,8 +10,9 @@ method to ``Model``. Shapes follow the tensors' row-major layout:
 - ``pool``: max or average pooling with ONNX's padding, dilations and ``count_include_pad``.
 - ``global_pool``: the average of each plane, accumulated tile by tile.
 - ``unary``, ``lut``: elementwise functions and 256-entry tables.
-- ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views;
-  ``typed`` the same for casts, integers, comparisons, logic and ``Where``.
+- ``binary``: elementwise operations with broadcasting, on [planes, rows, columns] views, in
+  tiles of rows or, when a row does not fit, of one row's columns; ``typed`` the same (in
+  tiles of rows) for casts, integers, comparisons, logic and ``Where``.
 - ``matmul``, ``matmul_k_tiled``: in ``npukit.tiler.layer_generators_matmul``.
 - ``softmax``, ``reduce``, ``lrn``: along rows or, in vertical tiles, along columns;
   ``layer_norm`` along rows.

@@ -6,7 +6,8 @@ these share):
 - ``grid_sample``: planes sampled at the locations of a grid (ONNX's GridSample).
 - ``fetch_rows``: the rows indices (Gather) or coordinates (GatherND) name, fetched one run of
   consecutive rows at a time from a table left in its home memory (an embedding lookup on an
-  L2, L3 or flash table); ``gather_elements``: ONNX's GatherElements.
+  L2, L3 or flash table), a row wider than L1 in tiles of its columns; ``gather_elements``:
+  ONNX's GatherElements.
 - ``top_k``: the K largest or smallest values along an axis and their indices.
 """
 

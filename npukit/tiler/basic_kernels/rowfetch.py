@@ -7,7 +7,8 @@ graph keeps it (the GAP AutoTiler's ``C_Arg`` binding, a pointer to the data pla
 issues one transfer per run of consecutive indices into the L1 tile of output rows, as an
 AutoTiler basic kernel does with its own DMA commands. The tiler moves the tile of indices in
 and the tile of rows out, double-buffered, so the fetches of one tile overlap the write-back
-of the one before.
+of the one before. ``fetch_cols`` fetches a tile of the columns of one row, for rows wider
+than L1.
 """
 
 from __future__ import annotations
