@@ -92,12 +92,14 @@ def test_masked_arithmetic_is_where_mask_op_else_r(op, vt, data):
         out = outs[backend] = np.zeros(n, dt)
         prog.run(backend, a=a, b=b, r=r, m=m, out=out)
         # Which NaN an operation of two NaNs returns is the arithmetic's choice (numpy on
-        # x86 keeps one operand's, the simulator the other's): a NaN lane is any NaN here,
-        # and both back ends give the same bits.
+        # x86 keeps one operand's, the simulator the other's): a NaN lane is any NaN here.
         nan = np.isnan(want) & (m > 0) if dt.kind == "f" else np.zeros(n, bool)
         assert out[~nan].tobytes() == want[~nan].tobytes(), backend
         assert np.isnan(out[nan]).all(), backend
-    assert outs["sim"].tobytes() == outs["c"].tobytes()
+    # The back ends give the same bits except where both operands are NaN: a C compiler may
+    # swap the operands of a commutative vector add, and x86 keeps the first one's NaN.
+    both = (np.isnan(a) & np.isnan(b) & (m > 0)) if dt.kind == "f" else np.zeros(n, bool)
+    assert outs["sim"][~both].tobytes() == outs["c"][~both].tobytes()
 
 
 @pytest.mark.slow
