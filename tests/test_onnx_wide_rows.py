@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from ops_helpers import check_ops, model, node  # noqa: E402
+from onnx_helpers import against_ort  # noqa: E402
+from ops_helpers import check_ops, model, node, run_poisoned  # noqa: E402
 
 import npukit  # noqa: E402
 import npukit.onnx  # noqa: E402
@@ -101,6 +102,28 @@ def test_operands_broadcast_along_the_cut_row_in_the_column_form(shape_b):
     m = model([node("Mul", ["a", "b"], ["y"])], {"a": a, "b": b}, ["y"])
     g = exact(m, {"a": a, "b": b}, **SMALL)
     assert layer_form(g)[0]
+
+
+@pytest.mark.parametrize("first", ["scores", "mask"])
+def test_quantized_add_of_wide_rows_is_bit_exact(first):
+    """The shift-mask Add quantized (DequantizeLinear, Add, QuantizeLinear, which ONNX
+    Runtime runs as QLinearAdd; the mask, 0 or about -100, first or second) in the column
+    form, bit for bit as ONNX Runtime."""
+    shapes = {"scores": (1, 4, 3, 1500), "mask": (1, 4, 1, 1500)}
+    order = [first, *(k for k in shapes if k != first)]
+    nodes = [node("DequantizeLinear", [k, f"{k}_s", f"{k}_z"], [f"{k}_f"]) for k in order]
+    nodes += [node("Add", [f"{k}_f" for k in order], ["sum"]),
+              node("QuantizeLinear", ["sum", "y_s", "y_z"], ["y"])]
+    params = {"scores": (0.043, 131), "mask": (0.39, 255), "y": (0.41, 247)}  # (scale, zp)
+    inits = {f"{k}_{w}": np.array(v, np.float32 if w == "s" else np.uint8)
+             for k, sz in params.items() for w, v in zip("sz", sz)}
+    ins = {"scores": RNG.integers(0, 256, size=shapes["scores"]).astype(np.uint8),
+           "mask": np.where(RNG.random(shapes["mask"]) < 0.5, 0, 255).astype(np.uint8)}
+    m = model(nodes, ins, ["y"], inits)
+    g, _, outs = against_ort(m, ins, backends=("sim", "c"), exact=True, **SMALL)
+    assert layer_form(g)[0]  # one layer, in the column form
+    assert np.array_equal(run_poisoned(g, ins, "c")["y"], outs["c"]["y"])
+    assert len(np.unique(outs["c"]["y"])) > 50
 
 
 @QUICK
