@@ -123,7 +123,7 @@ def test_quantized_add_of_wide_rows_is_bit_exact(first):
     g, _, outs = against_ort(m, ins, backends=("sim", "c"), exact=True, **SMALL)
     assert layer_form(g)[0]  # one layer, in the column form
     assert np.array_equal(run_poisoned(g, ins, "c")["y"], outs["c"]["y"])
-    assert len(np.unique(outs["c"]["y"])) > 50
+    assert len(np.unique(outs["c"]["y"])) > 20  # not a constant or saturated output
 
 
 @QUICK
