@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import numpy_helper as nh
 from onnx_helpers import model, node, quantize_qdq
 
 import npukit.onnx
@@ -119,6 +120,34 @@ def test_qdq_add_and_mul_by_rows_match_the_simulator_and_onnx_runtime(act, tmp_p
     for name in ("sim", "c"):
         outs = {o: np.full(p.shape, CANARY, p.dtype) for o, p in g.outputs.items()}
         g.run(name, **x, **outs)
+        got[name] = outs
+    for o, sim in got["sim"].items():
+        assert (sim != CANARY).all(), f"{o}: an element the simulator left"
+        assert got["c"][o].tobytes() == sim.tobytes(), f"{o}: host C != simulator"
+        c = compare(o, got["c"][o], ref[o], g.output_steps.get(o))
+        assert c.within, str(c)
+
+
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_qdq_convolutions_output_in_one_run_match_the_simulator(act, tmp_path):
+    """QDQ convolutions (1x1 and 3x3, with ReLU, Clip or none, one pooled after), their
+    requantised outputs in one run of a plane's rows (``conv_features.one_run``): the
+    simulator's bytes, ONNX Runtime's integer operators' values."""
+    m, x = branches(4, 6, 19, 3, seed=3)
+    keep = {"y0", "y2", "y5", "y6"}  # ReLU, Clip, none, pooled: what QDQ keeps integer
+    del m.graph.output[:]
+    m = model([n for n in m.graph.node if n.output[0] in keep or n.op_type == "Conv" and
+               n.output[0] in {"c0", "c2", "y5", "c6"} or n.output[0] == "r6"],
+              {"x": x}, sorted(keep), {i.name: nh.to_array(i) for i in m.graph.initializer})
+    r = np.random.default_rng(4)
+    q = quantize_qdq(m, [{"x": r.normal(size=x.shape).astype(np.float32)} for _ in range(2)],
+                     tmp_path, act)
+    g = npukit.onnx.load(q, l1_budget=48000, l2_budget=300 * 1024)
+    ref, _ = ort_run(q, {"x": x})
+    got = {}
+    for name in ("sim", "c"):
+        outs = {o: np.full(p.shape, CANARY, p.dtype) for o, p in g.outputs.items()}
+        g.run(name, x=x, **outs)
         got[name] = outs
     for o, sim in got["sim"].items():
         assert (sim != CANARY).all(), f"{o}: an element the simulator left"

@@ -628,6 +628,7 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
                     f"time. */\n"
                     f"        for (; x < Wo; x++) {{")
         row_close = "    }\n"
+    vectors, row_open = conv_features.one_run(name, flt, to, vectors, row_open)
     src = f"""\
 {HELPERS}
 #ifndef NPK_KERNEL_{name}
