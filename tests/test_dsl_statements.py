@@ -272,11 +272,12 @@ def test_statement_errors_name_what_is_wrong():
         sliced(np.zeros(8, np.int32), np.zeros(8, np.int32))
 
     @S.prim_func
-    def shared(a: S.ptr("int32", "global")):
-        S.alloc_buffer([8], "int32", scope="shared")
+    def in_ddr(a: S.ptr("int32", "global")):
+        S.alloc_buffer([8], "int32", scope="global")
 
-    with pytest.raises(nk.KernelError, match=r"memory shared between TECs is not modelled"):
-        shared(np.zeros(8, np.int32))
+    with pytest.raises(nk.KernelError, match=r"scope='global'\): the scopes are 'lsram', "
+                                             r"'private', 'shared'"):
+        in_ddr(np.zeros(8, np.int32))
 
     @S.prim_func
     def strided(a: S.ptr("int32", "global"), out: S.ptr("int32", "global"), n: S.i32):

@@ -210,6 +210,11 @@ def _int_arith(op: str, x, y, mask, saturate: bool, out_sign, r, what: str) -> V
         if saturate or out_sign is not None:
             raise DTypeError(f"{what} of {t}: saturate= and out_sign= apply to integers")
         return getattr(ops, op)(x, y, mask, r)
+    if isinstance(x, Vec) and isinstance(y, Vec) and (x.type.lanes != y.type.lanes or
+                                                      x.type.bits != y.type.bits):
+        # the public DSL's words, which its tests look for
+        raise DTypeError(f'{what}: Argument type mismatch: 0-th: "{x.type}" vs. 1-th: '
+                         f'"{y.type}" (the lanes and the lane width must match)')
     a, b = (_integer_operand(v, _number_type(v, t), what) for v in (x, y))
     if out_sign is None and a.type != b.type:
         raise DTypeError(f"{what}: vector type mismatch: {a.type} and {b.type} (out_sign= "

@@ -17,10 +17,11 @@ from ..layout import Layout
 from ..machine import target as _target
 from .trace import _parse_mask
 from .types import DType
-from .values import Ptr, Vec, _describe, tracer
+from .values import Index, Ptr, Vec, _describe, as_affine, index, tracer
 
 # "private" is each TEC's stack; npukit places it, like "lsram", in the TEC's local SRAM.
-_SCOPES = {"lsram": "lsram", "private": "lsram"}
+# "shared" is the core's SRAM, one buffer for all its TECs.
+_SCOPES = {"lsram": "lsram", "private": "lsram", "shared": "shared"}
 
 
 def hw_native_vdtype(dtype, target="compass") -> DType:
@@ -34,26 +35,70 @@ def hw_native_vdtype(dtype, target="compass") -> DType:
 
 
 def alloc_buffer(shape, dtype, scope: str = "private") -> Ptr:
-    """A buffer of ``shape`` ``dtype`` values in each TEC's local memory ("lsram", or
-    "private", which npukit places there too) as a pointer to its first value, with
-    ``buf.addr_of(i)`` the address of value ``i``. A buffer shared by the TECs
-    ("shared") is not modelled."""
+    """A buffer of ``shape`` ``dtype`` values as a pointer to its first value, with
+    ``buf.addr_of(i)`` the address of value ``i``: in each TEC's local memory ("lsram", or
+    "private", which npukit places there too), or one buffer of the core that its TECs share
+    ("shared"; npukit runs the TECs in turns between barriers, so what each wrote before an
+    ``S.barrier`` every one reads after it)."""
     if scope not in _SCOPES:
-        raise KernelError(f"S.alloc_buffer(..., scope={scope!r}): npukit models each TEC's "
-                          f"own memories ({', '.join(map(repr, _SCOPES))}); memory shared "
-                          f"between TECs is not modelled")
+        raise KernelError(f"S.alloc_buffer(..., scope={scope!r}): the scopes are "
+                          f"{', '.join(map(repr, _SCOPES))}")
     return tracer().alloc(shape, dtype, _SCOPES[scope])
 
 
-def match_buffer(pointer: Ptr, shape) -> Ptr:
-    """The buffer at ``pointer`` (a one-dimensional view of it: index it as the pointer)."""
+def match_buffer(pointer: Ptr, shape):
+    """The buffer at ``pointer`` with ``shape``: for one dimension the pointer itself, for
+    more a ``Buffer`` view indexed with one index per dimension, row-major, as the Compass
+    DSL's buffers are (``b[i, j]`` is ``pointer[i * shape[1] + j]``)."""
     if not isinstance(pointer, Ptr):
         raise KernelError(f"S.match_buffer takes a pointer, got {_describe(pointer)}")
     dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    if len(dims) != 1:
-        raise KernelError(f"S.match_buffer(..., {shape!r}): npukit's buffers are "
-                          f"one-dimensional; index the pointer with a flat index")
-    return pointer
+    if not dims or not all(isinstance(d, (int, np.integer)) and d > 0 for d in dims):
+        raise KernelError(f"S.match_buffer(..., {shape!r}): the shape must be positive "
+                          f"integer constants")
+    return pointer if len(dims) == 1 else Buffer(pointer, tuple(int(d) for d in dims))
+
+
+class Buffer:
+    """An N-dimensional view of the values at a pointer (``S.match_buffer``): ``b[i, j]``
+    loads, ``b[i, j] = v`` stores, ``b.addr_of((i, j))`` is the pointer there."""
+
+    __slots__ = ("pointer", "shape")
+
+    def __init__(self, pointer: Ptr, shape: tuple[int, ...]):
+        self.pointer, self.shape = pointer, shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.pointer.type
+
+    def flat(self, indices) -> int | Index:
+        """The row-major position of ``indices`` (one per dimension; a constant one must
+        lie in its dimension)."""
+        idx = indices if isinstance(indices, tuple) else (indices,)
+        if len(idx) != len(self.shape):
+            raise KernelError(f"buffer {self.pointer.name} of shape {self.shape} takes "
+                              f"{len(self.shape)} indices, got {len(idx)}")
+        pos = ir.affine(0)
+        for dim, (i, n) in enumerate(zip(idx, self.shape)):
+            e = as_affine(i, f"index {dim} of buffer {self.pointer.name}")
+            if not e.terms and not 0 <= e.const < n:
+                raise KernelError(f"buffer {self.pointer.name}: index {e.const} of dimension "
+                                  f"{dim} is outside its size {n}")
+            pos = pos * n + e
+        return index(pos)
+
+    def addr_of(self, indices) -> Ptr:
+        return self.pointer + self.flat(indices)
+
+    def __getitem__(self, indices):
+        return self.pointer[self.flat(indices)]
+
+    def __setitem__(self, indices, value):
+        self.pointer[self.flat(indices)] = value
+
+    def __repr__(self) -> str:
+        return f"<buffer {self.pointer!r} of shape {self.shape}>"
 
 
 def vload(ptr: Ptr, mask=None, lanes: int | None = None, stride: int = 1) -> Vec:

@@ -10,6 +10,7 @@ from .. import arith, ir
 from ..errors import DTypeError, KernelError
 from ..layout import Layout
 from .types import DType
+from .utils import get_binary_op_result_type
 from .values import Index, Ptr, Scalar, Vec, _describe, imax, imin, tracer
 from .values import ceildiv as _ceildiv
 
@@ -30,8 +31,20 @@ def get_local_id() -> Index:
 
 
 def ceildiv(a, b):
-    """``ceil(a / b)`` of integers (``b`` a positive constant)."""
-    return _ceildiv(a, b)
+    """``ceil(a / b)`` of integers: of run-time integers (``b`` a positive constant), or, as
+    the Compass DSL computes it, of one-lane values and vectors: both converted to the type
+    they meet in (``get_binary_op_result_type``), then ``(a + b - 1) / b`` with the sum
+    wrapping in that type and the quotient truncated toward zero."""
+    if not any(isinstance(x, Vec) for x in (a, b)):
+        return _ceildiv(a, b)
+    t = get_binary_op_result_type(*(x.type.element_of if isinstance(x, (Vec, Scalar)) else x
+                                    for x in (a, b)))
+    if t.elem.kind not in "iu":
+        raise DTypeError(f"S.ceildiv({_describe(a)}, {_describe(b)}): takes integers, "
+                         f"they meet in {t}")
+    x, y = (cast(v, t.with_lanes(v.type.lanes)) if isinstance(v, Vec)
+            else cast(v, t) if isinstance(v, Scalar) else Scalar(t, v) for v in (a, b))
+    return (x + y - 1) // y
 
 
 def min(a, b):  # noqa: A001 - the Compass DSL's name
@@ -178,9 +191,9 @@ def cast(x, dtype, saturate: bool | None = None):
 
 
 def alloc(shape, dtype, scope: str = "lsram") -> Ptr:
-    """A buffer of ``shape`` ``dtype`` values in each TEC's ``scope`` memory (``lsram``), as
-    a pointer to its first value; more than the target's lsram holds is a
-    ``CapacityError`` naming the buffer."""
+    """A buffer of ``shape`` ``dtype`` values in memory ``scope`` (``lsram``, each TEC's;
+    ``shared``, the core's), as a pointer to its first value; more than the target's memory
+    holds is a ``CapacityError`` naming the buffer."""
     return tracer().alloc(shape, dtype, scope)
 
 

@@ -350,25 +350,28 @@ class Tracer:
         return buf
 
     def alloc(self, shape, dtype, scope: str) -> Ptr:
+        """A buffer in memory ``scope``: "lsram" (each TEC's own) or "shared" (one for the
+        core's TECs, which npukit runs in turns between barriers)."""
         t = DType(dtype)
-        if scope != "lsram":
+        if scope not in ("lsram", "shared"):
             raise KernelError(f"S.alloc(..., scope={scope!r}): npukit's Compass DSL allocates "
-                              f"in 'lsram' (each TEC's local SRAM)")
+                              f"in 'lsram' (each TEC's local SRAM) or 'shared' (the core's)")
         n = int(np.prod(_shape(shape, "S.alloc")))
         _, _, text = self.site()
         m = _TARGET_LINE.match(text)
-        name = m.group(1) if m else "lsram_buf"
+        name = m.group(1) if m else f"{scope}_buf"
         nbytes = n * t.lanes * t.elem.itemsize
-        used = [b for b in self.buffers if b.memory == "lsram"]
-        size = self.tgt.memories["lsram"].size
+        used = [b for b in self.buffers if b.memory == scope]
+        size = self.tgt.memories[scope].size
         if sum(b.nbytes for b in used) + nbytes > size:
             taken = ", ".join(f"{b.name} {b.nbytes} B" for b in used) or "nothing"
+            whose = "per TEC" if scope == "lsram" else "for the core's TECs"
             raise CapacityError(f"S.alloc of `{name}` ({n} x {t} = {nbytes} B) does not fit "
-                                f"the lsram: it holds {size} B per TEC on {self.tgt.name} "
+                                f"the {scope}: it holds {size} B {whose} on {self.tgt.name} "
                                 f"and already holds {taken}")
-        buf = ir.Buffer(self.fresh(name), "lsram", t.elem, n * t.lanes)
+        buf = ir.Buffer(self.fresh(name), scope, t.elem, n * t.lanes)
         self.buffers.append(buf)
-        return Ptr(buf, t, ir.Affine(), "lsram", buf.name)
+        return Ptr(buf, t, ir.Affine(), scope, buf.name)
 
     def alloc_const(self, shape, dtype, data) -> Ptr:
         t = DType(dtype)
