@@ -143,3 +143,26 @@ def test_shared_buffer_beyond_the_core_sram():
 
     with pytest.raises(CapacityError, match="holds 262144 B for the core's TECs"):
         S.build(f, target="compass")
+
+
+def test_scalar_parameter_meets_lanes_by_its_type():
+    """An ``S.int16`` parameter fits no 8-bit lane whatever its value: ``BuildManager``
+    refuses it before any call; an ``S.int8`` one meets int16 lanes."""
+    @S.prim_func
+    def narrow(a: S.ptr("int8x32", "global"), k: S.int16, c: S.ptr("int8x32", "global")):
+        c[0] = S.vadd(a[0], k)
+
+    with pytest.raises(RuntimeError, match=r'Can\'t broadcast "int16" to any of "\(int8x32, '
+                                           r'uint8x32\)"'):
+        S.BuildManager().build(narrow)
+
+    @S.prim_func
+    def wide(a: S.ptr("int16x16", "global"), k: S.int8, c: S.ptr("int16x16", "global")):
+        c[0] = S.vadd(a[0], k, saturate=True)
+
+    a = _ints(16, "int16")
+    ex = S.BuildManager().build(wide)
+    for run in (wide, ex):
+        c = canary(16, "int16")
+        run(a, -100, c)
+        assert np.array_equal(c, np.clip(a.astype(np.int64) - 100, -32768, 32767))

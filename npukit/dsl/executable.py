@@ -25,8 +25,9 @@ import types
 
 from ..errors import CompassBuildError, DTypeError, KernelError, NpukitError, TargetError
 from ..machine import target as _target
-from .kernel import PrimFunc
+from .kernel import PrimFunc, _build
 from .types import PtrType
+from .values import BroadcastError
 
 # The Compass targets npukit models as target "compass" (npukit/targets): the X2 core, and
 # the X3P core, whose builtins the public DSL computes as on X2 (one Python simulator
@@ -67,6 +68,8 @@ class BuildManager:
             _refuse_python_max_min(func)
             if not _scalar_parameters(func):
                 ex.program = _typed_program(func, self.target)
+            else:
+                _refuse_by_types(func, self.target)
         except NpukitError as exc:
             print(f"error: {exc}", file=sys.stderr)  # where the public DSL reports it
             raise CompassBuildError(str(exc)) from exc
@@ -82,6 +85,18 @@ def _typed_program(func: PrimFunc, target):
         raise
     except NpukitError:
         return None  # the call builds it with the arrays' sizes and reports what remains
+
+
+def _refuse_by_types(func: PrimFunc, target) -> None:
+    """A kernel with scalar parameters is built for their values at its call; it is traced
+    here with stand-in values (1) only for the refusals that no value changes
+    (``BroadcastError``), which the public DSL makes at build."""
+    try:
+        _build(func, target, {n: 1 for n in _scalar_parameters(func)}, partial=True)
+    except BroadcastError:
+        raise
+    except Exception:  # noqa: BLE001 - what a stand-in breaks, the call finds with the values
+        return
 
 
 def _scalar_parameters(func: PrimFunc) -> list[str]:

@@ -29,7 +29,7 @@ from .memory import check_barriers
 from .ops import cast
 from .trace import Tracer, error_site
 from .types import DType, PtrType, is_type_name, is_vector_name
-from .values import Index, Ptr, Scalar, TecCondition, Vec, _current, as_affine
+from .values import Index, ParamScalar, Ptr, Scalar, TecCondition, Vec, _current, as_affine
 
 
 class PrimFunc:
@@ -334,11 +334,11 @@ def _parameter(tr: Tracer, kname: str, name: str, ann, kwargs: dict, scalars: di
                 raise KernelError(f"build {kname}: {name} must be an integer, got {value!r}")
             v = trace._convert(value, ann, f"build {kname}: {name}")
             scalars[name] = int(v)
-            return int(v) if ann == "int32" else Scalar(ann, v)
+            return int(v) if ann == "int32" else ParamScalar(ann, v)
         if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
             raise KernelError(f"build {kname}: {name} must be a number, got {value!r}")
         scalars[name] = float(value)
-        return Scalar(ann, value)
+        return ParamScalar(ann, value)
     raise KernelError(f"{kname}: parameter {name!r} needs an annotation: S.ptr(dtype, "
                       f"'global') for a tensor or a scalar type such as S.i32")
 

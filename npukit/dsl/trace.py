@@ -241,6 +241,7 @@ class Tracer:
                 raise DTypeError(f"{what}: vector type mismatch: {like} and {x.type}"
                                  f"{sign_note(like, x.type)}")
             return x
+        check_immediate(x, like, what)
         if isinstance(x, Scalar) and x.type != like.element_of:
             # a typed scalar of the same kind converts to the lanes' type (an integer must
             # fit it; a float no wider than the lanes rounds), as the Compass DSL promotes
@@ -254,7 +255,6 @@ class Tracer:
                                                              np.number, np.bool_)):
             raise KernelError(f"{what}: {_describe(x)} cannot meet a {like} vector (only "
                               f"vectors, numbers and typed constants can)")
-        check_immediate(x, like, what)
         return self.splat(like, x)
 
     def vector_type(self, what: str, *xs) -> DType:

@@ -291,6 +291,13 @@ class Scalar:
         return f"{self.type}({self.value})"
 
 
+class ParamScalar(Scalar):
+    """A kernel's scalar parameter (``B: S.int16``): npukit specialises the kernel for its
+    value, but in the Compass DSL it is a variable, which meets vector lanes by its type."""
+
+    __slots__ = ()
+
+
 def _convert(value, type_: DType, what: str):
     """A Python or numpy number as a value of ``type_``'s element type: floats round to
     nearest even; an integer type takes only integers it can hold."""
@@ -327,9 +334,23 @@ def sign_note(a: DType, b: DType) -> str:
         if differ_in_sign(a, b) else ""
 
 
+class BroadcastError(DTypeError):
+    """A scalar parameter whose type no lane type of the vector holds: refused by its type
+    alone, whatever its value, so ``BuildManager.build`` finds it before the call."""
+
+
 def check_immediate(value, like: DType, what: str) -> None:
     """An integer number meeting integer lanes must fit them, signed or unsigned: ``300``
-    meets no 8-bit lanes (the Compass DSL refuses it with these words)."""
+    meets no 8-bit lanes; a scalar parameter's type must fit them (an ``S.int16``
+    parameter meets no 8-bit lanes): the Compass DSL refuses both with these words."""
+    if isinstance(value, ParamScalar) and like.elem.kind in "iu" and \
+            value.type.elem.kind in "iu":
+        got = np.iinfo(value.type.elem)
+        if not any(np.iinfo(t.elem).min <= got.min and got.max <= np.iinfo(t.elem).max
+                   for t in (like.with_int(), like.with_uint())):
+            raise BroadcastError(f'{what}: the {value.type} parameter fits no '
+                                 f'{like.bits}-bit lane. Can\'t broadcast "{value.type}" to '
+                                 f'any of "({like.with_int()}, {like.with_uint()})".')
     if like.elem.kind not in "iu" or not isinstance(value, (int, np.integer)) or \
             isinstance(value, (bool, np.bool_)):
         return
