@@ -166,3 +166,23 @@ def test_scalar_parameter_meets_lanes_by_its_type():
         c = canary(16, "int16")
         run(a, -100, c)
         assert np.array_equal(c, np.clip(a.astype(np.int64) - 100, -32768, 32767))
+
+
+def test_shared_pointer_parameter_of_a_helper():
+    """A helper kernel takes ``S.ptr(dtype, "shared")``: the shared buffer passes to it."""
+    @S.prim_func
+    def add_one(buf: S.ptr("int16x16", "shared")):
+        buf[0] = buf[0] + 1
+
+    @S.prim_func
+    def f(a: S.ptr("int16", "global"), out: S.ptr("int16", "global")):
+        shared = S.alloc_buffer(16, "int16", scope="shared")
+        if S.get_local_id() == 0:
+            S.dma_copy(shared, a, 16)
+            add_one(shared.as_ptr("int16x16"))
+            S.dma_copy(out, shared, 16)
+
+    a = _ints(16, "int16")
+    (_, sim), (_, c) = host_and_c(f, a, canary(16, "int16"))
+    assert np.array_equal(sim, c)
+    assert np.array_equal(sim, a + np.int16(1))

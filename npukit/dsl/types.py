@@ -24,7 +24,7 @@ ALIASES = {"i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": 
            "u32": "uint32", "fp16": "float16", "fp32": "float32", "bf16": "bfloat16",
            "bool": "bool"}
 ELEMENTS = tuple(ALIASES.values())
-SCOPES = ("global", "lsram", "constant")
+SCOPES = ("global", "lsram", "shared", "constant")
 _NAME = re.compile(r"^(.*?)(?:x([0-9]+))?$")
 
 
