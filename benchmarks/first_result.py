@@ -39,8 +39,8 @@ BUDGETS = dict(l1_budget=48000, l2_budget=512 * 1024, l3_budget=64 << 20,
 class Net:
     """A model under construction: nodes and initializers with random weights."""
 
-    def __init__(self, seed: int):
-        self.rng, self.nodes, self.inits, self.k = np.random.default_rng(seed), [], {}, 0
+    def __init__(self, rng_seed: int):
+        self.rng, self.nodes, self.inits, self.k = np.random.default_rng(rng_seed), [], {}, 0
 
     def name(self, what: str) -> str:
         self.k += 1
@@ -83,8 +83,8 @@ class Net:
         return h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
 
 
-def resnet18(size=224, seed=0):
-    net = Net(seed)
+def resnet18(size=224, rng_seed=0):
+    net = Net(rng_seed)
     x = net.conv("x", 3, 64, 7, stride=2)
     x = net.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)
     c = 64
@@ -99,8 +99,8 @@ def resnet18(size=224, seed=0):
     return net.model(size, "resnet18")
 
 
-def mobilenet_v2(size=224, seed=1):
-    net = Net(seed)
+def mobilenet_v2(size=224, rng_seed=1):
+    net = Net(rng_seed)
     x, c = net.conv("x", 3, 32, 3, stride=2, relu6=True), 32
     for t, width, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
                            (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)):
