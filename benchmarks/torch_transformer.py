@@ -1,5 +1,5 @@
 """Transformers through npukit against ONNX Runtime: the BERT-, DistilBERT- and GPT-2-like
-models the tests build with onnx.helper (tests/transformer_models.py: 2 layers, hidden 128,
+models the tests build with onnx.helper (npukit/transformer_models.py: 2 layers, hidden 128,
 sequence 32, token ids and an attention mask), and, when torch and transformers are
 installed, transformers' BertModel, DistilBertModel, GPT2Model (the same sizes, eager
 attention) and a ViT-tiny exported with both of torch's ONNX exporters (the default,
@@ -61,8 +61,9 @@ def block(torch, nn):
 def hf_models(torch):
     """transformers' models with random weights, each with its example inputs (names to
     tensors) and whether it is a text model (quantized too)."""
-    import transformer_models as tm
     import transformers as tf
+
+    import npukit.transformer_models as tm
 
     ids = torch.randint(0, 1000, (1, tm.SEQ))
     mask = torch.ones(1, tm.SEQ, dtype=torch.int64)
@@ -146,7 +147,7 @@ def main() -> int:
     p.add_argument("--vit", action="store_true",
                    help="also the onnx.helper ViT-tiny (353 layers: minutes on the simulator)")
     args = p.parse_args()
-    import transformer_models as tm
+    import npukit.transformer_models as tm
 
     print(f"goals: planned within {PLAN_GOAL_S:g} s, float32 within {FLOAT_GOAL:g} of the "
           f"largest output, simulator == C, int8 bit-exact or refused by name")

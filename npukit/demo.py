@@ -13,6 +13,7 @@ from . import kernels as K
 from .demo_checks import Check, heading, not_run, on_threads, summary, timed, timing_note
 from .demo_cycles import cycles
 from .demo_models import blocks, compass_public, host_speed
+from .demo_transformers import transformers
 from .easy import build, spec
 from .errors import CompilerError
 from .layout import Layout
@@ -638,6 +639,7 @@ SECTIONS = {
     "blocks": (blocks, "MobileNetV3 and transformer blocks as PyTorch exports them"),
     "compass": (compass_public, "a kernel in the public Compass DSL's style (BuildManager)"),
     "host": (host_speed, "an imported model on the host, timed against ONNX Runtime"),
+    "transformers": (transformers, "BERT and GPT-2 with masks; embeddings left in flash"),
 }
 
 
@@ -645,9 +647,10 @@ def sections() -> str:
     """One line per section of ``SECTIONS``: its name and what it shows.
 
     >>> print(sections().splitlines()[0])
-    layouts     layouts as values: vectorize, fuse, broadcast (EasyKernel)
+    layouts       layouts as values: vectorize, fuse, broadcast (EasyKernel)
     """
-    return "\n".join(f"{name:<12}{text}" for name, (_, text) in SECTIONS.items())
+    width = max(map(len, SECTIONS)) + 2
+    return "\n".join(f"{name:<{width}}{text}" for name, (_, text) in SECTIONS.items())
 
 
 def demo(only: list[str] | None = None) -> list[Check]:

@@ -298,9 +298,8 @@ def test_bert_token_types_gathered_from_a_buffer_fold():
     """transformers' BERT gathers its buffered token types at the position ids (a
     GatherElements of constants, with more data than indices: ONNX's reference evaluator
     cannot reshape it); folded, no layer is left of it."""
-    import transformer_models as tm
-
     import npukit.onnx
+    import npukit.transformer_models as tm
 
     g = npukit.onnx.load(tm.bert(np.random.default_rng(3)))
     assert "GatherElements" not in {info.ops for info in g.layers}

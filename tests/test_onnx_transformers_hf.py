@@ -1,4 +1,4 @@
-"""BERT-, DistilBERT- and GPT-2-like models (``transformer_models``: 2 layers, hidden 128,
+"""BERT-, DistilBERT- and GPT-2-like models (``npukit.transformer_models``: 2 layers, hidden 128,
 sequence 32, int64 token ids and attention mask, the masks as PyTorch's exporters write them)
 against ONNX Runtime: float32 within 1e-4 of the largest output, and quantized by ONNX
 Runtime's ``quantize_static`` (QDQ, per-channel int8 weights, uint8 or int8 activations) bit
@@ -11,10 +11,10 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-import transformer_models as tm  # noqa: E402
 from onnx_helpers import against_ort, expose, quantize_qdq  # noqa: E402
 
 import npukit.onnx  # noqa: E402
+import npukit.transformer_models as tm  # noqa: E402
 from npukit.errors import ModelError  # noqa: E402
 
 
