@@ -289,6 +289,11 @@ def test_folding_matches_onnx_runtime(family, seed):
         return
     got = evaluate(node, values, OPSETS)[0]
     assert got.dtype == want.dtype and got.shape == want.shape
+    if op == "Pow" and got.dtype.kind == "f":
+        # ONNX Runtime's float pow is its own (vectorised), not the C library's powf that
+        # numpy calls: the two differ by one unit in the last place on some values.
+        np.testing.assert_array_max_ulp(got, want, 1)
+        return
     assert got.tobytes() == want.tobytes() or np.array_equal(got, want, equal_nan=True), \
         (op, attrs, values, got, want)
 
