@@ -19,9 +19,12 @@ def _targets(args: argparse.Namespace) -> int:
         print(f"  {'memory':<10}{'size (B)':>10}")
         for m in t.memories.values():
             print(f"  {m.name:<10}{m.size:>10}")
-        print(f"  {'engine':<13}{'from':<24}{'to':<16}{'B/cycle':>8}{'latency':>9}")
+        # Columns as wide as their longest entry (and never narrower than before).
+        src = max([23, *(len(",".join(e.src)) for e in t.engines.values())]) + 1
+        dst = max([15, *(len(",".join(e.dst)) for e in t.engines.values())]) + 1
+        print(f"  {'engine':<13}{'from':<{src}}{'to':<{dst}}{'B/cycle':>8}{'latency':>9}")
         for e in t.engines.values():
-            print(f"  {e.name:<13}{','.join(e.src):<24}{','.join(e.dst):<16}"
+            print(f"  {e.name:<13}{','.join(e.src):<{src}}{','.join(e.dst):<{dst}}"
                   f"{e.bandwidth:>8g}{e.latency:>9}")
         for u in t.units.values():
             widths = "  ".join(f"{a}x{b}={w}" for (a, b), w in u.widths.items())

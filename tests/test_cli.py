@@ -53,13 +53,15 @@ def test_demo_prints_the_layouts_section(capsys):
 # graph, 2 for the calibrated cycles (published GAP8 rows, a calibration round trip), 4 for the
 # ONNX model, 2 for its validation on a data set, 2 tensor operations, 2 for speed (1 and 2
 # threads), 2 LUT claims, 2 network blocks x (ONNX Runtime, C), 2 for the public Compass DSL
-# kernel, 1 for the host run of a model.
-DEMO_CHECKS = 3 + 8 * 2 + 1 + 3 + 5 * 2 + 3 + 2 + 4 + 2 + 2 + 2 + 2 + 2 * 2 + 2 + 1
+# kernel, 1 for the host run of a model, 2 transformers x (ONNX Runtime, C) and their
+# embedding lookup.
+DEMO_CHECKS = 3 + 8 * 2 + 1 + 3 + 5 * 2 + 3 + 2 + 4 + 2 + 2 + 2 + 2 + 2 * 2 + 2 + 1 + 2 * 2 + 1
 # The EasyKernel kernels, the Compass DSL kernel, the AutoTiler ports, the MNIST graph, the
 # ONNX model (C against ONNX Runtime, host and tile schedule C against the simulator), speed
 # (1 and 2 threads), the network blocks (against ONNX Runtime and the simulator), the public
-# Compass DSL kernel's C, the host run of a model.
-C_CHECKS = 8 + 1 + 5 + 1 + 3 + 2 + 4 + 1 + 1
+# Compass DSL kernel's C, the host run of a model, the transformers (against ONNX Runtime
+# and the simulator).
+C_CHECKS = 8 + 1 + 5 + 1 + 3 + 2 + 4 + 1 + 1 + 4
 
 
 @pytest.mark.slow

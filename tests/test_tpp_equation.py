@@ -418,7 +418,7 @@ def test_the_samples_table_is_true():
     import re
     from pathlib import Path
 
-    import tests.test_tpp_eltwise as eltwise
+    import test_tpp_eltwise as eltwise
     root = Path(__file__).parent.parent
     text = (root / "docs" / "tpp.md").read_text()
     section = text[text.index("### libxsmm's samples"):]
