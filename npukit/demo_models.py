@@ -114,7 +114,6 @@ def blocks() -> list[Check]:
         print(_NEEDS_ONNX)
         return [Check(n, None) for n in names]
     from .onnx import load
-    from .onnx.check import compare, ort_run
 
     rng = np.random.default_rng(3)
     checks = []
@@ -126,21 +125,28 @@ def blocks() -> list[Check]:
         sim = g.run("sim", **x)
         print(f"  {title}: {len(m.graph.node)} ONNX nodes ({', '.join(ops)}) -> "
               f"{len(g.layers)} layers; {sim.report.cycles} simulated GAP8 cycles")
-        try:
-            c = g.run("c", **x).outputs["y"]
-        except CompilerError as e:
-            checks += [Check(f"{title}: C = ONNX Runtime", not_run(e)),
-                       Check(f"{title}: C = sim", not_run(e))]
-            continue
-        ref, _ = ort_run(m, x)
-        cmp = compare("y", c, ref["y"])
-        same = c.tobytes() == sim.outputs["y"].tobytes()
-        print(f"    C vs ONNX Runtime: max relative error {cmp.max_rel:.1e} "
-              f"({'within 1e-4' if cmp.within else 'DIFFERS'}); C = sim: "
-              f"{'same' if same else 'DIFFERS'}")
-        checks += [Check(f"{title}: C = ONNX Runtime", cmp.within),
-                   Check(f"{title}: C = sim", same)]
+        checks += c_against_ort(title, g, m, x, sim.outputs["y"])
     return checks
+
+
+def c_against_ort(title: str, g, m, feed: dict, sim_y: np.ndarray) -> list[Check]:
+    """Run imported model ``g`` (of ONNX model ``m``) in C on ``feed``; print and return its
+    two checks: output ``y`` within 1e-4 of ONNX Runtime's, and bit for bit the simulator's
+    ``sim_y`` (not run without a C compiler)."""
+    from .onnx.check import compare, ort_run
+
+    try:
+        c = g.run("c", **feed).outputs["y"]
+    except CompilerError as e:
+        return [Check(f"{title}: C = ONNX Runtime", not_run(e)),
+                Check(f"{title}: C = sim", not_run(e))]
+    ref, _ = ort_run(m, feed)
+    cmp = compare("y", c, ref["y"])
+    same = c.tobytes() == sim_y.tobytes()
+    print(f"    C vs ONNX Runtime: max relative error {cmp.max_rel:.1e} "
+          f"({'within 1e-4' if cmp.within else 'DIFFERS'}); C = sim: "
+          f"{'same' if same else 'DIFFERS'}")
+    return [Check(f"{title}: C = ONNX Runtime", cmp.within), Check(f"{title}: C = sim", same)]
 
 
 def compass_public() -> list[Check]:

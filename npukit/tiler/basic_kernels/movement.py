@@ -99,53 +99,40 @@ void {name}({c_signature(args)})
 def copy2d(dt: str) -> BasicKernel:
     """``Out[(RowOff + r)*OutPitch + ColOff + c] = In[r*InPitch + c]`` for a ``Rows`` x
     ``Cols`` block (a concatenation's input placed in its output tile)."""
-    name = f"KerCopy2DNpk_{layer_suffix(dt)}"
-    t = layer_c_type(dt)
-    args = ((f"const {t} *__restrict__", "In"), ("int", "Rows"), ("int", "Cols"),
-            ("int", "InPitch"), (f"{t} *__restrict__", "Out"), ("int", "OutPitch"),
-            ("int", "RowOff"), ("int", "ColOff"))
-    src = f"""\
-void {name}({c_signature(args)})
-{{
-    /* The Rows x Cols block In goes to Out at (RowOff, ColOff); rows are shared among the
-       cores. */
-    int N = Rows;
-{share_rows("N")}
-    for (int r = First; r < Last; r++)
-        for (int c = 0; c < Cols; c++)
-            Out[(RowOff + r) * OutPitch + ColOff + c] = In[r * InPitch + c];
-}}"""
-
-    def reference(In, Rows, Cols, InPitch, Out, OutPitch, RowOff, ColOff, *, core_id,
-                  core_count):
-        if core_id or Rows <= 0 or Cols <= 0:
-            return
-        r, c = np.arange(Rows)[:, None], np.arange(Cols)[None, :]
-        Out[(RowOff + r) * OutPitch + ColOff + c] = In[r * InPitch + c]
-
-    return BasicKernel(name, args, True, src, reference,
-                       lambda Rows, Cols, **_: Work("other", Rows * Cols))
+    return _block2d(dt, into=True)
 
 
 @cache
 def crop2d(dt: str) -> BasicKernel:
     """``Out[r*OutPitch + c] = In[(RowOff + r)*InPitch + ColOff + c]`` for a ``Rows`` x
     ``Cols`` block (a split's output taken from its input tile: ``copy2d``'s converse)."""
-    name = f"KerCrop2DNpk_{layer_suffix(dt)}"
+    return _block2d(dt, into=False)
+
+
+def _block2d(dt: str, into: bool) -> BasicKernel:
+    """``copy2d`` (``into``: the block goes to (RowOff, ColOff) of Out) or ``crop2d`` (the
+    block is taken from (RowOff, ColOff) of In)."""
+    name = f"Ker{'Copy' if into else 'Crop'}2DNpk_{layer_suffix(dt)}"
     t = layer_c_type(dt)
     args = ((f"const {t} *__restrict__", "In"), ("int", "Rows"), ("int", "Cols"),
             ("int", "InPitch"), (f"{t} *__restrict__", "Out"), ("int", "OutPitch"),
             ("int", "RowOff"), ("int", "ColOff"))
+    placed, plain = "(RowOff + r) * {} + ColOff + c", "r * {} + c"
+    out_at = (placed if into else plain).format("OutPitch")
+    in_at = (plain if into else placed).format("InPitch")
+    what = ("The Rows x Cols block In goes to Out at (RowOff, ColOff)" if into else
+            "The Rows x Cols block of In at (RowOff, ColOff) goes to Out")
+    what += "; rows are shared among the"
     src = f"""\
 void {name}({c_signature(args)})
 {{
-    /* The Rows x Cols block of In at (RowOff, ColOff) goes to Out; rows are shared among the
+    /* {what}
        cores. */
     int N = Rows;
 {share_rows("N")}
     for (int r = First; r < Last; r++)
         for (int c = 0; c < Cols; c++)
-            Out[r * OutPitch + c] = In[(RowOff + r) * InPitch + ColOff + c];
+            Out[{out_at}] = In[{in_at}];
 }}"""
 
     def reference(In, Rows, Cols, InPitch, Out, OutPitch, RowOff, ColOff, *, core_id,
@@ -153,7 +140,10 @@ void {name}({c_signature(args)})
         if core_id or Rows <= 0 or Cols <= 0:
             return
         r, c = np.arange(Rows)[:, None], np.arange(Cols)[None, :]
-        Out[r * OutPitch + c] = In[(RowOff + r) * InPitch + ColOff + c]
+        if into:
+            Out[(RowOff + r) * OutPitch + ColOff + c] = In[r * InPitch + c]
+        else:
+            Out[r * OutPitch + c] = In[(RowOff + r) * InPitch + ColOff + c]
 
     return BasicKernel(name, args, True, src, reference,
                        lambda Rows, Cols, **_: Work("other", Rows * Cols))
