@@ -62,6 +62,10 @@ ALU_METHOD = {"mul": "elementwise_product_accumulate", "add": "elementwise_add",
               "sub": "elementwise_sub", "max": "elementwise_max", "min": "elementwise_min"}
 COMBINE = {"mul": "add", "add": "add", "sub": "add", "pass": "add", "smul": "add",
            "max": "max", "min": "min"}
+# Torq's accumulate modes (ALUOp1Mode) of accumulate / elementwise_product_accumulate /
+# scalar_product_accumulate, and how each folds the partials (bitwise ones: integers only).
+MODE_COMBINE = {"MAX": "max", "MIN": "min", "MUL": "mul", "BAND": "and", "BOR": "or",
+                "BXOR": "xor"}
 
 
 # -- the case -----------------------------------------------------------------------------
@@ -110,6 +114,7 @@ class Logic:
                                     # that are summed (one output per lane), else 0
     act: str
     act_args: dict = field(default_factory=dict)
+    combine: str = "add"            # how partials fold: COMBINE of op, or its mode's
 
 
 @dataclass(frozen=True)
@@ -286,6 +291,10 @@ class _Gen:
         self.pair = self.dtype_pair()
         x_dt, w_dt = self.pair
         self.float_p = is_float(_dt(x_dt))
+        self.mode = "ACC"
+        if self.op in ("pass", "mul", "smul") and self.p(0.25):
+            self.mode = self.pick(["MAX", "MIN", "MUL"] +
+                                  ([] if self.float_p else ["BAND", "BOR", "BXOR"]))
         self.act = self.pick(["rescale_clamp", "clamp", "lookup", "linear_approx"],
                              [3.5, 2.5, 2, 2])
         if self.float_p and self.act == "lookup" and not self.p(0.1):
@@ -569,7 +578,8 @@ class _Gen:
         red_dims = self.red_dims + ((len(self.full) - 1,) if self.fold else ())
         logic = Logic(self.family, self.op, self.self_op, self.full, self.out_shape,
                       red_dims, tuple(a["xdim"] for a in self.axes if a["kind"] == "red"),
-                      self.acc, self.fold and self.n, self.act, self.act_args)
+                      self.acc, self.fold and self.n, self.act, self.act_args,
+                      MODE_COMBINE.get(self.mode, COMBINE[self.op]))
         banks = (TARGET.lut.banks, TARGET.lut.bank_bits) if self.p(0.6) else \
             (int(self.pick([1, 2, 4])), int(self.pick([64, 128, 256])))
         return Case(self.seed, name, source, tuple(operands), self.attrs, self.rounding, banks,
@@ -740,12 +750,13 @@ class _Gen:
     def alu_call(self) -> str:
         data = {o: self.mem[o].lower()[0] + "data" for o in self.mem if o != "bs"}
         x = data["x"]
+        mode = "" if self.mode == "ACC" else f", {self.mode!r}"
         if self.op == "pass":
-            return f"s.alu.accumulate({x})"
+            return f"s.alu.accumulate({x}{mode})"
         if self.op == "smul":
-            return f"s.alu.scalar_product_accumulate({data['w']}, {x})"
+            return f"s.alu.scalar_product_accumulate({data['w']}, {x}{mode})"
         y = data.get("x2", x) if self.self_op else data["y"]
-        return f"s.alu.{ALU_METHOD[self.op]}({x}, {y})"
+        return f"s.alu.{ALU_METHOD[self.op]}({x}, {y}{mode})"
 
     def act_block(self, ind: int, act_line: list[str]) -> None:
         p = "pdata"
@@ -807,8 +818,13 @@ class _Gen:
         if self.act == "clamp":
             lo, hi = self.bounds()
             self.attrs.update(out_min=lo, out_max=hi)
-            self.act_args.update(lo=lo, hi=hi)
-            return ["s.act.clamp(PDATA, out_min, out_max)"]
+            # Torq's Act modes, applied before the clamp (I2F and F2I change the type: not
+            # drawn here).
+            mode = "ACT" if self.p(0.7) else self.pick(
+                ["ABS", "NEG"] + (["CEL", "FLR"] if self.float_p else ["CLZ"]))
+            self.act_args.update(lo=lo, hi=hi, mode=mode)
+            arg = "" if mode == "ACT" else f", {mode!r}"
+            return [f"s.act.clamp(PDATA, out_min, out_max{arg})"]
         if self.act == "lookup":
             return [self.lookup()]
         return [self.linear()]
@@ -985,13 +1001,15 @@ def _alu(op: str, a: np.ndarray, b: np.ndarray | None, floating: bool) -> np.nda
 
 def _reduce(L: Logic, p: np.ndarray) -> np.ndarray:
     """Combine the partials over the reduced dims in loop order, from the identity."""
-    how = COMBINE[L.op]
+    how = L.combine
     floating = p.dtype == np.float32
     shape = tuple(n for d, n in enumerate(p.shape) if d not in L.red_dims)
     if not L.acc:
         return p.reshape(shape)
-    if how == "add":
+    if how in ("add", "or", "xor"):
         acc = np.zeros(shape, p.dtype)
+    elif how in ("mul", "and"):
+        acc = np.full(shape, 1 if how == "mul" else -1, p.dtype)
     elif floating:
         acc = np.full(shape, -np.inf if how == "max" else np.inf, np.float32)
     else:
@@ -1003,8 +1021,13 @@ def _reduce(L: Logic, p: np.ndarray) -> np.ndarray:
         key = tuple(pos[d] for d in L.red_dims)
         x = p[(slice(None),) * first + key]
         with np.errstate(all="ignore"):
-            if how == "add":
-                acc = (acc + x).astype(p.dtype) if floating else wrap32(acc.astype(np.int64) + x)
+            if how in ("add", "mul"):
+                f = np.add if how == "add" else np.multiply
+                acc = f(acc, x).astype(p.dtype) if floating else \
+                    wrap32(f(acc.astype(np.int64), x))
+            elif how in ("and", "or", "xor"):
+                acc = {"and": np.bitwise_and, "or": np.bitwise_or,
+                       "xor": np.bitwise_xor}[how](acc, x)
             else:
                 acc = (np.maximum if how == "max" else np.minimum)(acc, x)
     return acc
@@ -1042,6 +1065,18 @@ def _rescale(case: Case, p: np.ndarray, bs: np.ndarray):
         ok.append(all(-2**63 <= z < 2**63 for z in (t, t + half, q)))
         out.append(_act_int(q, a["lo"], a["hi"]) if ok[-1] else 0)
     return np.array(out, np.int32).reshape(p.shape), np.array(ok).reshape(p.shape)
+
+
+def _act_mode_int(v: int, mode: str) -> int:
+    """Torq's Act mode on one int32 partial, in Python's unbounded integers."""
+    if mode == "CLZ":
+        return 32 - (v & 0xFFFFFFFF).bit_length()
+    return {"ABS": abs(v), "NEG": -v}.get(mode, v)
+
+
+def _act_mode_float(p: np.ndarray, mode: str) -> np.ndarray:
+    fn = {"ABS": np.abs, "NEG": np.negative, "CEL": np.ceil, "FLR": np.floor}.get(mode)
+    return p if fn is None else fn(p).astype(np.float32)
 
 
 def _act_int(v: int, lo: int, hi: int) -> int:
@@ -1121,9 +1156,10 @@ def oracle(case: Case, arrays: dict) -> tuple[np.ndarray, np.ndarray] | None:
             mask &= ok
     elif L.act == "clamp":
         if floating:
-            q = _clampf(p, a["lo"], a["hi"])
+            q = _clampf(_act_mode_float(p, a["mode"]), a["lo"], a["hi"])
         else:
-            vals = [_act_int(v, a["lo"], a["hi"]) for v in p.reshape(-1).tolist()]
+            vals = [_act_int(_act_mode_int(v, a["mode"]), a["lo"], a["hi"])
+                    for v in p.reshape(-1).tolist()]
             q = np.array(vals, np.int32).reshape(p.shape)
     elif L.act == "lookup":
         q = _lookup(a, p)
