@@ -43,6 +43,12 @@ class KernelError(NpukitError):
     """A kernel that breaks the structure rules of its front end."""
 
 
+class ZeroDivisorError(KernelError, ZeroDivisionError):
+    """An integer division the simulator finds dividing by zero where the kernel asked for
+    the check (the Compass DSL's ``S.ceildiv``); a ``ZeroDivisionError`` too, as the public
+    Compass DSL's simulation raises one."""
+
+
 class CompassBuildError(KernelError, RuntimeError):
     """A Compass DSL kernel that ``BuildManager.build`` refuses; a ``RuntimeError`` too, as
     the public Compass DSL's build raises one. Its cause is the error the build met."""

@@ -71,14 +71,15 @@ the reference):
   ``vbitcast``: the lane's bits read as the destination's dtype of the same width.
   ``vquot``, ``vrem``: ``(x, y)`` integers, the quotient truncated toward zero (the most
   negative value / -1 saturates) and the remainder with the sign of ``x``; 0 where ``y``
-  is 0. ``vfma``: ``(acc, x, y)`` floats, ``acc + x·y`` in float64 rounded once to the
-  dtype. ``vmulhi``: ``(x, y)``, the upper half of the exact product of lanes of the
-  destination's width, each operand in its own sign. ``vmath`` (attr ``fn``: ``exp exp2
-  log tanh sin cos sqrt rsqrt erf floor ceil``): the function of a float lane in float64,
-  rounded to float32, then to the dtype, a NaN as the positive quiet NaN
-  (``npukit.arith_vec`` is the reference); ``vpow``: ``(x, y)`` floats, ``x ** y`` the
-  same way. ``vdot``: ``(acc, m1, x1, y1, ..., mk, xk,
-  yk)``, ``acc + Σ xi·yi`` over the terms whose mask lane ``mi`` is true, in order: integers
+  is 0 (attr ``checked``: a zero ``y`` is an error the simulator reports, a
+  ``ZeroDivisorError``; generated C gives 0). ``vfma``: ``(acc, x, y)`` floats,
+  ``acc + x·y`` in float64 rounded once to the dtype. ``vmulhi``: ``(x, y)``, the upper
+  half of the exact product of lanes of the destination's width, each operand in its own
+  sign. ``vmath`` (attr ``fn``: ``exp exp2 log tanh sin cos sqrt rsqrt erf floor
+  ceil``): the function of a float lane in float64, rounded to float32, then to the
+  dtype, a NaN as the positive quiet NaN (``npukit.arith_vec`` is the reference);
+  ``vpow``: ``(x, y)`` floats, ``x ** y`` the same way. ``vdot``: ``(acc, m1, x1, y1, ...,
+  mk, xk, yk)``, ``acc + Σ xi·yi`` over the terms whose mask lane ``mi`` is true, in order: integers
   (``x``, ``y`` of at most 16 bits, ``acc`` of at most 32) exactly, then clamped to the
   destination's range; floats in float64 left to right, rounded once to the destination.
 - ``vgather``: ``(table, indices[, mask])`` -> ``table[indices]``: ``table`` is any view

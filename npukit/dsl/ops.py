@@ -34,7 +34,9 @@ def ceildiv(a, b):
     """``ceil(a / b)`` of integers: of run-time integers (``b`` a positive constant), or, as
     the Compass DSL computes it, of one-lane values and vectors: both converted to the type
     they meet in (``get_binary_op_result_type``), then ``(a + b - 1) / b`` with the sum
-    wrapping in that type and the quotient truncated toward zero."""
+    wrapping in that type and the quotient truncated toward zero. A zero divisor is a
+    ``ZeroDivisorError`` (a ``ZeroDivisionError``) in the simulator, as in the Compass
+    DSL's; generated C, which cannot raise, gives 0."""
     if not any(isinstance(x, Vec) for x in (a, b)):
         return _ceildiv(a, b)
     t = get_binary_op_result_type(*(x.type.element_of if isinstance(x, (Vec, Scalar)) else x
@@ -44,7 +46,9 @@ def ceildiv(a, b):
                          f"they meet in {t}")
     x, y = (cast(v, t.with_lanes(v.type.lanes)) if isinstance(v, Vec)
             else cast(v, t) if isinstance(v, Scalar) else Scalar(t, v) for v in (a, b))
-    return (x + y - 1) // y
+    num, tr = x + y - 1, tracer()
+    return tr.compute("vquot", num.type, [num, tr.coerce(y, num.type, "S.ceildiv")],
+                      {"checked": True})
 
 
 def min(a, b):  # noqa: A001 - the Compass DSL's name

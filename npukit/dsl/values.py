@@ -17,10 +17,10 @@ import numpy as np
 
 from .. import arith, ir
 from ..dtypes import is_float
-from ..errors import DTypeError, KernelError
+from ..errors import DTypeError, KernelError, ZeroDivisorError
 from ..floats import to_float
 from ..layout import Layout
-from .types import DType, register_value_maker
+from .types import DType
 
 # the tracers of the kernels being built, innermost last (npukit.dsl.kernel pushes them)
 _current: list = []
@@ -83,6 +83,8 @@ def _clamp_atom(e: ir.Affine, lo, hi) -> ir.Affine:
 def ceildiv(a, b):
     """``ceil(a / b)`` for a positive constant ``b``."""
     ea, eb = as_affine(a, "S.ceildiv"), as_affine(b, "S.ceildiv")
+    if not eb.terms and eb.const == 0:
+        raise ZeroDivisorError(f"S.ceildiv({a}, 0): The 2nd arg can't be zero.")
     if eb.terms or eb.const <= 0:
         raise KernelError(f"S.ceildiv({a}, {b}): the divisor must be a positive constant")
     return index((ea + (eb.const - 1)) // eb.const) if ea.terms else -(-ea.const // eb.const)
@@ -570,11 +572,10 @@ class Ptr:
 
 def make_value(type_: DType, value):
     """``S.<type>(value)``: a vector with every lane ``value``, a typed scalar, or (for
-    ``S.i32``) an integer (run-time integers stay run-time)."""
+    ``S.i32``) an integer (run-time integers stay run-time); a vector or tuple is
+    ``npukit.dsl.conversion``'s."""
     if type_.is_vector:
         return tracer().splat(type_, value)
-    if isinstance(value, Vec):
-        raise DTypeError(f"S.{type_}(...) of a {value.type} vector: use S.cast")
     if type_ == "int32" and isinstance(value, (int, np.integer, Index)):
         return index(as_affine(value, "S.i32"))
     if isinstance(value, Index):
@@ -582,8 +583,6 @@ def make_value(type_: DType, value):
                           f"S.i32 takes it")
     return Scalar(type_, value)
 
-
-register_value_maker(make_value)
 
 
 def _describe(x) -> str:

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import arith, ir
 from ..dtypes import is_float
-from ..errors import KernelError, NpukitError, OutOfBoundsError
+from ..errors import KernelError, NpukitError, OutOfBoundsError, ZeroDivisorError
 from ..poison import poison
 
 # Elements a batch may hold per internal buffer copy or operand (rows times elements per
@@ -404,6 +404,8 @@ class Machine:
             return
         if st.op in arith.VEC_OPS:
             srcs = [self.read(v) for v in st.srcs]
+            if dict(st.attrs).get("checked"):
+                self._nonzero(st, *srcs)
             self.write(st.dst, arith.vec_op(st.op, srcs, st.dst.dtype, dict(st.attrs)))
             return
         srcs = [self.read(v) for v in st.srcs]
@@ -427,6 +429,17 @@ class Machine:
         else:
             raise NotImplementedError(f"simulator: no rule for {st.unit}.{st.op}")
         self.write(st.dst, x)
+
+    def _nonzero(self, st: ir.Compute, x: np.ndarray, y: np.ndarray) -> None:
+        """A checked ``vquot``/``vrem``: a zero divisor lane is a ``ZeroDivisorError`` naming
+        the statement, the lane and the loop variables."""
+        bad = np.broadcast_to(y == 0, x.shape)
+        if bad.any():
+            row, lane = (int(a[0]) for a in np.nonzero(bad))
+            where = ", ".join(f"{v.name}={int(self.env[v][row])}" for v in self.env)
+            raise ZeroDivisorError(
+                f"`{st.label}`: an integer division ({st.op}) by 0 in lane {lane}"
+                f"{f' ({where})' if where else ''}. The 2nd arg can't be zero.")
 
     def _lut_op(self, st: ir.Compute) -> np.ndarray:
         """Act ``lookup`` / ``linear_approx``: read the table back from the constant the
