@@ -21,6 +21,7 @@ from ..errors import NpukitError
 from .api import (
     D0,
     D1,
+    D2,
     KER_ARG_PARTILE_SIZE,
     KER_ARG_TILE,
     KER_ARG_TILE_H,
@@ -54,7 +55,7 @@ from .api import (
     Obj,
     TCArg,
 )
-from .api_spaces import IterParSpace, IterTiledSpace, KernelIterSpace
+from .api_spaces import IterFixedSpace, IterParSpace, IterTiledSpace, KernelIterSpace
 from .basic_kernels import common, convolution, parallel
 from .layer_generators import _check, _lib, _ptr, _width
 
@@ -67,7 +68,7 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
                   Fpy: int = 1, Spx: int = 1, Spy: int = 1, Wo: int, Ho: int,
                   Act: int = common.ACT_NONE, ActParams: tuple[int, int] = (0, 0), Zin: int = 0,
                   Zw: int = 0, Zout: int = 0, Lo: int = 0, Hi: int = 0,
-                  par_features: bool = False) -> None:
+                  par_features: bool = False, Groups: int = 1) -> None:
     """The user kernel ``Name(In, Filter, Bias[, Scale], Out)``: In [InFeat, Height, Width]
     (``in_tiled``: rows already padded, ``PadT`` of them on top, ``Hreal`` real ones; else
     the real plane, padded in the kernel), Filter [OutFeat, InFeat or 1, Fcy, Fcx], Bias
@@ -79,8 +80,18 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
     SDK's current convolution generators iterate (output features, tiles, input features,
     each space whole where it fits): each call works on every feature of its tile, so a
     layer that fits runs as a few calls (the host schedule); the same sums in the same order,
-    so the same bytes."""
+    so the same bytes.
+
+    ``Groups`` > 1 (a grouped convolution, neither dense nor depthwise): Filter [OutFeat,
+    InFeat / Groups, Fcy, Fcx], output features ``g * OutFeat / Groups`` onwards reading input
+    features ``g * InFeat / Groups`` onwards, in place; a fixed space over the groups (D2)
+    outside the tile of features, each call one group's, so each output adds its group's
+    input features in order as one convolution of the group alone would."""
     flt = is_float(out_dt)
+    _check(Name, f"{Groups} groups of {InFeat} input and {OutFeat} output features "
+           f"(neither dense nor depthwise)", Groups == 1 or (
+               not depthwise and InFeat % Groups == 0 and OutFeat % Groups == 0))
+    in_g, out_g = InFeat // Groups, OutFeat // Groups
     _check(Name, "pooling after an integer convolution must be a max pooling",
            flt or PoolOper in (common.POOL_NONE, common.POOL_MAX))
     fe = Dcy * (Fcy - 1) + 1
@@ -95,7 +106,7 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
     quant = [] if flt else [TCArg(_ptr("float32"), "Scale")]
     item = (np.dtype(in_dt).itemsize, np.dtype(w_dt).itemsize, np.dtype(out_dt).itemsize)
 
-    def l1_bytes(in_feat: int, out_rows: int, out_feat: int = OutFeat) -> int:
+    def l1_bytes(in_feat: int, out_rows: int, out_feat: int = out_g) -> int:
         """L1 a tile of ``out_feat`` output features, ``out_rows`` output rows and
         ``in_feat`` input features takes, about (the solver's alignment aside)."""
         in_rows = ov_in + k_in * out_rows if in_tiled else Height
@@ -111,14 +122,29 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
 
     def features(in_tile: int, cut_out: bool, out_tile: int = 1):
         return lambda name: _conv_feature_tiles(
-            m, name, InFeat=InFeat, in_tile=in_tile, cut_out=cut_out, OutFeat=OutFeat,
-            db=0 if par_features else Obj.O_DB, out_tile=out_tile, **shape)
+            m, name, InFeat=in_g, in_tile=in_tile, cut_out=cut_out, OutFeat=out_g,
+            db=0 if par_features else Obj.O_DB, out_tile=out_tile, groups=Groups, **shape)
 
     def each_plane(name: str) -> None:
         _conv_each_plane(m, name, InFeat=InFeat, OutFeat=OutFeat, depthwise=depthwise,
                          par_features=par_features, **shape)
 
-    in_tile = _feature_tile_inputs(m.l1_budget, InFeat, Ho, l1_bytes)
+    in_tile = _feature_tile_inputs(m.l1_budget, in_g, Ho, l1_bytes)
+    if Groups > 1:
+        # Tiles of one group's features (plane by plane has no group space; tiles of one
+        # input feature stand for it): every input feature of the group with a part of its
+        # outputs, or bands of rows.
+        cut_out = in_tile == 1 and l1_bytes(in_g, Ho) > m.l1_budget >= l1_bytes(in_g, Ho, 1)
+        ways = [features(in_g if cut_out else in_tile or 1, cut_out)]
+        if not par_features:
+            ways = [features(in_g, True, m.target.cores)] * (out_g % m.target.cores == 0) + \
+                [features(in_tile, False)] * (in_tile > 1) + [features(in_g, True),
+                                                              features(1, False)]
+        if len(ways) > 1:
+            _fewest_cycles(m, Name, ways)
+        else:
+            ways[0](Name)
+        return
     if par_features:
         # The host schedule: every input feature with a part of the output features when
         # that fits whole planes (a tile of the filter is then one block of it, read where
@@ -257,7 +283,8 @@ def _feature_tile_inputs(budget: int, InFeat: int, Ho: int, l1_bytes) -> int:
 
 def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_tile: int,
                         cut_out: bool, OutFeat: int, Width: int, Height: int, in_tiled: bool,
-                        in_rows, conv, pool, act, quant, db: int, out_tile: int = 1) -> None:
+                        in_rows, conv, pool, act, quant, db: int, out_tile: int = 1,
+                        groups: int = 1) -> None:
     """``conv_pool_act(par_features=True)``: spaces (output features D1, tiles T0, input
     features D0), or with ``cut_out`` (T0, D1, D0), the solver then cutting the output
     features before the rows; per tile of D1 x T0, the accumulators of its features receive
@@ -265,7 +292,8 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_ti
     activated and pooled into the output tile (``conv_out_planes``). ``db``: ``Obj.O_DB``
     double-buffers the moving arguments (the target's schedule, as the GAP SDK's
     generators); 0 single-buffers them (the host schedule copies a tile before the calls
-    that read it)."""
+    that read it). ``groups`` > 1: ``InFeat`` and ``OutFeat`` are a group's, a fixed space
+    over the groups (D2) outermost, every argument but the accumulators walking it."""
     ov_in, PadT, Hreal = in_rows
     Fcx, Fcy, Scx, Scy, Dcx, Dcy, PadL, Wc, Hc, Zin, Zw = conv
     PoolOper, Fpx, Fpy, Spx, Spy, Wo, Ho, hc_decl = pool
@@ -276,13 +304,14 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_ti
     set_bias = _lib(m, convolution.set_bias_planes(acc_dt))
     out = _lib(m, convolution.conv_out_planes(acc_dt, np.dtype(out_dt).name))
     in_row0 = K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT)
-    kerargs = _tile_args(D0, KerArgSpace(2, D1, D0), db, in_dt, w_dt, out_dt, Width, Height,
-                         in_tiled, in_rows, conv, pool)
+    g = (D2,) if groups > 1 else ()
+    kerargs = _tile_args(D0, (D1, D0), db, in_dt, w_dt, out_dt, Width, Height, in_tiled,
+                         in_rows, conv, pool, g)
+    inner = (IterTiledSpace(T0), IterParSpace(D1, OutFeat, out_tile)) if cut_out else \
+        (IterParSpace(D1, OutFeat, out_tile), IterTiledSpace(T0))
+    outer = (IterFixedSpace(D2, groups),) if g else ()
     m.UserKernel(Name,
-        KernelIterSpace(3, IterTiledSpace(T0), IterParSpace(D1, OutFeat, out_tile),
-                        IterParSpace(D0, InFeat, in_tile)) if cut_out else
-        KernelIterSpace(3, IterParSpace(D1, OutFeat, out_tile), IterTiledSpace(T0),
-                        IterParSpace(D0, InFeat, in_tile)),
+        KernelIterSpace(len(outer) + 3, *outer, *inner, IterParSpace(D0, InFeat, in_tile)),
         TILE_HOR,
         _conv_cargs(in_dt, w_dt, out_dt, quant),
         Calls(
@@ -296,7 +325,7 @@ def _conv_feature_tiles(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, in_ti
                 Imm(Scy), Imm(Dcx), Imm(Dcy), Imm(PadL), Imm(Zin), Imm(Zw))),
             Call(out, LOC_D0_EPILOG, _out_bindings(conv, pool, act, flt))),
         KerArgs(*kerargs))
-    m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * OutFeat * InFeat
+    m._cnn_ops[Name] = Wc * Hc * Fcx * Fcy * OutFeat * InFeat * groups
 
 
 def _conv_dw_tiles(m, Name: str, *, in_dt, w_dt, out_dt, C: int, Width: int, Height: int,
@@ -317,7 +346,7 @@ def _conv_dw_tiles(m, Name: str, *, in_dt, w_dt, out_dt, C: int, Width: int, Hei
     set_bias = _lib(m, convolution.set_bias_planes(acc_dt))
     out = _lib(m, convolution.conv_out_planes(acc_dt, np.dtype(out_dt).name))
     in_row0 = K_Arg("In", KER_ARG_TILEOFFSET) if in_tiled else Imm(PadT)
-    kerargs = _tile_args(D1, KerArgSpace(1, D1), Obj.O_DB, in_dt, w_dt, out_dt, Width, Height,
+    kerargs = _tile_args(D1, (D1,), Obj.O_DB, in_dt, w_dt, out_dt, Width, Height,
                          in_tiled, in_rows, conv, pool)
     m.UserKernel(Name,
         KernelIterSpace(2, IterParSpace(D1, C, 1), IterTiledSpace(T0)),
@@ -345,26 +374,30 @@ def _conv_cargs(in_dt, w_dt, out_dt, quant) -> tuple:
                  TCArg(_ptr(acc_dt, True), "Bias"), *quant, TCArg(_ptr(out_dt), "Out"))
 
 
-def _tile_args(in_space, filter_space, db: int, in_dt, w_dt, out_dt, Width: int, Height: int,
-               in_tiled: bool, in_rows, conv, pool) -> list:
+def _tile_args(in_space, filter_spaces: tuple, db: int, in_dt, w_dt, out_dt, Width: int,
+               Height: int, in_tiled: bool, in_rows, conv, pool, group: tuple = ()) -> list:
     """The arguments of a tile of features: In (features ``in_space``, rows T0 when
-    ``in_tiled``), Filter (``filter_space``), Bias and Scale per output feature (D1), Out and
-    the one-tile accumulators (D1, T0); ``db`` double-buffers the moving ones."""
+    ``in_tiled``), Filter (``filter_spaces``), Bias and Scale per output feature (D1), Out and
+    the one-tile accumulators (D1, T0); ``group`` (a grouped convolution's (D2,)) comes
+    first in all but the accumulators; ``db`` double-buffers the moving ones."""
     ov_in = in_rows[0]
     Fcx, Fcy, *_, Wc, _, _, _ = conv
     _, _, Fpy, _, Spy, Wo, Ho, hc_decl = pool
+
+    def space(*spaces) -> object:
+        return KerArgSpace(len(group) + len(spaces), *group, *spaces)
+
     args = [
-        KerArg("In", KerArgSpace(2, in_space, T0) if in_tiled else KerArgSpace(1, in_space),
+        KerArg("In", space(in_space, T0) if in_tiled else space(in_space),
                Obj.O_IN | db, Width, Height, np.dtype(in_dt).itemsize,
                ov_in if in_tiled else 0, 0, 0, "In"),
-        KerArg("Bias", KerArgSpace(1, D1), Obj.O_IN | db, 1, 1, 4, 0, 0, 0, "Bias"),
-        KerArg("Filter", filter_space, Obj.O_IN | db, Fcx, Fcy, np.dtype(w_dt).itemsize, 0, 0,
-               0, "Filter")]
+        KerArg("Bias", space(D1), Obj.O_IN | db, 1, 1, 4, 0, 0, 0, "Bias"),
+        KerArg("Filter", space(*filter_spaces), Obj.O_IN | db, Fcx, Fcy,
+               np.dtype(w_dt).itemsize, 0, 0, 0, "Filter")]
     if not is_float(out_dt):
-        args.append(KerArg("Scale", KerArgSpace(1, D1), Obj.O_IN | db, 1, 1, 4, 0, 0, 0,
-                           "Scale"))
+        args.append(KerArg("Scale", space(D1), Obj.O_IN | db, 1, 1, 4, 0, 0, 0, "Scale"))
     return args + [
-        KerArg("Out", KerArgSpace(2, D1, T0), Obj.O_OUT | db, Wo, Ho, np.dtype(out_dt).itemsize,
+        KerArg("Out", space(D1, T0), Obj.O_OUT | db, Wo, Ho, np.dtype(out_dt).itemsize,
                0, 0, 0, "Out"),
         KerArg("Acc", KerArgSpace(2, D1, T0), Obj.O_BUFF | Obj.O_ONETILE, Wc, hc_decl, 4,
                hc_decl - Spy * Ho, 0, 0, None)]

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from ...errors import ModelError
-from ...tiler import layer_generators as G
 from ...tiler import layer_generators_conv as GC
 from ...tiler.basic_kernels import common
 from ..reader import Node, QConst
@@ -15,9 +12,11 @@ from .context import Lowering, int_list
 from .windows import input_rows, window_pads
 
 
-def conv(ctx: Lowering, n: Node, quant: bool, chain: tuple | None = None) -> None:
-    """One convolution layer with what it absorbs (``fused``, or ``chain``: what ``fused``
-    found for the grouped convolution one group of which ``n`` is)."""
+def conv(ctx: Lowering, n: Node, quant: bool) -> None:
+    """One convolution layer with what it absorbs (``fused``). A grouped convolution (RegNet's,
+    ResNeXt's: neither dense nor depthwise) is one layer too, each group reading its own
+    input channels where they are and writing its own output channels (the generator's
+    ``Groups``), never a dense filter mostly zeros nor one layer per group."""
     x = n.inputs[0]
     C, H, W = ctx.chw(n, x)
     rank = len(ctx.shape(x)) - 2
@@ -61,9 +60,7 @@ def conv(ctx: Lowering, n: Node, quant: bool, chain: tuple | None = None) -> Non
             raise ModelError(f"{n.where()}: per-channel weight zero points {zps.tolist()} "
                              f"differ; npukit takes one zero point for the weights")
         zw = int(zps[0])
-    if group > 1 and not depthwise and chain is None:
-        return grouped(ctx, n, quant, group)
-    nodes, ops, act, pool, t = chain or fused(ctx, n, quant)
+    nodes, ops, act, pool, t = fused(ctx, n, quant)
     if pool is not None:
         fpy, fpx = pool.attrs["kernel_shape"]
         spy, spx = pool.attrs.get("strides", [1, 1])
@@ -85,7 +82,8 @@ def conv(ctx: Lowering, n: Node, quant: bool, chain: tuple | None = None) -> Non
     params = dict(InFeat=C, OutFeat=O, Width=W, Height=hp, in_tiled=tiled, Hreal=H,
                   PadT=pt, PadL=pl, Fcx=kw, Fcy=kh, Dcx=dx, Dcy=dy, Scx=sx, Scy=sy, Wc=Wc,
                   Hc=Hc, depthwise=depthwise, PoolOper=poper, Fpx=fpx, Fpy=fpy, Spx=spx,
-                  Spy=spy, Wo=Wo, Ho=Ho, par_features=ctx.host)
+                  Spy=spy, Wo=Wo, Ho=Ho, par_features=ctx.host,
+                  Groups=1 if depthwise else group)
     wname = ctx.const(w, f"{n.name}_weights")
     if quant:
         sx_, zx = n.attrs["x"]
@@ -115,74 +113,6 @@ def conv(ctx: Lowering, n: Node, quant: bool, chain: tuple | None = None) -> Non
     detail = (f"{kind}{kh}x{kw} s{sy}x{sx} d{dy}x{dx} pads {list(pads)}, {C}->{O} ch, "
               f"{H}x{W} -> {Ho}x{Wo}" + ("" if tiled else ", whole input planes"))
     ctx.add(name, "+".join(ops), nodes, detail, ins, [ctx.output(t)])
-
-
-def grouped(ctx: Lowering, n: Node, quant: bool, group: int) -> None:
-    """A grouped convolution (neither dense nor depthwise) as ``group`` convolutions, never
-    one dense filter mostly zeros (``group`` times the work): input channels ``g*C/group``
-    onwards cut out (one ``split`` layer: the input read once), convolved with
-    the group's filters (and what the convolution absorbs: its activation, its pooling, each
-    per channel), the outputs put together (one ``concat``)."""
-    nodes, ops, act, pool, t = fused(ctx, n, quant)
-    x, y = n.inputs[0], n.outputs[0]
-    s, dt = ctx.shape(x), ctx.dtype(x)
-    cg, plane = s[1] // group, int(np.prod(s[2:]))
-    info = type(ctx.info(x))
-    so, st = ctx.info(y), ctx.info(t)
-    og = so.shape[1] // group
-    xs = [f"{x}__group{g}_{n.name}" for g in range(group)]
-    name = ctx.layer("Split")
-    G.split(ctx.m, name, dt=dt, Outer=1, Ds=(1,) * group, Inner=cg * plane)
-    for xg in xs:
-        ctx.net.info[xg] = info((1, cg, *s[2:]), dt)
-        ctx.of[xg] = ctx.local(xg, dt, cg * plane)
-    ctx.add(name, "Split", [], f"{group} groups of {x!r} for {n.name}", [ctx.tensor(x)],
-            [ctx.of[xg] for xg in xs])
-    parts = []
-    for g, xg in enumerate(xs):
-        yg, tg = f"{y}__group{g}", f"{t}__group{g}"
-        ctx.net.info[yg] = info((1, og, *so.shape[2:]), so.dtype)
-        ctx.net.info[tg] = info((1, og, *st.shape[2:]), st.dtype)
-        sub = Node(n.op, f"{n.name}_group{g}", [xg, *_group_consts(ctx, n, g, og)], [yg],
-                   _group_attrs(n, g, og), n.domain)
-        conv(ctx, sub, quant, ([sub], ops, act, pool, tg))
-        parts.append(ctx.of[tg])
-    name = ctx.layer("Concat")
-    G.concat(ctx.m, name, dt=st.dtype, Outer=1, Ds=(1,) * group,
-             Inner=og * int(np.prod(st.shape[2:])))
-    ctx.add(name, "Concat", nodes, f"{group} groups of {n.name} ({'+'.join(ops)}) together",
-            parts, [ctx.output(t)])
-
-
-def _group_consts(ctx: Lowering, n: Node, g: int, og: int) -> list[str]:
-    """The float weights and bias of output channels ``g*og`` onwards, as constants of their
-    own (a quantized convolution's are attributes: ``_group_attrs``)."""
-    out = []
-    for c in n.inputs[1:]:
-        if not c or c not in ctx.net.consts:
-            out.append(c)  # absent, or not a constant: refused where it is read
-            continue
-        part = f"{c}__group{g}_{n.name}"
-        ctx.net.consts[part] = ctx.net.consts[c][g * og:(g + 1) * og]
-        out.append(part)
-    return out
-
-
-def _group_attrs(n: Node, g: int, og: int) -> dict:
-    """``n``'s attributes for group ``g`` alone: group 1, a quantized convolution's weights,
-    their per-channel scales and zero points, and its bias cut to the group's channels."""
-    a = {k: v for k, v in n.attrs.items() if k != "_folded"}
-    a["group"] = 1
-    cut = slice(g * og, (g + 1) * og)
-    if "w" in a:
-        wq = a["w"]
-        per = np.asarray(wq.scale).size > 1
-        a["w"] = replace(wq, values=wq.values[cut],
-                         scale=np.asarray(wq.scale)[cut] if per else wq.scale,
-                         zero_point=np.asarray(wq.zero_point)[cut] if per else wq.zero_point)
-    if a.get("bias") is not None:
-        a["bias"] = np.asarray(a["bias"])[cut]
-    return a
 
 
 def fused(ctx: Lowering, n: Node, quant: bool) -> tuple[list[Node], list[str], Node | None,
