@@ -34,16 +34,20 @@ def hw_native_vdtype(dtype, target="compass") -> DType:
     return t.with_lanes(_target(target).units["vec"].width(t.elem))
 
 
-def alloc_buffer(shape, dtype, scope: str = "private") -> Ptr:
+def alloc_buffer(shape, dtype, scope: str = "private"):
     """A buffer of ``shape`` ``dtype`` values as a pointer to its first value, with
-    ``buf.addr_of(i)`` the address of value ``i``: in each TEC's local memory ("lsram", or
-    "private", which npukit places there too), or one buffer of the core that its TECs share
+    ``buf.addr_of(i)`` the address of value ``i`` (for more than one dimension a ``Buffer``
+    view, indexed ``buf[i, j]``, as ``S.match_buffer`` gives): in each TEC's local memory
+    ("lsram", or "private", which npukit places there too), or one buffer of the core that
+    its TECs share
     ("shared"; npukit runs the TECs in turns between barriers, so what each wrote before an
     ``S.barrier`` every one reads after it)."""
     if scope not in _SCOPES:
         raise KernelError(f"S.alloc_buffer(..., scope={scope!r}): the scopes are "
                           f"{', '.join(map(repr, _SCOPES))}")
-    return tracer().alloc(shape, dtype, _SCOPES[scope])
+    p = tracer().alloc(shape, dtype, _SCOPES[scope])
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return Buffer(p, tuple(int(d) for d in dims)) if len(dims) > 1 else p
 
 
 def match_buffer(pointer: Ptr, shape):
@@ -75,7 +79,7 @@ class Buffer:
     def flat(self, indices) -> int | Index:
         """The row-major position of ``indices`` (one per dimension; a constant one must
         lie in its dimension)."""
-        idx = indices if isinstance(indices, tuple) else (indices,)
+        idx = tuple(indices) if isinstance(indices, (tuple, list)) else (indices,)
         if len(idx) != len(self.shape):
             raise KernelError(f"buffer {self.pointer.name} of shape {self.shape} takes "
                               f"{len(self.shape)} indices, got {len(idx)}")
@@ -205,7 +209,13 @@ def async_dma_copy(dst: Ptr, src: Ptr, width, src_stride=None, times=1, dst_stri
     promises (reading them earlier is a race there, and sees the copied data here)."""
     if event is None:
         raise KernelError("S.async_dma_copy needs event= (from S.alloc_events)")
-    tracer().dma_copy(dst, src, width, src_stride, times, dst_stride)
+    tracer().dma_copy(base(dst), base(src), width, src_stride, times, dst_stride)
+
+
+def base(p):
+    """A buffer's first value's address (the Compass DSL's DMA takes a buffer there, as
+    ``buf.addr_of(0)``); anything else unchanged."""
+    return p.pointer if isinstance(p, Buffer) else p
 
 
 def alloc_events(count: int):
