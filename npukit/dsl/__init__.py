@@ -41,7 +41,6 @@ from .builtins_arith import (
     log,
     max,
     min,
-    printf,
     reinterpret,
     rint,
     rsqrt,
@@ -138,6 +137,7 @@ from .ops import (
     vsel,
     vstore_scatter,
 )
+from .printing import printf
 from .testing import get_range
 from .types import DType, PtrType, is_type_name, ptr
 

@@ -645,12 +645,6 @@ def vfmao(acc, x, y, mask=None) -> Vec:
 
 # -- what npukit does not model --------------------------------------------------------------
 
-def printf(fmt, *args):
-    """Refused: npukit has no device console (a ``KernelError`` naming ``S.printf``)."""
-    raise KernelError("S.printf: npukit does not model the device's console output; return "
-                      "the values through an output tensor instead")
-
-
 def asm(*args, **kwargs):
     """Refused: inline assembly of the Zhouyi NPU is not modelled (a ``KernelError``)."""
     raise KernelError("S.asm: npukit does not model inline assembly of the Zhouyi NPU; "
