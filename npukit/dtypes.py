@@ -11,22 +11,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from .errors import DTypeError
 
-_EXTRA = {
-    "bfloat16": ml_dtypes.bfloat16,
-    "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
-    "float8_e5m2": ml_dtypes.float8_e5m2,
-}
+# The ml_dtypes formats by name. ml_dtypes is imported when one is first named: it takes
+# longer to import than the rest of npukit together, and most programs use none of them.
+_EXTRA = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 
 def dtype(spec) -> np.dtype:
     """Resolve a dtype name or object: ``dtype("int8")``, ``dtype("bfloat16")``."""
     if isinstance(spec, str) and spec in _EXTRA:
-        return np.dtype(_EXTRA[spec])
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, spec))
     try:
         return np.dtype(spec)
     except (TypeError, ValueError, SyntaxError) as exc:  # numpy parses odd strings ("0:", "01")

@@ -5,9 +5,9 @@ ml_dtypes version installed (before 0.7 it reached bfloat16 through float32, so 
 or a float64 rounded twice: ``2**24 + 2**16 + 1`` became 0x4B80, rounded once it is 0x4B81).
 ``npukit.c.arith`` spells out the same formulas in C.
 
->>> to_float(np.array([2**24 + 2**16 + 1], np.int32), BF16).view(np.uint16)
+>>> to_float(np.array([2**24 + 2**16 + 1], np.int32), dtype("bfloat16")).view(np.uint16)
 array([19329], dtype=uint16)
->>> to_float(np.array([1 + 2**-8 + 2**-30]), BF16).view(np.uint16)  # above the tie: up
+>>> to_float(np.array([1 + 2**-8 + 2**-30]), dtype("bfloat16")).view(np.uint16)  # up
 array([16257], dtype=uint16)
 """
 
@@ -17,7 +17,19 @@ import numpy as np
 
 from .dtypes import dtype
 
-BF16 = dtype("bfloat16")
+
+
+def __getattr__(name: str):
+    """``BF16``, ml_dtypes' bfloat16 dtype, imported when first asked for (ml_dtypes takes
+    longer to import than npukit)."""
+    if name == "BF16":
+        return dtype("bfloat16")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def is_bfloat16(dt: np.dtype) -> bool:
+    """Whether ``dt`` is ml_dtypes' bfloat16 (by its name: asking imports no ml_dtypes)."""
+    return np.dtype(dt).name == "bfloat16"
 
 
 def to_float(x, dt: np.dtype) -> np.ndarray:
@@ -29,9 +41,9 @@ def to_float(x, dt: np.dtype) -> np.ndarray:
     x = np.asarray(x)
     if x.dtype == dt:
         return x
-    if dt == BF16:
-        return bfloat16_bits(exact_float64(x)).view(BF16)
-    if x.dtype == BF16:
+    if is_bfloat16(dt):
+        return bfloat16_bits(exact_float64(x)).view(dt)
+    if is_bfloat16(x.dtype):
         x = widen_bfloat16(x)
     with np.errstate(over="ignore"):  # too large for the type: infinity
         return x.astype(dt)
@@ -47,7 +59,7 @@ def exact_float64(x: np.ndarray) -> np.ndarray:
     """``x`` as float64: exactly, except a 64-bit integer beyond 2^53, rounded to odd (its
     top 43 to 53 bits with the last one set when any bit below is), which rounds to any
     format of at most 41 significant bits as the integer itself does."""
-    if x.dtype == BF16:
+    if is_bfloat16(x.dtype):
         x = widen_bfloat16(x)
     if x.dtype.kind not in "iu" or x.dtype.itemsize < 8:
         return x.astype(np.float64)

@@ -6,7 +6,7 @@ is ``float _Complex``.
 
 >>> c_type(np.dtype("int16")), literal(-3, np.dtype("int64")), literal(2.5, np.dtype("float32"))
 ('int16_t', '-3', '2.5f')
->>> literal(1.0, BF16), literal(0.1, np.dtype("float16"))
+>>> literal(1.0, dtype("bfloat16")), literal(0.1, np.dtype("float16"))
 ('0x3F80', '0.099975586f')
 """
 
@@ -16,9 +16,9 @@ import math
 
 import numpy as np
 
-from ..dtypes import FACTS, is_float
+from ..dtypes import FACTS, dtype, is_float
 from ..errors import DTypeError
-from ..floats import BF16, to_float
+from ..floats import to_float
 
 # The typedefs the C types of ``npukit.dtypes.FACTS`` need, emitted once before their first use.
 TYPEDEFS = {
@@ -82,7 +82,7 @@ def float_literal(v: float, dt: np.dtype) -> str:
 
 def bf16_bits(v) -> int:
     """The bits of ``v`` rounded once to bfloat16, nearest even (``floats.to_float``)."""
-    return int(to_float(np.array(v), BF16).view(np.uint16))
+    return int(to_float(np.array(v), dtype("bfloat16")).view(np.uint16))
 
 
 def literal(v, dt: np.dtype) -> str:
