@@ -18,7 +18,6 @@ import numpy as np
 from .dtypes import dtype
 
 
-
 def __getattr__(name: str):
     """``BF16``, ml_dtypes' bfloat16 dtype, imported when first asked for (ml_dtypes takes
     longer to import than npukit)."""
