@@ -165,6 +165,8 @@ def _argument(fn: str, name: str, ann, value):
                 raise DTypeError(f"{where}: vector type mismatch: expects {ann}, got "
                                  f"{value.type}")
             return value if isinstance(value, Vec) else trace.tracer().coerce(value, ann, where)
+        if isinstance(value, Vec) and value.type.lanes == 1:  # a run-time scalar (a[0] + 1):
+            return value if value.type == ann else cast(value, ann)  # converted, as C does
         if ann == "int32" and not isinstance(value, Scalar):
             return trace.index(as_affine(value, where))
         if isinstance(value, Scalar) and value.type != ann:

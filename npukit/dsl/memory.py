@@ -209,7 +209,28 @@ def async_dma_copy(dst: Ptr, src: Ptr, width, src_stride=None, times=1, dst_stri
     promises (reading them earlier is a race there, and sees the copied data here)."""
     if event is None:
         raise KernelError("S.async_dma_copy needs event= (from S.alloc_events)")
-    tracer().dma_copy(base(dst), base(src), width, src_stride, times, dst_stride)
+    dma_copy(dst, src, width, src_stride, times, dst_stride)
+
+
+def dma_copy(dst, src, width, src_stride=None, times=1, dst_stride=None) -> None:
+    """``S.dma_copy`` (see ``npukit.dsl.ops.dma_copy``): buffers stand for their first
+    value's address; a strided copy whose width or strides are known only at run time is
+    one copy of ``width`` values per row (``times`` a constant), row ``r`` at
+    ``r * stride``."""
+    dst, src, tr = base(dst), base(src), tracer()
+    sizes = (width, src_stride, dst_stride)
+    plain = src_stride is None and dst_stride is None and isinstance(times, int) and times == 1
+    if plain or all(v is None or isinstance(v, (int, np.integer)) for v in sizes):
+        tr.dma_copy(dst, src, width, src_stride, times, dst_stride)
+        return
+    if isinstance(times, bool) or not isinstance(times, (int, np.integer)):
+        raise KernelError(f"`{tr.label()}`: a strided S.dma_copy takes a constant times "
+                          f"(npukit copies its rows one by one when the width or the "
+                          f"strides are known only at run time), got times={times}")
+    steps = [as_affine(width if s is None else s, "S.dma_copy stride")
+             for s in (src_stride, dst_stride)]
+    for r in range(int(times)):
+        tr.dma_copy(dst + index(steps[1] * r), src + index(steps[0] * r), width)
 
 
 def base(p):
