@@ -25,7 +25,7 @@ from .branches import (
     logical_not,
     logical_or,
 )
-from .memory import check_barriers
+from .memory import per_tec_copies
 from .ops import cast
 from .trace import Tracer, error_site
 from .types import DType, PtrType, is_type_name, is_vector_name
@@ -376,7 +376,7 @@ def _assemble(tr: Tracer, kernel: PrimFunc, scalars: dict, partial: bool) -> ir.
         rename[b.name] = new
         buffers.append(new)
     body = trace.run_guarded(tr, ir.map_buffers(tr.blocks[0], lambda b: rename.get(b.name, b)))
-    check_barriers(body, tr.core_var)
+    body, buffers = per_tec_copies(body, buffers, tr.core_var, tr.tgt)
     used = _used(body)
     source = "\n\n".join(_source(f) for f in tr.funcs)
     prog = ir.Program(kernel.name, tr.tgt, tuple(params),

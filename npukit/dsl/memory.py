@@ -9,6 +9,8 @@ events, and the native vector type of a scalar type (``hw_native_vdtype``).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .. import ir
@@ -256,18 +258,47 @@ def free_events(*events) -> None:
 
 def barrier() -> None:
     """Every TEC reaches this point before any goes on: what one TEC wrote to global memory
-    before it, every TEC reads after it. npukit runs the TECs in turns between barriers,
-    so a TEC's local memory and vectors do not live across one (``KernelError`` if read
-    after a barrier that they were written before)."""
+    before it, every TEC reads after it. npukit runs the TECs in turns between barriers;
+    a TEC's local memory and vectors that live across one with data of its own (or updated
+    after it) get a copy per TEC, as each TEC of the Compass DSL has its own
+    (``KernelError`` when the copies do not fit the memory)."""
     tracer().barrier()
 
 
-def check_barriers(body: tuple, tec: ir.Var) -> None:
-    """Between barriers (core loops one after another) the TECs run in turns, so a TEC's
-    local memory and vectors written before a barrier hold the last TEC's data after it.
-    That is the TEC's own data when it does not depend on the local id ``tec`` (every TEC
-    computed the same); otherwise reading it after the barrier before writing it again is a
-    ``KernelError`` naming the buffer."""
+def per_tec_copies(body: tuple, buffers: list, tec: ir.Var, tgt) -> tuple[tuple, list]:
+    """``body`` and ``buffers`` with a copy per TEC of each local buffer that lives across
+    a barrier (``stale_across_barriers``): ``cores`` times its size, each view of it moved
+    by ``tec`` times its size, so that each TEC's turn reads and writes its own."""
+    stale = stale_across_barriers(body, tec)
+    if not stale:
+        return body, buffers
+    grown = {b.name: replace(b, size=b.size * tgt.cores) for b in buffers if b.name in stale}
+    for mem in {b.memory for b in grown.values()}:
+        size = tgt.memories[mem].size
+        used = sum(grown.get(b.name, b).nbytes for b in buffers if b.memory == mem)
+        if used > size:
+            name, why = next((n, w) for n, w in stale.items() if grown[n].memory == mem)
+            raise KernelError(
+                f"{why}: npukit runs the TECs in turns between barriers and would give each "
+                f"of the {tgt.cores} TECs its own copy of {mem} `{name}`, but the copies need "
+                f"{used} B of the {size} B {mem}; reload the data from global memory after "
+                f"the barrier")
+
+    def moved(v: ir.View) -> ir.View:
+        b = grown.get(v.buffer.name)
+        return v if b is None else \
+            replace(v, buffer=b, offset=v.offset + ir.affine(tec) * v.buffer.size)
+
+    return ir.map_views(body, moved), [grown.get(b.name, b) for b in buffers]
+
+
+def stale_across_barriers(body: tuple, tec: ir.Var) -> dict[str, str]:
+    """Between barriers (core loops one after another) the TECs run in turns, so one local
+    memory or vector written before a barrier holds the last TEC's data after it. That is
+    the TEC's own data when it does not depend on the local id ``tec`` (every TEC computed
+    the same) and nobody updates it after the barrier; otherwise each buffer read after the
+    barrier before it is written again is named, with why (the statement reading it)."""
+    stale: dict[str, str] = {}
     per_tec: dict[str, str] = {}  # local buffer -> a statement giving it per-TEC data
     before: set[str] = set()  # local buffers written before the last barrier
     for seg in body:
@@ -286,11 +317,8 @@ def check_barriers(body: tuple, tec: ir.Var) -> None:
                                                            name in updated):
                     why = f"with data of each TEC's own (by `{per_tec[name]}`)" \
                         if name in per_tec else f"and updated after it (by `{updated[name]}`)"
-                    raise KernelError(
-                        f"`{st.label}` reads {v.buffer.memory} `{name}` written before an "
-                        f"S.barrier {why}: npukit runs the TECs in turns between barriers and "
-                        f"does not keep a TEC's local memory or vectors across one; reload "
-                        f"the data from global memory after the barrier")
+                    stale.setdefault(name, f"`{st.label}` reads {v.buffer.memory} `{name}` "
+                                           f"written before an S.barrier {why}")
             if dst is None or dst.buffer.memory not in ("lsram", "vreg"):
                 continue
             wrote.add(dst.buffer.name)
@@ -304,6 +332,7 @@ def check_barriers(body: tuple, tec: ir.Var) -> None:
             if varies:
                 per_tec.setdefault(dst.buffer.name, st.label)
         before |= wrote
+    return stale
 
 
 _MAYBE = ir.Var("branch_arm", 1)
