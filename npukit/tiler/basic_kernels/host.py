@@ -20,12 +20,12 @@ import numpy as np
 from ...c import toolchain
 from ...c.calls import prelude
 from ...c.preamble import PORTABILITY
-from ...dtypes import FACTS
+from ...dtypes import FACTS, dtype
 from ...errors import DTypeError, ShapeError
 from .common import BasicKernel
 
 # The numpy type of each C element type the basic kernels point to.
-_ELEMENT = {f.gap_c_type: np.dtype(name) for name, f in FACTS.items() if f.gap_c_type}
+_ELEMENT = {f.gap_c_type: dtype(name) for name, f in FACTS.items() if f.gap_c_type}
 
 
 def _element(c_type: str) -> np.dtype:
