@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ir
+from .. import arith, ir
 from ..arith_vec import MATH_FNS
 from ..dtypes import is_float
 from ..errors import DTypeError, KernelError
@@ -408,6 +408,25 @@ def _math(fn: str):
 exp, exp2, log, tanh = _math("exp"), _math("exp2"), _math("log"), _math("tanh")
 sin, cos, sqrt, rsqrt = _math("sin"), _math("cos"), _math("sqrt"), _math("rsqrt")
 erf, floor, ceil = _math("erf"), _math("floor"), _math("ceil")
+
+
+def pow(x, exponent):  # noqa: A001 - the Compass DSL's name
+    """``x ** exponent`` of float lanes (float16, bfloat16, float32), as ``**``: computed in
+    float64, rounded to float32, then to the lane type; a number or one-lane value meets the
+    vector. Of two scalars (numbers: float32), a typed scalar."""
+    if isinstance(x, Vec) or isinstance(exponent, Vec):
+        tr = tracer()
+        t = tr.vector_type("S.pow", x, exponent)
+        a, b = (_vec(tr.coerce(v, t, "S.pow"), "S.pow", "f") for v in (x, exponent))
+        return tr.compute("vpow", t, [a, b])
+    typed = [v.type for v in (x, exponent) if isinstance(v, Scalar)]
+    t = typed[0] if typed else DType("float32")
+    if any(u != t for u in typed) or not is_float(t.elem):
+        raise DTypeError(f"S.pow({_describe(x)}, {_describe(exponent)}): takes float "
+                         f"vectors or scalars of one type")
+    a, b = (np.array([v.value if isinstance(v, Scalar) else Scalar(t, v).value], t.elem)
+            for v in (x, exponent))
+    return Scalar(t, arith.vec_op("vpow", [a, b], t.elem, {})[0])
 
 
 # -- comparisons with a mask, bit counts and rotations ---------------------------------------

@@ -28,6 +28,7 @@ import sys
 
 import numpy as np
 
+from ..dtypes import is_float
 from ..errors import DTypeError
 from . import ops
 from .types import DType
@@ -80,8 +81,8 @@ def power(a, b) -> Vec:
     a, b = promoted(a, b)
     tr = tracer()
     t = tr.vector_type("**", a, b)
-    if t.elem.kind != "f":
-        raise DTypeError(f"** on {t}: the power takes float16/float32 lanes")
+    if not is_float(t.elem):
+        raise DTypeError(f"** on {t}: the power takes float16/bfloat16/float32 lanes")
     return tr.compute("vpow", t, [tr.coerce(a, t, "**"), tr.coerce(b, t, "**")])
 
 
