@@ -32,8 +32,11 @@ under a temporary name and renamed into place once compiled; an object is linked
 starts like an object file and holds its key (else it is compiled again). The shared object
 they are linked into is an entry as above.
 
+The plans of ONNX models (``npukit.onnx.plan_cache``) are kept in ``plans/`` as
+``<key>.plan``.
+
 ``npukit cache info`` and ``npukit cache clear`` (``register``) report on and empty it (the
-pieces included).
+pieces and the plans included).
 """
 
 from __future__ import annotations
@@ -59,10 +62,13 @@ _MAGIC = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\x
 _KEY = r"[0-9a-f]{32}"
 # Entry files, and the shared objects of npukit versions before the sidecar (<key>.so).
 _ENTRY_FILE = re.compile(rf"({_KEY})(\.c|\.json|-[0-9a-f]{{16}}\.so|\.so)")
-_TEMP_FILE = re.compile(rf"({_KEY})\.\w+\.(so|d|c|json|o)\.tmp")
+_TEMP_FILE = re.compile(rf"({_KEY})\.\w+\.(so|d|c|json|o|plan)\.tmp")
 # The objects of programs compiled in pieces (npukit.c.pieces), in OBJECTS/: <key>.c, <key>.o.
 OBJECTS = "objects"
 _OBJECT_FILE = re.compile(rf"({_KEY})\.(c|o)")
+# The plans of ONNX models (npukit.onnx.plan_cache), in PLANS/: <key>.plan.
+PLANS = "plans"
+_PLAN_FILE = re.compile(rf"({_KEY})\.plan")
 _STALE_TEMP_SECONDS = 3600  # a temporary file this old belongs to no running compile
 _LISTED = 10  # failing entries `npukit cache info` names
 
@@ -257,11 +263,12 @@ def _files(directory: Path) -> list[tuple[Path, str]]:
     except OSError as exc:
         raise CompilerError(f"cannot read the compile cache directory {directory} "
                             f"({exc.strerror})") from None
-    objects = sorted(os.listdir(directory / OBJECTS)) if OBJECTS in names and \
-        (directory / OBJECTS).is_dir() else []
+    objects, plans = (sorted(os.listdir(directory / sub)) if sub in names and
+                      (directory / sub).is_dir() else [] for sub in (OBJECTS, PLANS))
     out = []
     for folder, listed, kinds in ((directory, names, _ENTRY_FILE),
-                                  (directory / OBJECTS, objects, _OBJECT_FILE)):
+                                  (directory / OBJECTS, objects, _OBJECT_FILE),
+                                  (directory / PLANS, plans, _PLAN_FILE)):
         for name in listed:
             m = kinds.fullmatch(name) or _TEMP_FILE.fullmatch(name)
             if m and (folder / name).is_file():
@@ -280,6 +287,8 @@ def info(directory: Path) -> dict:
     used = {q for p, k in files if p.suffix == ".o" and object_problem(p, k) is None
             for q in (p, p.with_suffix(".c"))}
     objects = sum(p.suffix == ".o" for p in used)
+    plans = {p for p, _ in files if p.suffix == ".plan"}  # checked when read
+    used |= plans
     for key in keys:
         so, why = problem(directory, key)
         if why:
@@ -288,7 +297,7 @@ def info(directory: Path) -> dict:
             used |= {so, directory / f"{key}.json", directory / f"{key}.c"}
     size = sum(p.stat().st_size for p, _ in files)
     return {"directory": directory, "entries": len(keys), "bytes": size, "failing": failing,
-            "objects": objects,
+            "objects": objects, "plans": len(plans),
             "unused_bytes": size - sum(p.stat().st_size for p in used if p.exists())}
 
 
@@ -330,6 +339,8 @@ def _run(args: argparse.Namespace) -> int:
         if got["objects"]:
             print(f"  {got['objects']} compiled pieces of graphs (in {OBJECTS}/, linked into "
                   f"the entries)")
+        if got["plans"]:
+            print(f"  {got['plans']} plans of ONNX models (in {PLANS}/)")
         failing = list(got["failing"].items())
         for key, why in failing[:_LISTED]:
             print(f"    {key}: {why}")

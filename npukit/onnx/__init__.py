@@ -17,8 +17,10 @@ operators, attributes and numerics.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
@@ -45,8 +47,9 @@ class OnnxGraph:
     nodes it stands for); ``run``, ``c_source``, ``write``, ``emit``, ``report``."""
 
     def __init__(self, model, graph, lowering, net, qdq: bool, host_plan=None):
-        self.model, self.graph, self.net = model, graph, net
+        self.model, self.graph = model, graph
         self._host_plan, self._host = host_plan, None
+        self._report_key = None  # the plan cache's entry of the cycle model (``report``)
         self.name = graph.name
         self.layers = tuple(lowering.layers)
         self.qdq = qdq
@@ -80,7 +83,17 @@ class OnnxGraph:
         return self.graph.memory
 
     def report(self):
-        """The simulator's cycle model of a run (``npukit.tiler.graph.GraphReport``)."""
+        """The simulator's cycle model of a run (``npukit.tiler.graph.GraphReport``), kept in
+        the plan cache beside the plan when ``load`` kept the plan there."""
+        if self.graph._report is None and self._report_key is not None:
+            from ..tiler.graph import GraphReport
+            from . import plan_cache
+
+            cached = plan_cache.fetch(self._report_key)
+            if isinstance(cached, GraphReport):
+                self.graph._report = cached
+            else:
+                plan_cache.store(self._report_key, self.graph.report())
         return self.graph.report()
 
     def compare(self, name: str, ours: np.ndarray, ref: np.ndarray):
@@ -131,8 +144,19 @@ class OnnxGraph:
         copy of the target with an L1 of 1 MiB and an L2 that holds every tensor
         (``host_target``). Planned on first use."""
         if self._host is None:
+            if self._host_plan is None:
+                raise NpukitError(f"graph {self.name!r}: unpickled without its host plan; "
+                                  f"npukit.onnx.load the model again to run it in C")
             self._host = self._host_plan()
         return self._host
+
+    def __getstate__(self) -> dict:
+        """The plan, without the way to make the host plan (``npukit.onnx.plan_cache`` keeps
+        that as an entry of its own)."""
+        return {k: v for k, v in vars(self).items() if k not in ("_host_plan", "_host")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _host_plan=None, _host=None)
 
     def _arrays(self, arrays: dict) -> tuple[dict, dict]:
         """The graph's arrays by C name, and the outputs by ONNX name (allocated when not
@@ -200,33 +224,105 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
     scales; ``shape_operands(model)`` lists the graph inputs in such places), and one it
     compiles in (weights, quantization parameters; ``constant_operands(model)`` lists every
     graph input npukit needs as a constant) must be a constant for npukit to plan the node.
-    ``ModelError`` names the node, operator, attribute and value npukit cannot import."""
+    ``ModelError`` names the node, operator, attribute and value npukit cannot import.
+
+    The plan is kept in the plan cache (``npukit.onnx.plan_cache``, beside the compile
+    cache): loading the same model again under the same target, budgets and options reads
+    it back instead of planning (``NPUKIT_PLAN_CACHE=0`` turns that off)."""
     from ..tiler.model import Model
-    from .lowering import HANDLERS, c_name, lower
-    from .normalize import normalize
-    from .reader import read
+    from . import plan_cache
+    from .lowering import lower
 
     if dtype is not None and not _is_float32(dtype):
         raise ModelError(f"dtype={dtype!r}: npukit runs a model in its own types (None) or, for "
                          f"a QDQ model, in float32 as written ('float32')")
-    net = read(model, input_shapes, constants, native=frozenset(HANDLERS))
-    alias = normalize(net, fuse_qdq=dtype is None)
-    m = Model(target, l1_budget, l2_budget, l3_budget=l3_budget,
-              l3_flash_budget=l3_flash_budget)
-    base = net.name if re.match(r"[A-Za-z]", net.name or "") else f"Model_{net.name}"
-    # Not a name the C library or the emitted main.c defines.
-    gname = c_name(base, "", {"main", "malloc", "free", "exit", "abort", "printf", "memcpy",
-                              "memset", "fopen", "fclose", "fread", "fwrite", "snprintf"})
+    l3 = dict(l3_budget=l3_budget, l3_flash_budget=l3_flash_budget)
+    options = (input_shapes, constants, dtype)
+    key, data = _plan_key(model, target, (l1_budget, l2_budget, l3_budget, l3_flash_budget),
+                          options)
+    if key is not None:
+        g = plan_cache.fetch(key.digest("target"))
+        if isinstance(g, OnnxGraph):
+            g._host_plan = partial(_cached_host_plan, key, data, g, options, l3)
+            g._report_key = key.digest("report")
+            return g
+    net, alias, gname = _imported(model, options)
+    m = Model(target, l1_budget, l2_budget, **l3)
     # The host plan lowers its own copy of the tables: a lowering adds the tensors it derives.
     tables = replace(net, info=dict(net.info), consts=dict(net.consts),
                      qconsts=dict(net.qconsts), doc=dict(net.doc))
     low = lower(net, alias, m, gname)
+    host = partial(_host_plan, tables, alias, m.target, gname, low.layers, l3, key, data)
+    g = OnnxGraph(m, _planned(m, gname, low.layers), low, net, dtype is None, host)
+    if key is not None:
+        plan_cache.store(key.digest("target"), g)
+        g._report_key = key.digest("report")
+    return g
 
-    def host_plan():
-        h = Model(host_target(m.target), l3_budget=l3_budget, l3_flash_budget=l3_flash_budget)
-        lower(tables, alias, h, gname, host=True)
-        return _planned(h, gname, low.layers)
-    return OnnxGraph(m, _planned(m, gname, low.layers), low, net, dtype is None, host_plan)
+
+def _plan_key(model, target, budgets, options):
+    """(the plan cache's ``Key``, the model's bytes), or (None, None) when the plan cache is
+    off or cannot hold this model (``npukit.onnx.plan_cache``)."""
+    from ..tiler.model import tiler_target
+    from . import plan_cache
+    from .lowering import HANDLERS
+
+    data = plan_cache.model_bytes(model) if plan_cache.enabled() else None
+    if data is None:
+        return None, None
+    try:
+        resolved = tiler_target(target)
+    except NpukitError:  # refused below, in the order load refuses things
+        return None, None
+    key = plan_cache.Key(hashlib.sha256(data).hexdigest(), resolved, budgets, *options,
+                         frozenset(HANDLERS))
+    return key, data
+
+
+def _imported(model, options):
+    """The model read and normalized: (its ``Net``, the aliases, the graph's C name)."""
+    from .lowering import HANDLERS, c_name
+    from .normalize import normalize
+    from .reader import read
+
+    input_shapes, constants, dtype = options
+    net = read(model, input_shapes, constants, native=frozenset(HANDLERS))
+    alias = normalize(net, fuse_qdq=dtype is None)
+    base = net.name if re.match(r"[A-Za-z]", net.name or "") else f"Model_{net.name}"
+    # Not a name the C library or the emitted main.c defines.
+    gname = c_name(base, "", {"main", "malloc", "free", "exit", "abort", "printf", "memcpy",
+                              "memset", "fopen", "fclose", "fread", "fwrite", "snprintf"})
+    return net, alias, gname
+
+
+def _host_plan(net, alias, target, gname: str, layers, l3: dict, key, data):
+    """The graph ``net`` planned on ``host_target(target)``, kept in the plan cache under
+    ``key`` (when not None)."""
+    from ..tiler.model import Model
+    from . import plan_cache
+    from .lowering import lower
+
+    h = Model(host_target(target), **l3)
+    lower(net, alias, h, gname, host=True)
+    graph = _planned(h, gname, layers)
+    if key is not None:
+        plan_cache.store(key.digest("host"), graph)
+    return graph
+
+
+def _cached_host_plan(key, data: bytes, g: OnnxGraph, options, l3: dict):
+    """The host plan of ``g``, a plan from the plan cache: its entry, else the model read
+    again from ``data`` and planned for the host."""
+    import onnx
+
+    from ..tiler.graph import Graph
+    from . import plan_cache
+
+    graph = plan_cache.fetch(key.digest("host"))
+    if isinstance(graph, Graph):
+        return graph
+    net, alias, _ = _imported(onnx.load_from_string(data), options)
+    return _host_plan(net, alias, g.model.target, g.name, g.layers, l3, key, data)
 
 
 def _planned(m, gname: str, layers):

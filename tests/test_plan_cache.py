@@ -1,0 +1,149 @@
+"""The plan cache (``npukit.onnx.plan_cache``): a second load of the same model under the same
+target, budgets and options reads the plan back instead of planning; a change of budget,
+weights or target plans anew; a corrupt entry is ignored and rewritten; a plan read back
+runs in C to the same bytes as a plan made afresh, and agrees with ONNX Runtime."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from onnx_helpers import model, node
+
+import npukit.onnx
+import npukit.onnx.lowering
+from npukit.onnx import plan_cache
+from npukit.onnx.check import ort_run
+
+BUDGETS = dict(l1_budget=16000, l2_budget=64 * 1024)
+CANARY = np.float32(-7.25e30)
+
+
+def small_cnn(seed: int = 0, w0=None):
+    """A 3x3 convolution with ReLU, a 1x1 one, a residual Add, a global average pooling."""
+    r = np.random.default_rng(seed)
+    inits = {"w0": r.normal(size=(8, 3, 3, 3)) * 0.4 if w0 is None else w0,
+             "b0": r.normal(size=8) * 0.1,
+             "w1": r.normal(size=(8, 8, 1, 1)) * 0.3, "b1": r.normal(size=8) * 0.1}
+    inits = {k: np.asarray(v, np.float32) for k, v in inits.items()}
+    nodes = [node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             node("Relu", ["c0"], ["r0"]),
+             node("Conv", ["r0", "w1", "b1"], ["c1"], kernel_shape=[1, 1]),
+             node("Add", ["c1", "r0"], ["s"]),
+             node("GlobalAveragePool", ["s"], ["y"])]
+    x = r.uniform(-1, 1, (1, 3, 20, 20)).astype(np.float32)
+    return model(nodes, {"x": x}, ["y"], inits, opset=13), x
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty cache directory with the plan cache on; ``planned`` counts the lowerings
+    (one a target plan, one a host plan: a plan made, not read back)."""
+    monkeypatch.setenv("NPUKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NPUKIT_PLAN_CACHE", "1")
+    planned = []
+    lower = npukit.onnx.lowering.lower
+
+    def counting(net, alias, m, gname, host=False):
+        planned.append("host" if host else "target")
+        return lower(net, alias, m, gname, host=host)
+
+    monkeypatch.setattr(npukit.onnx.lowering, "lower", counting)
+    return tmp_path / plan_cache.PLANS, planned
+
+
+def run_c(g, x):
+    y = np.full(g.outputs["y"].shape, CANARY, np.float32)
+    g.run("c", x=x, y=y)
+    assert (y != CANARY).all(), "an output element the C left unwritten"
+    return y
+
+
+def test_second_load_reads_the_plan_back(cache):
+    folder, planned = cache
+    m, x = small_cnn()
+    first = npukit.onnx.load(m, **BUDGETS)
+    assert planned == ["target"] and len(list(folder.glob("*.plan"))) == 1
+    text = first.summary()  # the cycle model is kept too
+    assert len(list(folder.glob("*.plan"))) == 2
+    ours = run_c(first, x)  # and the host plan
+    assert planned == ["target", "host"] and len(list(folder.glob("*.plan"))) == 3
+    again = npukit.onnx.load(m, **BUDGETS)
+    assert again.summary() == text
+    cached = run_c(again, x)
+    assert planned == ["target", "host"]  # nothing planned: both plans read back
+    assert cached.tobytes() == ours.tobytes()
+    ref = ort_run(m, {"x": x})[0]["y"]
+    np.testing.assert_allclose(cached, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_a_changed_budget_weight_or_target_plans_anew(cache):
+    folder, planned = cache
+    m, _ = small_cnn()
+    npukit.onnx.load(m, **BUDGETS)
+    npukit.onnx.load(m, **{**BUDGETS, "l2_budget": 48 * 1024})
+    gap8 = npukit.target("gap8")
+    npukit.onnx.load(m, target=replace(gap8, cores=gap8.cores // 2), **BUDGETS)
+    w0 = np.random.default_rng(0).normal(size=(8, 3, 3, 3)) * 0.4
+    w0[2, 1, 0, 2] = np.nextafter(np.float32(w0[2, 1, 0, 2]), np.float32(9))  # one weight
+    npukit.onnx.load(small_cnn(w0=w0)[0], **BUDGETS)
+    assert planned == ["target"] * 4 and len(list(folder.glob("*.plan"))) == 4
+    npukit.onnx.load(m, **{**BUDGETS, "l2_budget": 48 * 1024})  # each kept apart
+    assert planned == ["target"] * 4
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "empty"])
+def test_a_corrupt_entry_is_planned_again_and_rewritten(cache, damage):
+    folder, planned = cache
+    m, _ = small_cnn()
+    fresh = str(npukit.onnx.load(m, **BUDGETS))
+    (entry,) = folder.glob("*.plan")
+    data = entry.read_bytes()
+    entry.write_bytes({"garbage": b"\x80not a plan\n" * 50, "truncated": data[:len(data) // 2],
+                       "flipped": data[:-100] + bytes([data[-100] ^ 1]) + data[-99:],
+                       "empty": b""}[damage])
+    assert str(npukit.onnx.load(m, **BUDGETS)) == fresh
+    assert planned == ["target", "target"]
+    assert str(npukit.onnx.load(m, **BUDGETS)) == fresh  # the rewritten entry read
+    assert planned == ["target", "target"]
+
+
+def test_off_plans_every_time(cache, monkeypatch):
+    folder, planned = cache
+    monkeypatch.setenv("NPUKIT_PLAN_CACHE", "0")
+    m, _ = small_cnn()
+    npukit.onnx.load(m, **BUDGETS)
+    npukit.onnx.load(m, **BUDGETS)
+    assert planned == ["target", "target"] and not folder.exists()
+
+
+def test_arrays_equal_in_bytes_are_pickled_once():
+    """The pickler keeps one copy of a large array the plan holds twice (a layer's weights
+    as lowered and as the graph's constants), whatever its shape; arrays equal in value but
+    not in bytes (0.0 and -0.0) stay apart."""
+    import pickle
+
+    a = np.random.default_rng(1).normal(size=(64, 64, 8)).astype(np.float32)
+    z = np.zeros(a.size, np.float32)
+    neg = -z
+    obj = {"a": a, "flat": a.reshape(-1).copy(), "z": z, "neg": neg}
+    data = plan_cache.dumps(obj)
+    assert len(data) < a.nbytes * 3 + 10_000
+    back = pickle.loads(data)
+    assert back["flat"].shape == (a.size,) and back["flat"].tobytes() == a.tobytes()
+    assert back["a"].tobytes() == a.tobytes()
+    assert np.signbit(back["neg"]).all() and not np.signbit(back["z"]).any()
+
+
+def test_cache_info_counts_the_plans_and_clear_removes_them(cache):
+    from npukit.c import cache as compile_cache
+
+    folder, _ = cache
+    npukit.onnx.load(small_cnn()[0], **BUDGETS)
+    (entry,) = folder.glob("*.plan")
+    got = compile_cache.info(folder.parent)
+    assert got["plans"] == 1 and got["bytes"] == entry.stat().st_size
+    (folder / "notes.txt").write_text("not npukit's")
+    assert compile_cache.clear(folder.parent) == (1, got["bytes"])
+    assert [p.name for p in folder.iterdir()] == ["notes.txt"]
