@@ -113,7 +113,8 @@ def test_float32_matches_onnx_runtime(build, opset):
     ops = " ".join(info.ops for info in g.layers)
     assert "GlobalAveragePool" in ops  # adaptive pooling, whichever way it was written
     if build is mobilenet_v3_block:
-        assert ("HardSwish" in ops) == (opset >= 14) and "HardSigmoid" in ops
+        # (before opset 14 torch.onnx writes x * HardSigmoid(x): one HardSwish all the same)
+        assert "Conv+HardSwish" in ops and "Conv+HardSigmoid" in ops
 
 
 @pytest.mark.slow

@@ -179,6 +179,28 @@ def fold_batchnorm(net: Net) -> None:
     net.nodes = [n for n in net.nodes if id(n) not in drop]
 
 
+def hard_swish_of_mul(net: Net) -> None:
+    """``Mul(x, HardSigmoid(x))`` at alpha 1/6 and beta 0.5 (torch.onnx's hardswish before
+    opset 14), the hard sigmoid read by the Mul alone, is one ``HardSwish``: the same
+    operations on the same float32 values, which a layer can then absorb."""
+    g = _Graph(net)
+    drop = set()
+    for mul in net.nodes:
+        if mul.op != "Mul" or len(mul.inputs) != 2:
+            continue
+        for x, h in (mul.inputs, mul.inputs[::-1]):
+            hs = g.producer.get(h)
+            if hs is not None and hs.op == "HardSigmoid" and hs.inputs[0] == x and \
+                    g.only_consumer(h) is mul and x in net.info and \
+                    net.info[x].dtype == np.float32 and \
+                    np.float32(hs.attrs.get("alpha", 0.2)) == np.float32(1 / 6) and \
+                    np.float32(hs.attrs.get("beta", 0.5)) == np.float32(0.5):
+                mul.op, mul.inputs, mul.attrs = "HardSwish", [x], {}
+                drop.add(id(hs))
+                break
+    net.nodes = [n for n in net.nodes if id(n) not in drop]
+
+
 def reduce_mean_as_pool(net: Net) -> None:
     """``ReduceMean`` over axes {2, 3} of a 4-D tensor is ``GlobalAveragePool``. With
     ``keepdims=0`` the pooling writes the [N, C] output directly: dropping two axes of size 1
@@ -618,6 +640,7 @@ def normalize(net: Net, fuse_qdq: bool = True) -> dict[str, str]:
     composites_as_layers(net)
     einsum_as_layers(net)
     fold_batchnorm(net)
+    hard_swish_of_mul(net)
     reduce_mean_as_pool(net)
     explicit_quantized(net)
     if fuse_qdq:

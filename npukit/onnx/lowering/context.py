@@ -30,7 +30,8 @@ from ..normalize import _clip_bounds
 from ..reader import Net, Node
 
 ACTS = {"Relu": common.ACT_RELU, "LeakyRelu": common.ACT_LEAKY, "Clip": common.ACT_CLIP,
-        "Sigmoid": common.ACT_SIGMOID, "Tanh": common.ACT_TANH}
+        "Sigmoid": common.ACT_SIGMOID, "Tanh": common.ACT_TANH,
+        "HardSigmoid": common.ACT_HSIGMOID, "HardSwish": common.ACT_HSWISH}
 VIEW_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
 MAX_COLS = 1024  # the longest row an elementwise layer's view gets
 
@@ -249,6 +250,10 @@ class Lowering:
             big = float(np.finfo(np.float32).max)  # an absent bound, as ONNX Runtime's
             return code, (f32_bits(-big if lo is None else lo),
                           f32_bits(big if hi is None else hi))
+        if a.op == "HardSigmoid":
+            return code, (f32_bits(a.attrs.get("alpha", 0.2)), f32_bits(a.attrs.get("beta", 0.5)))
+        if a.op == "HardSwish":
+            return code, (f32_bits(1 / 6), f32_bits(0.5))
         return code, (0, 0)
 
     def fusable_act(self, t: str, quant: bool) -> Node | None:

@@ -136,10 +136,19 @@ def fused(ctx: Lowering, n: Node, quant: bool) -> tuple[list[Node], list[str], N
         t = pool.outputs[0]
         if act is None and pool.op == "MaxPool":
             a2 = ctx.fusable_act(t, quant)
-            if a2 is not None and not (a2.op == "LeakyRelu" and
-                                       a2.attrs.get("alpha", 0.01) < 0):
+            if a2 is not None and _monotonic(a2):
                 act = a2
                 nodes.append(a2)
                 ops.append(a2.op)
                 t = a2.outputs[0]
     return nodes, ops, act, pool, t
+
+
+def _monotonic(a: Node) -> bool:
+    """Whether activation ``a`` never decreases, so that it commutes with a max pooling
+    (HardSwish dips below 0 before it grows; a negative slope reverses the order)."""
+    if a.op == "HardSwish":
+        return False
+    if a.op in ("LeakyRelu", "HardSigmoid"):
+        return a.attrs.get("alpha", 0.01 if a.op == "LeakyRelu" else 0.2) >= 0
+    return True

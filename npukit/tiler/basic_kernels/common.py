@@ -47,7 +47,8 @@ LAYER_CODES = {"int8": "fps", "uint8": "u8", "int16": "fp", "uint16": "u16", "in
                "float16": "f16", "bfloat16": "bf16", "float64": "fd"}
 
 # Activation codes (float layers; integer layers fold their activation into a clamp).
-ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP, ACT_SIGMOID, ACT_TANH = range(6)
+ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_CLIP, ACT_SIGMOID, ACT_TANH, ACT_HSIGMOID, ACT_HSWISH = \
+    range(8)
 # Pooling operations (the CNN library's and the layers').
 POOL_NONE, POOL_MAX, POOL_AVG = 0, 1, 2
 # log2(m) = T * sum_k c_k S**k with T = (m-1)/(m+1), S = T*T: c_k = (2 / ln 2) / (2k + 1).
@@ -290,6 +291,10 @@ def activate(v: np.ndarray, act: int, p0: int, p1: int) -> np.ndarray:
         return sigmoid_f32(v)
     if act == ACT_TANH:
         return tanh_f32(v)
+    if act in (ACT_HSIGMOID, ACT_HSWISH):  # ONNX's HardSigmoid(alpha, beta), x * it
+        h = bits_f32(p0) * v + bits_f32(p1)
+        h = np.where(h > 1, np.float32(1), np.where(h < 0, np.float32(0), h))
+        return (h if act == ACT_HSIGMOID else v * h).astype(np.float32)
     return v
 
 
@@ -397,7 +402,8 @@ static inline float npk_tanh(float X)
     return X < 0.0f ? -R : R;
 }}
 /* A float activation: 0 none, 1 ReLU (NaN and -0 pass), 2 LeakyReLU(P0), 3 clip to
-   [P0, P1], 4 sigmoid, 5 tanh. */
+   [P0, P1], 4 sigmoid, 5 tanh, 6 hard sigmoid (P0 * V + P1 clipped to [0, 1]; NaN stays
+   NaN), 7 hard swish (V times the hard sigmoid). */
 static inline float npk_act(float V, int Act, float P0, float P1)
 {{
     switch (Act) {{
@@ -406,6 +412,8 @@ static inline float npk_act(float V, int Act, float P0, float P1)
     case 3: return V < P0 ? P0 : V > P1 ? P1 : V;
     case 4: return npk_sigmoid(V);
     case 5: return npk_tanh(V);
+    case 6: {{ float H = P0 * V + P1; return H > 1.0f ? 1.0f : H < 0.0f ? 0.0f : H; }}
+    case 7: {{ float H = P0 * V + P1; return V * (H > 1.0f ? 1.0f : H < 0.0f ? 0.0f : H); }}
     default: return V;
     }}
 }}
