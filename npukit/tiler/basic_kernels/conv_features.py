@@ -387,8 +387,9 @@ def tap_masks(vecs, max_fx: int) -> list[str]:
         f"}}" for k in vecs]
 
 
-# The activations ``npk_act`` numbers (0 none, 1 ReLU, 2 leaky ReLU, 3 clip, 4 sigmoid, 5 tanh).
-ACTS = 6
+# The activations ``npk_act`` numbers (0 none, 1 ReLU, 2 leaky ReLU, 3 clip, 4 sigmoid, 5 tanh,
+# 6 hard sigmoid, 7 hard swish).
+ACTS = 8
 
 
 def act_row(name: str) -> tuple[str, str, str]:
