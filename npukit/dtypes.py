@@ -9,22 +9,38 @@ what npukit knows about each element type it stores (``FACTS``).
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import DTypeError
 
-# The ml_dtypes formats by name. ml_dtypes is imported when one is first named: it takes
-# longer to import than the rest of npukit together, and most programs use none of them.
+
+def _lazy(name: str):
+    """Module ``name``, loaded when one of its attributes is first read
+    (``importlib.util.LazyLoader``)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# ml_dtypes takes longer to import than the rest of npukit together, and most programs use
+# none of its formats: modules that name them import it from here, loaded on first use.
+ml_dtypes = _lazy("ml_dtypes")
+# The ml_dtypes formats by name.
 _EXTRA = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 
 def dtype(spec) -> np.dtype:
     """Resolve a dtype name or object: ``dtype("int8")``, ``dtype("bfloat16")``."""
     if isinstance(spec, str) and spec in _EXTRA:
-        import ml_dtypes
-
         return np.dtype(getattr(ml_dtypes, spec))
     try:
         return np.dtype(spec)

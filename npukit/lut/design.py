@@ -42,11 +42,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from ..dtypes import dtype as _dtype
-from ..dtypes import int_range, is_float
+from ..dtypes import int_range, is_float, ml_dtypes
 from ..errors import LutError
 from .catalogue import Function, function
 from .fit import bf16_ceil, bf16_floor, midrange, minimax_slope

@@ -8,8 +8,9 @@ every segment is fitted on its own.
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
+
+from ..dtypes import ml_dtypes
 
 _GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 _ITERATIONS = 60        # the bracket shrinks to 0.618**60 ~ 3e-13 of its width

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from ..dtypes import dtype as _dtype
+from ..dtypes import ml_dtypes
 from ..errors import LutError
 from .reals import array
 from .table import Lut

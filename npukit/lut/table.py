@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import ml_dtypes
 import numpy as np
 
-from ..dtypes import is_float
+from ..dtypes import is_float, ml_dtypes
 from ..errors import LutError
 from .reals import array
 

@@ -20,13 +20,12 @@ from .functions import expand as expand_functions
 from .operands import TYPE_ONLY, operands_known, where
 from .sequences import resolve as resolve_sequences
 
-# ONNX element types npukit's layers compute on; others may appear in folded constants only.
-DTYPES = {1: np.dtype("float32"), 2: np.dtype("uint8"), 3: np.dtype("int8"),
-          4: np.dtype("uint16"), 5: np.dtype("int16"), 6: np.dtype("int32"),
-          7: np.dtype("int64"), 9: np.dtype("bool"), 12: np.dtype("uint32"),
-          13: np.dtype("uint64"),
-          10: np.dtype("float16"), 11: np.dtype("float64"), 16: np_dtype("bfloat16")}
-COMPUTED = ", ".join(d.name for d in DTYPES.values())
+# ONNX element types npukit's layers compute on, by dtype name (``np_dtype`` resolves them;
+# bfloat16's ml_dtypes is imported only then); others may appear in folded constants only.
+DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",
+          7: "int64", 9: "bool", 12: "uint32", 13: "uint64", 10: "float16", 11: "float64",
+          16: "bfloat16"}
+COMPUTED = ", ".join(DTYPES.values())
 ONNX_TYPE_NAMES = {0: "undefined", 1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16",
                    6: "int32", 7: "int64", 8: "string", 9: "bool", 10: "float16", 11: "double",
                    12: "uint32", 13: "uint64", 16: "bfloat16"}
@@ -692,7 +691,7 @@ def read(model, input_shapes: dict | None = None, constants: dict | None = None,
             continue
         if et not in DTYPES:
             continue
-        info[name] = TInfo(tuple(int(d) for d in dims), DTYPES[et])
+        info[name] = TInfo(tuple(int(d) for d in dims), np_dtype(DTYPES[et]))
     # An optional output nothing reads (Dropout's mask before opset 10, which ONNX shape
     # inference leaves without a shape) needs neither a shape nor a type npukit computes on.
     read_or_out = {t for node in kept for t in node.input} | {vi.name for vi in g.output}
