@@ -248,7 +248,20 @@ def qdq_model(tmp_path: Path) -> Path:
     return _save(tmp_path, quantize_qdq(m, calib, folder, act="s8"), "qdq.onnx")
 
 
-MODELS = {"cnn": cnn_model, "qdq-int8": qdq_model, "depthwise": depthwise_model}
+def grouped_model(tmp_path: Path) -> Path:
+    """A grouped convolution (2 groups of 3 input channels, 4 outputs each): one layer
+    walking the groups."""
+    from onnx_helpers import model, node
+    x = RNG.normal(size=(1, 6, 9, 9)).astype(np.float32)
+    inits = {"gw": (RNG.normal(size=(8, 3, 3, 3)) * 0.3).astype(np.float32),
+             "gb": RNG.normal(size=8).astype(np.float32)}
+    nodes = [node("Conv", ["x", "gw", "gb"], ["g"], group=2, pads=[1, 1, 1, 1], strides=[2, 2]),
+             node("Relu", ["g"], ["y"])]
+    return _save(tmp_path, model(nodes, {"x": x}, ["y"], inits, opset=13), "grouped.onnx")
+
+
+MODELS = {"cnn": cnn_model, "qdq-int8": qdq_model, "depthwise": depthwise_model,
+          "grouped": grouped_model}
 
 
 @pytest.mark.slow
