@@ -28,7 +28,7 @@ from ..layout import Layout
 from ..poison import poison
 from .trace import _parse_mask
 from .types import DType
-from .values import Scalar, Vec, _clamp_atom, _describe, as_affine, tracer
+from .values import ParamInt, Scalar, Vec, _clamp_atom, _describe, as_affine, tracer
 
 PARTS = ("all", "low", "high", "even", "odd")
 
@@ -341,9 +341,23 @@ def vsldl(x, y, shift) -> Vec:
     return _window(vconcat((x, y)), _shift_count(shift, n + 1, "S.vsldl"), n, "S.vsldl")
 
 
+class ConstantIndexError(KernelError):
+    """An index the Compass DSL takes only as a constant given as a variable (``S.vreplic``
+    of a vector other than one whole register): refused by its kind alone, whatever its value, so
+    ``BuildManager.build`` finds it before the call."""
+
+
 def vreplic(x: Vec, index=0) -> Vec:
-    """Lane ``index`` of ``x`` in every lane."""
+    """Lane ``index`` of ``x`` in every lane; of a vector other than one whole register,
+    ``index`` must be a constant (``ConstantIndexError``), as in the Compass DSL."""
     n = x.type.lanes
+    native = tracer().tgt.units["vec"].width(x.type.elem)
+    if n != native and (isinstance(index, (bool, np.bool_, ParamInt)) or
+                        not isinstance(index, (int, np.integer))):
+        raise ConstantIndexError(f"S.vreplic of a {x.type} vector (not one register of "
+                                 f"{native} lanes) with a variable index (a scalar parameter "
+                                 f"or a run-time value): The arg \"index\" expects an integer "
+                                 f"constant value.")
     lane = _window(x, _shift_count(index, n, "S.vreplic"), 1, "S.vreplic")
     return tracer().spread(lane, n)
 

@@ -25,6 +25,7 @@ import types
 
 from ..errors import CompassBuildError, DTypeError, KernelError, NpukitError, TargetError
 from ..machine import target as _target
+from .builtins_lanes import ConstantIndexError
 from .kernel import PrimFunc, _build
 from .types import PtrType
 from .values import BroadcastError
@@ -65,7 +66,7 @@ class BuildManager:
                               f"decorate it with @S.prim_func")
         ex = Executable(func, self.target, name or func.name)
         try:
-            _refuse_python_max_min(func)
+            _refuse_python_builtins(func)
             if not _scalar_parameters(func):
                 ex.program = _typed_program(func, self.target)
             else:
@@ -90,10 +91,10 @@ def _typed_program(func: PrimFunc, target):
 def _refuse_by_types(func: PrimFunc, target) -> None:
     """A kernel with scalar parameters is built for their values at its call; it is traced
     here with stand-in values (1) only for the refusals that no value changes
-    (``BroadcastError``), which the public DSL makes at build."""
+    (``BroadcastError``, ``ConstantIndexError``), which the public DSL makes at build."""
     try:
         _build(func, target, {n: 1 for n in _scalar_parameters(func)}, partial=True)
-    except BroadcastError:
+    except (BroadcastError, ConstantIndexError):
         raise
     except Exception:  # noqa: BLE001 - what a stand-in breaks, the call finds with the values
         return
@@ -105,19 +106,24 @@ def _scalar_parameters(func: PrimFunc) -> list[str]:
                                                                               PtrType)]
 
 
-def _refuse_python_max_min(func: PrimFunc) -> None:
-    """The public DSL refuses Python's ``max``/``min`` in a kernel (``S.max``/``S.min`` are
-    its own); npukit refuses them at build too, rather than comparing at build time."""
+# Python builtins a kernel may not call, and the Compass DSL's name to use instead
+_REFUSED_BUILTINS = {"max": "S.max", "min": "S.min", "print": "S.printf"}
+
+
+def _refuse_python_builtins(func: PrimFunc) -> None:
+    """The public DSL refuses Python's ``max``/``min`` (``S.max``/``S.min`` are its own)
+    and ``print`` (``S.printf`` prints on the device) in a kernel; npukit refuses them at
+    build too, rather than comparing or printing at build time."""
     codes = [func.fn.__code__]
     while codes:
         code = codes.pop()
         codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
         for ins in dis.get_instructions(code):
-            if ins.opname == "LOAD_GLOBAL" and ins.argval in ("max", "min") and \
+            if ins.opname == "LOAD_GLOBAL" and ins.argval in _REFUSED_BUILTINS and \
                     ins.argval not in func.fn.__globals__:
                 raise KernelError(f'{func.name}: Python\'s {ins.argval}() in a kernel: The '
                                   f'built-in "{ins.argval}" isn\'t supported, please use '
-                                  f'"S.{ins.argval}".')
+                                  f'"{_REFUSED_BUILTINS[ins.argval]}".')
 
 
 class Executable:

@@ -29,7 +29,17 @@ from .memory import per_tec_copies
 from .ops import cast
 from .trace import Tracer, error_site
 from .types import DType, PtrType, is_type_name, is_vector_name
-from .values import Index, ParamScalar, Ptr, Scalar, TecCondition, Vec, _current, as_affine
+from .values import (
+    Index,
+    ParamInt,
+    ParamScalar,
+    Ptr,
+    Scalar,
+    TecCondition,
+    Vec,
+    _current,
+    as_affine,
+)
 
 
 class PrimFunc:
@@ -336,7 +346,7 @@ def _parameter(tr: Tracer, kname: str, name: str, ann, kwargs: dict, scalars: di
                 raise KernelError(f"build {kname}: {name} must be an integer, got {value!r}")
             v = trace._convert(value, ann, f"build {kname}: {name}")
             scalars[name] = int(v)
-            return int(v) if ann == "int32" else ParamScalar(ann, v)
+            return ParamInt(v) if ann == "int32" else ParamScalar(ann, v)
         if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
             raise KernelError(f"build {kname}: {name} must be a number, got {value!r}")
         scalars[name] = float(value)

@@ -300,6 +300,15 @@ class ParamScalar(Scalar):
     __slots__ = ()
 
 
+class ParamInt(int):
+    """A kernel's ``S.i32`` parameter: a plain int to Python (it may steer ``range`` and
+    ``if``: npukit specialises the kernel for its value), marked so the builtins that take
+    only constants in the Compass DSL, where it is a variable, can refuse it
+    (``S.vreplic``). Arithmetic on it gives plain ints."""
+
+    __slots__ = ()
+
+
 def _convert(value, type_: DType, what: str):
     """A Python or numpy number as a value of ``type_``'s element type: floats round to
     nearest even; an integer type takes only integers it can hold."""
