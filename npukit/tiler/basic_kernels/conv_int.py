@@ -2,8 +2,9 @@
 planes=True)`` on int8 or uint8 activations, the host schedule's): the C of a part its kernel
 calls first where the compiler targets AVX-512 VNNI and VBMI, which computes the same
 wrapping int32 sums with ``vpdpbusd`` (four unsigned-byte by signed-byte products added to a
-32-bit lane). (The one-plane kernel, the tile schedule's many small calls, keeps its loops:
-small, the compiler inlines and specialises it in each call.)
+32-bit lane). The one-plane kernel (a depthwise convolution's plane) calls the same form for
+its core's rows, one input and one output feature (``one_plane_call``): a 3-wide filter row
+a quad instead of a ``vpmaddwd`` per tap.
 
 Integer sums are exact in any order, so the form reorders freely:
 
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import LANES, c_copies, c_pick_copy, c_signature, layer_c_type
+from .common import LANES, c_copies, c_pick_copy, c_signature, layer_c_type, share_rows
 
 # Weight quads one packed table holds (int32 x the features of a block: 32 KB of stack); more
 # input features are done in chunks that fit.
@@ -276,9 +277,31 @@ def _args(in_dt: str, w_dt: str):
             ("int", "PadL"), ("int", "Zin"), ("int", "Zw"), ("int", "First"), ("int", "Last"))
 
 
-def vnni_call(name: str, in_dt: str, w_dt: str) -> str:
-    """The C call of ``{name}_Vnni``, each argument its parameter's name."""
-    return f"{name}_Vnni({', '.join(n for _, n in _args(in_dt, w_dt))})"
+def vnni_call(name: str, in_dt: str, w_dt: str, given: dict | None = None) -> str:
+    """The C call of ``{name}_Vnni``, each argument its parameter's name or the expression
+    ``given`` names for it."""
+    given = given or {}
+    return f"{name}_Vnni({', '.join(given.get(n, n) for _, n in _args(in_dt, w_dt))})"
+
+
+def one_plane_call(name: str, in_dt: str, w_dt: str) -> str:
+    """C of the one-plane integer kernel's entry taking the VNNI form where it applies (a
+    depthwise convolution's plane: one input and one output feature, this core's rows
+    First .. Last-1), returning when it did."""
+    call = vnni_call(name, in_dt, w_dt, dict(
+        InFeat="1", OutFeat="1", Acc="Acc + First * Wo", OutRow0="OutRow0 + First",
+        OutRows="Last - First", First="0", Last="1"))
+    return f"""\
+#ifdef NPK_VNNI
+    {{
+        /* This core's rows in the VNNI form where it applies (3 byte taps of a filter row
+           to a vpdpbusd quad instead of a vpmaddwd per tap). */
+{share_rows("OutRows").replace("    ", "        ", 3)}
+        if (First >= Last || {call})
+            return;
+    }}
+#endif
+"""
 
 
 def _calls(name: str, flat: bool) -> str:

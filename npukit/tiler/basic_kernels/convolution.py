@@ -42,7 +42,8 @@ from .common import (
     tap_range,
     zero_window,
 )
-from .conv_int import vnni_call, vnni_conv
+from .conv_int import one_plane_call, vnni_call, vnni_conv
+from .conv_requant import planes_runs, requant_one_run, requant_run, requant_vectors
 
 # The filters GAP's basic kernel libraries have vectorised kernels for (``KerParConv1x1``,
 # ``3x3``, ``5x5``, ``7x7``, stride 1 or 2, no dilation); any other filter is priced as their
@@ -406,7 +407,7 @@ output features at a time (the rest one by one). */
     else:
         rows_doc = "Rows are shared among the cores."
         rows = share_rows()
-        entry = f"""\
+        entry = ("" if flt else one_plane_call(name, in_dt, w_dt)) + f"""\
     /* The loops' copy for the filter's shape (its tap counts and strides constants: 3x3 and
        1x1 at stride 1, 3x3 at stride 2, without dilation), else the loops as written. */
 {c_pick_copy(f"{name}_Rows", args, CONV_SHAPES, "    ", separate=False)}"""
@@ -478,7 +479,7 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
         flat += conv_features.narrow_of_features(name, args, CONV_MAX_FX, in_dt, w_dt)
     src = f"""\
 {HELPERS}
-{AVX512_HELPERS}{flat}{"" if flt or not planes else chr(10) + vnni_conv(name, in_dt, w_dt)}
+{AVX512_HELPERS}{flat}{"" if flt else chr(10) + vnni_conv(name, in_dt, w_dt)}
 static inline NPK_ALWAYS_INLINE void {name}_Rows({c_signature(args)})
 {{
     /* Acc[y][x] accumulates the taps (fy, fx) in order: input row p = (OutRow0 + y)*Sy +
@@ -591,7 +592,8 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
 
     Integer outputs, where the compiler targets AVX-512: the outputs whose window lies
     inside the row (column strides 1 and 2) are computed 16 lanes at a time, each as the
-    plain loop computes it (``_requant_vectors``); the same bytes."""
+    plain loop computes it (``conv_requant``: a window of one accumulator over whole rows
+    as one run); the same bytes."""
     flt = is_float(acc_dt)
     name = f"KerConvOutNpk_{layer_suffix(acc_dt, out_dt)}"
     ta, to = layer_c_type(acc_dt), layer_c_type(out_dt)
@@ -620,7 +622,8 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
     if flt:  # a window of one accumulator at column stride 1: a row at a time
         vectors, row_open, row_close = conv_features.act_row(name)
     if not flt:
-        vectors = f"{AVX512_HELPERS}\n{_requant_vectors(name, args, to)}"
+        vectors = (f"{AVX512_HELPERS}\n{requant_vectors(name, args, to)}\n"
+                   f"{requant_run(name, to, np.dtype(out_dt).itemsize)}")
         row_open = (f"    for (int y = First; y < Last; y++) {{\n        int x = 0;\n"
                     f"#ifdef NPK_AVX512\n        x = {name}_Vectors("
                     f"{', '.join(n for _, n in args)}, y);\n#endif\n"
@@ -628,7 +631,8 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
                     f"time. */\n"
                     f"        for (; x < Wo; x++) {{")
         row_close = "    }\n"
-    vectors, row_open = conv_features.one_run(name, flt, to, vectors, row_open)
+    vectors, row_open = conv_features.one_run(name, flt, to, vectors, row_open) if flt else \
+        (vectors, requant_one_run(name, to) + row_open)
     src = f"""\
 {HELPERS}
 #ifndef NPK_KERNEL_{name}
@@ -702,63 +706,6 @@ void {name}({c_signature(args)})
     return BasicKernel(name, args, True, src, reference, cost)
 
 
-def _requant_vectors(name: str, args, to: str) -> str:
-    """C of the integer ``conv_out``'s AVX-512 part: the outputs of row ``y`` whose windows
-    lie inside the row, 16 at a time, each lane computing what the plain loop computes for its
-    output (``npk_requant``'s float steps, then the max as ``V > M ? V : M``). Returns how
-    many outputs it wrote: 0 at column strides above 2. (A float output's plain loop is left
-    to the compiler, which vectorises it in a graph's call, its arguments constants.)"""
-    params = c_signature(args) + ", int y"
-    return f"""\
-#ifdef NPK_AVX512
-static inline NPK_ALWAYS_INLINE int {name}_Vectors({params})
-{{
-    /* Outputs x < Xv have every column of their window below Wc: 16 lanes at a time. */
-    int Xv = Wc < Fx ? 0 : (Wc - Fx) / Sx + 1;
-    const __m512i Even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4,
-                                          2, 0);
-    __m512 Scv = _mm512_set1_ps(Scale[Index]), Lv = _mm512_set1_ps((float)(Lo - Zout)),
-           Hv = _mm512_set1_ps((float)(Hi - Zout)), Rne = _mm512_set1_ps(12582912.0f);
-    __m512i Zv = _mm512_set1_epi32(Zout);
-    (void)Oper;
-    (void)OutRows;
-    Xv = Xv < Wo ? Xv : Wo;
-    if (Sx > 2) return 0;
-    for (int x = 0; x < Xv; x += {LANES}) {{
-        __mmask16 K = npk_cols(x, Xv);
-        __m512i M = _mm512_setzero_si512(), V;
-        int N = 0;
-        for (int fy = 0; fy < Fy; fy++) {{
-            int cy = (OutRow0 + y) * Sy + fy;
-            const int *Line;
-            if (cy >= Hc) break;
-            Line = Acc + (cy - AccRow0) * Wc;
-            for (int fx = 0; fx < Fx; fx++) {{
-                int C = x * Sx + fx;  /* the column of lane 0 */
-                __m512 F, Q;
-                if (Sx == 1)
-                    V = _mm512_maskz_loadu_epi32(K, Line + C);
-                else  /* the even lanes of 32 columns */
-                    V = _mm512_permutex2var_epi32(
-                        _mm512_maskz_loadu_epi32(npk_cols(C, Wc), Line + C), Even,
-                        _mm512_maskz_loadu_epi32(npk_cols(C + {LANES}, Wc), Line + C + {LANES}));
-                /* npk_requant, lane by lane */
-                F = _mm512_mul_ps(_mm512_cvtepi32_ps(V), Scv);
-                Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Hv, _CMP_GT_OQ), F, Hv);
-                Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Lv, _CMP_LT_OQ), Q, Lv);
-                Q = _mm512_sub_ps(_mm512_add_ps(Q, Rne), Rne);
-                V = _mm512_add_epi32(_mm512_cvttps_epi32(Q), Zv);
-                M = N == 0 ? V : _mm512_max_epi32(V, M);
-                N++;
-            }}
-        }}
-        _mm512_mask_cvtepi32_storeu_epi8((void *)(Out + y * Wo + x), K, M);  /* ({to})M */
-    }}
-    return Xv;
-}}
-#endif"""
-
-
 @cache
 def conv_out_planes(acc_dt: str, out_dt: str) -> BasicKernel:
     """``conv_out`` of each of the ``Feat`` planes of a tile of output features: plane ``o``
@@ -773,12 +720,13 @@ def conv_out_planes(acc_dt: str, out_dt: str) -> BasicKernel:
     call = ", ".join(
         {"Acc": "Acc + o * AccRows * Wc", "Out": "Out + o * OutRows * Wo", "Index": "o"}.get(n, n)
         for _, n in one.args)
+    runs = "" if flt else "\n" + planes_runs(one.name, layer_c_type(out_dt))
     src = f"""\
 {one.c_source}
 void {name}({c_signature(args)})
 {{
     /* Plane o of the tile: accumulators Acc + o*AccRows*Wc, outputs Out + o*OutRows*Wo
-       (each plane's rows shared among the cores). */
+       (each plane's rows shared among the cores). */{runs}
     for (int o = 0; o < Feat; o++)
         {one.name}({call});
 }}"""
