@@ -4,20 +4,26 @@ kernel's source is rewritten so that both arms are traced, into an ``ir.Branch``
 A kernel is traced by running its Python once, so a plain ``if`` can follow one arm only.
 Each ``if`` of a kernel (or device subroutine) becomes::
 
-    with __npk_if__(TEST, escaping, exits) as c:
+    with __npk_if__(TEST, escaping, exits, locals()) as c:
         if c.then():
             BODY
+            c.arm_end(locals())              # when names escape
         if c.orelse():
+            NAME = ... / del NAME            # each escaping name as it was before the if
             ORELSE
+            c.arm_end(locals())
+    if c.merges("NAME"): NAME = c.merged["NAME"]
 
 When ``TEST`` is decided at build time (a number, a build-time comparison, the local id)
 ``then``/``orelse`` are ``bool(TEST)`` and its negation: Python's own ``if``. When it is a
-one-lane ``bool`` value (a lane of a mask, ``S.vall``/``S.vany``, a comparison of lanes), both
-arms are traced, each into its own block, and the statement becomes one ``ir.Branch``. Such an
-arm may store through pointers and compute values it uses itself; assigning a name that is
-used outside the arms (``escaping``) or leaving the arm early (``return``, ``break``,
-``continue``: ``exits``) would need values merged after the branch, and is a ``KernelError``
-naming it (select values with ``S.vsel`` instead).
+one-lane ``bool`` value (a lane of a mask, ``S.vall``/``S.vany``, a comparison of lanes; a
+one-lane number is its ``!= 0``, as in C), both arms are traced, each into its own block,
+and the statement becomes one ``ir.Branch``. A name assigned in the arms and used outside
+them (``escaping``) is one variable for both, as in the Compass DSL: the else arm starts
+from its value before the ``if``, each arm ends by writing its value into one register, and
+after the ``if`` the name is that register (a vector of the arms' type; for numbers an
+int32, float32 or bool one, or the typed scalars' type). Leaving an arm early
+(``return``, ``break``, ``continue``: ``exits``) is a ``KernelError``.
 
 ``and``, ``or`` and ``not`` are rewritten too (``a and b`` becomes
 ``__npk_and__(lambda: a, lambda: b)``, ``not a`` becomes ``__npk_not__(a)``): on build-time
@@ -36,9 +42,11 @@ import types
 import numpy as np
 
 from .. import ir
-from ..errors import KernelError
+from ..errors import DTypeError, KernelError
 from ..layout import Layout
-from .values import Vec, tracer
+from .trace import _same
+from .types import DType
+from .values import Scalar, Vec, _convert, _describe, tracer
 
 _CACHE: dict = {}
 
@@ -125,8 +133,8 @@ class _IfRewriter(ast.NodeTransformer):
         self.count += 1
         c = f"__npk_c{self.count}__"
         test = ast.Call(ast.Name("__npk_if__", ast.Load()),
-                        [node.test, ast.Constant(tuple(escaping)), ast.Constant(_exits(arms))],
-                        [])
+                        [node.test, ast.Constant(tuple(escaping)), ast.Constant(_exits(arms)),
+                         _parsed("locals()", node.test)[0].value], [])
 
         def arm(method: str, body: list) -> ast.If:  # on the line of the if, as its test
             call = ast.Call(ast.Attribute(ast.Name(c, ast.Load()), method, ast.Load()), [], [])
@@ -134,9 +142,24 @@ class _IfRewriter(ast.NodeTransformer):
                 ast.copy_location(n, node.test)
             return ast.copy_location(ast.If(call, body or [ast.Pass()], []), node.test)
 
+        end = _parsed(f"{c}.arm_end(locals())", node.test) if escaping else []
+        restore = [st for n in escaping for st in _parsed(
+            f"if {c}.had({n!r}): {n} = {c}.old({n!r})\n"
+            f"elif {c}.drops({n!r}, locals()): del {n}", node.test)]
+        merge = [st for n in escaping for st in _parsed(
+            f"if {c}.merges({n!r}): {n} = {c}.merged[{n!r}]", node.test)]
         out = ast.With([ast.withitem(test, ast.Name(c, ast.Store()))],
-                       [arm("then", node.body), arm("orelse", node.orelse)])
-        return ast.copy_location(out, node)
+                       [arm("then", node.body + end), arm("orelse", restore + node.orelse + end)])
+        return [ast.copy_location(out, node), *merge]
+
+
+def _parsed(text: str, at) -> list:
+    """The statements of ``text``, every node on the line of ``at`` (the if's test)."""
+    body = ast.parse(text).body
+    for st in body:
+        for n in ast.walk(st):
+            ast.copy_location(n, at)
+    return body
 
 
 class _BoolRewriter(ast.NodeTransformer):
@@ -201,10 +224,15 @@ def logical_not(x):
 class RuntimeIf:
     """One ``if`` as the kernel runs it at trace time (see the module docstring)."""
 
-    def __init__(self, test, escaping: tuple, exits: bool):
+    def __init__(self, test, escaping: tuple, exits: bool, scope: dict):
+        if isinstance(test, Vec) and test.type.lanes == 1 and not test.type.is_bool:
+            test = tracer().compare("ne", test, 0)  # a number is true when not 0, as in C
         self.test, self.escaping, self.exits = test, escaping, exits
         self.runtime = isinstance(test, Vec) and test.type.is_bool and test.type.lanes == 1
         self.value = None
+        self.before = {n: scope[n] for n in escaping if n in scope} if self.runtime else {}
+        self.ends: list[dict] = []  # the escaping names' values at the end of each arm
+        self.merged: dict = {}
 
     def __enter__(self) -> RuntimeIf:
         return self
@@ -214,16 +242,10 @@ class RuntimeIf:
             self.value = bool(self.test)
             return self.value
         tr = tracer()
-        what = f"`{tr.label()}`"
-        if self.escaping:
-            raise KernelError(f"{what}: an if on a value known only at run time assigns "
-                              f"{', '.join(self.escaping)}, used outside its arms; npukit "
-                              f"traces both arms and does not merge values after them: "
-                              f"select the value with S.vsel, or store it through a pointer")
         if self.exits:
-            raise KernelError(f"{what}: an if on a value known only at run time leaves its "
-                              f"arm early (return, break or continue); npukit traces both "
-                              f"arms: store the results and let the kernel run on")
+            raise KernelError(f"`{tr.label()}`: an if on a value known only at run time "
+                              f"leaves its arm early (return, break or continue); npukit "
+                              f"traces both arms: store the results and let the kernel run on")
         tr.blocks.append([])
         tr.arms += 1
         self.label = tr.label()
@@ -237,11 +259,85 @@ class RuntimeIf:
         tr.blocks.append([])
         return True
 
+    # -- names assigned in the arms and used outside them (module docstring) -------------
+
+    def arm_end(self, scope: dict) -> None:
+        if self.runtime:
+            self.ends.append({n: scope.get(n, _UNBOUND) for n in self.escaping})
+
+    def had(self, name: str) -> bool:
+        """Whether the else arm starts from ``name``'s value before the if (not the then
+        arm's, which Python's trace of that arm left in the frame)."""
+        return name in self.before
+
+    def old(self, name: str):
+        return self.before[name]
+
+    def drops(self, name: str, scope: dict) -> bool:
+        """Whether ``name``, unbound before the if and bound by the then arm, is unbound
+        again for the else arm."""
+        return self.runtime and name not in self.before and name in scope
+
+    def merges(self, name: str) -> bool:
+        return name in self.merged
+
     def __exit__(self, kind, exc, tb) -> bool:
         if self.runtime and kind is None:
             tr = tracer()
             tr.arms -= 1
             orelse = tuple(tr.blocks.pop())
+            arms = [list(self.then_body), list(orelse)]
+            for name in self.escaping:
+                values = [end[name] for end in self.ends]
+                if any(v is _UNBOUND for v in values):  # unbound on one path in Python:
+                    continue                                # so it is here
+                self.merged[name] = _merge(tr, name, values, arms, self.label)
             cond = ir.View(self.test.buf, Layout((1,), np.bool_))
-            tr.emit(ir.Branch(cond, self.then_body, orelse, self.label))
+            tr.emit(ir.Branch(cond, tuple(arms[0]), tuple(arms[1]), self.label))
         return False
+
+
+_UNBOUND = object()  # a name an arm leaves unbound
+
+# the type a register takes for a Python number assigned in a run-time if's arms
+_NUMBER_TYPES = ((bool, np.bool_, "bool"), (int, np.integer, "int32"),
+                 (float, np.floating, "float32"))
+
+
+def _merge(tr, name: str, values: list, arms: list, label: str):
+    """The value ``name`` has after a run-time if whose arms end with ``values``: the value
+    itself when both arms leave the same one; else a register both arms write their own
+    into (a vector of their type, or an int32/float32/bool or typed scalar one for
+    numbers), as the Compass DSL's variable is one for both arms."""
+    a, b = values
+    if a is b or not isinstance(a, Vec) and not isinstance(b, Vec) and _same(a, b):
+        return a
+    vecs = [v for v in values if isinstance(v, Vec)]
+    if any(v.type != vecs[0].type for v in vecs):
+        raise DTypeError(f"`{label}`: {name} is a {vecs[0].type} value in one arm of an if on "
+                         f"a run-time value and a {vecs[1].type} one in the other: give it "
+                         f"one type")
+    t = vecs[0].type if vecs else _number_type(name, values, label)
+    out = tr.new_vec(t, name)
+    for v, arm in zip(values, arms):
+        if isinstance(v, Vec):
+            arm.append(ir.Copy(out.view, v.view, tr.tgt.engine("vreg", "vreg").name,
+                               label=f"{name} after `{label}`"))
+        else:
+            arm.append(ir.Fill(out.view, _convert(v, t.element_of, f"`{label}`: {name}").item(),
+                               f"{name} after `{label}`"))
+    return out
+
+
+def _number_type(name: str, values: list, label: str) -> DType:
+    scalars = {v.type for v in values if isinstance(v, Scalar)}
+    if len(scalars) == 1:
+        return scalars.pop()
+    kinds = [next((t for *py, t in _NUMBER_TYPES if isinstance(v, tuple(py))), None)
+             for v in values]
+    if not scalars and None not in kinds:
+        return DType("float32" if "float32" in kinds else "bool" if set(kinds) == {"bool"}
+                     else "int32")
+    raise KernelError(f"`{label}`: {name} is {_describe(values[0])} in one arm of an if on a "
+                      f"run-time value and {_describe(values[1])} in the other: npukit merges "
+                      f"vectors, numbers and typed scalars of one type after such an if")
