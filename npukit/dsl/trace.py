@@ -422,23 +422,24 @@ class Tracer:
         if p.buf.name in self.params:
             self.params[p.buf.name]["written" if write else "read"] = True
 
-    def element_run(self, p: Ptr, i) -> tuple[ir.Affine, DType]:
-        """Where ``p[i]`` starts (an element of ``p``'s buffer) and the type it reads:
-        ``p``'s type for an index, ``lanes`` elements for a slice ``p[a:b]`` of a scalar
-        pointer (``b - a`` a constant)."""
+    def element_run(self, p: Ptr, i) -> tuple[ir.Affine, DType, int]:
+        """Where ``p[i]`` starts (in ``p``'s buffer), its type and the step between lanes:
+        numpy's values of a slice ``p[a:b:step]`` as lanes (constant length and step)."""
         if not isinstance(i, slice):
-            return p.offset + as_affine(i, f"{p.name}[...]") * p.type.lanes, p.type
+            return p.offset + as_affine(i, f"{p.name}[...]") * p.type.lanes, p.type, 1
         a = as_affine(0 if i.start is None else i.start, f"{p.name}[a:b]")
         n = as_affine(i.stop, f"{p.name}[a:b]") - a if i.stop is not None else None
-        if p.type.is_vector or i.step not in (None, 1) or n is None or n.terms or n.const < 1:
-            raise KernelError(f"{p.name}[{i.start}:{i.stop}]: a slice of a scalar pointer "
-                              f"with a constant length (b - a) and no step loads that many "
-                              f"lanes; {p.name} is a {p.type} pointer")
-        return p.offset + a, p.type.with_lanes(n.const)
+        step = 1 if i.step is None else i.step
+        if not isinstance(step, (int, np.integer)) or step < 1 or step > 1 and \
+                p.type.is_vector or n is None or n.terms or n.const < 1:
+            raise KernelError(f"{p.name}[{i.start}:{i.stop}:{step}]: a slice of a pointer "
+                              f"with a constant length (b - a) and step > 0 (1 for a vector "
+                              f"pointer) loads its values as lanes; {p.name} is {p.type}*")
+        lanes = -(-n.const // int(step)) * p.type.lanes
+        return p.offset + a * p.type.lanes, p.type.with_lanes(lanes), int(step)
 
     def load(self, p: Ptr, i) -> Vec:
-        start, t = self.element_run(p, i)
-        return self.load_run(p, start, t)
+        return self.load_run(p, *self.element_run(p, i))
 
     def load_run(self, p: Ptr, start: ir.Affine, t: DType, stride: int = 1) -> Vec:
         """A ``t`` register loaded from ``p``'s buffer, lane k from element
@@ -452,7 +453,7 @@ class Tracer:
         return out
 
     def store(self, p: Ptr, i, value) -> None:
-        start, t = self.element_run(p, i)
+        start, t, step = self.element_run(p, i)
         if isinstance(value, Scalar) and t.lanes == 1 and is_float(value.type.elem) and \
                 is_float(t.elem):  # a float constant rounds into any float element, as a
             value = value.value    # number does (S.rint(1.234) into a float16*)
@@ -461,7 +462,7 @@ class Tracer:
         elif isinstance(value, Scalar) and t.lanes == 1 and value.type != t:
             value = value.converted(t)  # a typed scalar converts into a scalar element
         self.store_run(p, start, self.coerce(value, t, f"`{self.label()}`: storing into "
-                                                     f"{t}* {p.name}"))
+                                                     f"{t}* {p.name}"), step)
 
     def store_run(self, p: Ptr, start: ir.Affine, v: Vec, stride: int = 1) -> None:
         """Register ``v`` stored into ``p``'s buffer, lane k at ``start + k * stride``."""
