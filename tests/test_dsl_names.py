@@ -76,7 +76,7 @@ def test_types_by_their_long_and_short_names():
     assert DataType("int8x32").with_uint() == "uint8x32"
     assert DataType("int8x32").with_bits(16) == "int16x32"
     assert DataType("i32x8").total_bytes == 32 and DataType("u16x16").is_integer_vector
-    with pytest.raises(AttributeError, match="no name 'vfoo'"):
+    with pytest.raises(AttributeError, match="has no attribute 'vfoo'"):
         _ = S.vfoo
 
 

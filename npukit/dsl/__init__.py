@@ -19,8 +19,6 @@ as a function computing a lookup table) runs at build time. ``docs/dsl.md`` list
 name; ``npukit.dsl.trace`` says how a kernel becomes IR.
 """
 
-import sys
-
 from . import operators as _operators  # noqa: F401 - registers the vectors' operators
 from .builtins_arith import (
     abs,
@@ -143,7 +141,6 @@ from .testing import get_range
 from .types import DType, PtrType, is_type_name, ptr
 
 DataType = DType  # the public DSL's name for a type
-script = sys.modules[__name__]  # the public DSL's namespace S: this package (S.vload, ...)
 
 # Scalar types, then the vector types (one 256-bit register, and two for 32-bit lanes).
 i8, u8, i16, u16, i32, u32 = (DType(t) for t in ("i8", "u8", "i16", "u16", "i32", "u32"))

@@ -28,6 +28,7 @@ from ..dtypes import is_float
 from ..errors import DTypeError, KernelError
 from . import ops
 from .builtins_lanes import _lanes, _move, vzip
+from .conversion import rebits
 from .types import DType
 from .values import Scalar, Vec, _describe, tracer
 
@@ -370,9 +371,11 @@ def clz(x, mask=None):
 
 
 def reinterpret(x, dtype):
-    """The bits of ``x`` read as ``dtype`` (the same lane width: ``int32x8`` as
-    ``float32x8``; a scalar type keeps the lanes). A Python number is a 32-bit constant:
-    a float a float32, an integer an int32 (a uint32 past its range)."""
+    """The bits of ``x`` read as ``dtype``: lane for lane at the same lane width
+    (``int32x8`` as ``float32x8``; a scalar type keeps the lanes), or a vector type of the
+    same total bits with lanes of another width, its bytes as a C union's
+    (``uint8x32`` as ``int32x8``: ``npukit.dsl.conversion.rebits``). A Python number is a
+    32-bit constant: a float a float32, an integer an int32 (a uint32 past its range)."""
     t = DType(dtype)
     if isinstance(x, (int, float)) and not isinstance(x, bool):
         x = Scalar(DType("float32" if isinstance(x, float) else
@@ -383,6 +386,8 @@ def reinterpret(x, dtype):
         return Scalar(t.element_of, np.array(x.value).view(t.elem)[()])
     x = _vec(x, "S.reinterpret")
     to = t.element_of.with_lanes(x.type.lanes)
+    if t.is_vector and t.bits != x.type.bits:
+        return rebits(x, t)
     if t.lanes not in (1, x.type.lanes) or t.elem.itemsize != x.type.elem.itemsize:
         raise DTypeError(f"S.reinterpret of {x.type} as {t}: npukit reinterprets lanes of "
                          f"one width ({x.type.elem.itemsize * 8} bits), lane for lane")

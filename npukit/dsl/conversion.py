@@ -19,8 +19,8 @@ from __future__ import annotations
 from ..errors import DTypeError, KernelError
 from . import ops
 from .builtins_lanes import _lanes, _move, native_lanes, vconcat
-from .types import DType
-from .values import Scalar, Vec, _describe, tracer
+from .types import DType, register_value_maker
+from .values import Scalar, Vec, _describe, make_value, tracer
 
 # part -> (index of the piece, number of pieces) of the lanes a widening cast converts
 _PIECES = {"all": (0, 1), "low": (0, 2), "high": (1, 2), "even": (0, -2), "odd": (1, -2),
@@ -138,4 +138,43 @@ def _native(src: DType, dst: DType, what: str) -> None:
                              f"got {x}")
 
 
-__all__ = ["cast"]
+def rebits(x: Vec, t: DType) -> Vec:
+    """The bytes of vector ``x`` read as vector type ``t`` of the same total bits and lanes
+    of another width, as a C union of the two on the little-endian NPU does: widening, lane
+    ``j`` of the result holds lanes ``j*r .. j*r + r-1`` of ``x``, the first in its low
+    bits; narrowing, lane ``j`` of ``x`` spreads over lanes ``j*r ..`` of the result from
+    its low bits up. Built from same-width bit casts, lane moves, shifts and ``|``."""
+    if x.type.is_bool or t.is_bool or x.type.total_bits != t.total_bits:
+        raise DTypeError(f"S.reinterpret of {x.type} as {t}: the total bits must be the same "
+                         f"({x.type.total_bits} and {t.total_bits}) and neither a mask")
+    tr, src, dst = tracer(), x.type.bits, t.bits
+    u = x if x.type.is_uint else tr.compute("vbitcast", x.type.with_uint(), [x])
+    out_u = t.with_uint()
+    if dst > src:  # r narrow lanes make one wide lane
+        r, acc = dst // src, None
+        for k in range(r):
+            piece = tr.new_vec(u.type.with_lanes(t.lanes), "piece")
+            _move(piece, 0, 1, _lanes(u, k, t.lanes, r))
+            wide = ops.cast(piece, out_u) << (src * k)  # unsigned: zero-extended
+            acc = wide if acc is None else acc | wide
+    else:  # one wide lane makes r narrow lanes
+        r, acc = src // dst, tr.new_vec(out_u, "bytes")
+        for k in range(r):
+            _move(acc, k, r, ops.cast(u >> (dst * k) if k else u,
+                                      out_u.with_lanes(u.type.lanes)).view)
+    return acc if t == out_u else tr.compute("vbitcast", t, [acc])
+
+
+def _typed(type_: DType, value):
+    """``S.<type>(value)``: as the Compass DSL's type constructors, ``S.cast(value, type)``
+    for a vector or a tuple (``S.u32x8(i32x8)`` converts lane for lane, ``S.i32(i16x16)`` is
+    ``i32x16``, ``S.i8x4((1, 2, 3, 4))`` a vector literal); a number or typed scalar as
+    ``npukit.dsl.values.make_value``."""
+    if isinstance(value, (Vec, list, tuple)):
+        return cast(value, type_)
+    return make_value(type_, value)
+
+
+register_value_maker(_typed)
+
+__all__ = ["cast", "rebits"]

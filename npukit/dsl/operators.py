@@ -37,15 +37,26 @@ from .values import Scalar, Vec, register_operators, tracer
 
 
 def promoted(a, b) -> tuple:
-    """``a`` and ``b`` converted to the type they meet in when both are typed (vectors,
-    one-lane values, typed scalars) of different element types; numbers stay numbers."""
+    """``a`` and ``b`` converted to the type they meet in (``get_binary_op_result_type``)
+    when they are typed (vectors, one-lane values, typed scalars) of different element
+    types, or one is typed and the other a Python number that moves it: a float literal
+    makes integer or float16 lanes float32 (``u8x32 + 5.3`` is ``float32x32``), an integer
+    literal that does not fit integer lanes makes them int32 (``u8x32 + 300``), as the
+    Compass DSL's operators do. A number stays a number (the operation converts it)."""
     typed = [x for x in (a, b) if isinstance(x, (Vec, Scalar))]
-    if len(typed) < 2 or typed[0].type.element_of == typed[1].type.element_of:
-        return a, b
-    if np.bool_ in (typed[0].type.elem, typed[1].type.elem):
+    if not typed or any(x.type.elem == np.bool_ for x in typed):
         return a, b  # masks meet only masks: the operation says so
-    t = get_binary_op_result_type(typed[0].type.element_of, typed[1].type.element_of)
-    return tuple(_to(x, t) for x in (a, b))
+    if len(typed) == 2:
+        t = meet(typed[0].type, typed[1].type)
+    elif _is_number(b if typed[0] is a else a):
+        t = get_binary_op_result_type(typed[0].type.element_of, b if typed[0] is a else a)
+    else:
+        return a, b
+    return tuple(_to(x, t) if isinstance(x, (Vec, Scalar)) else x for x in (a, b))
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def meet(a: DType, b: DType) -> DType:
@@ -54,6 +65,8 @@ def meet(a: DType, b: DType) -> DType:
 
 
 def _to(x, t: DType):
+    if x.type.element_of == t:
+        return x
     if isinstance(x, Vec):
         return ops.cast(x, t.with_lanes(x.type.lanes))
     return ops.cast(x, t)

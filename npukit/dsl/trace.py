@@ -166,10 +166,6 @@ class Tracer:
 
     def splat(self, type_: DType, value) -> Vec:
         """A vector with every lane ``value`` (a ``Fill``)."""
-        if isinstance(value, Vec):
-            if value.type != type_:
-                raise DTypeError(f"S.{type_}(...) of a {value.type} vector: use S.cast")
-            return value
         if isinstance(value, Index):
             raise KernelError(f"S.{type_}({value}): a vector of a run-time integer is not "
                               f"supported; build it from constants")

@@ -121,8 +121,9 @@ _make_value = None  # what calling a type does: set by register_value_maker
 
 
 def register_value_maker(fn) -> None:
-    """Make ``fn(type, value)`` what calling a type does: ``npukit.dsl.values`` registers
-    its ``make_value`` (it imports this module, which therefore cannot import it back)."""
+    """Make ``fn(type, value)`` what calling a type does: ``npukit.dsl.conversion``
+    registers its ``S.cast``-based maker (it imports this module, which therefore cannot
+    import it back)."""
     global _make_value
     _make_value = fn
 

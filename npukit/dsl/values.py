@@ -20,7 +20,7 @@ from ..dtypes import is_float
 from ..errors import DTypeError, KernelError, ZeroDivisorError
 from ..floats import to_float
 from ..layout import Layout
-from .types import DType, register_value_maker
+from .types import DType
 
 # the tracers of the kernels being built, innermost last (npukit.dsl.kernel pushes them)
 _current: list = []
@@ -581,20 +581,16 @@ class Ptr:
 
 def make_value(type_: DType, value):
     """``S.<type>(value)``: a vector with every lane ``value``, a typed scalar, or (for
-    ``S.i32``) an integer (run-time integers stay run-time)."""
+    ``S.i32``) an integer (run-time integers stay run-time); a vector or tuple is
+    ``npukit.dsl.conversion``'s."""
     if type_.is_vector:
         return tracer().splat(type_, value)
-    if isinstance(value, Vec):
-        raise DTypeError(f"S.{type_}(...) of a {value.type} vector: use S.cast")
     if type_ == "int32" and isinstance(value, (int, np.integer, Index)):
         return index(as_affine(value, "S.i32"))
     if isinstance(value, Index):
         raise KernelError(f"S.{type_}({value}): a run-time integer is an int32 index; only "
                           f"S.i32 takes it")
     return Scalar(type_, value)
-
-
-register_value_maker(make_value)
 
 
 def _describe(x) -> str:

@@ -1,0 +1,105 @@
+"""The Compass DSL's public type rules on npukit: a type constructor of a vector converts it
+(``S.u32x8(i32x8)`` is ``S.cast``), a Python number in an operator moves the lanes' type
+as the public ``get_binary_op_result_type`` says (``u8x32 + 5.3`` is float32,
+``u8x32 + 300`` int32), ``S.reinterpret`` reads a vector's bytes as lanes of another width
+(a C union), and ``S`` reports a missing name as a module does. Each kernel runs on the
+simulator and in C against numpy, every output element written over a canary."""
+
+import numpy as np
+import pytest
+from dsl_check import canary, host_and_c
+
+from npukit import NpukitError
+from npukit.dsl import script as S
+
+RNG = np.random.default_rng(38)
+
+
+def _ints(n: int, dtype) -> np.ndarray:
+    info = np.iinfo(dtype)
+    a = RNG.integers(info.min, info.max, n, endpoint=True).astype(dtype)
+    a[:2] = [info.min, info.max]  # both ends of the range, never all zero
+    return a
+
+
+def _same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.dtype == want.dtype and got.shape == want.shape
+    u = f"uint{8 * got.dtype.itemsize}"
+    np.testing.assert_array_equal(got.view(u), want.view(u))
+
+
+@pytest.mark.slow
+def test_a_type_constructor_converts_a_vector_as_cast():
+    @S.prim_func
+    def ctors(a: S.ptr("i32x8", "global"), h: S.ptr("i16x16", "global"),
+              out: S.ptr("i32x8", "global"), wide: S.ptr("i32", "global"),
+              f: S.ptr("fp32x8", "global")):
+        u = S.u32x8(a[0])     # int32 -> uint32 lane for lane: the same bits
+        out[0] = u
+        wide[:16] = S.int32(h[0])   # a scalar type keeps the lanes: i32x16
+        f[0] = S.fp32x8(a[0])
+
+    a, h = _ints(8, "int32"), _ints(16, "int16")
+    for out, wide, f in (r[2:] for r in host_and_c(ctors, a, h, canary(8, "int32"),
+                                                  canary(16, "int32"),
+                                                  canary(8, "float32"))):
+        _same_bits(out, a.astype(np.uint32).view(np.int32))
+        _same_bits(wide, h.astype(np.int32))
+        _same_bits(f, a.astype(np.float32))
+
+
+@pytest.mark.slow
+def test_a_number_moves_the_lanes_type():
+    @S.prim_func
+    def literals(a: S.ptr("u8x32", "global"), b: S.ptr("fp16x16", "global"),
+                 f32: S.ptr("fp32", "global"), i32: S.ptr("i32", "global"),
+                 f16: S.ptr("fp16", "global")):
+        f32[:32] = a[0] + 5.3       # a float literal: float32 lanes
+        f32[32:48] = 0.5 * b[0]     # float16 meets float32: float32
+        i32[:32] = 300 + a[0]       # 300 does not fit uint8: int32 lanes
+        i32[32:64] = S.cast(a[0] - 7, "int32")  # 7 fits uint8: uint8 lanes, wrapping
+        f16[:16] = b[0] + 300       # an integer literal leaves float lanes as they are
+
+    a = _ints(32, "uint8")
+    b = (RNG.standard_normal(16) * 8).astype(np.float16)
+    for f32, i32, f16 in (r[2:] for r in host_and_c(literals, a, b, canary(48, "float32"),
+                                                   canary(64, "int32"),
+                                                   canary(16, "float16"))):
+        _same_bits(f32, np.concatenate([a.astype(np.float32) + np.float32(5.3),
+                                        b.astype(np.float32) * np.float32(0.5)]))
+        _same_bits(i32, np.concatenate([a.astype(np.int32) + 300,
+                                        (a - np.uint8(7)).astype(np.int32)]))
+        _same_bits(f16, b + np.float16(300))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("src, dst, n", [("uint8", "int32", 32), ("int32", "uint8", 8),
+                                         ("int16", "uint32", 16), ("float32", "int8", 8),
+                                         ("uint32", "float16", 8), ("uint8", "int16", 64)])
+def test_reinterpret_across_lane_widths_is_a_c_union(src, dst, n):
+    to_lanes = n * np.dtype(src).itemsize // np.dtype(dst).itemsize
+
+    @S.prim_func
+    def union(a: S.ptr(src, "global"), out: S.ptr(dst, "global")):
+        S.vstore(S.reinterpret(S.vload(a, lanes=n), f"{dst}x{to_lanes}"), out)
+
+    a = (RNG.standard_normal(n) * 1000).astype(src) if src.startswith("float") \
+        else _ints(n, src)
+    for (out,) in (r[1:] for r in host_and_c(union, a, canary(to_lanes, dst))):
+        _same_bits(out, a.view(dst))  # numpy's view: the bytes of a little-endian machine
+
+
+def test_reinterpret_needs_the_same_total_bits():
+    @S.prim_func
+    def bad(a: S.ptr("u8x32", "global"), out: S.ptr("i32x16", "global")):
+        out[0] = S.reinterpret(a[0], "i32x16")
+
+    with pytest.raises(NpukitError, match="uint8x32 as int32x16.*256 and 512"):
+        bad(_ints(32, "uint8"), np.zeros(16, np.int32))
+
+
+def test_a_missing_name_of_S_is_reported_as_a_module_attribute():
+    with pytest.raises(AttributeError, match="module 'npukit.dsl.script' has no attribute "
+                                             "'fp8x32'"):
+        S.fp8x32  # noqa: B018 - the lookup is the test
+    assert S.i8x26.lanes == 26 and S.vload is not None
