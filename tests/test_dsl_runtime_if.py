@@ -116,3 +116,29 @@ def test_a_one_lane_number_is_true_when_not_zero(first):
     a = np.array([first, 10.25], np.float32)
     for _, out in host_and_c(nonzero, a, np.full(2, 9, np.float32)):
         np.testing.assert_array_equal(out, [20.5 if first else -1.5, 9])
+
+
+@S.prim_func
+def _ternaries(a: S.ptr("int32", "global"), c: S.ptr("int32", "global")):
+    a0, a1 = a[0], a[1]
+    c[0] = a1 if a0 == 0 else 20
+    c[1] = a[3] if 10 - a1 > a[0] else a[4] + a[2]
+    c[2] = (a[3] if 30 + 3 > 11 else a[4]) + a[5]  # decided at build time
+    fraction = 0.5 if a0 else -2.25  # numbers alone: a float32 value
+    c[3] = S.cast(fraction * 4, "int32")
+    vc = (c + 4).as_ptr("i32x8")
+    vc[0] = a.as_ptr("i32x8")[0] if a0 == 0 else 10  # the number over every lane
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first", [0, 6])
+def test_ternaries_on_run_time_values(first):
+    a = np.array([first, 3, -70, 400, 5000, -6, 7, 8], np.int32)
+    x = [int(v) for v in a]
+    want = [x[1] if x[0] == 0 else 20,
+            x[3] if 10 - x[1] > x[0] else x[4] + x[2],
+            x[3] + x[5],
+            int((0.5 if x[0] else -2.25) * 4),
+            *(x if x[0] == 0 else [10] * 8), 99]
+    for _, c in host_and_c(_ternaries, a, np.full(13, 99, np.int32)):
+        np.testing.assert_array_equal(c, want)

@@ -25,6 +25,10 @@ after the ``if`` the name is that register (a vector of the arms' type; for numb
 int32, float32 or bool one, or the typed scalars' type). Leaving an arm early
 (``return``, ``break``, ``continue``: ``exits``) is a ``KernelError``.
 
+``x if c else y`` becomes ``__npk_ifexp__(c, lambda: x, lambda: y)``: Python's own on a
+build-time ``c``; on a one-lane value known at run time both sides are computed and ``c``
+selects one (the Compass DSL's ``if_then_else``).
+
 ``and``, ``or`` and ``not`` are rewritten too (``a and b`` becomes
 ``__npk_and__(lambda: a, lambda: b)``, ``not a`` becomes ``__npk_not__(a)``): on build-time
 values they are Python's own, short-circuit and all; on a one-lane ``bool`` value they are
@@ -78,6 +82,7 @@ def _rewrite(fn) -> types.CodeType:
         return fn.__code__  # no if, and, or, not; or not the source of fn (code given to exec)
     fdef.decorator_list = []
     _IfRewriter(fdef).visit(fdef)
+    _IfExpRewriter().visit(fdef)
     _BoolRewriter().visit(fdef)
     # an outer function whose parameters are fn's free variables keeps them free in fdef
     outer = ast.FunctionDef(
@@ -96,7 +101,7 @@ def _rewrite(fn) -> types.CodeType:
 
 
 def _rewritten(node) -> bool:
-    return isinstance(node, (ast.If, ast.BoolOp)) or \
+    return isinstance(node, (ast.If, ast.IfExp, ast.BoolOp)) or \
         isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
 
 
@@ -162,6 +167,16 @@ def _parsed(text: str, at) -> list:
     return body
 
 
+class _IfExpRewriter(ast.NodeTransformer):
+    """``x if c else y`` -> ``__npk_ifexp__(c, lambda: x, lambda: y)``."""
+
+    def visit_IfExp(self, node: ast.IfExp):
+        self.generic_visit(node)
+        call = ast.Call(ast.Name("__npk_ifexp__", ast.Load()),
+                        [node.test, _thunk(node.body), _thunk(node.orelse)], [])
+        return ast.copy_location(call, node)
+
+
 class _BoolRewriter(ast.NodeTransformer):
     """``a and b and c`` -> ``__npk_and__(lambda: __npk_and__(lambda: a, lambda: b),
     lambda: c)``; ``or`` alike; ``not a`` -> ``__npk_not__(a)``."""
@@ -216,6 +231,30 @@ def logical_or(left, right):
     return a if a else right()
 
 
+def if_exp(test, then, orelse):
+    """``then() if test else orelse()`` (thunks): Python's own on a build-time test; on a
+    one-lane value known at run time (a number: its ``!= 0``) both sides are computed and
+    the test selects one, lane for lane, as the Compass DSL's ``if_then_else`` does (a
+    number beside a vector spreads over its lanes, numbers alone are int32/float32/bool)."""
+    test = _as_condition(test)
+    if not (isinstance(test, Vec) and test.type.is_bool and test.type.lanes == 1):
+        return then() if test else orelse()
+    tr = tracer()
+    values = [then(), orelse()]
+    what = f"`{tr.label()}`: x if a run-time condition else y"
+    if not any(isinstance(v, Vec) for v in values):
+        values[0] = tr.coerce(values[0], _number_type("the value", values, tr.label()), what)
+    t = tr.vector_type(what, *values)
+    return tr.select(test if t.lanes == 1 else tr.spread(test, t.lanes), *values, what)
+
+
+def _as_condition(test):
+    """A one-lane number known at run time as its ``!= 0`` (C's truth), else ``test``."""
+    if isinstance(test, Vec) and test.type.lanes == 1 and not test.type.is_bool:
+        return tracer().compare("ne", test, 0)
+    return test
+
+
 def logical_not(x):
     """``not x``: ``S.vnot`` of a one-lane bool value, else Python's."""
     return tracer().logic("vnot", x, None, "not") if _lane_bool(x) else not x
@@ -225,8 +264,7 @@ class RuntimeIf:
     """One ``if`` as the kernel runs it at trace time (see the module docstring)."""
 
     def __init__(self, test, escaping: tuple, exits: bool, scope: dict):
-        if isinstance(test, Vec) and test.type.lanes == 1 and not test.type.is_bool:
-            test = tracer().compare("ne", test, 0)  # a number is true when not 0, as in C
+        test = _as_condition(test)
         self.test, self.escaping, self.exits = test, escaping, exits
         self.runtime = isinstance(test, Vec) and test.type.is_bool and test.type.lanes == 1
         self.value = None
