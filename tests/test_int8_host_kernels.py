@@ -1,8 +1,8 @@
 """The int8 host kernels' fast paths against numpy int64 / float32 oracles written here: the
-one-plane integer convolution (a depthwise layer's plane) in the VNNI form, and the
-requantising output pass of a tile of planes (each plane one run, the planes shared among
-the cores). Zero points at the types' ends, saturation at both ends, odd sizes around the
-vector blocks, canaries on both sides of every output."""
+one-plane integer convolution (a depthwise layer's plane) in the VNNI form, the requantising
+output pass of a tile of planes (each plane one run, the planes shared among the cores), and
+int8/uint8 max pooling a row of vectors at a time. Zero points at the types' ends, saturation
+at both ends, odd sizes around the vector blocks, canaries on both sides of every output."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from npukit.c import toolchain
-from npukit.tiler.basic_kernels import convolution, host
+from npukit.tiler.basic_kernels import convolution, host, pooling
 
 # The host's flags (the VNNI form where the host has AVX-512 VNNI and VBMI; the other loops
 # are tested in test_basic_kernels_conv).
@@ -142,3 +142,53 @@ def test_requantised_planes_as_runs(out_dt, zout, clamp, side, rows, feat, cores
     assert np.array_equal(out[:CANARY], before[:CANARY])
     assert np.array_equal(out[CANARY + size:], before[CANARY + size:])
     assert (want == lo).any() and (want == hi).any() and ((want > lo) & (want < hi)).any()
+
+
+def max_pool_oracle(x, f, stride, dil, pad, rows, wo, lo):
+    """numpy: output (y, c) is the maximum of x at rows (row0 + y)*stride + fy*dil - pad and
+    columns c*stride + fx*dil - pad inside the plane, ``lo`` where none is."""
+    h, w = x.shape
+    row0, n = rows
+    out = np.full((n, wo), lo, np.int64)
+    for fy in range(f):
+        for fx in range(f):
+            r = (row0 + np.arange(n)) * stride + fy * dil - pad
+            c = np.arange(wo) * stride + fx * dil - pad
+            ok = ((r >= 0) & (r < h))[:, None] & ((c >= 0) & (c < w))[None, :]
+            v = x[np.clip(r, 0, h - 1)[:, None], np.clip(c, 0, w - 1)[None, :]].astype(np.int64)
+            out = np.where(ok, np.maximum(out, v), out)
+    return out
+
+
+@pytest.mark.parametrize("dt", ["uint8", "int8"])
+@pytest.mark.parametrize("W, f, stride, dil, cores", [(112, 3, 2, 1, 8), (9, 3, 1, 2, 1),
+                                                      (70, 2, 2, 1, 1), (65, 5, 1, 1, 8)])
+def test_int8_max_pooling_rows_in_vectors(dt, W, f, stride, dil, cores):
+    """Max pooling of 3 int8/uint8 planes (ResNet's 3x3 stride-2 head at 112 columns, a
+    dilated 3x3, 2x2 at stride 2, a 5x5 at 65 columns: 64- and 32-output vectors and their
+    tails), 'same' padding (padding never wins, even over the type's lowest value), output
+    rows from 1 of the plane; canaries around the outputs."""
+    rng = np.random.default_rng(W + f)
+    lo = np.iinfo(dt).min
+    pad = (f - 1) * dil // 2
+    H, feat = 11, 3
+    wo = (W + 2 * pad - (f - 1) * dil - 1) // stride + 1
+    ho = (H + 2 * pad - (f - 1) * dil - 1) // stride + 1
+    row0, n = 1, ho - 1
+    x = ends(rng, dt, feat * H * W).reshape(feat, H, W)
+    size = feat * n * wo
+    out = np.full(size + 2 * CANARY, 0x5A, np.uint8).view(dt)
+    before = out.copy()
+    kernel = pooling.pool(dt)
+    given = dict(In=x.ravel(), W=W, InRow0=pad, InRows=H, Hreal=H, PadT=pad,
+                 Out=out[CANARY:CANARY + size], Wo=wo, OutRow0=row0, OutRows=n, Fx=f, Fy=f,
+                 Sx=stride, Sy=stride, Dx=dil, Dy=dil, PadL=pad, PadB=pad, PadR=pad, Oper=1,
+                 CountPad=0, InScale=0, InZp=0, OutScale=0, OutZp=0, Feat=feat)
+    with cflags("native"):
+        fn = host.c_function(kernel, cores)
+    fn(*[given[k] for _, k in kernel.args])
+    want = np.stack([max_pool_oracle(x[o], f, stride, dil, pad, (row0, n), wo, lo)
+                     for o in range(feat)])
+    assert np.array_equal(out[CANARY:CANARY + size].astype(np.int64).reshape(feat, n, wo), want)
+    assert np.array_equal(out[:CANARY], before[:CANARY])
+    assert np.array_equal(out[CANARY + size:], before[CANARY + size:])

@@ -14,6 +14,7 @@ from ...arith import wrap32
 from ...costs import Work
 from ...dtypes import int_range, is_float
 from .common import (
+    AVX512_HELPERS,
     HELPERS,
     POOL_AVG,
     POOL_MAX,
@@ -195,6 +196,55 @@ def _pool_taps_int(dt: str, t: str, In: str, Out: str) -> str:
             {Out}[y * Wo + x] = ({t})(int)Q;"""
 
 
+def _max_row_vectors(name: str, dt: str, t: str) -> str:
+    """C of ``{name}_MaxRow``: one output row of an int8/uint8 max pooling at column stride 1
+    (64 outputs a vector) or 2 (32: the even bytes of 64 columns), each byte the maximum of
+    its taps; a tap's bytes outside the row, and its row outside the real data or the tile,
+    are the type's lowest value, as the plain loop starts from it and skips them: the same
+    bytes."""
+    lo, _ = int_range(dt)
+    mx = "_mm512_max_epi8" if dt == "int8" else "_mm512_max_epu8"
+    return f"""
+{AVX512_HELPERS}
+#ifdef NPK_AVX512
+/* The bytes i of a vector at columns C .. C+63 of a row of N bytes for which 0 <= C+i < N. */
+static inline __mmask64 {name}_Bytes(int C, int N)
+{{
+    int Lo = C < 0 ? -C : 0, Hi = N - C;
+    Lo = Lo < 64 ? Lo : 64;
+    Hi = Hi < Lo ? Lo : Hi < 64 ? Hi : 64;
+    return (Hi == 64 ? ~0ULL : (1ULL << Hi) - 1ULL) & ~(Lo == 64 ? ~0ULL : (1ULL << Lo) - 1ULL);
+}}
+static inline NPK_ALWAYS_INLINE void {name}_MaxRow(const {t} *PlaneIn, {t} *Row, int W,
+    int InRow0, int InRows, int Hreal, int PadT, int Wo, int Y, int Fx, int Fy, int Sx,
+    int Sy, int Dx, int Dy, int PadL)
+{{
+    /* Output row Y (Row), outputs x .. x+63 (x .. x+31 at stride 2) at a time: byte i of a
+       tap's vector is column x*Sx - PadL + fx*Dx + i, so output x + i reads byte Sx*i. */
+    const __m512i Low = _mm512_set1_epi8((char){lo});
+    int Step = Sx == 1 ? 64 : 32;
+    for (int x = 0; x < Wo; x += Step) {{
+        __m512i M = Low;
+        for (int fy = 0; fy < Fy; fy++) {{
+            int P = Y * Sy + fy * Dy, R = P - PadT, L = P - InRow0;
+            const {t} *Line;
+            if (R < 0 || R >= Hreal || L < 0 || L >= InRows) continue;
+            Line = PlaneIn + L * W;
+            for (int fx = 0; fx < Fx; fx++) {{
+                int C = x * Sx - PadL + fx * Dx;
+                M = {mx}(M, _mm512_mask_loadu_epi8(Low, {name}_Bytes(C, W), Line + C));
+            }}
+        }}
+        if (Sx == 1)
+            _mm512_mask_storeu_epi8(Row + x, {name}_Bytes(x, Wo), M);
+        else  /* the even bytes: the low byte of each 16-bit lane */
+            _mm256_mask_storeu_epi8(Row + x, (__mmask32){name}_Bytes(x, Wo),
+                                    _mm512_cvtepi16_epi8(M));
+    }}
+}}
+#endif"""
+
+
 @cache
 def pool(dt: str) -> BasicKernel:
     """Max (``Oper`` 1) or average (2) pooling over ``Fy`` x ``Fx`` taps at dilations ``Dy``,
@@ -220,6 +270,7 @@ def pool(dt: str) -> BasicKernel:
             ("int", "PadB"), ("int", "PadR"), ("int", "Oper"), ("int", "CountPad"),
             ("int", "InScale"), ("int", "InZp"), ("int", "OutScale"), ("int", "OutZp"),
             ("int", "Feat"))
+    vectors, max_rows = "", ""
     if flt:
         body = _pool_taps_f32("PlaneIn", "PlaneOut")
         unused = c_unused("InScale", "InZp", "OutScale", "OutZp")
@@ -227,8 +278,16 @@ def pool(dt: str) -> BasicKernel:
         body = _pool_taps_int(dt, t, "PlaneIn", "PlaneOut")
         unused = (c_unused("PadB", "PadR") +
                   "    float Xs = npk_f32(InScale), Ys = npk_f32(OutScale);\n")
+        vectors, max_rows = _max_row_vectors(name, dt, t), f"""
+#ifdef NPK_AVX512
+        if (Oper == 1 && (Sx == 1 || Sx == 2)) {{
+            {name}_MaxRow(PlaneIn, PlaneOut + y * Wo, W, InRow0, InRows, Hreal, PadT, Wo,
+                          OutRow0 + y, Fx, Fy, Sx, Sy, Dx, Dy, PadL);
+            continue;
+        }}
+#endif"""
     src = f"""\
-{HELPERS}
+{HELPERS}{vectors}
 void {name}({c_signature(args)})
 {{
     /* Out[y][x] = max or average of the taps of its window (see the module's pool()): padded
@@ -239,7 +298,7 @@ void {name}({c_signature(args)})
     for (int g = First; g < Last; g++) {{
         int y = g % OutRows, Plane = g / OutRows;
         const {t} *PlaneIn = In + Plane * InRows * W;
-        {t} *PlaneOut = Out + Plane * OutRows * Wo;
+        {t} *PlaneOut = Out + Plane * OutRows * Wo;{max_rows}
         for (int x = 0; x < Wo; x++) {{
 {body}
         }}
