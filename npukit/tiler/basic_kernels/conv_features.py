@@ -72,13 +72,22 @@ def _block(n: int, max_fx: int, feats: int) -> str:
     live = [f"__mmask16 K{k} = npk_cols(x + {k * LANES}, Wo);" for k in vecs]
     masks = tap_masks(vecs, max_fx)
     loads, inputs, terms, stores = _vector_ops(fs, vecs, "A + {r} * Plane + x", "T{k}[fx]",
-                                               "Line + C", "fx", strided=True)
+                                               "Line + C", "fx", "Safe[fx]", strided=True,
+                                               rows=True)
+    # The taps whose vectors lie inside the tile from the block's first line to its last
+    # (lines Lo .. Hi of every input feature), at column stride 1.
+    safe = [f"int Safe[{max_fx}], Lo = P0 + Fy0 * Dy - InRow0, Hi = P0 + (Fy1 - 1) * Dy - "
+            f"InRow0;",
+            f"for (int fx = 0; fx < Fx; fx++) {{\n"
+            f"    int C = x * Sx - PadL + fx * Dx;\n"
+            f"    Safe[fx] = Sx == 1 && Lo * W + C >= 0 && Hi * W + C + {n * LANES} <= "
+            f"InRows * W;\n}}"]
     return f"""\
         /* Columns x .. x+{n * LANES - 1} (those below Wo) of the {feats} features: \
 {n * feats} vectors of
            accumulators; the tap masks, the same for every input feature, once per block. */
         {{
-{lines("            ", live + masks + loads)}
+{lines("            ", live + masks + safe + loads)}
             for (int i = 0; i < InFeat; i++)
                 for (int fy = Fy0; fy < Fy1; fy++) {{
                     const float *F = Filter + ((o * InFeat + i) * Fy + fy) * Fx;
@@ -150,11 +159,16 @@ in registers across
     }}
     for (int b = 0; b < Blocks;) {{
         int Whole = Blocks - b >= {VECTORS};  /* a block of {VECTORS} vectors, else of one */
-        int q0 = b * {LANES}, Live[{max_taps}], Off[{max_taps}], Lives = 0, o = First;
+        int q0 = b * {LANES}, Live[{max_taps}], Off[{max_taps}], Safe[{max_taps}], Lives = 0;
+        int o = First, Base;
         for (int t = 0; t < Fy * Fx; t++)
             if (Whole ? {" | ".join(f"T[b + {k}][t]" for k in range(VECTORS))} : T[b][t]) {{
                 Live[Lives] = t;
-                Off[Lives++] = t / Fx * W + t % Fx;  /* the tap's input, from lane 0's */
+                Off[Lives] = t / Fx * W + t % Fx;  /* the tap's input, from lane 0's */
+                /* Its vectors inside every input plane of the tile (see Plane below). */
+                Base = (OutRow0 - InRow0) * W - PadL + q0 + Off[Lives];
+                Safe[Lives++] = Base >= 0 && Base + (Whole ? {VECTORS * LANES} : {LANES}) \
+<= InRows * W;
             }}
         if (Whole) {{
 {by_features(VECTORS)}
@@ -175,7 +189,7 @@ def _flat_block(feats: int, vectors: int) -> str:
     fs, vecs = range(feats), range(vectors)
     live = [f"__mmask16 K{k} = npk_cols(q0 + {k * LANES}, N);" for k in vecs]
     loads, inputs, terms, stores = _vector_ops(fs, vecs, "Acc + (o + {r}) * N + q0",
-                                               "T[b + {k}][t]", "Line", "t")
+                                               "T[b + {k}][t]", "Line", "t", "Safe[l]")
     return f"""\
             {{
 {lines("                ", live + loads)}
@@ -201,7 +215,7 @@ NARROW_IN = 16
 def narrow_dispatch(name: str, args, flt: bool, fits: str) -> str:
     """C of a feature tile's kernel (parameters ``args``) calling ``{name}_Narrow(..., First,
     Last)`` where it applies (``fits``: the kernel's own conditions on its filter and zero
-    points). A float32
+    points), then, in float32, ``{name}_Point`` (``pointwise_dispatch``). A float32
     1x1 plane is faster flattened (its centre tap alone, the filters' other taps not
     transposed); integers flattened feed every tap, so they take it from 1 output."""
     low = 2 if flt else 1
@@ -213,6 +227,95 @@ def narrow_dispatch(name: str, args, flt: bool, fits: str) -> str:
         {name}_Narrow({", ".join(n for _, n in args)}, First, Last);
         return;
     }}
+#endif""" + (pointwise_dispatch(name, args) if flt else "")
+
+
+# The pointwise form's blocks: output features x vectors of 16 outputs in registers (the
+# most features first, then fewer for the rest). 8 x 2 ran 1x1 layers at 67-98 GMAC/s of
+# CPU where 4 x 4 ran 48-81 and 6 x 4 54-103 (this AMD EPYC, benchmarks/host_speed.py's
+# layers; 6 x 4 lost on 16 output features and on 7x7 planes, blocks of 64 outputs
+# leaving most of their lanes empty).
+POINT_FEATURES = (8, 4, 2, 1)
+POINT_VECTORS = 2
+
+
+def pointwise_dispatch(name: str, args) -> str:
+    """C of a float32 feature tile's kernel (parameters ``args``) calling
+    ``{name}_Point(..., First, Last)`` where it applies: a 1x1 filter at stride 1 without
+    column padding, rows as wide as the input's, every output row's input line a real row
+    inside the tile."""
+    return f"""
+#ifdef NPK_AVX512
+    /* A 1x1 filter over whole rows: the tile's outputs one run (conv_features.pointwise). */
+    if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && PadL == 0 && W == Wo &&
+        OutRow0 - PadT >= 0 && OutRow0 + OutRows - PadT <= Hreal && OutRow0 >= InRow0 &&
+        OutRow0 + OutRows <= InRow0 + InRows) {{
+        {name}_Point({", ".join(n for _, n in args)}, First, Last);
+        return;
+    }}
+#endif"""
+
+
+def pointwise(name: str, args) -> str:
+    """C of ``{name}_Point(..., First, Last)`` (float32; where ``pointwise_dispatch`` calls
+    it): output features ``First .. Last-1`` of a 1x1 filter whose output rows read input
+    lines that follow each other, so that output q of the tile (``y * Wo + x``) reads
+    element q of each input plane from the first output row's line: every output one run
+    of ``N = OutRows * Wo``, in blocks of ``POINT_VECTORS`` vectors of 16 outputs without
+    tap masks, then single vectors, the last one's lanes past N masked. Each output adds
+    the input features in order, a multiply then an add (the plain loops' sums). The blocks
+    of outputs outermost, so that a block's inputs stay in the L1 cache across the output
+    features."""
+    def block(feats: int, vectors: int, masked: bool) -> str:
+        vecs = range(vectors)
+
+        def load(k: int, at: str) -> str:
+            return f"_mm512_maskz_loadu_ps(K, {at})" if masked else f"_mm512_loadu_ps({at})"
+
+        def store(r: int, k: int) -> str:
+            at = f"Acc + (o + {r}) * N + q0 + {k * LANES}"
+            return f"_mm512_mask_storeu_ps({at}, K, S{r}{k});" if masked else \
+                f"_mm512_storeu_ps({at}, S{r}{k});"
+        accs = [f"__m512 S{r}{k} = {load(k, f'Acc + (o + {r}) * N + q0 + {k * LANES}')};"
+                for r in range(feats) for k in vecs]
+        inputs = [f"__m512 V{k} = {load(k, f'Line + {k * LANES}')};" for k in vecs]
+        terms = [f"S{r}{k} = _mm512_add_ps(S{r}{k}, _mm512_mul_ps(V{k}, "
+                 f"_mm512_set1_ps(F[{r} * InFeat])));" for r in range(feats) for k in vecs]
+        return f"""\
+            for (; o + {feats} <= Last; o += {feats}) {{
+{lines("                ", accs)}
+                for (int i = 0; i < InFeat; i++) {{
+                    const float *Line = Src + i * InRows * W + q0, *F = Filter + o * InFeat + i;
+{lines("                    ", inputs + terms)}
+                }}
+{lines("                ", [store(r, k) for r in range(feats) for k in vecs])}
+            }}"""
+
+    def blocks(vectors: int, masked: bool) -> str:
+        return "\n".join(block(n, vectors, masked) for n in POINT_FEATURES)
+    whole = POINT_VECTORS * LANES
+    return f"""
+#ifdef NPK_AVX512
+static NPK_NOINLINE void {name}_Point({c_signature(args)}, int First, int Last)
+{{
+    /* Output q = y*Wo + x of feature o adds In[i][OutRow0 - InRow0 + y][x] * Filter[o][i]
+       for i = 0, 1, ... in order: element q of plane i from Src. Blocks of {whole} outputs
+       unmasked (the lanes are outputs, their inputs inside the tile), then vectors of 16,
+       the last one's lanes below N alone. */
+    int N = OutRows * Wo, q0 = 0;
+    const float *Src = In + (OutRow0 - InRow0) * W;
+{c_unused("Zin", "Zw", "OutFeat", "Hreal", "PadT", "Fx", "Fy", "Sx", "Sy", "Dx", "Dy")}\
+{c_unused("PadL")}\
+    for (; q0 + {whole} <= N; q0 += {whole}) {{
+        int o = First;
+{blocks(POINT_VECTORS, False)}
+    }}
+    for (; q0 < N; q0 += {LANES}) {{
+        int o = First;
+        __mmask16 K = npk_cols(q0, N);
+{blocks(1, True)}
+    }}
+}}
 #endif"""
 
 
@@ -225,7 +328,8 @@ def narrow_of_features(name: str, args, max_taps: int, in_dt: str = "float32",
     x 16 blocks in registers), ``NARROW_IN`` input features at a time, so that a tap's 16
     weights are one vector. Float32 keeps each output's order; integers (int8 or
     uint8 weights, zero points within +-32512) take each product by ``vpmaddwd``, as
-    ``layer_conv``'s blocks do (integer sums are exact in any order)."""
+    ``layer_conv``'s blocks do (integer sums are exact in any order). Float32: then
+    ``{name}_Point`` (``pointwise``), which ``narrow_dispatch`` calls."""
     flt = w_dt == "float32"
     if flt:
         acc, vec, load, store, add = "float", "__m512", "_mm512_maskz_loadu_ps", \
@@ -343,27 +447,50 @@ static NPK_NOINLINE void {name}_Narrow({c_signature(args)}, int First, int Last)
             for (int r = 0; r < No; r++) Acc[(o + r) * N + q] = Q[q][r];
     }}
 }}
-#endif"""
+#endif""" + (pointwise(name, args) if flt else "")
 
-def _vector_ops(fs, vecs, acc: str, tap_mask: str, line: str, tap: str, strided=False):
+def _vector_ops(fs, vecs, acc: str, tap_mask: str, line: str, tap: str, safe: str,
+                strided=False, rows=False):
     """The C lines of a block of features ``fs`` x vectors ``vecs`` (accumulators S{r}{k}
     at ``acc`` + 16 k, ``acc`` naming feature r's first column): their loads; each tap's
     input vectors (lanes ``tap_mask`` of vector k, from ``line`` + 16 k; ``strided``: at
     column stride Sx 2, the even lanes of the 32 columns from ``line`` + 32 k, loading
     lanes Lo{k}[fx] and Hi{k}[fx]); each feature's masked product-then-add with its weight
-    F[r * Step + ``tap``]; their stores."""
+    F[r * Step + ``tap``]; their stores.
+
+    Where ``safe`` (C: the vectors lie inside the input tile, ``In[0 .. InFeat * InRows *
+    W)``, whichever the input feature) the inputs are loaded unmasked: the lanes off the
+    tap's row are read, never added. ``rows`` (a row's blocks): a vector whose every output
+    takes the tap adds unmasked, its other lanes being no outputs (never stored). On this
+    AMD EPYC (Zen 5) the masked loads and adds took a third of a 3x3 layer's time at 56x56
+    (benchmarks/host_speed.py's layers); a flattened plane's vectors hold a row's ends (its
+    taps' masks rarely full), where the test costs more than it saves."""
     loads = [f"__m512 S{r}{k} = _mm512_maskz_loadu_ps(K{k}, {acc.format(r=r)} + {k * LANES});"
              for r in fs for k in vecs]
+    stores = [f"_mm512_mask_storeu_ps({acc.format(r=r)} + {k * LANES}, K{k}, S{r}{k});"
+              for r in fs for k in vecs]
+
     def vin(k: int) -> str:
         one = f"_mm512_maskz_loadu_ps({tap_mask.format(k=k)}, {line} + {k * LANES})"
         return one if not strided else \
             f"Sx == 1 ? {one} : npk_even_ps({line} + {2 * k * LANES}, Lo{k}[fx], Hi{k}[fx])"
-    inputs = [f"__m512 V{k} = {vin(k)};" for k in vecs]
-    terms = [f"S{r}{k} = _mm512_mask_add_ps(S{r}{k}, {tap_mask.format(k=k)}, S{r}{k}, "
-             f"_mm512_mul_ps(V{k}, _mm512_set1_ps(F[{r} * Step + {tap}])));"
-             for r in fs for k in vecs]
-    stores = [f"_mm512_mask_storeu_ps({acc.format(r=r)} + {k * LANES}, K{k}, S{r}{k});"
-              for r in fs for k in vecs]
+    inputs = [f"__m512 {', '.join(f'V{k}' for k in vecs)};",
+              f"if ({safe}) {{  /* inside the tile: unmasked loads */"]
+    inputs += [f"    V{k} = _mm512_loadu_ps({line} + {k * LANES});" for k in vecs]
+    inputs += ["} else {"] + [f"    V{k} = {vin(k)};" for k in vecs] + ["}"]
+
+    def add(r: int, k: int, masked: bool) -> str:
+        product = f"_mm512_mul_ps(V{k}, _mm512_set1_ps(F[{r} * Step + {tap}]))"
+        if masked:
+            return (f"S{r}{k} = _mm512_mask_add_ps(S{r}{k}, {tap_mask.format(k=k)}, S{r}{k}, "
+                    f"{product});")
+        return f"S{r}{k} = _mm512_add_ps(S{r}{k}, {product});"
+    if not rows:
+        return loads, inputs, [add(r, k, True) for r in fs for k in vecs], stores
+    terms = [f"if ({tap_mask.format(k=k)} == K{k}) {{  /* every output of vector {k} */\n"
+             + "\n".join("    " + add(r, k, False) for r in fs)
+             + "\n} else {\n"
+             + "\n".join("    " + add(r, k, True) for r in fs) + "\n}" for k in vecs]
     return loads, inputs, terms, stores
 
 
