@@ -147,3 +147,29 @@ def test_cache_info_counts_the_plans_and_clear_removes_them(cache):
     (folder / "notes.txt").write_text("not npukit's")
     assert compile_cache.clear(folder.parent) == (1, got["bytes"])
     assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+
+
+def test_repeated_layers_are_timed_once_and_planned_the_same(monkeypatch):
+    """Convolutions of the same arguments are tiled the way the first was timed to be best
+    (``layer_generators_conv._fewest_of``): the plan is the one timing each layer gives."""
+    import npukit.tiler.layer_generators_conv as G
+
+    r = np.random.default_rng(3)
+    inits = {f"w{k}": (r.normal(size=(16, 16, 3, 3)) * 0.2).astype(np.float32) for k in range(3)}
+    nodes = [node("Conv", ["x" if k == 0 else f"r{k - 1}", f"w{k}"], [f"c{k}"],
+                  pads=[1, 1, 1, 1], kernel_shape=[3, 3]) for k in range(3)]
+    nodes = [n for k, c in enumerate(nodes) for n in (c, node("Relu", [f"c{k}"], [f"r{k}"]))]
+    m = model(nodes, {"x": np.zeros((1, 16, 24, 24), np.float32)}, ["r2"], inits, opset=13)
+    budgets = dict(l1_budget=12000, l2_budget=96 * 1024)
+    timed = []
+    fewest = G._fewest_cycles
+
+    def counting(m, name, ways):
+        timed.append(name)
+        return fewest(m, name, ways)
+
+    monkeypatch.setattr(G, "_fewest_cycles", counting)
+    once = npukit.onnx.load(m, **budgets).summary()
+    assert len(timed) == 1
+    monkeypatch.setattr(G, "_fewest_of", lambda m, name, ways, same: counting(m, name, ways))
+    assert npukit.onnx.load(m, **budgets).summary() == once and len(timed) == 4

@@ -87,6 +87,7 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
     features ``g * InFeat / Groups`` onwards, in place; a fixed space over the groups (D2)
     outside the tile of features, each call one group's, so each output adds its group's
     input features in order as one convolution of the group alone would."""
+    same = tuple(v for k, v in locals().items() if k not in ("m", "Name"))
     flt = is_float(out_dt)
     _check(Name, f"{Groups} groups of {InFeat} input and {OutFeat} output features "
            f"(neither dense nor depthwise)", Groups == 1 or (
@@ -141,7 +142,7 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
                 [features(in_tile, False)] * (in_tile > 1) + [features(in_g, True),
                                                               features(1, False)]
         if len(ways) > 1:
-            _fewest_cycles(m, Name, ways)
+            _fewest_of(m, Name, ways, same)
         else:
             ways[0](Name)
         return
@@ -168,14 +169,31 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
             ways.insert(0, features(InFeat, True, cores))
         if in_tile:
             ways.insert(0, features(in_tile, False))
-    _fewest_cycles(m, Name, ways)
+    _fewest_of(m, Name, ways, same)
 
 
-def _fewest_cycles(m, Name: str, ways) -> None:
+def _fewest_of(m, Name: str, ways, same: tuple) -> None:
+    """``_fewest_cycles``, remembered in the model for layers of the same arguments ``same``
+    (the ways and their cycles depend only on those and on the model's budgets and
+    settings): a network's repeated layers are timed once."""
+    key = (same, m.l1_budget, m.l2_budget, m.autotiler_version, repr(m.settings))
+    try:
+        k = m._fewest.get(key)
+    except TypeError:  # an argument that is no value (a list): timed every time
+        _fewest_cycles(m, Name, ways)
+        return
+    if k is None:
+        m._fewest[key] = _fewest_cycles(m, Name, ways)
+    else:
+        ways[k](Name)
+
+
+def _fewest_cycles(m, Name: str, ways) -> int:
     """Add user kernel ``Name`` built by whichever of ``ways`` (functions adding a user
     kernel under the name they are given) the cycle model predicts the fewest cycles for,
     the first on a tie. A way the tiler cannot tile, or whose program the checks refuse, is
-    passed over; when none is left the last is built, to fail under the layer's own name."""
+    passed over; when none is left the last is built, to fail under the layer's own name.
+    Returns the index of the way built."""
     from ..sim.timing import timeline
 
     best = None
@@ -190,8 +208,10 @@ def _fewest_cycles(m, Name: str, ways) -> None:
         m._tilings.pop(trial, None)
         m._cnn_ops.pop(trial, None)
         if cycles is not None and (best is None or cycles < best[0]):
-            best = (cycles, way)
-    (best[1] if best else ways[-1])(Name)
+            best = (cycles, k)
+    chosen = best[1] if best else len(ways) - 1
+    ways[chosen](Name)
+    return chosen
 
 
 def _conv_each_plane(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: int,

@@ -145,6 +145,8 @@ class Model(GraphModel, CNNGenerators):
         self.groups: dict[str, GroupT] = {}
         self._open: tuple[str, list] | None = None
         self._tilings: dict[str, Tiling] = {}
+        # The way each convolution of given arguments was tiled (layer_generators_conv).
+        self._fewest: dict[tuple, int] = {}
         self.settings = Settings()
         self._graph_state()
 
