@@ -18,9 +18,9 @@ from onnx_helpers import model, node
 
 import npukit.onnx
 from npukit import CompilerError
-from npukit.c import cache, toolchain
+from npukit.c import cache, pieces, toolchain
 from npukit.c.calls import prelude
-from npukit.c.pieces import declarations_only, kernel_units
+from npukit.c.pieces import declarations_only, interface_only, kernel_units
 from npukit.onnx.check import ort_run
 
 BUDGETS = dict(l1_budget=48000, l2_budget=256 * 1024, l3_budget=8 << 20,
@@ -107,7 +107,8 @@ def test_pieces_match_onnx_runtime_and_the_single_unit(monkeypatch, no_single_un
         raise CompilerError("the pieces refused by the test")
 
     monkeypatch.setattr(toolchain, "library_in_pieces", refuse)
-    single = npukit.onnx.load(m, **BUDGETS).run("c", **inputs).outputs["y"]
+    with pytest.warns(RuntimeWarning, match="compiled as one unit instead.*refused by the test"):
+        single = npukit.onnx.load(m, **BUDGETS).run("c", **inputs).outputs["y"]
     assert single.tobytes() == got.tobytes()
 
 
@@ -196,21 +197,60 @@ def test_declarations_only_keeps_all_but_external_bodies():
         assert kept in got
 
 
-def test_a_kernel_two_sources_define_under_one_guard_is_linked_once(tmp_path, monkeypatch):
+@pytest.mark.parametrize("alone", [1, pieces.ALONE])
+def test_a_kernel_two_sources_define_under_one_guard_is_linked_once(tmp_path, monkeypatch,
+                                                                    alone):
     """Basic-kernel sources may share a guarded block (npukit's layer kernels share their
     helpers and output stages so): each piece sees the sources before it, as the single
-    unit does, and the function is defined in one object only."""
+    unit does, and the function is defined in one object only; short sources share a
+    unit (alone=ALONE), long ones have their own (alone=1)."""
     monkeypatch.setenv("NPUKIT_CACHE_DIR", str(tmp_path))
     guarded = ("#ifndef NPK_TEST_SHARED\n#define NPK_TEST_SHARED\n"
                "int npk_test_twice(int x) { return 2 * x; }\n#endif\n")
     first = guarded + "int KA(int x) { return npk_test_twice(x) + 1; }\n"
     second = guarded + "int KB(int x) { return npk_test_twice(x) + 20; }\n"
+    monkeypatch.setattr(pieces, "ALONE", alone)
     units = kernel_units([[first], [second, first]], prelude(2))
-    assert len(units) == 2
+    if alone == 1:
+        assert len(units) == 2 and "KB" in units[0][0] and "KA" in units[1][0]  # longest first
+    else:
+        assert len(units) == 1 and "KA" in units[0][0] and "KB" in units[0][0]
     main = "int KA(int); int KB(int);\nint npk_test_sum(int x) { return KA(x) + KB(x); }\n"
-    lib = toolchain.library_in_pieces([(f"kernels {k}", u) for k, u in enumerate(units)], main)
+    lib = toolchain.library_in_pieces(units, main)
     lib.npk_test_sum.restype, lib.npk_test_sum.argtypes = ctypes.c_int, [ctypes.c_int]
     assert [lib.npk_test_sum(x) for x in (0, 5, -7)] == [21, 41, -7]
+
+
+def test_a_layers_piece_reads_only_the_kernels_interface():
+    """A layer's piece needs the kernels' types and declarations, not their static helpers
+    nor the vector intrinsics' headers (the longest part of its compile)."""
+    source = textwrap.dedent("""\
+        #include <immintrin.h>
+        #include <stdint.h>
+        typedef struct { float *Out; int N; } KerArgs_T;
+        static inline __m512 twice(__m512 v) { return _mm512_add_ps(v, v); }
+        static void Body(KerArgs_T *Arg) { Arg->N = 0; }
+        void Ker(KerArgs_T *Arg) { Body(Arg); }
+        """)
+    got = interface_only(source)
+    assert got == ("#include <stdint.h>\ntypedef struct { float *Out; int N; } KerArgs_T;\n"
+                   "void Ker(KerArgs_T *Arg) ;\n")
+    # A type of the interface that is a vector keeps the header that declares it.
+    vector = source.replace("float *Out;", "__m512 Lanes;")
+    assert "#include <immintrin.h>" in interface_only(vector)
+    assert "__m512 Lanes" in interface_only(vector) and "twice" not in interface_only(vector)
+
+
+def test_a_link_failure_names_the_pieces(tmp_path, monkeypatch):
+    monkeypatch.setenv("NPUKIT_CACHE_DIR", str(tmp_path))
+    one = ("layer 1 (First)", "int npk_test_dup(void) { return 1; }\n")
+    two = ("layer 2 (Second)", "int npk_test_dup(void) { return 2; }\n")
+    three = ("layer 3 (Innocent)", "int npk_test_other(void) { return 3; }\n")
+    with pytest.raises(CompilerError) as err:
+        toolchain.build_pieces([one, two, three], "int npk_test_dup(void);\n")
+    text = str(err.value)
+    assert "layer 1 (First)" in text and "layer 2 (Second)" in text
+    assert "layer 3 (Innocent)" not in text and "npk_test_dup" in text
 
 
 SANITIZED = textwrap.dedent('''
@@ -218,7 +258,7 @@ SANITIZED = textwrap.dedent('''
     import numpy as np
     sys.path.insert(0, "tests")
     import npukit.onnx
-    from npukit.c import cache, toolchain
+    from npukit.c import cache, pieces, toolchain
     from npukit.onnx.check import ort_run
     from test_c_pieces import BUDGETS, dense_net
     toolchain.library = None  # the pieces only

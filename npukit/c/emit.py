@@ -148,9 +148,9 @@ def _unit(ems: list[_Emitter], header: str, tail: str = "",
         for text in sources:
             out.line()
             out.comment("Basic kernel source, as given (c_source=)." if not shared else
-                        "Basic kernel source, its functions declared (defined in a piece "
-                        "of their own).")
-            out.lines.extend((pieces.declarations_only(text) if shared else text).splitlines())
+                        "Basic kernel source, its interface: its functions declared "
+                        "(defined in a piece of their own), its static ones left out.")
+            out.lines.extend((pieces.interface_only(text) if shared else text).splitlines())
         out.line()
         out.lines.extend(preamble.HIDDEN[1].splitlines())
     if tasks:

@@ -1,15 +1,16 @@
 """A program's C in pieces: translation units compiled apart (in parallel, each cached by
 its content, ``npukit.c.toolchain.build_pieces``), then linked into one shared object.
 
-A graph's C is one unit per layer (its function, its tasks, its constants), one unit per
-distinct basic-kernel source (the kernels' code, shared by every layer and every model that
-calls them), one runtime unit (the threads of ``npukit.c.threads`` and the core number
-``gap_coreid()`` reads) and the graph's own unit (construction, runner, destruction). A
-layer's unit sees its kernels' sources with the bodies of their external functions taken
-out (``declarations_only``): it keeps their types, macros and static helpers, and calls
-the one copy of each kernel the kernel's own unit defines. Everything but the layers'
-functions and the graph's entry points stays hidden in the shared object, as in the single
-unit (``npukit.c.preamble.HIDDEN``).
+A graph's C is one unit per group of layers (their functions, tasks and constants), one
+unit per long basic-kernel source and one for the short ones (``kernel_units``), one
+runtime unit (the threads of ``npukit.c.threads`` and the core number ``gap_coreid()``
+reads) and the graph's own unit (construction, runner, destruction). A layer's unit sees
+its kernels' sources as their interface (``interface_only``): types, macros and the
+declarations of their external functions, and calls the one copy of each kernel the
+kernels' unit defines. A kernels' unit sees the sources used before its own as
+declarations (``declarations_only``, which keeps static helpers: a later source may rely
+on them). Everything but the layers' functions and the graph's entry points stays hidden
+in the shared object, as in the single unit (``npukit.c.preamble.HIDDEN``).
 
 >>> print(declarations_only("typedef int T;\\nvoid K(T *p) { p[0] = 1; }\\n"
 ...                         "static int h(void) { return 2; }"))
@@ -40,15 +41,52 @@ def declarations_only(source: str) -> str:
     """``source`` with the body of every function it defines at file scope with external
     linkage replaced by ``;`` (a declaration): static and inline functions, types, macros
     and data are kept as they are."""
-    out, depth, head, cut, body = [], 0, 0, 0, None
+    return _without_bodies(source, False)
+
+
+# Headers of a CPU's vector intrinsics: the longest to parse of what basic kernels include
+# (immintrin.h, about 0.1 s a compile), and needed only by code that uses vector types.
+_INTRINSICS = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<(?:\w*intrin\.h|arm_neon\.h|"
+                         r"arm_sve\.h)>[^\n]*\n?", re.M)
+_VECTOR_NAMES = re.compile(r"\b(?:__m\d|__mmask|_mm\d*_|__builtin_ia32|float32x|int\d+x\d|"
+                           r"uint\d+x\d|svfloat|svint|svuint|svbool)")
+
+
+@functools.lru_cache(maxsize=256)
+def interface_only(source: str) -> str:
+    """What a piece calling the kernels of ``source`` needs of it: ``declarations_only``
+    without its static functions (only the kernels' own bodies call them) and, when
+    nothing left names a vector type or intrinsic, without the vector intrinsics' headers
+    (parsing them, not the piece's own code, was most of a small layer's compile)."""
+    text = _without_bodies(source, True)
+    rest = _INTRINSICS.sub("", text)
+    return text if _VECTOR_NAMES.search(rest) else rest
+
+
+def _without_bodies(source: str, drop_static: bool) -> str:
+    """``source`` with each external function's body replaced by ``;`` and, with
+    ``drop_static``, each static function's definition removed."""
+    out, cut = [], 0
+    for head, prefix, start, end in _blocks(source):
+        if _external_function(prefix):
+            out += [source[cut:start], ";"]
+        elif drop_static and _static_function(prefix):
+            out.append(source[cut:head])
+        else:
+            continue
+        cut = end
+    return "".join(out) + source[cut:]
+
+
+def _blocks(source: str):
+    """Each brace block at file scope of ``source``: (where its declaration starts, that
+    declaration's text without comments, where its ``{`` is, where its ``}`` ends)."""
+    depth, head, start, prefix = 0, 0, 0, ""
     for m in _TOKENS.finditer(source):
         tok = m.group()
         if tok in "{};" and depth == 0:
             if tok == "{":
-                prefix = _COMMENT.sub(" ", source[head:m.start()])
-                if _external_function(prefix):
-                    body = m.start()
-                depth = 1
+                prefix, start, depth = _COMMENT.sub(" ", source[head:m.start()]), m.start(), 1
             else:
                 head = m.end()
         elif tok == "{":
@@ -56,13 +94,27 @@ def declarations_only(source: str) -> str:
         elif tok == "}":
             depth -= 1
             if depth == 0:
-                if body is not None:
-                    out += [source[cut:body], ";"]
-                    cut, body = m.end(), None
+                yield head, prefix, start, m.end()
                 head = m.end()
         elif tok.lstrip().startswith("#") and depth == 0:
             head = m.end()
-    return "".join(out) + source[cut:]
+
+
+def external_functions(source: str) -> list[str]:
+    """The names of the functions ``source`` defines with external linkage."""
+    return [re.search(r"([A-Za-z_]\w*)\s*\(", _ATTRIBUTES.sub(" ", prefix)).group(1)
+            for _, prefix, _, _ in _blocks(source) if _external_function(prefix)]
+
+
+_ATTRIBUTES = re.compile(r"__attribute__\s*\(\(.*?\)\)", re.S)
+
+
+def _static_function(prefix: str) -> bool:
+    """Whether the text before a file-scope ``{`` heads a static function definition."""
+    text = prefix.strip()
+    return (bool(re.search(r"\b[A-Za-z_]\w*\s*\(.*\)$", text, re.S)) and "=" not in text
+            and bool(re.search(r"\bstatic\b", text))
+            and not re.search(r"\b(typedef|struct|union|enum)\b", text.split("(")[0]))
 
 
 def _external_function(prefix: str) -> bool:
@@ -122,23 +174,40 @@ def runtime_unit() -> str:
         "as */", "", text, ""])
 
 
-def kernel_units(source_lists: list[list[str]], prelude: str) -> list[str]:
-    """One unit per distinct basic-kernel source of ``source_lists`` (each program's
-    sources), in the order of first use, as the single unit holds them: the source whole,
-    after every source before it as declarations (for the types and helpers it may use,
-    and the include guards it may test: a kernel two sources define under one guard is
-    defined once), after the shared ``prelude`` (``npukit.c.calls.prelude``)."""
+# A basic-kernel source this long (bytes) is compiled in a unit of its own (a convolution's
+# hand-vectorised specialisations: seconds of compile, to run beside everything else); the
+# shorter ones share one unit, which reads the system headers once for all of them.
+ALONE = 16384
+
+
+def kernel_units(source_lists: list[list[str]], prelude: str) -> list[tuple[str, str]]:
+    """The units defining the distinct basic-kernel sources of ``source_lists`` (each
+    program's sources), as ``(what it defines, its C)``, the longest source's first (the
+    order to start their compiles in): one per source of ``ALONE`` bytes or more, one for
+    all the others. Each holds the sources as the single unit does, in the order of first
+    use: its own sources whole and every source before them as declarations (for the types
+    and helpers they may use, and the include guards they may test: a kernel two sources
+    define under one guard is defined once), after the shared ``prelude``
+    (``npukit.c.calls.prelude``)."""
     order = list(dict.fromkeys(text for sources in source_lists for text in sources))
-    units = []
-    for k, text in enumerate(order):
-        context = [declarations_only(s) for s in order[:k]]
-        typedefs = [t for name, t in TYPEDEFS.items()
-                    if re.search(rf"\b{name}\b", "\n".join([*context, text]))]
-        units.append("\n".join([
-            "/* Basic kernels of a program compiled in pieces (npukit.c.pieces): their "
-            "C, as given (c_source=). */",
-            "#include <math.h>", "#include <stdint.h>", "#include <string.h>", "",
-            preamble.PORTABILITY, *typedefs, preamble.HIDDEN[0], shared_prelude(prelude),
-            *context, "", "/* Basic kernel source, as given (c_source=). */", text,
-            preamble.HIDDEN[1], ""]))
-    return units
+    alone = sorted((k for k, text in enumerate(order) if len(text) >= ALONE),
+                   key=lambda k: -len(order[k]))
+    rest = [k for k in range(len(order)) if k not in alone]
+    return [_kernel_unit(order, mine, prelude) for mine in [*([k] for k in alone), rest]
+            if mine]
+
+
+def _kernel_unit(order: list[str], mine: list[int], prelude: str) -> tuple[str, str]:
+    """The unit defining the sources ``mine`` (indices into ``order``)."""
+    texts = [order[k] if k in mine else declarations_only(order[k])
+             for k in range(max(mine) + 1)]
+    typedefs = [t for name, t in TYPEDEFS.items() if re.search(rf"\b{name}\b", "\n".join(texts))]
+    names = [n for k in mine for n in external_functions(order[k])]
+    return (f"basic kernels {', '.join(names) or '(no external functions)'}", "\n".join([
+        "/* Basic kernels of a program compiled in pieces (npukit.c.pieces): their C, as "
+        "given (c_source=). */",
+        "#include <math.h>", "#include <stdint.h>", "#include <string.h>", "",
+        preamble.PORTABILITY, *typedefs, preamble.HIDDEN[0], shared_prelude(prelude),
+        *(f"\n/* Basic kernel source, {'as given (c_source=)' if k in mine else 'declared'}."
+          f" */\n{text}" for k, text in enumerate(texts)),
+        preamble.HIDDEN[1], ""]))

@@ -141,7 +141,8 @@ def build_pieces(pieces: list[tuple[str, str]], main: str) -> Path:
     """The shared object of a program compiled in pieces (``npukit.c.pieces``): each piece
     ``(what it is, its C)`` compiled to an object file of its own, cached by its content
     in ``objects/`` of the cache directory (only the pieces not there are compiled, in
-    parallel, one ``cc`` per CPU), then linked with ``main`` (which defines the entry
+    parallel, one ``cc`` per CPU, started in the pieces' order: give the longest first),
+    then linked with ``main`` (which defines the entry
     points), the whole cached as one entry. A program already built costs the hashing of
     its pieces and one look-up: no compile, no check of the objects."""
     cmd = resolve(compiler())
@@ -163,7 +164,8 @@ def build_pieces(pieces: list[tuple[str, str]], main: str) -> Path:
                     for k, (what, text) in todo.items()]
             for job in done:
                 job.result()  # the first failure, in the pieces' order
-    return _compile(directory, key, main, cmd, fl, [objects / f"{k}.o" for k in keys])
+    return _compile(directory, key, main, cmd, fl,
+                    {objects / f"{k}.o": what for k, (what, _) in zip(keys, pieces)})
 
 
 def _object_key(text: str, cmd: list[str], ident: str, fl: list[str]) -> str:
@@ -202,9 +204,10 @@ def _compile_object(objects: Path, key: str, what: str, text: str, cmd: list[str
 
 
 def _compile(directory: Path, key: str, source: str, cmd: list[str], fl: list[str],
-             objects: list[Path] = ()) -> Path:
-    """Compile ``source`` as entry ``key`` (linked with ``objects``): its output checked,
-    then published."""
+             objects: dict[Path, str] | None = None) -> Path:
+    """Compile ``source`` as entry ``key`` (linked with ``objects``, each object file with
+    what it holds, named when the link fails): its output checked, then published."""
+    objects = objects or {}
     cache.writable_dir(directory)
     src = directory / f"{key}.c"
     made: list[Path] = []  # temporary files, removed whatever happens
@@ -221,8 +224,12 @@ def _compile(directory: Path, key: str, source: str, cmd: list[str], fl: list[st
                             *map(str, objects), str(src)])
         said = (res.stderr + res.stdout)[-4000:]
         if res.returncode != 0:
+            linked = "".join(f"\n  {path.name}: {what}" for path, what in objects.items()
+                             if path.name in said)
             raise CompilerError(f"{compiler()} failed (exit {res.returncode}) on the generated "
-                                f"C, kept at {src}:\n{said}")
+                                f"C, kept at {src}" + (f", linked with {len(objects)} pieces "
+                                f"in {next(iter(objects)).parent}; the pieces its messages "
+                                f"name:{linked or ' none'}" if objects else "") + f":\n{said}")
         bad = cache.shared_object_problem(tmp.read_bytes(), key)
         if bad:
             raise CompilerError(f"{compiler()} exited 0 on {src} but {bad}; nothing was cached. "

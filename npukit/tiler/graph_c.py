@@ -17,6 +17,7 @@ import re
 import tempfile
 import threading
 import time
+import warnings
 import weakref
 from pathlib import Path
 
@@ -273,8 +274,12 @@ class _Generator:
                        for i, x, proto in zip(group, layers, group_protos)]
             sources += srcs
         cores = g.layers[0].program.target.cores if g.layers else 1
-        units += [(f"basic kernel unit {k}", text) for k, text in
-                  enumerate(pieces.kernel_units(sources, prelude(cores)))]
+        # The compiles start in the pieces' order, one per CPU: the longest first, so that
+        # the last to finish is a short one. The basic kernels' own C (hand-vectorised,
+        # specialised by shape: seconds for a convolution's) outweighs any layer's, whose
+        # cost grows with its length.
+        units.sort(key=lambda x: -len(x[1]))
+        units[:0] = pieces.kernel_units(sources, prelude(cores))
         units.append(("the threads runtime", pieces.runtime_unit()))
         dtypes = dict.fromkeys(b.dtype for layer in g.layers for b, _ in layer.program.params
                                if b.dtype.itemsize > 1)
@@ -653,15 +658,19 @@ def run_c(g, args: dict[str, np.ndarray]) -> Result:
 
 
 def _library(g):
-    """The graph's C compiled in pieces and loaded (a private copy); when the pieces do not
-    link (a basic kernel's C defines data or functions the split cannot share), the graph's
-    single unit, whose errors are the ones to report."""
+    """The graph's C compiled in pieces and loaded (a private copy). When the pieces fail
+    (a basic kernel's C defines data or functions the split cannot share) a warning says
+    which piece and why, and the graph's single unit is built: its errors, if it fails
+    too, are the ones raised."""
     units, main = c_pieces(g)
     try:
         return toolchain.library_in_pieces(units, main, private=True)
     except toolchain.CompileTimeoutError:
         raise
-    except CompilerError:
+    except CompilerError as exc:
+        warnings.warn(f"graph {g.name!r}: its C compiled in pieces failed, so it is compiled "
+                      f"as one unit instead (slower: one compiler process, nothing shared "
+                      f"with other graphs): {exc}", RuntimeWarning, stacklevel=3)
         return toolchain.library(g.c_source(), private=True)
 
 
