@@ -103,3 +103,40 @@ def test_a_missing_name_of_S_is_reported_as_a_module_attribute():
                                              "'fp8x32'"):
         S.fp8x32  # noqa: B018 - the lookup is the test
     assert S.i8x26.lanes == 26 and S.vload is not None
+
+
+@pytest.mark.slow
+def test_as_ptr_to_another_element_width_reads_and_writes_the_bytes():
+    @S.prim_func
+    def casts(a: S.ptr("u8x32", "global"), out: S.ptr("i32x8", "global"),
+              back: S.ptr("u8x32", "global")):
+        u8 = (out + 1).as_ptr("u8x32")   # the bytes of out's values 8..15, then 16..23
+        u8[0] = a[0] + 5                 # wraps in uint8 lanes
+        u8 += 1
+        u8[0] = S.vrevs(a[1])            # lanes reversed: a byte order no one lane keeps
+        i32 = u8.as_ptr("i32x8")         # back to a plain pointer: values 16..23
+        i32[1] = S.i32x8(-2)
+        h16 = out.as_ptr("i16x16")       # the first 8 values as 16 int16 halves
+        back[0] = S.reinterpret(h16[0], "u8x32")
+        back[1:3] = (out + 1).as_ptr("u8x32")[0:2]
+
+    a = _ints(64, "uint8")
+    out0 = np.arange(32, dtype=np.int32) * 65537 - 1000  # every byte written stays apart
+    for out, back in (r[1:] for r in host_and_c(casts, a, out0, canary(96, "uint8"))):
+        want = out0.copy()
+        want[8:16] = (a[:32] + np.uint8(5)).view(np.int32)
+        want[16:24] = np.ascontiguousarray(a[32:][::-1]).view(np.int32)
+        want[24:32] = -2
+        _same_bits(out, want)
+        _same_bits(back[:32], out0[:8].view(np.uint8))
+        _same_bits(back[32:], want[8:24].view(np.uint8))
+
+
+def test_as_ptr_to_part_of_an_element_is_refused_naming_it():
+    @S.prim_func
+    def bad(out: S.ptr("i32", "global")):
+        p = out.as_ptr("u8x2")
+        p[0] = S.u8x2(1)
+
+    with pytest.raises(NpukitError, match="out.as_ptr.'uint8x2'.*int32 elements of out"):
+        bad(np.zeros(8, np.int32))

@@ -555,14 +555,16 @@ class Ptr:
     def __sub__(self, k):
         return self._moved(k, -1)
 
-    def as_ptr(self, dtype) -> Ptr:
-        """The same address as a pointer to ``dtype`` values of the same element type
-        (``lsram_ptr.as_ptr("float16")`` on a ``float16x16`` buffer)."""
+    def as_ptr(self, dtype):
+        """The same address as a pointer to ``dtype`` values: of the same element type a
+        pointer (``lsram_ptr.as_ptr("float16")`` on a ``float16x16`` buffer), of another a
+        ``npukit.dsl.pointers.CastPtr`` reading the elements' bytes (``as_ptr("u8x32")``
+        of an ``int32`` buffer), as a C pointer cast."""
         t = DType(dtype)
         if t.elem != self.type.elem:
-            raise DTypeError(f"{self.name}.as_ptr({str(t)!r}): the pointer holds "
-                             f"{self.type.elem.name} elements; as_ptr changes the lanes, not "
-                             f"the element type ({self.type} -> {t})")
+            from .pointers import CastPtr  # it builds on this module
+            return CastPtr(Ptr(self.buf, self.type.element_of, self.offset, self.scope,
+                               self.name), t)
         return Ptr(self.buf, t, self.offset, self.scope, self.name)
 
     def addr_of(self, k) -> Ptr:
