@@ -173,3 +173,17 @@ def test_repeated_layers_are_timed_once_and_planned_the_same(monkeypatch):
     assert len(timed) == 1
     monkeypatch.setattr(G, "_fewest_of", lambda m, name, ways, same: counting(m, name, ways))
     assert npukit.onnx.load(m, **budgets).summary() == once and len(timed) == 4
+
+
+def test_a_model_with_external_data_is_planned_every_time(cache, tmp_path):
+    """Its .onnx file's bytes do not hold its weights: nothing is kept."""
+    import onnx
+
+    folder, planned = cache
+    m, x = small_cnn()
+    path = tmp_path / "external.onnx"
+    onnx.save_model(m, path, save_as_external_data=True, location="weights.bin",
+                    size_threshold=0)
+    for _ in range(2):
+        npukit.onnx.load(path, **BUDGETS)
+    assert planned == ["target", "target"] and not folder.exists()

@@ -46,8 +46,9 @@ from ..c.cache import PLANS, cache_dir, write_atomic
 
 FORMAT = "npukit-plan/1"
 MAX_ENTRIES = 64
-# The key of an entry that holds the external-data location of a tensor (TensorProto's
-# external_data): a model without these bytes keeps all its tensors in its own file.
+# The key of the entry that holds a tensor's external-data file (TensorProto's external_data):
+# a model without these bytes keeps all its tensors in its own file (one with them, in a
+# name or a doc string as well, is planned every time).
 _EXTERNAL = b"location"
 
 
@@ -57,9 +58,9 @@ def enabled() -> bool:
 
 
 def model_bytes(model) -> bytes | None:
-    """The bytes of ``model`` (a path or an ``onnx.ModelProto``), None when they are not
-    all the model holds (tensors in external data files) or the file cannot be read (``load``
-    then reports why)."""
+    """The bytes of ``model`` (a path or an ``onnx.ModelProto``), None when they may not be all
+    the model holds (tensors in external data files: the bytes name a ``location``) or the
+    file cannot be read (``load`` then reports why)."""
     if isinstance(model, (str, os.PathLike)):
         try:
             data = Path(model).read_bytes()
@@ -69,19 +70,7 @@ def model_bytes(model) -> bytes | None:
         data = model.SerializeToString()
     else:
         return None
-    return None if _EXTERNAL in data and _has_external_data(data) else data
-
-
-def _has_external_data(data: bytes) -> bool:
-    import onnx
-    from onnx.external_data_helper import uses_external_data
-
-    try:
-        model = onnx.load_from_string(data)
-    except Exception:  # protobuf's DecodeError: load reports it
-        return True
-    tensors = onnx.external_data_helper._get_all_tensors(model)
-    return any(uses_external_data(t) for t in tensors)
+    return None if _EXTERNAL in data else data
 
 
 @dataclass(frozen=True)
