@@ -140,3 +140,29 @@ def test_as_ptr_to_part_of_an_element_is_refused_naming_it():
 
     with pytest.raises(NpukitError, match="out.as_ptr.'uint8x2'.*int32 elements of out"):
         bad(np.zeros(8, np.int32))
+
+
+@pytest.mark.slow
+def test_a_pointer_without_scope_takes_a_registers_address():
+    @S.prim_func
+    def add_lanes(x: S.ptr("i32x8"), k: S.i32):    # "private", as the Compass DSL's default
+        x[0] = x[0] + k
+
+    @S.prim_func
+    def through_addr(a: S.ptr("i32x8", "global"), out: S.ptr("i32x8", "global")):
+        v = S.max(a[0], 0)
+        add_lanes(v.addr, 7)        # writes into v
+        out[0] = v - a[0]
+
+    a = _ints(8, "int32") // 4
+    for (out,) in (r[1:] for r in host_and_c(through_addr, a, canary(8, "int32"))):
+        _same_bits(out, np.maximum(a, 0) + 7 - a)
+
+
+def test_a_kernel_pointer_without_scope_is_refused_naming_it():
+    @S.prim_func
+    def bad(out: S.ptr("i32")):
+        out[0] = 1
+
+    with pytest.raises(NpukitError, match="'out' is S.ptr.'int32', 'private'.*global memory"):
+        bad(np.zeros(8, np.int32))

@@ -24,7 +24,7 @@ ALIASES = {"i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": 
            "u32": "uint32", "fp16": "float16", "fp32": "float32", "bf16": "bfloat16",
            "bool": "bool"}
 ELEMENTS = tuple(ALIASES.values())
-SCOPES = ("global", "lsram", "shared", "constant")
+SCOPES = ("global", "lsram", "shared", "constant", "private")
 _NAME = re.compile(r"^(.*?)(?:x([0-9]+))?$")
 
 
@@ -147,9 +147,11 @@ def is_vector_name(value) -> bool:
 
 class PtrType:
     """``S.ptr(dtype, scope)``: the type of a pointer parameter; ``dtype`` may be a vector
-    type (the pointer then steps by whole vectors)."""
+    type (the pointer then steps by whole vectors). The scope is ``"private"`` (a TEC's own
+    variables: a register's ``v.addr``) unless given, as in the Compass DSL; a kernel's
+    tensors are ``"global"``."""
 
-    def __init__(self, dtype, scope: str = "global"):
+    def __init__(self, dtype, scope: str = "private"):
         if scope not in SCOPES:
             raise DTypeError(f"S.ptr: unknown scope {scope!r}; npukit's Compass DSL supports "
                              f"{', '.join(SCOPES)}")
@@ -166,6 +168,7 @@ class PtrType:
     __hash__ = object.__hash__
 
 
-def ptr(dtype, scope: str = "global") -> PtrType:
-    """The type of a pointer argument: ``in0: S.ptr("float16", "global")``."""
+def ptr(dtype, scope: str = "private") -> PtrType:
+    """The type of a pointer argument: ``in0: S.ptr("float16", "global")``; a sub-function's
+    ``x: S.ptr("int32x8")`` takes a register's address (``v.addr``)."""
     return PtrType(dtype, scope)

@@ -408,7 +408,7 @@ class Vec:
     def addr(self) -> Ptr:
         """The register's address, for the builtins that write through a pointer
         (``S.vmml(acc.addr, x, y)`` writes into ``acc``)."""
-        return Ptr(self.buf, self.type, ir.affine(0), "vreg", self.buf.name)
+        return Ptr(self.buf, self.type, ir.affine(0), "private", self.buf.name)
 
     def __getitem__(self, i):
         return tracer().lane(self, i)
