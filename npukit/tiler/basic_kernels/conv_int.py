@@ -332,6 +332,9 @@ def vnni_conv(name: str, in_dt: str, w_dt: str) -> str:
                          for r in VNNI_FEATURES for p in (2, 1))
     most = VNNI_FEATURES[0]
     line_ok = "P - PadT >= 0 && P - PadT < Hreal && P - InRow0 >= 0 && P - InRow0 < InRows"
+    # Weights whose every value less Zw is a signed byte: int8 with Zw 0, uint8 with Zw 128.
+    fits = "Zw == 0" if np.dtype(w_dt) == np.int8 else "Zw == 128" if np.dtype(w_dt) == \
+        np.uint8 else "0"
     pick = " : ".join(f"Last - o >= {r} ? {r}" for r in VNNI_FEATURES[:-1]) + " : 1"
     return f"""\
 {VNNI_HELPERS}
@@ -362,8 +365,9 @@ static inline NPK_ALWAYS_INLINE int {name}_VnniAny({c_signature(_args(in_dt, w_d
         return 0;
     if (OutRows <= 0 || Wo <= 0 || First >= Last)
         return 1;  /* nothing to add (a core without rows or features) */
-    /* Every weight w - Zw of these features must be a signed byte. */
-    for (int k = First * InFeat * Fy * Fx; k < Last * InFeat * Fy * Fx; k++) {{
+    /* Every weight w - Zw of these features must be a signed byte ({fits} whatever the
+       weights: the check is skipped, a pass over every weight at each call). */
+    for (int k = First * InFeat * Fy * Fx; k < ({fits} ? 0 : Last * InFeat * Fy * Fx); k++) {{
         int V = (int)Filter[k] - Zw;
         Lo = V < Lo ? V : Lo;
         Hi = V > Hi ? V : Hi;
@@ -375,16 +379,32 @@ static inline NPK_ALWAYS_INLINE int {name}_VnniAny({c_signature(_args(in_dt, w_d
         /* T[(v*Fy + fy)*G + g] bit 4t + b: output q = 16v + t exists, filter row fy's line
            for it is inside the tile and the plane, and its column x - PadL + 4g + b inside the
            row (x, y: q's column and row). */
+        /* (Nib[x*G + g]: the bits b of column x's quad g inside the row; Rows[y] bit fy:
+           filter row fy's line for output row y inside the tile and the plane; a nibble
+           per output, rather than a test per byte, at each of the cores' calls.) */
         int x = 0, y = 0;
+        unsigned char Nib[32 * {VNNI_FLAT_QUADS}];
+        unsigned short Rows[{VNNI_FLAT}];
         for (int v = 0; v < (Tile + {LANES - 1}) / {LANES} * Fy * G; v++) T[v] = 0;
-        for (int q = 0; q < Tile; q++) {{
+        for (int c = 0; c < Wo * 4 * G; c++) {{  /* (1x1: byte c is feature c's) */
+            int Col = c / (4 * G) - PadL + (Fq ? 0 : c % (4 * G));
+            if (c % 4 == 0) Nib[c / 4] = 0;
+            if (Col >= 0 && Col < W) Nib[c / 4] |= (unsigned char)(1u << c % 4);
+        }}
+        for (y = 0; y < OutRows; y++) {{
+            Rows[y] = 0;
             for (int fy = 0; fy < Fy; fy++) {{
                 int P = OutRow0 + y + fy * Dy;
-                if (!({line_ok})) continue;
-                for (int c = 0; c < 4 * G; c++)  /* (1x1: byte c is feature c's) */
-                    if (x - PadL + (Fq ? 0 : c) >= 0 && x - PadL + (Fq ? 0 : c) < W)
-                        T[(q / {LANES} * Fy + fy) * G + c / 4] |= 1ULL << (q % {LANES} * 4 + c % 4);
+                if ({line_ok}) Rows[y] |= (unsigned short)(1u << fy);
             }}
+        }}
+        y = 0;
+        for (int q = 0; q < Tile; q++) {{
+            for (int fy = 0; fy < Fy; fy++)
+                if (Rows[y] >> fy & 1)
+                    for (int g = 0; g < G; g++)
+                        T[(q / {LANES} * Fy + fy) * G + g] |=
+                            (unsigned long long)Nib[x * G + g] << (q % {LANES} * 4);
             if (++x == Wo) {{
                 x = 0;
                 y++;
