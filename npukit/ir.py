@@ -27,6 +27,10 @@ A ``Program`` is a tree of statements over buffers that live in named memories:
   when it is false (a condition known only at run time: the Compass DSL's ``if S.vall(m):``).
   What a branch writes is written only when it runs, so it counts for no output's coverage;
   the cycle model, which does not see data, costs both branches one after the other.
+- ``Repeat``: ``body`` runs again and again while the one ``bool`` element ``cond`` views is
+  true, checked before each run (the Compass DSL's ``while`` on a run-time value; the body
+  recomputes ``cond``). Like a branch's, what it writes counts for no output's coverage;
+  the cycle model costs the body once.
 
 Constant data (a lookup table's memory image) is a ``Buffer`` with ``role="const"`` whose
 ``data`` the program carries; instructions read it through ordinary views.
@@ -513,12 +517,22 @@ class Branch:
     label: str = ""
 
 
-Stmt = Loop | Copy | Append | ResetCursor | Fill | Compute | Call | Branch
+@dataclass(frozen=True)
+class Repeat:
+    """``while cond: body`` on a run-time value: ``cond`` views one ``bool`` element, which
+    the body recomputes."""
+
+    cond: View
+    body: tuple[Stmt, ...]
+    label: str = ""
+
+
+Stmt = Loop | Copy | Append | ResetCursor | Fill | Compute | Call | Branch | Repeat
 
 
 def bodies(st) -> tuple[tuple[Stmt, ...], ...]:
     """The statement lists nested in ``st``: a loop's body, a branch's two arms."""
-    if isinstance(st, Loop):
+    if isinstance(st, (Loop, Repeat)):
         return (st.body,)
     if isinstance(st, Branch):
         return (st.then, st.orelse)
@@ -549,6 +563,8 @@ def map_views(body: tuple[Stmt, ...], fn: Callable[[View], View]) -> tuple[Stmt,
         if isinstance(st, Branch):
             return replace(st, cond=fn(st.cond), then=map_views(st.then, fn),
                            orelse=map_views(st.orelse, fn))
+        if isinstance(st, Repeat):
+            return replace(st, cond=fn(st.cond), body=map_views(st.body, fn))
         if isinstance(st, (Copy, Append)):
             return replace(st, dst=fn(st.dst), src=fn(st.src))
         if isinstance(st, Fill):

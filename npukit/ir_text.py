@@ -67,6 +67,9 @@ def _block(body, depth: int) -> list[str]:
             lines += _block(st.then, depth + 1)
             if st.orelse:
                 lines += [f"{pad}else:"] + _block(st.orelse, depth + 1)
+        elif isinstance(st, ir.Repeat):
+            lines.append(_with_label(f"{pad}while {view_text(st.cond)}:", st.label))
+            lines += _block(st.body, depth + 1)
         else:
             lines.append(_with_label(pad + statement_text(st), st.label))
     return lines

@@ -88,7 +88,7 @@ def _check_outputs_written(prog: ir.Program) -> None:
     array's contents)."""
     pointed = {a.view.buffer.name for st, _ in prog.walk() if isinstance(st, ir.Call)
                for a in st.args if isinstance(a, ir.Ptr)}
-    maybe = {id(s) for st, _ in prog.walk() if isinstance(st, ir.Branch)
+    maybe = {id(s) for st, _ in prog.walk() if isinstance(st, (ir.Branch, ir.Repeat))
              for arm in ir.bodies(st) for s, _ in ir.walk(arm)}
     writers: dict[str, list] = {}
     for st, loops in prog.walk():

@@ -46,6 +46,7 @@ def _every_statement_kind(a: ir.Buffer) -> tuple[ir.Stmt, ...]:
         ir.Compute("act", "vgather", _view(tile), (_view(a, i % 3), _view(a))),
         ir.Call(ext, (ir.Ptr(_view(a)), ir.Val(ir.affine(j)), ir.Deref(_view(a, 1)))),
         ir.Branch(_view(a, 2), (ir.Fill(_view(a, 3), 1),), (ir.Fill(_view(tile), 2),)),
+        ir.Repeat(_view(a, 4), (ir.Fill(_view(a, 5), 1),)),
     )
     inner = ir.Loop(j, body, "rows", parallel=True)
     return (ir.Loop(i, (inner,), "cores", cores=True),)
@@ -69,11 +70,11 @@ def test_map_buffers_reaches_every_view_of_every_statement_kind():
     kinds = {type(st) for st, _ in ir.Program("p", None, (), (), body).walk()}
     assert kinds == set(typing.get_args(ir.Stmt)), "a statement kind the test does not build"
     seen = [x.name for x in _buffers_in(body)]
-    assert seen.count("a") == 11
+    assert seen.count("a") == 13
 
     mapped = ir.map_buffers(body, lambda x: b if x.name == "a" else x)
     after = [x.name for x in _buffers_in(mapped)]
-    assert "a" not in after and after.count("b") == 11 and after.count("tile") == 5
+    assert "a" not in after and after.count("b") == 13 and after.count("tile") == 5
     # everything but the buffers is kept: loops' flags and variables, lanes, attributes
     assert ir.map_buffers(mapped, lambda x: a if x.name == "b" else x) == body
     outer, inner = mapped[0], mapped[0].body[0]
@@ -95,7 +96,7 @@ def test_map_views_gives_each_view_to_the_function():
         return dataclasses.replace(v, offset=v.offset + 5)
 
     mapped = ir.map_views(body, shift)
-    assert len(offsets) == 16  # 11 views of a, 5 of tile
+    assert len(offsets) == 18  # 13 views of a, 5 of tile
     fill = mapped[0].body[0].body[3]
     assert fill.dst.offset == ir.affine(ir.Var("j", 3, fill.dst.offset.vars[0].trips)) * 16 + 5
 
@@ -105,9 +106,9 @@ def test_walk_visits_in_program_order_with_the_enclosing_loops():
     walked = list(ir.Program("p", None, (), (), body).walk())
     names = [type(st).__name__ for st, _ in walked]
     assert names == ["Loop", "Loop", "ResetCursor", "Copy", "Append", "Fill", "Compute",
-                     "Compute", "Call", "Branch", "Fill", "Fill"]
+                     "Compute", "Call", "Branch", "Fill", "Fill", "Repeat", "Fill"]
     assert [tuple(v.name for v in loops) for _, loops in walked] == \
-        [(), ("i",)] + [("i", "j")] * 10
+        [(), ("i",)] + [("i", "j")] * 12
 
 
 def mul_program(n=40):

@@ -510,6 +510,12 @@ class _Emitter:
             with w.block("else", attach=True):
                 self.block(st.orelse, w)
 
+    def repeat(self, st: ir.Repeat, w: Writer) -> None:
+        w.banner(f"Repeat while {self.describe(st.cond)} (a condition known at run time)",
+                 st.label)
+        with w.block(f"while ({self.el(self.acc(st.cond), '0')})"):
+            self.block(st.body, w)
+
     def loop(self, st: ir.Loop, w: Writer) -> None:
         if st.parallel and not self.in_task:
             self.parallel_loop(st, w)
@@ -749,7 +755,8 @@ class _Emitter:
 
 
 _STATEMENTS = {"Loop": "loop", "Copy": "copy", "Append": "append", "ResetCursor": "reset_cursor",
-               "Fill": "fill", "Compute": "compute", "Call": "call", "Branch": "branch"}
+               "Fill": "fill", "Compute": "compute", "Call": "call", "Branch": "branch",
+               "Repeat": "repeat"}
 
 def _check_parallel_body(st: ir.Loop) -> None:
     """A parallel loop's body in C: loops and calls of basic kernels (without argument

@@ -50,7 +50,7 @@ from ..errors import DTypeError, KernelError
 from ..layout import Layout
 from .trace import _same
 from .types import DType
-from .values import Scalar, Vec, _convert, _describe, tracer
+from .values import Index, Ptr, Scalar, Vec, _convert, _describe, tracer
 
 _CACHE: dict = {}
 
@@ -81,6 +81,7 @@ def _rewrite(fn) -> types.CodeType:
             fdef.name != fn.__name__ or not any(_rewritten(n) for n in ast.walk(fdef)):
         return fn.__code__  # no if, and, or, not; or not the source of fn (code given to exec)
     fdef.decorator_list = []
+    _WhileRewriter().visit(fdef)
     _IfRewriter(fdef).visit(fdef)
     _IfExpRewriter().visit(fdef)
     _BoolRewriter().visit(fdef)
@@ -101,7 +102,7 @@ def _rewrite(fn) -> types.CodeType:
 
 
 def _rewritten(node) -> bool:
-    return isinstance(node, (ast.If, ast.IfExp, ast.BoolOp)) or \
+    return isinstance(node, (ast.If, ast.IfExp, ast.While, ast.BoolOp)) or \
         isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
 
 
@@ -165,6 +166,42 @@ def _parsed(text: str, at) -> list:
         for n in ast.walk(st):
             ast.copy_location(n, at)
     return body
+
+
+class _WhileRewriter(ast.NodeTransformer):
+    """``while TEST: BODY`` -> (``w`` this loop's ``RuntimeWhile``, ``N`` each name the body
+    assigns)::
+
+        with __npk_while__(lambda: TEST, names, exits, locals()) as w:
+            if w.has("N"): N = w.value("N")       # its register, on a run-time TEST
+            while w.next():
+                BODY
+                if w.has("N"): N = w.carried("N", N)
+    """
+
+    def __init__(self):
+        self.count = 0
+
+    def visit_While(self, node: ast.While):
+        self.generic_visit(node)
+        if node.orelse:
+            return node  # while ... else: Python's own only
+        names = sorted(_names(node.body, ast.Store))
+        self.count += 1
+        w = f"__npk_w{self.count}__"
+        make = ast.Call(ast.Name("__npk_while__", ast.Load()),
+                        [_thunk(node.test), ast.Constant(tuple(names)),
+                         ast.Constant(_exits(node.body)),
+                         _parsed("locals()", node.test)[0].value], [])
+        pre = [st for n in names
+               for st in _parsed(f"if {w}.has({n!r}): {n} = {w}.value({n!r})", node.test)]
+        post = [st for n in names
+                for st in _parsed(f"if {w}.has({n!r}): {n} = {w}.carried({n!r}, {n})",
+                                  node.test)]
+        loop = ast.copy_location(ast.While(_parsed(f"{w}.next()", node.test)[0].value,
+                                           node.body + post, []), node)
+        out = ast.With([ast.withitem(make, ast.Name(w, ast.Store()))], pre + [loop])
+        return ast.copy_location(out, node)
 
 
 class _IfExpRewriter(ast.NodeTransformer):
@@ -358,13 +395,16 @@ def _merge(tr, name: str, values: list, arms: list, label: str):
     t = vecs[0].type if vecs else _number_type(name, values, label)
     out = tr.new_vec(t, name)
     for v, arm in zip(values, arms):
-        if isinstance(v, Vec):
-            arm.append(ir.Copy(out.view, v.view, tr.tgt.engine("vreg", "vreg").name,
-                               label=f"{name} after `{label}`"))
-        else:
-            arm.append(ir.Fill(out.view, _convert(v, t.element_of, f"`{label}`: {name}").item(),
-                               f"{name} after `{label}`"))
+        arm.append(_write(tr, out, v, f"{name} after `{label}`"))
     return out
+
+
+def _write(tr, out: Vec, v, what: str):
+    """The statement that writes value ``v`` (a vector of ``out``'s type, a number or a
+    typed scalar) into register ``out``."""
+    if isinstance(v, Vec):
+        return ir.Copy(out.view, v.view, tr.tgt.engine("vreg", "vreg").name, label=what)
+    return ir.Fill(out.view, _convert(v, out.type.element_of, what).item(), what)
 
 
 def _number_type(name: str, values: list, label: str) -> DType:
@@ -379,3 +419,89 @@ def _number_type(name: str, values: list, label: str) -> DType:
     raise KernelError(f"`{label}`: {name} is {_describe(values[0])} in one arm of an if on a "
                       f"run-time value and {_describe(values[1])} in the other: npukit merges "
                       f"vectors, numbers and typed scalars of one type after such an if")
+
+
+class RuntimeWhile:
+    """One ``while`` as the kernel runs it at trace time (``_WhileRewriter``). On a test
+    decided at build time, Python's own loop. On a one-lane value known at run time, the
+    body is traced once into an ``ir.Repeat``: each name it assigns that was bound before
+    the loop lives in a register (a copy of a vector; an int32/float32/bool or typed-scalar
+    one for a number), the body ends by writing its new value there, then recomputes the
+    test into the loop's condition, as the Compass DSL's ``while`` runs."""
+
+    def __init__(self, test, names: tuple, exits: bool, scope: dict):
+        self.test, self.calls = test, 0
+        first = _as_condition(test())
+        self.runtime = isinstance(first, Vec) and first.type.is_bool and first.type.lanes == 1
+        self.first, self.values, self.fixed = first, {}, {}
+        if not self.runtime:
+            return
+        tr = tracer()
+        self.label = tr.label()
+        if exits:
+            raise KernelError(f"`{self.label}`: a while on a value known only at run time "
+                              f"leaves its body early (return, break or continue); npukit "
+                              f"traces the body once: give the loop's condition the exit")
+        self.cond = tr.new_vec(first.type, "cond")
+        tr.emit(_write(tr, self.cond, first, f"the condition of `{self.label}`"))
+        for n in (n for n in names if n in scope):
+            v = scope[n]
+            if isinstance(v, Vec) or not isinstance(v, (Index, Ptr)) and \
+                    isinstance(v, (Scalar, bool, int, float, np.number, np.bool_)):
+                t = v.type if isinstance(v, Vec) else _number_type(n, [v, v], self.label)
+                self.values[n] = tr.new_vec(t, n)
+                tr.emit(_write(tr, self.values[n], v, f"{n} into `{self.label}`"))
+            else:
+                self.fixed[n] = v
+
+    def __enter__(self) -> RuntimeWhile:
+        return self
+
+    def has(self, name: str) -> bool:
+        return name in self.values or name in self.fixed
+
+    def value(self, name: str):
+        return self.values.get(name, self.fixed.get(name))
+
+    def next(self) -> bool:
+        self.calls += 1
+        if not self.runtime:
+            return bool(self.first) if self.calls == 1 else bool(_as_condition(self.test()))
+        tr = tracer()
+        if self.calls == 1:
+            tr.blocks.append([])
+            tr.arms += 1
+            return True
+        again = _as_condition(self.test())
+        if not (isinstance(again, Vec) and again.type == self.cond.type):
+            raise KernelError(f"`{self.label}`: the condition of a while on a run-time value "
+                              f"is {_describe(again)} after its body")
+        tr.emit(_write(tr, self.cond, again, f"the condition of `{self.label}` again"))
+        return False
+
+    def carried(self, name: str, v):
+        """``name``'s register after the body wrote ``v`` (its new value) there."""
+        if name in self.fixed:
+            if not _same(v, self.fixed[name]):
+                raise KernelError(f"`{self.label}`: {name} ({_describe(self.fixed[name])}) "
+                                  f"changes in a while on a run-time value; npukit carries "
+                                  f"vectors, numbers and typed scalars from one run of the "
+                                  f"body to the next")
+            return v
+        out = self.values[name]
+        if v is not out:
+            if isinstance(v, Vec) and v.type != out.type:
+                raise DTypeError(f"`{self.label}`: {name} is {out.type} before the while on "
+                                 f"a run-time value and {v.type} after its body: give it one "
+                                 f"type")
+            tracer().emit(_write(tracer(), out, v, f"{name} carried by `{self.label}`"))
+        return out
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if self.runtime and kind is None and self.calls >= 2:
+            tr = tracer()
+            tr.arms -= 1
+            body = tuple(tr.blocks.pop())
+            cond = ir.View(self.cond.buf, Layout((1,), np.bool_))
+            tr.emit(ir.Repeat(cond, body, self.label))
+        return False

@@ -19,6 +19,7 @@ from ..machine import target as _target
 from . import trace
 from .branches import (
     RuntimeIf,
+    RuntimeWhile,
     branching_code,
     closure_for,
     if_exp,
@@ -237,7 +238,7 @@ def _traced(fn):
         if is_vector_name(v):
             g[k] = DType(v)
     g["range"] = _device_range
-    g["__npk_if__"], g["__npk_ifexp__"] = RuntimeIf, if_exp
+    g["__npk_if__"], g["__npk_ifexp__"], g["__npk_while__"] = RuntimeIf, if_exp, RuntimeWhile
     g["__npk_and__"], g["__npk_or__"], g["__npk_not__"] = logical_and, logical_or, logical_not
     code = branching_code(fn)
     trace.tracer().code.add(code)  # its lines label what it records

@@ -215,10 +215,12 @@ def async_dma_copy(dst: Ptr, src: Ptr, width, src_stride=None, times=1, dst_stri
 
 
 def dma_copy(dst, src, width, src_stride=None, times=1, dst_stride=None) -> None:
-    """``S.dma_copy`` (see ``npukit.dsl.ops.dma_copy``): buffers stand for their first
-    value's address; a strided copy whose width or strides are known only at run time is
-    one copy of ``width`` values per row (``times`` a constant), row ``r`` at
-    ``r * stride``."""
+    """Copy ``width`` values (a run-time count allowed; never negative) from ``src`` to
+    ``dst`` by DMA, between global memory and lsram; pointers of one type. With ``times``
+    (and ``src_stride``/``dst_stride``, values between row starts, ``width`` by default):
+    that many rows of ``width`` values (``times`` a constant; a width or stride known only
+    at run time copies the rows one by one, row ``r`` at ``r * stride``). A buffer
+    (``S.match_buffer``, ``S.alloc_buffer``) stands for its first value's address."""
     dst, src, tr = base(dst), base(src), tracer()
     sizes = (width, src_stride, dst_stride)
     plain = src_stride is None and dst_stride is None and isinstance(times, int) and times == 1
@@ -343,7 +345,7 @@ def _flat(body, loops: tuple):
     for st in body:
         if isinstance(st, ir.Loop):
             yield from _flat(st.body, loops + (st.var,))
-        elif isinstance(st, ir.Branch):  # an arm may not run: as a loop of unknown trips
+        elif isinstance(st, (ir.Branch, ir.Repeat)):  # may not run: a loop of unknown trips
             for arm in ir.bodies(st):
                 yield from _flat(arm, loops + (_MAYBE,))
         else:

@@ -9,7 +9,6 @@ import numpy as np
 from .. import arith, ir
 from ..errors import DTypeError, KernelError
 from ..layout import Layout
-from . import memory as _memory
 from .types import DType
 from .utils import get_binary_op_result_type
 from .values import Index, Ptr, Scalar, Vec, _describe, imax, imin, tracer
@@ -206,16 +205,6 @@ def alloc_const(shape, dtype, data) -> Ptr:
     """Constant data computed on the host at build time (``data``, converted to ``dtype``),
     in constant memory: a read-only pointer to it."""
     return tracer().alloc_const(shape, dtype, data)
-
-
-def dma_copy(dst: Ptr, src: Ptr, width, src_stride=None, times=1, dst_stride=None) -> None:
-    """Copy ``width`` values (a run-time count allowed; never negative) from ``src`` to
-    ``dst`` by DMA, between global memory and lsram; pointers of one type. With ``times``
-    (and ``src_stride``/``dst_stride``, values between row starts, ``width`` by default):
-    that many rows of ``width`` values (``times`` a constant; a width or stride known only
-    at run time copies the rows one by one). A buffer (``S.match_buffer``,
-    ``S.alloc_buffer``) stands for its first value's address."""
-    _memory.dma_copy(dst, src, width, src_stride, times, dst_stride)
 
 
 def vstore_scatter(value: Vec, ptr: Ptr, indices: Vec, mask=None) -> None:

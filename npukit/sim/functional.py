@@ -85,11 +85,19 @@ class Machine:
     def branch(self, st: ir.Branch) -> None:
         """One arm, by the condition's value (no loop around a branch is batched, so the
         batch is one row)."""
+        self.block(st.then if self._holds(st) else st.orelse)
+
+    def repeat(self, st: ir.Repeat) -> None:
+        """The body again and again while the condition holds (as ``branch``: one row)."""
+        while self._holds(st):
+            self.block(st.body)
+
+    def _holds(self, st) -> bool:
         cond = self.read(st.cond).astype(bool).reshape(-1)
         if cond.size != 1:
             raise NotImplementedError(f"simulator: `{st.label}` branches in a batch of "
                                       f"{cond.size} rows")
-        self.block(st.then if cond[0] else st.orelse)
+        return bool(cond[0])
 
     def loop(self, st: ir.Loop) -> None:
         n = self._trips(st.var)
@@ -671,7 +679,7 @@ def _batchable(loop: ir.Loop) -> frozenset[str] | None:
 
 
 def _has_branch(body) -> bool:
-    return any(isinstance(st, ir.Branch) or any(_has_branch(b) for b in ir.bodies(st))
+    return any(isinstance(st, (ir.Branch, ir.Repeat)) or any(_has_branch(b) for b in ir.bodies(st))
                for st in body)
 
 

@@ -201,6 +201,8 @@ class Timeline:
             elif isinstance(st, ir.Branch):  # no data here: both arms, an upper bound
                 self.block(st.then)
                 self.block(st.orelse)
+            elif isinstance(st, ir.Repeat):  # no data here: the body once, a lower bound
+                self.block(st.body)
             elif isinstance(st, ir.ResetCursor):
                 self.s[self.ix["cursor"]] = 0
             else:
