@@ -119,7 +119,7 @@ def test_pointwise_rows_as_one_run(W, rows, in_feat, out_feat, cores):
     (56, 2, 3, 1, 1, 11),   # a row of 56: blocks of 32 and of 24 columns
     (37, 3, 3, 1, 1, 8),    # 37 columns, the last block's vectors 5 lanes
     (50, 2, 5, 1, 2, 3),    # 5x5, padding 2: taps off both ends of the row
-    (64, 2, 3, 2, 1, 5),    # stride 2: the even lanes of 32 columns (masked loads)
+    (64, 2, 3, 2, 1, 5),    # stride 2: the even lanes of 32 columns a vector
     (33, 4, 1, 1, 0, 9),    # 1x1 on a tile whose rows are not all real (the row blocks)
 ])
 def test_row_blocks_load_unmasked_inside_the_tile(W, rows, F, S, pad, out_feat):

@@ -18,12 +18,15 @@ from .common import (
     layer_c_type,
 )
 
-# Output features a block holds, the most first, then fewer for the rest (the features a
-# core takes need not be a multiple of 4), times up to ``ROW_VECTORS`` vectors of a row's
-# columns or ``VECTORS`` vectors of a flattened plane: at most 16 accumulators of the 32
-# registers, the input vectors and broadcast weights beside them.
-FEATURES = (4, 2)
-# A row's blocks: 8 features first (16 accumulators of 2 vectors), each input vector loaded
+# Output features a flattened plane's block holds, the most first, then fewer for the rest
+# (the features a core takes need not be a multiple of 6), times ``VECTORS`` vectors: up to
+# 24 accumulators of the 32 registers, the 4 input vectors and a broadcast weight beside
+# them. 6 features rather than 4: 3x3 layers at 28x28, 14x14 and 7x7 (benchmarks/
+# host_speed.py's) 1.15-1.3x less CPU on this AMD EPYC (Zen 5), each input vector loaded
+# serving 6.
+FEATURES = (6, 4, 2)
+# A row's blocks (``ROW_VECTORS`` vectors of its columns): 8 features first (16
+# accumulators of 2 vectors), each input vector loaded
 # serving twice as many as 4 did: 20-25% less CPU on 3x3 and 7x7 rows 56 to 112 wide
 # (AMD EPYC with AVX-512, benchmarks/host_speed.py's layers).
 ROW_FEATURES = (8, 4, 2)
@@ -75,12 +78,12 @@ def _block(n: int, max_fx: int, feats: int) -> str:
                                                "Line + C", "fx", "Safe[fx]", strided=True,
                                                rows=True)
     # The taps whose vectors lie inside the tile from the block's first line to its last
-    # (lines Lo .. Hi of every input feature), at column stride 1.
+    # (lines Lo .. Hi of every input feature; at column stride 2, 32 columns a vector).
     safe = [f"int Safe[{max_fx}], Lo = P0 + Fy0 * Dy - InRow0, Hi = P0 + (Fy1 - 1) * Dy - "
             f"InRow0;",
             f"for (int fx = 0; fx < Fx; fx++) {{\n"
             f"    int C = x * Sx - PadL + fx * Dx;\n"
-            f"    Safe[fx] = Sx == 1 && Lo * W + C >= 0 && Hi * W + C + {n * LANES} <= "
+            f"    Safe[fx] = Lo * W + C >= 0 && Hi * W + C + {n * LANES} * Sx <= "
             f"InRows * W;\n}}"]
     return f"""\
         /* Columns x .. x+{n * LANES - 1} (those below Wo) of the {feats} features: \
@@ -476,7 +479,11 @@ def _vector_ops(fs, vecs, acc: str, tap_mask: str, line: str, tap: str, safe: st
             f"Sx == 1 ? {one} : npk_even_ps({line} + {2 * k * LANES}, Lo{k}[fx], Hi{k}[fx])"
     inputs = [f"__m512 {', '.join(f'V{k}' for k in vecs)};",
               f"if ({safe}) {{  /* inside the tile: unmasked loads */"]
-    inputs += [f"    V{k} = _mm512_loadu_ps({line} + {k * LANES});" for k in vecs]
+    even = ("_mm512_permutex2var_ps(_mm512_loadu_ps({at}), _mm512_setr_epi32("
+            f"{', '.join(str(2 * j) for j in range(LANES))}), _mm512_loadu_ps({{at}} + {LANES}))")
+    inputs += [f"    V{k} = _mm512_loadu_ps({line} + {k * LANES});" if not strided else
+               f"    V{k} = Sx == 1 ? _mm512_loadu_ps({line} + {k * LANES}) : "
+               f"{even.format(at=f'{line} + {2 * k * LANES}')};" for k in vecs]
     inputs += ["} else {"] + [f"    V{k} = {vin(k)};" for k in vecs] + ["}"]
 
     def add(r: int, k: int, masked: bool) -> str:

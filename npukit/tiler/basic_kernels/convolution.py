@@ -262,7 +262,8 @@ def layer_conv(in_dt: str, w_dt: str, width: int, planes: bool = False) -> Basic
     feature ``i``; each accumulator adds the input features in order, each one's taps in
     (fy, fx) order (the sum the single-plane kernel makes over calls, in registers across the
     input features); the output features are shared among the cores. In float32 with
-    AVX-512, blocks of 4 or 2 output features at once (``conv_features``: each input vector
+    AVX-512, blocks of several output features at once (``conv_features``: 8 on a row's
+    columns, 6 on a flattened plane, 8 on a 1x1 filter's run of outputs; each input vector
     loaded serves them all), the same sums in the same order."""
     flt = is_float(in_dt)
     acc_dt = "float32" if flt else "int32"
