@@ -37,7 +37,6 @@ def _counted(arr: S.ptr("int32", "global"), out: S.ptr("int32", "global")):
     S.vstore(v, out + 8)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("first,limit", [(2, 10), (5, 10), (2, -4)])
 def test_a_while_after_an_if_on_run_time_values(first, limit):
     a = 2 if first == 2 else 3
