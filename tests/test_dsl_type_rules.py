@@ -166,3 +166,33 @@ def test_a_kernel_pointer_without_scope_is_refused_naming_it():
 
     with pytest.raises(NpukitError, match="'out' is S.ptr.'int32', 'private'.*global memory"):
         bad(np.zeros(8, np.int32))
+
+
+@pytest.mark.slow
+def test_pointers_into_one_tensor_compare_by_address():
+    @S.prim_func
+    def compare(a: S.ptr("i32", "global"), out: S.ptr("i32", "global"), n: S.i32):
+        p, q = a + 3, (a + 1).as_ptr("i32x8")
+        out[0] = 1 if p > q else 0         # known when built
+        out[1] = 1 if q + 0 == a + 1 else 0
+        out[2] = 1 if p <= q else 0
+        if a + n >= p:                     # known at run time
+            out[3] = 7
+        else:
+            out[3] = 8
+
+    for n in (2, 3, 5):
+        for run in (compare, S.BuildManager().build(compare)):
+            out = canary(4, "int32")
+            run(np.arange(8, dtype=np.int32), out, n)
+            _same_bits(out, np.array([1, 1, 0, 7 if n >= 3 else 8], np.int32))
+
+
+def test_pointers_into_two_tensors_do_not_compare():
+    @S.prim_func
+    def bad(a: S.ptr("i32", "global"), out: S.ptr("i32", "global")):
+        if a < out:
+            out[0] = 1
+
+    with pytest.raises(NpukitError, match="a < a pointer to int32: npukit compares pointers"):
+        bad(np.zeros(8, np.int32), np.zeros(8, np.int32))

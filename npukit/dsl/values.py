@@ -555,6 +555,44 @@ class Ptr:
     def __sub__(self, k):
         return self._moved(k, -1)
 
+    def _addresses(self, o, what: str) -> tuple:
+        """The two pointers' places in their one tensor or buffer (ints, or ``Index``es
+        known at run time), to compare as the Compass DSL compares addresses."""
+        if not isinstance(o, Ptr) or o.buf is not self.buf:
+            raise KernelError(f"{self.name} {what} {_describe(o)}: npukit compares pointers "
+                              f"into one tensor or buffer")
+        return index(self.offset), index(o.offset)
+
+    def __lt__(self, o):
+        a, b = self._addresses(o, "<")
+        return a < b
+
+    def __le__(self, o):
+        a, b = self._addresses(o, "<=")
+        return a <= b
+
+    def __gt__(self, o):
+        a, b = self._addresses(o, ">")
+        return a > b
+
+    def __ge__(self, o):
+        a, b = self._addresses(o, ">=")
+        return a >= b
+
+    def __eq__(self, o):
+        if not isinstance(o, Ptr):
+            return NotImplemented
+        a, b = self._addresses(o, "==")
+        return a == b
+
+    def __ne__(self, o):
+        if not isinstance(o, Ptr):
+            return NotImplemented
+        a, b = self._addresses(o, "!=")
+        return a != b
+
+    __hash__ = object.__hash__
+
     def as_ptr(self, dtype):
         """The same address as a pointer to ``dtype`` values: of the same element type a
         pointer (``lsram_ptr.as_ptr("float16")`` on a ``float16x16`` buffer), of another a
