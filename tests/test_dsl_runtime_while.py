@@ -74,3 +74,21 @@ def test_leaving_the_body_early_is_refused():
     with pytest.raises(nk.KernelError, match="a while on a value known only at run time "
                                              "leaves its body early"):
         early(np.array([9], np.int32), np.zeros(1, np.int32))
+
+
+@pytest.mark.slow
+def test_a_while_inside_a_device_loop():
+    @S.prim_func
+    def halvings(arr: S.ptr("int32", "global"), out: S.ptr("int32", "global")):
+        for i in range(24):
+            x = arr[i]
+            n = 0
+            while x > 0:
+                x = x - 7
+                n += 1
+            out[i] = n
+
+    arr = (np.arange(24) * 13 - 40).astype(np.int32)
+    want = np.array([max(0, -(-int(v) // 7)) for v in arr] + [-9], np.int32)
+    for _, out in host_and_c(halvings, arr, np.full(25, -9, np.int32)):
+        np.testing.assert_array_equal(out, want)
