@@ -196,3 +196,21 @@ def test_pointers_into_two_tensors_do_not_compare():
 
     with pytest.raises(NpukitError, match="a < a pointer to int32: npukit compares pointers"):
         bad(np.zeros(8, np.int32), np.zeros(8, np.int32))
+
+
+@pytest.mark.slow
+def test_a_number_moves_a_typed_scalars_type():
+    @S.prim_func
+    def scalars(i32: S.ptr("i32", "global"), f32: S.ptr("fp32", "global"),
+                f16: S.ptr("fp16", "global"), u8: S.ptr("u8", "global")):
+        i32[0] = S.u8(200) + 300     # 300 does not fit uint8: int32, no wrap
+        f32[0] = S.fp16(1.5) * 0.1   # a float literal: float32
+        f16[0] = S.fp16(2.5) + 3     # an integer literal leaves float16 as it is
+        u8[0] = S.u8(200) + 100      # 100 fits uint8: wraps in uint8
+
+    for i32, f32, f16, u8 in host_and_c(scalars, canary(1, "int32"), canary(1, "float32"),
+                                        canary(1, "float16"), canary(1, "uint8")):
+        _same_bits(i32, np.array([500], np.int32))
+        _same_bits(f32, np.array([np.float32(1.5) * np.float32(0.1)], np.float32))
+        _same_bits(f16, np.array([5.5], np.float16))
+        _same_bits(u8, np.array([44], np.uint8))

@@ -46,17 +46,19 @@ def promoted(a, b) -> tuple:
     typed = [x for x in (a, b) if isinstance(x, (Vec, Scalar))]
     if not typed or any(x.type.elem == np.bool_ for x in typed):
         return a, b  # masks meet only masks: the operation says so
-    if len(typed) == 2:
-        t = meet(typed[0].type, typed[1].type)
-    elif _is_number(b if typed[0] is a else a):
-        t = get_binary_op_result_type(typed[0].type.element_of, b if typed[0] is a else a)
-    else:
+    t = meet(typed[0].type, typed[1].type) if len(typed) == 2 else \
+        literal_meet(typed[0].type, b if typed[0] is a else a)
+    if t is None:
         return a, b
     return tuple(_to(x, t) if isinstance(x, (Vec, Scalar)) else x for x in (a, b))
 
 
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+def literal_meet(t: DType, x) -> DType | None:
+    """The element type a ``t`` operand and Python number ``x`` meet in
+    (``get_binary_op_result_type``); None when ``x`` is not a number."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return None
+    return get_binary_op_result_type(t.element_of, x)
 
 
 def meet(a: DType, b: DType) -> DType:

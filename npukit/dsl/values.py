@@ -221,6 +221,9 @@ class Scalar:
             # float16 meet in float16), as S.cast converts
             t = _operators().meet(self.type, o.type)
             return self.converted(t)._op(o.converted(t), fn, what, flip)
+        t = _operators().literal_meet(self.type, o)
+        if t is not None and t != self.type:  # a number that moves the type (S.u8(9) + 300)
+            return self.converted(t)._op(o, fn, what, flip)
         v = self._other(o, what)
         if v is None:
             return NotImplemented
