@@ -20,7 +20,12 @@ import npukit.onnx
 from npukit import CompilerError
 from npukit.c import cache, pieces, toolchain
 from npukit.c.calls import prelude
-from npukit.c.pieces import declarations_only, interface_only, kernel_units
+from npukit.c.pieces import (
+    declarations_only,
+    interface_only,
+    kernel_units,
+    split_source,
+)
 from npukit.onnx.check import ort_run
 
 BUDGETS = dict(l1_budget=48000, l2_budget=256 * 1024, l3_budget=8 << 20,
@@ -251,6 +256,49 @@ def test_a_link_failure_names_the_pieces(tmp_path, monkeypatch):
     text = str(err.value)
     assert "layer 1 (First)" in text and "layer 2 (Second)" in text
     assert "layer 3 (Innocent)" not in text and "npk_test_dup" in text
+
+
+SPLIT = textwrap.dedent("""\
+    /* A long kernel: shape specialisations, each static, called by one external function. */
+    static inline int npk_test_scale(int x) { return 3 * x; }
+    static __attribute__((noinline)) int Spec1(int x) { return npk_test_scale(x) + 1; }
+    static __attribute__((noinline)) int Spec2(int x) { return npk_test_scale(x) + 2; }
+    static __attribute__((noinline)) int Spec3(int x) { return Spec1(x) * 10; }
+    int KerSplit(int which, int x)
+    {
+        return which == 1 ? Spec1(x) : which == 2 ? Spec2(x) : Spec3(x);
+    }
+    """)
+
+
+def test_a_long_kernel_is_compiled_in_parts(tmp_path, monkeypatch):
+    """A long basic-kernel source is compiled in parts (its static functions shared out,
+    made external under names of its own), started in parallel, linked as one."""
+    monkeypatch.setenv("NPUKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(pieces, "ALONE", 1)
+    monkeypatch.setattr(pieces, "PART", len(SPLIT) // 2)
+    units = kernel_units([[SPLIT]], prelude(2))
+    assert [w for w, _ in units] == [f"basic kernels KerSplit (part {k} of 2)" for k in (1, 2)]
+    # A static function named as another source's would be: no clash at the link.
+    other = ("another kernel", "static int Spec1(int x) { return x; }\n"
+             "int KerOther(int x) { return Spec1(x) - 5; }\n")
+    main = ("int KerSplit(int, int);\nint KerOther(int);\n"  # the kernels are hidden
+            "int npk_test_split(int w, int x) { return KerSplit(w, x); }\n"
+            "int npk_test_other(int x) { return KerOther(x); }\n")
+    lib = toolchain.library_in_pieces([*units, other], main)
+    split, kept = lib.npk_test_split, lib.npk_test_other
+    split.restype, split.argtypes = ctypes.c_int, [ctypes.c_int] * 2
+    kept.restype, kept.argtypes = ctypes.c_int, [ctypes.c_int]
+    for x in (0, 7, -4):
+        assert [split(w, x) for w in (1, 2, 3)] == [3 * x + 1, 3 * x + 2, (3 * x + 1) * 10]
+        assert kept(x) == x - 5
+    # Not split: static data the parts would each have a copy of, an include guard (another
+    # source may define the block first), a static function declared ahead of its definition.
+    for kept in ("static int Calls;\n" + SPLIT,
+                 "#ifndef NPK_TEST_GUARD\n#define NPK_TEST_GUARD\n" + SPLIT + "#endif\n",
+                 "static int Spec2(int x);\n" + SPLIT):
+        assert split_source(kept, 2) == [kept]
+    assert len(split_source("#ifdef __GNUC__\n" + SPLIT + "#endif\n", 2)) == 2
 
 
 SANITIZED = textwrap.dedent('''

@@ -2,15 +2,16 @@
 its content, ``npukit.c.toolchain.build_pieces``), then linked into one shared object.
 
 A graph's C is one unit per group of layers (their functions, tasks and constants), one
-unit per long basic-kernel source and one for the short ones (``kernel_units``), one
-runtime unit (the threads of ``npukit.c.threads`` and the core number ``gap_coreid()``
-reads) and the graph's own unit (construction, runner, destruction). A layer's unit sees
-its kernels' sources as their interface (``interface_only``): types, macros and the
-declarations of their external functions, and calls the one copy of each kernel the
-kernels' unit defines. A kernels' unit sees the sources used before its own as
-declarations (``declarations_only``, which keeps static helpers: a later source may rely
-on them). Everything but the layers' functions and the graph's entry points stays hidden
-in the shared object, as in the single unit (``npukit.c.preamble.HIDDEN``).
+unit per long basic-kernel source or part of one (``split_source``) and one for the short
+ones (``kernel_units``), one runtime unit (the threads of ``npukit.c.threads`` and the core
+number ``gap_coreid()`` reads) and the graph's own unit (construction, runner,
+destruction). A layer's unit sees its kernels' sources as their interface
+(``interface_only``): types, macros and the declarations of their external functions, and
+calls the one copy of each kernel the kernels' unit defines. A kernels' unit sees the
+sources used before its own as declarations (``declarations_only``, which keeps static
+helpers: a later source may rely on them). Everything but the layers' functions and the
+graph's entry points stays hidden in the shared object, as in the single unit
+(``npukit.c.preamble.HIDDEN``).
 
 >>> print(declarations_only("typedef int T;\\nvoid K(T *p) { p[0] = 1; }\\n"
 ...                         "static int h(void) { return 2; }"))
@@ -22,6 +23,8 @@ static int h(void) { return 2; }
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 import re
 
 from . import preamble
@@ -102,8 +105,8 @@ def _blocks(source: str):
 
 def external_functions(source: str) -> list[str]:
     """The names of the functions ``source`` defines with external linkage."""
-    return [re.search(r"([A-Za-z_]\w*)\s*\(", _ATTRIBUTES.sub(" ", prefix)).group(1)
-            for _, prefix, _, _ in _blocks(source) if _external_function(prefix)]
+    return [_function_name(prefix) for _, prefix, _, _ in _blocks(source)
+            if _external_function(prefix)]
 
 
 _ATTRIBUTES = re.compile(r"__attribute__\s*\(\(.*?\)\)", re.S)
@@ -175,35 +178,43 @@ def runtime_unit() -> str:
 
 
 # A basic-kernel source this long (bytes) is compiled in a unit of its own (a convolution's
-# hand-vectorised specialisations: seconds of compile, to run beside everything else); the
-# shorter ones share one unit, which reads the system headers once for all of them.
+# hand-vectorised specialisations: seconds of compile, to run beside everything else), in
+# parts of about PART bytes (at most one per CPU) when it can be split (``split_source``);
+# the shorter ones share one unit, which reads the system headers once for all of them.
 ALONE = 16384
 
 
 def kernel_units(source_lists: list[list[str]], prelude: str) -> list[tuple[str, str]]:
     """The units defining the distinct basic-kernel sources of ``source_lists`` (each
     program's sources), as ``(what it defines, its C)``, the longest source's first (the
-    order to start their compiles in): one per source of ``ALONE`` bytes or more, one for
-    all the others. Each holds the sources as the single unit does, in the order of first
-    use: its own sources whole and every source before them as declarations (for the types
-    and helpers they may use, and the include guards they may test: a kernel two sources
-    define under one guard is defined once), after the shared ``prelude``
-    (``npukit.c.calls.prelude``)."""
+    order to start their compiles in): one per source of ``ALONE`` bytes or more (or one
+    per part of it), one for all the others. Each holds the sources as the single unit
+    does, in the order of first use: its own sources whole and every source before them as
+    declarations (for the types and helpers they may use, and the include guards they may
+    test: a kernel two sources define under one guard is defined once), after the shared
+    ``prelude`` (``npukit.c.calls.prelude``)."""
     order = list(dict.fromkeys(text for sources in source_lists for text in sources))
     alone = sorted((k for k, text in enumerate(order) if len(text) >= ALONE),
                    key=lambda k: -len(order[k]))
+    units = []
+    for k in alone:
+        # No more parts than CPUs to compile them at once: each reads the headers again.
+        parts = split_source(order[k], min(4, os.cpu_count() or 1, len(order[k]) // PART))
+        units += [_kernel_unit(order, [k], prelude, part, f" (part {j + 1} of {len(parts)})"
+                               if len(parts) > 1 else "") for j, part in enumerate(parts)]
     rest = [k for k in range(len(order)) if k not in alone]
-    return [_kernel_unit(order, mine, prelude) for mine in [*([k] for k in alone), rest]
-            if mine]
+    return units + ([_kernel_unit(order, rest, prelude)] if rest else [])
 
 
-def _kernel_unit(order: list[str], mine: list[int], prelude: str) -> tuple[str, str]:
-    """The unit defining the sources ``mine`` (indices into ``order``)."""
-    texts = [order[k] if k in mine else declarations_only(order[k])
+def _kernel_unit(order: list[str], mine: list[int], prelude: str, own: str | None = None,
+                 part: str = "") -> tuple[str, str]:
+    """The unit defining the sources ``mine`` (indices into ``order``); ``own``: the text
+    of the one source it defines, when a part of it (``split_source``)."""
+    texts = [(own or order[k]) if k in mine else declarations_only(order[k])
              for k in range(max(mine) + 1)]
     typedefs = [t for name, t in TYPEDEFS.items() if re.search(rf"\b{name}\b", "\n".join(texts))]
     names = [n for k in mine for n in external_functions(order[k])]
-    return (f"basic kernels {', '.join(names) or '(no external functions)'}", "\n".join([
+    return (f"basic kernels {', '.join(names) or '(no external functions)'}{part}", "\n".join([
         "/* Basic kernels of a program compiled in pieces (npukit.c.pieces): their C, as "
         "given (c_source=). */",
         "#include <math.h>", "#include <stdint.h>", "#include <string.h>", "",
@@ -211,3 +222,69 @@ def _kernel_unit(order: list[str], mine: list[int], prelude: str) -> tuple[str, 
         *(f"\n/* Basic kernel source, {'as given (c_source=)' if k in mine else 'declared'}."
           f" */\n{text}" for k, text in enumerate(texts)),
         preamble.HIDDEN[1], ""]))
+
+
+# A long basic-kernel source is compiled in parts of about this many bytes each (its
+# static non-inline functions, the shape specialisations of a convolution, shared out).
+PART = 40000
+
+
+def split_source(source: str, parts: int) -> list[str]:
+    """``source`` as ``parts`` texts to compile apart and link together: each defines a
+    share of its static non-inline functions (made external under a name unique to the
+    source, hidden like every basic kernel) and declares the others; the first also
+    defines its external functions. ``[source]`` when it cannot be split so: fewer such
+    functions than parts, static data the functions could share, or a static function
+    declared before its definition."""
+    blocks = list(_blocks(source))
+    mine = [b for b in blocks if _static_function(b[1]) and not re.search(r"\binline\b", b[1])]
+    names = [_function_name(b[1]) for b in mine]
+    outside = _COMMENT.sub("", "".join(source[e:h] for (_, _, _, e), (h, _, _, _) in zip(
+        [(0, "", 0, 0), *blocks], [*blocks, (len(source), "", 0, 0)])))
+    data = re.search(r"^\s*static\b(?![^;]*\bconst\b)[^(;]*;", outside, re.M) or any(
+        re.search(r"\bstatic\b", p) and "=" in p and not re.search(r"\bconst\b", p)
+        for _, p, _, _ in blocks)
+    if parts < 2 or len(mine) < parts or data or any(
+            re.search(rf"\b{n}\s*\([^{{}}]*\)\s*;", outside) for n in names) or \
+            any(_guarded(source, head) for head, _, _, _ in mine):
+        return [source]
+    tag = hashlib.sha256(source.encode()).hexdigest()[:8]
+    renames = "".join(f"#define {n} {n}_npk{tag}\n" for n in names)
+    out = []
+    for j in range(parts):
+        text, cut = [renames], 0
+        for head, prefix, start, end in blocks:
+            if (head, prefix, start, end) in mine:
+                k = mine.index((head, prefix, start, end))
+                text.append(source[cut:head] + re.sub(r"\bstatic\b", "", source[head:start],
+                                                      count=1))
+                text.append(source[start:end] if k % parts == j else ";")
+            elif _external_function(prefix) and j:
+                text += [source[cut:start], ";"]
+            else:
+                text.append(source[cut:end])
+            cut = end
+        out.append("".join(text) + source[cut:])
+    return out
+
+
+def _function_name(prefix: str) -> str:
+    """The name a function definition's head (its text before ``{``) defines."""
+    return re.search(r"([A-Za-z_]\w*)\s*\(", _ATTRIBUTES.sub(" ", prefix)).group(1)
+
+
+_CONDITIONALS = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b[ \t]*(\w*)[^\n]*"
+                           r"(?:\n[ \t]*#[ \t]*define[ \t]+(\w+))?", re.M)
+
+
+def _guarded(source: str, at: int) -> bool:
+    """Whether offset ``at`` of ``source`` lies inside an include guard (``#ifndef X``
+    then ``#define X``): a block another source may define first, which this one's
+    preprocessing then leaves out."""
+    stack: list[bool] = []
+    for m in _CONDITIONALS.finditer(source, 0, at):
+        if m.group(1) != "endif":
+            stack.append(m.group(1) == "ifndef" and m.group(2) == m.group(3))
+        elif stack:
+            stack.pop()
+    return any(stack)
