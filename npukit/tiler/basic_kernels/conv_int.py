@@ -284,10 +284,31 @@ def vnni_call(name: str, in_dt: str, w_dt: str, given: dict | None = None) -> st
     return f"{name}_Vnni({', '.join(given.get(n, n) for _, n in _args(in_dt, w_dt))})"
 
 
+def _applies(signed: bool) -> str:
+    """The C condition, on the kernel's arguments, under which the VNNI form applies to any
+    weights less Zw that are signed bytes (``_fits``)."""
+    return (f"Sx <= 2 && Dx == 1 && Fx <= {VNNI_MAX_F} && Fy <= {VNNI_MAX_F} && "
+            f"Zin + {128 if signed else 0} >= 0 && Zin + {128 if signed else 0} <= 255")
+
+
+def _fits(w_dt: str) -> str:
+    """The C condition under which every weight less Zw is a signed byte whatever the
+    weights (int8 with Zw 0, uint8 with Zw 128)."""
+    return "Zw == 0" if np.dtype(w_dt) == np.int8 else "Zw == 128" if np.dtype(w_dt) == \
+        np.uint8 else "0"
+
+
+# A plane of fewer outputs than this is done by one core's call (the others have none): a
+# call's set-up (the weights packed, the masks) costs more than a share of a row or two, and
+# the host runs such a plane's cores on one thread (npukit.c.calls: work under its grain).
+SMALL_PLANE = 1024
+
+
 def one_plane_call(name: str, in_dt: str, w_dt: str) -> str:
     """C of the one-plane integer kernel's entry taking the VNNI form where it applies (a
     depthwise convolution's plane: one input and one output feature, this core's rows
-    First .. Last-1), returning when it did."""
+    First .. Last-1; a plane under ``SMALL_PLANE`` outputs core 0's), returning when it
+    did."""
     call = vnni_call(name, in_dt, w_dt, dict(
         InFeat="1", OutFeat="1", Acc="Acc + First * Wo", OutRow0="OutRow0 + First",
         OutRows="Last - First", First="0", Last="1"))
@@ -297,6 +318,13 @@ def one_plane_call(name: str, in_dt: str, w_dt: str) -> str:
         /* This core's rows in the VNNI form where it applies (3 byte taps of a filter row
            to a vpdpbusd quad instead of a vpmaddwd per tap). */
 {share_rows("OutRows").replace("    ", "        ", 3)}
+        /* A small plane: every row core 0's, where the form surely applies (its call
+           returns 1, the others' nothing to do). */
+        if (OutRows * Wo < {SMALL_PLANE} && {_fits(w_dt)} &&
+            {_applies(np.dtype(in_dt) == np.int8)}) {{
+            First = gap_coreid() ? OutRows : 0;
+            Last = OutRows;
+        }}
         if (First >= Last || {call})
             return;
     }}
@@ -333,8 +361,7 @@ def vnni_conv(name: str, in_dt: str, w_dt: str) -> str:
     most = VNNI_FEATURES[0]
     line_ok = "P - PadT >= 0 && P - PadT < Hreal && P - InRow0 >= 0 && P - InRow0 < InRows"
     # Weights whose every value less Zw is a signed byte: int8 with Zw 0, uint8 with Zw 128.
-    fits = "Zw == 0" if np.dtype(w_dt) == np.int8 else "Zw == 128" if np.dtype(w_dt) == \
-        np.uint8 else "0"
+    fits = _fits(w_dt)
     pick = " : ".join(f"Last - o >= {r} ? {r}" for r in VNNI_FEATURES[:-1]) + " : 1"
     return f"""\
 {VNNI_HELPERS}
@@ -361,7 +388,7 @@ static inline NPK_ALWAYS_INLINE int {name}_VnniAny({c_signature(_args(in_dt, w_d
         Top = (OutRow0 - InRow0) * W - PadL;
     __mmask64 T[{VNNI_FLAT // LANES * VNNI_FLAT_QUADS}];
     (void)OutFeat;
-    if (Sx > 2 || Dx != 1 || Fx > {VNNI_MAX_F} || Fy > {VNNI_MAX_F} || Byte < 0 || Byte > 255)
+    if (!({_applies(np.dtype(in_dt) == np.int8)}))
         return 0;
     if (OutRows <= 0 || Wo <= 0 || First >= Last)
         return 1;  /* nothing to add (a core without rows or features) */

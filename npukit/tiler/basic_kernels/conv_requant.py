@@ -7,6 +7,7 @@ plain loop (``npk_requant``) computes for its output; the same bytes."""
 from __future__ import annotations
 
 from .common import LANES, c_signature
+from .conv_int import SMALL_PLANE
 
 
 def requant_vectors(name: str, args, to: str) -> str:
@@ -76,7 +77,11 @@ def requant_one_run(name: str, to: str) -> str:
     third of an int8 MobileNet-v2's C time)."""
     return f"""\
     /* A window of one accumulator, rows as wide as the accumulators', every row existing:
-       this core's rows as one run. */
+       this core's rows as one run (a plane under {SMALL_PLANE} outputs: core 0's). */
+    if (Rows * Wo < {SMALL_PLANE}) {{
+        First = gap_coreid() ? Rows : 0;
+        Last = Rows;
+    }}
     if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && Wc == Wo && Oper != 2 && First < Last &&
         OutRow0 + Last <= Hc) {{
         const int *Run = Acc + (OutRow0 + First - AccRow0) * Wc;
