@@ -14,8 +14,8 @@ def test_readme_example_runs():
 def test_readme_commands_match_ci():
     text = (Path(__file__).parent.parent / "README.md").read_text()
     ci = (Path(__file__).parent.parent / ".ci" / "run").read_text()
-    assert 'pip install -e ".[test]" && pytest -q' in text
-    assert 'pip install -e ".[test]" && pytest -q' in ci
+    command = 'pip install -e ".[test]" && pytest -q -n auto --dist loadfile\n'
+    assert command in text and command in ci
     # The main command installs what every section of the demo needs, and matplotlib for
     # save_png and --plot (the plot extra).
     assert 'pip install -e ".[onnx,plot]" && npukit demo' in text
