@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import re
 
-from . import preamble
+from . import preamble, toolchain
 from .ctype import TYPEDEFS
 from .threads import FEATURE_MACRO
 from .threads import SOURCE as THREADS_SOURCE
@@ -199,7 +198,7 @@ def kernel_units(source_lists: list[list[str]], prelude: str) -> list[tuple[str,
     units = []
     for k in alone:
         # No more parts than CPUs to compile them at once: each reads the headers again.
-        parts = split_source(order[k], min(4, os.cpu_count() or 1, len(order[k]) // PART))
+        parts = split_source(order[k], min(4, toolchain.cpus(), len(order[k]) // PART))
         units += [_kernel_unit(order, [k], prelude, part, f" (part {j + 1} of {len(parts)})"
                                if len(parts) > 1 else "") for j, part in enumerate(parts)]
     rest = [k for k in range(len(order)) if k not in alone]

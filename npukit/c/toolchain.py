@@ -158,7 +158,7 @@ def build_pieces(pieces: list[tuple[str, str]], main: str) -> Path:
     todo = {k: (what, text) for k, (what, text) in zip(keys, pieces)
             if cache.object_problem(objects / f"{k}.o", k) is not None}
     if todo:
-        workers = min(len(todo), os.cpu_count() or 1)
+        workers = min(len(todo), cpus())
         with ThreadPoolExecutor(workers) as pool:
             done = [pool.submit(_compile_object, objects, k, what, text, cmd, fl)
                     for k, (what, text) in todo.items()]
@@ -166,6 +166,15 @@ def build_pieces(pieces: list[tuple[str, str]], main: str) -> Path:
                 job.result()  # the first failure, in the pieces' order
     return _compile(directory, key, main, cmd, fl,
                     {objects / f"{k}.o": what for k, (what, _) in zip(keys, pieces)})
+
+
+def cpus() -> int:
+    """The CPUs this process may run on (its affinity: what ``taskset`` or a container's
+    CPU set allow, not every CPU of the machine): how many compiles to run at once."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # no affinity call (macOS)
+        return os.cpu_count() or 1
 
 
 def _object_key(text: str, cmd: list[str], ident: str, fl: list[str]) -> str:
