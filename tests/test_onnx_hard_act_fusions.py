@@ -1,7 +1,8 @@
 """HardSwish and HardSigmoid absorbed by the layer before them (a convolution: dense, grouped,
 depthwise; a Gemm; an Add), torch.onnx's pre-opset-14 ``x * HardSigmoid(x)`` read as one
 HardSwish, and a HardSwish after a max pooling left a layer of its own (it dips below zero
-before it grows, so it does not commute with the max). Float32 within 1e-5 (of the largest
+before it grows, so it does not commute with the max); squeeze-excite's 1x1 convolutions of
+a 1x1 plane as matrix-vector products. Float32 within 1e-5 (of the largest
 output) of ONNX Runtime and of numpy in float64; the simulator's bytes the host C's over two
 canary fills of the output (every element written)."""
 
@@ -122,3 +123,54 @@ def test_gemm_and_add_absorb_hard_swish_a_max_pooling_does_not():
         close(got[k], ref[k], want)
     # the pooled values reach HardSwish's dip (below -1.5 and between it and 0)
     assert (p < -1.5).any() and ((p > -1.5) & (p < 0)).any()
+
+
+@pytest.mark.parametrize("l1", [None, 1200])
+def test_squeeze_excite_convolutions_of_one_pixel_are_matrix_vector_products(l1):
+    """GlobalAveragePool, 1x1 to 12 + ReLU, 1x1 to 40 + HardSigmoid, Mul: the convolutions
+    of the pooled pixel as [1, C] x [C, O] + bias (at a 1200-byte L1 with K in tiles)."""
+    r = np.random.default_rng(11)
+    x = r.uniform(-2, 2, (1, 40, 5, 7)).astype(np.float32)
+    inits = {"w1": r.normal(0, 0.4, (12, 40, 1, 1)), "b1": r.normal(0, 0.3, 12),
+             "w2": r.normal(0, 0.6, (40, 12, 1, 1)), "b2": r.normal(0, 0.3, 40)}
+    inits = {k: v.astype(np.float32) for k, v in inits.items()}
+    nodes = [node("GlobalAveragePool", ["x"], ["p"]), node("Conv", ["p", "w1", "b1"], ["c1"]),
+             node("Relu", ["c1"], ["r1"]), node("Conv", ["r1", "w2", "b2"], ["c2"]),
+             node("HardSigmoid", ["c2"], ["gate"], alpha=1 / 6), node("Mul", ["x", "gate"], ["y"])]
+    m = model(nodes, {"x": x}, ["y"], inits, opset=14)
+    g = npukit.onnx.load(m, **({} if l1 is None else {"l1_budget": l1}))
+    convs = [info for info in g.layers if info.ops.startswith("Conv")]
+    assert [c.ops for c in convs] == ["Conv+Relu", "Conv+HardSigmoid"]
+    assert all("as [1, " in c.detail for c in convs)
+    ref = ort_run(m, {"x": x})[0]
+    got = outputs(g, {"x": x}, {"y": x.shape})
+    p = x.astype(np.float64).mean(axis=(2, 3))[0]
+    h = np.maximum(inits["w1"][:, :, 0, 0] @ p + inits["b1"], 0)
+    gate = hsig64(inits["w2"][:, :, 0, 0] @ h + inits["b2"])
+    close(got["y"], ref["y"], x * gate[None, :, None, None])
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8"])
+def test_qlinearconv_of_one_pixel_is_bit_exact(dt):
+    """QLinearConv 1x1 of a 1x1 plane (per-channel weight scales, a bias) as a quantized
+    matrix-vector product: the convolution's int32 sums and requantisation, bit for bit."""
+    r = np.random.default_rng(3)
+    info = np.iinfo(dt)
+    mid = 0 if dt == "int8" else 128
+    x = r.integers(info.min, info.max + 1, (1, 48, 1, 1)).astype(dt)
+    inits = {"w": r.integers(-100, 101, (20, 48, 1, 1)).astype(np.int8),
+             "ws": r.uniform(0.002, 0.02, 20).astype(np.float32),
+             "wz": np.zeros(20, np.int8), "b": r.integers(-4000, 4000, 20).astype(np.int32),
+             "xs": np.float32(0.03), "xz": np.array(mid + 3, dt),
+             "ys": np.float32(0.15), "yz": np.array(mid - 6, dt)}
+    m = model([node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                    ["y"])], {"x": x}, ["y"], inits, opset=13)
+    g = npukit.onnx.load(m)
+    assert "as [1, 48] x [48, 20]" in g.layers[0].detail
+    ref = ort_run(m, {"x": x})[0]["y"]
+    for be in ("sim", "c"):
+        each = [np.full(ref.shape, fill, ref.dtype) for fill in (info.min + 5, info.max - 9)]
+        for y in each:
+            g.run(be, x=x, y=y)
+        assert each[0].tobytes() == each[1].tobytes() == ref.tobytes(), be
+    assert np.unique(ref).size > 10

@@ -6,7 +6,9 @@ import numpy as np
 
 from ...errors import ModelError
 from ...tiler import layer_generators_conv as GC
+from ...tiler import layer_generators_matmul as GM
 from ...tiler.basic_kernels import common
+from ...tiler.basic_kernels.common import f32_bits
 from ..reader import Node, QConst
 from .context import Lowering, int_list
 from .windows import input_rows, window_pads
@@ -61,6 +63,8 @@ def conv(ctx: Lowering, n: Node, quant: bool) -> None:
                              f"differ; npukit takes one zero point for the weights")
         zw = int(zps[0])
     nodes, ops, act, pool, t = fused(ctx, n, quant)
+    if pool is None and group == 1 and one_pixel(kh, kw, H, W):
+        return _one_pixel(ctx, n, w, zw, nodes, ops, act, t)
     if pool is not None:
         fpy, fpx = pool.attrs["kernel_shape"]
         spy, spx = pool.attrs.get("strides", [1, 1])
@@ -86,25 +90,13 @@ def conv(ctx: Lowering, n: Node, quant: bool) -> None:
                   Groups=1 if depthwise else group)
     wname = ctx.const(w, f"{n.name}_weights")
     if quant:
-        sx_, zx = n.attrs["x"]
-        sy_, zy = n.attrs["y"]
-        sw = np.broadcast_to(np.asarray(wq.scale, np.float32).reshape(-1), (O,))
-        scale = (np.float32(sx_) * sw.astype(np.float32)) / np.float32(sy_)
-        bias = n.attrs.get("bias")
-        bias = np.zeros(O, np.int32) if bias is None else np.asarray(bias, np.int32)
-        lo, hi = n.attrs.get("lo"), n.attrs.get("hi")
-        info = np.iinfo(ctx.dtype(t))
-        lo = int(info.min) if lo is None else lo
-        hi = int(info.max) if hi is None else hi
+        scale, bias, (zx, zy, lo, hi) = _requant(ctx, n, t, O)
         GC.conv_pool_act(ctx.m, name, in_dt=ctx.dtype(x), w_dt=w.dtype,
                         out_dt=ctx.dtype(t), Zin=zx, Zw=zw, Zout=zy, Lo=lo, Hi=hi, **params)
         ins = [src, wname, ctx.const(bias, f"{n.name}_bias"),
-               ctx.const(scale.astype(np.float32), f"{n.name}_scale")]
+               ctx.const(scale, f"{n.name}_scale")]
     else:
-        bias = ctx.net.consts[n.inputs[2]].astype(np.float32) if len(n.inputs) > 2 and \
-            n.inputs[2] else np.zeros(O, np.float32)
-        if n.inputs[2:3] and n.inputs[2] and n.inputs[2] not in ctx.net.consts:
-            raise ModelError(f"{n.where()}: the bias {n.inputs[2]!r} must be a constant")
+        bias = _float_bias(ctx, n, O)
         code, ap = ctx.act_params(act) if act is not None else (common.ACT_NONE, (0, 0))
         GC.conv_pool_act(ctx.m, name, in_dt="float32", w_dt="float32", out_dt="float32",
                         Act=code, ActParams=ap, **params)
@@ -113,6 +105,65 @@ def conv(ctx: Lowering, n: Node, quant: bool) -> None:
     detail = (f"{kind}{kh}x{kw} s{sy}x{sx} d{dy}x{dx} pads {list(pads)}, {C}->{O} ch, "
               f"{H}x{W} -> {Ho}x{Wo}" + ("" if tiled else ", whole input planes"))
     ctx.add(name, "+".join(ops), nodes, detail, ins, [ctx.output(t)])
+
+
+def _float_bias(ctx: Lowering, n: Node, O: int) -> np.ndarray:  # noqa: E741
+    """A float convolution's bias (zeros without one), which must be a constant."""
+    if len(n.inputs) < 3 or not n.inputs[2]:
+        return np.zeros(O, np.float32)
+    if n.inputs[2] not in ctx.net.consts:
+        raise ModelError(f"{n.where()}: the bias {n.inputs[2]!r} must be a constant")
+    return ctx.net.consts[n.inputs[2]].astype(np.float32)
+
+
+def _requant(ctx: Lowering, n: Node, t: str, O: int) -> tuple:  # noqa: E741
+    """A quantized convolution writing ``t``: (its float32 requantisation scale per output
+    channel, ``x_scale * w_scale / y_scale``; its int32 bias; (the input's and the output's
+    zero points, the output's clamp))."""
+    sx, zx = n.attrs["x"]
+    sy, zy = n.attrs["y"]
+    sw = np.broadcast_to(np.asarray(n.attrs["w"].scale, np.float32).reshape(-1), (O,))
+    scale = ((np.float32(sx) * sw.astype(np.float32)) / np.float32(sy)).astype(np.float32)
+    bias = n.attrs.get("bias")
+    bias = np.zeros(O, np.int32) if bias is None else np.asarray(bias, np.int32)
+    info = np.iinfo(ctx.dtype(t))
+    lo, hi = n.attrs.get("lo"), n.attrs.get("hi")
+    return scale, bias, (zx, zy, int(info.min) if lo is None else lo,
+                         int(info.max) if hi is None else hi)
+
+
+def one_pixel(kh: int, kw: int, H: int, W: int) -> bool:
+    """Whether a dense convolution of a kh x kw filter over an H x W plane without pooling
+    is a matrix-vector product (``_one_pixel``): a 1x1 filter over a 1x1 plane."""
+    return (kh, kw, H, W) == (1, 1, 1, 1)
+
+
+def _one_pixel(ctx: Lowering, n: Node, w: np.ndarray, zw: int, nodes: list[Node],
+               ops: list[str], act: Node | None, t: str) -> None:
+    """A 1x1 convolution of a 1x1 plane (squeeze-excite's, after a global pooling) as the
+    matrix-vector product it is, [1, C] x [C, O] + bias (``GM.matmul``: the outputs side by
+    side in a row, where the convolution kernel makes one pixel per feature); integers: the
+    same int32 sums, requantised per output channel as the convolution does."""
+    O, C = w.shape[:2]  # noqa: E741
+    x = n.inputs[0]
+    name = ctx.layer("Conv")
+    shape = dict(M=1, K_=C, N=O, c="column", k_tiles=True)
+    if "w" in n.attrs:  # QLinearConv
+        scale, bias, (zx, zy, lo, hi) = _requant(ctx, n, t, O)
+        k_tiled = GM.matmul(ctx.m, name, a_dt=ctx.dtype(x), b_dt=w.dtype, out_dt=ctx.dtype(t),
+                            Za=zx, Zb=zw, scale_per_column=True, Zout=zy, Lo=lo, Hi=hi, **shape)
+        tail = [ctx.const(bias, f"{n.name}_bias"), ctx.const(scale, f"{n.name}_scale")]
+    else:
+        code, ap = ctx.act_params(act) if act is not None else (common.ACT_NONE, (0, 0))
+        k_tiled = GM.matmul(ctx.m, name, a_dt="float32", b_dt="float32", out_dt="float32",
+                            Alpha=f32_bits(1.0), Beta=f32_bits(1.0), Act=code, ActParams=ap,
+                            **shape)
+        tail = [ctx.const(_float_bias(ctx, n, O), f"{n.name}_bias")]
+    b = w.reshape(O, C)  # the K-tiled form reads B as [N, K]
+    ins = [ctx.tensor(x), ctx.const(b if k_tiled else np.ascontiguousarray(b.T),
+                                    f"{n.name}_weights"), *tail]
+    ctx.add(name, "+".join(ops), nodes, f"1x1 of a 1x1 plane, {C}->{O} ch, as [1, {C}] x "
+            f"[{C}, {O}]", ins, [ctx.output(t)])
 
 
 def fused(ctx: Lowering, n: Node, quant: bool) -> tuple[list[Node], list[str], Node | None,
