@@ -214,3 +214,18 @@ def test_a_number_moves_a_typed_scalars_type():
         _same_bits(f32, np.array([np.float32(1.5) * np.float32(0.1)], np.float32))
         _same_bits(f16, np.array([5.5], np.float16))
         _same_bits(u8, np.array([44], np.uint8))
+
+
+@pytest.mark.slow
+def test_addr_of_pads_missing_indices_with_zeros():
+    @S.prim_func
+    def rows(a: S.ptr("fp32", "global"), out: S.ptr("fp32", "global")):
+        m = S.match_buffer(a, (4, 8))
+        for r in range(4):
+            row = m.addr_of(3 - r)          # (3 - r, 0): the start of row 3 - r
+            out[r * 8:r * 8 + 8] = row[0:8] * 2.0
+
+    a = (RNG.standard_normal(32) * 100).astype(np.float32)
+    for (out,) in (r[1:] for r in host_and_c(rows, a, canary(32, "float32"))):
+        want = a.reshape(4, 8)[::-1] * np.float32(2)
+        _same_bits(out, want.reshape(-1))

@@ -95,7 +95,10 @@ class Buffer:
         return index(pos)
 
     def addr_of(self, indices) -> Ptr:
-        return self.pointer + self.flat(indices)
+        """The pointer at ``indices``, fewer of them than dimensions padded with zeros as
+        the Compass DSL's ``addr_of`` pads them (``b.addr_of(i)`` is row ``i``'s start)."""
+        idx = tuple(indices) if isinstance(indices, (tuple, list)) else (indices,)
+        return self.pointer + self.flat(idx + (0,) * max(0, len(self.shape) - len(idx)))
 
     def __getitem__(self, indices):
         return self.pointer[self.flat(indices)]
