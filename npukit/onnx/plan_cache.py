@@ -5,16 +5,16 @@ under the same target, budgets and options skips reading, lowering, tiling and p
 are entries of their own, made when first asked for).
 
 An entry is ``plans/<key>.plan``: one line of JSON (format, key, the payload's size and
-sha256), then the payload, the planned graph pickled. The key (32 hex digits) hashes
-everything a plan depends on: the model's bytes, the target (every field of it), the four
-budgets, ``dtype``, ``input_shapes`` and ``constants`` (their bytes), the operators lowered
-natively, and the code that plans (the bytes of every file of the npukit package, and the
-versions of Python, numpy and onnx). An entry is used only when its header is this format
-and key and its payload has the recorded size and sha256 and unpickles; anything else is
-ignored and the entry rewritten by the next load. Files are written under a temporary name
-and renamed into place (``npukit.c.cache.write_atomic``), so processes share the cache; a
-directory one cannot write to still serves its entries, and at most ``MAX_ENTRIES`` plans
-are kept (the least recently used removed first).
+sha256; 256 bytes, padded with spaces), then the payload, the planned graph pickled. The
+key (32 hex digits) hashes everything a plan depends on: the model's bytes, the target
+(every field of it), the four budgets, ``dtype``, ``input_shapes`` and ``constants`` (their
+bytes), the operators lowered natively, and the code that plans (the bytes of every file of
+the npukit package, and the versions of Python, numpy and onnx). An entry is used only when
+its header is this format and key and its payload has the recorded size and sha256 and
+unpickles; anything else is ignored and the entry rewritten by the next load. Files are
+written under a temporary name and renamed into place (as ``npukit.c.cache`` writes), so
+processes share the cache; a directory one cannot write to still serves its entries, and at
+most ``MAX_ENTRIES`` plans are kept (the least recently used removed first).
 
 Unpickling runs code, as loading a cached shared object does: the cache directory must be
 yours alone (``npukit.c.cache`` says the same of the compile cache).
@@ -42,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..c.cache import PLANS, cache_dir, write_atomic
+from ..c.cache import PLANS, cache_dir, temp_file
+from ..ir import Extern
 
 FORMAT = "npukit-plan/1"
 MAX_ENTRIES = 64
@@ -143,20 +144,48 @@ def fetch(key: str):
 
 def store(key: str, obj) -> None:
     """Keep ``obj`` as entry ``key``; nothing when the directory cannot be written or the
-    object cannot be pickled (the plan is made again next time)."""
-    try:
-        payload = dumps(obj)
-    except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):
-        return
-    meta = {"format": FORMAT, "key": key, "size": len(payload),
-            "sha256": hashlib.sha256(payload).hexdigest()}
+    object cannot be pickled (the plan is made again next time). The payload is pickled
+    straight into the file, hashed on its way, and the header written over the room left
+    for it."""
     folder = cache_dir() / PLANS
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        write_atomic(folder / f"{key}.plan", json.dumps(meta).encode() + b"\n" + payload)
-        _evict(folder)
+        tmp = temp_file(folder, key, "plan")
     except OSError:
-        pass
+        return
+    try:
+        with open(tmp, "r+b") as f:
+            f.write(b" " * _HEADER)
+            out = _Hashing(f)
+            _Pickler(out, protocol=5).dump(obj)
+            meta = {"format": FORMAT, "key": key, "size": out.size,
+                    "sha256": out.sha256.hexdigest()}
+            f.seek(0)
+            f.write(json.dumps(meta).encode().ljust(_HEADER - 1) + b"\n")
+        os.replace(tmp, folder / f"{key}.plan")
+        _evict(folder)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError, ValueError,
+            RecursionError):
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+
+
+# Bytes of an entry's header line (JSON, padded with spaces): room enough for its four fields.
+_HEADER = 256
+
+
+class _Hashing:
+    """A file's ``write`` that counts and hashes what it writes."""
+
+    def __init__(self, file):
+        self.file, self.size, self.sha256 = file, 0, hashlib.sha256()
+
+    def write(self, data) -> int:
+        self.sha256.update(data)
+        self.size += memoryview(data).nbytes
+        return self.file.write(data)
 
 
 def _evict(folder: Path) -> None:
@@ -209,7 +238,6 @@ class _Pickler(pickle.Pickler):
                      _cells(obj)), None, None, _fill)
         if type(obj) is types.MappingProxyType:
             return _proxy, (dict(obj),)
-        from ..ir import Extern
         if type(obj) is Extern:  # its __getstate__ refuses functions pickle finds no name for
             return _object, (Extern, dict(obj.__dict__))
         return NotImplemented
