@@ -134,3 +134,43 @@ def test_row_blocks_load_unmasked_inside_the_tile(W, rows, F, S, pad, out_feat):
     if F == 1:  # rows past the plane's real rows: not one run, the row blocks
         mid = dict(mid, Hreal=mid["OutRow0"] + 1)
     run(mid, 3, out_feat, 1, seed=W * F + S)
+
+
+def pooled(acc, Wc, AccRow0, Hc, Wo, OutRow0, OutRows, F, S):
+    """The definition of a ReLU then an F x F max pooling at stride S over the existing
+    accumulators: each window's taps in (fy, fx) order, M = V > M ? V : M from the first."""
+    v = np.where(acc < 0, np.float32(0), acc)  # ReLU as npk_act: V < 0 ? 0 : V (NaN kept)
+    out = np.empty(OutRows * Wo, np.float32)
+    for y in range(OutRows):
+        for x in range(Wo):
+            m = None
+            for cy in range((OutRow0 + y) * S, (OutRow0 + y) * S + F):
+                for cx in range(x * S, x * S + F):
+                    if cy < Hc and cx < Wc:
+                        w = v[(cy - AccRow0) * Wc + cx]
+                        m = w if m is None or w > m else m
+            out[y * Wo + x] = m
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("Wo, S, cut", [(70, 2, 1), (131, 1, 2), (9, 2, 0)])
+def test_max_pooling_rows_in_vectors(Wo, S, cut):
+    """A convolution's output pass max pooling (``conv_features._max_row``): rows of 64
+    outputs and more (chunks and a rest), windows cut at the right and the bottom (the
+    plain loop's), NaN and negative zeros among the accumulators: the definition bit for
+    bit; canaries after the outputs."""
+    F, rows, row0 = 3, 3, 1
+    Wc = (Wo - 1) * S + F - cut
+    Hc = (row0 + rows - 1) * S + F - 1  # the last output row's window: one row short
+    acc_row0 = row0 * S
+    rng = np.random.default_rng(Wo)
+    acc = rng.uniform(-1, 1, (Hc - acc_row0) * Wc).astype(np.float32)
+    acc[rng.random(acc.size) < 0.03] = np.float32(np.nan)
+    acc[rng.random(acc.size) < 0.05] = np.float32(-0.0)
+    out = np.full(rows * Wo + 20, CANARY)
+    fn = host.c_function(convolution.conv_out("float32", "float32"), 1)
+    fn(acc, Wc, acc_row0, Hc, out, Wo, row0, rows, F, F, S, S, 1, 1, 0, 0)
+    want = pooled(acc, Wc, acc_row0, Hc, Wo, row0, rows, F, S)
+    assert np.array_equal(out[:rows * Wo].view(np.int32), want.view(np.int32))
+    assert np.all(out[rows * Wo:] == CANARY)
