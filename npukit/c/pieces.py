@@ -249,6 +249,7 @@ def split_source(source: str, parts: int) -> list[str]:
         return [source]
     tag = hashlib.sha256(source.encode()).hexdigest()[:8]
     renames = "".join(f"#define {n} {n}_npk{tag}\n" for n in names)
+    where = _share_out(source, blocks, mine, parts)
     out = []
     for j in range(parts):
         text, cut = [renames], 0
@@ -257,7 +258,7 @@ def split_source(source: str, parts: int) -> list[str]:
                 k = mine.index((head, prefix, start, end))
                 text.append(source[cut:head] + re.sub(r"\bstatic\b", "", source[head:start],
                                                       count=1))
-                text.append(source[start:end] if k % parts == j else ";")
+                text.append(source[start:end] if where[k] == j else ";")
             elif _external_function(prefix) and j:
                 text += [source[cut:start], ";"]
             else:
@@ -265,6 +266,28 @@ def split_source(source: str, parts: int) -> list[str]:
             cut = end
         out.append("".join(text) + source[cut:])
     return out
+
+
+def _share_out(source: str, blocks: list, mine: list, parts: int) -> list[int]:
+    """The part of each function of ``mine``: the heaviest first to the lightest part, a
+    function's weight its body's length plus those of the inline functions it calls (the
+    code its compile instantiates: a shape specialisation is a call of an inline template
+    with constant arguments). The first part starts with the external functions."""
+    inline = {_function_name(p): end - start for _, p, start, end in blocks
+              if re.search(r"\binline\b", p) and re.search(r"\(", p) and "=" not in p}
+
+    def weight(start: int, end: int) -> int:
+        body = source[start:end]
+        return end - start + sum(n for name, n in inline.items()
+                                 if re.search(rf"\b{name}\s*\(", body))
+
+    load = [sum(weight(s, e) for _, p, s, e in blocks if _external_function(p))] + \
+        [0] * (parts - 1)
+    where = [0] * len(mine)
+    for k in sorted(range(len(mine)), key=lambda k: -weight(*mine[k][2:])):
+        where[k] = load.index(min(load))
+        load[where[k]] += weight(*mine[k][2:])
+    return where
 
 
 def _function_name(prefix: str) -> str:
