@@ -20,6 +20,7 @@ name; ``npukit.dsl.trace`` says how a kernel becomes IR.
 """
 
 from . import operators as _operators  # noqa: F401 - registers the vectors' operators
+from . import pointers as _pointers  # noqa: F401 - registers as_ptr's pointer casts
 from .builtins_arith import (
     abs,
     asm,

@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..errors import DTypeError, KernelError
 from .conversion import rebits
 from .types import DType
-from .values import Ptr, Vec, as_affine, tracer
+from .values import Ptr, Vec, as_affine, register_pointer_cast, tracer
 
 
 class CastPtr:
@@ -101,5 +101,7 @@ def _read_as(v: Vec, t: DType) -> Vec:
         return tracer().compute("vbitcast", t, [v])
     return rebits(v, t)
 
+
+register_pointer_cast(CastPtr)
 
 __all__ = ["CastPtr"]

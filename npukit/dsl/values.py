@@ -390,6 +390,16 @@ def _operators():
     return _rules[0]
 
 
+_pointer_casts = []  # npukit.dsl.pointers.CastPtr: set by register_pointer_cast
+
+
+def register_pointer_cast(cls) -> None:
+    """Make ``cls(base, type)`` what ``ptr.as_ptr`` of another element type gives
+    (``npukit.dsl.pointers``, which imports this module and therefore cannot be imported
+    by it)."""
+    _pointer_casts[:] = [cls]
+
+
 class Vec:
     """A vector value: a register of the target's ``vreg`` memory (see the module
     docstring). Arithmetic operators and comparisons are the Compass DSL's."""
@@ -603,9 +613,8 @@ class Ptr:
         of an ``int32`` buffer), as a C pointer cast."""
         t = DType(dtype)
         if t.elem != self.type.elem:
-            from .pointers import CastPtr  # it builds on this module
-            return CastPtr(Ptr(self.buf, self.type.element_of, self.offset, self.scope,
-                               self.name), t)
+            return _pointer_casts[0](Ptr(self.buf, self.type.element_of, self.offset,
+                                         self.scope, self.name), t)
         return Ptr(self.buf, t, self.offset, self.scope, self.name)
 
     def addr_of(self, k) -> Ptr:
