@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ModelError
+from ...tiler import layer_generators as G
 from ...tiler import layer_generators_indexed as GI
 from ..reader import Node
 from .context import Lowering
@@ -55,6 +56,8 @@ def slice_(ctx: Lowering, n: Node) -> None:
 
 
 def split(ctx: Lowering, n: Node) -> None:
+    """Split: every output present, one ``split`` layer (``concat``'s converse: the input
+    read once, one block copy per part); else a crop per output there is."""
     x = n.inputs[0]
     s = ctx.shape(x)
     axis = _axes(n, [int(n.attrs.get("axis", 0))], len(s))[0]
@@ -68,6 +71,13 @@ def split(ctx: Lowering, n: Node) -> None:
         raise ModelError(f"{n.where()}: split {list(sizes)} of axis {axis} of size {s[axis]} "
                          f"into {len(outs)} outputs (npukit takes positive parts that sum to "
                          f"the axis)")
+    if len(outs) > 1 and all(outs):
+        name = ctx.layer("Split")
+        G.split(ctx.m, name, dt=ctx.dtype(x), Outer=int(np.prod(s[:axis])), Ds=tuple(sizes),
+                Inner=int(np.prod(s[axis + 1:])))
+        ctx.add(name, "Split", [n], f"axis {axis} in {len(outs)} parts ({list(sizes)})",
+                [ctx.tensor(x)], [ctx.output(o) for o in outs])
+        return
     begin = 0
     for o, size in zip(outs, sizes):
         if o:
