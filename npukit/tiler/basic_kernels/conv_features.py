@@ -611,31 +611,21 @@ static int {name}_MaxRow(const float *__restrict__ Acc, int Wc, int Rows,
 #endif"""
 
 
-def one_run(name: str, flt: bool, to: str, vectors: str, row_open: str) -> tuple[str, str]:
-    """``KerConvOut`` ``name``'s helpers ``vectors`` and its loop's opening ``row_open`` with,
-    before the loop, this core's rows as one run of outputs where each output's window is
-    one accumulator, a plane as wide as its accumulators (``Wc == Wo``: rows follow each
-    other) and every row exists: float32 through ``{name}_ActRow``, integers through
-    ``{name}_Run`` (``Out[i] = npk_requant(Acc[i], ...)``, a loop the compiler vectorises);
-    the plain loop's values. Small planes (7x7, 14x14) otherwise pay a row's set-up for a
-    few outputs: the output pass took a third of an int8 MobileNet-v2's C time."""
-    call = "ActRow" if flt else "Run"
-    params = "Act, A0, A1" if flt else "Sc, Zout, Lo, Hi"
-    helper = "" if flt else f"""
-static void {name}_Run(const int *__restrict__ Acc, {to} *__restrict__ Out, int N, float Sc,
-                      int Zout, int Lo, int Hi)
-{{
-    for (int i = 0; i < N; i++)
-        Out[i] = ({to})npk_requant(Acc[i], Sc, Zout, Lo, Hi);
-}}"""
+def one_run(name: str, vectors: str, row_open: str) -> tuple[str, str]:
+    """Float32 ``KerConvOut`` ``name``'s helpers ``vectors`` and its loop's opening
+    ``row_open`` with, before the loop, this core's rows as one run of outputs through
+    ``{name}_ActRow`` where each output's window is one accumulator, a plane as wide as its
+    accumulators (``Wc == Wo``: rows follow each other) and every row exists; the plain
+    loop's values. Small planes (7x7, 14x14) otherwise pay a row's set-up for a few outputs.
+    (Integer outputs take ``conv_requant.requant_one_run``.)"""
     run = f"""\
     /* A window of one accumulator, rows as wide as the accumulators', every row existing:
        this core's rows as one run. */
     if (Fx == 1 && Fy == 1 && Sx == 1 && Sy == 1 && Wc == Wo && Oper != 2 && First < Last &&
         OutRow0 + Last <= Hc) {{
-        {name}_{call}(Acc + (OutRow0 + First - AccRow0) * Wc, Out + First * Wo,
-            (Last - First) * Wo, {params});
+        {name}_ActRow(Acc + (OutRow0 + First - AccRow0) * Wc, Out + First * Wo,
+            (Last - First) * Wo, Act, A0, A1);
         return;
     }}
 """
-    return vectors + helper, run + row_open
+    return vectors, run + row_open

@@ -632,7 +632,7 @@ def conv_out(acc_dt: str, out_dt: str) -> BasicKernel:
                     f"time. */\n"
                     f"        for (; x < Wo; x++) {{")
         row_close = "    }\n"
-    vectors, row_open = conv_features.one_run(name, flt, to, vectors, row_open) if flt else \
+    vectors, row_open = conv_features.one_run(name, vectors, row_open) if flt else \
         (vectors, requant_one_run(name, to) + row_open)
     src = f"""\
 {HELPERS}
