@@ -217,6 +217,7 @@ SMOKE = {
     ),
     'tests/test_c_pieces.py': (
         'test_declarations_only_keeps_all_but_external_bodies',
+        'test_a_layers_piece_reads_only_the_kernels_interface',
         'test_a_compile_error_names_the_piece_and_its_file',
     ),
     'tests/test_c_names.py': (
