@@ -13,6 +13,8 @@ an expression otherwise are enumerated, in chunks of bounded memory.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from . import ir
@@ -31,6 +33,9 @@ def _plain(expr: ir.Affine) -> dict[ir.Var, int]:
     return {a: c for a, c in expr.terms if isinstance(a, ir.Var)}
 
 
+# A pure function of values (frozen views, counts, loop variables): the checks of a model's
+# kernels ask for the same views again and again (repeated layers, the tilings a layer tries).
+@lru_cache(maxsize=1 << 12)
 def view_range(view: ir.View, valid: ir.Lanes | None, loops: tuple[ir.Var, ...]) -> tuple[int, int]:
     """(lowest, one past highest) element a view touches over its loop nest, counting only
     the first ``valid`` indices of dim 0 when given; with no valid index in any iteration,

@@ -209,7 +209,8 @@ class Timeline:
                 self.step(st)
 
     def loop(self, st: ir.Loop) -> None:
-        n = int(st.var.running(self.env))
+        v = st.var
+        n = v.count if v.trips is None else min(max(_int(v.trips, self.env), 0), v.count)
         if st.cores:
             self.cores(st, n)
             return
@@ -293,7 +294,7 @@ class Timeline:
             unit = st.engine
             rows = st.src.shape[0] if st.src.shape else 1
             lanes = st.src.size if st.valid is None else \
-                int(st.valid.eval(self.env)) * (st.src.size // max(rows, 1))
+                _int(st.valid, self.env) * (st.src.size // max(rows, 1))
             if isinstance(st, ir.Append):
                 before = int(s[ix["cursor"]])
                 lanes = max(0, min(lanes, st.dst.size - before))
@@ -357,7 +358,7 @@ class Timeline:
         """The slot a view touches: named by its address when the front end placed slots
         explicitly, else the one most recently written (hardware multi-buffering)."""
         if b.slot_len and view is not None:
-            start = int(np.asarray(view.offset.eval(self.env)).reshape(-1)[0]) + view.layout.offset
+            start = _int(view.offset, self.env) + view.layout.offset
             return min(start // b.slot_len, b.slots - 1)
         return int((self.s[self.ix[f"n:{b.name}"]] - 1) % b.slots)
 
@@ -379,7 +380,7 @@ class Timeline:
         over its cores. It reads and writes every internal buffer it gets a pointer to."""
         tgt, s, ix = self.prog.target, self.s, self.ix
         unit = next(iter(tgt.units))
-        scalars = {name: int(np.asarray(a.expr.eval(self.env)).reshape(-1)[0])
+        scalars = {name: _int(a.expr, self.env)
                    for (_, name), a in zip(st.fn.args, st.args) if isinstance(a, ir.Val)}
         work = _work(st, scalars)
         cost = tgt.costs.cycles(work, tgt.cores, st.fn.parallel)
@@ -403,6 +404,28 @@ class Timeline:
             self.events.append((unit, st.label, int(start), int(end)))
         else:
             self.dropped = True
+
+
+def _int(expr, env) -> int:
+    """The value of an index expression or valid count (``ir.Affine``, ``ir.Lanes``) where
+    ``env`` holds ints: the same value as its ``eval``, in plain int arithmetic (numpy's
+    broadcasting costs more than the arithmetic on one point, and the model evaluates
+    expressions at every step)."""
+    if isinstance(expr, ir.Lanes):
+        return min(max(expr.total - _int(expr.start, env), 0), expr.width)
+    out = expr.const
+    for a, c in expr.terms:
+        if isinstance(a, ir.Var):
+            out += c * env[a]
+            continue
+        x = _int(a.expr, env)
+        if isinstance(a, ir.Clamp):
+            x = x if a.lo is None else max(x, a.lo)
+            x = x if a.hi is None else min(x, a.hi)
+        else:
+            x = x // a.m if isinstance(a, ir.FloorDiv) else x % a.m
+        out += c * x
+    return int(out)
 
 
 def _walk(body):
