@@ -6,11 +6,9 @@ at both ends, odd sizes around the vector blocks, canaries on both sides of ever
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 import numpy as np
 import pytest
+from test_basic_kernels_conv import cflags
 
 from npukit.c import toolchain
 from npukit.tiler.basic_kernels import convolution, host, pooling
@@ -19,19 +17,6 @@ from npukit.tiler.basic_kernels import convolution, host, pooling
 # are tested in test_basic_kernels_conv).
 FLAGS = {"native": toolchain.DEFAULT_CFLAGS}
 CANARY = 29
-
-
-@contextlib.contextmanager
-def cflags(flags: str):
-    old = os.environ.get("NPUKIT_CFLAGS")
-    os.environ["NPUKIT_CFLAGS"] = FLAGS[flags]
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["NPUKIT_CFLAGS"]
-        else:
-            os.environ["NPUKIT_CFLAGS"] = old
 
 
 def ends(rng, dt, n):
@@ -84,7 +69,7 @@ def test_a_depthwise_plane_is_exact_in_the_vnni_form(in_dt, w_dt, zin, zw, W, st
     given = dict(In=x.ravel(), W=W, InRow0=1, InRows=H, Hreal=H, PadT=1, Filter=f.ravel(),
                  Acc=buf[CANARY:CANARY + n * wo], Wo=wo, OutRow0=row0, OutRows=n, Fx=3, Fy=3,
                  Sx=stride, Sy=stride, Dx=1, Dy=1, PadL=1, Zin=zin, Zw=zw)
-    with cflags("native"):
+    with cflags(FLAGS["native"]):
         fn = host.c_function(kernel, cores)
     fn(*[given[k] for _, k in kernel.args])
     want = plane_oracle(x, f, acc0, zin, zw, stride, 1, (row0, n))
@@ -132,7 +117,7 @@ def test_requantised_planes_as_runs(out_dt, zout, clamp, side, rows, feat, cores
     given = dict(Acc=acc.ravel(), Wc=side, AccRow0=0, Hc=acc_rows, AccRows=acc_rows,
                  Out=out[CANARY:CANARY + size], Wo=side, OutRow0=row0, OutRows=n, Feat=feat,
                  Fx=1, Fy=1, Sx=1, Sy=1, Oper=0, Scale=scale, Zout=zout, Lo=lo, Hi=hi)
-    with cflags("native"):
+    with cflags(FLAGS["native"]):
         fn = host.c_function(kernel, cores)
     fn(*[given[k] for _, k in kernel.args])
     want = np.stack([requant_oracle(acc[o, row0:], scale[o], zout, lo, hi)
@@ -184,7 +169,7 @@ def test_int8_max_pooling_rows_in_vectors(dt, W, f, stride, dil, cores):
                  Out=out[CANARY:CANARY + size], Wo=wo, OutRow0=row0, OutRows=n, Fx=f, Fy=f,
                  Sx=stride, Sy=stride, Dx=dil, Dy=dil, PadL=pad, PadB=pad, PadR=pad, Oper=1,
                  CountPad=0, InScale=0, InZp=0, OutScale=0, OutZp=0, Feat=feat)
-    with cflags("native"):
+    with cflags(FLAGS["native"]):
         fn = host.c_function(kernel, cores)
     fn(*[given[k] for _, k in kernel.args])
     want = np.stack([max_pool_oracle(x[o], f, stride, dil, pad, (row0, n), wo, lo)
