@@ -7,6 +7,8 @@ and returns every check; ``npukit demo`` exits non-zero when one failed.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from . import kernels as K
@@ -427,13 +429,16 @@ def onnx_model() -> list[Check]:
         import onnxruntime  # noqa: F401
     except ImportError:
         print('  (needs the onnx and onnxruntime packages: pip install "npukit[onnx]")')
-        return [Check("ONNX CNN: fused layers", None), Check("ONNX CNN: C = ONNX Runtime", None),
+        return [Check("ONNX CNN: fused layers", None), Check(_SECOND_LOAD, None),
+                Check("ONNX CNN: C = ONNX Runtime", None),
                 Check("ONNX CNN: C = sim", None), Check("ONNX CNN: tile schedule C = sim", None)]
     from .onnx import load
     from .onnx.check import compare, ort_run
 
     m = _tiny_cnn()
+    t = time.perf_counter()
     g = load(m, target="gap8", l1_budget=8000, l2_budget=64 * 1024)
+    first = time.perf_counter() - t
     mem = g.memory
     print(f"  {len(m.graph.node)} ONNX nodes -> {len(g.layers)} layers; L2 {mem['L2'].static} B "
           f"static + {mem['L2'].dynamic} B dynamic of {mem['L2'].budget} B; L1 "
@@ -445,13 +450,14 @@ def onnx_model() -> list[Check]:
         print(f"  {info.name:<20}{info.ops:<22}{layer.tiling.n_tiles:>7}"
               f"{sim.report.layers[info.name]:>9}")
     fused = any(info.ops == "Conv+Relu+MaxPool" and len(info.nodes) == 3 for info in g.layers)
+    again = _second_load(m, x, g, first, sim.outputs["y"])
     ref, _ = ort_run(m, x)
     try:
         c = g.run("c", **x).outputs["y"]  # the host schedule: large tiles
         tiles = g.run("c", schedule="tiles", **x).outputs["y"]  # GAP8's L1 tiles
     except CompilerError as e:
         print(f"  C: not run ({str(e).splitlines()[0][:40]})")
-        return [Check("ONNX CNN: fused layers", fused),
+        return [Check("ONNX CNN: fused layers", fused), again,
                 Check("ONNX CNN: C = ONNX Runtime", not_run(e)),
                 Check("ONNX CNN: C = sim", not_run(e)),
                 Check("ONNX CNN: tile schedule C = sim", not_run(e))]
@@ -464,9 +470,32 @@ def onnx_model() -> list[Check]:
           f"{max(t.tiling.n_tiles for t in g.host_graph().layers)} tile(s) a layer at most)")
     print(f"  C of GAP8's tile schedule (every L1 tile as on the chip) = sim: "
           f"{'same' if same_tiles else 'DIFFERS'}")
-    return [Check("ONNX CNN: fused layers", fused),
+    return [Check("ONNX CNN: fused layers", fused), again,
             Check("ONNX CNN: C = ONNX Runtime", cmp.within), Check("ONNX CNN: C = sim", same),
             Check("ONNX CNN: tile schedule C = sim", same_tiles)]
+
+
+_SECOND_LOAD = "ONNX CNN: plan cache"
+
+
+def _second_load(m, x, g, first: float, sim_out) -> Check:
+    """The same model loaded again: its plan read back from the plan cache
+    (``npukit.onnx.plan_cache``), the same plan and the same simulated outputs."""
+    from .onnx import load, plan_cache
+
+    if not plan_cache.enabled():
+        print("  second load: not shown (the plan cache is off: NPUKIT_PLAN_CACHE=0)")
+        return Check(_SECOND_LOAD, None)
+    t = time.perf_counter()
+    g2 = load(m, target="gap8", l1_budget=8000, l2_budget=64 * 1024)
+    second = time.perf_counter() - t
+    same = g2.summary() == g.summary() and \
+        g2.run("sim", **x).outputs["y"].tobytes() == sim_out.tobytes()
+    how = "the plan read from the plan cache" if g2.from_plan_cache else "PLANNED AGAIN"
+    print(f"  loaded again: {how} in {second * 1e3:.0f} ms (first load {first * 1e3:.0f} ms"
+          f"{', itself from the cache' if g.from_plan_cache else ''}); same plan and "
+          f"simulated outputs: {'yes' if same else 'NO'}")
+    return Check(_SECOND_LOAD, g2.from_plan_cache and same)
 
 
 def validation() -> list[Check]:

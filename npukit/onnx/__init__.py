@@ -50,6 +50,8 @@ class OnnxGraph:
         self.model, self.graph = model, graph
         self._host_plan, self._host = host_plan, None
         self._report_key = None  # the plan cache's entry of the cycle model (``report``)
+        # Whether ``load`` read this plan back from the plan cache (``npukit.onnx.plan_cache``).
+        self.from_plan_cache = False
         self.name = graph.name
         self.layers = tuple(lowering.layers)
         self.qdq = qdq
@@ -245,6 +247,7 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
         if isinstance(g, OnnxGraph):
             g._host_plan = partial(_cached_host_plan, key, data, g, options, l3)
             g._report_key = key.digest("report")
+            g.from_plan_cache = True
             return g
     net, alias, gname = _imported(model, options)
     m = Model(target, l1_budget, l2_budget, **l3)
