@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -167,6 +168,9 @@ class Timeline:
         self.skipped = 0
         self.core_cycles: tuple[int, ...] = ()
         self.tag = ""  # appended to unit names in events: the core a step runs on
+        # id(expression) -> (expression, its ``_compiled`` function): hashing an expression
+        # by value costs more than evaluating it.
+        self._fns: dict[int, tuple] = {}
 
     def run(self) -> Report:
         self.block(self.prog.body)
@@ -210,7 +214,7 @@ class Timeline:
 
     def loop(self, st: ir.Loop) -> None:
         v = st.var
-        n = v.count if v.trips is None else min(max(_int(v.trips, self.env), 0), v.count)
+        n = v.count if v.trips is None else min(max(self._int(v.trips), 0), v.count)
         if st.cores:
             self.cores(st, n)
             return
@@ -282,6 +286,13 @@ class Timeline:
         inner = tuple(dict.fromkeys(x.var for x in _loops(st.body)))
         return Changes([c for lane in lanes for c in changes(lane, st.var, inner, self.env)])
 
+    def _int(self, expr) -> int:
+        """The value of an index expression or valid count at the current point."""
+        got = self._fns.get(id(expr))
+        if got is None:
+            got = self._fns[id(expr)] = (expr, _compiled(expr))
+        return got[1](self.env)
+
     # -- one step ---------------------------------------------------------------------------
 
     def step(self, st) -> None:
@@ -294,7 +305,7 @@ class Timeline:
             unit = st.engine
             rows = st.src.shape[0] if st.src.shape else 1
             lanes = st.src.size if st.valid is None else \
-                _int(st.valid, self.env) * (st.src.size // max(rows, 1))
+                self._int(st.valid) * (st.src.size // max(rows, 1))
             if isinstance(st, ir.Append):
                 before = int(s[ix["cursor"]])
                 lanes = max(0, min(lanes, st.dst.size - before))
@@ -358,7 +369,7 @@ class Timeline:
         """The slot a view touches: named by its address when the front end placed slots
         explicitly, else the one most recently written (hardware multi-buffering)."""
         if b.slot_len and view is not None:
-            start = _int(view.offset, self.env) + view.layout.offset
+            start = self._int(view.offset) + view.layout.offset
             return min(start // b.slot_len, b.slots - 1)
         return int((self.s[self.ix[f"n:{b.name}"]] - 1) % b.slots)
 
@@ -380,7 +391,7 @@ class Timeline:
         over its cores. It reads and writes every internal buffer it gets a pointer to."""
         tgt, s, ix = self.prog.target, self.s, self.ix
         unit = next(iter(tgt.units))
-        scalars = {name: _int(a.expr, self.env)
+        scalars = {name: self._int(a.expr)
                    for (_, name), a in zip(st.fn.args, st.args) if isinstance(a, ir.Val)}
         work = _work(st, scalars)
         cost = tgt.costs.cycles(work, tgt.cores, st.fn.parallel)
@@ -406,26 +417,38 @@ class Timeline:
             self.dropped = True
 
 
-def _int(expr, env) -> int:
-    """The value of an index expression or valid count (``ir.Affine``, ``ir.Lanes``) where
-    ``env`` holds ints: the same value as its ``eval``, in plain int arithmetic (numpy's
-    broadcasting costs more than the arithmetic on one point, and the model evaluates
-    expressions at every step)."""
+@lru_cache(maxsize=1 << 14)
+def _compiled(expr):
+    """``expr`` (an ``ir.Affine`` or ``ir.Lanes``) as a Python function of an ``env`` that
+    holds ints: the same value as its ``eval``, in plain int arithmetic (numpy's
+    broadcasting costs far more than the arithmetic on one point, and the model evaluates
+    the expressions of every step). Python's ``//`` and ``%`` floor as numpy's do."""
+    names: dict[ir.Var, str] = {}
+
+    def var(v: ir.Var) -> str:
+        return names.setdefault(v, f"v{len(names)}")
+
+    def affine(e: ir.Affine) -> str:
+        out = [str(e.const)]
+        for a, c in e.terms:
+            if isinstance(a, ir.Var):
+                x = f"env[{var(a)}]"
+            elif isinstance(a, ir.Clamp):
+                x = affine(a.expr)
+                x = x if a.lo is None else f"max({x}, {a.lo})"
+                x = x if a.hi is None else f"min({x}, {a.hi})"
+            else:
+                x = f"({affine(a.expr)}) {'//' if isinstance(a, ir.FloorDiv) else '%'} {a.m}"
+            out.append(f"{c} * ({x})")
+        return " + ".join(out)
+
     if isinstance(expr, ir.Lanes):
-        return min(max(expr.total - _int(expr.start, env), 0), expr.width)
-    out = expr.const
-    for a, c in expr.terms:
-        if isinstance(a, ir.Var):
-            out += c * env[a]
-            continue
-        x = _int(a.expr, env)
-        if isinstance(a, ir.Clamp):
-            x = x if a.lo is None else max(x, a.lo)
-            x = x if a.hi is None else min(x, a.hi)
-        else:
-            x = x // a.m if isinstance(a, ir.FloorDiv) else x % a.m
-        out += c * x
-    return int(out)
+        body = f"min(max({expr.total} - ({affine(expr.start)}), 0), {expr.width})"
+    else:
+        body = affine(expr)
+    args = "".join(f", {n}={n}" for n in names.values())
+    return eval(f"lambda env{args}: {body}", {"min": min, "max": max},  # noqa: S307
+                {n: v for v, n in names.items()})
 
 
 def _walk(body):
