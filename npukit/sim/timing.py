@@ -160,7 +160,18 @@ class Timeline:
         # 1/TERM_SCALE units: the cycles of the calls as a linear function of the constants.
         self.terms = tgt.costs.names() + [USER]
         names += [f"term:{k}" for k in self.terms]
-        self.ix = {n: k for k, n in enumerate(names)}
+        self.ix = ix = {n: k for k, n in enumerate(names)}
+        # The indices a step uses, looked up once: a unit's free clock (its busy counter
+        # lies ``_busy`` further), a buffer's first write and read clock (slot k: + k) and
+        # its write count.
+        self._free = {u: ix[f"free:{u}"] for u in self.units}
+        self._busy = len(self.units)
+        self._w0 = {b.name: ix[f"w:{b.name}:0"] for b in self.bufs}
+        self._r0 = {b.name: ix[f"r:{b.name}:0"] for b in self.bufs}
+        self._n = {b.name: ix[f"n:{b.name}"] for b in self.bufs}
+        self._end = ix["end"]
+        self._bytes = {m: ix[f"bytes:{m}"] for m in self.mems}
+        self._term = {k: ix[f"term:{k}"] for k in self.terms}
         self.s = np.zeros(len(names), np.int64)
         self.env: dict[ir.Var, int] = {}
         self.events: list = []
@@ -315,8 +326,8 @@ class Timeline:
             src_b, dst_b = lanes * st.src.dtype.itemsize, lanes * st.dst.dtype.itemsize
             # Results leave the Act already narrowed to the tensor's dtype.
             cost = tgt.engines[unit].cycles(min(src_b, dst_b))
-            s[ix[f"bytes:{st.src.buffer.memory}"]] += src_b
-            s[ix[f"bytes:{st.dst.buffer.memory}"]] += dst_b
+            s[self._bytes[st.src.buffer.memory]] += src_b
+            s[self._bytes[st.dst.buffer.memory]] += dst_b
             reads = [st.src.buffer]
             write = st.dst.buffer
         elif isinstance(st, ir.Compute):
@@ -335,30 +346,34 @@ class Timeline:
             return
         else:
             raise NotImplementedError(type(st).__name__)
+        # A buffer read through several views counts as read through its last one.
         views = {b.name: v for b, v in zip(reads, self._views(st))}
-        start = s[ix[f"free:{unit}"]]
-        for b in reads:
-            if b.role == "internal":
-                start = max(start, s[ix[f"w:{b.name}:{self._slot(b, views.get(b.name))}"]])
+        # Each slot once: the slots depend on the write counts, which change only after the
+        # reads' slots are taken.
+        rk = [(self._w0[b.name], self._r0[b.name], self._slot(b, views.get(b.name)))
+              for b in reads if b.role == "internal"]
+        free = self._free[unit]
+        start = s[free]
+        for w0, _, k in rk:
+            start = max(start, s[w0 + k])
         wview = getattr(st, "dst", None)
-        if write is not None and write.role == "internal" and not in_place:
-            nxt = self._next_slot(write, wview)
-            start = max(start, s[ix[f"r:{write.name}:{nxt}"]])
+        internal = write is not None and write.role == "internal"
+        if internal:
+            k = self._next_slot(write, wview) if not in_place else self._slot(write, wview)
+            if not in_place:
+                start = max(start, s[self._r0[write.name] + k])
         end = start + cost
-        s[ix[f"free:{unit}"]] = end
-        s[ix[f"busy:{unit}"]] += cost
-        for b in reads:
-            if b.role == "internal":
-                k = ix[f"r:{b.name}:{self._slot(b, views.get(b.name))}"]
-                s[k] = max(s[k], end)
-        if write is not None and write.role == "internal":
+        s[free] = end
+        s[free + self._busy] += cost
+        for _, r0, k2 in rk:
+            s[r0 + k2] = max(s[r0 + k2], end)
+        if internal:
             if not in_place:
-                s[ix[f"n:{write.name}"]] += 1
-            k = self._slot(write, wview)
-            s[ix[f"w:{write.name}:{k}"]] = end
+                s[self._n[write.name]] += 1
+            s[self._w0[write.name] + k] = end
             if not in_place:
-                s[ix[f"r:{write.name}:{k}"]] = end
-        s[ix["end"]] = max(s[ix["end"]], end)
+                s[self._r0[write.name] + k] = end
+        s[self._end] = max(s[self._end], end)
         if cost:
             if len(self.events) < MAX_EVENTS:
                 self.events.append((unit + self.tag, st.label, int(start), int(end)))
@@ -371,12 +386,12 @@ class Timeline:
         if b.slot_len and view is not None:
             start = self._int(view.offset) + view.layout.offset
             return min(start // b.slot_len, b.slots - 1)
-        return int((self.s[self.ix[f"n:{b.name}"]] - 1) % b.slots)
+        return int((self.s[self._n[b.name]] - 1) % b.slots)
 
     def _next_slot(self, b: ir.Buffer, view: ir.View | None) -> int:
         if b.slot_len and view is not None:
             return self._slot(b, view)
-        return int(self.s[self.ix[f"n:{b.name}"]] % b.slots)
+        return int(self.s[self._n[b.name]] % b.slots)
 
     @staticmethod
     def _views(st) -> list[ir.View]:
@@ -389,28 +404,30 @@ class Timeline:
     def call(self, st: ir.Call) -> None:
         """An extern call runs on the target's first compute unit; a parallel one is spread
         over its cores. It reads and writes every internal buffer it gets a pointer to."""
-        tgt, s, ix = self.prog.target, self.s, self.ix
+        tgt, s = self.prog.target, self.s
         unit = next(iter(tgt.units))
         scalars = {name: self._int(a.expr)
                    for (_, name), a in zip(st.fn.args, st.args) if isinstance(a, ir.Val)}
         work = _work(st, scalars)
         cost = tgt.costs.cycles(work, tgt.cores, st.fn.parallel)
         for k, f in tgt.costs.terms(work, tgt.cores, st.fn.parallel).items():
-            s[ix[f"term:{k}"]] += round(f * TERM_SCALE)
+            s[self._term[k]] += round(f * TERM_SCALE)
         ptrs = [a.view for a in st.args if isinstance(a, (ir.Ptr, ir.Deref))
                 and a.view.buffer.role == "internal"]
-        start = s[ix[f"free:{unit}"]]
-        for v in ptrs:
-            k = self._slot(v.buffer, v)
-            start = max(start, s[ix[f"w:{v.buffer.name}:{k}"]], s[ix[f"r:{v.buffer.name}:{k}"]])
+        # Each slot once: nothing here changes a write count.
+        wr = [(self._w0[v.buffer.name] + k, self._r0[v.buffer.name] + k)
+              for v in ptrs for k in (self._slot(v.buffer, v),)]
+        free = self._free[unit]
+        start = s[free]
+        for w, r in wr:
+            start = max(start, s[w], s[r])
         end = start + cost
-        s[ix[f"free:{unit}"]] = end
-        s[ix[f"busy:{unit}"]] += cost
-        for v in ptrs:
-            k = self._slot(v.buffer, v)
-            s[ix[f"w:{v.buffer.name}:{k}"]] = end
-            s[ix[f"r:{v.buffer.name}:{k}"]] = end
-        s[ix["end"]] = max(s[ix["end"]], end)
+        s[free] = end
+        s[free + self._busy] += cost
+        for w, r in wr:
+            s[w] = end
+            s[r] = end
+        s[self._end] = max(s[self._end], end)
         if len(self.events) < MAX_EVENTS:
             self.events.append((unit, st.label, int(start), int(end)))
         else:
