@@ -223,6 +223,27 @@ def float_and_int8_graphs():
 
 
 @pytest.mark.slow
+def test_a_runs_pieces_poison_nothing_and_write_the_simulators_bytes():
+    """The C a run compiles (in pieces) poisons neither the layers' local tiles nor their
+    junk rows, at every call; the graph's single unit (c_source) does, as the simulator. The
+    run writes every output element the simulator writes, over a canary, the same bytes: on
+    graphs cut into several L1 tiles, the last with junk rows."""
+    import npukit.tiler.graph_c as GC
+
+    for g, x in float_and_int8_graphs():
+        units, _ = GC.c_pieces(g)
+        layers = [text for what, text in units if what.startswith("layer")]
+        assert layers and not any("poison, as in the simulator" in t for t in layers)
+        assert "poison, as in the simulator" in g.c_source()
+        canary = np.array(-7.25e30 if x.dtype == np.float32 else 77, x.dtype)
+        outs = {b: np.full(6, canary) for b in ("sim", "c")}
+        for backend, out in outs.items():
+            g.run(backend, In=x, Out=out)
+        assert (outs["sim"] != canary).all()
+        assert outs["c"].tobytes() == outs["sim"].tobytes()
+
+
+@pytest.mark.slow
 def test_float_and_int8_graphs(tmp_path):
     cc = toolchain.resolve(toolchain.compiler())
     for g, x in float_and_int8_graphs():

@@ -126,7 +126,7 @@ def _copy(em, st: ir.Copy, w: Writer) -> None:
             else:
                 with w.block(f"for (int64_t {k} = 0; {k} < {n_dst}; {k}++)"):
                     w.line(f"{em.el(dst, k)} = {value};")
-        if valid is not None and internal(st.dst) and n_text != "0":
+        if valid is not None and internal(st.dst) and n_text != "0" and em.poisons:
             # A copy with no valid row moves nothing, and leaves memory as it was.
             w.comment(f"Junk {rows}: poisoned, as in the simulator.")
             with w.block(f"if ({n_dst} > 0)") if not n_text.isdigit() else nullcontext():

@@ -90,13 +90,14 @@ def c_unit(progs: list[ir.Program], entries: list[str], *, header: str, tail: st
     return _unit(ems, header, tail, includes)
 
 
-def piece_unit(progs: list[ir.Program], entries: list[str], fuse: bool = True
-               ) -> tuple[str, list[str], list[list[str]]]:
+def piece_unit(progs: list[ir.Program], entries: list[str], fuse: bool = True,
+               poison: bool = True) -> tuple[str, list[str], list[list[str]]]:
     """Programs as one piece of C compiled in pieces (``npukit.c.pieces``): (the unit, the
     prototype of each entry function, each program's basic-kernel sources). The unit
-    declares the kernels and the threads runtime that other pieces define."""
+    declares the kernels and the threads runtime that other pieces define (poisoning none
+    of its internal memories or junk rows when ``poison`` is False: the same output bytes)."""
     helpers = A.Helpers()
-    ems = [_Emitter(p, fuse, helpers, e) for p, e in zip(progs, entries)]
+    ems = [_Emitter(p, fuse, helpers, e, poison) for p, e in zip(progs, entries)]
     header = ems[0]._header() if len(ems) == 1 else \
         f"/* Functions {', '.join(entries)}: a piece of a program compiled in pieces. */"
     return (_unit(ems, header, shared=True), [em._signature() + ";" for em in ems],
@@ -212,8 +213,8 @@ def c_header(prog: ir.Program) -> str:
 
 class _Emitter:
     def __init__(self, prog: ir.Program, fuse: bool, helpers: A.Helpers | None = None,
-                 entry: str | None = None):
-        self.prog, self.fuse, self.h = prog, fuse, helpers or A.Helpers()
+                 entry: str | None = None, poison: bool = True):
+        self.prog, self.fuse, self.h, self.poisons = prog, fuse, helpers or A.Helpers(), poison
         self.entry = entry or entry_name(prog)
         for buf, _ in prog.params:
             c_type(buf.dtype, f"tensor {buf.name!r}")
@@ -338,6 +339,9 @@ class _Emitter:
                  "junk lanes are poisoned, as in the simulator, so even values computed from",
                  "unwritten lanes agree with it. Build with -ffp-contract=off: every float",
                  "operation rounds once (no fused multiply-add), as in npukit.arith."]
+        if not self.poisons:  # (a graph's compiled pieces: its c_source poisons them)
+            rows[-4:-1] = ["Internal memories and junk rows are not poisoned: no element is read "
+                           "unwritten. Build with -ffp-contract=off: every float"]
         if self.sources:
             rows += ["", f"Basic kernels are called as the AutoTiler's generated code calls them; "
                          f"their C is the c_source given for them, quoted as is. A parallel one "
@@ -446,7 +450,7 @@ class _Emitter:
                             f"copy.")
                 out.line(f"{c_type(b.dtype)} *{self.ptr[key(b)]} = {store};")
         whole = written_whole_first(self.prog)
-        for b in used:
+        for b in used if self.poisons else ():  # (else none: see _header)
             if b.name in whole:
                 out.comment(f"{self.ptr[key(b)]}: not poisoned, its first statement writes "
                             f"every element.")

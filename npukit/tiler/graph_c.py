@@ -266,8 +266,10 @@ class _Generator:
         units, protos, sources = [], [], []
         for group in _groups([layer.name for layer in g.layers]):
             layers = [g.layers[i] for i in group]
+            # Not poisoned: a run's time goes to the layers' work, not to filling their
+            # tiles (c_source, the graph's C as one unit, poisons them as the simulator).
             text, group_protos, srcs = piece_unit([x.program for x in layers],
-                                                  [x.name for x in layers])
+                                                  [x.name for x in layers], poison=False)
             units.append((", ".join(f"layer {i} ({x.name})" for i, x in zip(group, layers)),
                           text))
             protos += [f"/* Layer {i}: {comment_text(x.name)} (compiled apart) */\n{proto}"
