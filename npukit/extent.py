@@ -135,10 +135,26 @@ def changes(expr: ir.Lanes | ir.Affine, var: ir.Var, inner: tuple[ir.Var, ...],
     """Where the values of ``expr`` over the points of the ``inner`` loops (a valid count,
     clamped; a trip count, as it is) differ between iterations ``k - 1`` and ``k`` of
     ``var``, the other variables fixed by ``env``: closed intervals of ``k``."""
+    aff = expr.start if isinstance(expr, ir.Lanes) else expr
+    used = tuple(v for v in inner if v in aff.vars)
+    # Remembered by value (the cycle model asks again each time it enters a loop): the
+    # answer depends on the expression, the loops and the values of its other variables.
+    try:
+        fixed = tuple((v, env[v]) for v in aff.vars if v != var and (v in env or v not in used))
+        return list(_changes_at(expr, var, used, fixed))
+    except (KeyError, TypeError):  # a variable env lacks, or array values: as it is
+        return _changes(expr, var, used, env)
+
+
+@lru_cache(maxsize=1 << 12)
+def _changes_at(expr, var: ir.Var, used: tuple[ir.Var, ...], fixed: tuple) -> tuple:
+    return tuple(_changes(expr, var, used, dict(fixed)))
+
+
+def _changes(expr, var: ir.Var, used: tuple[ir.Var, ...], env: dict) -> list[tuple[int, int]]:
     lanes = isinstance(expr, ir.Lanes)
     aff = expr.start if lanes else expr
     n = var.count
-    used = tuple(v for v in inner if v in aff.vars)
     if n < 2 or any(v.count == 0 for v in used):
         return []
     plain = _plain(aff)

@@ -182,6 +182,7 @@ class Timeline:
         # id(expression) -> (expression, its ``_compiled`` function): hashing an expression
         # by value costs more than evaluating it.
         self._fns: dict[int, tuple] = {}
+        self._looked: dict[int, tuple] = {}  # id(loop) -> (loop, its lanes, its inner vars)
 
     def run(self) -> Report:
         self.block(self.prog.body)
@@ -290,11 +291,15 @@ class Timeline:
     def _changes(self, st: ir.Loop) -> Changes:
         """The iterations whose cost may differ from the one before: where a valid lane
         count or an inner loop's trip count changes (``npukit.extent``, in closed form)."""
-        lanes = [x.valid for x, _ in _walk(st.body) if isinstance(x, (ir.Copy, ir.Append))
-                 and x.valid is not None and st.var in x.valid.start.vars]
-        lanes += [x.var.trips for x in _loops(st.body)
-                  if x.var.trips is not None and st.var in x.var.trips.vars]
-        inner = tuple(dict.fromkeys(x.var for x in _loops(st.body)))
+        got = self._looked.get(id(st))
+        if got is None:  # what the loop's body holds, looked for once per loop
+            lanes = [x.valid for x, _ in _walk(st.body) if isinstance(x, (ir.Copy, ir.Append))
+                     and x.valid is not None and st.var in x.valid.start.vars]
+            lanes += [x.var.trips for x in _loops(st.body)
+                      if x.var.trips is not None and st.var in x.var.trips.vars]
+            inner = tuple(dict.fromkeys(x.var for x in _loops(st.body)))
+            got = self._looked[id(st)] = (st, lanes, inner)
+        _, lanes, inner = got
         return Changes([c for lane in lanes for c in changes(lane, st.var, inner, self.env)])
 
     def _int(self, expr) -> int:
