@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -158,6 +159,22 @@ def parse_ctype(text: object, what: str = "C type",
                 error: type[NpukitError] = TilingError) -> CType:
     """``text`` parsed into a ``CType`` (grammar in the module docstring); ``error`` naming
     ``what`` and the offending part otherwise."""
+    # A plan parses the same few type strings tens of thousands of times: each is parsed
+    # once; a refusal is made again, to name ``what`` in the caller's error type.
+    if isinstance(text, str):
+        try:
+            return _parsed(text)
+        except NpukitError:
+            pass
+    return _parse(text, what, error)
+
+
+@lru_cache(maxsize=1 << 10)
+def _parsed(text: str) -> CType:
+    return _parse(text, "C type", TilingError)
+
+
+def _parse(text: object, what: str, error: type[NpukitError]) -> CType:
     if not isinstance(text, str):
         raise error(f"{what} {text!r}: a C type is a string such as 'short int *'")
     tokens = _TOKEN.findall(text)
