@@ -183,6 +183,9 @@ class Timeline:
         # by value costs more than evaluating it.
         self._fns: dict[int, tuple] = {}
         self._looked: dict[int, tuple] = {}  # id(loop) -> (loop, its lanes, its inner vars)
+        # id(call) -> (call, its scalar arguments' functions, its internal pointers, its
+        # price per argument values)
+        self._calls: dict[int, tuple] = {}
 
     def run(self) -> Report:
         self.block(self.prog.body)
@@ -302,12 +305,16 @@ class Timeline:
         _, lanes, inner = got
         return Changes([c for lane in lanes for c in changes(lane, st.var, inner, self.env)])
 
-    def _int(self, expr) -> int:
-        """The value of an index expression or valid count at the current point."""
+    def _fn(self, expr):
+        """``_compiled(expr)``, found by the expression's identity."""
         got = self._fns.get(id(expr))
         if got is None:
             got = self._fns[id(expr)] = (expr, _compiled(expr))
-        return got[1](self.env)
+        return got[1]
+
+    def _int(self, expr) -> int:
+        """The value of an index expression or valid count at the current point."""
+        return self._fn(expr)(self.env)
 
     # -- one step ---------------------------------------------------------------------------
 
@@ -411,14 +418,27 @@ class Timeline:
         over its cores. It reads and writes every internal buffer it gets a pointer to."""
         tgt, s = self.prog.target, self.s
         unit = next(iter(tgt.units))
-        scalars = {name: self._int(a.expr)
-                   for (_, name), a in zip(st.fn.args, st.args) if isinstance(a, ir.Val)}
-        work = _work(st, scalars)
-        cost = tgt.costs.cycles(work, tgt.cores, st.fn.parallel)
-        for k, f in tgt.costs.terms(work, tgt.cores, st.fn.parallel).items():
-            s[self._term[k]] += round(f * TERM_SCALE)
-        ptrs = [a.view for a in st.args if isinstance(a, (ir.Ptr, ir.Deref))
-                and a.view.buffer.role == "internal"]
+        got = self._calls.get(id(st))
+        if got is None:  # the call's scalar arguments and internal pointers, found once
+            vals = tuple((name, self._fn(a.expr)) for (_, name), a in zip(st.fn.args, st.args)
+                         if isinstance(a, ir.Val))
+            ptrs = [a.view for a in st.args if isinstance(a, (ir.Ptr, ir.Deref))
+                    and a.view.buffer.role == "internal"]
+            got = self._calls[id(st)] = (st, vals, ptrs, {})
+        _, vals, ptrs, priced = got
+        env = self.env
+        at = tuple(f(env) for _, f in vals)
+        # The cost of a call depends only on its scalar arguments: priced once per values.
+        price = priced.get(at)
+        if price is None:
+            work = _work(st, {name: v for (name, _), v in zip(vals, at)})
+            price = priced[at] = (
+                tgt.costs.cycles(work, tgt.cores, st.fn.parallel),
+                [(self._term[k], round(f * TERM_SCALE))
+                 for k, f in tgt.costs.terms(work, tgt.cores, st.fn.parallel).items()])
+        cost, terms = price
+        for k, f in terms:
+            s[k] += f
         # Each slot once: nothing here changes a write count.
         wr = [(self._w0[v.buffer.name] + k, self._r0[v.buffer.name] + k)
               for v in ptrs for k in (self._slot(v.buffer, v),)]
