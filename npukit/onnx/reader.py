@@ -34,6 +34,12 @@ SAME_SHAPE_OPS = ("GroupNormalization",)
 # The largest constant npukit computes while folding (docs/onnx.md): a node whose output
 # would be larger is refused before anything is allocated.
 MAX_FOLDED_BYTES = 256 << 20
+# Float tensors of more elements than this are weights, whose values ONNX shape inference
+# never reads: the operands it reads (Reshape's shape, Resize's scales, Slice's starts,
+# Range's bounds) hold one value per dimension or a scalar. They reach it as their type and
+# dims only, which spares it serialising every weight (the 46 MB of a ResNet-18) each call.
+SHAPE_ONLY_ELEMENTS = 1024
+SHAPE_ONLY_TYPES = {np.dtype(np.float16): 10, np.dtype(np.float32): 1, np.dtype(np.float64): 11}
 
 
 @dataclass(frozen=True)
@@ -355,12 +361,11 @@ def _as_ort_pool(node, target, known: dict) -> bool:
 def _ms_shape(node, known: dict, inits: dict):
     """(element type, dims) of the output of a com.microsoft quantized operator, from its
     inputs' shapes; None while they are unknown."""
-    from onnx import numpy_helper
 
     def shape(k):
         t = node.input[k]
         if t in inits:
-            return inits[t].data_type, list(numpy_helper.to_array(inits[t]).shape)
+            return inits[t].data_type, list(inits[t].dims)
         et, dims = known.get(t, (0, None))
         return (et, dims) if dims is not None and all(isinstance(d, int) for d in dims) else \
             (et, None)
@@ -535,6 +540,24 @@ def _initializer(t) -> np.ndarray:
                          ) from None
 
 
+def _for_inference(name: str, value: np.ndarray):
+    """The initializer shape inference is given for the constant ``value``: a large float
+    tensor as its type and dims only (``SHAPE_ONLY_ELEMENTS``), any other one whole."""
+    from onnx import TensorProto, numpy_helper
+
+    et = SHAPE_ONLY_TYPES.get(value.dtype, 0)
+    if _shape_only(et, value.shape):
+        return TensorProto(name=name, data_type=et, dims=value.shape)
+    return numpy_helper.from_array(value, name)
+
+
+def _shape_only(et: int, dims) -> bool:
+    """Whether shape inference is given a tensor of ONNX element type ``et`` and these dims
+    without its values (``SHAPE_ONLY_ELEMENTS``)."""
+    return et in SHAPE_ONLY_TYPES.values() and \
+        int(np.prod(dims, dtype=np.int64)) > SHAPE_ONLY_ELEMENTS
+
+
 def _static(infos: dict, t: str) -> tuple | None:
     """(element type, dims) of ``t`` when its dims are all known numbers."""
     et, dims = infos.get(t, (0, None))
@@ -633,7 +656,7 @@ def read(model, input_shapes: dict | None = None, constants: dict | None = None,
     fixed values (folded like initializers); operators not in ``native`` are expanded into
     their ONNX function bodies where they have one (``npukit.onnx.functions``; None: none
     are)."""
-    from onnx import helper, numpy_helper
+    from onnx import TensorProto, helper
     from onnx.defs import onnx_opset_version
 
     model = _load(model)
@@ -659,6 +682,11 @@ def read(model, input_shapes: dict | None = None, constants: dict | None = None,
     _fix_inputs(model, inputs, input_shapes)
     consts.update(resolve_sequences(model))
     _large_constants(g, consts)
+    # ``model`` is read's own copy and its initializers' values are in ``consts``: the
+    # weights, whose values shape inference does not read, are left as type and dims.
+    for t in g.initializer:
+        if _shape_only(t.data_type, t.dims):
+            t.CopyFrom(TensorProto(name=t.name, data_type=t.data_type, dims=t.dims))
     infos = _infos(_infer(model))
     qconsts: dict[str, QConst] = {}
     # Fold, infer the shapes again with the folded values as initializers, and fold what
@@ -670,7 +698,7 @@ def read(model, input_shapes: dict | None = None, constants: dict | None = None,
         rebuilt = helper.make_graph(
             kept, g.name or "model", [vi for vi in g.input if vi.name not in consts],
             list(g.output),
-            [numpy_helper.from_array(np.asarray(v), n) for n, v in consts.items()])
+            [_for_inference(n, np.asarray(v)) for n, v in consts.items()])
         m2 = helper.make_model(rebuilt, opset_imports=opsets)
         # IR version 4 lets initializers be other than graph inputs (before it, shape
         # inference reads no initializer that is not also an input, and the folded values
