@@ -95,6 +95,22 @@ def test_a_shape_known_only_after_folding_is_folded_in_a_second_round():
     assert np.array_equal(outs["c"]["y"], x.reshape(2, 12) + w)
 
 
+def test_a_weight_given_to_shape_inference_without_its_values_keeps_its_shape_and_values():
+    """Shape inference gets large float weights as type and dims only: a Reshape target
+    taken from such a weight's shape is still inferred, and the weight's values are the
+    model's."""
+    from npukit.onnx.reader import SHAPE_ONLY_ELEMENTS
+
+    x = RNG.normal(size=(4, 512)).astype(np.float32)
+    w = RNG.normal(size=(32, 64)).astype(np.float32)
+    assert w.size > SHAPE_ONLY_ELEMENTS
+    nodes = [node("Shape", ["w"], ["s"]), node("Reshape", ["x", "s"], ["r"]),
+             node("Add", ["r", "w"], ["y"])]
+    m = model(nodes, {"x": x}, ["y"], {"w": w})
+    _, _, outs = against_ort(m, {"x": x}, backends=("sim", "c"))
+    assert np.array_equal(outs["c"]["y"], x.reshape(32, 64) + w)
+
+
 def test_castlike_of_a_constant_takes_the_type_of_a_computed_tensor():
     """CastLike reads only its target's type: a constant cast like a computed tensor folds."""
     m = model([node("Relu", ["x"], ["r"]), node("CastLike", ["half", "r"], ["h"]),
