@@ -14,7 +14,7 @@ import numpy as np
 from ...arith import wrap32
 from ...costs import Work
 from ...dtypes import int_range, is_float
-from . import conv_features, conv_reference
+from . import conv_channels, conv_features, conv_reference
 from .common import (
     AVX512_HELPERS,
     C_ALIGN,
@@ -363,14 +363,16 @@ of accumulators
     blocks = "\n".join("    " + line if line else line for line in blocks.splitlines())
 
     if planes:
+        feats_when = f"(Sx == 1 || Sx == 2) && {several_taps}{widest}"
         feats = "" if not flt else f"""
 #ifdef NPK_AVX512
     /* Float32 rows at column stride 1 or 2: {' or '.join(map(str, conv_features.ROW_FEATURES))} \
 output features at a time (the rest one by one). */
-    if ((Sx == 1 || Sx == 2) && {several_taps}{widest}) {{""" + "".join(f"""
+    if ({feats_when}) {{""" + "".join(f"""
         for (; First + {n} <= Last; First += {n})
 {c_pick_copy(f"{name}_Feats{n}", (*args, ("int", "o")), CONV_SHAPES, "            ",
-             dict(o="First"))}"""
+             dict(o="First"), otherwise="break;  /* the rest by the loops below */",
+             when=feats_when)}"""
                                                    for n in conv_features.ROW_FEATURES) + """
     }
 #endif"""
@@ -384,8 +386,13 @@ output features at a time (the rest one by one). */
 #endif
 """
         here = dict(Filter="Filter + o * InFeat * Fy * Fx", Acc="Acc + o * OutRows * Wo")
+        flat_when = (f"Wo < 32 && Wo == W && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1 && "
+                     f"Fx * Fy <= {CONV_MAX_FX} && OutRows * Wo <= {FLAT_MAX}"
+                     f"{small_zero_points}")
         narrow = conv_features.narrow_dispatch(name, args, flt,
                                                f"Fx * Fy <= {CONV_MAX_FX}{small_zero_points}")
+        if flt:
+            narrow += conv_channels.channels_dispatch(name, args)
         entry = f"""\
     /* Each output feature o of the tile in turn (the features shared among the cores), by
        the loops' copy for the filter's shape (its tap counts and strides constants: 3x3 and
@@ -396,11 +403,10 @@ output features at a time (the rest one by one). */
     /* Planes of rows narrower than 32 outputs, as wide as their input, at stride 1 without
        dilation: the plane's outputs flattened, 16 to a vector (rows of their own would
        leave lanes empty). */
-    if (Wo < 32 && Wo == W && Sx == 1 && Sy == 1 && Dx == 1 && Dy == 1 &&
-        Fx * Fy <= {CONV_MAX_FX} && OutRows * Wo <= {FLAT_MAX}{small_zero_points}) {{
+    if ({flat_when}) {{
 {c_pick_copy(f"{name}_Flat", (*args, ("int", "First"), ("int", "Last")), (CONV_3X3,),
-             "        ")}
-        return;
+             "        ", otherwise=";  /* the loops below compute the same */",
+             when=flat_when, then="return;")}
     }}
 #endif{feats}
     for (int o = First; o < Last; o++)
@@ -478,6 +484,8 @@ static inline NPK_ALWAYS_INLINE void {name}_Flat({c_signature(args)}, int First,
                         for n in conv_features.ROW_FEATURES)
     if planes:
         flat += conv_features.narrow_of_features(name, args, CONV_MAX_FX, in_dt, w_dt)
+        # (After the narrow form's: its 16 x 16 transpose serves the channels' filters.)
+        flat += conv_channels.channels(name, args, line_ok) if flt else ""
     src = f"""\
 {HELPERS}
 {AVX512_HELPERS}{flat}{"" if flt else chr(10) + vnni_conv(name, in_dt, w_dt)}
