@@ -1,0 +1,344 @@
+"""The integer depthwise convolution of a tile of features in one call, requantised in the
+same pass (``dw_conv_requant``): the host schedule's kernel for an int8 or uint8 depthwise
+layer (a MobileNet's), where the GAP AutoTiler's generators make three calls a plane (bias,
+one-plane convolution into int32 accumulators, requantisation of the accumulators).
+
+Plane ``f`` of the tile: ``Out[f][y][x] = requant(Bias[f] + sum((In - Zin) * (Filter - Zw)),
+Scale[f], Zout, Lo, Hi)``, the sum over the taps ``(fy, fx)`` that read the input (taps on
+padding add nothing), wrapped to int32 as the one-plane kernel's accumulator; the same bytes
+as ``convolution.set_bias`` + ``layer_conv`` + ``conv_out`` (integer sums are exact in any
+order, the requantisation is ``npk_requant`` lane by lane).
+
+Where the compiler targets AVX-512 VNNI and VBMI (``conv_int.VNNI_HELPERS``), the weights
+less ``Zw`` signed bytes (int8 weights with ``Zw`` 0, ONNX Runtime's symmetric ones), the
+column stride 1 or 2, no column dilation: 16 outputs a vector, a filter row's taps four to a
+``vpdpbusd`` quad (the fourth weight 0), as ``conv_int``'s VNNI form:
+
+- an input byte enters as ``x + Off`` (``Off`` 128 for int8: ``x ^ 0x80``), a tap on padding as
+  ``Zin + Off``, and each output starts at ``Bias - (Zin + Off) * sum(Filter - Zw)``: every tap
+  then adds ``(x - Zin) * (w - Zw)``, one on padding nothing, so the padding is the load's
+  mask (bytes outside the row or the tile are the pad byte), never a copy;
+- an output row's vector loads 64 bytes of each filter row's input line once, ``vpermb``
+  gives lane ``t`` the bytes at columns ``Sx*t .. Sx*t + 3``;
+- planes narrower than 32 outputs at stride 1, as wide as their input: the outputs flattened,
+  16 to a vector whatever the rows (a 7 x 7 plane in 4 vectors, not 7), a lane's bytes
+  outside its row the pad byte by a mask per vector and filter row made once per call for
+  every feature of the tile;
+- the requantisation on the vector of sums (``conv_requant``'s steps), 16 bytes stored.
+
+Elsewhere (no VNNI, another stride, a weight outside -128..127, a zero point outside the
+byte range) the plain loop runs, output by output. A call shares the features among the
+cores, or, with fewer features than cores, each feature's rows.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from ...errors import DTypeError
+from . import conv_reference
+from .common import (
+    AVX512_HELPERS,
+    HELPERS,
+    LANES,
+    BasicKernel,
+    c_copies,
+    c_pick_copy,
+    c_signature,
+    layer_c_type,
+    layer_suffix,
+    requant,
+)
+from .conv_int import VNNI_HELPERS, _fits, _quad_index
+from .convolution import conv_work
+
+# Flattened planes: at most this many outputs of a core's share (64 vectors) and filters of
+# at most this many quads (3x3: 3), so that the masks fit a table on the stack (2 KB).
+FLAT_MAX, FLAT_QUADS = 1024, 4
+# The widest filter the VNNI form takes (4 quads a filter row).
+MAX_FX = 16
+# The filters a copy of the VNNI form is made for, its tap counts constants (either stride).
+_SHAPES = (("3x3", dict(Fx=3, Fy=3, Dx=1, Dy=1)),)
+
+
+def _args(in_dt: str, w_dt: str, out_dt: str):
+    ti, tw, to = layer_c_type(in_dt), layer_c_type(w_dt), layer_c_type(out_dt)
+    return ((f"const {ti} *__restrict__", "In"), ("int", "W"), ("int", "InRow0"),
+            ("int", "InRows"), ("int", "Hreal"), ("int", "PadT"),
+            (f"const {tw} *__restrict__", "Filter"), ("const int *__restrict__", "Bias"),
+            ("const float *__restrict__", "Scale"), (f"{to} *__restrict__", "Out"),
+            ("int", "Wo"), ("int", "OutRow0"), ("int", "OutRows"), ("int", "Feat"),
+            ("int", "Fx"), ("int", "Fy"), ("int", "Sx"), ("int", "Sy"), ("int", "Dx"),
+            ("int", "Dy"), ("int", "PadL"), ("int", "Zin"), ("int", "Zw"), ("int", "Zout"),
+            ("int", "Lo"), ("int", "Hi"))
+
+
+_SHARE = (("int", "F0"), ("int", "F1"), ("int", "Y0"), ("int", "Y1"))
+_LINE_OK = "P - PadT >= 0 && P - PadT < Hreal && P - InRow0 >= 0 && P - InRow0 < InRows"
+
+
+def _plain(name: str, args, ti: str, tw: str, to: str) -> str:
+    """C of ``{name}_Plain``: features F0 .. F1-1, rows Y0 .. Y1-1, output by output."""
+    return f"""\
+static void {name}_Plain({c_signature(args + _SHARE)})
+{{
+    /* Each output: its bias plus (In - Zin) * (Filter - Zw) over the taps that read the
+       input (wrapping, as the one-plane kernel's int32 accumulator), requantised. */
+    for (int f = F0; f < F1; f++) {{
+        const {ti} *Pl = In + f * InRows * W;
+        const {tw} *Fl = Filter + f * Fy * Fx;
+        float Sc = Scale[f];
+        for (int y = Y0; y < Y1; y++)
+            for (int x = 0; x < Wo; x++) {{
+                unsigned int A = (unsigned int)Bias[f];
+                for (int fy = 0; fy < Fy; fy++) {{
+                    int P = (OutRow0 + y) * Sy + fy * Dy;
+                    if (!({_LINE_OK}))
+                        continue;
+                    for (int fx = 0; fx < Fx; fx++) {{
+                        int C = x * Sx - PadL + fx * Dx;
+                        if (C >= 0 && C < W)
+                            A += (unsigned int)((int)Pl[(P - InRow0) * W + C] - Zin) *
+                                 (unsigned int)((int)Fl[fy * Fx + fx] - Zw);
+                    }}
+                }}
+                Out[(f * OutRows + y) * Wo + x] = ({to})npk_requant((int)A, Sc, Zout, Lo, Hi);
+            }}
+    }}
+}}"""
+
+
+def _vnni(name: str, args, ti: str, tw: str, to: str, signed: bool) -> str:
+    """C of ``{name}_VnniAny`` (the module's docstring), its copies and ``{name}_Vnni``."""
+    flip = "\n    Row = _mm512_xor_si512(Row, _mm512_set1_epi8((char)0x80));" if signed else ""
+    off = 128 if signed else 0
+    return f"""\
+#ifdef NPK_VNNI
+static inline NPK_ALWAYS_INLINE __m512i {name}_Row(const {ti} *Line, __mmask64 Inside,
+                                                   __m512i PadRaw)
+{{
+    /* 64 bytes of an input line from Line, those not Inside the pad byte, as x + Off. */
+    __m512i Row = _mm512_mask_loadu_epi8(PadRaw, Inside, Line);{flip}
+    return Row;
+}}
+
+static inline NPK_ALWAYS_INLINE void {name}_Store({to} *Dst, __mmask16 K, __m512i S,
+                                                  __m512 Scv, __m512 Lv, __m512 Hv, __m512i Zv)
+{{
+    /* npk_requant lane by lane: float(S) * Scale clamped to [Lo - Zout, Hi - Zout], rounded
+       to nearest even, plus Zout; its low byte stored (the value is within Lo .. Hi). */
+    const __m512 Rne = _mm512_set1_ps(12582912.0f);
+    __m512 F = _mm512_mul_ps(_mm512_cvtepi32_ps(S), Scv), Q;
+    Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Hv, _CMP_GT_OQ), F, Hv);
+    Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Lv, _CMP_LT_OQ), Q, Lv);
+    Q = _mm512_sub_ps(_mm512_add_ps(Q, Rne), Rne);
+    _mm512_mask_cvtepi32_storeu_epi8((void *)Dst, K, _mm512_add_epi32(_mm512_cvttps_epi32(Q),
+                                                                      Zv));
+}}
+
+{_blocks(name, ti, to)}
+
+static inline NPK_ALWAYS_INLINE void {name}_VnniAny({c_signature(args + _SHARE)})
+{{
+    /* Features F0 .. F1-1, rows Y0 .. Y1-1: 16 outputs a vector, each filter row's quads g
+       (taps 4g .. 4g+3) by vpdpbusd; Q[fy*G + g]: a feature's quad of weights less Zw. */
+    const int G = (Fx + 3) / 4, FG = Fy * G, Plane = InRows * W, Byte = Zin + {off};
+    const int Q0 = Y0 * Wo, Q1 = Y1 * Wo;
+    const int Flat = Wo < 32 && Wo == W && Sx == 1 && Sy == 1 && Q1 - Q0 <= {FLAT_MAX} &&
+                     FG <= {FLAT_QUADS};
+    const __m512i PadRaw = _mm512_set1_epi8((char)Zin), PadU = _mm512_set1_epi8((char)Byte);
+    const __m512i Idx = Sx == 1 ? {_quad_index(0)} :
+        {_quad_index(0, 2)};
+    const __m512i Idx1 = {_quad_index(LANES)};  /* stride 1: the second vector's lanes */
+    const __m512 Lv = _mm512_set1_ps((float)(Lo - Zout)), Hv = _mm512_set1_ps((float)(Hi - Zout));
+    const __m512i Zv = _mm512_set1_epi32(Zout);
+    __mmask64 T[{FLAT_MAX // LANES * FLAT_QUADS}];  /* Flat: the bytes inside, by vector, quad */
+    int Q[{MAX_FX * MAX_FX // 4}];
+    if (Flat) {{
+        /* T[v*FG + fy*G + g] bit 4t + b: output q = Q0 + 16v + t exists, the line of filter
+           row fy for its row is inside the tile and the plane, and its column x - PadL + 4g
+           + b inside the row (x: q's column). The same for every feature. */
+        for (int v = 0; v < (Q1 - Q0 + {LANES - 1}) / {LANES} * FG; v++)
+            T[v] = 0;
+        for (int q = Q0; q < Q1; q++) {{
+            int y = q / Wo, x = q % Wo, v = (q - Q0) / {LANES}, t = (q - Q0) % {LANES};
+            for (int fy = 0; fy < Fy; fy++) {{
+                int P = OutRow0 + y + fy * Dy;
+                if (!({_LINE_OK}))
+                    continue;
+                for (int g = 0; g < G; g++)
+                    for (int b = 0; b < 4; b++) {{
+                        int C = x - PadL + 4 * g + b;
+                        if (C >= 0 && C < W)
+                            T[v * FG + fy * G + g] |= 1ULL << (4 * t + b);
+                    }}
+            }}
+        }}
+    }}
+    for (int f = F0; f < F1; f++) {{
+        const {ti} *Pl = In + f * Plane;
+        const {tw} *Fl = Filter + f * Fy * Fx;
+        {to} *O = Out + f * OutRows * Wo;
+        /* The quads, and the start: Bias less (Zin + Off) times the sum of the weights less
+           Zw (every tap is fed, the pad byte where it reads padding; wrapping). */
+        unsigned int Sum = 0;
+        for (int fy = 0; fy < Fy; fy++)
+            for (int g = 0; g < G; g++) {{
+                unsigned int Quad = 0;
+                for (int b = 0; b < 4 && 4 * g + b < Fx; b++) {{
+                    int V = (int)Fl[fy * Fx + 4 * g + b] - Zw;
+                    Quad |= (unsigned int)(V & 0xFF) << (8 * b);
+                    Sum += (unsigned int)V;
+                }}
+                Q[fy * G + g] = (int)Quad;
+            }}
+        const __m512i Init = _mm512_set1_epi32((int)((unsigned int)Bias[f] -
+                                                     (unsigned int)Byte * Sum));
+        const __m512 Scv = _mm512_set1_ps(Scale[f]);
+        if (Flat) {{
+            for (int q0 = Q0, v = 0; q0 < Q1; q0 += {LANES}, v++) {{
+                __m512i S = Init;
+                for (int fy = 0; fy < Fy; fy++)
+                    for (int g = 0; g < G; g++) {{
+                        int Start = (OutRow0 - InRow0 + fy * Dy) * W + q0 - PadL + 4 * g;
+                        __m512i Row = {name}_Row(Pl + Start, npk_bytes(Start, Plane), PadRaw);
+                        S = _mm512_dpbusd_epi32(S, _mm512_mask_permutexvar_epi8(PadU,
+                            T[v * FG + fy * G + g], Idx, Row), _mm512_set1_epi32(Q[fy * G + g]));
+                    }}
+                {name}_Store(O + q0, npk_cols(q0, Q1), S, Scv, Lv, Hv, Zv);
+            }}
+            continue;
+        }}
+        for (int y = Y0; y < Y1; y++) {{
+            const {ti} *Line[{MAX_FX}];
+            unsigned int RowsOk = 0;  /* bit fy: filter row fy's line is in the tile */
+            for (int fy = 0; fy < Fy; fy++) {{
+                int P = (OutRow0 + y) * Sy + fy * Dy;
+                Line[fy] = Pl;
+                if ({_LINE_OK}) {{
+                    RowsOk |= 1u << fy;
+                    Line[fy] = Pl + (P - InRow0) * W;
+                }}
+            }}
+            /* Blocks of 32 outputs (two vectors), the last 16 alone. */
+            int x0 = 0;
+            for (; x0 + {LANES} < Wo; x0 += {2 * LANES})
+                {name}_Block2(Line, RowsOk, x0, W, Wo, Sx, PadL, G, Fy, Q, Init, Idx, Idx1,
+                              PadRaw, O + y * Wo, Scv, Lv, Hv, Zv);
+            if (x0 < Wo)
+                {name}_Block1(Line, RowsOk, x0, W, Wo, Sx, PadL, G, Fy, Q, Init, Idx, Idx1,
+                              PadRaw, O + y * Wo, Scv, Lv, Hv, Zv);
+        }}
+    }}
+}}
+
+{c_copies(f"{name}_VnniAny", args + _SHARE, _SHAPES)}
+#endif"""
+
+
+def _blocks(name: str, ti: str, to: str) -> str:
+    """C of ``{name}_Block1`` and ``_Block2``: 16 or 32 outputs of a row from column x0."""
+    store1 = (f"\n    {name}_Store(O + x0 + {LANES}, npk_cols(x0 + {LANES}, Wo), S1, Scv, Lv, "
+              f"Hv, Zv);")
+
+    def one(n: int) -> str:
+        second = "" if n == 1 else f"""
+            if (Sx == 1)
+                S1 = _mm512_dpbusd_epi32(S1, _mm512_permutexvar_epi8(Idx1, Row), Qv);
+            else  /* stride 2: its own 64 bytes, 32 columns on */
+                S1 = _mm512_dpbusd_epi32(S1, _mm512_permutexvar_epi8(Idx, {name}_Row(
+                    Line[fy] + C + {2 * LANES}, RowsOk >> fy & 1 ? Far : 0, PadRaw)), Qv);"""
+        return f"""\
+static inline NPK_ALWAYS_INLINE void {name}_Block{n}(const {ti} *const *Line,
+    unsigned int RowsOk, int x0, int W, int Wo, int Sx, int PadL, int G, int Fy, const int *Q,
+    __m512i Init, __m512i Idx, __m512i Idx1, __m512i PadRaw, {to} *O, __m512 Scv, __m512 Lv,
+    __m512 Hv, __m512i Zv)
+{{
+    /* Outputs x0 .. x0+{16 * n - 1} of a row (those below Wo); Line[fy]: filter row fy's input
+       line, bit fy of RowsOk set where it is inside the tile. */
+    __m512i S0 = Init{", S1 = Init" if n == 2 else ""};
+    (void)Idx1;
+    for (int g = 0; g < G; g++) {{
+        int C = x0 * Sx - PadL + 4 * g;
+        __mmask64 Near = npk_bytes(C, W){
+            ", Far = Sx == 1 ? 0 : npk_bytes(C + " + str(2 * LANES) + ", W)" if n == 2 else ""};
+        for (int fy = 0; fy < Fy; fy++) {{
+            __m512i Qv = _mm512_set1_epi32(Q[fy * G + g]);
+            __m512i Row = {name}_Row(Line[fy] + C, RowsOk >> fy & 1 ? Near : 0, PadRaw);
+            S0 = _mm512_dpbusd_epi32(S0, _mm512_permutexvar_epi8(Idx, Row), Qv);{second}
+        }}
+    }}
+    {name}_Store(O + x0, npk_cols(x0, Wo), S0, Scv, Lv, Hv, Zv);{store1 if n == 2 else ""}
+}}"""
+    return one(1) + "\n\n" + one(2)
+
+
+@cache
+def dw_conv_requant(in_dt: str, w_dt: str, out_dt: str, width: int) -> BasicKernel:
+    """The kernel of the module's docstring for ``in_dt`` activations, ``w_dt`` weights and
+    ``out_dt`` outputs (each int8 or uint8): ``Feat`` planes of ``In`` (``InRows`` x ``W``
+    each, one after the other; line ``p - InRow0`` of a plane holds padded row ``p``, real
+    row ``p - PadT`` of ``Hreal``), ``Filter`` (``Fy`` x ``Fx`` each), ``Bias`` and ``Scale``
+    (one each) into ``Feat`` planes of ``Out`` (``OutRows`` x ``Wo``, rows from
+    ``OutRow0``). ``width``: the target's vector width, which prices a call."""
+    for dt in (in_dt, w_dt, out_dt):
+        if np.dtype(dt) not in (np.int8, np.uint8):
+            raise DTypeError(f"depthwise convolution requantised: {dt} operand; int8 or "
+                             f"uint8 only")
+    name = f"KerParDwConvReqNpk_{layer_suffix(in_dt, w_dt, out_dt)}"
+    ti, tw, to = layer_c_type(in_dt), layer_c_type(w_dt), layer_c_type(out_dt)
+    args = _args(in_dt, w_dt, out_dt)
+    signed = np.dtype(in_dt) == np.int8
+    call = ", ".join(n for _, n in args + _SHARE)
+    src = f"""\
+{HELPERS}
+{AVX512_HELPERS}
+{VNNI_HELPERS}
+#ifndef NPK_KERNEL_{name}
+#define NPK_KERNEL_{name}
+{_plain(name, args, ti, tw, to)}
+
+{_vnni(name, args, ti, tw, to, signed)}
+
+void {name}({c_signature(args)})
+{{
+    /* This core's share: features F0 .. F1-1 (every row), or with fewer features than
+       cores every feature's rows Y0 .. Y1-1. */
+    int Many = Feat >= gap_ncore(), N = Many ? Feat : OutRows;
+    int Chunk = (N + gap_ncore() - 1) / gap_ncore(), First = gap_coreid() * Chunk;
+    int Last = First + Chunk < N ? First + Chunk : N;
+    int F0 = Many ? First : 0, F1 = Many ? Last : Feat;
+    int Y0 = Many ? 0 : First, Y1 = Many ? OutRows : Last;
+    if (First >= Last)
+        return;
+#ifdef NPK_VNNI
+    /* The VNNI form where it applies (the module's docstring). */
+    if (Sx <= 2 && Dx == 1 && Fx <= {MAX_FX} && Fy <= {MAX_FX} && {_fits(w_dt)} &&
+        Zin + {128 if signed else 0} >= 0 && Zin + {128 if signed else 0} <= 255) {{
+{c_pick_copy(f"{name}_VnniAny", args + _SHARE, _SHAPES, "        ")}
+        return;
+    }}
+#endif
+    {name}_Plain({call});
+}}
+#endif"""
+
+    def reference(In, W, InRow0, InRows, Hreal, PadT, Filter, Bias, Scale, Out, Wo, OutRow0,
+                  OutRows, Feat, Fx, Fy, Sx, Sy, Dx, Dy, PadL, Zin, Zw, Zout, Lo, Hi, *,
+                  core_id, core_count):
+        if core_id or OutRows <= 0 or Feat <= 0:
+            return
+        acc = np.repeat(np.asarray(Bias[:Feat], np.int32), OutRows * Wo)
+        conv_reference.planes(False, In, W, InRow0, InRows, Hreal, PadT, Filter, acc, Wo,
+                              OutRow0, OutRows, Fx, Fy, Sx, Sy, Dx, Dy, PadL, Zin, Zw, Feat)
+        out = requant(acc.reshape(Feat, -1), np.asarray(Scale[:Feat])[:, None], Zout, Lo, Hi)
+        Out[:Feat * OutRows * Wo] = out.reshape(-1)
+
+    def cost(Wo, OutRows, Feat, Fx, Fy, Sx, Sy, Dx, Dy, **_):
+        # The taps, and per output its requantisation (priced as set-up operations).
+        return conv_work(Feat * Wo * OutRows * Fx * Fy, width, (Fx, Fy, Sx, Sy, Dx, Dy),
+                         Feat * (4 * OutRows * Fy + Wo * OutRows), Feat)
+
+    return BasicKernel(name, args, True, src, reference, cost)
