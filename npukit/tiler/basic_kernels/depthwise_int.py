@@ -54,9 +54,13 @@ from .common import (
 from .conv_int import VNNI_HELPERS, _fits, _quad_index
 from .convolution import conv_work
 
-# Flattened planes: at most this many outputs of a core's share (64 vectors) and filters of
-# at most this many quads (3x3: 3), so that the masks fit a table on the stack (2 KB).
-FLAT_MAX, FLAT_QUADS = 1024, 4
+# Flattened planes: at most FLAT_WIDEST columns (narrower rows would leave most lanes of a
+# vector empty), FLAT_MAX outputs of a core's share (64 vectors) and filters of at most
+# FLAT_QUADS quads (3x3: 3), so that the masks fit a table on the stack (2 KB).
+FLAT_WIDEST, FLAT_MAX, FLAT_QUADS = 11, 1024, 4
+# Features whose quads are packed at a time (the vectors of a row's block are found once
+# for all of them).
+CHUNK = 16
 # The widest filter the VNNI form takes (4 quads a filter row).
 MAX_FX = 16
 # The filters a copy of the VNNI form is made for, its tap counts constants (either stride).
@@ -111,7 +115,7 @@ static void {name}_Plain({c_signature(args + _SHARE)})
 
 
 def _vnni(name: str, args, ti: str, tw: str, to: str, signed: bool) -> str:
-    """C of ``{name}_VnniAny`` (the module's docstring), its copies and ``{name}_Vnni``."""
+    """C of ``{name}_VnniAny`` (the module's docstring) and its copies."""
     flip = "\n    Row = _mm512_xor_si512(Row, _mm512_set1_epi8((char)0x80));" if signed else ""
     off = 128 if signed else 0
     return f"""\
@@ -142,12 +146,14 @@ static inline NPK_ALWAYS_INLINE void {name}_Store({to} *Dst, __mmask16 K, __m512
 
 static inline NPK_ALWAYS_INLINE void {name}_VnniAny({c_signature(args + _SHARE)})
 {{
-    /* Features F0 .. F1-1, rows Y0 .. Y1-1: 16 outputs a vector, each filter row's quads g
-       (taps 4g .. 4g+3) by vpdpbusd; Q[fy*G + g]: a feature's quad of weights less Zw. */
-    const int G = (Fx + 3) / 4, FG = Fy * G, Plane = InRows * W, Byte = Zin + {off};
-    const int Q0 = Y0 * Wo, Q1 = Y1 * Wo;
-    const int Flat = Wo < 32 && Wo == W && Sx == 1 && Sy == 1 && Q1 - Q0 <= {FLAT_MAX} &&
-                     FG <= {FLAT_QUADS};
+    /* Features F0 .. F1-1, rows Y0 .. Y1-1, in chunks of {CHUNK} features: 16 outputs a
+       vector, each filter row's quads g (taps 4g .. 4g+3) by vpdpbusd. Where the vectors'
+       input lines and masks are found (a row's, a block's), every feature of the chunk takes
+       its vectors there in turn. Q[k*FG + fy*G + g]: feature k's quad of weights less Zw. */
+    const int G = (Fx + 3) / 4, FG = Fy * G, Plane = InRows * W, OutPlane = OutRows * Wo;
+    const int Byte = Zin + {off}, Q0 = Y0 * Wo, Q1 = Y1 * Wo;
+    const int Flat = Wo <= {FLAT_WIDEST} && Wo == W && Sx == 1 && Sy == 1 &&
+                     Q1 - Q0 <= {FLAT_MAX} && FG <= {FLAT_QUADS};
     const __m512i PadRaw = _mm512_set1_epi8((char)Zin), PadU = _mm512_set1_epi8((char)Byte);
     const __m512i Idx = Sx == 1 ? {_quad_index(0)} :
         {_quad_index(0, 2)};
@@ -155,11 +161,14 @@ static inline NPK_ALWAYS_INLINE void {name}_VnniAny({c_signature(args + _SHARE)}
     const __m512 Lv = _mm512_set1_ps((float)(Lo - Zout)), Hv = _mm512_set1_ps((float)(Hi - Zout));
     const __m512i Zv = _mm512_set1_epi32(Zout);
     __mmask64 T[{FLAT_MAX // LANES * FLAT_QUADS}];  /* Flat: the bytes inside, by vector, quad */
-    int Q[{MAX_FX * MAX_FX // 4}];
+    __mmask64 Near[{MAX_FX * MAX_FX // 4}], Far[{MAX_FX * MAX_FX // 4}];
+    int Off[{MAX_FX * MAX_FX // 4}];  /* a quad's first byte in its feature's plane */
+    int Q[{CHUNK * MAX_FX * MAX_FX // 4}];
+    unsigned int Init[{CHUNK}];
     if (Flat) {{
         /* T[v*FG + fy*G + g] bit 4t + b: output q = Q0 + 16v + t exists, the line of filter
            row fy for its row is inside the tile and the plane, and its column x - PadL + 4g
-           + b inside the row (x: q's column). The same for every feature. */
+           + b inside the row (x: q's column). */
         for (int v = 0; v < (Q1 - Q0 + {LANES - 1}) / {LANES} * FG; v++)
             T[v] = 0;
         for (int q = Q0; q < Q1; q++) {{
@@ -177,59 +186,75 @@ static inline NPK_ALWAYS_INLINE void {name}_VnniAny({c_signature(args + _SHARE)}
             }}
         }}
     }}
-    for (int f = F0; f < F1; f++) {{
-        const {ti} *Pl = In + f * Plane;
-        const {tw} *Fl = Filter + f * Fy * Fx;
-        {to} *O = Out + f * OutRows * Wo;
-        /* The quads, and the start: Bias less (Zin + Off) times the sum of the weights less
-           Zw (every tap is fed, the pad byte where it reads padding; wrapping). */
-        unsigned int Sum = 0;
-        for (int fy = 0; fy < Fy; fy++)
-            for (int g = 0; g < G; g++) {{
-                unsigned int Quad = 0;
-                for (int b = 0; b < 4 && 4 * g + b < Fx; b++) {{
-                    int V = (int)Fl[fy * Fx + 4 * g + b] - Zw;
-                    Quad |= (unsigned int)(V & 0xFF) << (8 * b);
-                    Sum += (unsigned int)V;
+    for (int f0 = F0; f0 < F1; f0 += {CHUNK}) {{
+        const int Nf = F1 - f0 < {CHUNK} ? F1 - f0 : {CHUNK};
+        /* Each feature's quads, and its start: Bias less (Zin + Off) times the sum of its
+           weights less Zw (every tap is fed, the pad byte where it reads padding; wrapping). */
+        for (int k = 0; k < Nf; k++) {{
+            const {tw} *Fl = Filter + (f0 + k) * Fy * Fx;
+            unsigned int Sum = 0;
+            for (int fy = 0; fy < Fy; fy++)
+                for (int g = 0; g < G; g++) {{
+                    unsigned int Quad = 0;
+                    for (int b = 0; b < 4 && 4 * g + b < Fx; b++) {{
+                        int V = (int)Fl[fy * Fx + 4 * g + b] - Zw;
+                        Quad |= (unsigned int)(V & 0xFF) << (8 * b);
+                        Sum += (unsigned int)V;
+                    }}
+                    Q[k * FG + fy * G + g] = (int)Quad;
                 }}
-                Q[fy * G + g] = (int)Quad;
-            }}
-        const __m512i Init = _mm512_set1_epi32((int)((unsigned int)Bias[f] -
-                                                     (unsigned int)Byte * Sum));
-        const __m512 Scv = _mm512_set1_ps(Scale[f]);
+            Init[k] = (unsigned int)Bias[f0 + k] - (unsigned int)Byte * Sum;
+        }}
         if (Flat) {{
             for (int q0 = Q0, v = 0; q0 < Q1; q0 += {LANES}, v++) {{
-                __m512i S = Init;
                 for (int fy = 0; fy < Fy; fy++)
                     for (int g = 0; g < G; g++) {{
-                        int Start = (OutRow0 - InRow0 + fy * Dy) * W + q0 - PadL + 4 * g;
-                        __m512i Row = {name}_Row(Pl + Start, npk_bytes(Start, Plane), PadRaw);
-                        S = _mm512_dpbusd_epi32(S, _mm512_mask_permutexvar_epi8(PadU,
-                            T[v * FG + fy * G + g], Idx, Row), _mm512_set1_epi32(Q[fy * G + g]));
+                        Off[fy * G + g] = (OutRow0 - InRow0 + fy * Dy) * W + q0 - PadL + 4 * g;
+                        Near[fy * G + g] = npk_bytes(Off[fy * G + g], Plane);
                     }}
-                {name}_Store(O + q0, npk_cols(q0, Q1), S, Scv, Lv, Hv, Zv);
+                for (int k = 0; k < Nf; k++) {{
+                    const {ti} *Pl = In + (f0 + k) * Plane;
+                    __m512i S = _mm512_set1_epi32((int)Init[k]);
+                    for (int j = 0; j < FG; j++)
+                        S = _mm512_dpbusd_epi32(S, _mm512_mask_permutexvar_epi8(PadU,
+                            T[v * FG + j], Idx, {name}_Row(Pl + Off[j], Near[j], PadRaw)),
+                            _mm512_set1_epi32(Q[k * FG + j]));
+                    {name}_Store(Out + (f0 + k) * OutPlane + q0, npk_cols(q0, Q1), S,
+                                 _mm512_set1_ps(Scale[f0 + k]), Lv, Hv, Zv);
+                }}
             }}
             continue;
         }}
         for (int y = Y0; y < Y1; y++) {{
-            const {ti} *Line[{MAX_FX}];
-            unsigned int RowsOk = 0;  /* bit fy: filter row fy's line is in the tile */
+            int Line[{MAX_FX}];  /* filter row fy's line in the plane, -1 outside the tile */
             for (int fy = 0; fy < Fy; fy++) {{
                 int P = (OutRow0 + y) * Sy + fy * Dy;
-                Line[fy] = Pl;
-                if ({_LINE_OK}) {{
-                    RowsOk |= 1u << fy;
-                    Line[fy] = Pl + (P - InRow0) * W;
-                }}
+                Line[fy] = {_LINE_OK} ? (P - InRow0) * W : -1;
             }}
             /* Blocks of 32 outputs (two vectors), the last 16 alone. */
-            int x0 = 0;
-            for (; x0 + {LANES} < Wo; x0 += {2 * LANES})
-                {name}_Block2(Line, RowsOk, x0, W, Wo, Sx, PadL, G, Fy, Q, Init, Idx, Idx1,
-                              PadRaw, O + y * Wo, Scv, Lv, Hv, Zv);
-            if (x0 < Wo)
-                {name}_Block1(Line, RowsOk, x0, W, Wo, Sx, PadL, G, Fy, Q, Init, Idx, Idx1,
-                              PadRaw, O + y * Wo, Scv, Lv, Hv, Zv);
+            for (int x0 = 0; x0 < Wo; x0 += {2 * LANES}) {{
+                int Two = x0 + {LANES} < Wo;
+                for (int fy = 0; fy < Fy; fy++)
+                    for (int g = 0; g < G; g++) {{
+                        int C = x0 * Sx - PadL + 4 * g, In0 = Line[fy] >= 0;
+                        Off[fy * G + g] = In0 ? Line[fy] + C : 0;
+                        Near[fy * G + g] = In0 ? npk_bytes(C, W) : 0;
+                        Far[fy * G + g] = In0 && Two && Sx == 2 ?
+                            npk_bytes(C + {2 * LANES}, W) : 0;
+                    }}
+                for (int k = 0; k < Nf; k++) {{
+                    const {ti} *Pl = In + (f0 + k) * Plane;
+                    {to} *O = Out + (f0 + k) * OutPlane + y * Wo + x0;
+                    const int *Qk = Q + k * FG;
+                    const __m512 Scv = _mm512_set1_ps(Scale[f0 + k]);
+                    if (Two)
+                        {name}_Block2(Pl, Off, Near, Far, FG, Sx, Qk, Init[k], Idx, Idx1,
+                                      PadRaw, O, Wo - x0, Scv, Lv, Hv, Zv);
+                    else
+                        {name}_Block1(Pl, Off, Near, FG, Qk, Init[k], Idx, PadRaw, O,
+                                      Wo - x0, Scv, Lv, Hv, Zv);
+                }}
+            }}
         }}
     }}
 }}
@@ -239,40 +264,40 @@ static inline NPK_ALWAYS_INLINE void {name}_VnniAny({c_signature(args + _SHARE)}
 
 
 def _blocks(name: str, ti: str, to: str) -> str:
-    """C of ``{name}_Block1`` and ``_Block2``: 16 or 32 outputs of a row from column x0."""
-    store1 = (f"\n    {name}_Store(O + x0 + {LANES}, npk_cols(x0 + {LANES}, Wo), S1, Scv, Lv, "
-              f"Hv, Zv);")
-
-    def one(n: int) -> str:
-        second = "" if n == 1 else f"""
-            if (Sx == 1)
-                S1 = _mm512_dpbusd_epi32(S1, _mm512_permutexvar_epi8(Idx1, Row), Qv);
-            else  /* stride 2: its own 64 bytes, 32 columns on */
-                S1 = _mm512_dpbusd_epi32(S1, _mm512_permutexvar_epi8(Idx, {name}_Row(
-                    Line[fy] + C + {2 * LANES}, RowsOk >> fy & 1 ? Far : 0, PadRaw)), Qv);"""
-        return f"""\
-static inline NPK_ALWAYS_INLINE void {name}_Block{n}(const {ti} *const *Line,
-    unsigned int RowsOk, int x0, int W, int Wo, int Sx, int PadL, int G, int Fy, const int *Q,
-    __m512i Init, __m512i Idx, __m512i Idx1, __m512i PadRaw, {to} *O, __m512 Scv, __m512 Lv,
-    __m512 Hv, __m512i Zv)
+    """C of ``{name}_Block1`` and ``_Block2``: a feature's 16 or 32 outputs of a row, its
+    quads ``j`` read at ``Pl + Off[j]`` (bytes ``Near[j]``; stride 2's second vector: 32
+    columns on, bytes ``Far[j]``)."""
+    return f"""\
+static inline NPK_ALWAYS_INLINE void {name}_Block1(const {ti} *Pl, const int *Off,
+    const __mmask64 *Near, int FG, const int *Qk, unsigned int Init, __m512i Idx,
+    __m512i PadRaw, {to} *O, int Left, __m512 Scv, __m512 Lv, __m512 Hv, __m512i Zv)
 {{
-    /* Outputs x0 .. x0+{16 * n - 1} of a row (those below Wo); Line[fy]: filter row fy's input
-       line, bit fy of RowsOk set where it is inside the tile. */
-    __m512i S0 = Init{", S1 = Init" if n == 2 else ""};
-    (void)Idx1;
-    for (int g = 0; g < G; g++) {{
-        int C = x0 * Sx - PadL + 4 * g;
-        __mmask64 Near = npk_bytes(C, W){
-            ", Far = Sx == 1 ? 0 : npk_bytes(C + " + str(2 * LANES) + ", W)" if n == 2 else ""};
-        for (int fy = 0; fy < Fy; fy++) {{
-            __m512i Qv = _mm512_set1_epi32(Q[fy * G + g]);
-            __m512i Row = {name}_Row(Line[fy] + C, RowsOk >> fy & 1 ? Near : 0, PadRaw);
-            S0 = _mm512_dpbusd_epi32(S0, _mm512_permutexvar_epi8(Idx, Row), Qv);{second}
-        }}
+    __m512i S = _mm512_set1_epi32((int)Init);
+    for (int j = 0; j < FG; j++)
+        S = _mm512_dpbusd_epi32(S, _mm512_permutexvar_epi8(Idx, {name}_Row(Pl + Off[j],
+                                Near[j], PadRaw)), _mm512_set1_epi32(Qk[j]));
+    {name}_Store(O, npk_cols(0, Left), S, Scv, Lv, Hv, Zv);
+}}
+
+static inline NPK_ALWAYS_INLINE void {name}_Block2(const {ti} *Pl, const int *Off,
+    const __mmask64 *Near, const __mmask64 *Far, int FG, int Sx, const int *Qk,
+    unsigned int Init, __m512i Idx, __m512i Idx1, __m512i PadRaw, {to} *O, int Left,
+    __m512 Scv, __m512 Lv, __m512 Hv, __m512i Zv)
+{{
+    __m512i S0 = _mm512_set1_epi32((int)Init), S1 = S0;
+    for (int j = 0; j < FG; j++) {{
+        __m512i Qv = _mm512_set1_epi32(Qk[j]);
+        __m512i Row = {name}_Row(Pl + Off[j], Near[j], PadRaw);
+        S0 = _mm512_dpbusd_epi32(S0, _mm512_permutexvar_epi8(Idx, Row), Qv);
+        if (Sx == 1)
+            S1 = _mm512_dpbusd_epi32(S1, _mm512_permutexvar_epi8(Idx1, Row), Qv);
+        else  /* stride 2: its own 64 bytes, 32 columns on */
+            S1 = _mm512_dpbusd_epi32(S1, _mm512_permutexvar_epi8(Idx, {name}_Row(
+                Pl + Off[j] + {2 * LANES}, Far[j], PadRaw)), Qv);
     }}
-    {name}_Store(O + x0, npk_cols(x0, Wo), S0, Scv, Lv, Hv, Zv);{store1 if n == 2 else ""}
+    {name}_Store(O, npk_cols(0, Left), S0, Scv, Lv, Hv, Zv);
+    {name}_Store(O + {LANES}, npk_cols({LANES}, Left), S1, Scv, Lv, Hv, Zv);
 }}"""
-    return one(1) + "\n\n" + one(2)
 
 
 @cache
