@@ -232,7 +232,7 @@ def test_a_runs_pieces_poison_nothing_and_write_the_simulators_bytes():
 
     for g, x in float_and_int8_graphs():
         units, _ = GC.c_pieces(g)
-        layers = [text for what, text in units if what.startswith("layer")]
+        layers = [text for what, text, _ in units if what.startswith("layer")]
         assert layers and not any("poison, as in the simulator" in t for t in layers)
         assert "poison, as in the simulator" in g.c_source()
         canary = np.array(-7.25e30 if x.dtype == np.float32 else 77, x.dtype)

@@ -22,10 +22,13 @@ static int h(void) { return 2; }
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
+import operator
 import re
 
+from .. import ir
 from . import preamble, toolchain
 from .ctype import TYPEDEFS
 from .threads import FEATURE_MACRO
@@ -176,6 +179,11 @@ def runtime_unit() -> str:
         "as */", "", text, ""])
 
 
+# The compiler's optimisation level for each kind of piece (``toolchain.build_pieces``;
+# measured by benchmarks/compile_time.py: compile CPU against the model's inference time).
+LEVELS = {"kernels": "-O3", "layers": "-O3", "runtime": "-O3"}
+
+
 # A basic-kernel source this long (bytes) is compiled in a unit of its own (a convolution's
 # hand-vectorised specialisations: seconds of compile, to run beside everything else), in
 # parts of about PART bytes (at most one per CPU) when it can be split (``split_source``);
@@ -183,7 +191,8 @@ def runtime_unit() -> str:
 ALONE = 16384
 
 
-def kernel_units(source_lists: list[list[str]], prelude: str) -> list[tuple[str, str]]:
+def kernel_units(source_lists: list[list[str]], prelude: str,
+                 calls: dict[str, list[dict]] | None = None) -> list[tuple[str, str]]:
     """The units defining the distinct basic-kernel sources of ``source_lists`` (each
     program's sources), as ``(what it defines, its C)``, the longest source's first (the
     order to start their compiles in): one per source of ``ALONE`` bytes or more (or one
@@ -191,8 +200,13 @@ def kernel_units(source_lists: list[list[str]], prelude: str) -> list[tuple[str,
     does, in the order of first use: its own sources whole and every source before them as
     declarations (for the types and helpers they may use, and the include guards they may
     test: a kernel two sources define under one guard is defined once), after the shared
-    ``prelude`` (``npukit.c.calls.prelude``)."""
+    ``prelude`` (``npukit.c.calls.prelude``). ``calls``: every call the program makes of
+    each kernel (``constant_arguments``), by which each source is compiled without the
+    copies of its code no call can reach (``prune``); None: the sources whole."""
     order = list(dict.fromkeys(text for sources in source_lists for text in sources))
+    if calls is not None:
+        order = [prune(text, unreachable(text, _calls_of(text, order, calls)))
+                 for text in order]
     alone = sorted((k for k, text in enumerate(order) if len(text) >= ALONE),
                    key=lambda k: -len(order[k]))
     units = []
@@ -310,3 +324,130 @@ def _guarded(source: str, at: int) -> bool:
         elif stack:
             stack.pop()
     return any(stack)
+
+
+# A copy of a kernel's code that a program may leave out (``common.c_skippable``): its
+# name, the condition its caller reaches it under, its text, what stands in for it.
+_SKIPPABLE = re.compile(r"^#ifndef NPK_SKIP_(\w+)(?: /\* when: (.*?) \*/)?\n(.*?)"
+                        r"(?:^#else\n(.*?))?^#endif /\* NPK_SKIP_\1 \*/\n?", re.M | re.S)
+# A skippable copy's test of its constants (``common.c_pick_copy``): ``if (Fx == 3 && ...)``.
+_TEST = re.compile(r"[ \t]*if \((.*)\)[ {]*\n")
+_EQUALS = re.compile(r"(\w+) == (-?\d+)")
+
+
+def constant_arguments(fn, args) -> dict[str, int]:
+    """The arguments of a call of basic kernel ``fn`` (an ``ir.Extern``) whose values are
+    constants, by parameter name (the others vary at run time)."""
+    return {name: a.expr.const for (_, name), a in zip(fn.args, args)
+            if isinstance(a, ir.Val) and isinstance(a.expr, ir.Affine) and not a.expr.terms}
+
+
+def program_calls(progs) -> dict[str, list[dict]]:
+    """Every call ``progs`` make of a basic kernel, by its name: each call's constant
+    arguments (``constant_arguments``), the ``calls`` of ``kernel_units``."""
+    out: dict[str, list[dict]] = {}
+    for prog in progs:
+        for st, _ in ir.walk(prog.body):
+            if isinstance(st, ir.Call):
+                out.setdefault(st.fn.name, []).append(constant_arguments(st.fn, st.args))
+    return out
+
+
+def _calls_of(source: str, order: list[str], calls: dict[str, list[dict]]) -> list[dict]:
+    """The calls of the kernels ``source`` defines (by their constant arguments); one of no
+    known argument when another source names one of them (its calls are not known)."""
+    names = external_functions(source)
+    named = any(re.search(rf"\b{n}\b", other) for n in names for other in order
+                if other is not source)
+    return [args for n in names for args in calls.get(n, [])] + ([{}] if named else [])
+
+
+def unreachable(source: str, calls: list[dict]) -> set[str]:
+    """The skippable copies of ``source`` (``common.c_skippable``) that none of ``calls``
+    (each a call's constant arguments by name) can reach: a copy tested for constants
+    the call's arguments contradict, or whose test follows one those arguments pass, in a
+    chain of tests (``common.c_pick_copy``); the chain's last copy where no test passes.
+    A copy that is not a chain's is always reached."""
+    chains, last = [], -1
+    for m in _SKIPPABLE.finditer(source):
+        test = _TEST.match(m.group(3))
+        follows = m.start() == last and chains and chains[-1][-1][1] is not None
+        if test or follows:
+            if not follows:
+                chains.append([])
+            chains[-1].append((m.group(1), _constants(test.group(1)) if test else None,
+                               m.group(2) or "1"))
+        last = m.end()
+    candidates = {name for chain in chains for name, _, _ in chain}
+    reached = set()
+    for chain in chains:
+        for args in calls:
+            for name, constants, when in chain:
+                if evaluate(when, args) is False:
+                    continue
+                if constants is None or all(args.get(n, v) == v for n, v in constants.items()):
+                    reached.add(name)
+                if constants is None or all(args.get(n) == v for n, v in constants.items()):
+                    break  # this test passes: the copies after it are not reached
+    return candidates - reached
+
+
+def _constants(test: str) -> dict[str, int] | None:
+    """The constants a copy's C test ``Fx == 3 && ...`` asks for (None: another test)."""
+    terms = test.split(" && ")
+    found = [_EQUALS.fullmatch(t.strip()) for t in terms]
+    return {m.group(1): int(m.group(2)) for m in found} if all(found) else None
+
+
+def evaluate(expression: str, values: dict[str, int]) -> bool | int | None:
+    """The value of C ``expression`` (comparisons, ``&& || !``, ``+ - *``) where the names
+    ``values`` gives have those values; None where it depends on others.
+
+    >>> evaluate("Wo < 32 && Sx == 1", {"Wo": 56}), evaluate("Wo < 32 && Sx == 1", {"Wo": 7})
+    (False, None)
+    """
+    text = re.sub(r"!(?!=)", " not ", expression.replace("&&", " and ").replace("||", " or "))
+    return _value(ast.parse(text.strip(), mode="eval").body, values)
+
+
+def _value(node, values: dict[str, int]):
+    """``evaluate``'s value of ``node``, an expression's tree (None: not known)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return values.get(node.id)
+    if isinstance(node, ast.BoolOp):
+        got = [_value(v, values) for v in node.values]
+        stop = isinstance(node.op, ast.Or)  # the value that decides: true for ||
+        if any(v is not None and bool(v) == stop for v in got):
+            return stop
+        return None if None in got else not stop
+    got = [_value(v, values) for v in ast.iter_child_nodes(node)
+           if not isinstance(v, (ast.operator, ast.unaryop, ast.cmpop))]
+    if None in got:
+        return None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
+        return not got[0] if isinstance(node.op, ast.Not) else -got[0]
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        return _ARITHMETIC[type(node.op)](*got)
+    if isinstance(node, ast.Compare):
+        return all(_COMPARE[type(op)](a, b) for op, a, b in zip(node.ops, got, got[1:]))
+    return None
+
+
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+            ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+
+
+def prune(source: str, skip: set[str]) -> str:
+    """``source`` without the copies ``skip`` names (``common.c_skippable``: each replaced
+    by what stands in for it), but for any copy the remaining code still names."""
+    text = _without(source, skip)
+    named = {n for n in skip if re.search(rf"\b{n}\b", text)}
+    return prune(source, skip - named) if named else text
+
+
+def _without(source: str, skip: set[str]) -> str:
+    return _SKIPPABLE.sub(lambda m: (m.group(4) or "") if m.group(1) in skip else m.group(),
+                          source)

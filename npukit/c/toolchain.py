@@ -137,35 +137,46 @@ def build(source: str) -> Path:
     return _compile(directory, key, source, cmd, fl)
 
 
-def build_pieces(pieces: list[tuple[str, str]], main: str) -> Path:
+def build_pieces(pieces: list[tuple[str, ...]], main: str) -> Path:
     """The shared object of a program compiled in pieces (``npukit.c.pieces``): each piece
-    ``(what it is, its C)`` compiled to an object file of its own, cached by its content
-    in ``objects/`` of the cache directory (only the pieces not there are compiled, in
-    parallel, one ``cc`` per CPU, started in the pieces' order: give the longest first),
-    then linked with ``main`` (which defines the entry
-    points), the whole cached as one entry. A program already built costs the hashing of
-    its pieces and one look-up: no compile, no check of the objects."""
+    ``(what it is, its C)`` or ``(what it is, its C, its optimisation level)`` compiled to
+    an object file of its own, cached by its content in ``objects/`` of the cache
+    directory (only the pieces not there are compiled, in parallel, one ``cc`` per CPU,
+    started in the pieces' order: give the longest first), then linked with ``main``
+    (which defines the entry points), the whole cached as one entry. A program already
+    built costs the hashing of its pieces and one look-up: no compile, no check of the
+    objects. A piece's level (``-O1``, ``-O2``...) replaces the default flags' ``-O3``;
+    flags set by ``NPUKIT_CFLAGS`` are used as they are for every piece."""
     cmd = resolve(compiler())
     fl = _absolute_paths(flags())
     ident = _identity(tuple(cmd), any("native" in f for f in fl))
-    keys = [_object_key(text, cmd, ident, fl) for _, text in pieces]
+    own = [_at_level(fl, piece[2] if len(piece) > 2 else "") for piece in pieces]
+    keys = [_object_key(piece[1], cmd, ident, f) for piece, f in zip(pieces, own)]
     key, _, _ = _key(main + "".join(f"\0{k}" for k in keys))
     directory = cache_dir()
     so, _ = cache.problem(directory, key)
     if so is not None:
         return so
     objects = cache.writable_dir(directory / "objects")
-    todo = {k: (what, text) for k, (what, text) in zip(keys, pieces)
+    todo = {k: (piece[0], piece[1], f) for k, piece, f in zip(keys, pieces, own)
             if cache.object_problem(objects / f"{k}.o", k) is not None}
     if todo:
         workers = min(len(todo), cpus())
         with ThreadPoolExecutor(workers) as pool:
-            done = [pool.submit(_compile_object, objects, k, what, text, cmd, fl)
-                    for k, (what, text) in todo.items()]
+            done = [pool.submit(_compile_object, objects, k, what, text, cmd, f)
+                    for k, (what, text, f) in todo.items()]
             for job in done:
                 job.result()  # the first failure, in the pieces' order
     return _compile(directory, key, main, cmd, fl,
-                    {objects / f"{k}.o": what for k, (what, _) in zip(keys, pieces)})
+                    {objects / f"{k}.o": piece[0] for k, piece in zip(keys, pieces)})
+
+
+def _at_level(fl: list[str], level: str) -> list[str]:
+    """``fl`` with ``level`` for the default flags' optimisation level (``fl`` itself
+    without a level, or when ``NPUKIT_CFLAGS`` chose the flags)."""
+    if not level or "NPUKIT_CFLAGS" in os.environ:
+        return fl
+    return [level if f == DEFAULT_CFLAGS.split()[0] else f for f in fl]
 
 
 def cpus() -> int:
@@ -345,7 +356,7 @@ def library(source: str, private: bool = False) -> ctypes.CDLL:
     return _rebuilt(source, _private_library if private else _library)
 
 
-def library_in_pieces(pieces: list[tuple[str, str]], main: str,
+def library_in_pieces(pieces: list[tuple[str, ...]], main: str,
                       private: bool = False) -> ctypes.CDLL:
     """``library`` for a program compiled in pieces (``build_pieces``)."""
     return _rebuilt(main, _private_library if private else _library,

@@ -189,9 +189,11 @@ def c_source(g) -> str:
     return _Generator(g).source()
 
 
-def c_pieces(g) -> tuple[list[tuple[str, str]], str]:
-    """The graph's C in pieces (``npukit.c.pieces``): ``([(what, unit), ...], main)``, one
-    unit per layer, per basic-kernel source and for the threads runtime; ``main`` holds
+def c_pieces(g) -> tuple[list[tuple[str, str, str]], str]:
+    """The graph's C in pieces (``npukit.c.pieces``): ``([(what, unit, optimisation level),
+    ...], main)``, one unit per group of layers, per basic-kernel source (without the code
+    no call of the graph reaches: ``npukit.c.pieces.prune``) and for the threads runtime,
+    each at its kind's level (``npukit.c.pieces.LEVELS``); ``main`` holds
     the rest of ``c_source``'s unit (the host's memories, the constructor, the runner, the
     destructor) and declares the layers' functions."""
     return _Generator(g).pieces()
@@ -261,7 +263,7 @@ class _Generator:
         return c_unit(progs, [layer.name for layer in g.layers], header=self.header(),
                       tail=tail, includes=_INCLUDES)
 
-    def pieces(self) -> tuple[list[tuple[str, str]], str]:
+    def pieces(self) -> tuple[list[tuple[str, str, str]], str]:
         g = self.g
         units, protos, sources = [], [], []
         for group in _groups([layer.name for layer in g.layers]):
@@ -271,7 +273,7 @@ class _Generator:
             text, group_protos, srcs = piece_unit([x.program for x in layers],
                                                   [x.name for x in layers], poison=False)
             units.append((", ".join(f"layer {i} ({x.name})" for i, x in zip(group, layers)),
-                          text))
+                          text, pieces.LEVELS["layers"]))
             protos += [f"/* Layer {i}: {comment_text(x.name)} (compiled apart) */\n{proto}"
                        for i, x, proto in zip(group, layers, group_protos)]
             sources += srcs
@@ -281,8 +283,11 @@ class _Generator:
         # specialised by shape: seconds for a convolution's) outweighs any layer's, whose
         # cost grows with its length.
         units.sort(key=lambda x: -len(x[1]))
-        units[:0] = pieces.kernel_units(sources, prelude(cores))
-        units.append(("the threads runtime", pieces.runtime_unit()))
+        # Each kernel without the copies of its code no call of the graph can reach.
+        units[:0] = [(what, text, pieces.LEVELS["kernels"]) for what, text in
+                     pieces.kernel_units(sources, prelude(cores), pieces.program_calls(
+                         [layer.program for layer in g.layers]))]
+        units.append(("the threads runtime", pieces.runtime_unit(), pieces.LEVELS["runtime"]))
         dtypes = dict.fromkeys(b.dtype for layer in g.layers for b, _ in layer.program.params
                                if b.dtype.itemsize > 1)
         code = "\n\n".join([*protos, *(x for x in (self.host(), self.globals(), self.arrays(),

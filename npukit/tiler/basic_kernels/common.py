@@ -456,34 +456,58 @@ def c_copies(fn: str, params, shapes, ret: str = "void") -> str:
         call = ", ".join(str(constants.get(n, n)) for _, n in params)
         unused = c_unused(*(n for _, n in params if n in constants))
         result = "" if ret == "void" else "return "
-        return (f"static NPK_NOINLINE {ret} {fn}_{tag}({c_signature(params)})\n{{\n"
-                f"{unused}    {result}{fn}({call});\n}}\n")
-    return "\n".join(copy(tag, constants) for tag, constants in (*shapes, ("Any", {})))
+        return c_skippable(f"{fn}_{tag}", f"static NPK_NOINLINE {ret} {fn}_{tag}("
+                           f"{c_signature(params)})\n{{\n{unused}    {result}{fn}({call});\n}}")
+    return "\n\n".join(copy(tag, constants) for tag, constants in (*shapes, ("Any", {})))
+
+
+def c_skippable(name: str, text: str, otherwise: str = "", when: str = "") -> str:
+    """``text`` (C lines) between the guards by which ``npukit.c.pieces.prune`` leaves out
+    the code of copy ``name`` of a kernel where no call of the program can reach it
+    (``otherwise``: what stands in for it then; ``when``: a C condition on the kernel's
+    parameters without which the code is not reached); compiled whole elsewhere."""
+    rest = f"#else\n{otherwise}\n" if otherwise else ""
+    note = f" /* when: {when} */" if when else ""
+    return f"#ifndef NPK_SKIP_{name}{note}\n{text}\n{rest}#endif /* NPK_SKIP_{name} */"
 
 
 def c_pick_copy(fn: str, params, shapes, margin: str, given=None, ret: str = "void",
-                separate: bool = True) -> str:
+                separate: bool = True, otherwise: str = "", when: str = "",
+                then: str = "") -> str:
     """C calling always-inline function ``fn`` (parameters ``params``) with the constants of
     the first of ``shapes`` whose values the arguments have, else as it is; each argument is
     its parameter's name unless ``given``; returning the call's value unless ``ret`` is void;
     each line after ``margin``. ``separate``: through the copies ``c_copies`` defines, else
     ``fn`` itself, inlined with the constants (for a small kernel called many times on small
     tiles, whose callers' constant arguments gcc then specialises it to as a whole: the
-    GAP tile schedule of cnn10 at 224x224 ran 8% slower through separate copies)."""
+    GAP tile schedule of cnn10 at 224x224 ran 8% slower through separate copies). ``then``:
+    a statement after each call (``return;``).
+
+    Each shape's test and call is ``c_skippable`` (named ``{fn}_{tag}``; ``when``: the C
+    condition under which the caller reaches these lines): a program none of whose calls
+    can pass that shape is compiled without it, its arguments going on to the next test.
+    ``otherwise``: a statement that may stand in for the call as it is (code computing the
+    same another way), which makes that call skippable too."""
     given = given or {}
     result = "" if ret == "void" else "return "
+    after = f"\n{margin}    {then}" if then else ""
 
     def call(tag: str, constants: dict) -> str:
         if separate:
             return f"{result}{fn}_{tag}({', '.join(given.get(n, n) for _, n in params)});"
         args = ", ".join(str(constants.get(n, given.get(n, n))) for _, n in params)
         return f"{result}{fn}({args});"
-    lines = []
-    for k, (tag, constants) in enumerate(shapes):
+    blocks = []
+    for tag, constants in shapes:
         test = " && ".join(f"{n} == {v}" for n, v in constants.items())
-        lines += [f"{'if' if k == 0 else 'else if'} ({test})", "    " + call(tag, constants)]
-    lines += ["else", "    " + call("Any", {})] if shapes else [call("Any", {})]
-    return "\n".join(margin + line for line in lines)
+        opened, closed = (" {", "} ") if then else ("", "")
+        blocks.append(c_skippable(f"{fn}_{tag}", f"{margin}if ({test}){opened}\n{margin}    "
+                                  f"{call(tag, constants)}{after}\n{margin}{closed}else",
+                                  when=when))
+    last = margin + call("Any", {}) + (f"\n{margin}{then}" if then else "")
+    blocks.append(c_skippable(f"{fn}_Any", last, margin + otherwise, when) if otherwise
+                  else last)
+    return "\n".join(blocks)
 
 
 def _ceil_div_pos(a: int, b: int) -> int:
