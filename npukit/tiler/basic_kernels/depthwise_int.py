@@ -131,15 +131,13 @@ static inline NPK_ALWAYS_INLINE __m512i {name}_Row(const {ti} *Line, __mmask64 I
 static inline NPK_ALWAYS_INLINE void {name}_Store({to} *Dst, __mmask16 K, __m512i S,
                                                   __m512 Scv, __m512 Lv, __m512 Hv, __m512i Zv)
 {{
-    /* npk_requant lane by lane: float(S) * Scale clamped to [Lo - Zout, Hi - Zout], rounded
-       to nearest even, plus Zout; its low byte stored (the value is within Lo .. Hi). */
-    const __m512 Rne = _mm512_set1_ps(12582912.0f);
-    __m512 F = _mm512_mul_ps(_mm512_cvtepi32_ps(S), Scv), Q;
-    Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Hv, _CMP_GT_OQ), F, Hv);
-    Q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(F, Lv, _CMP_LT_OQ), Q, Lv);
-    Q = _mm512_sub_ps(_mm512_add_ps(Q, Rne), Rne);
-    _mm512_mask_cvtepi32_storeu_epi8((void *)Dst, K, _mm512_add_epi32(_mm512_cvttps_epi32(Q),
-                                                                      Zv));
+    /* npk_requant lane by lane: float(S) * Scale clamped to [Lo - Zout, Hi - Zout] (vminps
+       and vmaxps return their second operand on NaN: V passes, as npk_requant's
+       comparisons let it), rounded to nearest even (the rounding the instruction names, as
+       npk_rne's), plus Zout; its low byte stored (the value is within Lo .. Hi). */
+    __m512 V = _mm512_max_ps(Lv, _mm512_min_ps(Hv, _mm512_mul_ps(_mm512_cvtepi32_ps(S), Scv)));
+    _mm512_mask_cvtepi32_storeu_epi8((void *)Dst, K, _mm512_add_epi32(_mm512_cvt_roundps_epi32(
+        V, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), Zv));
 }}
 
 {_blocks(name, ti, to)}
