@@ -35,6 +35,16 @@ they are linked into is an entry as above.
 The plans of ONNX models (``npukit.onnx.plan_cache``) are kept in ``plans/`` as
 ``<key>.plan``.
 
+A graph whose C is known by a key without generating it (an ONNX model's host plan: the plan
+cache's key, ``npukit.tiler.graph_c.known_as``) is linked to its entry in ``links/``:
+``<key>.json`` holds ``{"format": "npukit-link/1", "key": ..., "entry": "<the entry's key>",
+"flash": {"sha256": ..., "size": ...}}`` (``flash``: the graph's constants file, or
+``null``). The key hashes the graph's key with the compiler, its identity and flags
+(``npukit.c.toolchain.compiler_digest``) and the CPUs its C was split for. A link is
+followed only when it is this format and key, its entry passes every check above and the
+flash file it names has the bytes it records; anything else means the C is generated and
+built (found in the cache by its content as before) and the link written again.
+
 ``npukit cache info`` and ``npukit cache clear`` (``register``) report on and empty it (the
 pieces and the plans included).
 """
@@ -69,6 +79,12 @@ _OBJECT_FILE = re.compile(rf"({_KEY})\.(c|o)")
 # The plans of ONNX models (npukit.onnx.plan_cache), in PLANS/: <key>.plan.
 PLANS = "plans"
 _PLAN_FILE = re.compile(rf"({_KEY})\.plan")
+# Graphs' entries by what determines their C (npukit.tiler.graph_c), in LINKS/: <key>.json.
+LINKS = "links"
+LINK_FORMAT = "npukit-link/1"
+_LINK_FILE = re.compile(rf"({_KEY})\.json")
+# Graphs' constants files by the sha256 of their bytes (npukit.tiler.graph_c), in FLASH/.
+FLASH = "flash"
 _STALE_TEMP_SECONDS = 3600  # a temporary file this old belongs to no running compile
 _LISTED = 10  # failing entries `npukit cache info` names
 
@@ -192,6 +208,50 @@ def discard(directory: Path, key: str) -> None:
             _unlink(path)
 
 
+def linked(directory: Path, key: str, flash_name: str | None) -> tuple[Path, Path | None] | None:
+    """(the shared object, the folder holding flash file ``flash_name``) that link ``key``
+    leads to, when the link and all it names pass their checks (the module docstring);
+    None otherwise. ``flash_name``: the graph's constants file (None: it has none)."""
+    try:
+        meta = json.loads((directory / LINKS / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != LINK_FORMAT or \
+            meta.get("key") != key or not re.fullmatch(_KEY, str(meta.get("entry"))):
+        return None
+    so, _ = problem(directory, meta["entry"])
+    flash = meta.get("flash")
+    if so is None or (flash is None) != (flash_name is None):
+        return None
+    if flash is None:
+        return so, None
+    digest = flash.get("sha256") if isinstance(flash, dict) else None
+    if not isinstance(digest, str) or not re.fullmatch("[0-9a-f]{64}", digest):
+        return None
+    folder = directory / FLASH / digest[:32]
+    try:
+        with open(folder / flash_name, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            same = size == flash.get("size") and \
+                hashlib.file_digest(f, "sha256").hexdigest() == digest
+    except OSError:
+        return None
+    return (so, folder) if same else None
+
+
+def write_link(directory: Path, key: str, entry: str, flash: tuple[str, int] | None) -> None:
+    """Link ``key`` to entry ``entry`` and the flash file of ``flash`` (its sha256 and size;
+    None: no flash file); nothing when the directory cannot be written (the graph's C is
+    generated again next time)."""
+    meta = {"format": LINK_FORMAT, "key": key, "entry": entry,
+            "flash": None if flash is None else {"sha256": flash[0], "size": flash[1]}}
+    try:
+        (directory / LINKS).mkdir(parents=True, exist_ok=True)
+        write_atomic(directory / LINKS / f"{key}.json", (json.dumps(meta) + "\n").encode())
+    except OSError:
+        pass
+
+
 def _named_so(directory: Path, key: str) -> Path | None:
     """The shared object entry ``key``'s sidecar names, if it names one."""
     try:
@@ -263,12 +323,14 @@ def _files(directory: Path) -> list[tuple[Path, str]]:
     except OSError as exc:
         raise CompilerError(f"cannot read the compile cache directory {directory} "
                             f"({exc.strerror})") from None
-    objects, plans = (sorted(os.listdir(directory / sub)) if sub in names and
-                      (directory / sub).is_dir() else [] for sub in (OBJECTS, PLANS))
+    objects, plans, links = (sorted(os.listdir(directory / sub)) if sub in names and
+                             (directory / sub).is_dir() else [] for sub in (OBJECTS, PLANS,
+                                                                            LINKS))
     out = []
     for folder, listed, kinds in ((directory, names, _ENTRY_FILE),
                                   (directory / OBJECTS, objects, _OBJECT_FILE),
-                                  (directory / PLANS, plans, _PLAN_FILE)):
+                                  (directory / PLANS, plans, _PLAN_FILE),
+                                  (directory / LINKS, links, _LINK_FILE)):
         for name in listed:
             m = kinds.fullmatch(name) or _TEMP_FILE.fullmatch(name)
             if m and (folder / name).is_file():
@@ -288,7 +350,8 @@ def info(directory: Path) -> dict:
             for q in (p, p.with_suffix(".c"))}
     objects = sum(p.suffix == ".o" for p in used)
     plans = {p for p, _ in files if p.suffix == ".plan"}  # checked when read
-    used |= plans
+    links = {p for p, _ in files if p.parent.name == LINKS and p.suffix == ".json"}
+    used |= plans | links
     for key in keys:
         so, why = problem(directory, key)
         if why:
@@ -297,7 +360,7 @@ def info(directory: Path) -> dict:
             used |= {so, directory / f"{key}.json", directory / f"{key}.c"}
     size = sum(p.stat().st_size for p, _ in files)
     return {"directory": directory, "entries": len(keys), "bytes": size, "failing": failing,
-            "objects": objects, "plans": len(plans),
+            "objects": objects, "plans": len(plans), "links": len(links),
             "unused_bytes": size - sum(p.stat().st_size for p in used if p.exists())}
 
 
@@ -341,6 +404,9 @@ def _run(args: argparse.Namespace) -> int:
                   f"the entries)")
         if got["plans"]:
             print(f"  {got['plans']} plans of ONNX models (in {PLANS}/)")
+        if got["links"]:
+            print(f"  {got['links']} links from ONNX models' host plans to their entries (in "
+                  f"{LINKS}/)")
         failing = list(got["failing"].items())
         for key, why in failing[:_LISTED]:
             print(f"    {key}: {why}")

@@ -363,6 +363,22 @@ def library_in_pieces(pieces: list[tuple[str, ...]], main: str,
                     lambda text: build_pieces(pieces, text))
 
 
+def compiler_digest() -> str:
+    """The sha256 of what besides a source decides its machine code (the compiler command,
+    its identity and the flags, as the cache keys hash them): a key for C not generated
+    yet (``npukit.c.cache.linked``)."""
+    cmd = resolve(compiler())
+    fl = _absolute_paths(flags())
+    ident = _identity(tuple(cmd), any("native" in f for f in fl))
+    return hashlib.sha256("\0".join([*cmd, ident, *fl]).encode()).hexdigest()
+
+
+def load_entry(so: Path, private: bool = False) -> ctypes.CDLL:
+    """The cache entry ``so`` (one ``npukit.c.cache.problem`` passed) loaded as ``library``
+    loads it; ``CompilerError`` when it cannot be."""
+    return (_private_library if private else _library)(so)
+
+
 def _private_library(so: Path) -> ctypes.CDLL:
     # The loader shares one instance per file: a copy under another name (keeping the key
     # the name starts with) is an instance of its own. The copies stay until the process

@@ -17,7 +17,6 @@ operators, attributes and numerics.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, replace
 from functools import partial
@@ -47,7 +46,10 @@ class OnnxGraph:
     nodes it stands for); ``run``, ``c_source``, ``write``, ``emit``, ``report``."""
 
     def __init__(self, model, graph, lowering, net, qdq: bool, host_plan=None):
-        self.model, self.graph = model, graph
+        self._model, self._graph = model, graph
+        # How a plan read back from the plan cache gets its target plan (``_graph``,
+        # ``_model``: an entry of their own, read when first asked for).
+        self._target_plan = None
         self._host_plan, self._host = host_plan, None
         self._report_key = None  # the plan cache's entry of the cycle model (``report``)
         # Whether ``load`` read this plan back from the plan cache (``npukit.onnx.plan_cache``).
@@ -75,6 +77,22 @@ class OnnxGraph:
                              if lowering.alias.get(o, o) in lowering.steps}
 
     # -- views of the plan -------------------------------------------------------------------
+
+    @property
+    def graph(self):
+        """The target's plan (``npukit.tiler.Graph``). A plan read back from the plan cache
+        reads it when first asked for: running in C on the host needs only the host plan."""
+        return self._planned()[1]
+
+    @property
+    def model(self):
+        """The ``npukit.tiler.Model`` the target's plan was made in."""
+        return self._planned()[0]
+
+    def _planned(self):
+        if self._graph is None:
+            self._model, self._graph = self._target_plan()
+        return self._model, self._graph
 
     @property
     def tensors(self):
@@ -153,12 +171,12 @@ class OnnxGraph:
         return self._host
 
     def __getstate__(self) -> dict:
-        """The plan, without the way to make the host plan (``npukit.onnx.plan_cache`` keeps
-        that as an entry of its own)."""
-        return {k: v for k, v in vars(self).items() if k not in ("_host_plan", "_host")}
+        """The plan (read now if it was not yet), without the way to make the host plan
+        (``npukit.onnx.plan_cache`` keeps that as an entry of its own)."""
+        return _state(self) | {"_model": self.model, "_graph": self.graph}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _host_plan=None, _host=None)
+        self.__dict__.update(state, _host_plan=None, _host=None, _target_plan=None)
 
     def _arrays(self, arrays: dict) -> tuple[dict, dict]:
         """The graph's arrays by C name, and the outputs by ONNX name (allocated when not
@@ -231,55 +249,100 @@ def load(model, target="gap8", l1_budget: int | None = None, l2_budget: int | No
     The plan is kept in the plan cache (``npukit.onnx.plan_cache``, beside the compile
     cache): loading the same model again under the same target, budgets and options reads
     it back instead of planning (``NPUKIT_PLAN_CACHE=0`` turns that off)."""
-    from ..tiler.model import Model
     from . import plan_cache
-    from .lowering import lower
 
     if dtype is not None and not _is_float32(dtype):
         raise ModelError(f"dtype={dtype!r}: npukit runs a model in its own types (None) or, for "
                          f"a QDQ model, in float32 as written ('float32')")
     l3 = dict(l3_budget=l3_budget, l3_flash_budget=l3_flash_budget)
     options = (input_shapes, constants, dtype)
-    key, data = _plan_key(model, target, (l1_budget, l2_budget, l3_budget, l3_flash_budget),
-                          options)
+    key = _plan_key(model, target, (l1_budget, l2_budget, l3_budget, l3_flash_budget),
+                    options)
+    budgets = (l1_budget, l2_budget, l3)
     if key is not None:
-        g = plan_cache.fetch(key.digest("target"))
-        if isinstance(g, OnnxGraph):
-            g._host_plan = partial(_cached_host_plan, key, data, g, options, l3)
+        state = plan_cache.fetch(key.digest("target"))
+        if isinstance(state, dict) and state.get("_format") == _STATE:
+            g = object.__new__(OnnxGraph)
+            g.__setstate__(state)
+            g._target_plan = partial(_cached_target_plan, key, model, g, target, budgets,
+                                     options)
+            g._host_plan = partial(_cached_host_plan, key, model, g, options, l3)
             g._report_key = key.digest("report")
             g.from_plan_cache = True
             return g
     net, alias, gname = _imported(model, options)
-    m = Model(target, l1_budget, l2_budget, **l3)
     # The host plan lowers its own copy of the tables: a lowering adds the tensors it derives.
     tables = replace(net, info=dict(net.info), consts=dict(net.consts),
                      qconsts=dict(net.qconsts), doc=dict(net.doc))
-    low = lower(net, alias, m, gname)
-    host = partial(_host_plan, tables, alias, m.target, gname, low.layers, l3, key, data)
-    g = OnnxGraph(m, _planned(m, gname, low.layers), low, net, dtype is None, host)
+    m, low, graph = _target_plan(net, alias, gname, target, budgets, key)
+    host = partial(_host_plan, tables, alias, m.target, gname, low.layers, l3, key)
+    g = OnnxGraph(m, graph, low, net, dtype is None, host)
     if key is not None:
-        plan_cache.store(key.digest("target"), g)
+        plan_cache.store(key.digest("target"), _state(g) | {"_model": None, "_graph": None})
         g._report_key = key.digest("report")
     return g
 
 
+# The plan cache's entry "target" holds an OnnxGraph's state without its target plan (the
+# model and the graph: entry "graph"), tagged with this.
+_STATE = "OnnxGraph/1"
+
+
+def _state(g: OnnxGraph) -> dict:
+    """``g``'s attributes but the ways to make its plans."""
+    return {k: v for k, v in vars(g).items() if k not in ("_host_plan", "_host",
+                                                          "_target_plan")} | {"_format": _STATE}
+
+
+def _target_plan(net, alias, gname: str, target, budgets, key):
+    """The model ``net`` lowered and planned for ``target`` under ``budgets`` (l1, l2, the
+    L3 budgets): (the ``Model``, the lowering, the ``Graph``); kept in the plan cache under
+    ``key`` (when not None)."""
+    from ..tiler.model import Model
+    from . import plan_cache
+    from .lowering import lower
+
+    l1, l2, l3 = budgets
+    m = Model(target, l1, l2, **l3)
+    low = lower(net, alias, m, gname)
+    graph = _planned(m, gname, low.layers)
+    if key is not None:
+        plan_cache.store(key.digest("graph"), (m, graph))
+    return m, low, graph
+
+
+def _cached_target_plan(key, model, g: OnnxGraph, target, budgets, options):
+    """The target plan of ``g``, a plan from the plan cache: its entry, else ``model`` read
+    again (``plan_cache.model_again``) and planned."""
+    from ..tiler.graph import Graph
+    from ..tiler.model import Model
+    from . import plan_cache
+
+    plan = plan_cache.fetch(key.digest("graph"))
+    if isinstance(plan, tuple) and len(plan) == 2 and isinstance(plan[0], Model) and \
+            isinstance(plan[1], Graph):
+        return plan
+    g.from_plan_cache = False
+    net, alias, gname = _imported(plan_cache.model_again(model, key.model), options)
+    m, _, graph = _target_plan(net, alias, gname, target, budgets, key)
+    return m, graph
+
+
 def _plan_key(model, target, budgets, options):
-    """(the plan cache's ``Key``, the model's bytes), or (None, None) when the plan cache is
-    off or cannot hold this model (``npukit.onnx.plan_cache``)."""
+    """The plan cache's ``Key``, or None when the plan cache is off or cannot hold this
+    model (``npukit.onnx.plan_cache``)."""
     from ..tiler.model import tiler_target
     from . import plan_cache
     from .lowering import HANDLERS
 
-    data = plan_cache.model_bytes(model) if plan_cache.enabled() else None
-    if data is None:
-        return None, None
+    digest = plan_cache.model_digest(model) if plan_cache.enabled() else None
+    if digest is None:
+        return None
     try:
         resolved = tiler_target(target)
     except NpukitError:  # refused below, in the order load refuses things
-        return None, None
-    key = plan_cache.Key(hashlib.sha256(data).hexdigest(), resolved, budgets, *options,
-                         frozenset(HANDLERS))
-    return key, data
+        return None
+    return plan_cache.Key(digest, resolved, budgets, *options, frozenset(HANDLERS))
 
 
 def _imported(model, options):
@@ -298,7 +361,7 @@ def _imported(model, options):
     return net, alias, gname
 
 
-def _host_plan(net, alias, target, gname: str, layers, l3: dict, key, data):
+def _host_plan(net, alias, target, gname: str, layers, l3: dict, key):
     """The graph ``net`` planned on ``host_target(target)``, kept in the plan cache under
     ``key`` (when not None)."""
     from ..tiler.model import Model
@@ -310,22 +373,30 @@ def _host_plan(net, alias, target, gname: str, layers, l3: dict, key, data):
     graph = _planned(h, gname, layers)
     if key is not None:
         plan_cache.store(key.digest("host"), graph)
+        _known(graph, key)
     return graph
 
 
-def _cached_host_plan(key, data: bytes, g: OnnxGraph, options, l3: dict):
-    """The host plan of ``g``, a plan from the plan cache: its entry, else the model read
-    again from ``data`` and planned for the host."""
+def _known(graph, key) -> None:
+    """Tell the C back end the host plan's C is decided by its plan cache key: a later
+    process finds its compiled C without generating it (``npukit.tiler.graph_c.known_as``)."""
+    from ..tiler.graph_c import known_as
+
+    known_as(graph, key.digest("host"))
+
+
+def _cached_host_plan(key, model, g: OnnxGraph, options, l3: dict):
+    """The host plan of ``g``, a plan from the plan cache: its entry, else ``model`` read
+    again (``plan_cache.model_again``) and planned for the host."""
     from ..tiler.graph import Graph
     from . import plan_cache
 
     graph = plan_cache.fetch(key.digest("host"))
     if isinstance(graph, Graph):
+        _known(graph, key)
         return graph
-    import onnx  # (and ml_dtypes: 0.5 s of CPU a cached plan does without)
-
-    net, alias, _ = _imported(onnx.load_from_string(data), options)
-    return _host_plan(net, alias, g.model.target, g.name, g.layers, l3, key, data)
+    net, alias, _ = _imported(plan_cache.model_again(model, key.model), options)
+    return _host_plan(net, alias, g.model.target, g.name, g.layers, l3, key)
 
 
 def _planned(m, gname: str, layers):

@@ -28,21 +28,24 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import io
 import json
 import marshal
+import mmap
 import os
 import pickle
+import re
 import sys
 import types
 import zlib
 from dataclasses import dataclass
-from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
 
 from ..c.cache import PLANS, cache_dir, temp_file
+from ..errors import NpukitError
 from ..ir import Extern
 
 FORMAT = "npukit-plan/1"
@@ -58,20 +61,35 @@ def enabled() -> bool:
     return os.environ.get("NPUKIT_PLAN_CACHE", "1") != "0"
 
 
-def model_bytes(model) -> bytes | None:
-    """The bytes of ``model`` (a path or an ``onnx.ModelProto``), None when they may not be all
-    the model holds (tensors in external data files: the bytes name a ``location``) or the
-    file cannot be read (``load`` then reports why)."""
+def model_digest(model) -> str | None:
+    """The sha256 of the bytes of ``model`` (a path or an ``onnx.ModelProto``), None when
+    they may not be all the model holds (tensors in external data files: the bytes name a
+    ``location``) or the file cannot be read (``load`` then reports why). A file is mapped,
+    not read: its bytes are hashed and searched where the page cache holds them."""
     if isinstance(model, (str, os.PathLike)):
         try:
-            data = Path(model).read_bytes()
-        except OSError:
+            with open(model, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                return None if m.find(_EXTERNAL) >= 0 else hashlib.sha256(m).hexdigest()
+        except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
             return None
-    elif type(model).__name__ == "ModelProto":
+    if type(model).__name__ == "ModelProto":
         data = model.SerializeToString()
-    else:
-        return None
-    return None if _EXTERNAL in data else data
+        return None if _EXTERNAL in data else hashlib.sha256(data).hexdigest()
+    return None
+
+
+def model_again(model, digest: str):
+    """``model`` (as ``load`` was given it), to plan from it what the plan cache lost;
+    ``NpukitError`` when its bytes are no longer those of sha256 ``digest``, the plan's."""
+    if model_digest(model) != digest:
+        raise NpukitError(f"model {_shown(model)}: its bytes changed since it was loaded (a "
+                          f"plan of it was read from the plan cache, the rest is planned from "
+                          f"the model): npukit.onnx.load it again")
+    return model
+
+
+def _shown(model) -> str:
+    return repr(str(model)) if isinstance(model, (str, os.PathLike)) else "(a ModelProto)"
 
 
 @dataclass(frozen=True)
@@ -109,7 +127,7 @@ def code_digest() -> str:
     the versions of Python, numpy and onnx: the code that plans."""
     if not _CODE:
         root = Path(__file__).resolve().parents[1]
-        h = hashlib.sha256(f"{sys.version}\0{np.__version__}\0{version('onnx')}".encode())
+        h = hashlib.sha256(f"{sys.version}\0{np.__version__}\0{_onnx_version()}".encode())
         for path in sorted(p for p in root.rglob("*") if p.is_file() and
                            "__pycache__" not in p.parts):
             h.update(str(path.relative_to(root)).encode() + b"\0")
@@ -118,28 +136,58 @@ def code_digest() -> str:
     return _CODE[0]
 
 
+def _onnx_version() -> str:
+    """The installed onnx's version, read from the name of its ``.dist-info`` folder beside
+    the package: importing ``importlib.metadata`` (or onnx, which imports it) would take
+    longer than the rest of a load that finds its plan here. ``importlib.metadata`` says
+    when there is no such folder."""
+    spec = importlib.util.find_spec("onnx")
+    if spec is not None and spec.origin:
+        site = Path(spec.origin).parents[1]
+        found = sorted(p.name for p in site.glob("onnx*.dist-info")
+                       if re.fullmatch(r"onnx(_weekly)?-[^-]+\.dist-info", p.name))
+        if found:
+            return ",".join(found)
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("onnx")
+    except PackageNotFoundError:
+        return "no onnx"
+
+
 def fetch(key: str):
     """The object entry ``key`` holds, or None (no entry, or one that fails a check)."""
     path = cache_dir() / PLANS / f"{key}.plan"
     try:
-        with open(path, "rb") as f:
-            meta = json.loads(f.readline())
-            payload = f.read()
-    except (OSError, ValueError):
+        # Mapped, not read: the payload is hashed and unpickled where the page cache holds it.
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m, \
+                memoryview(m) as whole:
+            end = m.find(b"\n") + 1
+            meta = json.loads(whole[:end].tobytes() if end else b"")
+            with whole[end:] as payload:
+                obj = _checked(meta, key, payload)
+    except (OSError, ValueError):  # ValueError: an empty file or header
         return None
+    if obj is not None:
+        try:
+            os.utime(path)  # recently used: evicted last
+        except OSError:
+            pass
+    return obj
+
+
+def _checked(meta, key: str, payload: memoryview):
+    """The object ``payload`` holds when ``meta`` (the entry's header) is this format and
+    key and records the payload's size and sha256, and it unpickles; else None."""
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("key") != key \
-            or meta.get("size") != len(payload) \
+            or meta.get("size") != payload.nbytes \
             or hashlib.sha256(payload).hexdigest() != meta.get("sha256"):
         return None
     try:
-        obj = pickle.loads(payload)
+        return pickle.loads(payload)
     except Exception:  # an entry of other code that slipped past the key: planned again
         return None
-    try:
-        os.utime(path)  # recently used: evicted last
-    except OSError:
-        pass
-    return obj
 
 
 def store(key: str, obj) -> None:
