@@ -1,5 +1,5 @@
 """A model loaded again (``npukit.onnx.load``, the plan cache on) runs in C without planning
-or generating C: its host plan is known by the plan cache's key (``graph_c.known_as``), and
+or generating C: its host plan is known by the plan cache's key (``graph_link.known_as``), and
 the compile cache's link for that key (``npukit.c.cache.linked``) leads to the verified
 shared object and flash file. The outputs are those of the first load's fresh compile, and
 ONNX Runtime's; a damaged or stale link, entry, shared object or flash file, other flags or
@@ -20,7 +20,7 @@ from npukit.c import cache as compile_cache
 from npukit.c import toolchain
 from npukit.onnx import plan_cache
 from npukit.onnx.check import compare, ort_run
-from npukit.tiler import graph_c
+from npukit.tiler import graph_c, graph_link
 
 BUDGETS = dict(l1_budget=16000, l2_budget=64 * 1024)
 CANARY = np.float32(-7.25e30)
@@ -132,7 +132,7 @@ def test_without_a_plan_cache_key_the_c_is_generated(models, cache, monkeypatch)
 def _link(folder, m) -> dict:
     """The link of model ``m``'s host plan (loaded now: its key is the graph's)."""
     g = npukit.onnx.load(m, **BUDGETS)
-    key = graph_c._link_key(g.host_graph())
+    key = graph_link.link_key(g.host_graph())
     return json.loads((folder / compile_cache.LINKS / f"{key}.json").read_text())
 
 
@@ -218,13 +218,13 @@ def test_a_plan_made_again_elsewhere_finds_no_link_to_other_addresses(models, ca
     m, _ = models["float32"]
     g = npukit.onnx.load(m, **BUDGETS)
     host = g.host_graph()
-    key = graph_c._link_key(host)
+    key = graph_link.link_key(host)
     name = next(n for n, t in host.tensors.items() if t.memory == "L2")
     moved = dict(host.tensors)
     moved[name] = moved[name].__class__(**{**vars(moved[name]),
                                            "offset": moved[name].offset + 64})
     host.tensors = moved
-    assert graph_c._link_key(host) != key
+    assert graph_link.link_key(host) != key
     assert counts.generated == 0
 
 

@@ -379,8 +379,8 @@ def _host_plan(net, alias, target, gname: str, layers, l3: dict, key):
 
 def _known(graph, key) -> None:
     """Tell the C back end the host plan's C is decided by its plan cache key: a later
-    process finds its compiled C without generating it (``npukit.tiler.graph_c.known_as``)."""
-    from ..tiler.graph_c import known_as
+    process finds its compiled C without generating it (``npukit.tiler.graph_link.known_as``)."""
+    from ..tiler.graph_link import known_as
 
     known_as(graph, key.digest("host"))
 
