@@ -1,12 +1,12 @@
 """The float32 feature tile vectorised across output features (``conv_channels``: 16 output
-features to a vector, the input broadcast), where rows are short (under 32 outputs) or read
-at column stride 2. Each output is checked against the definition's float32 sums in numpy
-(input features in order, each one's live taps in (fy, fx) order, a tap on padding not
-added: ``test_conv_float_blocks.oracles``) bit for bit, for the C and for the kernel's
-numpy reference (the simulator's), and within float32 rounding of the float64 sums. Odd
-widths and heights, strides 1 and 2, padding, output features not a multiple of 16 (and
-more than a group of 64), input features not a multiple of the transposed chunk, bands of
-rows, tiles in the middle of a plane; canaries after the last plane.
+features to a vector, the input broadcast). Each output is checked against the
+definition's float32 sums in numpy (input features in order, each one's live taps in
+(fy, fx) order, a tap on padding not added: ``test_conv_float_blocks.oracles``) bit for bit,
+for the C and for the kernel's numpy reference (the simulator's), and within float32
+rounding of the float64 sums. Odd widths and heights, strides 1 and 2, padding, 1x1, 3x3,
+5x5, 7x7 and dilated filters, output features not a multiple of 16 (and more than a group
+of 64), input features not a multiple of the transposed chunk, bands of rows, tiles in the
+middle of a plane; canaries after the last plane.
 """
 
 from __future__ import annotations
@@ -25,15 +25,19 @@ from npukit.tiler.basic_kernels import convolution
     (14, 7, 1, 2, 0, 150, 33),   # 1x1 at stride 2: 150 input features, chunks of 144
     (25, 14, 3, 1, 1, 3, 18),    # rows of 25: bands of 10 rows (256 outputs at most)
     (31, 5, 3, 2, 0, 5, 16),     # stride 2, no padding: 15 outputs a row, every tap inside
+    (37, 6, 7, 2, 3, 3, 20),     # 7x7 at stride 2 (a first layer): 3 chunks of 2 input features
+    (58, 5, 3, 1, 1, 2, 16),     # rows of 58: bands of 4 rows, 9 blocks of 6 inside a row
 ])
 def test_channels_match_the_definition(W, rows, F, S, pad, in_feat, out_feat):
     """Whole planes (the top and bottom padding) and a tile of rows in the middle of a plane
-    (its first lines not the plane's), on one core and on three."""
+    (its first lines not the plane's), on one core, on three and on eight (the cores share
+    the features 32 at a time: some take none)."""
     Wo = (W + 2 * pad - F) // S + 1
     run(tile(W, Wo, rows, F, S, pad), in_feat, out_feat, 1, seed=W + rows)
     mid = tile(W, Wo, 3, F, S, pad, in_row0=2 * S, out_row0=2, hreal=2 * S + 3 * S + F)
     run(mid, in_feat, out_feat, 1, seed=W * F)
     run(tile(W, Wo, rows, F, S, pad), in_feat, 3 * out_feat, 3, seed=S + F)
+    run(tile(W, Wo, rows, F, S, pad), in_feat, 64 + out_feat, 8, seed=S * F)
 
 
 def test_taps_on_padding_add_nothing():
@@ -58,3 +62,10 @@ def test_taps_on_padding_add_nothing():
     assert np.array_equal(acc[:n].view(np.int32), want.view(np.int32))
     assert np.isfinite(acc[:n].reshape(out_feat, 7, 7)[::2, 0, :]).all()  # no 0 * inf there
     assert np.all(acc[n:] == CANARY)
+
+
+def test_dilated_filters_take_the_general_copy():
+    """A dilated 3x3 filter (no copy of its own: the loops as written) and a 5x5 one."""
+    p = tile(11, 7, 7, 3, 1, 2)
+    run(dict(p, Dx=2, Dy=2, InRows=11, Hreal=11, PadT=2, InRow0=2), 6, 18, 1, seed=3)
+    run(tile(12, 12, 4, 5, 1, 2), 7, 17, 1, seed=4)

@@ -22,20 +22,29 @@ each weight takes.
 from __future__ import annotations
 
 from .common import LANES, c_copies, c_filter_rows, c_pick_copy, c_signature, c_unused
+from .conv_features import NARROW
 
 # Output features of a group: ``GROUPS[0]`` vectors.
 CHAN_FEATS = 64
-# The taps a filter may have, and the columns (input feature, tap) of the filters transposed
-# at a time: 16 input features of a 3x3 filter, 144 of a 1x1 (36 KiB on the stack).
-CHAN_TAPS = 9
+# The columns (input feature, tap) of the filters transposed at a time: 16 input features of
+# a 3x3 filter, 144 of a 1x1, 2 of a 7x7 (36 KiB on the stack); a filter of more taps is not
+# taken.
 CHAN_COLS = 144
 # Outputs of a band of rows at most (its accumulators' copy: 64 KiB on the stack).
 CHAN_PIX = 256
-# Vectors of output features (the most first; a group of up to 32 features takes 2), and
-# outputs of a row, a block holds: 6 x 4 = 24 accumulators of the 32 registers, the 4
-# weight vectors and a broadcast input beside them (MLAS's blocking).
-GROUPS = (4, 2)
-PIXELS = (6, 4, 1)
+# Output features a core takes (a multiple of them): two vectors. The graph's calls give a
+# core 4 or 8 features of a tile of 32 or 64; in vectors of 16 a core of a tile of 64 then
+# holds 16 (one vector), 32 (two) or 64 (four): the kernel alone, at one thread, 14x14 and
+# 7x7 3x3 layers of 64 features ran 1.16 / 1.24-1.50 / 1.25-1.50x faster than the rows' forms
+# (interleaved, CPU; benchmarks/host_speed.py's layers). 32 keeps two threads on a tile of
+# 64 (at 64 one core, so one thread, would take it whole).
+SPLIT = 32
+# Vectors of output features (the most first; a group of up to 32 features takes 2, of up to
+# 16 one), and outputs of a row, a block holds: 6 x 4 = 24 accumulators of the 32 registers,
+# the 4 weight vectors and a broadcast input beside them (MLAS's blocking); the outputs
+# inside a row greedily in blocks of 6, 5, 4 (a 7x7 plane's row: 1 + 5 + 1).
+GROUPS = (4, 2, 1)
+PIXELS = (6, 5, 4, 1)
 
 # Chan's shapes: 3x3 at stride 1 and 2, 1x1 at stride 2 (a 1x1 at stride 1 over whole rows
 # is ``conv_features.pointwise``'s).
@@ -46,16 +55,23 @@ CHAN_SHAPES = (("3x3", dict(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)),
 
 def channels_dispatch(name: str, args) -> str:
     """C of a float32 feature tile's kernel (parameters ``args``) calling ``{name}_Chan(...,
-    First, Last)`` where it applies: 16 output features or more, a filter of up to
-    ``CHAN_TAPS`` taps, rows of up to ``CHAN_PIX`` outputs, and a plane where a vector of a
-    row's outputs would be short or strided (stride 2, or rows under 32 outputs)."""
+    F0, F1)`` where it applies: 16 output features or more, planes of more than
+    ``conv_features.NARROW`` outputs (fewer: the narrow form's), a filter of up to
+    ``CHAN_COLS`` taps, rows of up to ``CHAN_PIX`` outputs. The cores share the output
+    features in whole vectors (``SPLIT`` features a core, or a multiple), so that a core's
+    vectors are full. Whether it applies depends on the call's arguments alone, never on the
+    core, so that every core of a call shares the features the same way."""
     return f"""
 #ifdef NPK_AVX512
-    /* 16 output features to a vector (conv_channels): short rows, or stride 2. */
-    if (Last - First >= {LANES} && Fx * Fy <= {CHAN_TAPS} && Wo <= {CHAN_PIX} &&
-        (Sx == 2 || Wo < 32)) {{
+    /* 16 output features to a vector (conv_channels), {SPLIT} or a multiple to a core. */
+    if (OutFeat >= {LANES} && OutRows * Wo > {NARROW} && Fx * Fy <= {CHAN_COLS} &&
+        Wo <= {CHAN_PIX}) {{
+        int Per = ((OutFeat + gap_ncore() - 1) / gap_ncore() + {SPLIT - 1}) / {SPLIT} * {SPLIT};
+        int F0 = gap_coreid() * Per, F1 = F0 + Per < OutFeat ? F0 + Per : OutFeat;
+        if (F0 < F1) {{
 {c_pick_copy(f"{name}_Chan", (*args, ("int", "First"), ("int", "Last")), CHAN_SHAPES,
-             "        ")}
+             "            ", dict(First="F0", Last="F1"))}
+        }}
         return;
     }}
 #endif"""
@@ -109,7 +125,17 @@ def channels(name: str, args, line_ok: str) -> str:
     def call(p: int, x0: str, x1: str) -> str:
         run = ", ".join(("Row + x * Sx", "Sx", "Dx", "Fx", x0, x1, "Fy1 - Fy0", "Dy * W",
                          "InRows * W", "Ni", "Taps", "Wr", f"Sr + x * {CHAN_FEATS}"))
-        return f"G == 4 ? {name}_Run{p}x4({run}) : {name}_Run{p}x2({run})"
+        return (f"G == 4 ? {name}_Run{p}x4({run}) : G == 2 ? {name}_Run{p}x2({run}) : "
+                f"{name}_Run{p}x1({run})")
+    blocks = "".join(f"""\
+                        {'if' if k == 0 else '} else if'} (x >= Xa && x + {p} <= Xb) {{
+                            {call(p, "0", "Fx")};
+                            x += {p};
+""" for k, p in enumerate(PIXELS[:-1])) + f"""\
+                        }} else {{
+                            {call(1, "Fx0[x]", "Fx1[x]")};
+                            x += 1;
+                        }}"""
     return f"""
 #ifdef NPK_AVX512{runs}
 
@@ -141,13 +167,24 @@ time, the others alone over
         }}
     }}
     for (int o = First; o < Last; o += {CHAN_FEATS}) {{
-        int Nf = Last - o < {CHAN_FEATS} ? Last - o : {CHAN_FEATS}, G = Nf > 32 ? 4 : 2;
+        int Nf = Last - o < {CHAN_FEATS} ? Last - o : {CHAN_FEATS};
+        int G = Nf > 32 ? 4 : Nf > 16 ? 2 : 1;  /* vectors of features */
         for (int y0 = 0; y0 < OutRows; y0 += Band) {{
             int y1 = y0 + Band < OutRows ? y0 + Band : OutRows, n = (y1 - y0) * Wo;
-            for (int f = 0; f < G * {LANES}; f++) {{  /* features past Nf: zeros, never stored */
-                const float *A = Acc + (o + f) * N + y0 * Wo;
-                for (int q = 0; q < n; q++) S[q * {CHAN_FEATS} + f] = f < Nf ? A[q] : 0.0f;
-            }}
+            /* S[q * {CHAN_FEATS} + f] = Acc[o + f][y0 * Wo + q]: 16 features x 16 outputs
+               transposed at a time; the features past Nf zeros, never stored. */
+            for (int g = 0; g < G; g++)
+                for (int q0 = 0; q0 < n; q0 += {LANES}) {{
+                    __mmask16 M = npk_cols(q0, n);
+                    __m512 R[{LANES}];
+                    for (int r = 0; r < {LANES}; r++)
+                        R[r] = g * {LANES} + r < Nf ? _mm512_maskz_loadu_ps(
+                            M, Acc + (o + g * {LANES} + r) * N + y0 * Wo + q0) :
+                            _mm512_setzero_ps();
+                    npk_transpose16_ps(R);
+                    for (int j = 0; j < {LANES} && q0 + j < n; j++)
+                        _mm512_store_ps(S + (q0 + j) * {CHAN_FEATS} + g * {LANES}, R[j]);
+                }}
             for (int i0 = 0; i0 < InFeat; i0 += Chunk) {{
                 int Ni = InFeat - i0 < Chunk ? InFeat - i0 : Chunk, Cols = Ni * Taps;
                 /* Wp[c * {CHAN_FEATS} + f]: column c = i * Taps + t of feature o + f's filter. */
@@ -172,23 +209,23 @@ time, the others alone over
                     Row = In + (i0 * InRows + P0 + Fy0 * Dy - InRow0) * W - PadL;
                     Wr = Wp + Fy0 * Fx * {CHAN_FEATS};
                     for (int x = 0; x < Wo;) {{
-                        if (x >= Xa && x + 6 <= Xb) {{
-                            {call(6, "0", "Fx")};
-                            x += 6;
-                        }} else if (x >= Xa && x + 4 <= Xb) {{
-                            {call(4, "0", "Fx")};
-                            x += 4;
-                        }} else {{
-                            {call(1, "Fx0[x]", "Fx1[x]")};
-                            x += 1;
-                        }}
+{blocks}
                     }}
                 }}
             }}
-            for (int f = 0; f < Nf; f++) {{
-                float *A = Acc + (o + f) * N + y0 * Wo;
-                for (int q = 0; q < n; q++) A[q] = S[q * {CHAN_FEATS} + f];
-            }}
+            /* And back: output q's vectors transposed into the features' rows. */
+            for (int g = 0; g < G; g++)
+                for (int q0 = 0; q0 < n; q0 += {LANES}) {{
+                    __mmask16 M = npk_cols(q0, n);
+                    __m512 R[{LANES}];
+                    for (int j = 0; j < {LANES}; j++)
+                        R[j] = q0 + j < n ? _mm512_load_ps(
+                            S + (q0 + j) * {CHAN_FEATS} + g * {LANES}) : _mm512_setzero_ps();
+                    npk_transpose16_ps(R);
+                    for (int r = 0; r < {LANES} && g * {LANES} + r < Nf; r++)
+                        _mm512_mask_storeu_ps(Acc + (o + g * {LANES} + r) * N + y0 * Wo + q0, M,
+                                              R[r]);
+                }}
         }}
     }}
 }}
