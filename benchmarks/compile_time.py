@@ -1,14 +1,15 @@
 """The compile of a model's host C in pieces (``npukit.c.pieces``), by kind of piece: the
 compilers' CPU seconds of each piece compiled alone at -O1, -O2 and -O3, with and without
-the copies of the basic kernels' code no call of the model reaches (``pieces.prune``); then,
-for sets of optimisation levels by kind of piece (``pieces.LEVELS``: basic kernels, groups
-of layers, the threads runtime), the whole compile in an empty cache (the compilers' CPU,
-children's rusage) and the inference's median over interleaved rounds (NPUKIT_THREADS=1),
-the sets in the same loop. The models are those of benchmarks/first_result.py (random
-weights; ``<name>-qdq``: int8 QDQ, uint8 activations).
+the copies of the basic kernels' code no call of the model reaches (``pieces.prune``);
+then, for sets of optimisation levels by kind of piece (``pieces.LEVELS``: long basic
+kernels, the short ones' unit, groups of layers, the threads runtime), the whole compile
+in an empty cache (the compilers' CPU, children's rusage) and the inference's median over
+interleaved rounds (NPUKIT_THREADS=1), the sets in the same loop. The models are those of
+benchmarks/first_result.py (random weights; ``<name>-qdq``: int8 QDQ, uint8 activations).
 
 Run: python benchmarks/compile_time.py [--models resnet18,mobilenet_v2] [--rounds 11]
-[--per-piece] [--levels "-O3/-O3/-O3,-O3/-O2/-O1"] (kernels/layers/runtime)
+[--per-piece] [--levels="-O3/-O3/-O3/-O3,-O3/-O2/-O1/-O1"] (long kernels/short kernels/
+layers/runtime)
 
 Goals (reported, not asserted): the compilers' CPU for a model's pieces, at the levels
 chosen (``pieces.LEVELS``), within 2 s for resnet18 and its QDQ version, 3 s for
@@ -30,6 +31,7 @@ import numpy as np
 
 GOALS = {"resnet18": 2.0, "mobilenet_v2": 3.0, "densenet121": 6.0}
 SLOWER = 1.02
+ALL_O3 = "-O3/-O3/-O3/-O3"
 
 
 def children_cpu() -> float:
@@ -68,7 +70,7 @@ def per_piece(hg) -> None:
         for what, text, _ in group:
             row = [alone(text, level) for level in ("-O1", "-O2", "-O3")]
             kind = "kernels" if what.startswith("basic") else \
-                "runtime" if "runtime" in what else "layers"
+                "runtime" if "runtime" in what else "layers"  # (long and short summed)
             name = f"{what[:48]}{' (whole)' if tag == 'whole' else ''}"
             print(f"  {name:<60}{len(text):>8}" + "".join(f"{t:>7.2f}" for t in row),
                   flush=True)
@@ -92,8 +94,7 @@ def level_sets(g, hg, x, sets: list[str], rounds: int) -> dict:
     out, handles = {}, {}
     try:
         for s in sets:
-            kernels, layers, runtime = s.split("/")
-            pieces.LEVELS = {"kernels": kernels, "layers": layers, "runtime": runtime}
+            pieces.LEVELS = dict(zip(pieces.KINDS, s.split("/")))
             os.environ["NPUKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="npukit-levels-")
             cpu, t = children_cpu(), time.perf_counter()
             handles[s] = CompiledGraph(hg)
@@ -113,8 +114,10 @@ def level_sets(g, hg, x, sets: list[str], rounds: int) -> dict:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="resnet18,mobilenet_v2")
-    ap.add_argument("--levels", default="-O3/-O3/-O3,-O3/-O2/-O1,-O3/-O1/-O1,-O2/-O2/-O1",
-                    help="sets of levels to compare, kernels/layers/runtime, comma-separated")
+    ap.add_argument("--levels", default="-O3/-O3/-O3/-O3,-O3/-O2/-O3/-O3,-O3/-O2/-O1/-O1,"
+                    "-O3/-O3/-O1/-O1,-O2/-O2/-O2/-O2",
+                    help="sets of levels to compare (long kernels/short kernels/layers/"
+                    "runtime), comma-separated")
     ap.add_argument("--rounds", type=int, default=11, help="interleaved inference rounds")
     ap.add_argument("--per-piece", action="store_true",
                     help="each piece compiled alone at -O1, -O2, -O3 (whole and pruned)")
@@ -126,10 +129,9 @@ def main(argv=None) -> None:
 
     import npukit.onnx
     from npukit.c import pieces
-    print(f"machine: {machine()}; levels chosen (kernels/layers/runtime): "
-          f"{pieces.LEVELS['kernels']}/{pieces.LEVELS['layers']}/{pieces.LEVELS['runtime']}")
+    chosen = "/".join(pieces.LEVELS[k] for k in pieces.KINDS)
+    print(f"machine: {machine()}; levels chosen ({'/'.join(pieces.KINDS)}): {chosen}")
     folder = Path(tempfile.mkdtemp(prefix="npukit-models-"))
-    chosen = "/".join(pieces.LEVELS[k] for k in ("kernels", "layers", "runtime"))
     sets = list(dict.fromkeys([chosen, *a.levels.split(",")]))
     for name in a.models.split(","):
         import onnx
@@ -142,12 +144,12 @@ def main(argv=None) -> None:
         if a.per_piece:
             per_piece(hg)
         got = level_sets(g, hg, x, sets, a.rounds)
-        base = got["-O3/-O3/-O3"]["run"] if "-O3/-O3/-O3" in got else None
-        print(f"  {'levels (kernels/layers/runtime)':<34}{'compile s':>10}{'cc CPU s':>10}"
-              f"{'run ms':>9}{'vs -O3':>8}")
+        base = got[ALL_O3]["run"] if ALL_O3 in got else None
+        print(f"  {'levels (long/short kernels/layers/runtime)':<44}{'compile s':>10}"
+              f"{'cc CPU s':>10}{'run ms':>9}{'vs -O3':>8}")
         for s, r in got.items():
             ratio = r["run"] / base if base else float("nan")
-            print(f"  {s:<34}{r['compile']:>10.2f}{r['cpu']:>10.2f}{r['run'] * 1e3:>9.2f}"
+            print(f"  {s:<44}{r['compile']:>10.2f}{r['cpu']:>10.2f}{r['run'] * 1e3:>9.2f}"
                   f"{ratio:>8.3f}")
         bound = GOALS.get(name.removesuffix("-qdq"))
         if bound:

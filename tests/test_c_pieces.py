@@ -279,7 +279,7 @@ def test_a_long_kernel_is_compiled_in_parts(tmp_path, monkeypatch):
     monkeypatch.setattr(pieces, "PART", len(SPLIT) // 2)
     monkeypatch.setattr(toolchain, "cpus", lambda: 2)  # parts: at most one per CPU
     units = kernel_units([[SPLIT]], prelude(2))
-    assert [w for w, _ in units] == [f"basic kernels KerSplit (part {k} of 2)" for k in (1, 2)]
+    assert [w for w, *_ in units] == [f"basic kernels KerSplit (part {k} of 2)" for k in (1, 2)]
     # A static function named as another source's would be: no clash at the link.
     other = ("another kernel", "static int Spec1(int x) { return x; }\n"
              "int KerOther(int x) { return Spec1(x) - 5; }\n")

@@ -179,9 +179,12 @@ def runtime_unit() -> str:
         "as */", "", text, ""])
 
 
-# The compiler's optimisation level for each kind of piece (``toolchain.build_pieces``;
-# measured by benchmarks/compile_time.py: compile CPU against the model's inference time).
-LEVELS = {"kernels": "-O3", "layers": "-O3", "runtime": "-O3"}
+# The compiler's optimisation level for each kind of piece (``toolchain.build_pieces``):
+# long basic kernels (a unit or parts of their own), the short ones (one unit), groups of
+# layers, the threads runtime. Measured by benchmarks/compile_time.py: compile CPU against
+# the model's inference time.
+KINDS = ("long kernels", "short kernels", "layers", "runtime")
+LEVELS = {"long kernels": "-O3", "short kernels": "-O3", "layers": "-O3", "runtime": "-O3"}
 
 
 # A basic-kernel source this long (bytes) is compiled in a unit of its own (a convolution's
@@ -192,9 +195,10 @@ ALONE = 16384
 
 
 def kernel_units(source_lists: list[list[str]], prelude: str,
-                 calls: dict[str, list[dict]] | None = None) -> list[tuple[str, str]]:
+                 calls: dict[str, list[dict]] | None = None) -> list[tuple[str, str, str]]:
     """The units defining the distinct basic-kernel sources of ``source_lists`` (each
-    program's sources), as ``(what it defines, its C)``, the longest source's first (the
+    program's sources), as ``(what it defines, its C, its optimisation level)``
+    (``LEVELS``), the longest source's first (the
     order to start their compiles in): one per source of ``ALONE`` bytes or more (or one
     per part of it), one for all the others. Each holds the sources as the single unit
     does, in the order of first use: its own sources whole and every source before them as
@@ -213,10 +217,12 @@ def kernel_units(source_lists: list[list[str]], prelude: str,
     for k in alone:
         # No more parts than CPUs to compile them at once: each reads the headers again.
         parts = split_source(order[k], min(4, toolchain.cpus(), len(order[k]) // PART))
-        units += [_kernel_unit(order, [k], prelude, part, f" (part {j + 1} of {len(parts)})"
-                               if len(parts) > 1 else "") for j, part in enumerate(parts)]
+        units += [(*_kernel_unit(order, [k], prelude, part, f" (part {j + 1} of "
+                                 f"{len(parts)})" if len(parts) > 1 else ""),
+                   LEVELS["long kernels"]) for j, part in enumerate(parts)]
     rest = [k for k in range(len(order)) if k not in alone]
-    return units + ([_kernel_unit(order, rest, prelude)] if rest else [])
+    return units + ([(*_kernel_unit(order, rest, prelude), LEVELS["short kernels"])]
+                    if rest else [])
 
 
 def _kernel_unit(order: list[str], mine: list[int], prelude: str, own: str | None = None,
@@ -385,7 +391,7 @@ def unreachable(source: str, calls: list[dict]) -> set[str]:
             for name, constants, when in chain:
                 if evaluate(when, args) is False:
                     continue
-                if constants is None or all(args.get(n, v) == v for n, v in constants.items()):
+                if constants is None or all(args.get(n) in (None, v) for n, v in constants.items()):
                     reached.add(name)
                 if constants is None or all(args.get(n) == v for n, v in constants.items()):
                     break  # this test passes: the copies after it are not reached

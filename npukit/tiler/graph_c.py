@@ -284,9 +284,8 @@ class _Generator:
         # cost grows with its length.
         units.sort(key=lambda x: -len(x[1]))
         # Each kernel without the copies of its code no call of the graph can reach.
-        units[:0] = [(what, text, pieces.LEVELS["kernels"]) for what, text in
-                     pieces.kernel_units(sources, prelude(cores), pieces.program_calls(
-                         [layer.program for layer in g.layers]))]
+        units[:0] = pieces.kernel_units(sources, prelude(cores), pieces.program_calls(
+            [layer.program for layer in g.layers]))
         units.append(("the threads runtime", pieces.runtime_unit(), pieces.LEVELS["runtime"]))
         dtypes = dict.fromkeys(b.dtype for layer in g.layers for b, _ in layer.program.params
                                if b.dtype.itemsize > 1)
