@@ -21,7 +21,9 @@ Integer sums are exact in any order, so the form reorders freely:
 - registers hold up to 8 output features x 32 pixels of accumulators across the input
   features and taps, each quad of weights a broadcast from the packed table;
 - 1x1 filters take 4 input features to a quad instead (the bytes of a pixel in 4 planes, by
-  ``vpermt2b``);
+  ``vpermt2b``); where the outputs are one run of the inputs (stride 1, no padding, rows as
+  wide as the input's, every line in the tile: a pointwise convolution), 64 outputs of up to 4
+  features a block, the quads made by two rounds of byte and word unpacks (``_run_block``);
 - planes narrower than 32 outputs have their outputs flattened, 16 to a vector, each lane's
   bytes outside its row or the tile the pad byte (a mask per vector and quad), where the
   call has enough pairs of features to pay for the masks;
@@ -265,6 +267,98 @@ static inline NPK_ALWAYS_INLINE unsigned int {name}_PackRun(const {tw} *F, int N
 }}"""
 
 
+def _run_block(name: str, ti: str, signed: bool, r: int) -> str:
+    """C of ``{name}_VnniRun{r}``: ``r`` output features of a pointwise convolution whose
+    outputs are one run of ``N`` inputs in each plane, 64 outputs a block."""
+    vecs = [(k, v) for k in range(r) for v in range(4)]
+    flip_set = "\n    const __m512i Flip = _mm512_set1_epi8((char)0x80);" if signed else ""
+    starts = "\n".join(f"        __m512i S{k}_{v} = _mm512_set1_epi32(-(int)Corr[{k}]);"
+                       for k, v in vecs)
+    flip = "".join(f"\n            P{b} = _mm512_xor_si512(P{b}, Flip);" for b in range(4)) \
+        if signed else ""
+    terms = "\n".join(f"            S{k}_{v} = _mm512_dpbusd_epi32(S{k}_{v}, X{v}, "
+                       f"_mm512_set1_epi32(Q[{k} * NQ + g]));" for k, v in vecs)
+    stores = "\n".join(f"""\
+        {{
+            /* S{k}_v's 128-bit block m holds outputs 16m + 4v .. +3: block v of vector m */
+            __m512i T0 = _mm512_shuffle_i32x4(S{k}_0, S{k}_1, 0x44),
+                    T1 = _mm512_shuffle_i32x4(S{k}_0, S{k}_1, 0xEE),
+                    T2 = _mm512_shuffle_i32x4(S{k}_2, S{k}_3, 0x44),
+                    T3 = _mm512_shuffle_i32x4(S{k}_2, S{k}_3, 0xEE);
+            __m512i O[4] = {{_mm512_shuffle_i32x4(T0, T2, 0x88),
+                            _mm512_shuffle_i32x4(T0, T2, 0xDD),
+                            _mm512_shuffle_i32x4(T1, T3, 0x88),
+                            _mm512_shuffle_i32x4(T1, T3, 0xDD)}};
+            int *Ak = A + {k} * Tile + x;
+            for (int m = 0; m < 4; m++) {{
+                __mmask16 K = npk_cols(x + 16 * m, N);
+                _mm512_mask_storeu_epi32(Ak + 16 * m, K, _mm512_add_epi32(
+                    _mm512_maskz_loadu_epi32(K, Ak + 16 * m), O[m]));
+            }}
+        }}""" for k in range(r))
+    return f"""\
+static inline NPK_ALWAYS_INLINE void {name}_VnniRun{r}(const {ti} *In, int Plane, int InFeat,
+    int N, const int *Q, int NQ, const unsigned int *Corr, int *A, int Tile)
+{{
+    /* Output features 0 .. {r - 1} (accumulators A + k*Tile) of N outputs, output q adding
+       input q of each of the InFeat planes (In + i*Plane), 64 outputs a block in {4 * r}
+       vectors of accumulators, each starting at less Corr[k]. Quad g of an output: its bytes
+       in planes 4g .. 4g+3 (byte 0 past InFeat or N), unsigned; Q[k*NQ + g] the feature's
+       weights of those planes. */{flip_set}
+    for (int x = 0; x < N; x += 64) {{
+        const __mmask64 Mb = npk_bytes(x, N);
+{starts}
+        for (int i = 0, g = 0; i < InFeat; i += 4, g++) {{
+            const {ti} *Line = In + i * Plane + x;
+            __m512i P0 = _mm512_maskz_loadu_epi8(Mb, Line),
+                    P1 = _mm512_maskz_loadu_epi8(i + 1 < InFeat ? Mb : 0, Line + Plane),
+                    P2 = _mm512_maskz_loadu_epi8(i + 2 < InFeat ? Mb : 0, Line + 2 * Plane),
+                    P3 = _mm512_maskz_loadu_epi8(i + 3 < InFeat ? Mb : 0, Line + 3 * Plane);{flip}
+            /* In each 128-bit block m: byte pairs of planes 4g, 4g+1 (and 4g+2, 4g+3) at
+               outputs 16m .. 16m+7 (L) and 16m+8 .. 16m+15 (H); then their quads, 4 outputs
+               to a block of X0 .. X3. */
+            __m512i L01 = _mm512_unpacklo_epi8(P0, P1), H01 = _mm512_unpackhi_epi8(P0, P1),
+                    L23 = _mm512_unpacklo_epi8(P2, P3), H23 = _mm512_unpackhi_epi8(P2, P3);
+            __m512i X0 = _mm512_unpacklo_epi16(L01, L23), X1 = _mm512_unpackhi_epi16(L01, L23),
+                    X2 = _mm512_unpacklo_epi16(H01, H23), X3 = _mm512_unpackhi_epi16(H01, H23);
+{terms}
+        }}
+{stores}
+    }}
+}}"""
+
+
+def _runs(name: str, ti: str, tw: str, signed: bool) -> str:
+    """C of ``{name}_VnniRuns``: output features First .. Last-1 of a pointwise convolution
+    whose outputs are one run of its inputs, in blocks of up to 4 features."""
+    blocks = "\n\n".join(_run_block(name, ti, signed, r) for r in (4, 3, 2, 1))
+    calls = "\n".join(f"        {'if' if r == 4 else 'else if'} (R == {r})\n"
+                       f"            {name}_VnniRun{r}(In, Plane, InFeat, N, Q, NQ, Corr, "
+                       f"Acc + o * N, N);" for r in (4, 3, 2))
+    return f"""\
+{blocks}
+
+static inline NPK_ALWAYS_INLINE void {name}_VnniRuns(const {ti} *In, int Plane, int InFeat,
+    int N, const {tw} *Filter, int *Acc, int First, int Last, int Zw, int Byte)
+{{
+    /* Output features First .. Last-1 in blocks of R (4, then 3, 2 or 1), their weights
+       packed 4 input features to a quad (NQ <= {VNNI_QUADS}: the caller's check); each output
+       subtracts Byte times the sum of its weights (Byte: the bytes of Zin). */
+    int Q[{VNNI_QUADS} * 4], NQ = (InFeat + 3) / 4;
+    unsigned int Corr[4];
+    for (int o = First; o < Last;) {{
+        int R = Last - o >= 4 ? 4 : Last - o;
+        for (int k = 0; k < R; k++)
+            Corr[k] = (unsigned int)Byte * {name}_PackRun(Filter + (o + k) * InFeat, InFeat,
+                                                          Zw, Q + k * NQ);
+{calls}
+        else
+            {name}_VnniRun1(In, Plane, InFeat, N, Q, NQ, Corr, Acc + o * N, N);
+        o += R;
+    }}
+}}"""
+
+
 def _args(in_dt: str, w_dt: str):
     """The parameters of ``{name}_Vnni``: the feature-tile kernel's, then the output features
     ``First .. Last-1`` it computes."""
@@ -372,6 +466,8 @@ def vnni_conv(name: str, in_dt: str, w_dt: str) -> str:
 
 {blocks}
 
+{_runs(name, ti, tw, signed)}
+
 static inline NPK_ALWAYS_INLINE int {name}_VnniAny({c_signature(_args(in_dt, w_dt))})
 {{
     /* Output features First .. Last-1 in blocks of R (8, 4, 2, 1), the input features in
@@ -401,6 +497,15 @@ static inline NPK_ALWAYS_INLINE int {name}_VnniAny({c_signature(_args(in_dt, w_d
     }}
     if (Lo < -128 || Hi > 127)
         return 0;
+    /* A pointwise convolution whose outputs are one run of its inputs: every line inside the
+       tile and the plane, rows as wide as the input's, no padding. */
+    if (Fq && Sy == 1 && PadL == 0 && Wo == W && InFeat <= 4 * {VNNI_QUADS} &&
+        OutRow0 - PadT >= 0 && OutRow0 + OutRows - PadT <= Hreal && OutRow0 - InRow0 >= 0 &&
+        OutRow0 + OutRows - InRow0 <= InRows) {{
+        {name}_VnniRuns(In + (OutRow0 - InRow0) * W, Plane, InFeat, Tile, Filter, Acc, First,
+                        Last, Zw, Byte);
+        return 1;
+    }}
     Chunk = Fq ? 4 * {VNNI_QUADS} : {VNNI_QUADS} / (Fy * G);
     if (Flat) {{
         /* T[(v*Fy + fy)*G + g] bit 4t + b: output q = 16v + t exists, filter row fy's line

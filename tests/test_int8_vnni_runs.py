@@ -1,0 +1,70 @@
+"""The integer feature-tile convolution's pointwise run form (``conv_int._run_block``: a 1x1
+filter at stride 1 without padding, whose outputs are one run of the inputs, 64 outputs of up
+to 4 features a block, quads of 4 input planes made by byte and word unpacks) against a numpy
+int64 oracle written here: uint8 and int8 activations, zero points 0, 128, 255 and odd ones,
+runs around the 16- and 64-output steps, input features not a multiple of 4, 1 to 4 features
+a block (8 cores sharing 1 to 11 features), a tile of rows starting inside the input tile;
+canaries on both sides of the accumulators."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pytest
+from test_basic_kernels_conv import cflags
+from test_int8_host_kernels import CANARY, FLAGS, ends
+
+from npukit.tiler.basic_kernels import convolution, host
+
+
+@cache
+def kernel_of(in_dt: str, cores: int):
+    kernel = convolution.layer_conv(in_dt, "int8", 8, planes=True)
+    with cflags(FLAGS["native"]):
+        return kernel, host.c_function(kernel, cores)
+
+
+def pointwise_oracle(x, f, acc, zin, lines):
+    """numpy int64: acc[o, q] + sum over i of (x[i, line0 + q] - zin) * f[o, i] (x's planes
+    flattened, ``lines`` = (first input line of the outputs, the line width)), wrapped to
+    int32."""
+    line0, w = lines
+    n = acc.shape[1]
+    xs = x.reshape(x.shape[0], -1)[:, line0 * w:line0 * w + n].astype(np.int64) - zin
+    out = acc.astype(np.int64) + f.astype(np.int64) @ xs
+    return ((out + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+@pytest.mark.parametrize("in_dt, zin", [("uint8", 0), ("uint8", 128), ("uint8", 255),
+                                        ("uint8", 37), ("int8", -128), ("int8", 0),
+                                        ("int8", 127), ("int8", -3)])
+@pytest.mark.parametrize("inf, rows, w, outf, row0, cores", [
+    (16, 4, 16, 8, 0, 8),     # 64 outputs: one block, 1 feature a core
+    (19, 5, 13, 11, 0, 1),    # 65 outputs, 19 input features: blocks of 4, 4, 3
+    (7, 7, 7, 10, 2, 8),      # 7x7 rows 2..8 of an input tile of 11 lines; 2 features a core
+    (96, 3, 43, 24, 1, 8),    # 129 outputs, 3 features a core
+    (5, 1, 200, 4, 0, 1)])    # one row of 200 outputs, 4 features
+def test_pointwise_runs_are_exact(in_dt, zin, inf, rows, w, outf, row0, cores):
+    """Accumulators from random int32 (sums wrap) plus every input feature's product, each
+    written once, the canaries around them untouched."""
+    rng = np.random.default_rng(inf * 1000 + w * 10 + abs(zin))
+    in_rows = rows + row0 + 2
+    x = ends(rng, in_dt, inf * in_rows * w).reshape(inf, in_rows, w)
+    f = ends(rng, "int8", outf * inf).reshape(outf, inf)
+    n = rows * w
+    acc0 = rng.integers(-2**31, 2**31, (outf, n)).astype(np.int32)
+    buf = np.full(outf * n + 2 * CANARY, 0x5A5A5A5A, np.int32)
+    buf[CANARY:CANARY + outf * n] = acc0.ravel()
+    before = buf.copy()
+    kernel, fn = kernel_of(in_dt, cores)
+    given = dict(In=x.ravel(), W=w, InRow0=0, InRows=in_rows, Hreal=in_rows, PadT=0,
+                 InFeat=inf, Filter=f.ravel(), Acc=buf[CANARY:CANARY + outf * n], Wo=w,
+                 OutRow0=row0, OutRows=rows, OutFeat=outf, Fx=1, Fy=1, Sx=1, Sy=1, Dx=1, Dy=1,
+                 PadL=0, Zin=zin, Zw=0)
+    fn(*[given[k] for _, k in kernel.args])
+    want = pointwise_oracle(x, f, acc0, zin, (row0, w))
+    assert np.array_equal(buf[CANARY:CANARY + outf * n].reshape(outf, n), want)
+    assert np.array_equal(buf[:CANARY], before[:CANARY])
+    assert np.array_equal(buf[CANARY + outf * n:], before[CANARY + outf * n:])
+    assert len(np.unique(want)) > want.size // 2  # not a constant tile
