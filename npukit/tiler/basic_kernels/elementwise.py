@@ -27,6 +27,7 @@ from .common import (
     rne,
     share_rows,
 )
+from .qadd_rows import qadd_rows
 
 # Unary operations beyond the activations.
 UN_QUANT, UN_DEQUANT = 6, 7
@@ -184,7 +185,8 @@ def _int_rows(name: str, ta: str, tb: str, to: str) -> str:
         f"    case {k}: for (int c = 0; c < N; c++) Out[c] = {name}_Q(A[c], "
         f"B[{'0' if k % 2 else 'c'}], {4 if k >= 2 else 0}, 0, {_Q_ARGS}); break;"
         for k in range(4))
-    return f"""
+    vectors, hand = qadd_rows(name, ta, tb, to)
+    return f"""{vectors}
 static inline {to} {name}_Q(int X, int Y, int Op, int AFirst, float Ra, float Rb, float F,
                             int Za, int Zb, int Zout, int Lo, int Hi)
 {{
@@ -204,7 +206,7 @@ static int {name}_Row(const {ta} *__restrict__ A, const {tb} *__restrict__ B,
                       {to} *__restrict__ Out, int N, int BCol, int Op, float Ra, float Rb,
                       float F, int Za, int Zb, int Zout, int Lo, int Hi)
 {{
-    switch ((Op == 4) * 2 + (BCol == 0)) {{
+{hand}    switch ((Op == 4) * 2 + (BCol == 0)) {{
 {cases}
     }}
     return N;
