@@ -4,7 +4,8 @@ to 4 features a block, quads of 4 input planes made by byte and word unpacks) ag
 int64 oracle written here: uint8 and int8 activations, zero points 0, 128, 255 and odd ones,
 runs around the 16- and 64-output steps, input features not a multiple of 4, 1 to 4 features
 a block (8 cores sharing 1 to 11 features), a tile of rows starting inside the input tile;
-canaries on both sides of the accumulators."""
+canaries on both sides of the accumulators. At stride 2 (``VnniStrided``) the inputs read are
+gathered into runs first: planes of odd and even widths, gathered in one chunk or two."""
 
 from __future__ import annotations
 
@@ -68,3 +69,35 @@ def test_pointwise_runs_are_exact(in_dt, zin, inf, rows, w, outf, row0, cores):
     assert np.array_equal(buf[:CANARY], before[:CANARY])
     assert np.array_equal(buf[CANARY + outf * n:], before[CANARY + outf * n:])
     assert len(np.unique(want)) > want.size // 2  # not a constant tile
+
+
+@pytest.mark.parametrize("in_dt, zin", [("uint8", 0), ("uint8", 131), ("int8", -128),
+                                        ("int8", 5)])
+@pytest.mark.parametrize("inf, h, w, outf, row0, cores", [
+    (9, 15, 15, 5, 0, 1),     # 8x8 outputs of a 15x15 plane (its last column unread)
+    (40, 60, 60, 3, 0, 8),    # 30x30 outputs, 40 features: gathered in two chunks
+    (6, 20, 70, 9, 2, 8)])    # 35 outputs a row (a 32-output step and a tail), rows 2..9
+def test_pointwise_stride_two_gathers_are_exact(in_dt, zin, inf, h, w, outf, row0, cores):
+    """A 1x1 filter at stride 2 (ResNet's projection shortcuts): the inputs it reads gathered
+    into runs, then the run form; accumulators from random int32, canaries around them."""
+    rng = np.random.default_rng(inf * 100 + w + abs(zin))
+    wo, rows = (w + 1) // 2, (h + 1) // 2 - row0
+    x = ends(rng, in_dt, inf * h * w).reshape(inf, h, w)
+    f = ends(rng, "int8", outf * inf).reshape(outf, inf)
+    n = rows * wo
+    acc0 = rng.integers(-2**31, 2**31, (outf, n)).astype(np.int32)
+    buf = np.full(outf * n + 2 * CANARY, 0x5A5A5A5A, np.int32)
+    buf[CANARY:CANARY + outf * n] = acc0.ravel()
+    before = buf.copy()
+    kernel, fn = kernel_of(in_dt, cores)
+    given = dict(In=x.ravel(), W=w, InRow0=0, InRows=h, Hreal=h, PadT=0, InFeat=inf,
+                 Filter=f.ravel(), Acc=buf[CANARY:CANARY + outf * n], Wo=wo, OutRow0=row0,
+                 OutRows=rows, OutFeat=outf, Fx=1, Fy=1, Sx=2, Sy=2, Dx=1, Dy=1, PadL=0,
+                 Zin=zin, Zw=0)
+    fn(*[given[k] for _, k in kernel.args])
+    picked = x[:, 2 * row0::2, ::2]  # the inputs the outputs read, as a plane of runs
+    want = pointwise_oracle(picked, f, acc0, zin, (0, wo))
+    assert np.array_equal(buf[CANARY:CANARY + outf * n].reshape(outf, n), want)
+    assert np.array_equal(buf[:CANARY], before[:CANARY])
+    assert np.array_equal(buf[CANARY + outf * n:], before[CANARY + outf * n:])
+    assert len(np.unique(want)) > want.size // 2

@@ -53,6 +53,9 @@ VNNI_FLAT, VNNI_FLAT_QUADS = 1024, 4
 # The fewest pairs of output and input features a call flattens (its lane masks, about 12
 # operations an output, are then a small part of the call).
 VNNI_FLAT_PAIRS = 256
+# Bytes of the stack buffer a strided pointwise convolution gathers its inputs into (a chunk
+# of input features at a time; at most this many outputs a plane).
+RUN_GATHER = 32768
 # The filters a copy of the VNNI form is made for, its tap counts constants (any stride).
 _SHAPES = (("3x3", dict(Fx=3, Fy=3)),)
 
@@ -339,22 +342,49 @@ def _runs(name: str, ti: str, tw: str, signed: bool) -> str:
 {blocks}
 
 static inline NPK_ALWAYS_INLINE void {name}_VnniRuns(const {ti} *In, int Plane, int InFeat,
-    int N, const {tw} *Filter, int *Acc, int First, int Last, int Zw, int Byte)
+    int N, const {tw} *Filter, int Stride, int *Acc, int First, int Last, int Zw, int Byte)
 {{
     /* Output features First .. Last-1 in blocks of R (4, then 3, 2 or 1), their weights
-       packed 4 input features to a quad (NQ <= {VNNI_QUADS}: the caller's check); each output
-       subtracts Byte times the sum of its weights (Byte: the bytes of Zin). */
+       (feature o's InFeat at Filter + o*Stride) packed 4 input features to a quad (NQ <=
+       {VNNI_QUADS}: the caller's check); each output subtracts Byte times the sum of its
+       weights (Byte: the bytes of Zin). */
     int Q[{VNNI_QUADS} * 4], NQ = (InFeat + 3) / 4;
     unsigned int Corr[4];
     for (int o = First; o < Last;) {{
         int R = Last - o >= 4 ? 4 : Last - o;
         for (int k = 0; k < R; k++)
-            Corr[k] = (unsigned int)Byte * {name}_PackRun(Filter + (o + k) * InFeat, InFeat,
+            Corr[k] = (unsigned int)Byte * {name}_PackRun(Filter + (o + k) * Stride, InFeat,
                                                           Zw, Q + k * NQ);
 {calls}
         else
             {name}_VnniRun1(In, Plane, InFeat, N, Q, NQ, Corr, Acc + o * N, N);
         o += R;
+    }}
+}}
+
+static inline NPK_ALWAYS_INLINE void {name}_VnniStrided(const {ti} *In, int Plane, int W,
+    int Line0, int InFeat, int Wo, int OutRows, int Sy, const {tw} *Filter, int *Acc,
+    int First, int Last, int Zw, int Byte)
+{{
+    /* A pointwise convolution at column stride 2 without padding, every line in the tile:
+       output (y, x) of plane i reads line Line0 + y*Sy, column 2x. The inputs it reads are
+       gathered, {RUN_GATHER} bytes at a time (a chunk of input features), into runs of
+       OutRows*Wo bytes (32 outputs a step: the low bytes of 32 16-bit words), which
+       {name}_VnniRuns adds. */
+    {ti} Runs[{RUN_GATHER}];
+    int Tile = OutRows * Wo, Chunk = {RUN_GATHER} / Tile;
+    for (int i0 = 0; i0 < InFeat; i0 += Chunk) {{
+        int Feat = InFeat - i0 < Chunk ? InFeat - i0 : Chunk;
+        for (int i = 0; i < Feat; i++)
+            for (int y = 0; y < OutRows; y++) {{
+                const {ti} *Src = In + (i0 + i) * Plane + (Line0 + y * Sy) * W;
+                for (int x = 0; x < Wo; x += 32)
+                    _mm256_mask_storeu_epi8(Runs + i * Tile + y * Wo + x,
+                        (__mmask32)npk_bytes(x, Wo), _mm512_cvtepi16_epi8(
+                            _mm512_maskz_loadu_epi8(npk_bytes(2 * x, W), Src + 2 * x)));
+            }}
+        {name}_VnniRuns(Runs, Tile, Feat, Tile, Filter + i0, InFeat, Acc, First, Last, Zw,
+                        Byte);
     }}
 }}"""
 
@@ -502,8 +532,17 @@ static inline NPK_ALWAYS_INLINE int {name}_VnniAny({c_signature(_args(in_dt, w_d
     if (Fq && Sy == 1 && PadL == 0 && Wo == W && InFeat <= 4 * {VNNI_QUADS} &&
         OutRow0 - PadT >= 0 && OutRow0 + OutRows - PadT <= Hreal && OutRow0 - InRow0 >= 0 &&
         OutRow0 + OutRows - InRow0 <= InRows) {{
-        {name}_VnniRuns(In + (OutRow0 - InRow0) * W, Plane, InFeat, Tile, Filter, Acc, First,
-                        Last, Zw, Byte);
+        {name}_VnniRuns(In + (OutRow0 - InRow0) * W, Plane, InFeat, Tile, Filter, InFeat, Acc,
+                        First, Last, Zw, Byte);
+        return 1;
+    }}
+    /* The same at column stride 2, its inputs gathered into runs first. */
+    if (Fx == 1 && Fy == 1 && Sx == 2 && PadL == 0 && InFeat <= 4 * {VNNI_QUADS} &&
+        Tile <= {RUN_GATHER} && OutRow0 * Sy - PadT >= 0 &&
+        (OutRow0 + OutRows - 1) * Sy - PadT < Hreal && OutRow0 * Sy - InRow0 >= 0 &&
+        (OutRow0 + OutRows - 1) * Sy - InRow0 < InRows) {{
+        {name}_VnniStrided(In, Plane, W, OutRow0 * Sy - InRow0, InFeat, Wo, OutRows, Sy,
+                           Filter, Acc, First, Last, Zw, Byte);
         return 1;
     }}
     Chunk = Fq ? 4 * {VNNI_QUADS} : {VNNI_QUADS} / (Fy * G);
