@@ -27,7 +27,6 @@ from .. import ir
 from ..cdecl import file_name, identifier, parse_ctype
 from ..errors import NpukitError, ShapeError, TilingError
 from ..layout import Layout
-from ..passes import check
 from ..poison import poison
 from ..result import Result
 from . import planner as P
@@ -44,7 +43,7 @@ from .graph_api import (
     GNodeArgType,
     TCArgInfoT,
 )
-from .lower import KernelLowering, Lowered, c_dtype
+from .lower import c_dtype
 from .solver import Tiling, moves
 
 MEMORY = {"L2": "L2", "L3": "L3_RAM", "L3_FLASH": "L3_FLASH"}  # plan memory -> target memory
@@ -341,16 +340,12 @@ def lower_node(model, name: str, streamed_cargs: frozenset[str] = frozenset()) -
     """User kernel ``name`` lowered alone, the kernel arguments bound to ``streamed_cargs``
     given an L3 home (streamed through L2) and every other one an L2 home."""
     uk = model.kernels[name]
+    if not streamed_cargs and not any(a.has(Obj.O_L2DB) for a in uk.kerargs):
+        # Every argument already has an L2 home: the kernel's own program, lowered once.
+        return model.program(name)
     kerargs = tuple(replace(a, ObjType=(a.ObjType | Obj.O_L2DB) if a.CArgName in streamed_cargs
                             else a.ObjType & ~Obj.O_L2DB) for a in uk.kerargs)
-    uk = replace(uk, kerargs=kerargs)
-    out = Lowered()
-    KernelLowering(uk, model.tiling(name), model.libs, model.target, "L3_RAM", out,
-                   lib_bounds=model.lib_bounds).lower()
-    names = [c.ArgName for c in uk.cargs if c.ArgName in out.params]
-    bounds = tuple((n, *out.bounds[n]) for n in names if n in out.bounds)
-    return check(ir.Program(name, model.target, tuple(out.params[n] for n in names),
-                            tuple(out.buffers), tuple(out.body), bounds=bounds))
+    return model.lowered(replace(uk, kerargs=kerargs), model.tiling(name), "L3_RAM", None)
 
 
 # -- the graph -----------------------------------------------------------------------------
@@ -384,8 +379,7 @@ class Graph:
 
         def estimate(i: int) -> int:
             if i not in estimates:
-                from ..sim.timing import timeline
-                estimates[i] = timeline(base[i]).cycles
+                estimates[i] = model.cycles(base[i])
             return estimates[i]
 
         def transfer(nbytes: int, source: str) -> int:

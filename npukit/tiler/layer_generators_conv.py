@@ -197,24 +197,29 @@ def _fewest_cycles(m, Name: str, ways) -> int:
     kernel under the name they are given) the cycle model predicts the fewest cycles for,
     the first on a tie. A way the tiler cannot tile, or whose program the checks refuse, is
     passed over; when none is left the last is built, to fail under the layer's own name.
-    Returns the index of the way built."""
-    from ..sim.timing import timeline
+    Returns the index of the way built.
 
+    Each way is tried under the layer's own name, and the best one's kernel, tiling and
+    count of operations are kept (not built again): its program and cycles, remembered by
+    the model for those objects, serve the graph as they are."""
     best = None
     for k, way in enumerate(ways):
-        trial = f"{Name}__way{k}"
         try:
-            way(trial)
-            cycles = timeline(m.program(trial)).cycles
+            way(Name)
+            cycles = m.cycles(m.program(Name))
         except NpukitError:  # (a tiling of features with padded rows can read past In)
             cycles = None
-        m.kernels.pop(trial, None)
-        m._tilings.pop(trial, None)
-        m._cnn_ops.pop(trial, None)
+        built = (m.kernels.pop(Name, None), m._tilings.pop(Name, None),
+                 m._cnn_ops.pop(Name, None), m._programs.pop(Name, None))
         if cycles is not None and (best is None or cycles < best[0]):
-            best = (cycles, k)
-    chosen = best[1] if best else len(ways) - 1
-    ways[chosen](Name)
+            best = (cycles, k, built)
+    if best is None:
+        ways[-1](Name)
+        return len(ways) - 1
+    _, chosen, (kernel, tiling, ops, program) = best
+    m.kernels[Name], m._tilings[Name], m._programs[Name] = kernel, tiling, program
+    if ops is not None:
+        m._cnn_ops[Name] = ops
     return chosen
 
 

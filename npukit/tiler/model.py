@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
 
 from .. import ir
 from ..cdecl import file_name, identifier
@@ -147,6 +147,13 @@ class Model(GraphModel, CNNGenerators):
         self._tilings: dict[str, Tiling] = {}
         # The way each convolution of given arguments was tiled (layer_generators_conv).
         self._fewest: dict[tuple, int] = {}
+        # name -> (kernel, tiling, l2 budget, l3, program): a user kernel's program, lowered
+        # and checked once for the kernel and tiling objects it was made from (``program``).
+        self._programs: dict[str, tuple] = {}
+        # (kernel and tiling but their names, l3, l2 budget) -> the program (``lowered``).
+        self._shapes: dict[tuple, ir.Program] = {}
+        # id(program) -> (program, cycles or the program it was renamed from) (``cycles``).
+        self._cycles: dict[int, tuple] = {}
         self.settings = Settings()
         self._graph_state()
 
@@ -333,33 +340,98 @@ class Model(GraphModel, CNNGenerators):
 
     def program(self, name: str) -> ir.Program:
         """The IR program of a user kernel or a group; run it with the C argument names."""
+        if name not in self.groups:
+            uk, tiling = self._kernel(name), self.tiling(name)
+            got = self._programs.get(name)
+            # A layer timed as a trial (``layer_generators_conv``) and lowered again by its
+            # graph is lowered once: the program of the same kernel and tiling objects.
+            if got and got[0] is uk and got[1] is tiling and got[2:4] == (self.l2_budget,
+                                                                          self.l3):
+                return got[4]
+            prog = self.lowered(uk, tiling, self.l3, self.l2_budget)
+            self._programs[name] = (uk, tiling, self.l2_budget, self.l3, prog)
+            return prog
         out = Lowered()
-        if name in self.groups:
-            g = self.groups[name]
-            for c in g.calls:
-                uk = self._kernel(c.CallName)
-                cmap = {ca.ArgName: (b.name if b.kind == "c_arg" else b.value)
-                        for ca, b in zip(uk.cargs, c.BindingList)}
-                KernelLowering(uk, self.tiling(uk.name), self.libs, self.target, self.l3, out,
-                               cmap, prefix=f"{uk.name}.", lib_bounds=self.lib_bounds).lower()
-            for c in g.cargs:
-                if c.ArgName in out.params:
-                    add_bounds(out, c.ArgName, c.bounds, f"{name}: C argument {c.ArgName!r}")
-            order = [c.ArgName for c in g.cargs]
-        else:
-            uk = self._kernel(name)
-            KernelLowering(uk, self.tiling(name), self.libs, self.target, self.l3, out,
-                           lib_bounds=self.lib_bounds).lower()
-            order = [c.ArgName for c in uk.cargs]
+        g = self.groups[name]
+        for c in g.calls:
+            uk = self._kernel(c.CallName)
+            cmap = {ca.ArgName: (b.name if b.kind == "c_arg" else b.value)
+                    for ca, b in zip(uk.cargs, c.BindingList)}
+            KernelLowering(uk, self.tiling(uk.name), self.libs, self.target, self.l3, out,
+                           cmap, prefix=f"{uk.name}.", lib_bounds=self.lib_bounds).lower()
+        for c in g.cargs:
+            if c.ArgName in out.params:
+                add_bounds(out, c.ArgName, c.bounds, f"{name}: C argument {c.ArgName!r}")
+        return self._checked(name, out, [c.ArgName for c in g.cargs], self.l2_budget)
+
+    def lowered(self, uk: UserKernelT, tiling: Tiling, l3: str,
+                l2_budget: int | None) -> ir.Program:
+        """User kernel ``uk`` lowered with ``tiling`` (arguments with an L3 home in memory
+        ``l3``) and checked; L2 staging over ``l2_budget`` refused (None: not checked).
+
+        A kernel and tiling equal to ones lowered before but for their names (a network's
+        repeated layers) give that program renamed: the name appears in a program only as
+        its own and in its loops' labels (``KernelLowering``), so the renamed program is the
+        one lowering would build. A refusal is not remembered: it is raised again, naming
+        its own kernel."""
+        try:
+            key = (replace(uk, name=""), _tiling_key(tiling), l3, l2_budget)
+            got = self._shapes.get(key)
+        except TypeError:  # a kernel that is no value (a list in an argument)
+            key = got = None
+        if got is not None:
+            prog = _renamed(got, uk.name)
+            self._cycles[id(prog)] = (prog, got)  # its cycles are the original's
+            return prog
+        out = Lowered()
+        KernelLowering(uk, tiling, self.libs, self.target, l3, out,
+                       lib_bounds=self.lib_bounds).lower()
+        prog = self._checked(uk.name, out, [c.ArgName for c in uk.cargs], l2_budget)
+        if key is not None:
+            self._shapes[key] = prog
+        return prog
+
+    def _checked(self, name: str, out: Lowered, order: list[str],
+                 l2_budget: int | None) -> ir.Program:
         params = tuple(out.params[n] for n in order if n in out.params)
         bounds = tuple((n, *out.bounds[n]) for n in order if n in out.params and n in out.bounds)
         prog = ir.Program(name, self.target, params, tuple(out.buffers), tuple(out.body),
                           bounds=bounds)
         l2 = sum(b.nbytes for b in out.buffers if b.memory == "L2")
-        if l2 > self.l2_budget:
+        if l2_budget is not None and l2 > l2_budget:
             raise TilingError(f"{name}: L3 arguments need {l2} B of L2 staging, over the L2 "
-                              f"budget of {self.l2_budget} B")
+                              f"budget of {l2_budget} B")
         return check(prog)
+
+    def cycles(self, prog: ir.Program) -> int:
+        """The cycles the cycle model predicts for ``prog`` (``npukit.sim.timing``),
+        remembered for that program object: a layer timed as a trial and estimated again
+        by its graph is timed once."""
+        from ..sim.timing import timeline
+        got = self._cycles.get(id(prog))
+        if got is None or got[0] is not prog:
+            got = self._cycles[id(prog)] = (prog, timeline(prog).cycles)
+        if isinstance(got[1], ir.Program):  # a renamed program: the original's cycles
+            got = self._cycles[id(prog)] = (prog, self.cycles(got[1]))
+        return got[1]
+
+
+def _tiling_key(t: Tiling) -> tuple:
+    """Everything of a tiling but its kernel's name, as a value."""
+    return tuple(tuple(v.items()) if isinstance(v, Mapping) else v
+                 for f in fields(t) if f.name != "kernel" for v in (getattr(t, f.name),))
+
+
+def _renamed(prog: ir.Program, name: str) -> ir.Program:
+    """``prog``, the program of a kernel, as the program of the same kernel named ``name``:
+    its name and its loops' labels ("... loop of <kernel>") changed."""
+    old = f" loop of {prog.name}"
+
+    def body(stmts: tuple) -> tuple:
+        return tuple(replace(st, body=body(st.body), label=st.label[:-len(old)] +
+                             f" loop of {name}" if st.label.endswith(old) else st.label)
+                     if isinstance(st, ir.Loop) else st for st in stmts)
+    return replace(prog, name=name, body=body(prog.body))
 
 
 def _fits_target(name: str, frames, target: Target, budgets: dict[str, int]) -> None:
