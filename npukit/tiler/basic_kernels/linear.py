@@ -29,6 +29,7 @@ from .common import (
     share_rows,
     suffix,
 )
+from .matmul_int import matmul_vectors
 
 # -- linear layer ---------------------------------------------------------------------------
 
@@ -102,12 +103,14 @@ def _float_out_c(acc: str) -> str:
         Out[j] = npk_act(V, Act, A0, A1);
     }}"""
 
-def _columns_c(name: str, args, comment: str, body: str, helpers: bool = False) -> str:
+def _columns_c(name: str, args, comment: str, body: str, helpers: bool = False,
+               before: str = "") -> str:
     """A basic kernel's C whose ``body`` runs over columns ``First`` .. ``Last`` of ``Wn``,
     shared among the cores (``comment`` says what it computes; ``helpers``: with the layer
-    kernels' helpers before it)."""
+    kernels' helpers before it; ``before``: C the body calls)."""
     return f"""\
-{HELPERS if helpers else ''}{chr(10) if helpers else ''}void {name}({c_signature(args)})
+{HELPERS if helpers else ''}{chr(10) if helpers else ''}{before}{chr(10) if before else ''}\
+void {name}({c_signature(args)})
 {{
     /* {comment} */
     int Rows = Wn;
@@ -144,8 +147,10 @@ def matmul(a_dt: str, b_dt: str, out_dt: str, width: int) -> BasicKernel:
     else:
         args += [("int", "Za"), ("int", "Zb"), ("const float *__restrict__", "Scale"),
                  ("int", "ScaleStep"), ("int", "Zout"), ("int", "Lo"), ("int", "Hi")]
+        vectors, hand = matmul_vectors(name, ta, tb, to)
         body = f"""\
-    for (int j0 = First; j0 < Last; j0 += 64) {{
+{hand}
+    for (int j0 = Done; j0 < Last; j0 += 64) {{
         int Acc[64], J1 = j0 + 64 < Last ? j0 + 64 : Last;
         for (int j = j0; j < J1; j++) Acc[j - j0] = HasC ? C[j * CStep] : 0;
         for (int k = 0; k < K; k++) {{
@@ -161,7 +166,7 @@ def matmul(a_dt: str, b_dt: str, out_dt: str, width: int) -> BasicKernel:
     args = tuple(args)
     src = _columns_c(name, args, "Out[j] = A . B[:, j] for the Wn columns of the block (see the "
                      "module's matmul()); the\n       columns are shared among the cores.", body,
-                     helpers=True)
+                     helpers=True, before="" if flt else vectors)
 
     def reference(A, K, B, Wn, C, CStep, HasC, Out, *rest, core_id, core_count):
         if core_id or Wn <= 0:
