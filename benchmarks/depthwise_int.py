@@ -80,6 +80,7 @@ def main(argv=None) -> None:
     ap.add_argument("--layers", default="all", choices=["all", "first"])
     a = ap.parse_args(argv)
     os.environ["NPUKIT_CACHE_DIR"] = tempfile.mkdtemp()
+    os.environ["NPUKIT_PLAN_CACHE"] = "0"  # each variant planned, not read back
     print(f"machine: {harness.machine()}")
     print("| kind | layer (C x size, stride) x n | planes ms CPU | one pass ms CPU | ratio | "
           "one pass wall ms | compile s CPU planes / one pass |")
