@@ -261,3 +261,16 @@ def _graph_entry(g) -> str:
     """The plan cache's key of ``g``'s target plan (a plan read back: its ``_target_plan``
     holds the key)."""
     return g._target_plan.args[0].digest("graph")
+
+
+def test_cache_info_counts_links_and_constants_files_and_clear_removes_them(cache):
+    folder, _, _ = cache
+    got = compile_cache.info(folder)
+    assert got["links"] == 2 and got["flash"] == 2 and got["unused_bytes"] == 0
+    flash = list((folder / compile_cache.FLASH).rglob("*.dat"))
+    assert len(flash) == 2 and got["bytes"] >= sum(p.stat().st_size for p in flash)
+    (folder / compile_cache.FLASH / "notes.txt").write_text("not npukit's")
+    count, size = compile_cache.clear(folder)
+    assert size == got["bytes"] and compile_cache.info(folder)["bytes"] == 0
+    assert [p.name for p in (folder / compile_cache.FLASH).iterdir()] == ["notes.txt"]
+    assert list((folder / compile_cache.LINKS).iterdir()) == []

@@ -43,10 +43,11 @@ cache's key, ``npukit.tiler.graph_c.known_as``) is linked to its entry in ``link
 (``npukit.c.toolchain.compiler_digest``) and the CPUs its C was split for. A link is
 followed only when it is this format and key, its entry passes every check above and the
 flash file it names has the bytes it records; anything else means the C is generated and
-built (found in the cache by its content as before) and the link written again.
+built (found in the cache by its content as before) and the link written again. A graph's
+constants file is kept in ``flash/<first 32 hex digits of its sha256>/<its name>``.
 
 ``npukit cache info`` and ``npukit cache clear`` (``register``) report on and empty it (the
-pieces and the plans included).
+pieces, the plans, the links and the constants files included).
 """
 
 from __future__ import annotations
@@ -335,7 +336,17 @@ def _files(directory: Path) -> list[tuple[Path, str]]:
             m = kinds.fullmatch(name) or _TEMP_FILE.fullmatch(name)
             if m and (folder / name).is_file():
                 out.append((folder / name, m.group(1)))
-    return out
+    return out + (_flash_files(directory / FLASH) if FLASH in names else [])
+
+
+def _flash_files(flash: Path) -> list[tuple[Path, str]]:
+    """The graphs' constants files in ``flash`` (``<sha256 prefix>/<name>``): (path, key)."""
+    try:
+        folders = sorted(d for d in os.listdir(flash) if re.fullmatch(_KEY, d))
+        return [(flash / d / name, d) for d in folders if (flash / d).is_dir()
+                for name in sorted(os.listdir(flash / d)) if (flash / d / name).is_file()]
+    except OSError:  # removed meanwhile, or not a folder: no constants files
+        return []
 
 
 def info(directory: Path) -> dict:
@@ -351,7 +362,8 @@ def info(directory: Path) -> dict:
     objects = sum(p.suffix == ".o" for p in used)
     plans = {p for p, _ in files if p.suffix == ".plan"}  # checked when read
     links = {p for p, _ in files if p.parent.name == LINKS and p.suffix == ".json"}
-    used |= plans | links
+    flash = {p for p, _ in files if p.parent.parent.name == FLASH}  # checked when used
+    used |= plans | links | flash
     for key in keys:
         so, why = problem(directory, key)
         if why:
@@ -360,7 +372,7 @@ def info(directory: Path) -> dict:
             used |= {so, directory / f"{key}.json", directory / f"{key}.c"}
     size = sum(p.stat().st_size for p, _ in files)
     return {"directory": directory, "entries": len(keys), "bytes": size, "failing": failing,
-            "objects": objects, "plans": len(plans), "links": len(links),
+            "objects": objects, "plans": len(plans), "links": len(links), "flash": len(flash),
             "unused_bytes": size - sum(p.stat().st_size for p in used if p.exists())}
 
 
@@ -382,6 +394,11 @@ def clear(directory: Path) -> tuple[int, int]:
             raise CompilerError(f"cannot remove {path} ({exc.strerror}) from the compile "
                                 f"cache") from None
         count, size = count + 1, size + st.st_size
+        if path.parent.parent.name == FLASH:
+            try:
+                path.parent.rmdir()  # its folder, once empty
+            except OSError:
+                pass
     return count, size
 
 
@@ -404,6 +421,8 @@ def _run(args: argparse.Namespace) -> int:
                   f"the entries)")
         if got["plans"]:
             print(f"  {got['plans']} plans of ONNX models (in {PLANS}/)")
+        if got["flash"]:
+            print(f"  {got['flash']} constants files of graphs (in {FLASH}/)")
         if got["links"]:
             print(f"  {got['links']} links from ONNX models' host plans to their entries (in "
                   f"{LINKS}/)")
