@@ -72,6 +72,21 @@ def test_unreachable_copies_follow_the_tests_in_order():
         names - {"K_Body_3x3"}
 
 
+def test_a_chain_after_a_return_its_runs_take_is_not_reached():
+    early = "    if (Wo < 8 && Fx == 3) {\n        /* small */\n        return;\n    }\n"
+    src = kernel(otherwise="break;").replace("{\n    for (int k", "{\n" + early + "    for (int k")
+    names = {f"K_Body_{t}" for t in ("3x3", "1x1", "3x3s2", "Any")}
+    assert unreachable(src, [{**S3, "Wo": 4}]) == names
+    assert unreachable(src, [{**S3, "Wo": 4}, {**S3, "Wo": 9}]) == names - {"K_Body_3x3"}
+    # A return compiled only under a preprocessor condition the chain is not under: the
+    # chain is reached where that return is not compiled.
+    guarded = src.replace(early, f"#ifdef NPK_FAST\n{early}#endif\n")
+    assert unreachable(guarded, [{**S3, "Wo": 4}]) == names - {"K_Body_3x3"}
+    # A block that does not end in its return may fall through.
+    falls = src.replace("        return;\n    }", "        if (Sx) return;\n        Wo++;\n    }")
+    assert unreachable(falls, [{**S3, "Wo": 4}]) == names - {"K_Body_3x3"}
+
+
 def test_prune_leaves_out_the_copies_and_their_calls():
     src = kernel(otherwise="break;")
     out = prune(src, unreachable(src, [S3]))
@@ -118,10 +133,12 @@ def test_a_graphs_pieces_leave_out_the_copies_it_cannot_call():
     m, _ = conv_net()
     hg = npukit.onnx.load(m, **BUDGETS).host_graph()
     defined = conv_definitions(hg)
-    # 3x3 and 1x1 at stride 1, 12 columns: their copies; none of stride 2, no generic one
-    # but the last fallback.
-    assert {f"{CONV}_Feats8_3x3", f"{CONV}_Feats8_1x1", f"{CONV}_Rows_Any"} <= defined
-    assert not {f"{CONV}_Feats8_3x3s2", f"{CONV}_Rows_3x3s2", f"{CONV}_Feats8_Any"} & defined
+    # 3x3 and 1x1 at stride 1, 12 columns, 8 features: the 3x3 copies; none of stride 2, no
+    # generic one but the last fallback; no 1x1 feature blocks (every run of the 1x1 layer
+    # takes the pointwise form, which returns before them).
+    assert {f"{CONV}_Feats8_3x3", f"{CONV}_Flat_3x3", f"{CONV}_Rows_Any"} <= defined
+    assert not {f"{CONV}_Feats8_3x3s2", f"{CONV}_Rows_3x3s2", f"{CONV}_Feats8_Any",
+                f"{CONV}_Feats8_1x1"} & defined
     # The graph's single unit keeps them all.
     assert f"{CONV}_Rows_3x3s2(" in hg.c_source()
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import itertools
+import math
 import operator
 import re
 
@@ -341,61 +343,162 @@ _TEST = re.compile(r"[ \t]*if \((.*)\)[ {]*\n")
 _EQUALS = re.compile(r"(\w+) == (-?\d+)")
 
 
-def constant_arguments(fn, args) -> dict[str, int]:
+def constant_arguments(fn, args, env: dict | None = None) -> dict[str, int]:
     """The arguments of a call of basic kernel ``fn`` (an ``ir.Extern``) whose values are
-    constants, by parameter name (the others vary at run time)."""
-    return {name: a.expr.const for (_, name), a in zip(fn.args, args)
-            if isinstance(a, ir.Val) and isinstance(a.expr, ir.Affine) and not a.expr.terms}
+    known, by parameter name: constants, and index expressions and valid counts of the
+    loop variables ``env`` gives values (the others vary at run time)."""
+    env = env or {}
+    return {name: int(a.expr.eval(env)) for (_, name), a in zip(fn.args, args)
+            if isinstance(a, ir.Val) and isinstance(a.expr, (ir.Affine, ir.Lanes))
+            and all(v in env for v in _vars(a))}
+
+
+# At most this many runs of one call are told apart (each its own loop variables' values);
+# a call in more runs than that is one of its constant arguments.
+_RUNS = 256
 
 
 def program_calls(progs) -> dict[str, list[dict]]:
-    """Every call ``progs`` make of a basic kernel, by its name: each call's constant
-    arguments (``constant_arguments``), the ``calls`` of ``kernel_units``."""
-    out: dict[str, list[dict]] = {}
+    """Every call ``progs`` make of a basic kernel, by its name: each run's known arguments
+    (``constant_arguments``, for each value of the loop variables its arguments depend on,
+    every value of a variable's range: a superset of the runs), the ``calls`` of
+    ``kernel_units``."""
+    out: dict[str, dict] = {}
     for prog in progs:
-        for st, _ in ir.walk(prog.body):
+        for st, loops in ir.walk(prog.body):
             if isinstance(st, ir.Call):
-                out.setdefault(st.fn.name, []).append(constant_arguments(st.fn, st.args))
-    return out
+                runs = out.setdefault(st.fn.name, {})
+                runs.update((tuple(sorted(r.items())), r) for r in _runs(st, loops))
+    return {name: list(runs.values()) for name, runs in out.items()}  # each distinct once
+
+
+def _runs(call, loops) -> list[dict]:
+    """``program_calls``' arguments of each run of ``call`` inside ``loops``."""
+    used = [v for v in loops if any(v in _vars(a) for a in call.args)]
+    if math.prod(v.count for v in used) > _RUNS:
+        return [constant_arguments(call.fn, call.args)]
+    return [constant_arguments(call.fn, call.args, dict(zip(used, values)))
+            for values in itertools.product(*(range(v.count) for v in used))]
+
+
+def _vars(arg) -> tuple:
+    """The loop variables a call's scalar argument depends on (``()``: none, or not one)."""
+    expr = arg.expr if isinstance(arg, ir.Val) else None
+    return expr.start.vars if isinstance(expr, ir.Lanes) else \
+        expr.vars if isinstance(expr, ir.Affine) else ()
 
 
 def _calls_of(source: str, order: list[str], calls: dict[str, list[dict]]) -> list[dict]:
     """The calls of the kernels ``source`` defines (by their constant arguments); one of no
     known argument when another source names one of them (its calls are not known)."""
     names = external_functions(source)
-    named = any(re.search(rf"\b{n}\b", other) for n in names for other in order
-                if other is not source)
+    named = any(set(names) & _identifiers(other) for other in order if other is not source)
     return [args for n in names for args in calls.get(n, [])] + ([{}] if named else [])
 
 
 def unreachable(source: str, calls: list[dict]) -> set[str]:
     """The skippable copies of ``source`` (``common.c_skippable``) that none of ``calls``
-    (each a call's constant arguments by name) can reach: a copy tested for constants
-    the call's arguments contradict, or whose test follows one those arguments pass, in a
-    chain of tests (``common.c_pick_copy``); the chain's last copy where no test passes.
-    A copy that is not a chain's is always reached."""
+    (each a run's known arguments by name) can reach: a copy tested for constants the
+    run's arguments contradict, or whose test follows one those arguments pass, in a chain
+    of tests (``common.c_pick_copy``); the chain's last copy where no test passes; every
+    copy of a chain whose condition (``when``) the arguments contradict, or that follows,
+    in its function and under the same preprocessor conditions, an ``if (...) { ...
+    return; }`` whose condition they satisfy. A copy that is not a chain's is reached."""
     chains, last = [], -1
     for m in _SKIPPABLE.finditer(source):
         test = _TEST.match(m.group(3))
         follows = m.start() == last and chains and chains[-1][-1][1] is not None
         if test or follows:
             if not follows:
-                chains.append([])
+                chains.append([m.start()])
             chains[-1].append((m.group(1), _constants(test.group(1)) if test else None,
                                m.group(2) or "1"))
         last = m.end()
-    candidates = {name for chain in chains for name, _, _ in chain}
+    exits = _exits(source)
+    where = _conditions(source, [chain[0] for chain in chains])
     reached = set()
-    for chain in chains:
+    for chain, conditions in zip(chains, where):
+        before = [c for head, end, at, c, under in exits
+                  if head <= chain[0] < end and at < chain[0] and under <= conditions]
         for args in calls:
-            for name, constants, when in chain:
-                if evaluate(when, args) is False:
-                    continue
-                if constants is None or all(args.get(n) in (None, v) for n, v in constants.items()):
+            if evaluate(chain[1][2], args) is False or \
+                    any(evaluate(c, args) is True for c in before):
+                continue  # the run does not come to this chain
+            for name, constants, _ in chain[1:]:
+                if constants is None or all(args.get(n) in (None, v) for n, v in
+                                            constants.items()):
                     reached.add(name)
                 if constants is None or all(args.get(n) == v for n, v in constants.items()):
                     break  # this test passes: the copies after it are not reached
-    return candidates - reached
+    return {name for chain in chains for name, _, _ in chain[1:]} - reached
+
+
+# What a function's body is scanned for (``_exits``): comments, strings, preprocessor
+# lines, ``if (``, ``return;``, parentheses, braces.
+_STATEMENTS = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|^[ \t]*#[^\n]*|"
+                         r"\bif\s*\(|\breturn\s*;|[{}();]", re.S | re.M)
+
+
+def _exits(source: str) -> list[tuple[int, int, int, str, frozenset]]:
+    """Each ``if (condition) { ... return; }`` at the top of a function of ``source`` (its
+    block ending in that return): (where the function starts, ends, where the block ends,
+    the condition, the preprocessor conditions it is under)."""
+    found = []
+    for _, prefix, start, end in _blocks(source):
+        if "(" not in prefix:
+            continue
+        depth, toks = 0, list(_STATEMENTS.finditer(source, start, end))
+        for k, m in enumerate(toks):
+            tok = m.group()
+            if tok in "{}":
+                depth += 1 if tok == "{" else -1
+            elif tok.startswith("if") and depth == 1:
+                found += _exit(source, start, end, toks, k)
+    where = _conditions(source, [at for _, _, at, _ in found])
+    return [(*x, w) for x, w in zip(found, where)]
+
+
+def _exit(source: str, start: int, end: int, toks: list, k: int) -> list:
+    """``_exits``' entry for the ``if`` at ``toks[k]`` (of a function from ``start`` to
+    ``end``), or none."""
+    parens, j = 1, k + 1
+    while parens and j < len(toks):
+        parens += {"(": 1, ")": -1}.get(toks[j].group(), 0)
+        j += 1
+    statements = [t for t in toks[j:] if not t.group().startswith(("/", "#", '"'))]
+    if not statements or statements[0].group() != "{":
+        return []
+    depth, last = 0, ""
+    for t in statements:
+        depth += {"{": 1, "}": -1}.get(t.group(), 0)
+        if depth == 0:
+            break
+        if depth == 1 and t.group() != "{":
+            last = t.group()
+    condition = _COMMENT.sub(" ", source[toks[k].end():toks[j - 1].start()])
+    return [(start, end, t.end(), " ".join(condition.split()))] \
+        if last.startswith("return") else []
+
+
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b([^\n]*)", re.M)
+
+
+def _conditions(source: str, places: list[int]) -> list[frozenset]:
+    """The preprocessor conditions each of ``places`` of ``source`` is under (the guards
+    of skippable copies left out)."""
+    out, stack, at = {}, [], 0
+    for place in sorted(places):
+        for m in _DIRECTIVE.finditer(source, at, place):
+            kind, text = m.group(1), m.group(2).split("/*")[0].strip()
+            if kind == "endif":
+                stack = stack[:-1]
+            elif kind in ("else", "elif"):
+                stack = stack[:-1] + [None if stack[-1] is None else f"not {stack[-1]}"]
+            else:
+                stack = stack + [None if text.startswith("NPK_SKIP_") else f"{kind} {text}"]
+        at = max(at, place)
+        out[place] = frozenset(x for x in stack if x is not None)
+    return [out[p] for p in places]
 
 
 def _constants(test: str) -> dict[str, int] | None:
@@ -412,8 +515,14 @@ def evaluate(expression: str, values: dict[str, int]) -> bool | int | None:
     >>> evaluate("Wo < 32 && Sx == 1", {"Wo": 56}), evaluate("Wo < 32 && Sx == 1", {"Wo": 7})
     (False, None)
     """
+    return _value(_tree(expression), values)
+
+
+@functools.lru_cache(maxsize=1024)
+def _tree(expression: str):
+    """C ``expression``'s tree, as Python's (the operators renamed)."""
     text = re.sub(r"!(?!=)", " not ", expression.replace("&&", " and ").replace("||", " or "))
-    return _value(ast.parse(text.strip(), mode="eval").body, values)
+    return ast.parse(text.strip(), mode="eval").body
 
 
 def _value(node, values: dict[str, int]):
@@ -450,8 +559,14 @@ def prune(source: str, skip: set[str]) -> str:
     """``source`` without the copies ``skip`` names (``common.c_skippable``: each replaced
     by what stands in for it), but for any copy the remaining code still names."""
     text = _without(source, skip)
-    named = {n for n in skip if re.search(rf"\b{n}\b", text)}
+    named = skip & _identifiers(text)
     return prune(source, skip - named) if named else text
+
+
+@functools.lru_cache(maxsize=256)
+def _identifiers(text: str) -> frozenset[str]:
+    """The words of C ``text`` (a superset of the names it uses)."""
+    return frozenset(re.findall(r"\w+", text))
 
 
 def _without(source: str, skip: set[str]) -> str:
