@@ -149,3 +149,21 @@ def test_qdq_convolutions_output_in_one_run_match_the_simulator(act, tmp_path):
     q = quantize_qdq(m, [{"x": r.normal(size=x.shape).astype(np.float32)} for _ in range(2)],
                      tmp_path, act)
     assert_integer_run(q, {"x": x})
+
+
+@pytest.mark.parametrize("act", ["u8", "s8"])
+def test_qdq_pointwise_convolutions_match_the_simulator(act, tmp_path):
+    """QDQ 1x1 convolutions at stride 1 (their outputs one run of the inputs: the VNNI run
+    form, ``conv_int._run_block``), and at stride 2 (inputs gathered into runs first), 13
+    input features, widths 37 and 19: the simulator's bytes, ONNX Runtime's values."""
+    r = np.random.default_rng(5)
+    x = r.normal(size=(1, 13, 6, 37)).astype(np.float32)
+    inits = {"w0": (r.normal(size=(10, 13, 1, 1)) / 3.6).astype(np.float32),
+             "w1": (r.normal(size=(7, 10, 1, 1)) / 3.2).astype(np.float32),
+             "b0": (r.normal(size=10) * 0.2).astype(np.float32)}
+    nodes = [node("Conv", ["x", "w0", "b0"], ["c0"]), node("Relu", ["c0"], ["y0"]),
+             node("Conv", ["y0", "w1"], ["y1"], strides=[2, 2])]
+    m = model(nodes, {"x": x}, ["y0", "y1"], inits)
+    q = quantize_qdq(m, [{"x": r.normal(size=x.shape).astype(np.float32)} for _ in range(2)],
+                     tmp_path, act)
+    assert_integer_run(q, {"x": x})
