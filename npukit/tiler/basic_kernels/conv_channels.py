@@ -39,18 +39,19 @@ CHAN_PIX = 256
 # (interleaved, CPU; benchmarks/host_speed.py's layers). 32 keeps two threads on a tile of
 # 64 (at 64 one core, so one thread, would take it whole).
 SPLIT = 32
-# Vectors of output features (the most first; a group of up to 32 features takes 2, of up to
-# 16 one), and outputs of a row, a block holds: 6 x 4 = 24 accumulators of the 32 registers,
+# Vectors of output features (the most first; a group of up to 32 features takes 2, fewer
+# than 17 too: a kernel of one vector's blocks cost compile time for the rest of a tile
+# alone), and outputs of a row, a block holds: 6 x 4 = 24 accumulators of the 32 registers,
 # the 4 weight vectors and a broadcast input beside them (MLAS's blocking); the outputs
 # inside a row greedily in blocks of 6, 5, 4 (a 7x7 plane's row: 1 + 5 + 1).
-GROUPS = (4, 2, 1)
+GROUPS = (4, 2)
 PIXELS = (6, 5, 4, 1)
 
-# Chan's shapes: 3x3 at stride 1 and 2, 1x1 at stride 2 (a 1x1 at stride 1 over whole rows
-# is ``conv_features.pointwise``'s).
-CHAN_SHAPES = (("3x3", dict(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)),
-               ("3x3s2", dict(Fx=3, Fy=3, Sx=2, Sy=2, Dx=1, Dy=1)),
-               ("1x1s2", dict(Fx=1, Fy=1, Sx=2, Sy=2, Dx=1, Dy=1)))
+# Chan's copies with the filter's shape constant: 3x3 at stride 1 alone (most of a CNN's
+# work). Each copy cost 0.8-1.2 s of compile CPU (cc -O3 -march=native -c of the float32
+# feature tile's kernel: 6.5 s without Chan, 8.1 with this copy, 10.5 with the 3x3 s2 and
+# 1x1 s2 copies too); the other shapes run the loops as written, 6-9% slower there.
+CHAN_SHAPES = (("3x3", dict(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)),)
 
 
 def channels_dispatch(name: str, args) -> str:
@@ -125,8 +126,7 @@ def channels(name: str, args, line_ok: str) -> str:
     def call(p: int, x0: str, x1: str) -> str:
         run = ", ".join(("Row + x * Sx", "Sx", "Dx", "Fx", x0, x1, "Fy1 - Fy0", "Dy * W",
                          "InRows * W", "Ni", "Taps", "Wr", f"Sr + x * {CHAN_FEATS}"))
-        return (f"G == 4 ? {name}_Run{p}x4({run}) : G == 2 ? {name}_Run{p}x2({run}) : "
-                f"{name}_Run{p}x1({run})")
+        return f"G == 4 ? {name}_Run{p}x4({run}) : {name}_Run{p}x2({run})"
     blocks = "".join(f"""\
                         {'if' if k == 0 else '} else if'} (x >= Xa && x + {p} <= Xb) {{
                             {call(p, "0", "Fx")};
@@ -168,7 +168,7 @@ time, the others alone over
     }}
     for (int o = First; o < Last; o += {CHAN_FEATS}) {{
         int Nf = Last - o < {CHAN_FEATS} ? Last - o : {CHAN_FEATS};
-        int G = Nf > 32 ? 4 : Nf > 16 ? 2 : 1;  /* vectors of features */
+        int G = Nf > 32 ? 4 : 2;  /* vectors of features */
         for (int y0 = 0; y0 < OutRows; y0 += Band) {{
             int y1 = y0 + Band < OutRows ? y0 + Band : OutRows, n = (y1 - y0) * Wo;
             /* S[q * {CHAN_FEATS} + f] = Acc[o + f][y0 * Wo + q]: 16 features x 16 outputs
