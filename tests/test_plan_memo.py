@@ -133,3 +133,15 @@ def test_peak_is_the_most_bytes_live_at_one_layer(spans):
                    if it.first <= layer <= it.last)
                for layer in range(max(it.last for it in items) + 1))
     assert P.peak(items) == want
+
+
+def test_a_plan_read_from_the_plan_cache_has_no_memos(tmp_path, monkeypatch):
+    monkeypatch.setenv("NPUKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NPUKIT_PLAN_CACHE", "1")
+    onnx_model = model([BASE, BASE])
+    first = npukit.onnx.load(onnx_model, **BUDGETS)
+    again = npukit.onnx.load(onnx_model, **BUDGETS)
+    assert again.from_plan_cache and first.model._shapes
+    m = again.model
+    assert m._programs == m._shapes == m._cycles == {}
+    assert_as_fresh(m)

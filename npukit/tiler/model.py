@@ -157,6 +157,16 @@ class Model(GraphModel, CNNGenerators):
         self.settings = Settings()
         self._graph_state()
 
+    _MEMOS = ("_programs", "_shapes", "_cycles")
+
+    def __getstate__(self) -> dict:
+        """The model without its memos of programs and cycles (a pickled plan,
+        ``npukit.onnx.plan_cache``, has its layers' programs; the memos start empty)."""
+        return {k: v for k, v in self.__dict__.items() if k not in self._MEMOS}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, **{k: {} for k in self._MEMOS})
+
     @classmethod
     def from_budgets(cls, L1Memory: int, L2Memory: int, L3Memory: int, L3Flash: int,
                      target: str | Target = "gap8") -> Model:
