@@ -183,6 +183,7 @@ def test_pruned_float_pieces_write_the_bytes_of_every_copy(tmp_path, monkeypatch
 def test_pruned_int8_pieces_write_the_bytes_of_every_copy(tmp_path, monkeypatch, strided):
     m, x = conv_net(size=20, strided=strided)
     rng = np.random.default_rng(3)
+    (tmp_path / "q").mkdir()
     q = quantize_qdq(m, [{"x": rng.normal(size=x.shape).astype(np.float32)}
                          for _ in range(2)], tmp_path / "q", "u8")
     check_same_bytes(q, x, tmp_path, monkeypatch)
