@@ -62,6 +62,13 @@ from .layer_generators_dw import conv_dw_requant, fused_applies
 
 # -- convolution ------------------------------------------------------------------------------
 
+# The output features a float32 host tile of whole planes and every input feature must hold
+# at the least for the host schedule to prefer it to bands of rows (each band reading the
+# filter again: squeezenet1_1's last convolution copied its 2 MB filter 4 times a run); 64,
+# so that the cores still share the features in whole vectors (``conv_channels.SPLIT``).
+FLOAT_CUT_OUT = 64
+
+
 def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: int, Width: int,
                   Height: int, in_tiled: bool, Hreal: int, PadT: int, PadL: int, Fcx: int,
                   Fcy: int, Dcx: int = 1, Dcy: int = 1, Scx: int = 1, Scy: int = 1, Wc: int,
@@ -156,6 +163,10 @@ def conv_pool_act(m, Name: str, *, in_dt, w_dt, out_dt, InFeat: int, OutFeat: in
         # it is), else plane by plane.
         cut_out = in_tile == 1 and l1_bytes(InFeat, Ho) > m.l1_budget >= l1_bytes(InFeat,
                                                                                  Ho, 1)
+        # Float32: also where bands of rows would read a large filter again each band, if
+        # every input feature and whole planes fit for FLOAT_CUT_OUT output features.
+        cut_out = cut_out or flt and in_tile > 1 and not depthwise and \
+            l1_bytes(InFeat, Ho) > m.l1_budget >= l1_bytes(InFeat, Ho, FLOAT_CUT_OUT)
         build = features(InFeat if cut_out else in_tile, cut_out) \
             if in_tile and not depthwise else each_plane
         build(Name)
