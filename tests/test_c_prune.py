@@ -12,7 +12,7 @@ from onnx_helpers import model, node, quantize_qdq
 
 import npukit.onnx
 from npukit.c import pieces
-from npukit.c.pieces import evaluate, prune, unreachable
+from npukit.c.pieces import evaluate, prune, reach, unreachable
 from npukit.tiler.basic_kernels.common import CONV_SHAPES, c_copies, c_pick_copy
 from npukit.tiler.graph_c import CompiledGraph, c_pieces
 
@@ -82,6 +82,9 @@ def test_a_chain_after_a_return_its_runs_take_is_not_reached():
     # chain is reached where that return is not compiled.
     guarded = src.replace(early, f"#ifdef NPK_FAST\n{early}#endif\n")
     assert unreachable(guarded, [{**S3, "Wo": 4}]) == names - {"K_Body_3x3"}
+    assert reach(guarded, [{**S3, "Wo": 4}])["K_Body_3x3"] == "!(defined(NPK_FAST))"
+    kept = prune(guarded, reach(guarded, [{**S3, "Wo": 4}]))
+    assert "#if !(defined(NPK_FAST))\n#ifndef NPK_SKIP_K_Body_3x3" in kept
     # A block that does not end in its return may fall through.
     falls = src.replace("        return;\n    }", "        if (Sx) return;\n        Wo++;\n    }")
     assert unreachable(falls, [{**S3, "Wo": 4}]) == names - {"K_Body_3x3"}

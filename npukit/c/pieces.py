@@ -211,8 +211,7 @@ def kernel_units(source_lists: list[list[str]], prelude: str,
     copies of its code no call can reach (``prune``); None: the sources whole."""
     order = list(dict.fromkeys(text for sources in source_lists for text in sources))
     if calls is not None:
-        order = [prune(text, unreachable(text, _calls_of(text, order, calls)))
-                 for text in order]
+        order = [prune(text, reach(text, _calls_of(text, order, calls))) for text in order]
     alone = sorted((k for k, text in enumerate(order) if len(text) >= ALONE),
                    key=lambda k: -len(order[k]))
     units = []
@@ -397,13 +396,20 @@ def _calls_of(source: str, order: list[str], calls: dict[str, list[dict]]) -> li
 
 
 def unreachable(source: str, calls: list[dict]) -> set[str]:
+    """The skippable copies of ``source`` no run of ``calls`` reaches (``reach``)."""
+    return {name for name, unless in reach(source, calls).items() if not unless}
+
+
+def reach(source: str, calls: list[dict]) -> dict[str, str]:
     """The skippable copies of ``source`` (``common.c_skippable``) that none of ``calls``
     (each a run's known arguments by name) can reach: a copy tested for constants the
     run's arguments contradict, or whose test follows one those arguments pass, in a chain
     of tests (``common.c_pick_copy``); the chain's last copy where no test passes; every
     copy of a chain whose condition (``when``) the arguments contradict, or that follows,
-    in its function and under the same preprocessor conditions, an ``if (...) { ...
-    return; }`` whose condition they satisfy. A copy that is not a chain's is reached."""
+    in its function, an ``if (...) { ... return; }`` whose condition they satisfy. Each
+    with the C preprocessor condition under which some run reaches it all the same (``""``:
+    none; a return under ``#ifdef X`` that the chain is not under leaves the chain reached
+    where ``X`` is not defined). A copy that is not a chain's is reached."""
     chains, last = [], -1
     for m in _SKIPPABLE.finditer(source):
         test = _TEST.match(m.group(3))
@@ -416,21 +422,36 @@ def unreachable(source: str, calls: list[dict]) -> set[str]:
         last = m.end()
     exits = _exits(source)
     where = _conditions(source, [chain[0] for chain in chains])
-    reached = set()
+    reached: dict[str, set] = {}
     for chain, conditions in zip(chains, where):
-        before = [c for head, end, at, c, under in exits
-                  if head <= chain[0] < end and at < chain[0] and under <= conditions]
+        before = [(c, under - conditions) for head, end, at, c, under in exits
+                  if head <= chain[0] < end and at < chain[0]]
         for args in calls:
-            if evaluate(chain[1][2], args) is False or \
-                    any(evaluate(c, args) is True for c in before):
-                continue  # the run does not come to this chain
+            if evaluate(chain[1][2], args) is False:
+                continue
+            taken = [extra for c, extra in before if evaluate(c, args) is True]
+            if frozenset() in taken:
+                continue  # the run returns before this chain
+            # Taken only where the preprocessor keeps it: the chain is reached elsewhere.
+            unless = f"!({' && '.join(map(_c_condition, sorted(taken[0])))})" if taken \
+                else None
             for name, constants, _ in chain[1:]:
                 if constants is None or all(args.get(n) in (None, v) for n, v in
                                             constants.items()):
-                    reached.add(name)
+                    reached.setdefault(name, set()).add(unless)
                 if constants is None or all(args.get(n) == v for n, v in constants.items()):
                     break  # this test passes: the copies after it are not reached
-    return {name for chain in chains for name, _, _ in chain[1:]} - reached
+    names = {name for chain in chains for name, _, _ in chain[1:]}
+    return {name: "" for name in names - set(reached)} | {
+        name: " || ".join(sorted(how)) for name, how in reached.items() if None not in how}
+
+
+def _c_condition(directive: str) -> str:
+    """The C condition under which the text after preprocessor ``directive`` is kept."""
+    if directive.startswith("not "):
+        return f"!({_c_condition(directive[4:])})"
+    kind, _, rest = directive.partition(" ")
+    return {"ifdef": f"defined({rest})", "ifndef": f"!defined({rest})"}.get(kind, f"({rest})")
 
 
 # What a function's body is scanned for (``_exits``): comments, strings, preprocessor
@@ -555,12 +576,15 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
             ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
 
 
-def prune(source: str, skip: set[str]) -> str:
+def prune(source: str, skip: set[str] | dict[str, str]) -> str:
     """``source`` without the copies ``skip`` names (``common.c_skippable``: each replaced
-    by what stands in for it), but for any copy the remaining code still names."""
-    text = _without(source, skip)
-    named = skip & _identifiers(text)
-    return prune(source, skip - named) if named else text
+    by what stands in for it; a name mapped to a C preprocessor condition, ``reach``'s, is
+    kept where that condition holds), but for any copy the remaining code still names."""
+    skip = dict.fromkeys(skip, "") if isinstance(skip, set) else skip
+    named = set(skip) & _identifiers(_without(source, skip, False))
+    if named:
+        return prune(source, {n: c for n, c in skip.items() if n not in named})
+    return _without(source, skip, True)
 
 
 @functools.lru_cache(maxsize=256)
@@ -569,6 +593,14 @@ def _identifiers(text: str) -> frozenset[str]:
     return frozenset(re.findall(r"\w+", text))
 
 
-def _without(source: str, skip: set[str]) -> str:
-    return _SKIPPABLE.sub(lambda m: (m.group(4) or "") if m.group(1) in skip else m.group(),
-                          source)
+def _without(source: str, skip: dict[str, str], kept: bool) -> str:
+    """``source`` with each copy of ``skip`` replaced by its stand-in (``kept``: where its
+    condition holds, the copy as it was)."""
+    def replace(m) -> str:
+        if m.group(1) not in skip:
+            return m.group()
+        instead, unless = m.group(4) or "", skip[m.group(1)]
+        if not (kept and unless):
+            return instead
+        return f"#if {unless}\n{m.group()}#else\n{instead}#endif\n"
+    return _SKIPPABLE.sub(replace, source)
