@@ -150,7 +150,9 @@ def depthwise(c, h, w, stride, seed=0):
 
 
 @pytest.mark.parametrize("act", ["u8", "s8"])
-@pytest.mark.parametrize("c, h, w, stride", [(12, 14, 14, 1), (10, 15, 29, 2)])
+@pytest.mark.parametrize("c, h, w, stride", [
+    (12, 14, 14, 1), (10, 15, 29, 2),
+    (2, 740, 740, 2)])  # planes over the host's L1 (1 MiB with their outputs): rows in tiles
 def test_qdq_depthwise_layers_match_the_simulator_and_onnx_runtime(act, c, h, w, stride,
                                                                     tmp_path):
     m, x = depthwise(c, h, w, stride)
