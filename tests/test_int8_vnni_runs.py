@@ -3,7 +3,8 @@ filter at stride 1 without padding, whose outputs are one run of the inputs, 64 
 to 4 features a block, quads of 4 input planes made by byte and word unpacks) against a numpy
 int64 oracle written here: uint8 and int8 activations, zero points 0, 128, 255 and odd ones,
 runs around the 16- and 64-output steps, input features not a multiple of 4, 1 to 4 features
-a block (8 cores sharing 1 to 11 features), a tile of rows starting inside the input tile;
+a block (calls of fewer than 8 features, or of more on runs of 512 outputs or more: the form's
+conditions), a tile of rows starting inside the input tile;
 canaries on both sides of the accumulators. At stride 2 (``VnniStrided``) the inputs read are
 gathered into runs first: planes of odd and even widths, gathered in one chunk or two."""
 
@@ -42,7 +43,8 @@ def pointwise_oracle(x, f, acc, zin, lines):
                                         ("int8", 127), ("int8", -3)])
 @pytest.mark.parametrize("inf, rows, w, outf, row0, cores", [
     (16, 4, 16, 8, 0, 8),     # 64 outputs: one block, 1 feature a core
-    (19, 5, 13, 11, 0, 1),    # 65 outputs, 19 input features: blocks of 4, 4, 3
+    (19, 5, 13, 7, 0, 1),     # 65 outputs, 19 input features: blocks of 4 and 3
+    (6, 9, 64, 9, 0, 1),      # 576 outputs (the form for 8 features or more): 4, 4, 1
     (7, 7, 7, 10, 2, 8),      # 7x7 rows 2..8 of an input tile of 11 lines; 2 features a core
     (96, 3, 43, 24, 1, 8),    # 129 outputs, 3 features a core
     (5, 1, 200, 4, 0, 1)])    # one row of 200 outputs, 4 features

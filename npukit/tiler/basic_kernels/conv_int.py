@@ -53,6 +53,10 @@ VNNI_FLAT, VNNI_FLAT_QUADS = 1024, 4
 # The fewest pairs of output and input features a call flattens (its lane masks, about 12
 # operations an output, are then a small part of the call).
 VNNI_FLAT_PAIRS = 256
+# The fewest outputs a plane takes the pointwise run form with for a call of 8 features or
+# more (fewer leave a quarter of its last block's lanes empty: 7x7 and 14x14 planes ran 25-40%
+# slower than in the blocks of 8 features, kernel alone).
+RUN_MIN = 512
 # Bytes of the stack buffer a strided pointwise convolution gathers its inputs into (a chunk
 # of input features at a time; at most this many outputs a plane).
 RUN_GATHER = 32768
@@ -528,8 +532,10 @@ static inline NPK_ALWAYS_INLINE int {name}_VnniAny({c_signature(_args(in_dt, w_d
     if (Lo < -128 || Hi > 127)
         return 0;
     /* A pointwise convolution whose outputs are one run of its inputs: every line inside the
-       tile and the plane, rows as wide as the input's, no padding. */
+       tile and the plane, rows as wide as the input's, no padding; where its blocks of 64
+       outputs fill their lanes or the call has too few features for blocks of 8. */
     if (Fq && Sy == 1 && PadL == 0 && Wo == W && InFeat <= 4 * {VNNI_QUADS} &&
+        (Tile >= {RUN_MIN} || Last - First < {VNNI_FEATURES[0]}) &&
         OutRow0 - PadT >= 0 && OutRow0 + OutRows - PadT <= Hreal && OutRow0 - InRow0 >= 0 &&
         OutRow0 + OutRows - InRow0 <= InRows) {{
         {name}_VnniRuns(In + (OutRow0 - InRow0) * W, Plane, InFeat, Tile, Filter, InFeat, Acc,
