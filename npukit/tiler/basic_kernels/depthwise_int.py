@@ -18,13 +18,17 @@ column stride 1 or 2, no column dilation: 16 outputs a vector, a filter row's ta
   ``Zin + Off``, and each output starts at ``Bias - (Zin + Off) * sum(Filter - Zw)``: every tap
   then adds ``(x - Zin) * (w - Zw)``, one on padding nothing, so the padding is the load's
   mask (bytes outside the row or the tile are the pad byte), never a copy;
-- an output row's vector loads 64 bytes of each filter row's input line once, ``vpermb``
-  gives lane ``t`` the bytes at columns ``Sx*t .. Sx*t + 3``;
-- planes narrower than 32 outputs at stride 1, as wide as their input: the outputs flattened,
-  16 to a vector whatever the rows (a 7 x 7 plane in 4 vectors, not 7), a lane's bytes
-  outside its row the pad byte by a mask per vector and filter row made once per call for
-  every feature of the tile;
-- the requantisation on the vector of sums (``conv_requant``'s steps), 16 bytes stored.
+- an output row in blocks of 32 outputs (two vectors): 64 bytes of each filter row's input
+  line loaded once (stride 2: once per vector), ``vpermb`` giving lane ``t`` the bytes at
+  columns ``Sx*t .. Sx*t + 3``;
+- planes of at most ``FLAT_WIDEST`` columns at stride 1, as wide as their input: the outputs
+  flattened, 16 to a vector whatever the rows (a 7 x 7 plane in 4 vectors, not 7), a lane's
+  bytes outside its row the pad byte by a mask per vector and filter row made once per call;
+- the features innermost, ``CHUNK`` at a time: a row's input lines and a block's load masks
+  (or a flattened vector's) are found once for all of them, each feature's quads packed
+  once per call;
+- the requantisation on the vector of sums (``npk_requant``'s steps: vminps / vmaxps with the
+  value second, vcvtps2dq rounding to nearest even), 16 bytes stored.
 
 Elsewhere (no VNNI, another stride, a weight outside -128..127, a zero point outside the
 byte range) the plain loop runs, output by output. A call shares the features among the
