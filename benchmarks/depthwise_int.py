@@ -98,8 +98,11 @@ def main(argv=None) -> None:
                 fn, cc[how] = compiled(layer)
                 arrays = {b.name: random_array(lay, rng) for b, lay in layer.program.params}
                 fns[how] = (fn, arrays, layer.program)
-            # the same inputs for both, then the same bytes out
-            fns["fused"][1].update({k: v for k, v in fns["planes"][1].items() if k != "Out"})
+            # the same inputs for both (the planes' input [C, 1, H, W] the features' [C, H, W]),
+            # then the same bytes out
+            fused = fns["fused"][1]
+            fused.update({k: np.ascontiguousarray(v).reshape(fused[k].shape)
+                          for k, v in fns["planes"][1].items() if k != "Out"})
             outs = {}
             for how, (fn, arrays, _) in fns.items():
                 fn(**arrays)
