@@ -33,11 +33,11 @@ CHAN_COLS = 144
 # Outputs of a band of rows at most (its accumulators' copy: 64 KiB on the stack).
 CHAN_PIX = 256
 # Output features a core takes (a multiple of them): two vectors. The graph's calls give a
-# core 4 or 8 features of a tile of 32 or 64; in vectors of 16 a core of a tile of 64 then
-# holds 16 (one vector), 32 (two) or 64 (four): the kernel alone, at one thread, 14x14 and
-# 7x7 3x3 layers of 64 features ran 1.16 / 1.24-1.50 / 1.25-1.50x faster than the rows' forms
-# (interleaved, CPU; benchmarks/host_speed.py's layers). 32 keeps two threads on a tile of
-# 64 (at 64 one core, so one thread, would take it whole).
+# core 4 or 8 features of a tile of 32 or 64. The kernel alone, 8 cores on one thread, 3x3
+# layers of 64 features at 14x14 and 7x7, CPU against the rows' forms (interleaved, load
+# 10-13): 16 a core 1.16x and 1.00x, 32 1.22-1.24x and 1.12-1.22x, 64 1.24-1.25x and
+# 1.34-1.50x. 32 keeps two threads on a tile of 64 (at 64 one core, so one thread, would
+# take it whole).
 SPLIT = 32
 # Vectors of output features (the most first; a group of up to 32 features takes 2, fewer
 # than 17 too: a kernel of one vector's blocks cost compile time for the rest of a tile
@@ -48,9 +48,10 @@ GROUPS = (4, 2)
 PIXELS = (6, 5, 4, 1)
 
 # Chan's copies with the filter's shape constant: 3x3 at stride 1 alone (most of a CNN's
-# work). Each copy cost 0.8-1.2 s of compile CPU (cc -O3 -march=native -c of the float32
-# feature tile's kernel: 6.5 s without Chan, 8.1 with this copy, 10.5 with the 3x3 s2 and
-# 1x1 s2 copies too); the other shapes run the loops as written, 6-9% slower there.
+# work). Compile CPU of the float32 feature tile's kernel (cc -O3 -march=native -c, load
+# 11-15): 6.1-6.9 s without Chan, 8.4-9.0 s with this copy, 10.0-10.9 s with 3x3 s2 and
+# 1x1 s2 copies and one-vector groups too; the shapes without a copy run 6-15% slower than
+# with one (kernel alone).
 CHAN_SHAPES = (("3x3", dict(Fx=3, Fy=3, Sx=1, Sy=1, Dx=1, Dy=1)),)
 
 
