@@ -147,10 +147,10 @@ class Model(GraphModel, CNNGenerators):
         self._tilings: dict[str, Tiling] = {}
         # The way each convolution of given arguments was tiled (layer_generators_conv).
         self._fewest: dict[tuple, int] = {}
-        # name -> (kernel, tiling, l2 budget, l3, program): a user kernel's program, lowered
-        # and checked once for the kernel and tiling objects it was made from (``program``).
+        # name -> (kernel, tiling, l2 budget, l3, libraries, program): a user kernel's
+        # program, lowered and checked once for the objects it was made from (``program``).
         self._programs: dict[str, tuple] = {}
-        # (kernel and tiling but their names, l3, l2 budget) -> the program (``lowered``).
+        # (kernel and tiling but their names, l3, l2 budget, libraries) -> the program.
         self._shapes: dict[tuple, ir.Program] = {}
         # id(program) -> (program, cycles or the program it was renamed from) (``cycles``).
         self._cycles: dict[int, tuple] = {}
@@ -355,11 +355,12 @@ class Model(GraphModel, CNNGenerators):
             got = self._programs.get(name)
             # A layer timed as a trial (``layer_generators_conv``) and lowered again by its
             # graph is lowered once: the program of the same kernel and tiling objects.
-            if got and got[0] is uk and got[1] is tiling and got[2:4] == (self.l2_budget,
-                                                                          self.l3):
-                return got[4]
+            if got and got[0] is uk and got[1] is tiling and got[2:5] == (
+                    self.l2_budget, self.l3, self._libs_of(uk)):
+                return got[5]
             prog = self.lowered(uk, tiling, self.l3, self.l2_budget)
-            self._programs[name] = (uk, tiling, self.l2_budget, self.l3, prog)
+            self._programs[name] = (uk, tiling, self.l2_budget, self.l3, self._libs_of(uk),
+                                    prog)
             return prog
         out = Lowered()
         g = self.groups[name]
@@ -385,7 +386,7 @@ class Model(GraphModel, CNNGenerators):
         one lowering would build. A refusal is not remembered: it is raised again, naming
         its own kernel."""
         try:
-            key = (replace(uk, name=""), _tiling_key(tiling), l3, l2_budget)
+            key = (replace(uk, name=""), _tiling_key(tiling), l3, l2_budget, self._libs_of(uk))
             got = self._shapes.get(key)
         except TypeError:  # a kernel that is no value (a list in an argument)
             key = got = None
@@ -400,6 +401,12 @@ class Model(GraphModel, CNNGenerators):
         if key is not None:
             self._shapes[key] = prog
         return prog
+
+    def _libs_of(self, uk: UserKernelT) -> tuple:
+        """The basic kernels ``uk`` calls as the model holds them now, with their bounds: a
+        program is made from them (one replaced in ``libs`` makes new programs)."""
+        return tuple((self.libs.get(c.CallName), self.lib_bounds.get(c.CallName))
+                     for c in uk.calls)
 
     def _checked(self, name: str, out: Lowered, order: list[str],
                  l2_budget: int | None) -> ir.Program:

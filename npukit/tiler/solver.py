@@ -632,6 +632,15 @@ def line_tiles(a: KerArgT, lines: int, step: int, n: int, last: int, rem: int,
     The last tile holds its share of the reference extent; with padding it reaches the
     padded extent's end (at most a full tile), with OBJ_CONSTRAINTS_PAD_REM it takes the
     remainder too."""
+    return _line_tiles(lines, step, n, last + (rem if a.Constraint & OBJ_CONSTRAINTS_PAD_REM
+                                               else 0), pad, extent)
+
+
+# A pure function of ints: the solver's searches, a layer's arguments and a network's layers
+# of the same shapes ask for the same tiles of lines again and again.
+@lru_cache(maxsize=1 << 12)
+def _line_tiles(lines: int, step: int, n: int, last: int, pad: tuple[int, int],
+                extent: int) -> tuple[tuple[int, int, int, int], ...]:
     pad_t, pad_b = pad
     out = []
     for i in range(n):
@@ -641,7 +650,7 @@ def line_tiles(a: KerArgT, lines: int, step: int, n: int, last: int, rem: int,
         elif sum(pad):
             c = min(lines, extent + pad_t + pad_b - v)
         else:
-            c = last + (rem if a.Constraint & OBJ_CONSTRAINTS_PAD_REM else 0)
+            c = last
         lo, hi = max(v - pad_t, 0), min(v - pad_t + c, extent)
         out.append((v, c, lo, max(hi - lo, 0)))
     return tuple(out)
