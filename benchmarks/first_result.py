@@ -10,7 +10,8 @@ share a folder of Python bytecode (``PYTHONPYCACHEPREFIX``, bytecode written wha
 import of onnx and ONNX Runtime), as an installed package has it: the first result pays for
 the C compile, not for Python's. With ``--plan``: ``npukit run MODEL --plan`` (the plan, tiles
 and predicted cycles; nothing compiled), wall and CPU seconds, with an empty plan cache and
-with the model's plan cached, medians of ``--reps`` runs. The models are built in code
+with the model's plan cached (the bytecode filled likewise, the budgets of the first result),
+medians of ``--reps`` runs. The models are built in code
 (random weights): ResNet-18, MobileNet-v2 and DenseNet-121 shaped, float32, and their int8
 QDQ versions (ONNX Runtime's quantization tool) with ``--qdq``.
 
@@ -256,17 +257,25 @@ def flag_sets(path: Path, sets: list[str], rounds: int) -> dict:
     return out
 
 
+def _bytecode(env: dict) -> dict:
+    """``env`` with a folder of Python bytecode of its own (``PYTHONPYCACHEPREFIX``, written
+    whatever ``PYTHONDONTWRITEBYTECODE`` says), filled as an installed package has it:
+    npukit's modules compiled, onnx and ONNX Runtime imported once."""
+    import npukit
+    env = dict(env, PYTHONPYCACHEPREFIX=tempfile.mkdtemp(prefix="npukit-pyc-"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(npukit.__file__).parent)],
+                   env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-c", "import onnx, onnxruntime"], env=env, check=True)
+    return env
+
+
 def measure(path: Path, cflags: str | None, runs: int) -> tuple[dict, dict]:
     """The worker's phases with empty caches, then in a second process (caches warm)."""
-    env = dict(os.environ, NPUKIT_CACHE_DIR=tempfile.mkdtemp(prefix="npukit-first-"),
-               NPUKIT_THREADS="1", PYTHONPYCACHEPREFIX=tempfile.mkdtemp(prefix="npukit-pyc-"))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = _bytecode(dict(os.environ, NPUKIT_CACHE_DIR=tempfile.mkdtemp(prefix="npukit-first-"),
+                         NPUKIT_THREADS="1"))
     if cflags:
         env["NPUKIT_CFLAGS"] = cflags
-    import npukit
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(npukit.__file__).parent)],
-                   env=env, check=True)
-    subprocess.run([sys.executable, "-c", "import onnx, onnxruntime"], env=env, check=True)
     got = []
     for _ in range(2):
         env["NPK_FIRST_RESULT_START"] = repr(time.time())
@@ -283,15 +292,17 @@ def plan_only(path: Path, reps: int) -> dict:
     medians of ``reps`` runs of each, wall and CPU seconds (the child's)."""
 
     times = {"cold": [], "warm": []}
+    compiled = _bytecode(dict(os.environ))
     for _ in range(reps):
-        env = dict(os.environ, NPUKIT_CACHE_DIR=tempfile.mkdtemp(prefix="npukit-plan-"))
+        env = dict(compiled, NPUKIT_CACHE_DIR=tempfile.mkdtemp(prefix="npukit-plan-"))
         for kind in ("cold", "warm"):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t = time.perf_counter()
             res = subprocess.run([sys.executable, "-m", "npukit.cli", "run", str(path),
                                   "--plan", "--l1", str(BUDGETS["l1_budget"]), "--l2",
-                                  str(BUDGETS["l2_budget"])], env=env, capture_output=True,
-                                 text=True, check=False)
+                                  str(BUDGETS["l2_budget"]), "--l3", str(BUDGETS["l3_budget"]),
+                                  "--flash", str(BUDGETS["l3_flash_budget"])], env=env,
+                                 capture_output=True, text=True, check=False)
             wall = time.perf_counter() - t
             now = resource.getrusage(resource.RUSAGE_CHILDREN)
             if res.returncode:
