@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -300,6 +301,61 @@ def test_a_long_kernel_is_compiled_in_parts(tmp_path, monkeypatch):
                  "static int Spec2(int x);\n" + SPLIT):
         assert split_source(kept, 2) == [kept]
     assert len(split_source("#ifdef __GNUC__\n" + SPLIT + "#endif\n", 2)) == 2
+
+
+# Two external functions: one instantiating a long inline template through another inline
+# function (the compile's work lies there), one short; and two short static functions.
+HEAVY = textwrap.dedent("""\
+    static inline int npk_test_step(int x, int k) { return (x * 7 + k) ^ (x >> 3); }
+    static inline int npk_test_rounds(int x)
+    {
+        for (int k = 0; k < 64; k++) x = npk_test_step(x, k) + npk_test_step(x, k + 1);
+        return x;
+    }
+    static inline int npk_test_template(int x) { return npk_test_rounds(x) - 1; }
+    static __attribute__((noinline)) int Small1(int x) { return x + 1; }
+    static __attribute__((noinline)) int Small2(int x) { return x + 2; }
+    int KerHeavy(int x) { return npk_test_template(x); }
+    int KerLight(int w, int x) { return w == 1 ? Small1(x) : Small2(x); }
+    """)
+
+
+def test_parts_share_out_external_functions_by_what_they_instantiate(tmp_path, monkeypatch):
+    """An external function may be defined in any part: the one whose inline calls (and
+    theirs in turn) weigh most takes a part of its own, the others declare it; the parts
+    link into the functions of the whole source."""
+    monkeypatch.setenv("NPUKIT_CACHE_DIR", str(tmp_path))
+    parts = split_source(HEAVY, 2)
+    assert len(parts) == 2
+    defines = [[name for name in ("KerHeavy", "KerLight", "Small1", "Small2")
+                if re.search(rf"\b{name}\s*\([^;{{]*\)\s*\{{", part)] for part in parts]
+    assert sorted(sum(defines, [])) == ["KerHeavy", "KerLight", "Small1", "Small2"]
+    assert ["KerHeavy"] in defines  # the template's weight reached through npk_test_rounds
+    monkeypatch.setattr(pieces, "ALONE", 1)
+    monkeypatch.setattr(pieces, "PART", len(HEAVY) // 2)
+    monkeypatch.setattr(toolchain, "cpus", lambda: 2)
+    units = kernel_units([[HEAVY]], prelude(2))
+    assert len(units) == 2
+    main = ("int KerHeavy(int);\nint KerLight(int, int);\n"
+            "int npk_test_heavy(int x) { return KerHeavy(x); }\n"
+            "int npk_test_light(int w, int x) { return KerLight(w, x); }\n")
+    lib = toolchain.library_in_pieces(units, main)
+    heavy, light = lib.npk_test_heavy, lib.npk_test_light
+    heavy.restype, heavy.argtypes = ctypes.c_int, [ctypes.c_int]
+    light.restype, light.argtypes = ctypes.c_int, [ctypes.c_int] * 2
+
+    def rounds(x: int) -> int:  # the template in Python, on 32-bit ints as C wraps them
+        def i32(v):
+            return (v + 2**31) % 2**32 - 2**31
+
+        def step(x, k):
+            return i32((i32(x * 7 + k)) ^ (x >> 3))
+        for k in range(64):
+            x = i32(step(x, k) + step(x, k + 1))
+        return i32(x - 1)
+    for x in (0, 5, -9, 123456):
+        assert heavy(x) == rounds(x)
+        assert [light(1, x), light(2, x)] == [x + 1, x + 2]
 
 
 SANITIZED = textwrap.dedent('''

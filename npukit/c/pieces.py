@@ -252,8 +252,8 @@ PART = 40000
 def split_source(source: str, parts: int) -> list[str]:
     """``source`` as ``parts`` texts to compile apart and link together: each defines a
     share of its static non-inline functions (made external under a name unique to the
-    source, hidden like every basic kernel) and declares the others; the first also
-    defines its external functions. ``[source]`` when it cannot be split so: fewer such
+    source, hidden like every basic kernel) and of its external functions, and declares
+    the others. ``[source]`` when it cannot be split so: fewer such
     functions than parts, static data the functions could share, or a static function
     declared before its definition."""
     blocks = list(_blocks(source))
@@ -270,17 +270,18 @@ def split_source(source: str, parts: int) -> list[str]:
         return [source]
     tag = hashlib.sha256(source.encode()).hexdigest()[:8]
     renames = "".join(f"#define {n} {n}_npk{tag}\n" for n in names)
-    where = _share_out(source, blocks, mine, parts)
+    shared = mine + [b for b in blocks if _external_function(b[1])]
+    where = dict(zip(shared, _share_out(source, blocks, shared, parts)))
     out = []
     for j in range(parts):
         text, cut = [renames], 0
-        for head, prefix, start, end in blocks:
-            if (head, prefix, start, end) in mine:
-                k = mine.index((head, prefix, start, end))
+        for block in blocks:
+            head, prefix, start, end = block
+            if block in mine:
                 text.append(source[cut:head] + re.sub(r"\bstatic\b", "", source[head:start],
                                                       count=1))
-                text.append(source[start:end] if where[k] == j else ";")
-            elif _external_function(prefix) and j:
+                text.append(source[start:end] if where[block] == j else ";")
+            elif block in where and where[block] != j:
                 text += [source[cut:start], ";"]
             else:
                 text.append(source[cut:end])
@@ -289,25 +290,34 @@ def split_source(source: str, parts: int) -> list[str]:
     return out
 
 
-def _share_out(source: str, blocks: list, mine: list, parts: int) -> list[int]:
-    """The part of each function of ``mine``: the heaviest first to the lightest part, a
-    function's weight its body's length plus those of the inline functions it calls (the
-    code its compile instantiates: a shape specialisation is a call of an inline template
-    with constant arguments). The first part starts with the external functions."""
-    inline = {_function_name(p): end - start for _, p, start, end in blocks
+def _share_out(source: str, blocks: list, shared: list, parts: int) -> list[int]:
+    """The part of each function of ``shared`` (the ones a split defines once) of the
+    ``blocks`` of ``source``: the
+    heaviest first to the lightest part, a function's weight its body's length plus those
+    of the inline functions it calls, and theirs in turn (the code its compile
+    instantiates: a shape specialisation is a call of an inline template with constant
+    arguments, which calls the templates of its blocks)."""
+    inline = {_function_name(p): (start, end) for _, p, start, end in blocks
               if re.search(r"\binline\b", p) and re.search(r"\(", p) and "=" not in p}
 
-    def weight(start: int, end: int) -> int:
-        body = source[start:end]
-        return end - start + sum(n for name, n in inline.items()
-                                 if re.search(rf"\b{name}\s*\(", body))
+    def called(start: int, end: int) -> set:
+        """The inline functions the text calls, directly or through one another."""
+        seen, todo = set(), [source[start:end]]
+        while todo:
+            body = todo.pop()
+            for name, (s, e) in inline.items():
+                if name not in seen and re.search(rf"\b{name}\s*\(", body):
+                    seen.add(name)
+                    todo.append(source[s:e])
+        return seen
 
-    load = [sum(weight(s, e) for _, p, s, e in blocks if _external_function(p))] + \
-        [0] * (parts - 1)
-    where = [0] * len(mine)
-    for k in sorted(range(len(mine)), key=lambda k: -weight(*mine[k][2:])):
+    def weight(start: int, end: int) -> int:
+        return end - start + sum(inline[n][1] - inline[n][0] for n in called(start, end))
+
+    load, where = [0] * parts, [0] * len(shared)
+    for k in sorted(range(len(shared)), key=lambda k: -weight(*shared[k][2:])):
         where[k] = load.index(min(load))
-        load[where[k]] += weight(*mine[k][2:])
+        load[where[k]] += weight(*shared[k][2:])
     return where
 
 
