@@ -431,7 +431,8 @@ def onnx_model() -> list[Check]:
         print('  (needs the onnx and onnxruntime packages: pip install "npukit[onnx]")')
         return [Check("ONNX CNN: fused layers", None), Check(_SECOND_LOAD, None),
                 Check("ONNX CNN: C = ONNX Runtime", None),
-                Check("ONNX CNN: C = sim", None), Check("ONNX CNN: tile schedule C = sim", None)]
+                Check("ONNX CNN: C = sim", None), Check("ONNX CNN: tile schedule C = sim", None),
+                Check(_LINKED, None)]
     from .onnx import load
     from .onnx.check import compare, ort_run
 
@@ -455,12 +456,13 @@ def onnx_model() -> list[Check]:
     try:
         c = g.run("c", **x).outputs["y"]  # the host schedule: large tiles
         tiles = g.run("c", schedule="tiles", **x).outputs["y"]  # GAP8's L1 tiles
+        linked = _c_found_by_plan(m, x, sim.outputs["y"])
     except CompilerError as e:
         print(f"  C: not run ({str(e).splitlines()[0][:40]})")
         return [Check("ONNX CNN: fused layers", fused), again,
                 Check("ONNX CNN: C = ONNX Runtime", not_run(e)),
                 Check("ONNX CNN: C = sim", not_run(e)),
-                Check("ONNX CNN: tile schedule C = sim", not_run(e))]
+                Check("ONNX CNN: tile schedule C = sim", not_run(e)), Check(_LINKED, not_run(e))]
     cmp = compare("y", c, ref["y"])
     same = c.tobytes() == sim.outputs["y"].tobytes()
     same_tiles = tiles.tobytes() == sim.outputs["y"].tobytes()
@@ -472,10 +474,30 @@ def onnx_model() -> list[Check]:
           f"{'same' if same_tiles else 'DIFFERS'}")
     return [Check("ONNX CNN: fused layers", fused), again,
             Check("ONNX CNN: C = ONNX Runtime", cmp.within), Check("ONNX CNN: C = sim", same),
-            Check("ONNX CNN: tile schedule C = sim", same_tiles)]
+            Check("ONNX CNN: tile schedule C = sim", same_tiles), linked]
 
 
 _SECOND_LOAD = "ONNX CNN: plan cache"
+_LINKED = "ONNX CNN: C found by its plan"
+
+
+def _c_found_by_plan(m, x, sim_out) -> Check:
+    """The model loaded once more, as a new process would: its plan read back, and its
+    compiled C found in the compile cache by the plan's key (``graph_c.linked``: no C
+    generated, no compiler run), its outputs the simulator's."""
+    from .onnx import load, plan_cache
+    from .tiler.graph_c import linked
+
+    if not plan_cache.enabled():
+        print("  C found by its plan: not shown (the plan cache is off: NPUKIT_PLAN_CACHE=0)")
+        return Check(_LINKED, None)
+    g = load(m, target="gap8", l1_budget=8000, l2_budget=64 * 1024)
+    found = linked(g.host_graph())
+    same = g.run("c", **x).outputs["y"].tobytes() == sim_out.tobytes()
+    how = "found in the compile cache by the plan" if found else "NOT FOUND by the plan"
+    print(f"  loaded again: its C {how} (no C generated, no compiler run); C = sim: "
+          f"{'same' if same else 'DIFFERS'}")
+    return Check(_LINKED, found and same)
 
 
 def _second_load(m, x, g, first: float, sim_out) -> Check:

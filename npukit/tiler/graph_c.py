@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..c import pieces, preamble, toolchain
+from ..c import cache, pieces, preamble, toolchain
 from ..c.calls import prelude
 from ..c.code import Writer, wrap
 from ..c.ctype import TYPEDEFS, c_type
@@ -634,6 +634,15 @@ def write(g, directory: str | os.PathLike, c_name: str | None = None) -> tuple[P
     flash = folder / _Names(g).flash_file
     flash.write_bytes(g.flash_image())
     return c_path, flash
+
+
+def linked(g) -> bool:
+    """Whether graph ``g``'s compiled C would be found without generating it: ``g`` is known
+    by a key (``graph_link.known_as``: ``npukit.onnx.load``'s host plans) and the compile
+    cache's link for it leads to an entry that passes every check."""
+    key = graph_link.link_key(g)
+    flash = _Names(g).flash_file if g.constants else None
+    return key is not None and cache.linked(toolchain.cache_dir(), key, flash) is not None
 
 
 def _destruct(lock: threading.Lock, live: list[bool], destruct) -> None:
