@@ -379,6 +379,12 @@ def load_entry(so: Path, private: bool = False) -> ctypes.CDLL:
     return (_private_library if private else _library)(so)
 
 
+def entry_key(lib: ctypes.CDLL) -> str:
+    """The cache key the loaded shared object ``lib`` was built under (``npk_cache_key``,
+    which loading it checked)."""
+    return (ctypes.c_char * 33).in_dll(lib, cache.KEY_SYMBOL).value.decode()
+
+
 def _private_library(so: Path) -> ctypes.CDLL:
     # The loader shares one instance per file: a copy under another name (keeping the key
     # the name starts with) is an instance of its own. The copies stay until the process

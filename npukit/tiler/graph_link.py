@@ -6,7 +6,6 @@ its flags and where the plan put each tensor, to the verified shared object and 
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import tempfile
@@ -46,11 +45,12 @@ def link_key(g) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def loaded(g, library, flash_name: str | None) -> tuple[ctypes.CDLL, Path | None]:
-    """The graph's C compiled and loaded (a private copy) and the folder of its flash file
-    ``flash_name``, None without constants). A graph ``known_as`` a key follows its link
-    to the verified entry without generating its C; otherwise, or when the link or what it
-    names fails a check, ``library(g)`` generates and builds it, and the link is written."""
+def loaded(g, library, flash_name: str | None) -> tuple[object, Path | None]:
+    """The graph's C compiled and loaded (a private copy: ``toolchain.load_entry``'s) and
+    the folder of its flash file ``flash_name`` (None without constants). A graph
+    ``known_as`` a key follows its link to the verified entry without generating its C;
+    otherwise, or when the link or what it names fails a check, ``library(g)`` generates
+    and builds it, and the link is written."""
     link, name = link_key(g), flash_name
     directory = toolchain.cache_dir()
     found = cache.linked(directory, link, name) if link is not None else None
@@ -65,7 +65,7 @@ def loaded(g, library, flash_name: str | None) -> tuple[ctypes.CDLL, Path | None
         folder, digest, size = flash_dir(g, name)
         flash = (digest, size)
     if link is not None:
-        entry = (ctypes.c_char * 33).in_dll(lib, cache.KEY_SYMBOL).value.decode()
+        entry = toolchain.entry_key(lib)
         cache.write_link(directory, link, entry, flash)
     return lib, folder
 
