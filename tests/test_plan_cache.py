@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from onnx_helpers import model, node
+from onnx_helpers import model, node, small_cnn
 
 import npukit.onnx
 import npukit.onnx.lowering
@@ -18,22 +18,6 @@ from npukit.onnx.check import ort_run
 
 BUDGETS = dict(l1_budget=16000, l2_budget=64 * 1024)
 CANARY = np.float32(-7.25e30)
-
-
-def small_cnn(seed: int = 0, w0=None):
-    """A 3x3 convolution with ReLU, a 1x1 one, a residual Add, a global average pooling."""
-    r = np.random.default_rng(seed)
-    inits = {"w0": r.normal(size=(8, 3, 3, 3)) * 0.4 if w0 is None else w0,
-             "b0": r.normal(size=8) * 0.1,
-             "w1": r.normal(size=(8, 8, 1, 1)) * 0.3, "b1": r.normal(size=8) * 0.1}
-    inits = {k: np.asarray(v, np.float32) for k, v in inits.items()}
-    nodes = [node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
-             node("Relu", ["c0"], ["r0"]),
-             node("Conv", ["r0", "w1", "b1"], ["c1"], kernel_shape=[1, 1]),
-             node("Add", ["c1", "r0"], ["s"]),
-             node("GlobalAveragePool", ["s"], ["y"])]
-    x = r.uniform(-1, 1, (1, 3, 20, 20)).astype(np.float32)
-    return model(nodes, {"x": x}, ["y"], inits, opset=13), x
 
 
 @pytest.fixture
