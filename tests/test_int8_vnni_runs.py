@@ -38,6 +38,24 @@ def pointwise_oracle(x, f, acc, zin, lines):
     return ((out + 2**31) % 2**32 - 2**31).astype(np.int32)
 
 
+def accumulators(rng, outf: int, n: int):
+    """Random int32 accumulators [outf, n] (sums wrap) inside a buffer with CANARY words of
+    0x5A5A5A5A on both sides: (the buffer, the accumulators)."""
+    acc0 = rng.integers(-2**31, 2**31, (outf, n)).astype(np.int32)
+    buf = np.full(acc0.size + 2 * CANARY, 0x5A5A5A5A, np.int32)
+    buf[CANARY:CANARY + acc0.size] = acc0.ravel()
+    return buf, acc0
+
+
+def assert_written(buf, want):
+    """The accumulators of ``accumulators``' buffer are ``want`` (not a constant tile), the
+    canaries around them untouched."""
+    size = want.size
+    assert np.array_equal(buf[CANARY:CANARY + size].reshape(want.shape), want)
+    assert (buf[:CANARY] == 0x5A5A5A5A).all() and (buf[CANARY + size:] == 0x5A5A5A5A).all()
+    assert len(np.unique(want)) > size // 2
+
+
 @pytest.mark.parametrize("in_dt, zin", [("uint8", 0), ("uint8", 128), ("uint8", 255),
                                         ("uint8", 37), ("int8", -128), ("int8", 0),
                                         ("int8", 127), ("int8", -3)])
@@ -56,10 +74,7 @@ def test_pointwise_runs_are_exact(in_dt, zin, inf, rows, w, outf, row0, cores):
     x = ends(rng, in_dt, inf * in_rows * w).reshape(inf, in_rows, w)
     f = ends(rng, "int8", outf * inf).reshape(outf, inf)
     n = rows * w
-    acc0 = rng.integers(-2**31, 2**31, (outf, n)).astype(np.int32)
-    buf = np.full(outf * n + 2 * CANARY, 0x5A5A5A5A, np.int32)
-    buf[CANARY:CANARY + outf * n] = acc0.ravel()
-    before = buf.copy()
+    buf, acc0 = accumulators(rng, outf, n)
     kernel, fn = kernel_of(in_dt, cores)
     given = dict(In=x.ravel(), W=w, InRow0=0, InRows=in_rows, Hreal=in_rows, PadT=0,
                  InFeat=inf, Filter=f.ravel(), Acc=buf[CANARY:CANARY + outf * n], Wo=w,
@@ -67,10 +82,7 @@ def test_pointwise_runs_are_exact(in_dt, zin, inf, rows, w, outf, row0, cores):
                  PadL=0, Zin=zin, Zw=0)
     fn(*[given[k] for _, k in kernel.args])
     want = pointwise_oracle(x, f, acc0, zin, (row0, w))
-    assert np.array_equal(buf[CANARY:CANARY + outf * n].reshape(outf, n), want)
-    assert np.array_equal(buf[:CANARY], before[:CANARY])
-    assert np.array_equal(buf[CANARY + outf * n:], before[CANARY + outf * n:])
-    assert len(np.unique(want)) > want.size // 2  # not a constant tile
+    assert_written(buf, want)
 
 
 @pytest.mark.parametrize("in_dt, zin", [("uint8", 0), ("uint8", 131), ("int8", -128),
@@ -87,10 +99,7 @@ def test_pointwise_stride_two_gathers_are_exact(in_dt, zin, inf, h, w, outf, row
     x = ends(rng, in_dt, inf * h * w).reshape(inf, h, w)
     f = ends(rng, "int8", outf * inf).reshape(outf, inf)
     n = rows * wo
-    acc0 = rng.integers(-2**31, 2**31, (outf, n)).astype(np.int32)
-    buf = np.full(outf * n + 2 * CANARY, 0x5A5A5A5A, np.int32)
-    buf[CANARY:CANARY + outf * n] = acc0.ravel()
-    before = buf.copy()
+    buf, acc0 = accumulators(rng, outf, n)
     kernel, fn = kernel_of(in_dt, cores)
     given = dict(In=x.ravel(), W=w, InRow0=0, InRows=h, Hreal=h, PadT=0, InFeat=inf,
                  Filter=f.ravel(), Acc=buf[CANARY:CANARY + outf * n], Wo=wo, OutRow0=row0,
@@ -99,7 +108,4 @@ def test_pointwise_stride_two_gathers_are_exact(in_dt, zin, inf, h, w, outf, row
     fn(*[given[k] for _, k in kernel.args])
     picked = x[:, 2 * row0::2, ::2]  # the inputs the outputs read, as a plane of runs
     want = pointwise_oracle(picked, f, acc0, zin, (0, wo))
-    assert np.array_equal(buf[CANARY:CANARY + outf * n].reshape(outf, n), want)
-    assert np.array_equal(buf[:CANARY], before[:CANARY])
-    assert np.array_equal(buf[CANARY + outf * n:], before[CANARY + outf * n:])
-    assert len(np.unique(want)) > want.size // 2
+    assert_written(buf, want)
